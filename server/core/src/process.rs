@@ -1,0 +1,268 @@
+//! Running external tools (nvcc, nvdisasm, ncu, the GPU worker) safely: each in
+//! its own process group, with a timeout, a cancellation token, capped output,
+//! and the whole group killed if the caller's future is dropped.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// Output beyond this is dropped (and said so); past `KILL_AFTER_BYTES` the tool is killed.
+pub const OUTPUT_CAP_BYTES: usize = 4 << 20;
+const KILL_AFTER_BYTES: usize = 64 << 20;
+
+#[derive(Debug, Clone)]
+pub struct ToolCommand {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub cwd: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+}
+
+impl ToolCommand {
+    pub fn new(program: impl Into<PathBuf>, timeout: Duration) -> Self {
+        ToolCommand { program: program.into(), args: Vec::new(), cwd: None, env: Vec::new(), stdin: None, timeout }
+    }
+    pub fn arg(mut self, a: impl Into<OsString>) -> Self {
+        self.args.push(a.into());
+        self
+    }
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+    pub fn stdin(mut self, data: Vec<u8>) -> Self {
+        self.stdin = Some(data);
+        self
+    }
+    fn tool_name(&self) -> String {
+        self.program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolOutput {
+    /// Exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    /// Some output was dropped past `OUTPUT_CAP_BYTES`.
+    pub truncated: bool,
+    pub elapsed: Duration,
+}
+
+impl ToolOutput {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    #[error("{tool} was not found at {path}")]
+    NotFound { tool: String, path: PathBuf },
+    #[error("{tool} at {path} is not executable (check its permissions: chmod +x)")]
+    NotExecutable { tool: String, path: PathBuf },
+    #[error("could not start {tool}: {message}")]
+    Spawn { tool: String, message: String },
+    #[error("{tool} did not finish within {secs} s and was stopped; raise the timeout setting if the file is large")]
+    Timeout { tool: String, secs: u64 },
+    #[error("{tool} printed more than {mb} MiB of output and was stopped")]
+    Flood { tool: String, mb: usize },
+    #[error("{tool} was cancelled")]
+    Cancelled { tool: String },
+}
+
+/// Kills the whole process group when dropped, unless disarmed: a dropped
+/// request future (LSP cancellation) must not leave nvcc's children running.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // SAFETY: plain syscall; a negative pid addresses the process group.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+    let tool = cmd.tool_name();
+    check_executable(&cmd.program, &tool)?;
+    let mut command = tokio::process::Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .stdin(if cmd.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("LC_ALL", "C")
+        .process_group(0)
+        .kill_on_drop(true);
+    for (k, v) in &cmd.env {
+        command.env(k, v);
+    }
+    if let Some(dir) = &cmd.cwd {
+        command.current_dir(dir);
+    }
+    let start = Instant::now();
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::NotFound { tool: tool.clone(), path: cmd.program.clone() },
+        std::io::ErrorKind::PermissionDenied => ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() },
+        _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
+    })?;
+    let mut guard = GroupGuard { pgid: child.id().map(|p| p as i32) };
+    if let (Some(data), Some(mut stdin)) = (cmd.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&data).await;
+        });
+    }
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let flood = CancellationToken::new();
+    let out_task = tokio::spawn(read_capped(stdout, flood.clone()));
+    let err_task = tokio::spawn(read_capped(stderr, flood.clone()));
+
+    let status = tokio::select! {
+        status = child.wait() => status.map_err(|e| ToolError::Spawn { tool: tool.clone(), message: e.to_string() })?,
+        _ = tokio::time::sleep(cmd.timeout) => {
+            guard.kill();
+            let _ = child.wait().await;
+            return Err(ToolError::Timeout { tool, secs: cmd.timeout.as_secs().max(1) });
+        }
+        _ = cancel.cancelled() => {
+            guard.kill();
+            let _ = child.wait().await;
+            return Err(ToolError::Cancelled { tool });
+        }
+        _ = flood.cancelled() => {
+            guard.kill();
+            let _ = child.wait().await;
+            return Err(ToolError::Flood { tool, mb: KILL_AFTER_BYTES >> 20 });
+        }
+    };
+    // The leader exited; grandchildren that kept the pipes open are killed with the group.
+    guard.kill();
+    let (stdout, t1) = out_task.await.unwrap_or_default();
+    let (stderr, t2) = err_task.await.unwrap_or_default();
+    if flood.is_cancelled() {
+        return Err(ToolError::Flood { tool, mb: KILL_AFTER_BYTES >> 20 });
+    }
+    Ok(ToolOutput {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        truncated: t1 || t2,
+        elapsed: start.elapsed(),
+    })
+}
+
+fn check_executable(program: &Path, tool: &str) -> Result<(), ToolError> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.components().count() > 1 {
+        let meta = std::fs::metadata(program)
+            .map_err(|_| ToolError::NotFound { tool: tool.to_string(), path: program.to_path_buf() })?;
+        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+            return Err(ToolError::NotExecutable { tool: tool.to_string(), path: program.to_path_buf() });
+        }
+    }
+    Ok(())
+}
+
+async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, flood: CancellationToken) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                total += n;
+                if kept.len() < OUTPUT_CAP_BYTES {
+                    let take = n.min(OUTPUT_CAP_BYTES - kept.len());
+                    kept.extend_from_slice(&buf[..take]);
+                }
+                if total > KILL_AFTER_BYTES {
+                    flood.cancel();
+                    break;
+                }
+            }
+        }
+    }
+    (kept, total > OUTPUT_CAP_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, secs: u64) -> ToolCommand {
+        ToolCommand::new("/bin/sh", Duration::from_secs(secs)).arg("-c").arg(script)
+    }
+
+    #[tokio::test]
+    async fn captures_output_and_code() {
+        let out = run_tool(&sh("echo hi; echo err >&2; exit 3", 5), &CancellationToken::new()).await.unwrap();
+        assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (Some(3), "hi\n", "err\n"));
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let marker = std::env::temp_dir().join(format!("kp-grp-{}", std::process::id()));
+        let script = format!("(sleep 30; touch {}) & sleep 30", marker.display());
+        let err = run_tool(&sh(&script, 1), &CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, ToolError::Timeout { .. }), "{err}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!marker.exists());
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_the_tool() {
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            c2.cancel();
+        });
+        let err = run_tool(&sh("sleep 30", 30), &cancel).await.unwrap_err();
+        assert!(matches!(err, ToolError::Cancelled { .. }));
+    }
+
+    #[tokio::test]
+    async fn flood_of_output_is_stopped() {
+        let err = run_tool(&sh("yes garbage-garbage-garbage", 30), &CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, ToolError::Flood { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn missing_and_non_executable_tools_are_named() {
+        let missing = run_tool(&ToolCommand::new("/nonexistent/nvcc", Duration::from_secs(1)), &CancellationToken::new()).await;
+        assert!(matches!(missing, Err(ToolError::NotFound { .. })));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nvcc");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let not_exec = run_tool(&ToolCommand::new(&file, Duration::from_secs(1)), &CancellationToken::new()).await;
+        assert!(matches!(not_exec, Err(ToolError::NotExecutable { .. })));
+    }
+}

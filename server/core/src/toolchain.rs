@@ -1,0 +1,144 @@
+//! Finding the CUDA tools: a setting, then an environment variable, then
+//! `CUDA_HOME`, then `PATH`, then the virtual environment that the README's
+//! set-up creates (`.venv` in an ancestor of the binary or the working dir).
+
+use std::path::{Path, PathBuf};
+
+/// How to install the compiler when none is found; shown to the user as is.
+pub const NVCC_INSTALL_HINT: &str = "Install the CUDA compiler with `bash scripts/setup.sh` (pip wheels into .venv), \
+or `pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-nvdisasm nvidia-cuda-cccl`, \
+or point the kernelpro.nvcc setting, KERNELPRO_NVCC or CUDA_HOME at an existing CUDA toolkit.";
+
+pub const NCU_INSTALL_HINT: &str = "Nsight Compute (ncu) ships with the CUDA toolkit on GPU machines; \
+set kernelpro.ncu or KERNELPRO_NCU to its path, or add it to PATH.";
+
+/// Where a tool was found, for `kernelpro doctor` and error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub path: PathBuf,
+    pub via: &'static str,
+}
+
+/// The process environment as discovery sees it; tests supply their own.
+pub struct Env<'a> {
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+    pub roots: Vec<PathBuf>,
+}
+
+impl Env<'static> {
+    pub fn process() -> Self {
+        let mut roots = Vec::new();
+        if let Ok(exe) = std::env::current_exe() {
+            roots.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
+        }
+        if let Ok(cwd) = std::env::current_dir() {
+            roots.extend(cwd.ancestors().map(Path::to_path_buf));
+        }
+        Env { var: &|k| std::env::var(k).ok(), roots }
+    }
+}
+
+/// Find `tool` (e.g. "nvcc", "nvdisasm", "ncu"). `env_var` is e.g. `KERNELPRO_NVCC`.
+pub fn find_tool(tool: &str, setting: Option<&Path>, env_var: &str, env: &Env) -> Option<Found> {
+    if let Some(p) = setting {
+        return Some(Found { path: p.to_path_buf(), via: "setting" });
+    }
+    if let Some(p) = (env.var)(env_var).filter(|s| !s.is_empty()) {
+        return Some(Found { path: PathBuf::from(p), via: "environment variable" });
+    }
+    for home in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(h) = (env.var)(home) {
+            let candidate = Path::new(&h).join("bin").join(tool);
+            if is_executable(&candidate) {
+                return Some(Found { path: candidate, via: "CUDA_HOME" });
+            }
+        }
+    }
+    if let Some(path) = (env.var)("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(tool);
+            if is_executable(&candidate) {
+                return Some(Found { path: candidate, via: "PATH" });
+            }
+        }
+    }
+    let mut venvs: Vec<PathBuf> = (env.var)("KERNELPRO_VENV").map(PathBuf::from).into_iter().collect();
+    venvs.extend(env.roots.iter().map(|r| r.join(".venv")));
+    for venv in venvs {
+        if let Some(bin) = venv_cuda_bin(&venv) {
+            let candidate = bin.join(tool);
+            if is_executable(&candidate) {
+                return Some(Found { path: candidate, via: "project .venv" });
+            }
+        }
+    }
+    None
+}
+
+/// A sibling tool of an already-found one (nvdisasm next to nvcc), else a fresh search.
+pub fn find_sibling(found: &Found, tool: &str, env: &Env) -> Option<Found> {
+    let sibling = found.path.with_file_name(tool);
+    if is_executable(&sibling) {
+        return Some(Found { path: sibling, via: found.via });
+    }
+    find_tool(tool, None, "", env)
+}
+
+fn venv_cuda_bin(venv: &Path) -> Option<PathBuf> {
+    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
+    for entry in lib.flatten() {
+        let nvidia = entry.path().join("site-packages/nvidia");
+        for cu in ["cu13", "cu12", "cuda_nvcc"] {
+            let bin = nvidia.join(cu).join("bin");
+            if bin.join("nvcc").exists() {
+                return Some(bin);
+            }
+        }
+    }
+    None
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn fake_tool(dir: &Path, name: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn check(vars: &[(&str, String)], roots: Vec<PathBuf>, setting: Option<&Path>, expected: Option<(&Path, &str)>) {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let lookup = move |k: &str| map.get(k).cloned();
+        let env = Env { var: &lookup, roots };
+        let got = find_tool("nvcc", setting, "KERNELPRO_NVCC", &env);
+        assert_eq!(got.as_ref().map(|f| (f.path.as_path(), f.via)), expected);
+    }
+
+    #[test]
+    fn discovery_order() {
+        let t = tempfile::tempdir().unwrap();
+        let home_nvcc = fake_tool(&t.path().join("cuda/bin"), "nvcc");
+        let path_nvcc = fake_tool(&t.path().join("pathdir"), "nvcc");
+        let venv_nvcc = fake_tool(&t.path().join("proj/.venv/lib/python3.11/site-packages/nvidia/cu13/bin"), "nvcc");
+        let home = ("CUDA_HOME", t.path().join("cuda").display().to_string());
+        let path = ("PATH", t.path().join("pathdir").display().to_string());
+        let roots = vec![t.path().join("proj")];
+        check(&[home.clone()], vec![], Some(Path::new("/x/nvcc")), Some((Path::new("/x/nvcc"), "setting")));
+        check(&[("KERNELPRO_NVCC", "/y/nvcc".into()), home.clone()], vec![], None, Some((Path::new("/y/nvcc"), "environment variable")));
+        check(&[home.clone(), path.clone()], vec![], None, Some((&home_nvcc, "CUDA_HOME")));
+        check(&[path.clone()], roots.clone(), None, Some((&path_nvcc, "PATH")));
+        check(&[], roots, None, Some((&venv_nvcc, "project .venv")));
+        check(&[], vec![t.path().join("nowhere")], None, None);
+    }
+}
