@@ -1,0 +1,285 @@
+-- Headless end-to-end test of the Neovim client against the real server.
+--   KERNELPRO_BIN  server binary         KP_FIXTURE  .cu file (copied to a temp project)
+--   KP_OUT         JSON report path      KP_TIMEOUT_MS  overall deadline (default 300000)
+-- Exit 0: every check passed; 1: a check failed; 2: timed out or errored.
+-- The JSON holds what the editor saw, so the Rust test can assert on it too.
+local bin = assert(os.getenv('KERNELPRO_BIN'), 'KERNELPRO_BIN is not set')
+local fixture = assert(os.getenv('KP_FIXTURE'), 'KP_FIXTURE is not set')
+local out_path = assert(os.getenv('KP_OUT'), 'KP_OUT is not set')
+local deadline = vim.uv.now() + tonumber(os.getenv('KP_TIMEOUT_MS') or '300000')
+
+local report = { nvim = tostring(vim.version()), fixture = fixture, checks = {} }
+
+local function finish(code)
+  local f = assert(io.open(out_path, 'w'))
+  f:write(vim.json.encode(report))
+  f:close()
+  for _, client in ipairs(vim.lsp.get_clients()) do
+    client:stop(true)
+  end
+  os.exit(code)
+end
+
+--- Wait for cond() or give up: the report records what was awaited.
+local function wait_for(what, cond)
+  local left = deadline - vim.uv.now()
+  if left <= 0 or not vim.wait(left, cond, 50) then
+    report.error = 'timeout waiting for ' .. what
+    finish(2)
+  end
+end
+
+local function request(client, method, params, bufnr)
+  local done, response
+  client:request(method, params, function(err, result)
+    done, response = true, { err = err, result = result }
+  end, bufnr)
+  wait_for('response to ' .. method, function()
+    return done
+  end)
+  if response.err then
+    report.error = method .. ': ' .. (response.err.message or vim.inspect(response.err))
+    finish(2)
+  end
+  return response.result
+end
+
+local function main()
+-- A temporary project: the fixture and its headers beside a .git root marker.
+local project = vim.fn.tempname()
+vim.fn.mkdir(project .. '/.git', 'p')
+local fixture_dir = vim.fs.dirname(fixture)
+for name in vim.fs.dir(fixture_dir) do
+  if name == vim.fs.basename(fixture) or name:match('%.cuh$') or name:match('%.h$') then
+    vim.uv.fs_copyfile(fixture_dir .. '/' .. name, project .. '/' .. name)
+    vim.uv.fs_chmod(project .. '/' .. name, tonumber('644', 8))
+  end
+end
+local source = project .. '/' .. vim.fs.basename(fixture)
+
+-- Count every publish and watch progress, to know when the server has settled.
+local publishes, active_progress = 0, {}
+local default_publish = vim.lsp.handlers['textDocument/publishDiagnostics']
+vim.lsp.handlers['textDocument/publishDiagnostics'] = function(err, result, ctx)
+  publishes = publishes + 1
+  return default_publish(err, result, ctx)
+end
+report.progress = {}
+vim.api.nvim_create_autocmd('LspProgress', {
+  callback = function(ev)
+    local token, value = ev.data.params.token, ev.data.params.value or {}
+    if value.kind == 'begin' then
+      active_progress[token] = true
+      table.insert(report.progress, value.title)
+    elseif value.kind == 'end' then
+      active_progress[token] = nil
+    end
+  end,
+})
+local function settled_after(count)
+  return function()
+    return publishes > count and next(active_progress) == nil
+  end
+end
+
+require('kernelpro').setup({
+  server_path = bin,
+  trusted = true,
+  settings = { optimize = { evaluator = 'stub:1.5', budget = 4, timeSecs = 120 } },
+})
+
+vim.cmd.edit(vim.fn.fnameescape(source))
+local bufnr = vim.api.nvim_get_current_buf()
+report.filetype = vim.bo[bufnr].filetype
+local kp = require('kernelpro')
+wait_for('the kernelpro client to attach', function()
+  return kp.client(bufnr) ~= nil and kp.client(bufnr).initialized
+end)
+local client = kp.client(bufnr)
+report.server = client.server_info
+report.offset_encoding = client.offset_encoding
+
+-- didOpen, then didSave: each must bring diagnostics.
+wait_for('diagnostics after open', settled_after(0))
+local before_save = publishes
+vim.cmd.write()
+wait_for('diagnostics after save', settled_after(before_save))
+
+local function to_report(d)
+  return {
+    line = d.lnum,
+    col = d.col,
+    severity = vim.diagnostic.severity[d.severity],
+    source = d.source,
+    code = d.code,
+    message = d.message,
+  }
+end
+report.diagnostics = vim.tbl_map(to_report, vim.diagnostic.get(bufnr))
+
+local text_document = vim.lsp.util.make_text_document_params(bufnr)
+
+-- Symbols, and the plugin's "which kernel is under the cursor".
+local symbols = request(client, 'textDocument/documentSymbol', { textDocument = text_document }, bufnr)
+report.symbols = vim.tbl_map(function(s)
+  local range = s.range or s.location.range
+  return { name = s.name, detail = s.detail, kind = vim.lsp.protocol.SymbolKind[s.kind], line = range.start.line }
+end, symbols or {})
+
+local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+local kernel_line, kernel_name, kernel_col
+for i, line in ipairs(lines) do
+  local col, name = line:match('__global__%s+void%s+()([%w_]+)')
+  if name then
+    kernel_line, kernel_name, kernel_col = i - 1, name, col - 1
+    break
+  end
+end
+report.kernel = { name = kernel_name, line = kernel_line }
+
+vim.api.nvim_win_set_cursor(0, { kernel_line + 2, 2 })
+local commands = require('kernelpro.commands')
+local at_cursor, asked = nil, false
+commands.kernel_at_cursor(bufnr, function(name)
+  at_cursor, asked = name, true
+end)
+wait_for('kernel_at_cursor', function()
+  return asked
+end)
+report.kernel_at_cursor = at_cursor
+
+-- Hover on the kernel name, and on the line of the first static finding.
+local function hover(line, character)
+  local result = request(client, 'textDocument/hover', {
+    textDocument = text_document,
+    position = { line = line, character = character },
+  }, bufnr)
+  local contents = result and result.contents
+  if type(contents) == 'table' then
+    contents = contents.value or vim.inspect(contents)
+  end
+  return { line = line, text = contents }
+end
+report.hover_kernel = hover(kernel_line, kernel_col + 1)
+local finding_line = kernel_line + 1
+for _, d in ipairs(report.diagnostics) do
+  if d.source == 'kernelpro' then
+    finding_line = d.line
+    break
+  end
+end
+report.hover_line = hover(finding_line, 2)
+
+-- SASS for that line, through the plugin's command (opens a float).
+vim.api.nvim_win_set_cursor(0, { finding_line + 1, 0 })
+vim.cmd('KernelProSass')
+local function float_text()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= '' then
+      return table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false), '\n')
+    end
+  end
+end
+wait_for('the SASS float', function()
+  return float_text() ~= nil
+end)
+report.sass_float = float_text()
+
+-- Code lenses: the raw response and what the editor displays.
+local lenses = request(client, 'textDocument/codeLens', { textDocument = text_document }, bufnr) or {}
+report.code_lens = vim.tbl_map(function(l)
+  local cmd = l.command or {}
+  return { line = l.range.start.line, title = cmd.title, command = cmd.command, arguments = cmd.arguments }
+end, lenses)
+vim.lsp.codelens.refresh({ bufnr = bufnr })
+wait_for('displayed code lenses', function()
+  return #vim.lsp.codelens.get(bufnr) > 0
+end)
+report.code_lens_displayed = #vim.lsp.codelens.get(bufnr)
+
+-- Optimize through the code action, then apply the finished search's edit.
+local function code_actions()
+  local position = { line = kernel_line, character = kernel_col }
+  return request(client, 'textDocument/codeAction', {
+    textDocument = text_document,
+    range = { start = position, ['end'] = position },
+    context = { diagnostics = {}, triggerKind = 1 },
+  }, bufnr) or {}
+end
+local function titles(actions)
+  return vim.tbl_map(function(a)
+    return a.title
+  end, actions)
+end
+local function find(actions, prefix)
+  for _, a in ipairs(actions) do
+    if vim.startswith(a.title, prefix) then
+      return a
+    end
+  end
+end
+
+local actions = code_actions()
+report.optimize = { actions_before = titles(actions) }
+local optimize = find(actions, 'Optimize kernel')
+if optimize then
+  local command = type(optimize.command) == 'table' and optimize.command or optimize
+  report.optimize.command = { command = command.command, arguments = command.arguments }
+  local before_optimize = publishes
+  report.optimize.result = request(client, 'workspace/executeCommand', {
+    command = command.command,
+    arguments = command.arguments,
+  }, bufnr)
+  wait_for('the server to settle after optimize', function()
+    return next(active_progress) == nil
+  end)
+  report.optimize.publishes_during = publishes - before_optimize
+  local after = code_actions()
+  report.optimize.actions_after = titles(after)
+  local apply = find(after, 'Apply optimized')
+  if apply then
+    if not apply.edit and (client.server_capabilities.codeActionProvider or {}).resolveProvider then
+      apply = request(client, 'codeAction/resolve', apply, bufnr)
+    end
+    local text_before = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), '\n')
+    vim.lsp.util.apply_workspace_edit(apply.edit, client.offset_encoding)
+    local text_after = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), '\n')
+    report.optimize.applied = apply.title
+    report.optimize.buffer_changed = text_before ~= text_after
+  end
+end
+
+-- :checkhealth kernelpro, as a user would read it.
+vim.cmd('checkhealth kernelpro')
+report.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+
+local function check(name, ok)
+  report.checks[name] = ok and true or false
+end
+check('filetype_cuda', report.filetype == 'cuda')
+check('diagnostics', #report.diagnostics > 0)
+check('kernel_at_cursor', report.kernel_at_cursor == kernel_name)
+check('hover_kernel', type(report.hover_kernel.text) == 'string' and report.hover_kernel.text:find(kernel_name, 1, true))
+check('hover_line', type(report.hover_line.text) == 'string' and report.hover_line.text ~= '')
+check('sass_float', report.sass_float and report.sass_float ~= '')
+check('code_lens_optimize', vim.iter(report.code_lens):any(function(l)
+  return l.command == 'kernelpro.optimize'
+end))
+check('code_lens_displayed', report.code_lens_displayed > 0)
+check('optimize_action', report.optimize.command ~= nil)
+check('optimize_applied', report.optimize.buffer_changed == true)
+check('health', report.health:find('kernelpro: server', 1, true) ~= nil)
+
+local failed = vim.tbl_filter(function(name)
+  return not report.checks[name]
+end, vim.tbl_keys(report.checks))
+table.sort(failed)
+report.failed = failed
+return #failed == 0 and 0 or 1
+end
+
+local ok, code = xpcall(main, debug.traceback)
+if not ok then
+  report.error = code
+end
+finish(ok and code or 2)
