@@ -1,0 +1,259 @@
+//! Finds `// kernelpro: ...` lines in a source file and groups them: a block
+//! directly above a `__global__` function belongs to that kernel, any other
+//! block holds file-wide `let`s.
+
+use serde::{Deserialize, Serialize};
+
+/// One spec line: the text after `kernelpro:` and where that text starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecLine {
+    /// 0-based line number.
+    pub line: u32,
+    /// UTF-8 byte column of the first character of `text`.
+    pub col: u32,
+    /// The directive, trimmed (`let N = 1 << 24`).
+    pub text: String,
+}
+
+/// The spec block of one kernel, not yet interpreted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSpecRaw {
+    pub kernel: String,
+    /// The line that holds the kernel's name.
+    pub kernel_line: u32,
+    /// Names of the template parameters (`template <typename T, int B>` → `T`, `B`).
+    pub template_params: Vec<String>,
+    pub lines: Vec<SpecLine>,
+}
+
+/// All spec lines of a file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSpecs {
+    pub kernels: Vec<KernelSpecRaw>,
+    /// Spec lines not directly above a kernel; only `let` is valid there.
+    pub file_lets: Vec<SpecLine>,
+}
+
+impl FileSpecs {
+    pub fn kernel(&self, name: &str) -> Option<&KernelSpecRaw> {
+        self.kernels.iter().find(|k| k.kernel == name)
+    }
+}
+
+/// How many lines after a spec block a kernel's declaration may span.
+const MAX_DECL_LINES: usize = 12;
+
+/// Attribute-like macros that take parentheses before the kernel's name.
+const ATTRIBUTES: [&str; 6] = ["__launch_bounds__", "__attribute__", "__align__", "__declspec", "alignas", "__cluster_dims__"];
+
+pub fn parse_file(source: &str) -> FileSpecs {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut specs = FileSpecs::default();
+    let mut i = 0;
+    while i < lines.len() {
+        if spec_line(i, lines[i]).is_none() {
+            i += 1;
+            continue;
+        }
+        let mut block = Vec::new();
+        while i < lines.len() {
+            if let Some(l) = spec_line(i, lines[i]) {
+                block.push(l);
+            } else if !lines[i].trim_start().starts_with("//") {
+                break;
+            }
+            i += 1;
+        }
+        match kernel_after(&lines, i) {
+            Some((kernel, kernel_line, template_params)) => {
+                specs.kernels.push(KernelSpecRaw { kernel, kernel_line, template_params, lines: block })
+            }
+            None => specs.file_lets.extend(block),
+        }
+    }
+    specs
+}
+
+fn spec_line(index: usize, line: &str) -> Option<SpecLine> {
+    let body = line.trim_start().strip_prefix("//")?.trim_start().strip_prefix("kernelpro:")?;
+    let text = body.trim();
+    let col = line.len() - body.trim_start().len();
+    Some(SpecLine { line: index as u32, col: col as u32, text: text.to_string() })
+}
+
+/// The kernel declared starting at line `start`: its name, the line of the
+/// name, and its template parameter names.
+fn kernel_after(lines: &[&str], start: usize) -> Option<(String, u32, Vec<String>)> {
+    let end = (start + MAX_DECL_LINES).min(lines.len());
+    let mut decl = String::new();
+    let mut line_starts = Vec::new();
+    for line in &lines[start..end] {
+        // A blank or preprocessor line means the spec block is not directly above a declaration.
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            break;
+        }
+        line_starts.push(decl.len());
+        decl.push_str(line);
+        decl.push('\n');
+        if line.contains(['{', ';']) {
+            break;
+        }
+    }
+    let decl = &decl[..decl.find(['{', ';']).unwrap_or(decl.len())];
+    let (template_params, rest_at) = template_header(decl);
+    let rest = &decl[rest_at..];
+    if !rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "__global__") {
+        return None;
+    }
+    let name_at = rest_at + function_name_offset(rest)?;
+    let name_len = decl[name_at..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(0);
+    let line = start + line_starts.iter().rposition(|s| *s <= name_at).unwrap_or(0);
+    Some((decl[name_at..name_at + name_len].to_string(), line as u32, template_params))
+}
+
+/// Parameter names of a leading `template <...>` and the offset after it.
+fn template_header(decl: &str) -> (Vec<String>, usize) {
+    let trimmed = decl.trim_start();
+    let Some(after_kw) = trimmed.strip_prefix("template") else { return (Vec::new(), 0) };
+    let Some(open) = after_kw.find('<') else { return (Vec::new(), 0) };
+    let mut depth = 0;
+    let mut close = None;
+    for (i, c) in after_kw.char_indices().skip(open) {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else { return (Vec::new(), 0) };
+    let params = split_top_level(&after_kw[open + 1..close])
+        .into_iter()
+        .filter_map(|(_, part)| {
+            let declarator = part.split('=').next().unwrap_or("");
+            declarator.split(|c: char| !(c.is_alphanumeric() || c == '_')).rfind(|w| !w.is_empty()).map(str::to_string)
+        })
+        .collect();
+    let header_end = decl.len() - trimmed.len() + "template".len() + close + 1;
+    (params, header_end)
+}
+
+/// Offset of the identifier before the first `(` that is not an attribute's.
+fn function_name_offset(decl: &str) -> Option<usize> {
+    let bytes = decl.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'(' {
+            i += 1;
+            continue;
+        }
+        let before = decl[..i].trim_end();
+        let ident_start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+        let ident = &before[ident_start..];
+        if !ATTRIBUTES.contains(&ident) {
+            return (!ident.is_empty()).then_some(ident_start);
+        }
+        let mut depth = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Splits at commas outside parentheses and square brackets; each part comes with its byte offset, untrimmed.
+pub(crate) fn split_top_level(text: &str) -> Vec<(usize, &str)> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push((start, &text[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push((start, &text[start..]));
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::{Expect, expect};
+
+    fn check(source: &str, expected: Expect) {
+        let specs = parse_file(source);
+        let mut out = String::new();
+        for k in &specs.kernels {
+            out += &format!("kernel {} at line {} template {:?}\n", k.kernel, k.kernel_line, k.template_params);
+            for l in &k.lines {
+                out += &format!("  {}:{} {}\n", l.line, l.col, l.text);
+            }
+        }
+        for l in &specs.file_lets {
+            out += &format!("file {}:{} {}\n", l.line, l.col, l.text);
+        }
+        expected.assert_eq(&out);
+    }
+
+    #[test]
+    fn groups_lines_above_kernels() {
+        check(
+            "// kernelpro: let N = 1 << 20\n\
+             #include <cuda_fp16.h>\n\
+             \n\
+             // kernelpro: grid = ceil_div(N, 256)\n\
+             //   kernelpro:   block = 256   \n\
+             // a plain comment\n\
+             __global__ void __launch_bounds__(256)\n\
+             scale(float* x, int n) {}\n\
+             // kernelpro: grid = 1\n\
+             int host_only(int a);\n",
+            expect![[r#"
+                kernel scale at line 7 template []
+                  3:14 grid = ceil_div(N, 256)
+                  4:18 block = 256
+                file 0:14 let N = 1 << 20
+                file 8:14 grid = 1
+            "#]],
+        );
+    }
+
+    #[test]
+    fn reads_template_parameters() {
+        check(
+            "// kernelpro: instantiate = gemm<float, 128>\n\
+             template <typename T, int TILE = 64>\n\
+             __global__ void gemm(const T* a, T* c) {}\n\
+             // kernelpro: block = 32\n\
+             extern \"C\" __global__ void plain(int* x);\n",
+            expect![[r#"
+                kernel gemm at line 2 template ["T", "TILE"]
+                  0:14 instantiate = gemm<float, 128>
+                kernel plain at line 4 template []
+                  3:14 block = 32
+            "#]],
+        );
+    }
+}
