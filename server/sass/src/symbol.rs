@@ -15,12 +15,18 @@ pub struct Names {
 /// `$__internal_…` helpers) are kept as they are in all three fields.
 pub fn names(mangled: &str) -> Names {
     let demangle = |options: DemangleOptions| {
-        Symbol::new(mangled).ok().and_then(|sym| sym.demangle(&options).ok())
+        Symbol::new(mangled)
+            .ok()
+            .and_then(|sym| sym.demangle(&options).ok())
     };
     let demangled = demangle(DemangleOptions::new()).unwrap_or_else(|| mangled.to_string());
     let name = demangle(DemangleOptions::new().no_params().no_return_type())
         .unwrap_or_else(|| mangled.to_string());
-    Names { mangled: mangled.to_string(), demangled, name }
+    Names {
+        mangled: mangled.to_string(),
+        demangled,
+        name,
+    }
 }
 
 #[cfg(test)]
@@ -34,14 +40,26 @@ mod tests {
 
     #[test]
     fn kernel_names() {
-        check("_Z10saxpy_fp64PfPKffi", "saxpy_fp64(float*, float const*, float, int)", "saxpy_fp64");
-        check("_Z8tile_sumP6float4PKS_", "tile_sum(float4*, float4 const*)", "tile_sum");
+        check(
+            "_Z10saxpy_fp64PfPKffi",
+            "saxpy_fp64(float*, float const*, float, int)",
+            "saxpy_fp64",
+        );
+        check(
+            "_Z8tile_sumP6float4PKS_",
+            "tile_sum(float4*, float4 const*)",
+            "tile_sum",
+        );
         check(
             "_Z6kernelIfLi4EEvPT_",
             "void kernel<float, 4>(float*)",
             "kernel<float, 4>",
         );
         check("plain_c_kernel", "plain_c_kernel", "plain_c_kernel");
-        check("$__internal_0_$__cuda_sm20_rem_s64", "$__internal_0_$__cuda_sm20_rem_s64", "$__internal_0_$__cuda_sm20_rem_s64");
+        check(
+            "$__internal_0_$__cuda_sm20_rem_s64",
+            "$__internal_0_$__cuda_sm20_rem_s64",
+            "$__internal_0_$__cuda_sm20_rem_s64",
+        );
     }
 }
