@@ -1,0 +1,92 @@
+//! What an evaluator reports about one candidate source.
+
+use serde::{Deserialize, Serialize};
+
+/// One finding of the static or profile tools, reduced to what a proposer needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingNote {
+    /// The tool that raised it (e.g. `Uncoalesced`, `RegisterSpill`).
+    pub tool: String,
+    /// Its guidance text: what to change.
+    pub guidance: String,
+}
+
+impl FindingNote {
+    pub fn new(tool: impl Into<String>, guidance: impl Into<String>) -> Self {
+        FindingNote {
+            tool: tool.into(),
+            guidance: guidance.into(),
+        }
+    }
+}
+
+/// The result of compiling, verifying and timing one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Verified correct. `noise` is the uncertainty of `time_s`, in seconds.
+    Ok {
+        time_s: f64,
+        energy_j: Option<f64>,
+        noise: f64,
+        findings: Vec<FindingNote>,
+    },
+    CompileError(String),
+    WrongOutput(String),
+    Timeout,
+    Crash(String),
+}
+
+/// The kind of an [`Outcome`], without its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    Ok,
+    CompileError,
+    WrongOutput,
+    Timeout,
+    Crash,
+}
+
+impl Outcome {
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Ok { .. } => OutcomeKind::Ok,
+            Outcome::CompileError(_) => OutcomeKind::CompileError,
+            Outcome::WrongOutput(_) => OutcomeKind::WrongOutput,
+            Outcome::Timeout => OutcomeKind::Timeout,
+            Outcome::Crash(_) => OutcomeKind::Crash,
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok { .. })
+    }
+
+    pub fn time_s(&self) -> Option<f64> {
+        match self {
+            Outcome::Ok { time_s, .. } => Some(*time_s),
+            _ => None,
+        }
+    }
+
+    pub fn findings(&self) -> &[FindingNote] {
+        match self {
+            Outcome::Ok { findings, .. } => findings,
+            _ => &[],
+        }
+    }
+
+    /// The error text of a failed candidate, handed to the proposer of its debug child.
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            Outcome::Ok { .. } => None,
+            Outcome::CompileError(m) | Outcome::WrongOutput(m) | Outcome::Crash(m) => Some(m),
+            Outcome::Timeout => Some("timed out"),
+        }
+    }
+}
+
+/// Compiles, verifies and times a candidate source.
+pub trait Evaluator {
+    fn evaluate(&mut self, source: &str) -> Outcome;
+}

@@ -1,0 +1,71 @@
+//! The proposer side: what it is shown and what it returns.
+
+use crate::evaluate::FindingNote;
+use crate::memory::SearchMemory;
+use crate::tree::NodeId;
+
+/// Everything a proposer sees about the node it expands.
+#[derive(Debug, Clone, Copy)]
+pub struct ProposeContext<'a> {
+    pub parent: NodeId,
+    pub source: &'a str,
+    pub depth: usize,
+    /// Speedup of the parent over the original; `None` when the parent failed.
+    pub speedup: Option<f64>,
+    pub best_speedup: f64,
+    /// The parent's findings (empty for a failed parent).
+    pub findings: &'a [FindingNote],
+    /// The parent's error text when it failed: the child is then a debug attempt.
+    pub failure: Option<&'a str>,
+    pub memory: &'a SearchMemory,
+    /// How many proposals are wanted; more are ignored.
+    pub wanted: usize,
+}
+
+/// One rewritten source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    pub source: String,
+    /// Which rewrite produced it (recipe name, or `llm`).
+    pub recipe: String,
+    /// The finding (tool name) it answers, if any.
+    pub answers: Option<String>,
+    /// Free-form note kept in the search memory's notes (e.g. a useful file path).
+    pub note: Option<String>,
+}
+
+impl Proposal {
+    pub fn new(source: impl Into<String>, recipe: impl Into<String>) -> Self {
+        Proposal {
+            source: source.into(),
+            recipe: recipe.into(),
+            answers: None,
+            note: None,
+        }
+    }
+
+    pub fn answering(mut self, tool: impl Into<String>) -> Self {
+        self.answers = Some(tool.into());
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
+    }
+}
+
+/// Produces candidate rewrites of a node's source.
+pub trait Proposer {
+    fn name(&self) -> &str;
+    fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal>;
+}
+
+impl<P: Proposer + ?Sized> Proposer for Box<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+        (**self).propose(ctx)
+    }
+}

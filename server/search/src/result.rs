@@ -1,0 +1,144 @@
+//! What a search returns, and how the best candidate is chosen.
+
+use crate::evaluate::{Outcome, OutcomeKind};
+use crate::memory::SearchMemory;
+use crate::search::Event;
+use crate::tree::{NodeId, Tree};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Evaluations,
+    Iterations,
+    WallTime,
+    Cancelled,
+    /// No node could be expanded any more.
+    Exhausted,
+}
+
+/// One rewrite on the path from the original to the best candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub node: NodeId,
+    pub recipe: String,
+    pub answers: Option<String>,
+    pub outcome: OutcomeKind,
+    pub speedup: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeStats {
+    pub nodes: usize,
+    pub max_depth: usize,
+    pub closed: usize,
+    pub verified: usize,
+    pub compile_errors: usize,
+    pub wrong_outputs: usize,
+    pub timeouts: usize,
+    pub crashes: usize,
+    /// Proposals whose normalized source was already tried: not re-evaluated.
+    pub duplicates: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// The chosen candidate (never the original); `None` if none verified.
+    pub best: Option<NodeId>,
+    /// Its speedup over the original; 1.0 when there is none.
+    pub best_speedup: f64,
+    pub best_time_s: Option<f64>,
+    pub best_energy_j: Option<f64>,
+    pub baseline_time_s: f64,
+    pub baseline_energy_j: Option<f64>,
+    pub best_path: Vec<Step>,
+    /// Candidate evaluations (the baseline run is not counted).
+    pub evaluations: usize,
+    pub iterations: usize,
+    pub stop: StopReason,
+    pub stats: TreeStats,
+    pub tree: Tree,
+    pub memory: SearchMemory,
+    pub trace: Vec<Event>,
+}
+
+/// Speed first, energy second: among verified candidates whose time is within
+/// noise of the fastest, the one with the lowest energy (the fastest if none
+/// reports energy).
+pub fn pick_best(tree: &Tree) -> Option<NodeId> {
+    struct Timed {
+        id: NodeId,
+        time: f64,
+        energy: Option<f64>,
+        noise: f64,
+    }
+    let candidates: Vec<Timed> = tree
+        .nodes()
+        .iter()
+        .skip(1)
+        .filter_map(|n| match &n.outcome {
+            Outcome::Ok {
+                time_s,
+                energy_j,
+                noise,
+                ..
+            } => Some(Timed {
+                id: n.id,
+                time: *time_s,
+                energy: *energy_j,
+                noise: *noise,
+            }),
+            _ => None,
+        })
+        .collect();
+    let fastest = candidates
+        .iter()
+        .min_by(|a, b| a.time.total_cmp(&b.time).then(a.id.cmp(&b.id)))?;
+    let frugal = candidates
+        .iter()
+        .filter(|c| c.time <= fastest.time + c.noise.max(fastest.noise))
+        .filter_map(|c| Some((c.energy?, c)))
+        .min_by(|(ea, a), (eb, b)| {
+            ea.total_cmp(eb)
+                .then(a.time.total_cmp(&b.time))
+                .then(a.id.cmp(&b.id))
+        });
+    Some(frugal.map_or(fastest.id, |(_, c)| c.id))
+}
+
+pub(crate) fn best_path(tree: &Tree, best: NodeId) -> Vec<Step> {
+    tree.path(best)
+        .into_iter()
+        .skip(1)
+        .map(|id| {
+            let n = &tree[id];
+            Step {
+                node: id,
+                recipe: n.recipe.clone(),
+                answers: n.answers.clone(),
+                outcome: n.outcome.kind(),
+                speedup: n.speedup,
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn stats(tree: &Tree, duplicates: usize) -> TreeStats {
+    let mut s = TreeStats {
+        nodes: tree.len(),
+        duplicates,
+        ..TreeStats::default()
+    };
+    for n in tree.nodes() {
+        s.max_depth = s.max_depth.max(n.depth);
+        s.closed += n.closed as usize;
+        match n.outcome.kind() {
+            OutcomeKind::Ok => s.verified += 1,
+            OutcomeKind::CompileError => s.compile_errors += 1,
+            OutcomeKind::WrongOutput => s.wrong_outputs += 1,
+            OutcomeKind::Timeout => s.timeouts += 1,
+            OutcomeKind::Crash => s.crashes += 1,
+        }
+    }
+    s
+}

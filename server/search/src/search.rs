@@ -1,0 +1,379 @@
+//! The search loop shared by MCTS and the baselines: select, propose,
+//! deduplicate, evaluate, back up, prune, until the budget or a cancel stops it.
+
+use crate::config::SearchConfig;
+use crate::evaluate::{Evaluator, Outcome, OutcomeKind};
+use crate::memory::SearchMemory;
+use crate::proposer::{ProposeContext, Proposer};
+use crate::result::{SearchResult, StopReason, best_path, pick_best, stats};
+use crate::rng::SplitMix64;
+use crate::select::select;
+use crate::tree::{Evaluated, NodeId, Tree};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// One step of the search, for progress reporting and the result's trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    Selected {
+        iteration: usize,
+        node: NodeId,
+    },
+    Proposed {
+        node: NodeId,
+        proposer: String,
+        count: usize,
+    },
+    Evaluated {
+        node: NodeId,
+        parent: NodeId,
+        recipe: String,
+        outcome: OutcomeKind,
+        speedup: Option<f64>,
+    },
+    /// A proposal whose normalized source was tried before, as `of`.
+    Duplicate {
+        parent: NodeId,
+        recipe: String,
+        of: NodeId,
+    },
+    Closed {
+        node: NodeId,
+    },
+    Stopped {
+        reason: StopReason,
+    },
+}
+
+/// What the progress callback sees after each event.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'e> {
+    pub evaluations: usize,
+    pub max_evaluations: usize,
+    pub best_speedup: f64,
+    pub event: &'e Event,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SearchError {
+    /// The original did not compile, verify or run: there is nothing to compare against.
+    Baseline(Outcome),
+}
+
+impl std::fmt::Display for SearchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SearchError::Baseline(o) => write!(f, "the original kernel failed: {:?}", o.kind()),
+        }
+    }
+}
+
+impl std::error::Error for SearchError {}
+
+type ProgressCallback<'a> = Box<dyn FnMut(&Progress) + 'a>;
+
+/// A configured search. `run` consumes it.
+pub struct Search<'a> {
+    config: SearchConfig,
+    cancel: Option<Arc<AtomicBool>>,
+    on_progress: Option<ProgressCallback<'a>>,
+    memory: SearchMemory,
+}
+
+impl<'a> Search<'a> {
+    pub fn new(config: SearchConfig) -> Self {
+        Search {
+            config,
+            cancel: None,
+            on_progress: None,
+            memory: SearchMemory::default(),
+        }
+    }
+
+    /// Checked before every evaluation; setting it stops with the best so far.
+    pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    pub fn on_progress(mut self, callback: impl FnMut(&Progress) + 'a) -> Self {
+        self.on_progress = Some(Box::new(callback));
+        self
+    }
+
+    /// Starts from an earlier search's memory (its node ids refer to that search).
+    pub fn with_memory(mut self, memory: SearchMemory) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    pub fn run(
+        self,
+        original: &str,
+        proposer: &mut dyn Proposer,
+        evaluator: &mut dyn Evaluator,
+    ) -> Result<SearchResult, SearchError> {
+        let started = Instant::now();
+        let baseline = evaluator.evaluate(original);
+        let (baseline_time_s, baseline_energy_j) = match &baseline {
+            Outcome::Ok {
+                time_s, energy_j, ..
+            } => (*time_s, *energy_j),
+            _ => return Err(SearchError::Baseline(baseline)),
+        };
+        let mut run = Run {
+            config: &self.config,
+            cancel: self.cancel,
+            on_progress: self.on_progress,
+            tree: Tree::default(),
+            memory: self.memory,
+            trace: Vec::new(),
+            rng: SplitMix64::new(self.config.seed),
+            started,
+            baseline_time_s,
+            evaluations: 0,
+            iterations: 0,
+            duplicates: 0,
+            best: None,
+        };
+        run.memory.record(
+            original,
+            NodeId::ROOT,
+            "original",
+            None,
+            &baseline,
+            Some(1.0),
+        );
+        run.tree.add(
+            None,
+            Evaluated {
+                source: original.to_owned(),
+                recipe: "original".into(),
+                answers: None,
+                outcome: baseline,
+                speedup: Some(1.0),
+                reward: 0.0,
+            },
+        );
+        let stop = run.main_loop(proposer, evaluator);
+        run.emit(Event::Stopped { reason: stop });
+
+        let best = run.best;
+        let best_outcome = best.map(|b| &run.tree[b].outcome);
+        Ok(SearchResult {
+            best,
+            best_speedup: run.best_speedup(),
+            best_time_s: best_outcome.and_then(Outcome::time_s),
+            best_energy_j: best_outcome.and_then(|o| match o {
+                Outcome::Ok { energy_j, .. } => *energy_j,
+                _ => None,
+            }),
+            baseline_time_s,
+            baseline_energy_j,
+            best_path: best.map(|b| best_path(&run.tree, b)).unwrap_or_default(),
+            evaluations: run.evaluations,
+            iterations: run.iterations,
+            stop,
+            stats: stats(&run.tree, run.duplicates),
+            tree: run.tree,
+            memory: run.memory,
+            trace: run.trace,
+        })
+    }
+}
+
+struct Run<'c, 'a> {
+    config: &'c SearchConfig,
+    cancel: Option<Arc<AtomicBool>>,
+    on_progress: Option<ProgressCallback<'a>>,
+    tree: Tree,
+    memory: SearchMemory,
+    trace: Vec<Event>,
+    rng: SplitMix64,
+    started: Instant,
+    baseline_time_s: f64,
+    evaluations: usize,
+    iterations: usize,
+    duplicates: usize,
+    best: Option<NodeId>,
+}
+
+impl Run<'_, '_> {
+    fn main_loop(
+        &mut self,
+        proposer: &mut dyn Proposer,
+        evaluator: &mut dyn Evaluator,
+    ) -> StopReason {
+        loop {
+            if let Some(reason) = self.out_of_budget() {
+                return reason;
+            }
+            if self.iterations >= self.config.budget.max_iterations {
+                return StopReason::Iterations;
+            }
+            self.iterations += 1;
+            let mut closed = Vec::new();
+            let best_speedup = self.fastest_speedup();
+            let selection = select(
+                &mut self.tree,
+                self.config,
+                best_speedup,
+                &mut self.rng,
+                &mut closed,
+            );
+            self.emit_closed(closed);
+            let Some(selection) = selection else {
+                return StopReason::Exhausted;
+            };
+            let node = selection.node;
+            self.emit(Event::Selected {
+                iteration: self.iterations,
+                node,
+            });
+
+            let wanted = selection
+                .slots
+                .min(self.config.candidates_per_iteration)
+                .min(self.config.budget.max_evaluations - self.evaluations);
+            let parent = &self.tree[node];
+            let ctx = ProposeContext {
+                parent: node,
+                source: &parent.source,
+                depth: parent.depth,
+                speedup: parent.speedup,
+                best_speedup: self.best_speedup(),
+                findings: parent.outcome.findings(),
+                failure: parent.outcome.failure(),
+                memory: &self.memory,
+                wanted,
+            };
+            let mut proposals = proposer.propose(&ctx);
+            proposals.truncate(wanted);
+            self.emit(Event::Proposed {
+                node,
+                proposer: proposer.name().to_owned(),
+                count: proposals.len(),
+            });
+            if proposals.is_empty() {
+                let closed = self.tree.record_attempt(node, None, self.config);
+                self.emit_closed(closed);
+            }
+
+            let mut grew = false;
+            for proposal in proposals {
+                if let Some(reason) = self.out_of_budget() {
+                    return reason;
+                }
+                self.memory.notes.extend(proposal.note);
+                if let Some(seen) = self.memory.lookup(&proposal.source) {
+                    let of = seen.node;
+                    self.duplicates += 1;
+                    self.emit(Event::Duplicate {
+                        parent: node,
+                        recipe: proposal.recipe,
+                        of,
+                    });
+                    let closed = self.tree.record_attempt(node, None, self.config);
+                    self.emit_closed(closed);
+                    continue;
+                }
+                let outcome = evaluator.evaluate(&proposal.source);
+                self.evaluations += 1;
+                let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
+                let reward = self.config.rewards.reward(&outcome, speedup);
+                let kind = outcome.kind();
+                let id = NodeId(self.tree.len());
+                self.memory.record(
+                    &proposal.source,
+                    id,
+                    &proposal.recipe,
+                    proposal.answers.as_deref(),
+                    &outcome,
+                    speedup,
+                );
+                let recipe = proposal.recipe.clone();
+                let evaluated = Evaluated {
+                    source: proposal.source,
+                    recipe: proposal.recipe,
+                    answers: proposal.answers,
+                    outcome,
+                    speedup,
+                    reward,
+                };
+                self.tree.add(Some(node), evaluated);
+                if speedup.is_some() {
+                    self.best = pick_best(&self.tree);
+                }
+                grew = true;
+                self.emit(Event::Evaluated {
+                    node: id,
+                    parent: node,
+                    recipe,
+                    outcome: kind,
+                    speedup,
+                });
+                let closed = self.tree.record_attempt(node, Some(id), self.config);
+                self.emit_closed(closed);
+            }
+            if !grew {
+                // The proposer has nothing new here: stop expanding this node
+                // (its subtree may still grow), and count the visit.
+                self.tree.mark_exhausted(node);
+                self.tree.backup(node, self.tree[node].reward);
+            }
+        }
+    }
+
+    fn out_of_budget(&self) -> Option<StopReason> {
+        let budget = &self.config.budget;
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            Some(StopReason::Cancelled)
+        } else if self.evaluations >= budget.max_evaluations {
+            Some(StopReason::Evaluations)
+        } else if budget
+            .wall_time
+            .is_some_and(|limit| self.started.elapsed() >= limit)
+        {
+            Some(StopReason::WallTime)
+        } else {
+            None
+        }
+    }
+
+    fn best_speedup(&self) -> f64 {
+        self.best.and_then(|b| self.tree[b].speedup).unwrap_or(1.0)
+    }
+
+    /// The fastest verified speedup, the original included: what "best so far" means for widening.
+    fn fastest_speedup(&self) -> f64 {
+        self.tree
+            .nodes()
+            .iter()
+            .filter_map(|n| n.speedup)
+            .fold(1.0, f64::max)
+    }
+
+    fn emit_closed(&mut self, closed: Vec<NodeId>) {
+        for node in closed {
+            self.emit(Event::Closed { node });
+        }
+    }
+
+    fn emit(&mut self, event: Event) {
+        if let Some(callback) = self.on_progress.as_mut() {
+            callback(&Progress {
+                evaluations: self.evaluations,
+                max_evaluations: self.config.budget.max_evaluations,
+                best_speedup: self.best.and_then(|b| self.tree[b].speedup).unwrap_or(1.0),
+                event: &event,
+            });
+        }
+        self.trace.push(event);
+    }
+}
