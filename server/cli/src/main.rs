@@ -1,1 +1,103 @@
-fn main() {}
+//! The `kernelpro` binary: the language server and the command-line front
+//! ends to the same core (`check`, `doctor`, ...).
+
+mod check;
+
+use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "kernelpro", version, about = "Find and fix what makes CUDA kernels slow, from the editor or the command line.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Settings shared by the commands that compile.
+#[derive(clap::Args, Clone)]
+pub struct CompileArgs {
+    /// Target architecture, e.g. sm_90.
+    #[arg(long, default_value = "sm_90")]
+    pub arch: String,
+    /// Path to nvcc (else KERNELPRO_NVCC, CUDA_HOME, PATH, the project's .venv).
+    #[arg(long)]
+    pub nvcc: Option<PathBuf>,
+    /// Extra include directory (repeatable).
+    #[arg(short = 'I', long = "include")]
+    pub include: Vec<PathBuf>,
+    /// Extra nvcc flag, passed as one argument (repeatable).
+    #[arg(long = "flag", allow_hyphen_values = true)]
+    pub flags: Vec<String>,
+    /// Block size assumed for occupancy when a kernel has no launch spec.
+    #[arg(long, default_value_t = 256)]
+    pub block_size: u32,
+}
+
+impl CompileArgs {
+    pub fn settings(&self) -> kernelpro_core::settings::Settings {
+        kernelpro_core::settings::Settings {
+            trusted: true, // running the CLI on a file is consent to compile it
+            arch: self.arch.clone(),
+            nvcc: self.nvcc.clone(),
+            include_paths: self.include.clone(),
+            extra_flags: self.flags.clone(),
+            block_size: self.block_size,
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the language server on stdin/stdout.
+    Lsp,
+    /// Compile files and print findings like a compiler: file:line:col: severity: message [code].
+    Check {
+        files: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: check::Format,
+        /// Also print what the hover shows for this 1-based source line.
+        #[arg(long)]
+        sass: Option<u32>,
+        #[command(flatten)]
+        compile: CompileArgs,
+    },
+    /// Check what KernelPro can find and use here, with the fix for each missing piece.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = match cli.command {
+        Some(c) => c,
+        None if !std::io::stdin().is_terminal() => Command::Lsp,
+        None => {
+            eprintln!("kernelpro: no command given; try `kernelpro --help` (the language server is `kernelpro lsp`)");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    runtime.block_on(async {
+        match command {
+            Command::Lsp => {
+                kernelpro_lsp::serve_stdio().await;
+                ExitCode::SUCCESS
+            }
+            Command::Check { files, format, sass, compile } => check::run(&files, format, sass, &compile).await,
+            Command::Doctor { json } => {
+                let report = kernelpro_core::doctor::report(&Default::default()).await;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+                } else {
+                    print!("{}", report.to_text());
+                }
+                ExitCode::SUCCESS
+            }
+        }
+    })
+}

@@ -6,5 +6,17 @@
 pub mod nvcc_diag;
 pub mod process;
 pub mod settings;
-pub mod source;
+pub use kernelpro_source as source;
 pub mod toolchain;
+pub mod cache;
+pub mod compile;
+pub mod compile_db;
+pub mod analysis;
+pub mod doctor;
+pub mod hover;
+pub mod lens;
+
+/// Where KernelPro keeps profiles and baselines between sessions.
+pub fn cache_dir() -> std::path::PathBuf {
+    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("kernelpro")
+}

@@ -84,17 +84,17 @@ impl Default for OptimizeSettings {
 }
 
 impl Settings {
-    /// Settings from a JSON value; unknown or mistyped fields fall back to defaults
-    /// field by field, so one bad setting never disables the rest.
-    pub fn from_json(value: &serde_json::Value) -> (Settings, Vec<String>) {
+    /// `base` updated by the fields of a JSON value; a mistyped field is skipped
+    /// (and reported), so one bad setting never disables the rest.
+    pub fn from_json(base: &Settings, value: &serde_json::Value) -> (Settings, Vec<String>) {
         let mut problems = Vec::new();
         let Some(obj) = value.as_object() else {
             if !value.is_null() {
-                problems.push("settings must be a JSON object; using defaults".to_string());
+                problems.push("settings must be a JSON object; keeping the current ones".to_string());
             }
-            return (Settings::default(), problems);
+            return (base.clone(), problems);
         };
-        let mut merged = serde_json::to_value(Settings::default()).expect("settings serialize");
+        let mut merged = serde_json::to_value(base).expect("settings serialize");
         let target = merged.as_object_mut().expect("object");
         for (key, val) in obj {
             if !target.contains_key(key) {
@@ -109,7 +109,7 @@ impl Settings {
                 Err(e) => problems.push(format!("setting kernelpro.{key} ignored: {e}")),
             }
         }
-        let settings = serde_json::from_value(merged).unwrap_or_default();
+        let settings = serde_json::from_value(merged).unwrap_or_else(|_| base.clone());
         (settings, problems)
     }
 }
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn bad_field_keeps_the_others() {
-        let (s, problems) = Settings::from_json(&serde_json::json!({"arch": "sm_80", "blockSize": "big", "trusted": true}));
+        let (s, problems) = Settings::from_json(&Settings::default(), &serde_json::json!({"arch": "sm_80", "blockSize": "big", "trusted": true}));
         assert_eq!(s.arch, "sm_80");
         assert!(s.trusted);
         assert_eq!(s.block_size, 256);

@@ -21,7 +21,7 @@ pub struct Found {
 
 /// The process environment as discovery sees it; tests supply their own.
 pub struct Env<'a> {
-    pub var: &'a dyn Fn(&str) -> Option<String>,
+    pub var: &'a (dyn Fn(&str) -> Option<String> + Send + Sync),
     pub roots: Vec<PathBuf>,
 }
 

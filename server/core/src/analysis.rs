@@ -1,0 +1,119 @@
+//! The pipeline from a file's text to everything KernelPro shows for it:
+//! source structure, compiler messages, and (from later stages) SASS,
+//! resources and findings. Results are cached by content and flags.
+
+use crate::cache::{MemoCache, key_of};
+use crate::compile::{CompileInput, CompileOutput, compile};
+use crate::process::ToolError;
+use crate::settings::Settings;
+use crate::source::{self, SourceFile};
+use crate::toolchain::{self, Env, Found};
+use kernelpro_model::{Finding, Severity, Span};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Everything known about one version of one file.
+#[derive(Debug, Clone, Default)]
+pub struct FileAnalysis {
+    pub path: PathBuf,
+    pub source: SourceFile,
+    pub findings: Vec<Finding>,
+    pub compile: Option<Arc<CompileOutput>>,
+    /// The compile came from the cache (a save that changed nothing).
+    pub cached: bool,
+}
+
+impl FileAnalysis {
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error && f.file.is_none())
+    }
+}
+
+/// Why an analysis produced nothing to publish.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("cancelled by a newer version")]
+    Cancelled,
+}
+
+pub struct Analyzer {
+    compiles: MemoCache<CompileOutput>,
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Analyzer { compiles: MemoCache::new(64) }
+    }
+}
+
+impl Analyzer {
+    pub fn find_nvcc(settings: &Settings) -> Option<Found> {
+        toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &Env::process())
+    }
+
+    /// The full set of nvcc flags for a file: settings then compile_commands.json.
+    pub fn flags_for(path: &Path, settings: &Settings) -> Vec<String> {
+        let mut flags: Vec<String> = settings.include_paths.iter().map(|p| format!("-I{}", p.display())).collect();
+        flags.extend(settings.extra_flags.iter().cloned());
+        flags.extend(crate::compile_db::flags_for(path));
+        flags
+    }
+
+    pub async fn analyze(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
+        let mut analysis = FileAnalysis { path: path.to_path_buf(), source: source::parse(text), ..Default::default() };
+        let Some(nvcc) = Self::find_nvcc(settings) else {
+            analysis.findings.push(
+                Finding::new("kernelpro", Severity::Warning, Span::line(0), format!("nvcc was not found, so this file is not compiled. {}", toolchain::NVCC_INSTALL_HINT))
+                    .with_code("no-nvcc"),
+            );
+            return Ok(analysis);
+        };
+        let input = CompileInput {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            nvcc: nvcc.path.clone(),
+            arch: settings.arch.clone(),
+            flags: Self::flags_for(path, settings),
+            timeout: Duration::from_secs(settings.compile_timeout_secs.max(1)),
+            disassemble: true,
+        };
+        let stamp = std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
+        let key = key_of(&[text.as_bytes(), path.as_os_str().as_encoded_bytes(), input.arch.as_bytes(), input.flags.join("\0").as_bytes(), nvcc.path.as_os_str().as_encoded_bytes(), stamp.as_bytes()]);
+        let compiled = match self.compiles.get(&key) {
+            Some(hit) => {
+                analysis.cached = true;
+                hit
+            }
+            None => match compile(&input, cancel).await {
+                Ok(out) => {
+                    let out = Arc::new(out);
+                    self.compiles.insert(key, out.clone());
+                    out
+                }
+                Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
+                Err(e) => {
+                    analysis.findings.push(Finding::new("kernelpro", Severity::Error, Span::line(0), format!("compile failed: {e}")).with_code("compile-failed"));
+                    return Ok(analysis);
+                }
+            },
+        };
+        analysis.findings.extend(compiled.findings.iter().cloned());
+        analysis.compile = Some(compiled);
+        Ok(analysis)
+    }
+}
+
+impl FileAnalysis {
+    /// One line for the kernel's code lens, once resources are known.
+    pub fn kernel_summary(&self, _kernel: &str) -> Option<String> {
+        None
+    }
+    pub fn kernel_hover(&self, kernel: &str) -> Option<String> {
+        Some(format!("**{kernel}** (`__global__`)"))
+    }
+    pub fn line_hover(&self, _line: u32) -> Option<String> {
+        None
+    }
+}

@@ -1,0 +1,173 @@
+//! The compile step on save: nvcc to a cubin with line info and the ptxas
+//! report, then nvdisasm for SASS with source lines, in a private temp dir.
+
+use crate::nvcc_diag::{self, CompilerMessage};
+use crate::process::{ToolCommand, ToolError, run_tool};
+use kernelpro_model::{Finding, Pos, Related, Severity, Span};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone)]
+pub struct CompileInput {
+    /// Where the file lives (used for relative includes and in messages).
+    pub path: PathBuf,
+    pub text: String,
+    pub nvcc: PathBuf,
+    pub arch: String,
+    /// Include paths, defines and other flags, passed as argv, never through a shell.
+    pub flags: Vec<String>,
+    pub timeout: Duration,
+    /// Also disassemble to SASS with source lines.
+    pub disassemble: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CompileOutput {
+    pub ok: bool,
+    pub findings: Vec<Finding>,
+    /// ptxas's `-v` resource report lines.
+    pub ptxas_report: String,
+    /// `nvdisasm -g -c -hex` output, file paths already mapped to the real file.
+    pub sass: Option<String>,
+    pub cubin: Option<Vec<u8>>,
+    pub argv: Vec<String>,
+    pub compile_time: Duration,
+    pub disasm_time: Duration,
+}
+
+impl CompileInput {
+    /// The nvcc arguments for a compile of `src` into `cubin`.
+    pub fn nvcc_args(&self, src: &Path, cubin: &Path) -> Vec<String> {
+        let mut args = vec![format!("-arch={}", self.arch), "-cubin".into(), "-lineinfo".into(), "-Xptxas".into(), "-v".into()];
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            args.push(format!("-I{}", dir.display()));
+        }
+        args.extend(self.flags.iter().cloned());
+        args.extend(["-o".into(), cubin.display().to_string(), src.display().to_string()]);
+        args
+    }
+}
+
+pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result<CompileOutput, ToolError> {
+    let dir = tempfile::Builder::new().prefix("kernelpro-").tempdir().map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot create a temp dir: {e}") })?;
+    let name = input.path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "input.cu".into());
+    let src = dir.path().join(&name);
+    let cubin = dir.path().join("out.cubin");
+    std::fs::write(&src, &input.text).map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot write the temp copy: {e}") })?;
+    let argv = input.nvcc_args(&src, &cubin);
+    let cwd = input.path.parent().filter(|d| d.is_dir()).map(Path::to_path_buf).unwrap_or_else(|| dir.path().to_path_buf());
+    let cmd = ToolCommand::new(&input.nvcc, input.timeout).args(argv.iter()).cwd(&cwd);
+    let out = run_tool(&cmd, cancel).await?;
+    let mut result = CompileOutput { argv, compile_time: out.elapsed, ..Default::default() };
+    let combined = format!("{}{}", out.stderr, out.stdout);
+    result.ptxas_report = combined.lines().filter(|l| l.starts_with("ptxas info") || l.starts_with("    ")).collect::<Vec<_>>().join("\n");
+    let messages = nvcc_diag::parse(&combined);
+    result.findings = map_messages(&messages, input, &src, &cwd);
+    result.ok = out.success() && cubin.exists();
+    if !result.ok && !result.findings.iter().any(|f| f.severity == Severity::Error) {
+        let tail: Vec<&str> = combined.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        result.findings.push(
+            Finding::new("nvcc", Severity::Error, Span::line(0), format!("nvcc failed (exit {:?}) without a message KernelPro could place:\n{}", out.code, tail.join("\n"))),
+        );
+    }
+    if out.truncated {
+        result.findings.push(Finding::new("nvcc", Severity::Warning, Span::line(0), "nvcc printed more than 4 MiB; the rest of its output was dropped"));
+    }
+    if result.ok {
+        result.cubin = std::fs::read(&cubin).ok();
+        if input.disassemble {
+            let nvdisasm = input.nvcc.with_file_name("nvdisasm");
+            let cmd = ToolCommand::new(&nvdisasm, input.timeout).args(["-g", "-c", "-hex"]).arg(&cubin);
+            match run_tool(&cmd, cancel).await {
+                Ok(d) if d.success() => {
+                    result.disasm_time = d.elapsed;
+                    result.sass = Some(d.stdout.replace(&src.display().to_string(), &input.path.display().to_string()));
+                }
+                Ok(d) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()))),
+                Err(ToolError::Cancelled { tool }) => return Err(ToolError::Cancelled { tool }),
+                Err(e) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("no SASS for this file: {e}"))),
+            }
+        }
+    }
+    Ok(result)
+}
+
+fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Path, cwd: &Path) -> Vec<Finding> {
+    let lines: Vec<&str> = input.text.lines().collect();
+    let source = crate::source::parse(&input.text);
+    let mut out = Vec::new();
+    for m in messages {
+        let code = m.code.clone();
+        let mut span = Span::line(0);
+        let mut other_file: Option<PathBuf> = None;
+        match (&m.file, m.line) {
+            (Some(f), Some(line)) => {
+                let printed = Path::new(f);
+                let resolved = if printed.is_absolute() { printed.to_path_buf() } else { cwd.join(printed) };
+                // nvcc prints the main file exactly as we passed it: the temp copy.
+                let is_main = printed == tmp_src || resolved == tmp_src;
+                let l0 = line.saturating_sub(1);
+                if is_main {
+                    let col = m.col.or_else(|| {
+                        let real = lines.get(l0 as usize)?;
+                        let (echo, caret) = m.echo.as_ref()?;
+                        nvcc_diag::caret_column(real, echo, *caret)
+                    });
+                    span = match col {
+                        Some(c) => {
+                            let real = lines.get(l0 as usize).copied().unwrap_or("");
+                            let len = real.get(c as usize..).map_or(1, |rest| rest.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').map(char::len_utf8).sum::<usize>().max(1));
+                            Span::new(Pos::new(l0, c), Pos::new(l0, c + len as u32))
+                        }
+                        None => Span::line(l0),
+                    };
+                } else {
+                    other_file = Some(resolved);
+                    span = Span::line(l0);
+                }
+            }
+            _ => {
+                // ptxas names kernels by mangled name: put it on that kernel.
+                if let Some(k) = source.kernels().find(|k| mentions_kernel(&m.message, &k.name)) {
+                    span = k.name_span;
+                }
+            }
+        }
+        let text = if m.tool == "ptxas" { format!("ptxas: {}", demangle_in(&m.message)) } else { m.message.clone() };
+        let mut f = Finding::new("nvcc", m.severity, span, text);
+        f.code = code;
+        if let Some(header) = other_file {
+            // Publish on the header, and point from the #include line in this file.
+            let mut in_header = f.clone();
+            in_header.file = Some(header.clone());
+            out.push(in_header);
+            let name = header.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let include_line = lines.iter().position(|l| l.trim_start().starts_with("#include") && l.contains(&name)).unwrap_or(0) as u32;
+            f.span = Span::line(include_line);
+            f.message = format!("in included file {name}: {}", m.message);
+            f.related.push(Related { file: header, span: Span::line(m.line.unwrap_or(1).saturating_sub(1)), message: m.message.clone() });
+        }
+        out.push(f);
+    }
+    out
+}
+
+fn mentions_kernel(message: &str, name: &str) -> bool {
+    message.split(['\'', ' ', '"']).any(|w| w == name || demangle_word(w).is_some_and(|d| d == name))
+}
+
+fn demangle_word(w: &str) -> Option<String> {
+    let sym = cpp_demangle::Symbol::new(w).ok()?;
+    let full = sym.to_string();
+    Some(full.split('(').next().unwrap_or(&full).rsplit("::").next().unwrap_or("").to_string())
+}
+
+fn demangle_in(message: &str) -> String {
+    message
+        .split('\'')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 1 { cpp_demangle::Symbol::new(part).map(|s| s.to_string()).unwrap_or_else(|_| part.to_string()) } else { part.to_string() })
+        .collect::<Vec<_>>()
+        .join("'")
+}

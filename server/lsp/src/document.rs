@@ -1,0 +1,114 @@
+//! One open document: its text as a rope, its version, and the latest analysis.
+//! Positions from the client are UTF-16; the core speaks UTF-8 byte columns.
+
+use kernelpro_core::analysis::FileAnalysis;
+use kernelpro_model::{Pos, Span};
+use ropey::Rope;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+
+pub struct Document {
+    pub text: Rope,
+    pub version: i32,
+    /// The latest finished analysis and the version it was made from.
+    pub analysis: Option<(i32, Arc<FileAnalysis>)>,
+    /// Cancels the analysis in flight when a newer one starts.
+    pub in_flight: Option<CancellationToken>,
+    /// Bumped on every analysis start; a result is published only if still current.
+    pub generation: u64,
+}
+
+impl Document {
+    pub fn new(text: &str, version: i32) -> Self {
+        Document { text: Rope::from_str(text), version, analysis: None, in_flight: None, generation: 0 }
+    }
+
+    pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
+        match change.range {
+            None => self.text = Rope::from_str(&change.text),
+            Some(range) => {
+                let start = self.char_index(range.start);
+                let end = self.char_index(range.end).max(start);
+                self.text.remove(start..end);
+                self.text.insert(start, &change.text);
+            }
+        }
+    }
+
+    /// The char index of an LSP position, clamped into the document (a client
+    /// that sends a position past the end gets the end, not a panic).
+    pub fn char_index(&self, pos: Position) -> usize {
+        let line = pos.line as usize;
+        if line >= self.text.len_lines() {
+            return self.text.len_chars();
+        }
+        let slice = self.text.line(line);
+        let content_chars = line_content_chars(&slice);
+        let units = (pos.character as usize).min(slice.len_utf16_cu());
+        let within = slice.utf16_cu_to_char(units).min(content_chars);
+        self.text.line_to_char(line) + within
+    }
+
+    /// LSP position for a 0-based line and UTF-8 byte column (clamped to the line).
+    pub fn position(&self, pos: Pos) -> Position {
+        let line = (pos.line as usize).min(self.text.len_lines().saturating_sub(1));
+        let slice = self.text.line(line);
+        let content_chars = line_content_chars(&slice);
+        let content_bytes = slice.char_to_byte(content_chars);
+        let byte = (pos.col as usize).min(content_bytes);
+        let ch = slice.byte_to_char(byte);
+        Position::new(line as u32, slice.char_to_utf16_cu(ch) as u32)
+    }
+
+    pub fn range(&self, span: Span) -> Range {
+        Range::new(self.position(span.start), self.position(span.end))
+    }
+
+    /// UTF-8 byte column of an LSP position, for the core.
+    pub fn pos(&self, position: Position) -> Pos {
+        let idx = self.char_index(position);
+        let line = self.text.char_to_line(idx);
+        let col = self.text.char_to_byte(idx) - self.text.line_to_byte(line);
+        Pos::new(line as u32, col as u32)
+    }
+
+    pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
+        self.analysis.as_ref().map(|(_, a)| a)
+    }
+}
+
+fn line_content_chars(slice: &ropey::RopeSlice) -> usize {
+    let mut n = slice.len_chars();
+    while n > 0 && matches!(slice.char(n - 1), '\n' | '\r') {
+        n -= 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(l0: u32, c0: u32, l1: u32, c1: u32, text: &str) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent { range: Some(Range::new(Position::new(l0, c0), Position::new(l1, c1))), range_length: None, text: text.into() }
+    }
+
+    #[test]
+    fn utf16_edits_and_positions() {
+        let mut d = Document::new("a😀b\r\ncafé x\n", 1);
+        // 😀 is two UTF-16 units: insert after it.
+        d.apply_change(&change(0, 3, 0, 3, "Z"));
+        assert_eq!(d.text.to_string(), "a😀Zb\r\ncafé x\n");
+        d.apply_change(&change(1, 4, 1, 5, ""));
+        assert_eq!(d.text.to_string(), "a😀Zb\r\ncaféx\n");
+        // byte col 6 on line 1 ("café" is 5 bytes) -> UTF-16 col 5
+        assert_eq!(d.position(Pos::new(1, 6)), Position::new(1, 5));
+        assert_eq!(d.pos(Position::new(1, 5)), Pos::new(1, 6));
+        // whole-line spans clamp to the end of the content, not into "\r\n"
+        assert_eq!(d.position(Pos::new(0, u32::MAX)), Position::new(0, 5));
+        // positions past the end clamp
+        d.apply_change(&change(99, 0, 99, 5, "!"));
+        assert_eq!(d.text.to_string(), "a😀Zb\r\ncaféx\n!");
+    }
+}

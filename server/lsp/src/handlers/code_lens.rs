@@ -1,0 +1,23 @@
+//! textDocument/codeLens: a summary above each kernel, plus Profile and Optimize.
+
+use crate::server::Server;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+
+pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+    let uri = params.text_document.uri;
+    let docs = server.state.docs();
+    let Some(doc) = docs.get(&uri) else { return Ok(None) };
+    let Some(analysis) = doc.current_analysis() else { return Ok(Some(Vec::new())) };
+    let mut lenses = Vec::new();
+    for lens in kernelpro_core::lens::kernel_lenses(analysis) {
+        let range = doc.range(lens.span);
+        let (command, arguments) = match &lens.action {
+            kernelpro_core::lens::LensAction::None => (String::new(), None),
+            kernelpro_core::lens::LensAction::Profile => ("kernelpro.profile".into(), Some(vec![serde_json::json!(uri.as_str())])),
+            kernelpro_core::lens::LensAction::Optimize { kernel } => ("kernelpro.optimize".into(), Some(vec![serde_json::json!(uri.as_str()), serde_json::json!(kernel)])),
+        };
+        lenses.push(CodeLens { range, command: Some(Command { title: lens.title, command, arguments }), data: None });
+    }
+    Ok(Some(lenses))
+}

@@ -1,0 +1,28 @@
+//! workspace/executeCommand: showSass, doctor, profile, optimize.
+
+use crate::server::Server;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
+
+pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+    let args = params.arguments;
+    match params.command.as_str() {
+        "kernelpro.showSass" => {
+            let uri = uri_arg(&args, 0)?;
+            let line = args.get(1).and_then(|v| v.as_u64()).ok_or_else(|| Error::invalid_params("kernelpro.showSass needs [uri, line]"))? as u32;
+            let docs = server.state.docs();
+            let analysis = docs.get(&uri).and_then(|d| d.current_analysis()).cloned();
+            drop(docs);
+            let text = analysis
+                .and_then(|a| kernelpro_core::hover::hover_markdown(&a, kernelpro_model::Pos::new(line, 0)))
+                .unwrap_or_else(|| "No SASS for this line (save the file to compile it).".into());
+            Ok(Some(serde_json::json!(text)))
+        }
+        "kernelpro.doctor" => Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text()))),
+        other => Err(Error::invalid_params(format!("unknown or not yet available command: {other}"))),
+    }
+}
+
+fn uri_arg(args: &[LSPAny], i: usize) -> Result<Uri> {
+    args.get(i).and_then(|v| v.as_str()).and_then(|s| s.parse().ok()).ok_or_else(|| Error::invalid_params("the first argument must be the document URI"))
+}

@@ -1,0 +1,15 @@
+//! textDocument/hover: SASS for a source line, resources for a kernel name.
+
+use crate::server::Server;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+
+pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
+    let pp = params.text_document_position_params;
+    let docs = server.state.docs();
+    let Some(doc) = docs.get(&pp.text_document.uri) else { return Ok(None) };
+    let Some(analysis) = doc.current_analysis() else { return Ok(None) };
+    let pos = doc.pos(pp.position);
+    let Some(markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
+    Ok(Some(Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }), range: None }))
+}

@@ -1,0 +1,78 @@
+//! initialize, initialized, shutdown and configuration changes.
+
+use crate::server::Server;
+use kernelpro_core::settings::Settings;
+use std::sync::atomic::Ordering;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::ls_types::*;
+
+pub const COMMANDS: &[&str] = &["kernelpro.showSass", "kernelpro.doctor", "kernelpro.profile", "kernelpro.optimize"];
+
+pub async fn initialize(server: &Server, params: InitializeParams) -> Result<InitializeResult> {
+    if let Some(opts) = &params.initialization_options {
+        apply_settings(server, opts).await;
+    }
+    Ok(InitializeResult {
+        capabilities: ServerCapabilities {
+            position_encoding: Some(PositionEncodingKind::UTF16),
+            text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(true) })),
+                ..Default::default()
+            })),
+            hover_provider: Some(HoverProviderCapability::Simple(true)),
+            document_symbol_provider: Some(OneOf::Left(true)),
+            code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
+            code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+            execute_command_provider: Some(ExecuteCommandOptions { commands: COMMANDS.iter().map(|c| c.to_string()).collect(), ..Default::default() }),
+            ..Default::default()
+        },
+        server_info: Some(ServerInfo { name: "kernelpro".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+        offset_encoding: None,
+    })
+}
+
+pub async fn initialized(server: &Server) {
+    let settings = server.state.settings();
+    if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
+        server
+            .client
+            .show_message(
+                MessageType::INFO,
+                "KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. Trust it in your editor (VS Code) or set `trusted = true` in the server's init options (Neovim).",
+            )
+            .await;
+    }
+}
+
+pub fn shutdown(server: &Server) {
+    for doc in server.state.docs().values_mut() {
+        if let Some(t) = doc.in_flight.take() {
+            t.cancel();
+        }
+    }
+}
+
+pub async fn did_change_configuration(server: &Server, params: DidChangeConfigurationParams) {
+    let value = match params.settings.get("kernelpro") {
+        Some(v) => v.clone(),
+        None if params.settings.is_object() && !params.settings.as_object().is_some_and(|o| o.is_empty()) => params.settings.clone(),
+        _ => {
+            let item = ConfigurationItem { scope_uri: None, section: Some("kernelpro".into()) };
+            match server.client.configuration(vec![item]).await {
+                Ok(mut v) if !v.is_empty() => v.remove(0),
+                _ => return,
+            }
+        }
+    };
+    apply_settings(server, &value).await;
+}
+
+async fn apply_settings(server: &Server, value: &serde_json::Value) {
+    let (settings, problems) = Settings::from_json(&server.state.settings(), value);
+    server.state.set_settings(settings);
+    for p in problems {
+        server.client.show_message(MessageType::WARNING, format!("KernelPro: {p}")).await;
+    }
+}

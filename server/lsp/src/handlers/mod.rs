@@ -1,0 +1,9 @@
+//! One module per LSP method (or tight group of methods).
+
+pub mod code_action;
+pub mod code_lens;
+pub mod document_symbol;
+pub mod execute_command;
+pub mod hover;
+pub mod lifecycle;
+pub mod text_sync;

@@ -1,0 +1,132 @@
+//! didOpen/didChange/didSave/didClose, and the analysis they schedule.
+//!
+//! Document state changes happen synchronously, before anything awaits, so
+//! reordered handlers can't see half-applied edits. Each analysis is tagged
+//! with the version it came from; a newer one cancels the older one, and a
+//! result is published only if no newer analysis has started since.
+
+use crate::convert;
+use crate::document::Document;
+use crate::server::Server;
+use crate::state::State;
+use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::*;
+
+pub fn did_open(server: &Server, params: DidOpenTextDocumentParams) {
+    let doc = params.text_document;
+    server.state.docs().insert(doc.uri.clone(), Document::new(&doc.text, doc.version));
+    schedule(server, doc.uri);
+}
+
+pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
+    let mut docs = server.state.docs();
+    let Some(doc) = docs.get_mut(&params.text_document.uri) else { return };
+    for change in &params.content_changes {
+        doc.apply_change(change);
+    }
+    doc.version = params.text_document.version;
+}
+
+pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
+    {
+        let mut docs = server.state.docs();
+        let Some(doc) = docs.get_mut(&params.text_document.uri) else { return };
+        if let Some(text) = &params.text {
+            if doc.text != text.as_str() {
+                doc.text = ropey::Rope::from_str(text);
+            }
+        }
+    }
+    schedule(server, params.text_document.uri);
+}
+
+pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
+    let uri = params.text_document.uri;
+    if let Some(doc) = server.state.docs().remove(&uri) {
+        if let Some(t) = doc.in_flight {
+            t.cancel();
+        }
+    }
+    let headers = server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
+    for h in headers {
+        server.client.publish_diagnostics(h, Vec::new(), None).await;
+    }
+}
+
+/// The file a document stands for; unsaved buffers get a name in the temp dir.
+pub fn path_of(uri: &Uri) -> PathBuf {
+    uri.to_file_path().map(|p| p.into_owned()).unwrap_or_else(|| std::env::temp_dir().join("untitled.cu"))
+}
+
+/// Start analysing the document's current text, cancelling the one in flight.
+pub fn schedule(server: &Server, uri: Uri) {
+    let (text, version, generation, token) = {
+        let mut docs = server.state.docs();
+        let Some(doc) = docs.get_mut(&uri) else { return };
+        if let Some(old) = doc.in_flight.take() {
+            old.cancel();
+        }
+        let token = CancellationToken::new();
+        doc.in_flight = Some(token.clone());
+        doc.generation += 1;
+        (doc.text.to_string(), doc.version, doc.generation, token)
+    };
+    let state = server.state.clone();
+    let client = server.client.clone();
+    tokio::spawn(async move {
+        let settings = state.settings();
+        let path = path_of(&uri);
+        let analysis = if settings.trusted {
+            match state.analyzer.analyze(&path, &text, &settings, &token).await {
+                Ok(a) => a,
+                Err(AnalysisError::Cancelled) => return,
+            }
+        } else {
+            FileAnalysis { path, source: kernelpro_core::source::parse(&text), ..Default::default() }
+        };
+        publish(&state, &client, &uri, version, generation, Arc::new(analysis)).await;
+    });
+}
+
+async fn publish(state: &State, client: &Client, uri: &Uri, version: i32, generation: u64, analysis: Arc<FileAnalysis>) {
+    let _order = state.publish.lock().await;
+    let (main, headers) = {
+        let mut docs = state.docs();
+        let Some(doc) = docs.get_mut(uri) else { return };
+        if doc.generation != generation {
+            return; // a newer analysis has started: this one is stale
+        }
+        doc.analysis = Some((version, analysis.clone()));
+        doc.in_flight = None;
+        let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
+        let mut main = Vec::new();
+        for f in &analysis.findings {
+            match &f.file {
+                None => main.push(convert::diagnostic(f, Some(doc))),
+                Some(p) => {
+                    if let Some(h) = Uri::from_file_path(p) {
+                        let d = convert::diagnostic(f, None);
+                        headers.entry(h).or_default().push(d);
+                    }
+                }
+            }
+        }
+        (main, headers)
+    };
+    let previous = {
+        let mut map = state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert(uri.clone(), headers.keys().cloned().collect()).unwrap_or_default()
+    };
+    for old in previous.into_iter().filter(|h| !headers.contains_key(h)) {
+        client.publish_diagnostics(old, Vec::new(), None).await;
+    }
+    for (h, diags) in headers {
+        client.publish_diagnostics(h, diags, None).await;
+    }
+    client.publish_diagnostics(uri.clone(), main, Some(version)).await;
+}

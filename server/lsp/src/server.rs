@@ -1,0 +1,81 @@
+//! The `LanguageServer` implementation: each method delegates to its handler
+//! module, and every request runs behind a panic guard.
+
+use crate::handlers;
+use crate::state::State;
+use futures::FutureExt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+
+pub struct Server {
+    pub client: Client,
+    pub state: Arc<State>,
+}
+
+impl Server {
+    pub fn new(client: Client) -> Self {
+        Server { client, state: Arc::new(State::default()) }
+    }
+}
+
+/// A panicking request answers with an internal error; the server lives on.
+async fn guard<T>(method: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: format!("{method} failed inside KernelPro: {what}").into(), data: None })
+        }
+    }
+}
+
+async fn guard_notification(fut: impl Future<Output = ()>) {
+    let _ = AssertUnwindSafe(fut).catch_unwind().await;
+}
+
+impl LanguageServer for Server {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        guard("initialize", handlers::lifecycle::initialize(self, params)).await
+    }
+    async fn initialized(&self, _: InitializedParams) {
+        guard_notification(handlers::lifecycle::initialized(self)).await
+    }
+    async fn shutdown(&self) -> Result<()> {
+        handlers::lifecycle::shutdown(self);
+        Ok(())
+    }
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        guard_notification(handlers::lifecycle::did_change_configuration(self, params)).await
+    }
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        guard_notification(async { handlers::text_sync::did_open(self, params) }).await
+    }
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        guard_notification(async { handlers::text_sync::did_change(self, params) }).await
+    }
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        guard_notification(async { handlers::text_sync::did_save(self, params) }).await
+    }
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        guard_notification(handlers::text_sync::did_close(self, params)).await
+    }
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        guard("textDocument/documentSymbol", async { handlers::document_symbol::document_symbol(self, params) }).await
+    }
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        guard("textDocument/hover", async { handlers::hover::hover(self, params) }).await
+    }
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        guard("textDocument/codeLens", async { handlers::code_lens::code_lens(self, params) }).await
+    }
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        guard("textDocument/codeAction", async { handlers::code_action::code_action(self, params) }).await
+    }
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        guard("workspace/executeCommand", handlers::execute_command::execute_command(self, params)).await
+    }
+}

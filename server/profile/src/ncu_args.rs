@@ -1,0 +1,143 @@
+//! ncu command lines as argument vectors (no shell). The core crate adds the
+//! program and its arguments after `--` and runs them with `LC_ALL=C` so the
+//! CSV numbers use `,` as thousands separator and `.` as decimal point.
+
+/// `--clock-control`: `none` keeps boost clocks (what users see), `base` locks
+/// them (repeatable numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockControl {
+    None,
+    Base,
+}
+
+/// The CSV pages that `ncu -i` can print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    Raw,
+    Details,
+    Source,
+}
+
+/// What one profiling pass collects.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Collection {
+    pub sections: Vec<String>,
+    pub metrics: Vec<String>,
+    /// `--set full` instead of sections and metrics.
+    pub full_set: bool,
+}
+
+impl Collection {
+    fn args(&self) -> Vec<String> {
+        if self.full_set {
+            return vec!["--set".into(), "full".into(), "--import-source".into(), "yes".into()];
+        }
+        let mut out = Vec::new();
+        for s in &self.sections {
+            out.extend(["--section".to_string(), s.clone()]);
+        }
+        if !self.metrics.is_empty() {
+            out.extend(["--metrics".to_string(), self.metrics.join(",")]);
+        }
+        if self.sections.iter().any(|s| s == "SourceCounters") {
+            out.extend(["--import-source".to_string(), "yes".to_string()]);
+        }
+        out
+    }
+}
+
+pub const STAGE1_SECTIONS: [&str; 3] = ["SpeedOfLight", "LaunchStats", "Occupancy"];
+
+/// Counters the roofline needs and the three stage-1 sections lack: FLOPs by
+/// precision and the bytes moved at each memory level.
+pub const ROOFLINE_METRICS: [&str; 11] = [
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+];
+
+pub fn stage1_collection() -> Collection {
+    Collection {
+        sections: STAGE1_SECTIONS.iter().map(|s| s.to_string()).collect(),
+        metrics: ROOFLINE_METRICS.iter().map(|s| s.to_string()).collect(),
+        full_set: false,
+    }
+}
+
+pub fn full_collection() -> Collection {
+    Collection { full_set: true, ..Default::default() }
+}
+
+/// Options shared by every profiling pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileOptions {
+    pub clock_control: ClockControl,
+    /// `--kernel-name regex:...` filter; `None` profiles every kernel.
+    pub kernel_regex: Option<String>,
+    /// The `.ncu-rep` path to write (ncu appends the extension if missing).
+    pub report: String,
+}
+
+/// `ncu <collection> -o REPORT` for one pass; the caller appends the program.
+pub fn profile_args(collection: &Collection, opts: &ProfileOptions) -> Vec<String> {
+    let mut out: Vec<String> = vec!["--config-file".into(), "off".into(), "--clock-control".into()];
+    out.push(match opts.clock_control {
+        ClockControl::None => "none".into(),
+        ClockControl::Base => "base".into(),
+    });
+    out.extend(collection.args());
+    if let Some(re) = &opts.kernel_regex {
+        out.extend(["--kernel-name".to_string(), format!("regex:{re}")]);
+    }
+    out.extend(["-f".to_string(), "-o".to_string(), opts.report.clone()]);
+    out
+}
+
+/// `ncu -i REPORT --csv --page ...`: the export of one page. `kernel` picks
+/// one kernel's source page (the source page covers a single function).
+pub fn export_args(report: &str, page: Page, kernel: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = ["--config-file", "off", "-i", report, "--csv", "--print-units", "base", "--page"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    out.push(
+        match page {
+            Page::Raw => "raw",
+            Page::Details => "details",
+            Page::Source => "source",
+        }
+        .into(),
+    );
+    if page == Page::Source {
+        out.extend(["--print-source".to_string(), "cuda,sass".to_string()]);
+    }
+    if let Some(k) = kernel {
+        out.extend(["--kernel-name".to_string(), k.to_string()]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage1_pass_and_source_export() {
+        let opts = ProfileOptions { clock_control: ClockControl::None, kernel_regex: None, report: "/tmp/s1".into() };
+        let args = profile_args(&stage1_collection(), &opts).join(" ");
+        assert!(args.starts_with("--config-file off --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --metrics smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"), "{args}");
+        assert!(args.ends_with("-f -o /tmp/s1"), "{args}");
+        assert_eq!(
+            export_args("/tmp/s1.ncu-rep", Page::Source, Some("saxpy_fp64")).join(" "),
+            "--config-file off -i /tmp/s1.ncu-rep --csv --print-units base --page source --print-source cuda,sass --kernel-name saxpy_fp64"
+        );
+    }
+}

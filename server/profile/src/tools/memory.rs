@@ -1,0 +1,240 @@
+//! Memory tools: coalescing, DRAM traffic, shared-memory tiling and bank
+//! conflicts, vectorized access.
+
+use super::input::{gain_from_saved_share, pct};
+use super::ToolInput;
+use kernelpro_model::{Finding, Severity};
+
+const EXCESS: &str = "L2 Theoretical Sectors Global Excessive";
+const SECTORS: &str = "L2 Theoretical Sectors Global";
+const IDEAL: &str = "L2 Theoretical Sectors Global Ideal";
+
+pub fn memory_coalescing(inp: &ToolInput) -> Vec<Finding> {
+    let t = inp.thresholds;
+    let (Some(hit), Some(stall)) = (inp.num("l1tex__t_sector_hit_rate.pct"), inp.stall_share("long_scoreboard")) else {
+        return vec![];
+    };
+    if hit >= t.coalescing_l1_hit_max_pct || stall <= t.coalescing_stall_min_pct {
+        return vec![];
+    }
+    let bytes_per_sector = inp.num("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio");
+    let line = inp.hottest_line("stall_long_sb").map(|(l, _)| l.line);
+    let mut f = inp.finding(
+        "MemoryCoalescing",
+        Severity::Warning,
+        line,
+        format!("global loads miss in L1 ({hit:.0}% hit rate) and {stall:.0}% of warp samples wait on them"),
+    );
+    let scattered = bytes_per_sector.is_some_and(|b| b < 16.0);
+    f = f.with_evidence("l1_hit_rate", pct(hit)).with_evidence("long_scoreboard_stalls", pct(stall));
+    if let Some(b) = bytes_per_sector {
+        f = f.with_evidence("bytes_used_per_sector", format!("{b:.1} of 32"));
+    }
+    vec![f.with_guidance(if scattered {
+        "neighbouring threads load addresses far apart: make threadIdx.x walk the fastest-varying (contiguous) index, or load a tile coalesced into __shared__ memory and gather from there"
+    } else {
+        "the loads are coalesced but find nothing to reuse in L1: keep reused values in registers or stage them in __shared__ memory"
+    })]
+}
+
+/// Per line when the source page has the L2 theoretical sectors; else the
+/// kernel's sectors per request against the 4 of a coalesced 4-byte load.
+pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
+    let t = inp.thresholds;
+    let guidance = "make threadIdx.x walk the fastest-varying (contiguous) index of this access; if the stride is inherent, load a contiguous tile into __shared__ memory first and gather from there";
+    let kernel_sectors = inp.num("memory_l2_theoretical_sectors_global").or_else(|| {
+        Some(inp.lines().iter().filter_map(|l| l.metrics.get(SECTORS)?.number()).sum::<f64>()).filter(|&s| s > 0.0)
+    });
+    let mem_share = inp.mem_pct().unwrap_or(100.0) / 100.0;
+    let per_line: Vec<Finding> = inp
+        .lines()
+        .iter()
+        .filter_map(|l| {
+            let get = |c: &str| l.metrics.get(c).and_then(|m| m.number());
+            let (excess, sectors, ideal) = (get(EXCESS)?, get(SECTORS)?, get(IDEAL)?);
+            if excess <= 0.0 || ideal <= 0.0 || sectors / ideal <= t.uncoalesced_over_ideal {
+                return None;
+            }
+            let ratio = sectors / ideal;
+            let mut f = inp
+                .finding(
+                    "Uncoalesced",
+                    Severity::Warning,
+                    Some(l.line),
+                    format!("uncoalesced global access: {ratio:.1}x the ideal sectors, {:.0}% of them wasted", excess * 100.0 / sectors),
+                )
+                .with_evidence("sectors", sectors)
+                .with_evidence("ideal_sectors", ideal)
+                .with_evidence("excess_sectors", excess)
+                .with_guidance(guidance);
+            if let Some(gain) = kernel_sectors.and_then(|k| gain_from_saved_share(excess / k * mem_share)) {
+                f = f.with_gain(gain);
+            }
+            Some(f)
+        })
+        .collect();
+    if inp.source.is_some() {
+        return per_line;
+    }
+    let (sectors, ideal) = match (inp.num("memory_l2_theoretical_sectors_global"), inp.num("memory_l2_theoretical_sectors_global_ideal")) {
+        (Some(s), Some(i)) if i > 0.0 => (s, i),
+        _ => {
+            let (Some(s), Some(r)) = (
+                inp.num("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+                inp.num("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum").filter(|&r| r > 0.0),
+            ) else {
+                return vec![];
+            };
+            (s / r, 4.0)
+        }
+    };
+    if sectors / ideal <= t.uncoalesced_over_ideal {
+        return vec![];
+    }
+    vec![inp
+        .finding("Uncoalesced", Severity::Warning, None, format!("uncoalesced global access: {:.1}x the ideal sectors", sectors / ideal))
+        .with_evidence("sectors", sectors)
+        .with_evidence("ideal_sectors", ideal)
+        .with_guidance(guidance)]
+}
+
+pub fn high_dram_throughput(inp: &ToolInput) -> Vec<Finding> {
+    let Some(dram) = inp.triage.and_then(|t| t.dram_pct).or_else(|| inp.num("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")) else {
+        return vec![];
+    };
+    if dram <= inp.thresholds.dram_throughput_pct {
+        return vec![];
+    }
+    let mut f = inp
+        .finding("HighDRAMThroughput", Severity::Information, None, format!("DRAM runs at {dram:.0}% of its peak bandwidth"))
+        .with_evidence("dram_throughput", pct(dram));
+    for (name, metric) in [("dram_read_bytes", "dram__bytes_read.sum"), ("dram_write_bytes", "dram__bytes_write.sum")] {
+        if let Some(v) = inp.profile.base(metric) {
+            f = f.with_evidence(name, v);
+        }
+    }
+    if let Some(hit) = inp.num("lts__t_sector_hit_rate.pct") {
+        f = f.with_evidence("l2_hit_rate", pct(hit));
+    }
+    let wasted = match (inp.num("memory_l2_theoretical_sectors_global"), inp.num("derived__memory_l2_theoretical_sectors_global_excessive")) {
+        (Some(all), Some(excess)) if all > 0.0 && excess > 0.0 => Some(excess * 100.0 / all),
+        _ => None,
+    };
+    vec![f.with_guidance(match wasted {
+        Some(w) => format!("{w:.0}% of the global sectors are fetched but unused: fix the uncoalesced access first, then cut bytes by fusing with the neighbouring kernel or using narrower types"),
+        None => "the kernel moves as many bytes as DRAM allows: cut bytes, not instructions, by fusing it with its producer or consumer, using narrower types (half, bf16), or reusing loaded data from __shared__ memory".into(),
+    })]
+}
+
+/// Global data re-read by many threads through L1 with no shared memory: the
+/// classic naive-matmul pattern.
+pub fn shared_mem_tiling(inp: &ToolInput) -> Vec<Finding> {
+    let t = inp.thresholds;
+    let shared_ops = inp.profile.first(&["smsp__sass_inst_executed_op_shared.sum", "sass__inst_executed_shared_loads"]);
+    let (Some(0.0), Some(hit)) = (shared_ops, inp.num("l1tex__t_sector_hit_rate.pct")) else {
+        return vec![];
+    };
+    let l1 = inp.l1_pct().unwrap_or(0.0);
+    let throttle = inp.stall_share("lg_throttle").unwrap_or(0.0);
+    if hit < t.tiling_l1_hit_min_pct || (l1 <= t.tiling_l1_pct && throttle <= 20.0) {
+        return vec![];
+    }
+    let line = inp.hottest_line(SECTORS).or_else(|| inp.hottest_line("L1 Tag Requests Global")).map(|(l, _)| l.line);
+    vec![inp
+        .finding(
+            "SharedMemTiling",
+            Severity::Warning,
+            line,
+            format!("the same global data is re-read through L1 ({hit:.0}% hit rate, L1 at {l1:.0}% of peak) and no shared memory is used"),
+        )
+        .with_evidence("l1_hit_rate", pct(hit))
+        .with_evidence("l1_throughput", pct(l1))
+        .with_evidence("lg_throttle_stalls", pct(throttle))
+        .with_guidance("stage tiles of the inputs in __shared__ arrays (e.g. 32x32), with __syncthreads() between the load phase and the compute phase, and loop over tiles: each element is then read from global memory once per tile instead of once per thread")]
+}
+
+fn is_global_mem(row: &crate::csv_pages::SassRow) -> bool {
+    let op = row.opcode();
+    op.starts_with("LDG") || op.starts_with("STG")
+}
+
+/// Coalesced 4-byte global accesses in a memory-heavy kernel: wider loads
+/// halve or quarter the load/store instructions.
+pub fn vectorization(inp: &ToolInput) -> Vec<Finding> {
+    let t = inp.thresholds;
+    let busy = inp.mem_pct().is_some_and(|m| m > t.vectorize_memory_pct);
+    if !busy || inp.instructions().iter().any(|r| is_global_mem(r) && (r.opcode().contains(".64") || r.opcode().contains(".128"))) {
+        return vec![];
+    }
+    let narrow_line = inp
+        .lines()
+        .iter()
+        .filter(|l| l.metrics.get(EXCESS).and_then(|m| m.number()) == Some(0.0))
+        .filter_map(|l| {
+            let executed: f64 = inp
+                .source
+                .into_iter()
+                .flat_map(|s| s.instructions_of(l.line))
+                .filter(|r| is_global_mem(r))
+                .filter_map(|r| r.num("Instructions Executed"))
+                .sum();
+            (executed > 0.0).then_some((l, executed))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let Some((line, executed)) = narrow_line else {
+        return vec![];
+    };
+    vec![inp
+        .finding("Vectorization", Severity::Information, Some(line.line), "coalesced but 4-byte global accesses".into())
+        .with_evidence("memory_instructions_executed", executed)
+        .with_guidance("let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes")]
+}
+
+/// `tile[threadIdx.x][threadIdx.y]`-style column walks of a shared array.
+pub fn shared_bank_conflicts(inp: &ToolInput) -> Vec<Finding> {
+    let t = inp.thresholds;
+    let excess_share = match (inp.num("derived__memory_l1_wavefronts_shared_excessive"), inp.num("memory_l1_wavefronts_shared")) {
+        (Some(e), Some(all)) if all > 0.0 => Some(e / all),
+        _ => None,
+    };
+    inp.lines()
+        .iter()
+        .filter_map(|l| {
+            let ways = l.metrics.get("L1 Conflicts Shared N-Way")?.number()?;
+            if ways < t.bank_conflict_ways {
+                return None;
+            }
+            let text = inp.quote(l.line);
+            let mut f = inp
+                .finding("SharedBankConflicts", Severity::Warning, Some(l.line), format!("{ways:.0}-way shared-memory bank conflicts"))
+                .with_evidence("conflict_ways", ways)
+                .with_guidance(padding_advice(inp.source_lines, &text));
+            if let Some(share) = excess_share {
+                f = f.with_evidence("excess_wavefronts", pct(share * 100.0));
+                if let Some(g) = gain_from_saved_share(share * inp.l1_pct().unwrap_or(0.0) / 100.0) {
+                    f = f.with_gain(g);
+                }
+            }
+            Some(f)
+        })
+        .collect()
+}
+
+/// Names the shared array of the line and its padded shape when the file
+/// declares it as `__shared__ T name[R][C]`.
+fn padding_advice(file: &[&str], line: &str) -> String {
+    for decl in file.iter().filter(|l| l.contains("__shared__")) {
+        let Some((before, rest)) = decl.split_once('[') else { continue };
+        let name = before.split_whitespace().last().unwrap_or("");
+        let dims: Vec<&str> = rest.split(';').next().unwrap_or("").split(['[', ']']).map(str::trim).filter(|d| !d.is_empty()).collect();
+        if name.is_empty() || !line.contains(&format!("{name}[")) || dims.len() != 2 {
+            continue;
+        }
+        let cols = dims[1].parse::<u32>().map(|c| (c + 1).to_string()).unwrap_or_else(|_| format!("{} + 1", dims[1]));
+        return format!(
+            "pad the tile to {name}[{}][{cols}]: the extra column shifts each row by one bank, so a column walk hits 32 different banks",
+            dims[0]
+        );
+    }
+    "pad each row of the shared array by one element (or swizzle the column index) so the threads of a warp hit different banks".into()
+}

@@ -1,0 +1,280 @@
+//! Stage 2: micro-profiling tools. Each tool detects one problem from ncu
+//! counters, analyses it, and recommends a concrete change, on the source
+//! line that causes it (the paper's detect -> analyze -> recommend pattern;
+//! raw counters are never the output).
+
+mod compute;
+mod input;
+mod latency;
+mod memory;
+mod stalls;
+
+pub use input::ToolInput;
+pub use stalls::{StallReason, STALL_REASONS};
+
+use crate::ncu_args::{Collection, ProfileOptions, profile_args};
+use crate::triage::Class;
+use kernelpro_model::Finding;
+use serde::{Deserialize, Serialize};
+
+/// A micro-profiling tool: what it serves, what it needs from ncu, and its analysis.
+pub struct Tool {
+    pub name: &'static str,
+    /// The kernel classes it is run for (balanced kernels run every tool).
+    pub classes: &'static [Class],
+    pub sections: &'static [&'static str],
+    pub metrics: &'static [&'static str],
+    run: fn(&ToolInput) -> Vec<Finding>,
+}
+
+impl Tool {
+    pub fn analyze(&self, input: &ToolInput) -> Vec<Finding> {
+        (self.run)(input)
+    }
+    pub fn serves(&self, class: Class) -> bool {
+        class == Class::Balanced || self.classes.contains(&class)
+    }
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("name", &self.name).field("classes", &self.classes).finish()
+    }
+}
+
+/// Trigger levels of every tool; the defaults are the paper's where it gives one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Thresholds {
+    /// MemoryCoalescing: L1 hit rate below this (%) ...
+    pub coalescing_l1_hit_max_pct: f64,
+    /// ... and long-scoreboard stalls above this share of samples (%).
+    pub coalescing_stall_min_pct: f64,
+    /// Uncoalesced: sectors per request above this multiple of ideal.
+    pub uncoalesced_over_ideal: f64,
+    pub dram_throughput_pct: f64,
+    pub occupancy_min_pct: f64,
+    pub registers_per_thread: f64,
+    pub dominant_stall_pct: f64,
+    pub critical_stall_pct: f64,
+    pub barrier_stall_pct: f64,
+    pub launch_overhead_pct: f64,
+    /// RegisterSpill case A: long-scoreboard share above this, SM and memory
+    /// throughput both below `spill_idle_max_pct`.
+    pub spill_long_scoreboard_pct: f64,
+    pub spill_idle_max_pct: f64,
+    /// RegisterSpill case B: memory throughput above this and local traffic
+    /// above `spill_local_share_pct` of L1 traffic.
+    pub spill_memory_pct: f64,
+    pub spill_local_share_pct: f64,
+    /// SharedMemTiling: L1 throughput above this with no shared memory in use.
+    pub tiling_l1_pct: f64,
+    pub tiling_l1_hit_min_pct: f64,
+    /// Vectorization: memory throughput above this.
+    pub vectorize_memory_pct: f64,
+    /// SharedBankConflicts: average ways per shared request above this.
+    pub bank_conflict_ways: f64,
+    /// ThreadDivergence: a branch whose taken share lies inside this band.
+    pub divergent_branch_min_share: f64,
+    pub nonfused_fp32_share_pct: f64,
+    pub nonfused_fma_pipe_min_pct: f64,
+    /// TailEffect: share of SM time idle in the last wave.
+    pub tail_idle_pct: f64,
+    /// Stall-reason shares above this (%) name a hot line.
+    pub stall_share_pct: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            coalescing_l1_hit_max_pct: 30.0,
+            coalescing_stall_min_pct: 40.0,
+            uncoalesced_over_ideal: 1.2,
+            dram_throughput_pct: 80.0,
+            occupancy_min_pct: 50.0,
+            registers_per_thread: 96.0,
+            dominant_stall_pct: 40.0,
+            critical_stall_pct: 60.0,
+            barrier_stall_pct: 30.0,
+            launch_overhead_pct: 20.0,
+            spill_long_scoreboard_pct: 15.0,
+            spill_idle_max_pct: 50.0,
+            spill_memory_pct: 60.0,
+            spill_local_share_pct: 10.0,
+            tiling_l1_pct: 60.0,
+            tiling_l1_hit_min_pct: 50.0,
+            vectorize_memory_pct: 60.0,
+            bank_conflict_ways: 2.0,
+            divergent_branch_min_share: 0.125,
+            nonfused_fp32_share_pct: 25.0,
+            nonfused_fma_pipe_min_pct: 20.0,
+            tail_idle_pct: 10.0,
+            stall_share_pct: 5.0,
+        }
+    }
+}
+
+use Class::{Balanced as B, ComputeBound as C, LatencyBound as L, MemoryBound as M};
+
+/// Every tool, in report order.
+pub static TOOLS: &[Tool] = &[
+    Tool {
+        name: "MemoryCoalescing",
+        classes: &[M],
+        sections: &["MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters"],
+        metrics: &["l1tex__t_sector_hit_rate.pct", "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"],
+        run: memory::memory_coalescing,
+    },
+    Tool {
+        name: "Uncoalesced",
+        classes: &[M, L],
+        sections: &["MemoryWorkloadAnalysis_Tables", "SourceCounters"],
+        metrics: &["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
+        run: memory::uncoalesced,
+    },
+    Tool {
+        name: "HighDRAMThroughput",
+        classes: &[M],
+        sections: &["MemoryWorkloadAnalysis"],
+        metrics: &["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct"],
+        run: memory::high_dram_throughput,
+    },
+    Tool {
+        name: "SharedMemTiling",
+        classes: &[M],
+        sections: &["MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters"],
+        metrics: &["smsp__sass_inst_executed_op_shared.sum", "l1tex__t_sector_hit_rate.pct"],
+        run: memory::shared_mem_tiling,
+    },
+    Tool {
+        name: "Vectorization",
+        classes: &[M],
+        sections: &["SourceCounters"],
+        metrics: &[],
+        run: memory::vectorization,
+    },
+    Tool {
+        name: "SharedBankConflicts",
+        classes: &[M, L],
+        sections: &["MemoryWorkloadAnalysis_Tables", "SourceCounters"],
+        metrics: &["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
+        run: memory::shared_bank_conflicts,
+    },
+    Tool {
+        name: "OccupancyLimiter",
+        classes: &[C, L],
+        sections: &["Occupancy", "LaunchStats"],
+        metrics: &["sm__warps_active.avg.pct_of_peak_sustained_active"],
+        run: latency::occupancy_limiter,
+    },
+    Tool {
+        name: "HighRegisterUsage",
+        classes: &[C, L],
+        sections: &["LaunchStats"],
+        metrics: &[],
+        run: latency::high_register_usage,
+    },
+    Tool {
+        name: "WarpStall",
+        classes: &[M, C, L],
+        sections: &["WarpStateStats", "SourceCounters"],
+        metrics: &[],
+        run: latency::warp_stall,
+    },
+    Tool {
+        name: "BarrierStall",
+        classes: &[L],
+        sections: &["WarpStateStats", "SourceCounters"],
+        metrics: &[],
+        run: latency::barrier_stall,
+    },
+    Tool { name: "LaunchOverhead", classes: &[L], sections: &[], metrics: &[], run: latency::launch_overhead },
+    Tool {
+        name: "RegisterSpill",
+        classes: &[C, L, M],
+        sections: &["WarpStateStats", "SourceCounters"],
+        metrics: &[
+            "smsp__sass_inst_executed_op_local_ld.sum",
+            "smsp__sass_inst_executed_op_local_st.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+        ],
+        run: latency::register_spill,
+    },
+    Tool {
+        name: "TailEffect",
+        classes: &[C, L, M],
+        sections: &["LaunchStats", "Occupancy"],
+        metrics: &[],
+        run: latency::tail_effect,
+    },
+    Tool {
+        name: "TensorCore",
+        classes: &[C],
+        sections: &["ComputeWorkloadAnalysis", "SourceCounters"],
+        metrics: &["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"],
+        run: compute::tensor_core,
+    },
+    Tool {
+        name: "ThreadDivergence",
+        classes: &[C, L],
+        sections: &["SourceCounters", "WarpStateStats"],
+        metrics: &[],
+        run: compute::thread_divergence,
+    },
+    Tool {
+        name: "FP64Math",
+        classes: &[C, L, M],
+        sections: &["SourceCounters", "InstructionStats"],
+        metrics: &[],
+        run: compute::fp64_math,
+    },
+    Tool {
+        name: "NonFusedFP32",
+        classes: &[C],
+        sections: &["InstructionStats", "ComputeWorkloadAnalysis", "SourceCounters"],
+        metrics: &["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"],
+        run: compute::non_fused_fp32,
+    },
+];
+
+/// The tool-affinity filter: only the tools that serve the kernel's class
+/// (memory-bound skips tensor-core checks, compute-bound skips coalescing).
+pub fn select_tools(class: Class) -> Vec<&'static Tool> {
+    TOOLS.iter().filter(|t| t.serves(class)).collect()
+}
+
+pub fn tool(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+/// The union of the sections and metrics the tools need, without repeats.
+pub fn stage2_collection(tools: &[&Tool]) -> Collection {
+    let mut c = Collection::default();
+    for t in tools {
+        for s in t.sections {
+            if !c.sections.iter().any(|x| x == s) {
+                c.sections.push(s.to_string());
+            }
+        }
+        for m in t.metrics {
+            if !c.metrics.iter().any(|x| x == m) {
+                c.metrics.push(m.to_string());
+            }
+        }
+    }
+    c
+}
+
+/// The ncu arguments of the stage-2 pass for the selected tools.
+pub fn stage2_args(tools: &[&Tool], opts: &ProfileOptions) -> Vec<String> {
+    profile_args(&stage2_collection(tools), opts)
+}
+
+/// Runs the given tools on one kernel, most severe findings first, each
+/// group in tool order.
+pub fn analyze(tools: &[&Tool], input: &ToolInput) -> Vec<Finding> {
+    let mut out: Vec<Finding> = tools.iter().flat_map(|t| t.analyze(input)).collect();
+    out.sort_by_key(|f| f.severity);
+    out
+}
