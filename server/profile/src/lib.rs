@@ -1,1 +1,13 @@
-//! placeholder
+//! Nsight Compute for KernelPro: parse the CSV exports, triage each kernel
+//! (stage 1), run the micro-profiling tools of its class (stage 2).
+//! Pure functions over text; the core crate runs ncu.
+
+pub mod csv_pages;
+pub mod ncu_args;
+pub mod peaks;
+pub mod tools;
+pub mod triage;
+
+pub use csv_pages::{KernelProfile, Metric, SassRow, SourceLine, SourcePage, Value, parse_details, parse_raw, parse_source};
+pub use tools::{Thresholds, Tool, ToolInput, select_tools, stage2_args};
+pub use triage::{Class, Triage, TriageThresholds, triage};

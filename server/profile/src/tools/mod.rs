@@ -114,7 +114,7 @@ impl Default for Thresholds {
     }
 }
 
-use Class::{Balanced as B, ComputeBound as C, LatencyBound as L, MemoryBound as M};
+use Class::{ComputeBound as C, LatencyBound as L, MemoryBound as M};
 
 /// Every tool, in report order.
 pub static TOOLS: &[Tool] = &[
