@@ -81,6 +81,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !matches!(command, Command::Lsp) {
+        // Behave like a normal CLI when piped into `head`: end quietly on a closed pipe.
+        // SAFETY: restoring the default disposition of one signal at start-up.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(async {
         match command {

@@ -9,6 +9,10 @@ use crate::settings::Settings;
 use crate::source::{self, SourceFile};
 use crate::toolchain::{self, Env, Found};
 use kernelpro_model::{Finding, Severity, Span};
+use kernelpro_sass::disasm::Disassembly;
+use kernelpro_sass::occupancy::{ArchLimits, Limiter, Occupancy, occupancy};
+use kernelpro_sass::ptxas::KernelResources;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +27,10 @@ pub struct FileAnalysis {
     pub compile: Option<Arc<CompileOutput>>,
     /// The compile came from the cache (a save that changed nothing).
     pub cached: bool,
+    pub arch: String,
+    /// Launch block size per kernel, from launch specs.
+    pub block_sizes: HashMap<String, u32>,
+    pub default_block_size: u32,
 }
 
 impl FileAnalysis {
@@ -62,7 +70,13 @@ impl Analyzer {
     }
 
     pub async fn analyze(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
-        let mut analysis = FileAnalysis { path: path.to_path_buf(), source: source::parse(text), ..Default::default() };
+        let mut analysis = FileAnalysis {
+            path: path.to_path_buf(),
+            source: source::parse(text),
+            arch: settings.arch.clone(),
+            default_block_size: settings.block_size,
+            ..Default::default()
+        };
         let Some(nvcc) = Self::find_nvcc(settings) else {
             analysis.findings.push(
                 Finding::new("kernelpro", Severity::Warning, Span::line(0), format!("nvcc was not found, so this file is not compiled. {}", toolchain::NVCC_INSTALL_HINT))
@@ -106,14 +120,49 @@ impl Analyzer {
 }
 
 impl FileAnalysis {
-    /// One line for the kernel's code lens, once resources are known.
-    pub fn kernel_summary(&self, _kernel: &str) -> Option<String> {
-        None
+    pub fn resources(&self, kernel: &str) -> Option<&KernelResources> {
+        self.compile.as_ref()?.resources.iter().find(|r| r.entry && r.name == kernel)
     }
-    pub fn kernel_hover(&self, kernel: &str) -> Option<String> {
-        Some(format!("**{kernel}** (`__global__`)"))
+    pub fn disassembly(&self) -> Option<&Disassembly> {
+        self.compile.as_ref()?.disassembly.as_ref()
     }
-    pub fn line_hover(&self, _line: u32) -> Option<String> {
-        None
+    /// The block size a kernel is launched with: its launch spec, else the setting.
+    pub fn block_size(&self, kernel: &str) -> u32 {
+        self.block_sizes.get(kernel).copied().unwrap_or(self.default_block_size)
+    }
+    pub fn occupancy(&self, kernel: &str) -> Option<Occupancy> {
+        let r = self.resources(kernel)?;
+        let limits = ArchLimits::for_arch(&self.arch)?;
+        Some(occupancy(&limits, self.block_size(kernel), r.registers, r.shared_static))
+    }
+    /// One line for the kernel's code lens, once resources are known:
+    /// `32 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)`.
+    pub fn kernel_summary(&self, kernel: &str) -> Option<String> {
+        let r = self.resources(kernel)?;
+        let mut s = format!("{} regs · {} spill · {} smem", r.registers, bytes(r.spill_stores + r.spill_loads), bytes(r.shared_static));
+        if let Some(o) = self.occupancy(kernel) {
+            s.push_str(&format!(" · occupancy {:.0}% (limit: {})", o.percent, limiter_name(o.limiter)));
+        }
+        Some(s)
+    }
+}
+
+pub fn limiter_name(l: Limiter) -> &'static str {
+    match l {
+        Limiter::Warps => "warps",
+        Limiter::Blocks => "blocks",
+        Limiter::Registers => "registers",
+        Limiter::SharedMemory => "shared memory",
+    }
+}
+
+/// `0 B`, `512 B`, `4 KB`, `1.5 KB`.
+pub fn bytes(n: u32) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n % 1024 == 0 {
+        format!("{} KB", n / 1024)
+    } else {
+        format!("{:.1} KB", n as f64 / 1024.0)
     }
 }

@@ -30,6 +30,10 @@ pub struct CompileOutput {
     pub ptxas_report: String,
     /// `nvdisasm -g -c -hex` output, file paths already mapped to the real file.
     pub sass: Option<String>,
+    /// `sass` parsed: per-function instructions and the source-line map.
+    pub disassembly: Option<kernelpro_sass::disasm::Disassembly>,
+    /// `ptxas_report` parsed, one entry per function.
+    pub resources: Vec<kernelpro_sass::ptxas::KernelResources>,
     pub cubin: Option<Vec<u8>>,
     pub argv: Vec<String>,
     pub compile_time: Duration,
@@ -62,6 +66,7 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
     let mut result = CompileOutput { argv, compile_time: out.elapsed, ..Default::default() };
     let combined = format!("{}{}", out.stderr, out.stdout);
     result.ptxas_report = combined.lines().filter(|l| l.starts_with("ptxas info") || l.starts_with("    ")).collect::<Vec<_>>().join("\n");
+    result.resources = kernelpro_sass::ptxas::parse_ptxas(&result.ptxas_report);
     let messages = nvcc_diag::parse(&combined);
     result.findings = map_messages(&messages, input, &src, &cwd);
     result.ok = out.success() && cubin.exists();
@@ -78,11 +83,13 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
         result.cubin = std::fs::read(&cubin).ok();
         if input.disassemble {
             let nvdisasm = input.nvcc.with_file_name("nvdisasm");
-            let cmd = ToolCommand::new(&nvdisasm, input.timeout).args(["-g", "-c", "-hex"]).arg(&cubin);
+            let cmd = ToolCommand::new(&nvdisasm, input.timeout).args(["-gi", "-c", "-hex"]).arg(&cubin);
             match run_tool(&cmd, cancel).await {
                 Ok(d) if d.success() => {
                     result.disasm_time = d.elapsed;
-                    result.sass = Some(d.stdout.replace(&src.display().to_string(), &input.path.display().to_string()));
+                    let sass = d.stdout.replace(&src.display().to_string(), &input.path.display().to_string());
+                    result.disassembly = Some(kernelpro_sass::disasm::parse_sass(&sass));
+                    result.sass = Some(sass);
                 }
                 Ok(d) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()))),
                 Err(ToolError::Cancelled { tool }) => return Err(ToolError::Cancelled { tool }),

@@ -266,6 +266,9 @@ impl Run<'_, '_> {
                 if let Some(reason) = self.out_of_budget() {
                     return reason;
                 }
+                if self.tree[node].exhausted || self.tree[node].closed {
+                    break; // pruned by an earlier proposal of this batch
+                }
                 self.memory.notes.extend(proposal.note);
                 if let Some(seen) = self.memory.lookup(&proposal.source) {
                     let of = seen.node;
