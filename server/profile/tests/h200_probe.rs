@@ -5,7 +5,7 @@
 use expect_test::{Expect, expect};
 use kernelpro_model::Finding;
 use kernelpro_profile::tools::{Thresholds, ToolInput, analyze, select_tools};
-use kernelpro_profile::{KernelProfile, SourcePage, TriageThresholds, parse_details, parse_raw, parse_source, triage};
+use kernelpro_profile::{Class, KernelProfile, SourcePage, TriageThresholds, parse_details, parse_raw, parse_source, triage};
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/../../tests/fixtures/h200-probe/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -69,15 +69,173 @@ fn render(findings: &[Finding]) -> String {
         .collect()
 }
 
+fn check_findings(kernel: &str, expected: Expect) {
+    expected.assert_eq(&render(&findings(kernel)));
+}
+
+fn check_triage(file: &str, expected: Expect) {
+    let out: String = parse_raw(&fixture(file))
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let t = triage(p, &TriageThresholds::default()).unwrap();
+            format!("{}: {} (agreement {})\n", p.kernel, t.summary, t.agreement)
+        })
+        .collect();
+    expected.assert_eq(&out);
+}
+
 #[test]
-fn debug_dump() {
-    for k in ["saxpy_fp64", "strided_copy", "matmul_naive", "transpose_conflicts", "divergent"] {
-        println!("== {k}\n{}", render(&findings(k)));
+fn raw_pages_hold_five_launches_with_units() {
+    for file in ["full_raw.csv", "stage1_raw.csv", "sol_raw.csv"] {
+        let profiles = parse_raw(&fixture(file)).unwrap();
+        let names: Vec<&str> = profiles.iter().map(|p| p.kernel.as_str()).collect();
+        assert_eq!(names, ["saxpy_fp64", "strided_copy", "matmul_naive", "transpose_conflicts", "divergent"], "{file}");
     }
-    for f in ["full_raw.csv", "stage1_raw.csv", "sol_raw.csv"] {
-        for p in parse_raw(&fixture(f)).unwrap() {
-            let t = triage(&p, &TriageThresholds::default()).unwrap();
-            println!("{f} {}: {} (agree {})", p.kernel, t.summary, t.agreement);
-        }
+    let stage1 = parse_raw(&fixture("stage1_raw.csv")).unwrap();
+    let regs = &stage1[2].metrics["launch__registers_per_thread"];
+    assert_eq!((regs.number(), regs.unit.as_str()), (Some(32.0), "register/thread"));
+    assert_eq!(stage1[0].num("device__attribute_l2_cache_size"), Some(62_914_560.0));
+    assert_eq!(stage1[0].text("device__attribute_display_name"), Some("NVIDIA H200"));
+    // sol_raw.csv was exported without `--print-units base`: durations in ms.
+    let sol = parse_raw(&fixture("sol_raw.csv")).unwrap();
+    assert_eq!(sol[0].base("gpu__time_duration.sum").map(f64::round), Some(58_688.0));
+}
+
+#[test]
+fn details_page_attaches_rules_with_speedups() {
+    let profiles = full_profiles();
+    let strided = profiles.iter().find(|p| p.kernel == "strided_copy").unwrap();
+    let rule = strided.rules.iter().find(|r| r.rule == "UncoalescedGlobalAccess").unwrap();
+    assert_eq!((rule.kind.as_str(), rule.estimated_speedup_pct), ("OPT", Some(77.29)));
+    assert_eq!(strided.details["Launch Statistics/Waves Per SM"].number(), Some(62.06));
+}
+
+#[test]
+fn source_page_links_sass_to_cuda_lines() {
+    let page = source_page("saxpy_fp64");
+    assert_eq!(page.kernel, "saxpy_fp64");
+    let lines: Vec<u32> = page.lines.iter().map(|l| l.line).collect();
+    assert_eq!(lines, [7, 8, 9, 10]);
+    assert_eq!(page.lines[2].text, "if (i < n) y[i] = a * x[i] + y[i] * 2.0;");
+    // Every instruction once, though ncu lists each block twice.
+    assert_eq!(page.instructions.len(), 32);
+    let dfma = page.instructions.iter().find(|r| r.opcode() == "DFMA").unwrap();
+    assert_eq!((dfma.line, dfma.num("Instructions Executed")), (Some(9), Some(524_288.0)));
+    assert_eq!(page.lines[2].metrics["Access Operation"].text(), Some("Load(2),Store"));
+}
+
+#[test]
+fn triage_of_the_full_set() {
+    check_triage("full_raw.csv", expect![[r#"
+        saxpy_fp64: memory-bound · L2 77% of peak · 0.27 FLOP/B · 59.7 µs (agreement true)
+        strided_copy: memory-bound · L2 95% of peak · 0 FLOP/B · 294.8 µs (agreement true)
+        matmul_naive: memory-bound · L1/shared 97% of peak · 0.50 FLOP/B · 3.18 ms (agreement true)
+        transpose_conflicts: latency-bound · L1/shared 59% of peak · 0 FLOP/B · 31.1 µs (agreement true)
+        divergent: compute-bound · SM 96% of peak · 170 FLOP/B · 2.06 ms (agreement true)
+    "#]]);
+}
+
+#[test]
+fn triage_of_the_stage1_pass() {
+    check_triage("stage1_raw.csv", expect![[r#"
+        saxpy_fp64: memory-bound · L2 77% of peak · 59.3 µs (agreement true)
+        strided_copy: memory-bound · L2 95% of peak · 296.3 µs (agreement true)
+        matmul_naive: memory-bound · L1/shared 98% of peak · 3.18 ms (agreement true)
+        transpose_conflicts: memory-bound · L1/shared 67% of peak · 31.0 µs (agreement true)
+        divergent: compute-bound · SM 96% of peak · 2.06 ms (agreement true)
+    "#]]);
+}
+
+/// The planted problem of each kernel, on the line that causes it.
+#[test]
+fn planted_problems_found_on_their_lines() {
+    let cases = [
+        ("strided_copy", "Uncoalesced", "in[(long long)(i * stride) % n]"),
+        ("transpose_conflicts", "SharedBankConflicts", "tile[threadIdx.x][threadIdx.y]"),
+        ("divergent", "ThreadDivergence", "if (threadIdx.x % 2 == 0)"),
+        ("saxpy_fp64", "FP64Math", "y[i] * 2.0"),
+        ("matmul_naive", "SharedMemTiling", "for (int k = 0; k < N; ++k)"),
+    ];
+    for (kernel, code, text) in cases {
+        let found = findings(kernel);
+        let line = line_of(text);
+        assert!(
+            found.iter().any(|f| f.code.as_deref() == Some(code) && f.span.start.line == line),
+            "{kernel}: no {code} on line {line}:\n{}",
+            render(&found)
+        );
     }
+    let matmul = full_profiles().into_iter().find(|p| p.kernel == "matmul_naive").unwrap();
+    let class = triage(&matmul, &TriageThresholds::default()).unwrap().class;
+    assert!(matches!(class, Class::MemoryBound | Class::LatencyBound), "{class:?}");
+}
+
+#[test]
+fn findings_saxpy_fp64() {
+    check_findings("saxpy_fp64", expect![[r#"
+        8 warning WarpStall 80% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `if (i < n) y[i] = a * x[i] + y[i] * 2.0;`
+          -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
+          gain None [stall_reason=long_scoreboard, stall_share=79.8%, line_share_of_samples=79.8%]
+        8 warning FP64Math float math promoted to FP64 (F2F.F64.F32, F2F.F64.F32, DFMA, F2F.F32.F64) in `if (i < n) y[i] = a * x[i] + y[i] * 2.0;`
+          -> replace 2.0 with 2.0f: the double literal promotes the float expression to FP64 (F2F conversions and DFMA at a fraction of the FP32 rate)
+          gain None [fp64_instructions=F2F.F64.F32 F2F.F64.F32 DFMA F2F.F32.F64]
+        8 info Vectorization coalesced but 4-byte global accesses in `if (i < n) y[i] = a * x[i] + y[i] * 2.0;`
+          -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
+          gain None [memory_instructions_executed=1572864]
+    "#]]);
+}
+
+#[test]
+fn findings_strided_copy() {
+    check_findings("strided_copy", expect![[r#"
+        13 warning MemoryCoalescing global loads miss in L1 (0% hit rate) and 90% of warp samples wait on them in `if (i < n) out[i] = in[(long long)(i * stride) % n];`
+          -> neighbouring threads load addresses far apart: make threadIdx.x walk the fastest-varying (contiguous) index, or load a tile coalesced into __shared__ memory and gather from there
+          gain None [l1_hit_rate=0.0%, long_scoreboard_stalls=90.3%, bytes_used_per_sector=4.0 of 32]
+        13 warning Uncoalesced uncoalesced global access: 4.5x the ideal sectors, 78% of them wasted in `if (i < n) out[i] = in[(long long)(i * stride) % n];`
+          -> make threadIdx.x walk the fastest-varying (contiguous) index of this access; if the stride is inherent, load a contiguous tile into __shared__ memory first and gather from there
+          gain Some(2.67) [sectors=18874368, ideal_sectors=4194304, excess_sectors=14680064]
+        13 warning WarpStall 90% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `if (i < n) out[i] = in[(long long)(i * stride) % n];`
+          -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
+          gain None [stall_reason=long_scoreboard, stall_share=90.3%, line_share_of_samples=90.3%]
+        11 info HighDRAMThroughput DRAM runs at 80% of its peak bandwidth
+          -> 78% of the global sectors are fetched but unused: fix the uncoalesced access first, then cut bytes by fusing with the neighbouring kernel or using narrower types
+          gain None [dram_throughput=80.5%, dram_read_bytes=1073708544, dram_write_bytes=67467008, l2_hit_rate=8.8%]
+    "#]]);
+}
+
+#[test]
+fn findings_matmul_naive() {
+    check_findings("matmul_naive", expect![[r#"
+        21 warning SharedMemTiling the same global data is re-read through L1 (87% hit rate, L1 at 97% of peak) and no shared memory is used in `for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];`
+          -> stage tiles of the inputs in __shared__ arrays (e.g. 32x32), with __syncthreads() between the load phase and the compute phase, and loop over tiles: each element is then read from global memory once per tile instead of once per thread
+          gain None [l1_hit_rate=87.5%, l1_throughput=97.1%, lg_throttle_stalls=38.8%]
+        21 info Vectorization coalesced but 4-byte global accesses in `for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];`
+          -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
+          gain None [memory_instructions_executed=536870912]
+    "#]]);
+}
+
+#[test]
+fn findings_transpose_conflicts() {
+    check_findings("transpose_conflicts", expect![[r#"
+        32 warning SharedBankConflicts 32-way shared-memory bank conflicts in `out[y * N + x] = tile[threadIdx.x][threadIdx.y];`
+          -> pad the tile to tile[32][33]: the extra column shifts each row by one bank, so a column walk hits 32 different banks
+          gain Some(2.26) [conflict_ways=32, excess_wavefronts=93.9%]
+        26 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+    "#]]);
+}
+
+#[test]
+fn findings_divergent() {
+    check_findings("divergent", expect![[r#"
+        39 warning ThreadDivergence divergent branch: the threads of a warp take different paths in `if (threadIdx.x % 2 == 0) { for (int k = 0; k < 64; ++k) v = sinf(v) * 1.0001f;…`
+          -> the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path
+          gain Some(1.99) [active_threads_per_warp=16.1 of 32]
+        40 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
+          -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
+          gain None [non_fused_share=28.6%, fma_pipe=54.8%]
+    "#]]);
 }
