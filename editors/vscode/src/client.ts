@@ -1,0 +1,160 @@
+// Starts, stops and configures the language client for `kernelpro lsp`.
+import * as fs from 'node:fs';
+import * as vscode from 'vscode';
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  type Middleware,
+  RevealOutputChannelOn,
+  type ServerOptions,
+  State,
+} from 'vscode-languageclient/node';
+import { findServer } from './binary';
+import { CPP_EXTENSIONS, type HoverMode, shouldHover } from './hover';
+import { ENV_KEY, llmKey } from './secrets';
+import { initializationOptions, serverSettings } from './settings';
+import { gpuFromDoctor, type Status } from './status';
+
+export const DOCUMENT_SELECTOR = [{ scheme: 'file', language: 'cuda-cpp' }];
+
+export const UNTRUSTED_MESSAGE =
+  'KernelPro is in restricted mode: this workspace is not trusted, so nothing is compiled, ' +
+  'run or sent to an LLM. Trust the workspace to see compiler, SASS and profiler findings.';
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function config(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('kernelpro');
+}
+
+/** Hover only where KernelPro adds to clangd / cpptools (see hover.ts). */
+function hoverMiddleware(client: () => LanguageClient | undefined): Middleware['provideHover'] {
+  return (document, position, token, next) => {
+    const otherCpp = CPP_EXTENSIONS.some((id) => vscode.extensions.getExtension(id)?.isActive);
+    const findings = client()?.diagnostics?.get(document.uri) ?? [];
+    const onFinding = findings.some((d) => d.range.start.line <= position.line && position.line <= d.range.end.line);
+    const word = document.getWordRangeAtPosition(position);
+    const line = document.lineAt(position.line).text;
+    const onKernel = !!word && /__global__/.test(line.slice(0, word.start.character));
+    const mode = config().get<HoverMode>('hover') ?? 'auto';
+    return shouldHover(mode, otherCpp, onFinding, onKernel) ? next(document, position, token) : null;
+  };
+}
+
+export class KernelProClient {
+  client: LanguageClient | undefined;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly output: vscode.OutputChannel,
+    private readonly trace: vscode.OutputChannel,
+    private readonly status: Status,
+  ) {}
+
+  get trusted(): boolean {
+    return vscode.workspace.isTrusted;
+  }
+
+  async start(): Promise<void> {
+    const found = findServer({
+      setting: config().get<string | null>('serverPath'),
+      extensionPath: this.context.extensionPath,
+      platform: process.platform,
+      arch: process.arch,
+      envPath: process.env.PATH,
+      isExecutable,
+    });
+    if ('error' in found) {
+      this.status.set('missing', found.error);
+      this.output.appendLine(`${found.error}\nLooked at:\n  ${found.tried.join('\n  ')}`);
+      const choice = await vscode.window.showErrorMessage(found.error, 'Open Settings', 'Show Log');
+      if (choice === 'Open Settings') {
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'kernelpro.serverPath');
+      } else if (choice === 'Show Log') {
+        this.output.show();
+      }
+      return;
+    }
+    this.output.appendLine(`Starting ${found.path} lsp (from ${found.source}; trusted: ${this.trusted})`);
+
+    const trusted = this.trusted;
+    const key = trusted ? await llmKey(this.context.secrets, process.env) : undefined;
+    // An untrusted workspace's server gets no key, not even the inherited one.
+    const env = { ...process.env };
+    if (!trusted) delete env[ENV_KEY];
+    const serverOptions: ServerOptions = { command: found.path, args: ['lsp'], options: { env } };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: DOCUMENT_SELECTOR,
+      initializationOptions: initializationOptions(config(), trusted, key),
+      outputChannel: this.output,
+      traceOutputChannel: this.trace,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: {
+        provideHover: hoverMiddleware(() => this.client),
+        // The server offers no completion; never add any beside clangd / cpptools.
+        provideCompletionItem: () => [],
+        workspace: {
+          // workspace/configuration "kernelpro" is the server's view, with trust.
+          configuration: async (params, token, next) => {
+            const answers = await next(params, token);
+            if (!Array.isArray(answers)) return answers;
+            return params.items.map((item, i) =>
+              item.section === 'kernelpro' ? serverSettings(config(), this.trusted) : answers[i],
+            );
+          },
+        },
+      },
+    };
+    const client = new LanguageClient('kernelpro', 'KernelPro', serverOptions, clientOptions);
+    this.client = client;
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Starting) this.status.set('starting');
+      if (e.newState === State.Stopped) this.status.set('stopped');
+    });
+    this.status.set('starting');
+    await client.start();
+    this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, await this.gpu());
+  }
+
+  /** The GPU the server sees, from `kernelpro.doctor`. */
+  private async gpu(): Promise<string | undefined> {
+    try {
+      const doctor = await this.client?.sendRequest(ExecuteCommandRequest.type, {
+        command: 'kernelpro.doctor',
+        arguments: [],
+      });
+      if (typeof doctor === 'string') this.output.appendLine(doctor);
+      return gpuFromDoctor(typeof doctor === 'string' ? doctor : undefined);
+    } catch (e) {
+      this.output.appendLine(`kernelpro.doctor failed: ${e}`);
+      return undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client?.isRunning()) await client.stop();
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Settings changed: the server takes them without a restart. */
+  pushSettings(): void {
+    void this.client?.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: { kernelpro: serverSettings(config(), this.trusted) },
+    });
+  }
+}

@@ -1,0 +1,73 @@
+// The server's settings object (protocol.md: initializationOptions and the
+// "kernelpro" workspace/configuration section) built from VS Code settings.
+
+/** The part of vscode.WorkspaceConfiguration we read. */
+export interface ConfigReader {
+  get<T>(key: string): T | undefined;
+}
+
+export interface ServerSettings {
+  trusted: boolean;
+  nvcc: string | null;
+  ncu: string | null;
+  arch: string;
+  includePaths: string[];
+  extraFlags: string[];
+  compileTimeoutSecs: number;
+  blockSize: number;
+  profileOnSave: boolean;
+  clockControl: string;
+  runner: string[];
+  runTimeoutSecs: number;
+  llm: { enabled: boolean; provider: string; endpoint: string | null; model: string | null };
+  optimize: { budget: number; timeSecs: number; evaluator: string };
+}
+
+/** Settings only the client reads; they never reach the server. */
+export const CLIENT_ONLY_SETTINGS = ['serverPath', 'hover', 'trace.server'];
+
+function or<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
+}
+
+/** `trusted` comes from workspace trust, never from a setting. */
+export function serverSettings(c: ConfigReader, trusted: boolean): ServerSettings {
+  return {
+    trusted,
+    nvcc: c.get<string | null>('nvcc') || null,
+    ncu: c.get<string | null>('ncu') || null,
+    arch: or(c.get<string>('arch'), 'sm_90'),
+    includePaths: or(c.get<string[]>('includePaths'), []),
+    extraFlags: or(c.get<string[]>('extraFlags'), []),
+    compileTimeoutSecs: or(c.get<number>('compileTimeoutSecs'), 60),
+    blockSize: or(c.get<number>('blockSize'), 256),
+    profileOnSave: trusted && or(c.get<boolean>('profileOnSave'), false),
+    clockControl: or(c.get<string>('clockControl'), 'none'),
+    runner: or(c.get<string[]>('runner'), []),
+    runTimeoutSecs: or(c.get<number>('runTimeoutSecs'), 10),
+    llm: {
+      enabled: trusted && or(c.get<boolean>('llm.enabled'), false),
+      provider: or(c.get<string>('llm.provider'), 'openai'),
+      endpoint: c.get<string | null>('llm.endpoint') || null,
+      model: c.get<string | null>('llm.model') || null,
+    },
+    optimize: {
+      budget: or(c.get<number>('optimize.budget'), 60),
+      timeSecs: or(c.get<number>('optimize.timeSecs'), 600),
+      evaluator: or(c.get<string>('optimize.evaluator'), 'gpu'),
+    },
+  };
+}
+
+/**
+ * initializationOptions: the settings plus the LLM key, which is sent only
+ * to a trusted workspace's server and only here (never in settings).
+ */
+export function initializationOptions(
+  c: ConfigReader,
+  trusted: boolean,
+  llmKey: string | undefined,
+): ServerSettings & { llmKey?: string } {
+  const settings = serverSettings(c, trusted);
+  return trusted && llmKey ? { ...settings, llmKey } : settings;
+}

@@ -1,0 +1,46 @@
+// The status bar item: the server's state and the GPU it uses.
+import * as vscode from 'vscode';
+
+export type ServerState = 'starting' | 'running' | 'stopped' | 'missing' | 'restricted';
+
+const ICONS: Record<ServerState, string> = {
+  starting: '$(sync~spin)',
+  running: '$(chip)',
+  stopped: '$(debug-stop)',
+  missing: '$(error)',
+  restricted: '$(shield)',
+};
+
+/**
+ * The GPU from `kernelpro doctor`'s answer: its line reads "ok  GPU: NAME (...)"
+ * when one is usable, "!!  GPU: why not" otherwise.
+ */
+export function gpuFromDoctor(doctor: string | undefined): string | undefined {
+  for (const line of (doctor ?? '').split('\n')) {
+    const m = /^(\S*)\s+GPU[^:]*:\s*(.+)$/.exec(line.trim());
+    if (m) return m[1] === 'ok' ? m[2].replace(/\s*\(.*\)$/, '').trim() : 'no GPU';
+  }
+  return undefined;
+}
+
+export class Status {
+  readonly item: vscode.StatusBarItem;
+
+  constructor() {
+    this.item = vscode.window.createStatusBarItem('kernelpro.status', vscode.StatusBarAlignment.Right, 100);
+    this.item.name = 'KernelPro';
+    this.item.command = 'kernelpro.showOutput';
+    this.item.show();
+  }
+
+  set(state: ServerState, detail?: string, gpu?: string): void {
+    this.item.text = `${ICONS[state]} KernelPro${gpu ? `: ${gpu}` : ''}`;
+    this.item.tooltip = `KernelPro server: ${state}${detail ? `\n${detail}` : ''}`;
+    this.item.backgroundColor =
+      state === 'missing' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

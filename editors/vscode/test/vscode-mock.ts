@@ -1,0 +1,137 @@
+// A stand-in for the `vscode` module: records what the extension asks of the
+// editor and lets a test set trust, settings, secrets and the active editor.
+type Listener<T> = (e: T) => unknown;
+
+class Emitter<T> {
+  listeners: Listener<T>[] = [];
+  event = (l: Listener<T>) => {
+    this.listeners.push(l);
+    return { dispose: () => {} };
+  };
+  async fire(e: T) {
+    for (const l of this.listeners) await l(e);
+  }
+}
+
+export const state = {
+  trusted: true,
+  settings: {} as Record<string, unknown>,
+  messages: [] as { kind: string; text: string }[],
+  commands: new Map<string, (...args: unknown[]) => unknown>(),
+  executed: [] as unknown[][],
+  statusBar: { text: '', tooltip: '' as unknown },
+  activeTextEditor: undefined as unknown,
+  extensions: new Set<string>(),
+  configChanged: new Emitter<{ affectsConfiguration: (s: string) => boolean }>(),
+  trustGranted: new Emitter<void>(),
+};
+
+export function reset(): void {
+  state.trusted = true;
+  state.settings = {};
+  state.messages = [];
+  state.commands = new Map();
+  state.executed = [];
+  state.activeTextEditor = undefined;
+  state.extensions = new Set();
+  state.configChanged = new Emitter();
+  state.trustGranted = new Emitter();
+}
+
+/** Change settings as the Settings editor would, firing the change event. */
+export async function changeSettings(changes: Record<string, unknown>): Promise<void> {
+  Object.assign(state.settings, changes);
+  const keys = Object.keys(changes).map((k) => `kernelpro.${k}`);
+  await state.configChanged.fire({
+    affectsConfiguration: (s: string) => keys.some((k) => k === s || k.startsWith(`${s}.`)),
+  });
+}
+
+export const workspace = {
+  get isTrusted() {
+    return state.trusted;
+  },
+  getConfiguration: (section: string) => ({
+    get: <T>(key: string): T | undefined => {
+      if (section !== 'kernelpro') return undefined;
+      if (key in state.settings) return state.settings[key] as T;
+      // Nested reads (get('llm')) see dotted settings as an object, like VS Code.
+      const nested = Object.entries(state.settings).filter(([k]) => k.startsWith(`${key}.`));
+      return nested.length ? (Object.fromEntries(nested.map(([k, v]) => [k.slice(key.length + 1), v])) as T) : undefined;
+    },
+  }),
+  onDidChangeConfiguration: (l: Listener<{ affectsConfiguration: (s: string) => boolean }>) =>
+    state.configChanged.event(l),
+  onDidGrantWorkspaceTrust: (l: Listener<void>) => state.trustGranted.event(l),
+  openTextDocument: async (init: { language: string; content: string }) => ({ ...init, uri: 'untitled:1' }),
+};
+
+function message(kind: string) {
+  return async (text: string) => {
+    state.messages.push({ kind, text });
+    return undefined;
+  };
+}
+
+export const window = {
+  get activeTextEditor() {
+    return state.activeTextEditor;
+  },
+  createOutputChannel: (name: string) => ({ name, lines: [] as string[], appendLine(l: string) { this.lines.push(l); }, show() {}, dispose() {} }),
+  createStatusBarItem: () => {
+    const item = { text: '', tooltip: '', name: '', command: '', backgroundColor: undefined, show() {}, dispose() {} };
+    state.statusBar = item;
+    return item;
+  },
+  showErrorMessage: message('error'),
+  showWarningMessage: message('warning'),
+  showInformationMessage: message('info'),
+  showInputBox: async () => undefined,
+  showTextDocument: async (doc: unknown) => {
+    state.executed.push(['showTextDocument', doc]);
+  },
+};
+
+export const commands = {
+  registerCommand: (id: string, run: (...args: unknown[]) => unknown) => {
+    state.commands.set(id, run);
+    return { dispose: () => state.commands.delete(id) };
+  },
+  executeCommand: async (...args: unknown[]) => {
+    state.executed.push(args);
+  },
+};
+
+export const extensions = {
+  getExtension: (id: string) => (state.extensions.has(id) ? { isActive: true } : undefined),
+};
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+export enum ViewColumn {
+  Beside = -2,
+}
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+/** The secrets half of an ExtensionContext, backed by a Map. */
+export function secretStorage(initial: Record<string, string> = {}) {
+  const values = new Map(Object.entries(initial));
+  const changed = new Emitter<{ key: string }>();
+  return {
+    values,
+    get: async (k: string) => values.get(k),
+    store: async (k: string, v: string) => {
+      values.set(k, v);
+      await changed.fire({ key: k });
+    },
+    delete: async (k: string) => {
+      values.delete(k);
+      await changed.fire({ key: k });
+    },
+    onDidChange: changed.event,
+  };
+}
