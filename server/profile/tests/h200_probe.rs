@@ -4,7 +4,8 @@
 
 use expect_test::{Expect, expect};
 use kernelpro_model::Finding;
-use kernelpro_profile::tools::{Thresholds, ToolInput, analyze, select_tools};
+use kernelpro_profile::ncu_args::{ClockControl, ProfileOptions};
+use kernelpro_profile::tools::{Thresholds, ToolInput, analyze, select_tools, stage2_args};
 use kernelpro_profile::{Class, KernelProfile, SourcePage, TriageThresholds, parse_details, parse_raw, parse_source, triage};
 
 fn fixture(name: &str) -> String {
@@ -238,4 +239,35 @@ fn findings_divergent() {
           -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
           gain None [non_fused_share=28.6%, fma_pipe=54.8%]
     "#]]);
+}
+
+#[test]
+fn roofline_wins_when_the_methods_disagree() {
+    // Busy SM, idle memory, yet 0.25 FLOP/B: far below the H200 ridge point.
+    let raw = "\"ID\",\"Kernel Name\",\"device__attribute_display_name\",\"sm__throughput.avg.pct_of_peak_sustained_elapsed\",\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\",\"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum\",\"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum\",\"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum\",\"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum\",\"smsp__sass_thread_inst_executed_op_dmul_pred_on.sum\",\"smsp__sass_thread_inst_executed_op_dfma_pred_on.sum\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\",\"gpu__time_duration.sum\"
+\"\",\"\",\"\",\"%\",\"%\",\"inst\",\"inst\",\"inst\",\"inst\",\"inst\",\"inst\",\"Mbyte\",\"Mbyte\",\"us\"
+\"0\",\"k(float *)\",\"NVIDIA H200\",\"90.5\",\"30\",\"0\",\"0\",\"1,000,000\",\"0\",\"0\",\"0\",\"6\",\"2\",\"1,840\"";
+    let p = &parse_raw(raw).unwrap()[0];
+    let t = triage(p, &TriageThresholds::default()).unwrap();
+    assert_eq!((t.measured_class, t.roofline_class, t.class, t.agreement), (Class::ComputeBound, Some(Class::MemoryBound), Class::MemoryBound, false));
+    assert_eq!(t.summary, "memory-bound · 0.25 FLOP/B · 1.84 ms · throughput says compute-bound, roofline says memory-bound");
+}
+
+#[test]
+fn peaks_from_device_attributes_match_the_spec_sheet() {
+    let p = &parse_raw(&fixture("stage1_raw.csv")).unwrap()[0];
+    let computed = kernelpro_profile::peaks::from_attributes(p).unwrap();
+    assert_eq!((computed.dram_bw / 1e10).round(), 481.0);
+    assert_eq!((computed.fp32_flops / 1e11).round(), 669.0);
+}
+
+#[test]
+fn tool_affinity_and_stage2_pass() {
+    let names = |c| select_tools(c).iter().map(|t| t.name).collect::<Vec<_>>().join(" ");
+    expect!["MemoryCoalescing Uncoalesced HighDRAMThroughput SharedMemTiling Vectorization SharedBankConflicts WarpStall RegisterSpill TailEffect FP64Math"].assert_eq(&names(Class::MemoryBound));
+    expect!["OccupancyLimiter HighRegisterUsage WarpStall RegisterSpill TailEffect TensorCore ThreadDivergence FP64Math NonFusedFP32"].assert_eq(&names(Class::ComputeBound));
+    expect!["Uncoalesced SharedBankConflicts OccupancyLimiter HighRegisterUsage WarpStall BarrierStall LaunchOverhead RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::LatencyBound));
+    assert_eq!(select_tools(Class::Balanced).len(), kernelpro_profile::tools::TOOLS.len());
+    let opts = ProfileOptions { clock_control: ClockControl::Base, kernel_regex: Some("strided".into()), report: "s2".into() };
+    expect!["--config-file off --clock-control base --section MemoryWorkloadAnalysis --section WarpStateStats --section SourceCounters --section MemoryWorkloadAnalysis_Tables --section LaunchStats --section Occupancy --section InstructionStats --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
 }
