@@ -80,8 +80,6 @@ pub struct Thresholds {
     pub nonfused_fma_pipe_min_pct: f64,
     /// TailEffect: share of SM time idle in the last wave.
     pub tail_idle_pct: f64,
-    /// Stall-reason shares above this (%) name a hot line.
-    pub stall_share_pct: f64,
 }
 
 impl Default for Thresholds {
@@ -109,7 +107,6 @@ impl Default for Thresholds {
             nonfused_fp32_share_pct: 25.0,
             nonfused_fma_pipe_min_pct: 20.0,
             tail_idle_pct: 10.0,
-            stall_share_pct: 5.0,
         }
     }
 }
