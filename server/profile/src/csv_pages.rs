@@ -55,10 +55,8 @@ fn unit_scale(unit: &str) -> f64 {
         "ns" | "nsecond" => Some(1.0),
         _ => None,
     };
-    if !per_second {
-        if let Some(f) = time(head) {
-            return f;
-        }
+    if let (false, Some(f)) = (per_second, time(head)) {
+        return f;
     }
     let prefixed = |base: &str| -> Option<f64> {
         let rest = head.strip_suffix(base)?;

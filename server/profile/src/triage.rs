@@ -243,10 +243,8 @@ fn summary(t: &Triage) -> String {
     if let Some(ns) = t.duration_ns {
         parts.push(duration(ns));
     }
-    if !t.agreement {
-        if let Some(rc) = t.roofline_class {
-            parts.push(format!("throughput says {}, roofline says {}", t.measured_class.as_str(), rc.as_str()));
-        }
+    if let (false, Some(rc)) = (t.agreement, t.roofline_class) {
+        parts.push(format!("throughput says {}, roofline says {}", t.measured_class.as_str(), rc.as_str()));
     }
     parts.join(" · ")
 }
