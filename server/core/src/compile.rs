@@ -134,6 +134,10 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
                     span = Span::line(l0);
                 }
             }
+            _ if m.tool == "end-of-source" => {
+                let last = lines.len().saturating_sub(1) as u32;
+                span = Span::line(last);
+            }
             _ => {
                 // ptxas names kernels by mangled name: put it on that kernel.
                 if let Some(k) = source.kernels().find(|k| mentions_kernel(&m.message, &k.name)) {

@@ -31,6 +31,7 @@ static NVCC_RE: LazyLock<Regex> = LazyLock::new(|| {
 static GCC_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning|note): (?P<msg>.*)$").unwrap()
 });
+static END_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^At end of source: (?P<sev>catastrophic error|error|warning|remark)(?: #(?P<code>[0-9]+(?:-[A-Z])?))?: (?P<msg>.*)$").unwrap());
 static TOOL_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(?P<tool>ptxas|nvcc|nvlink|fatbinary) (?P<sev>fatal|error|warning)\s*: (?P<msg>.*)$").unwrap());
 
@@ -59,6 +60,18 @@ pub fn parse(stderr: &str) -> Vec<CompilerMessage> {
                 message: c["msg"].to_string(),
                 echo: None,
                 tool: "nvcc",
+            });
+            open = true;
+        } else if let Some(c) = END_RE.captures(line) {
+            out.push(CompilerMessage {
+                file: None,
+                line: None,
+                col: None,
+                severity: severity(&c["sev"]),
+                code: c.name("code").map(|m| format!("#{}", m.as_str())),
+                message: c["msg"].to_string(),
+                echo: None,
+                tool: "end-of-source",
             });
             open = true;
         } else if let Some(c) = GCC_RE.captures(line) {
@@ -193,6 +206,7 @@ k.cu(12): error: no instance of overloaded function "foo" matches the argument l
     foo(1);
     ^
 
+At end of source: error: expected a "}"
 2 errors detected in the compilation of "e.cu".
 ptxas error   : Entry function '_Z1kPfi' uses too much shared data (0x61a80 bytes, 0xc000 max)
 ptxas info    : 0 bytes gmem
@@ -203,6 +217,7 @@ x.cu:4:10: fatal error: missing.h: No such file or directory
                 nvcc:h.cuh:3 error - "identifier \"undefined_thing\" is undefined" echo=Some(15)
                 nvcc:e.cu:7 warning #177-D "variable \"s\" was declared but never referenced" echo=Some(34)
                 nvcc:k.cu:12 error - "no instance of overloaded function \"foo\" matches the argument list\nargument types are: (int)" echo=Some(4)
+                end-of-source:-:- error - "expected a \"}\"" echo=None
                 ptxas:-:- error - "Entry function '_Z1kPfi' uses too much shared data (0x61a80 bytes, 0xc000 max)" echo=None
                 nvcc:-:- error - "Unsupported gpu architecture 'compute_12'" echo=None
                 host:x.cu:4 error - "missing.h: No such file or directory" echo=None"#]],

@@ -1,0 +1,182 @@
+//! End-to-end LSP tests over the real binary and the real nvcc.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::time::Duration;
+use support::lsp_client::{Client, fixtures, trusted, uri};
+
+const LONG: Duration = Duration::from_secs(120);
+
+fn summarize(diags: &Value) -> Vec<String> {
+    diags["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{}-{}:{} {} {} [{}] {}",
+                d["range"]["start"]["line"],
+                d["range"]["start"]["character"],
+                d["range"]["end"]["line"],
+                d["range"]["end"]["character"],
+                d["severity"],
+                d["source"].as_str().unwrap_or(""),
+                d["code"].as_str().unwrap_or(""),
+                d["message"].as_str().unwrap_or("").lines().next().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn temp_copy(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    (dir, p)
+}
+
+#[test]
+fn open_change_save_publishes_exact_nvcc_diagnostics() {
+    let text = std::fs::read_to_string(fixtures().join("lsp/planted.cu")).unwrap();
+    let (_d, path) = temp_copy("planted.cu", &text);
+    let u = uri(&path);
+    let mut c = Client::spawn(trusted());
+    c.open(&u, &text, 1);
+    let d = c.wait_diagnostics(&u, LONG);
+    assert_eq!(d["version"], 1);
+    assert_eq!(
+        summarize(&d),
+        vec![
+            "4:27-4:33 1 nvcc [] identifier \"factor\" is undefined",
+            "2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
+        ]
+    );
+    // Fix the error in the buffer, save: only the warning is left, tagged with version 2.
+    let fixed = text.replace("factor", "2.0f");
+    c.change_all(&u, &fixed, 2);
+    c.save(&u, &fixed);
+    let d = c.wait_diagnostics(&u, LONG);
+    assert_eq!(d["version"], 2);
+    assert_eq!(summarize(&d), vec!["2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced"]);
+    assert!(c.shutdown().success());
+}
+
+#[test]
+fn symbols_hover_and_lenses() {
+    let text = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();
+    let (_d, path) = temp_copy("kernels.cu", &text);
+    let u = uri(&path);
+    let mut c = Client::spawn(trusted());
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    let symbols = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
+    let names: Vec<String> = symbols["result"].as_array().unwrap().iter().map(|s| format!("{} {}", s["name"].as_str().unwrap(), s["detail"].as_str().unwrap())).collect();
+    assert_eq!(names, ["saxpy_fp64 __global__", "strided_copy __global__", "matmul_naive __global__", "transpose_conflicts __global__", "divergent __global__", "main host"]);
+
+    // Hover on line 9 (0-based 8): the FP64 conversion shows in the SASS.
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 8, "character": 20}}));
+    let md = h["result"]["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("```sass") && md.contains("F2F.F64.F32") && md.contains("Widens float to double"), "{md}");
+
+    // Hover on a kernel name: its resources and occupancy.
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 26, "character": 20}}));
+    let md = h["result"]["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("**transpose_conflicts**") && md.contains("| 4 KB |") && md.contains("Theoretical occupancy at 256 threads/block"), "{md}");
+
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    let titles: Vec<&str> = lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
+    assert!(titles.contains(&"14 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)"), "{titles:?}");
+    assert!(titles.contains(&"⚡ Optimize"));
+}
+
+/// A compile that is overtaken by a newer save is cancelled and never published.
+#[test]
+fn stale_compile_is_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let real_nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
+    let slow = dir.path().join("nvcc");
+    std::fs::write(&slow, format!("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.cu) grep -q SLOW \"$a\" && sleep 20;; esac; done\nexec {} \"$@\"\n", real_nvcc.display())).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&slow).unwrap().permissions(), 0o755);
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // nvdisasm must sit beside the wrapper, as it does beside a real nvcc.
+    std::os::unix::fs::symlink(real_nvcc.with_file_name("nvdisasm"), dir.path().join("nvdisasm")).unwrap();
+    let path = dir.path().join("k.cu");
+    let v1 = "// SLOW\n__global__ void k(float* y) { y[0] = 1.0f; }\n";
+    let v2 = "__global__ void k(float* y) { y[0] = undefined_v2; }\n";
+    std::fs::write(&path, v1).unwrap();
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "nvcc": slow}));
+    let start = std::time::Instant::now();
+    c.open(&u, v1, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    c.change_all(&u, v2, 2);
+    c.save(&u, v2);
+    let d = c.wait_diagnostics(&u, LONG);
+    assert_eq!(d["version"], 2, "only the newest version is published");
+    assert!(summarize(&d)[0].contains("undefined_v2"));
+    assert!(start.elapsed() < Duration::from_secs(15), "the newer save did not wait for the slow compile");
+    assert!(c.wait(Duration::from_secs(2), |m| m["method"] == "textDocument/publishDiagnostics").is_none(), "a stale result was published");
+}
+
+/// Without nvcc anywhere, one clear diagnostic says how to install it.
+#[test]
+fn no_nvcc_gives_one_clear_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("kernelpro");
+    std::fs::copy(support::lsp_client::bin(), &exe).unwrap();
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", dir.path()).current_dir(dir.path());
+    let mut c = Client::spawn_with(cmd, trusted());
+    let path = dir.path().join("k.cu");
+    c.open(&uri(&path), "__global__ void k() {}\n", 1);
+    let d = c.wait_diagnostics(&uri(&path), LONG);
+    let s = summarize(&d);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert!(s[0].contains("[no-nvcc] nvcc was not found"), "{s:?}");
+    assert!(d["diagnostics"][0]["message"].as_str().unwrap().contains("scripts/setup.sh"));
+}
+
+/// Until the client says the workspace is trusted, nothing is compiled.
+#[test]
+fn untrusted_workspace_compiles_nothing() {
+    let mut c = Client::spawn(json!({}));
+    let msg = c.wait(LONG, |m| m["method"] == "window/showMessage").expect("a message about trust");
+    assert!(msg["params"]["message"].as_str().unwrap().contains("not trusted"));
+    let (_d, path) = temp_copy("k.cu", "__global__ void k(float* y) { y[0] = broken; }\n");
+    c.open(&uri(&path), "__global__ void k(float* y) { y[0] = broken; }\n", 1);
+    let d = c.wait_diagnostics(&uri(&path), LONG);
+    assert_eq!(d["diagnostics"], json!([]));
+}
+
+/// Odd files get sensible answers and the server keeps serving.
+#[test]
+fn bad_input_files() {
+    let mut c = Client::spawn(trusted());
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, String)> = vec![
+        ("empty.cu", String::new()),
+        ("braces.cu", "__global__ void k(float* y) { if (1) { y[0] = 1;\n".into()),
+        ("big.cu", format!("__global__ void k(float* y) {{ y[0] = 1; }}\n{}", "// padding padding padding padding padding padding padding padding\n".repeat(75_000))),
+    ];
+    for (i, (name, text)) in cases.iter().enumerate() {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        c.open(&uri(&p), text, 1);
+        let d = c.wait_diagnostics(&uri(&p), LONG);
+        let s = summarize(&d);
+        match i {
+            0 => assert!(s.is_empty(), "{s:?}"),
+            1 => assert_eq!(s[0], "0:0-0:48 1 nvcc [] expected a \"}\"", "{s:?}"),
+            _ => assert!(s.is_empty(), "{s:?}"),
+        }
+    }
+    // An unsaved buffer outside any workspace still compiles.
+    c.open("untitled:Untitled-1", "__global__ void k(float* y) { y[0] = nope; }\n", 1);
+    let d = c.wait_diagnostics("untitled:Untitled-1", LONG);
+    assert!(summarize(&d)[0].contains("nope"));
+    // Requests for unknown documents and out-of-range positions are answered, not fatal.
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": "file:///nowhere.cu"}, "position": {"line": 99999, "character": 99999}}));
+    assert_eq!(h["result"], Value::Null);
+    assert!(c.alive());
+}
