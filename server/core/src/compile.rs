@@ -48,7 +48,8 @@ impl CompileInput {
             args.push(format!("-I{}", dir.display()));
         }
         args.extend(self.flags.iter().cloned());
-        args.extend(["-o".into(), cubin.display().to_string(), src.display().to_string()]);
+        // `-x cu`: headers and files without the .cu suffix are CUDA too.
+        args.extend(["-o".into(), cubin.display().to_string(), "-x".into(), "cu".into(), src.display().to_string()]);
         args
     }
 }

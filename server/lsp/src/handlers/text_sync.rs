@@ -60,7 +60,8 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
 
 /// The file a document stands for; unsaved buffers get a name in the temp dir.
 pub fn path_of(uri: &Uri) -> PathBuf {
-    uri.to_file_path().map(|p| p.into_owned()).unwrap_or_else(|| std::env::temp_dir().join("untitled.cu"))
+    let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
+    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten().unwrap_or_else(|| std::env::temp_dir().join("untitled.cu"))
 }
 
 /// Start analysing the document's current text, cancelling the one in flight.
