@@ -268,8 +268,8 @@ mod tests {
         assert_eq!(f16_bits_to_f32(0x0001), 5.960_464_5e-8);
         assert!(f16_bits_to_f32(f32_to_f16_bits(f32::NAN)).is_nan());
         assert_eq!(f32_to_bf16_bits(1.0), 0x3f80);
-        assert_eq!(f32_to_bf16_bits(1.00390625), 0x3f80, "ties go to even");
-        assert_eq!(f32_to_bf16_bits(1.01171875), 0x3f82, "ties go to even");
+        assert_eq!(f32_to_bf16_bits(1.0 + 1.0 / 256.0), 0x3f80, "ties go to even");
+        assert_eq!(f32_to_bf16_bits(1.0 + 3.0 / 256.0), 0x3f82, "ties go to even");
         assert_eq!(bf16_bits_to_f32(0xc040), -3.0);
     }
 

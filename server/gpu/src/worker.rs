@@ -1,0 +1,367 @@
+//! The child side: loads the code, fills the buffers, launches, verifies and
+//! times, with the raw CUDA driver API (so nothing else is queued between our
+//! events). Every failure becomes a message a user can act on.
+
+use crate::data;
+use crate::job::*;
+use crate::nvml::Nvml;
+use crate::process::Reply;
+use cudarc::driver::result::{self as cu, DriverError};
+use cudarc::driver::sys;
+use kernelpro_spec::{Arg, BufferArg, LaunchSpec, ScalarType, ScalarValue};
+use std::ffi::{CString, c_void};
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so could not be loaded), so kernels cannot run here: \
+install the NVIDIA driver, or set the runner setting to run on a GPU machine (e.g. `srun --gres=gpu:1 --` or `ssh gpu-box --`)";
+
+/// Entry point of `kernelpro __gpu-worker`: a [`Job`] as JSON on stdin, a reply line on stdout.
+pub fn worker_main() -> i32 {
+    let mut input = String::new();
+    let reply = match std::io::stdin().read_to_string(&mut input) {
+        Err(e) => Reply::Failed(format!("the GPU worker could not read its job: {e}")),
+        Ok(_) => match serde_json::from_str::<Job>(&input) {
+            Err(e) => Reply::Failed(format!("the GPU worker got a malformed job ({e}): the worker and the server are different versions?")),
+            Ok(job) => match std::panic::catch_unwind(|| execute(&job)) {
+                Ok(Ok(result)) => Reply::Done(Box::new(result)),
+                Ok(Err(message)) => Reply::Failed(message),
+                Err(_) => Reply::Failed("the GPU worker panicked; this is a KernelPro bug, please report it with the kernel and its spec".into()),
+            },
+        },
+    };
+    let code = if matches!(reply, Reply::Done(_)) { 0 } else { 1 };
+    let mut line = serde_json::to_string(&reply).expect("replies serialize");
+    line.push('\n');
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
+    code
+}
+
+/// A CUDA error with what we were doing and what to change.
+fn explain(e: DriverError, during: &str) -> String {
+    let name = format!("{:?}", e.0);
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let advice = match name.as_str() {
+        "CUDA_ERROR_ILLEGAL_ADDRESS" => "the kernel read or wrote outside its buffers: check its index arithmetic and bounds checks against the element counts in the spec (`compute-sanitizer` shows the faulting access)",
+        "CUDA_ERROR_MISALIGNED_ADDRESS" => "a vector load/store (float4, int2...) used an address that is not a multiple of its size",
+        "CUDA_ERROR_ASSERT" => "a device-side assert() failed",
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION" | "CUDA_ERROR_HARDWARE_STACK_ERROR" => "the kernel hit an illegal instruction or overflowed its stack (deep recursion, large local arrays)",
+        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" => "registers per thread × threads per block exceed the SM: lower `block` or add __launch_bounds__",
+        "CUDA_ERROR_INVALID_VALUE" => "a launch setting is out of range for this GPU: check grid, block and smem",
+        "CUDA_ERROR_NO_BINARY_FOR_GPU" | "CUDA_ERROR_INVALID_IMAGE" | "CUDA_ERROR_INVALID_PTX" | "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" => {
+            "the code was not built for this GPU or needs a newer driver: compile for this GPU's architecture (-arch=sm_XY)"
+        }
+        "CUDA_ERROR_OUT_OF_MEMORY" => "the buffers do not fit in GPU memory: lower the counts in the spec",
+        "CUDA_ERROR_NO_DEVICE" | "CUDA_ERROR_INVALID_DEVICE" => "no usable GPU: check CUDA_VISIBLE_DEVICES and the device index",
+        "CUDA_ERROR_LAUNCH_TIMEOUT" => "the display watchdog stopped a long kernel",
+        _ => "",
+    };
+    let advice = if advice.is_empty() { String::new() } else { format!(": {advice}") };
+    format!("{during} failed with {name} ({text}){advice}")
+}
+
+/// Device memory freed on drop.
+struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DeviceBuffer {
+    fn new(bytes: usize, what: &str) -> Result<DeviceBuffer, String> {
+        // SAFETY: a context is current (set up in `execute` before any allocation).
+        let ptr = unsafe { cu::malloc_sync(bytes.max(1)) }.map_err(|e| explain(e, &format!("allocating {bytes} bytes for {what}")))?;
+        Ok(DeviceBuffer { ptr, bytes })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from malloc_sync and is freed once.
+        let _ = unsafe { cu::free_sync(self.ptr) };
+    }
+}
+
+struct Gpu {
+    stream: sys::CUstream,
+    scratch: Option<DeviceBuffer>,
+    nvml: Result<Nvml, String>,
+}
+
+struct Loaded {
+    function: sys::CUfunction,
+    job: KernelJob,
+}
+
+/// Runs a job in this process. Faults poison the CUDA context, so the server
+/// calls this only through the child process ([`crate::run_job`]).
+pub fn execute(job: &Job) -> Result<JobResult, String> {
+    // SAFETY: only probes whether libcuda can be opened.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(NO_DRIVER.to_string());
+    }
+    cu::init().map_err(|e| explain(e, "initialising the CUDA driver"))?;
+    let count = cu::device::get_count().map_err(|e| explain(e, "counting GPUs"))?;
+    if job.device as i32 >= count {
+        return Err(format!("GPU {} was asked for, but this machine shows {count} (check CUDA_VISIBLE_DEVICES)", job.device));
+    }
+    let dev = cu::device::get(job.device as i32).map_err(|e| explain(e, "opening the GPU"))?;
+    // SAFETY: dev is valid; the primary context stays retained for the life of the process.
+    unsafe {
+        let ctx = cu::primary_ctx::retain(dev).map_err(|e| explain(e, "creating a CUDA context"))?;
+        cu::ctx::set_current(ctx).map_err(|e| explain(e, "creating a CUDA context"))?;
+    }
+    let attr = |a| unsafe { cu::device::get_attribute(dev, a) }.unwrap_or(0);
+    let cc = (attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+    let l2_bytes = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).max(0) as usize;
+    let device_name = cu::device::get_name(dev).unwrap_or_else(|_| "unknown GPU".into());
+
+    let kernel = load(&job.kernel, cc)?;
+    let reference = job.reference.as_ref().map(|r| load(r, cc)).transpose()?;
+    if let Some(r) = &reference {
+        same_buffers(&job.kernel.launch, &r.job.launch)?;
+    }
+
+    let stream = cu::stream::create(cu::stream::StreamKind::NonBlocking).map_err(|e| explain(e, "creating a stream"))?;
+    let scratch = if job.flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
+    let mut gpu = Gpu { stream, scratch, nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)) };
+
+    let launch = &job.kernel.launch;
+    let host: Vec<Vec<u8>> = launch.buffers().enumerate().map(|(i, b)| data::fill(b, launch.seed, i)).collect();
+    let device: Vec<DeviceBuffer> = launch.buffers().zip(&host).map(|(b, h)| DeviceBuffer::new(h.len(), &format!("`{}`", b.name))).collect::<Result<_, _>>()?;
+
+    let (kernel_run, kernel_out) = run_kernel(&mut gpu, job, &kernel, &host, &device)?;
+    let mut comparison = Vec::new();
+    let reference_run = match &reference {
+        None => None,
+        Some(r) => {
+            let (run, reference_out) = run_kernel(&mut gpu, job, r, &host, &device)?;
+            for ((b, want), got) in launch.buffers().filter(|b| b.dir.is_output()).zip(&reference_out).zip(&kernel_out) {
+                comparison.push(data::compare(b, launch.tolerance_for(b.elem), want, got));
+            }
+            Some(run)
+        }
+    };
+    Ok(JobResult { device_name, compute_capability: cc, kernel: kernel_run, reference: reference_run, comparison })
+}
+
+fn pci_bus_id(dev: sys::CUdevice) -> Result<String, String> {
+    let mut buf = [0 as std::ffi::c_char; 64];
+    // SAFETY: buf is writable for its length.
+    unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, dev) }.result().map_err(|e| explain(e, "reading the PCI bus id"))?;
+    // SAFETY: the driver NUL-terminates within len.
+    Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+}
+
+fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
+    let image: Vec<u8> = match &k.image {
+        Image::Cubin(path) => std::fs::read(path).map_err(|e| format!("cannot read the compiled kernel {}: {e}", path.display()))?,
+        Image::Ptx(text) => CString::new(text.as_str()).map_err(|_| "the PTX text holds a NUL byte".to_string())?.into_bytes_with_nul(),
+    };
+    let during = format!("loading the code of `{}` on a compute capability {}.{} GPU", k.function, cc.0, cc.1);
+    // SAFETY: image is a complete cubin/fatbin or NUL-terminated PTX and outlives the call.
+    let module = unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }.map_err(|e| explain(e, &during))?;
+    let name = CString::new(k.function.as_str()).map_err(|_| "the function name holds a NUL byte".to_string())?;
+    // SAFETY: module was just loaded.
+    let function = unsafe { cu::module::get_function(module, name) }.map_err(|_| {
+        format!(
+            "the compiled code has no function `{}`: give the mangled name that ptxas prints (\"Compiling entry function '_Z...'\") or declare the kernel extern \"C\"",
+            k.function
+        )
+    })?;
+    if k.launch.smem > 48 * 1024 {
+        // SAFETY: function is valid; the attribute takes a byte count.
+        unsafe { cu::function::set_function_attribute(function, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.launch.smem as i32) }
+            .map_err(|e| explain(e, &format!("allowing {} bytes of dynamic shared memory for `{}`", k.launch.smem, k.function)))?;
+    }
+    Ok(Loaded { function, job: k.clone() })
+}
+
+/// Both kernels must take the same buffers in the same order to share inputs.
+fn same_buffers(kernel: &LaunchSpec, reference: &LaunchSpec) -> Result<(), String> {
+    let shape = |s: &LaunchSpec| s.buffers().map(|b| (b.dir, b.elem, b.count)).collect::<Vec<_>>();
+    if shape(kernel) != shape(reference) {
+        let show = |s: &LaunchSpec| s.buffers().map(|b| format!("{:?} {}[{}]", b.dir, b.elem.spec_name(), b.count).to_lowercase()).collect::<Vec<_>>().join(", ");
+        return Err(format!(
+            "`{}` and the reference `{}` take different buffers ({} vs {}): give both specs the same buffers in the same order",
+            kernel.kernel,
+            reference.kernel,
+            show(kernel),
+            show(reference)
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes of one scalar argument as the kernel expects it.
+fn scalar_bytes(ty: ScalarType, value: ScalarValue) -> Vec<u8> {
+    let (i, f) = match value {
+        ScalarValue::I64(i) => (i, i as f64),
+        ScalarValue::F64(f) => (f as i64, f),
+    };
+    match ty {
+        ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => vec![i as u8],
+        ScalarType::I16 | ScalarType::U16 => (i as u16).to_le_bytes().to_vec(),
+        ScalarType::I32 | ScalarType::U32 => (i as u32).to_le_bytes().to_vec(),
+        ScalarType::I64 | ScalarType::U64 => i.to_le_bytes().to_vec(),
+        ScalarType::F16 => data::f32_to_f16_bits(f as f32).to_le_bytes().to_vec(),
+        ScalarType::Bf16 => data::f32_to_bf16_bits(f as f32).to_le_bytes().to_vec(),
+        ScalarType::F32 => (f as f32).to_le_bytes().to_vec(),
+        ScalarType::F64 => f.to_le_bytes().to_vec(),
+    }
+}
+
+/// Argument storage for cuLaunchKernel: one byte vector per parameter.
+fn argument_bytes(launch: &LaunchSpec, device: &[DeviceBuffer]) -> Vec<Vec<u8>> {
+    let mut buffers = device.iter();
+    launch
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Buffer(_) => buffers.next().expect("one device buffer per buffer argument").ptr.to_le_bytes().to_vec(),
+            Arg::Scalar(s) => scalar_bytes(s.ty, s.value),
+        })
+        .collect()
+}
+
+fn enqueue(gpu: &Gpu, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(), DriverError> {
+    let l = &k.job.launch;
+    let mut params: Vec<*mut c_void> = args.iter_mut().map(|a| a.as_mut_ptr() as *mut c_void).collect();
+    // SAFETY: params point to live argument bytes of the kernel's parameter sizes.
+    unsafe { cu::launch_kernel(k.function, (l.grid[0], l.grid[1], l.grid[2]), (l.block[0], l.block[1], l.block[2]), l.smem, gpu.stream, &mut params) }
+}
+
+fn sync(gpu: &Gpu, during: &str) -> Result<(), String> {
+    // SAFETY: the stream is live.
+    unsafe { cu::stream::synchronize(gpu.stream) }.map_err(|e| explain(e, during))
+}
+
+/// Runs one kernel on fresh inputs (outputs kept for checksums and comparison), then times it.
+fn run_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, host: &[Vec<u8>], device: &[DeviceBuffer]) -> Result<(KernelRun, Vec<Vec<u8>>), String> {
+    let name = &k.job.function;
+    let launch = &k.job.launch;
+    for (h, d) in host.iter().zip(device) {
+        // SAFETY: d holds h.len() bytes; nothing else uses it now.
+        unsafe { cu::memcpy_htod_sync(d.ptr, h) }.map_err(|e| explain(e, "copying inputs to the GPU"))?;
+    }
+    let mut args = argument_bytes(launch, device);
+    enqueue(gpu, k, &mut args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
+    sync(gpu, &format!("running `{name}`"))?;
+
+    let mut outputs = Vec::new();
+    let mut checksums = Vec::new();
+    for ((b, h), d) in launch.buffers().zip(host).zip(device) {
+        if !b.dir.is_output() {
+            continue;
+        }
+        let mut bytes = vec![0u8; h.len()];
+        // SAFETY: d holds bytes.len() bytes and the kernel has finished.
+        unsafe { cu::memcpy_dtoh_sync(&mut bytes, d.ptr) }.map_err(|e| explain(e, "copying outputs back"))?;
+        checksums.push(data::checksum(b, &bytes));
+        outputs.push(bytes);
+    }
+
+    let (timing, clocks) = time(gpu, job, k, &mut args)?;
+    let energy = match &gpu.nvml {
+        Err(why) => Err(why.clone()),
+        Ok(_) if job.energy_window_ms == 0 => Err("energy not asked for (energy window 0)".into()),
+        Ok(nvml) => measure_energy(gpu, nvml, k, &mut args, timing.median_ms, Duration::from_millis(job.energy_window_ms as u64))?,
+    };
+    let seconds = timing.median_ms / 1e3;
+    let bytes: u64 = launch.buffers().map(|b: &BufferArg| b.size_bytes() * if b.dir == kernelpro_spec::Dir::Inout { 2 } else { 1 }).sum();
+    let run = KernelRun {
+        function: name.clone(),
+        timing,
+        clocks,
+        energy,
+        outputs: checksums,
+        dram_gbps_estimate: if seconds > 0.0 { bytes as f64 / seconds / 1e9 } else { 0.0 },
+        tflops: crate::metrics::flops(launch).filter(|_| seconds > 0.0).map(|f| f / seconds / 1e12),
+    };
+    Ok((run, outputs))
+}
+
+fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timing, Option<Clocks>), String> {
+    let name = &k.job.function;
+    for _ in 0..job.warmup {
+        enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
+    }
+    sync(gpu, &format!("running `{name}` (warm-up)"))?;
+    let runs = job.runs.max(MIN_TIMED_RUNS) as usize;
+    let event = || cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| explain(e, "creating timing events"));
+    let events: Vec<(sys::CUevent, sys::CUevent)> = (0..runs).map(|_| Ok((event()?, event()?))).collect::<Result<_, String>>()?;
+    for (i, (start, stop)) in events.iter().enumerate() {
+        // SAFETY: stream, scratch and events are live.
+        unsafe {
+            if let Some(s) = &gpu.scratch {
+                cu::memset_d8_async(s.ptr, i as u8, s.bytes, gpu.stream).map_err(|e| explain(e, "flushing L2"))?;
+            }
+            cu::event::record(*start, gpu.stream).map_err(|e| explain(e, "recording an event"))?;
+        }
+        enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
+        // SAFETY: as above.
+        unsafe { cu::event::record(*stop, gpu.stream) }.map_err(|e| explain(e, "recording an event"))?;
+    }
+    // Read the clocks while the queued launches run.
+    let clocks = gpu.nvml.as_ref().ok().and_then(Nvml::clocks).map(|(sm_mhz, mem_mhz)| Clocks { sm_mhz, mem_mhz });
+    sync(gpu, &format!("running `{name}` (timed)"))?;
+    let mut samples = Vec::with_capacity(runs);
+    for (start, stop) in events {
+        // SAFETY: both events completed; they are destroyed once.
+        unsafe {
+            samples.push(cu::event::elapsed(start, stop).map_err(|e| explain(e, "reading events"))? as f64);
+            let _ = cu::event::destroy(start);
+            let _ = cu::event::destroy(stop);
+        }
+    }
+    let (median_ms, min_ms, max_ms, stddev_ms) = data::stats(&samples);
+    Ok((Timing { runs: runs as u32, warmup: job.warmup, median_ms, min_ms, max_ms, stddev_ms }, clocks))
+}
+
+/// Energy per launch from NVML's total-energy counter over a loop of back-to-back launches.
+fn measure_energy(gpu: &Gpu, nvml: &Nvml, k: &Loaded, args: &mut [Vec<u8>], median_ms: f64, window: Duration) -> Result<Result<Energy, String>, String> {
+    let name = &k.job.function;
+    let Some(before) = nvml.energy_mj() else { return Ok(Err("this GPU has no NVML energy counter".into())) };
+    // Batches of about a tenth of the window keep the queue short and the loop on time.
+    let batch = ((window.as_secs_f64() * 1e3 / median_ms.max(1e-3)) / 10.0).clamp(1.0, 100_000.0) as u64;
+    let start = Instant::now();
+    let mut launches = 0u64;
+    while start.elapsed() < window {
+        for _ in 0..batch {
+            enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
+        }
+        launches += batch;
+        sync(gpu, &format!("running `{name}` (energy loop)"))?;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let after = nvml.energy_mj().unwrap_or(before);
+    if after <= before {
+        return Ok(Err(format!("the energy counter did not advance in {elapsed:.2} s: lengthen the energy window")));
+    }
+    let joules = (after - before) as f64 / 1e3;
+    Ok(Ok(Energy { joules_per_launch: joules / launches as f64, average_watts: joules / elapsed, launches, window_s: elapsed }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packs_scalars_by_their_c_type() {
+        assert_eq!(scalar_bytes(ScalarType::F32, ScalarValue::F64(2.0)), 2.0f32.to_le_bytes());
+        assert_eq!(scalar_bytes(ScalarType::I32, ScalarValue::I64(-1)), [0xff; 4]);
+        assert_eq!(scalar_bytes(ScalarType::U64, ScalarValue::I64(1 << 40)), (1u64 << 40).to_le_bytes());
+        assert_eq!(scalar_bytes(ScalarType::F16, ScalarValue::I64(1)), [0x00, 0x3c]);
+        assert_eq!(scalar_bytes(ScalarType::Bool, ScalarValue::I64(1)), [1]);
+    }
+
+    #[test]
+    fn says_clearly_when_there_is_no_driver() {
+        // SAFETY: only probes for the library.
+        if unsafe { sys::is_culib_present() } {
+            return; // a machine with a driver: covered by the GPU tests
+        }
+        let job: Job = serde_json::from_str(include_str!("../tests/no_driver_job.json")).unwrap();
+        assert_eq!(execute(&job).unwrap_err(), NO_DRIVER);
+    }
+}
