@@ -19,14 +19,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('kernelpro.serverPath')) void client.restart();
-      else if (e.affectsConfiguration('kernelpro')) client.pushSettings();
+      if (e.affectsConfiguration('kernelpro.serverPath')) return client.restart();
+      if (e.affectsConfiguration('kernelpro')) client.pushSettings();
     }),
     // Trust and the key are given at start-up (initializationOptions, env).
-    vscode.workspace.onDidGrantWorkspaceTrust(() => void client.restart()),
-    context.secrets.onDidChange((e) => {
-      if (e.key === SECRET_KEY) void client.restart();
-    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => client.restart()),
+    context.secrets.onDidChange((e) => (e.key === SECRET_KEY ? client.restart() : undefined)),
   );
 
   if (!vscode.workspace.isTrusted) {

@@ -1,0 +1,218 @@
+// activate() against the mocked editor, with a fake LanguageClient that
+// records what the extension would send to the server.
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import * as vscode from './vscode-mock';
+
+const clients: FakeClient[] = [];
+
+class FakeClient {
+  requests: { type: string; params: any }[] = [];
+  notifications: { type: string; params: any }[] = [];
+  diagnostics = new Map<unknown, { range: { start: { line: number }; end: { line: number } } }[]>();
+  running = false;
+  constructor(
+    readonly id: string,
+    readonly name: string,
+    readonly serverOptions: any,
+    readonly clientOptions: any,
+  ) {
+    clients.push(this);
+  }
+  onDidChangeState() {}
+  async start() {
+    this.running = true;
+  }
+  async stop() {
+    this.running = false;
+  }
+  isRunning() {
+    return this.running;
+  }
+  async sendRequest(type: string, params: any) {
+    this.requests.push({ type, params });
+    if (type === 'documentSymbol') return [
+      { name: 'saxpy_fp64', detail: '__global__', kind: 24, range: { start: { line: 6, character: 0 }, end: { line: 9, character: 1 } } },
+    ];
+    if (params.command === 'kernelpro.doctor') return 'ok  nvcc: /x/nvcc\nok  GPU: NVIDIA H200 (driver 575)\n';
+    return 'Apply optimized saxpy_fp64: 1.50x faster';
+  }
+  async sendNotification(type: string, params: any) {
+    this.notifications.push({ type, params });
+  }
+}
+
+vi.mock('vscode-languageclient/node', () => ({
+  LanguageClient: FakeClient,
+  State: { Stopped: 1, Starting: 3, Running: 2 },
+  RevealOutputChannelOn: { Never: 4 },
+  ExecuteCommandRequest: { type: 'executeCommand' },
+  DocumentSymbolRequest: { type: 'documentSymbol' },
+  DidChangeConfigurationNotification: { type: 'didChangeConfiguration' },
+}));
+
+const { activate } = await import('../src/extension');
+
+function executable(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'kp-')), 'kernelpro');
+  writeFileSync(file, '#!/bin/sh\n');
+  chmodSync(file, 0o755);
+  return file;
+}
+
+function context(secrets: Record<string, string> = {}) {
+  return { extensionPath: '/nonexistent-ext', subscriptions: [] as unknown[], secrets: vscode.secretStorage(secrets) };
+}
+
+const last = () => clients[clients.length - 1];
+const untrustedNote = expect.stringContaining('not trusted, so nothing is compiled, run or sent');
+
+const PATH = process.env.PATH;
+afterEach(() => {
+  process.env.PATH = PATH;
+});
+
+beforeEach(() => {
+  vscode.reset();
+  clients.length = 0;
+  process.env.KERNELPRO_LLM_KEY = 'sk-env';
+  vscode.state.settings = { serverPath: executable() };
+});
+
+describe('activate', () => {
+  it('starts `kernelpro lsp` for cuda-cpp with trust and the stored key', async () => {
+    await activate(context({ 'kernelpro.llmKey': 'sk-secret' }) as never);
+    const c = last();
+    expect(c.serverOptions.command).toBe(vscode.state.settings.serverPath);
+    expect(c.serverOptions.args).toEqual(['lsp']);
+    expect(c.clientOptions.documentSelector).toEqual([{ scheme: 'file', language: 'cuda-cpp' }]);
+    expect(c.clientOptions.initializationOptions).toMatchObject({ trusted: true, llmKey: 'sk-secret', arch: 'sm_90' });
+    expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: NVIDIA H200');
+  });
+
+  it('in an untrusted workspace sends no key, says why, and runs nothing', async () => {
+    vscode.state.trusted = false;
+    await activate(context({ 'kernelpro.llmKey': 'sk-secret' }) as never);
+    const c = last();
+    expect(c.clientOptions.initializationOptions.trusted).toBe(false);
+    expect(c.clientOptions.initializationOptions).not.toHaveProperty('llmKey');
+    expect(c.serverOptions.options.env).not.toHaveProperty('KERNELPRO_LLM_KEY');
+    expect(vscode.state.messages).toEqual([{ kind: 'info', text: untrustedNote }]);
+    expect(vscode.state.statusBar.text).toBe('$(shield) KernelPro: NVIDIA H200');
+
+    vscode.state.activeTextEditor = editor(7);
+    await vscode.state.commands.get('kernelpro.optimizeAtCursor')!();
+    expect(c.requests.filter((r) => r.params.command === 'kernelpro.optimize')).toEqual([]);
+    expect(vscode.state.messages[1]).toEqual({ kind: 'warning', text: untrustedNote });
+  });
+
+  it('restarts trusted, with the key, once trust is granted', async () => {
+    vscode.state.trusted = false;
+    await activate(context() as never);
+    vscode.state.trusted = true;
+    await vscode.state.trustGranted.fire();
+    expect(clients.map((c) => c.clientOptions.initializationOptions.trusted)).toEqual([false, true]);
+    expect(last().clientOptions.initializationOptions.llmKey).toBe('sk-env');
+    expect(clients[0].running).toBe(false);
+  });
+
+  it('explains a missing binary and starts nothing', async () => {
+    vscode.state.settings = {};
+    process.env.PATH = '/nonexistent-bin';
+    await activate(context() as never);
+    expect(clients).toEqual([]);
+    expect(vscode.state.messages).toEqual([{ kind: 'error', text: expect.stringContaining('was not found') }]);
+    expect(vscode.state.statusBar.text).toBe('$(error) KernelPro');
+  });
+
+  it('pushes changed settings without a restart; a new serverPath restarts', async () => {
+    await activate(context() as never);
+    await vscode.changeSettings({ arch: 'sm_80', 'optimize.evaluator': 'stub:1.5' });
+    expect(clients.length).toBe(1);
+    expect(last().notifications).toEqual([
+      {
+        type: 'didChangeConfiguration',
+        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5' } }) } },
+      },
+    ]);
+    await vscode.changeSettings({ serverPath: executable() });
+    expect(clients.length).toBe(2);
+  });
+
+  it('restarts with the new key when one is stored', async () => {
+    const ctx = context();
+    await activate(ctx as never);
+    await ctx.secrets.store('kernelpro.llmKey', 'sk-new');
+    expect(last().clientOptions.initializationOptions.llmKey).toBe('sk-new');
+  });
+
+  it('answers workspace/configuration "kernelpro" with the server view, passing other sections on', async () => {
+    await activate(context() as never);
+    const configuration = last().clientOptions.middleware.workspace.configuration;
+    const answer = await configuration({ items: [{ section: 'kernelpro' }, { section: 'C_Cpp' }] }, {}, () => [{ raw: 1 }, { c: 2 }]);
+    expect(answer).toEqual([expect.objectContaining({ trusted: true, arch: 'sm_90' }), { c: 2 }]);
+    expect(answer[0]).not.toHaveProperty('serverPath');
+  });
+
+  it('adds no completion and, beside clangd, hovers only on findings and kernel names', async () => {
+    await activate(context() as never);
+    const middleware = last().clientOptions.middleware;
+    expect(middleware.provideCompletionItem()).toEqual([]);
+
+    vscode.state.extensions.add('llvm-vs-code-extensions.vscode-clangd');
+    vscode.state.settings.hover = 'auto';
+    const next = vi.fn(() => 'kernelpro hover');
+    const hover = (line: number, character: number) => middleware.provideHover(document, { line, character }, {}, next);
+    expect(hover(7, 10)).toBeNull(); // plain code line: clangd's hover is enough
+    expect(hover(6, 18)).toBe('kernelpro hover'); // the kernel's name
+    last().diagnostics.set(document.uri, [{ range: { start: { line: 8 }, end: { line: 8 } } }]);
+    expect(hover(8, 4)).toBe('kernelpro hover'); // a line with a finding
+  });
+
+  it('optimizes the kernel around the cursor, asking the server which one it is', async () => {
+    await activate(context() as never);
+    vscode.state.activeTextEditor = editor(8);
+    await vscode.state.commands.get('kernelpro.optimizeAtCursor')!();
+    expect(last().requests.slice(-2)).toEqual([
+      { type: 'documentSymbol', params: { textDocument: { uri: 'file:///w/kernels.cu' } } },
+      { type: 'executeCommand', params: { command: 'kernelpro.optimize', arguments: ['file:///w/kernels.cu', 'saxpy_fp64'] } },
+    ]);
+    expect(vscode.state.messages).toEqual([
+      { kind: 'info', text: 'KernelPro: optimize saxpy_fp64: Apply optimized saxpy_fp64: 1.50x faster. Apply it from the Quick Fix menu.' },
+    ]);
+  });
+
+  it('shows SASS for the cursor line beside the editor', async () => {
+    await activate(context() as never);
+    vscode.state.activeTextEditor = editor(8);
+    await vscode.state.commands.get('kernelpro.showSassForLine')!();
+    expect(last().requests.at(-1)).toEqual({
+      type: 'executeCommand',
+      params: { command: 'kernelpro.showSass', arguments: ['file:///w/kernels.cu', 8] },
+    });
+    expect(vscode.state.executed.at(-1)).toEqual(['showTextDocument', expect.objectContaining({ language: 'markdown' })]);
+  });
+});
+
+const lines = [
+  '', '', '', '', '', '',
+  '__global__ void saxpy_fp64(float* y, const float* x, float a, int n) {',
+  '  int i = blockIdx.x * blockDim.x + threadIdx.x;',
+  '  if (i < n) y[i] = a * x[i] + y[i] * 2.0;',
+];
+const document = {
+  uri: { toString: () => 'file:///w/kernels.cu' },
+  languageId: 'cuda-cpp',
+  lineAt: (line: number) => ({ text: lines[line] }),
+  getWordRangeAtPosition: (p: { line: number; character: number }) => {
+    for (const m of lines[p.line].matchAll(/\w+/g)) {
+      if (m.index! <= p.character && p.character <= m.index! + m[0].length) return { start: { line: p.line, character: m.index! } };
+    }
+    return undefined;
+  },
+};
+function editor(line: number) {
+  return { document, selection: { active: { line, character: 2 } } };
+}

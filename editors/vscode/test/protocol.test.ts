@@ -1,0 +1,122 @@
+// The client's protocol traffic against the real server over stdio: what
+// vscode-languageclient sends (initializationOptions from our settings mapping,
+// didOpen/didSave of a cuda-cpp file) and what must come back.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CodeLensRequest,
+  ConfigurationRequest,
+  createProtocolConnection,
+  DidOpenTextDocumentNotification,
+  DidSaveTextDocumentNotification,
+  DocumentSymbolRequest,
+  HoverRequest,
+  InitializedNotification,
+  InitializeRequest,
+  type ProtocolConnection,
+  PublishDiagnosticsNotification,
+  type PublishDiagnosticsParams,
+  RegistrationRequest,
+  ShutdownRequest,
+  StreamMessageReader,
+  StreamMessageWriter,
+  WorkDoneProgressCreateRequest,
+} from 'vscode-languageserver-protocol/node';
+import { initializationOptions, serverSettings } from '../src/settings';
+
+const repo = resolve(__dirname, '../../..');
+const server = process.env.KERNELPRO_BIN ?? join(repo, 'target/debug/kernelpro');
+const fixture = process.env.KP_FIXTURE ?? join(repo, 'tests/fixtures/h200-probe/kernels.cu');
+// CI sets KP_REQUIRE_SERVER=1 so that a missing binary fails instead of skipping.
+const available = existsSync(server) || process.env.KP_REQUIRE_SERVER === '1';
+
+const settings = { get: <T>(key: string) => ({ 'optimize.evaluator': 'stub:1.5' })[key] as T | undefined };
+
+describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
+  let proc: ChildProcess;
+  let conn: ProtocolConnection;
+  const published: PublishDiagnosticsParams[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'kp-proto-'));
+  const file = join(dir, 'kernels.cu');
+  const uri = pathToFileURL(file).href;
+
+  /** The first publish for `uri`, after `after` publishes, that satisfies `ok`; gives up after 90 s. */
+  function diagnostics(after: number, ok: (p: PublishDiagnosticsParams) => boolean, what: string) {
+    const deadline = Date.now() + 90_000;
+    return new Promise<PublishDiagnosticsParams>((done, fail) => {
+      const look = () => {
+        const hit = published.slice(after).find((p) => p.uri === uri && ok(p));
+        if (hit) done(hit);
+        else if (Date.now() > deadline) fail(new Error(`no ${what}; publishes so far: ${JSON.stringify(published)}`));
+        else setTimeout(look, 50);
+      };
+      look();
+    });
+  }
+
+  beforeAll(async () => {
+    copyFileSync(fixture, file);
+    proc = spawn(server, ['lsp'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    conn = createProtocolConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(proc.stdin!));
+    conn.onNotification(PublishDiagnosticsNotification.type, (p) => published.push(p));
+    conn.onRequest(ConfigurationRequest.type, (p) => p.items.map(() => serverSettings(settings, true)));
+    conn.onRequest(WorkDoneProgressCreateRequest.type, () => null);
+    conn.onRequest(RegistrationRequest.type, () => null);
+    conn.listen();
+    const init = await conn.sendRequest(InitializeRequest.type, {
+      processId: process.pid,
+      rootUri: pathToFileURL(dir).href,
+      capabilities: {
+        workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
+        window: { workDoneProgress: true },
+        textDocument: { publishDiagnostics: { relatedInformation: true }, hover: { contentFormat: ['markdown'] } },
+      },
+      initializationOptions: initializationOptions(settings, true, undefined),
+      workspaceFolders: [{ uri: pathToFileURL(dir).href, name: 'w' }],
+    });
+    expect(init.serverInfo?.name).toBe('kernelpro');
+    await conn.sendNotification(InitializedNotification.type, {});
+  });
+
+  afterAll(async () => {
+    await conn?.sendRequest(ShutdownRequest.type).catch(() => undefined);
+    proc?.kill();
+  });
+
+  it('publishes findings after open and after save', async () => {
+    await conn.sendNotification(DidOpenTextDocumentNotification.type, {
+      textDocument: { uri, languageId: 'cuda-cpp', version: 1, text: readFileSync(file, 'utf8') },
+    });
+    await diagnostics(0, () => true, 'publish after didOpen');
+    const beforeSave = published.length;
+    await conn.sendNotification(DidSaveTextDocumentNotification.type, { textDocument: { uri } });
+    const saved = await diagnostics(beforeSave, (p) => p.diagnostics.length > 0, 'findings after didSave');
+    const sources = new Set(saved.diagnostics.map((d) => d.source));
+    expect([...sources].every((s) => ['nvcc', 'kernelpro', 'ncu', 'spec'].includes(s!))).toBe(true);
+    // saxpy_fp64 multiplies by the double literal 2.0 on line 9 (0-based 8).
+    expect(saved.diagnostics.some((d) => d.range.start.line === 8)).toBe(true);
+  });
+
+  it('lists kernels and puts Profile / Optimize lenses above each', async () => {
+    const symbols = (await conn.sendRequest(DocumentSymbolRequest.type, { textDocument: { uri } })) as { name: string; detail?: string }[];
+    expect(symbols.filter((s) => s.detail === '__global__').map((s) => s.name)).toEqual([
+      'saxpy_fp64',
+      'strided_copy',
+      'matmul_naive',
+      'transpose_conflicts',
+      'divergent',
+    ]);
+    const lenses = await conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
+    const above = (line: number) => lenses!.filter((l) => l.range.start.line === line).map((l) => l.command?.command);
+    expect(above(6)).toEqual(expect.arrayContaining(['kernelpro.profile', 'kernelpro.optimize']));
+  });
+
+  it('hovers a kernel name with its resources', async () => {
+    const hover = await conn.sendRequest(HoverRequest.type, { textDocument: { uri }, position: { line: 6, character: 18 } });
+    expect(JSON.stringify(hover?.contents)).toContain('saxpy_fp64');
+  });
+});
