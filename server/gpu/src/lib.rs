@@ -6,6 +6,15 @@
 //! [`worker_main`]) under a timeout, optionally through a runner prefix such
 //! as `srun --gres=gpu:1 --` or `ssh gpu-box --`. Illegal addresses, hangs and
 //! driver errors end the child, never the server.
+//!
+//! Runners: the prefix is put before `EXE __gpu-worker`, and the job travels
+//! on stdin, so `srun --gres=gpu:1 --` (Slurm) and `ssh gpu-box --` both work
+//! when the cubin path is visible on the far side (a shared file system) or
+//! the job carries PTX. On timeout the local process group is killed; with ssh
+//! the remote worker ends when its connection drops. Several GPUs of one
+//! machine: give each job its own `Job::device` and call `run_job` from one
+//! thread per device. Energy is NVML's total-energy counter over a loop of
+//! `energy_window_ms` (1 s by default; 0 turns it off).
 
 mod data;
 mod job;

@@ -105,9 +105,10 @@ fn kill_group(pid: u32) {
     }
 }
 
-/// The last stdout line that is a reply; runners (ssh banners, srun) may print before it.
+/// The last stdout line that ends in a reply; runners (ssh banners, srun) may
+/// print before it, even on the same line.
 fn parse_reply(stdout: &str) -> Option<Reply> {
-    stdout.lines().rev().find_map(|l| serde_json::from_str(l.trim()).ok())
+    stdout.lines().rev().find_map(|l| l.find('{').and_then(|at| serde_json::from_str(l[at..].trim()).ok()))
 }
 
 fn describe(status: ExitStatus) -> String {
@@ -183,7 +184,7 @@ mod tests {
         // The reply echoes the job's function name back to prove stdin arrived.
         let exe = fake_worker(
             dir.path(),
-            r#"grep -q '"function":"k"' && echo 'Welcome to gpu-box' && echo '{"Failed":"no CUDA driver here"}'"#,
+            r#"grep -q '"function":"k"' && echo 'Welcome to gpu-box' && echo 'srun: {"Failed":"no CUDA driver here"}'"#,
         );
         let prefix = vec!["env".to_string(), "KERNELPRO_RUNNER=1".to_string()];
         let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &prefix).unwrap_err();
