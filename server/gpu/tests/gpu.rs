@@ -136,7 +136,7 @@ fn copy_timings_are_stable_across_runs() {
     show("copy4 run 1", &a);
     show("copy4 run 2", &b);
     let spread = (a.timing.median_ms - b.timing.median_ms).abs() / a.timing.median_ms;
-    println!("copy4 bytes moved {} MiB, run-to-run difference {:.2}%", 2 * (1 << 26) * 4 >> 20, spread * 100.0);
+    println!("copy4 bytes moved {} MiB, run-to-run difference {:.2}%", (2 * (1 << 26) * 4) >> 20, spread * 100.0);
     assert!(spread < 0.05, "medians differ by {:.1}%", spread * 100.0);
 }
 
