@@ -1,1 +1,89 @@
-//! placeholder
+//! Static micro-profiling tools: each reads the source (tree-sitter), the SASS
+//! with line info and the ptxas resource report of one file, and reports what
+//! the GPU will do badly, where, on what evidence, and what to change.
+//!
+//! Architecture invariant: tools are pure functions of a [`LintInput`]; they
+//! never run the compiler or read files. A tool that lacks its evidence (no
+//! SASS, no resources, unknown arch) stays silent rather than guess.
+
+mod locate;
+mod syntax;
+mod tools;
+
+use kernelpro_model::Finding;
+use kernelpro_sass::disasm::Disassembly;
+use kernelpro_sass::ptxas::KernelResources;
+use kernelpro_source::SourceFile;
+use serde::{Deserialize, Serialize};
+
+pub use tools::{
+    Fp64Promotion, MissingRestrict, OccupancyLimit, RegisterSpill, SharedBankConflict, SyncInDivergentBranch, Vectorization,
+};
+
+/// Everything the tools may look at for one `.cu` file and one architecture.
+pub struct LintInput<'a> {
+    /// The file's path as the compiler saw it; SASS line markers are matched by suffix or file name.
+    pub path: &'a str,
+    pub text: &'a str,
+    pub source: &'a SourceFile,
+    pub sass: Option<&'a Disassembly>,
+    pub resources: &'a [KernelResources],
+    /// `sm_90` etc.
+    pub arch: &'a str,
+    /// The launch block size (threads) of a kernel when a launch spec gives one.
+    pub block_sizes: &'a dyn Fn(&str) -> Option<u32>,
+    /// Block size for kernels without a launch spec.
+    pub default_block: u32,
+}
+
+impl LintInput<'_> {
+    pub fn block_size(&self, kernel: &str) -> u32 {
+        (self.block_sizes)(kernel).unwrap_or(self.default_block)
+    }
+}
+
+/// One pluggable static tool. `name` is also the finding code and the doc anchor.
+pub trait StaticTool {
+    fn name(&self) -> &'static str;
+    fn analyze(&self, input: &LintInput) -> Vec<Finding>;
+}
+
+/// Settings of the tools that have a threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    /// OccupancyLimit fires below this theoretical occupancy (percent).
+    pub occupancy_percent: f64,
+    /// RegisterSpill names at most this many source lines per kernel.
+    pub spill_lines: usize,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds { occupancy_percent: 50.0, spill_lines: 5 }
+    }
+}
+
+/// Every tool, in the order their findings are reported.
+pub fn registry(thresholds: &Thresholds) -> Vec<Box<dyn StaticTool>> {
+    vec![
+        Box::new(Fp64Promotion),
+        Box::new(RegisterSpill { max_lines: thresholds.spill_lines }),
+        Box::new(Vectorization),
+        Box::new(MissingRestrict),
+        Box::new(SyncInDivergentBranch),
+        Box::new(SharedBankConflict),
+        Box::new(OccupancyLimit { min_percent: thresholds.occupancy_percent }),
+    ]
+}
+
+/// All tools with default thresholds, findings sorted by position.
+pub fn run_all(input: &LintInput) -> Vec<Finding> {
+    run_all_with(input, &Thresholds::default())
+}
+
+pub fn run_all_with(input: &LintInput, thresholds: &Thresholds) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = registry(thresholds).iter().flat_map(|tool| tool.analyze(input)).collect();
+    findings.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
+    findings
+}

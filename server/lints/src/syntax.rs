@@ -1,0 +1,188 @@
+//! Tree-sitter queries the source-side tools share: function bodies, node
+//! walks, which variables carry the thread index, and small constant folding
+//! for array sizes written with `#define`s.
+
+use kernelpro_source::{FnKind, Function, SourceFile};
+use std::collections::{HashMap, HashSet};
+use tree_sitter::{Node, Tree};
+
+/// A parsed file with its text, so node text is one call away.
+pub struct Syntax<'a> {
+    pub text: &'a str,
+    pub tree: Tree,
+}
+
+impl<'a> Syntax<'a> {
+    pub fn parse(text: &'a str) -> Option<Self> {
+        Some(Syntax { text, tree: kernelpro_source::parse_tree(text)? })
+    }
+
+    pub fn text(&self, node: Node) -> &'a str {
+        &self.text[node.byte_range()]
+    }
+
+    /// The `{ … }` node of a function's definition.
+    pub fn body(&self, function: &Function) -> Option<Node<'_>> {
+        let (start, end) = function.body_bytes?;
+        let node = self.tree.root_node().descendant_for_byte_range(start, end)?;
+        (node.kind() == "compound_statement").then_some(node)
+    }
+
+    /// Bodies of the device-side functions (kernels, `__device__`, `__host__ __device__`).
+    pub fn device_bodies<'s>(&'s self, source: &'s SourceFile) -> impl Iterator<Item = (&'s Function, Node<'s>)> {
+        source
+            .functions
+            .iter()
+            .filter(|f| f.kind != FnKind::Host)
+            .filter_map(|f| Some((f, self.body(f)?)))
+    }
+
+    /// Integer values of `#define NAME 32` and `const int NAME = 32;` anywhere in the file.
+    pub fn constants(&self) -> HashMap<String, i64> {
+        let mut constants = HashMap::new();
+        for node in descendants(self.tree.root_node()) {
+            match node.kind() {
+                "preproc_def" => {
+                    let (Some(name), Some(value)) = (node.child_by_field_name("name"), node.child_by_field_name("value")) else { continue };
+                    if let Ok(v) = self.text(value).trim().parse::<i64>() {
+                        constants.insert(self.text(name).to_string(), v);
+                    }
+                }
+                "init_declarator" => {
+                    let is_const = node.parent().is_some_and(|d| self.text(d).starts_with("const") || self.text(d).starts_with("constexpr") || self.text(d).starts_with("static const"));
+                    let (Some(name), Some(value)) = (node.child_by_field_name("declarator"), node.child_by_field_name("value")) else { continue };
+                    if is_const && name.kind() == "identifier" {
+                        if let Some(v) = self.eval(value, &constants) {
+                            constants.insert(self.text(name).to_string(), v);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        constants
+    }
+
+    /// Folds integer literals, known constants and `+ - * / %`.
+    pub fn eval(&self, node: Node, constants: &HashMap<String, i64>) -> Option<i64> {
+        match node.kind() {
+            "number_literal" => parse_int(self.text(node)),
+            "identifier" => constants.get(self.text(node)).copied(),
+            "parenthesized_expression" => self.eval(node.named_child(0)?, constants),
+            "binary_expression" => {
+                let l = self.eval(node.child_by_field_name("left")?, constants)?;
+                let r = self.eval(node.child_by_field_name("right")?, constants)?;
+                match self.operator(node)? {
+                    "+" => l.checked_add(r),
+                    "-" => l.checked_sub(r),
+                    "*" => l.checked_mul(r),
+                    "/" => l.checked_div(r),
+                    "%" => l.checked_rem(r),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The operator token of a binary, assignment or update expression.
+    pub fn operator(&self, node: Node) -> Option<&'a str> {
+        node.child_by_field_name("operator").map(|op| self.text(op))
+    }
+
+    /// Variables of `body` whose value derives from `threadIdx.<dim>` for one of
+    /// `dims`, directly or through other such variables (to a fixed point).
+    pub fn thread_dependent(&self, body: Node, dims: &[&str]) -> HashSet<String> {
+        let mut assignments = Vec::new();
+        for node in descendants(body) {
+            let (target, value) = match node.kind() {
+                "init_declarator" => (node.child_by_field_name("declarator"), node.child_by_field_name("value")),
+                "assignment_expression" => (node.child_by_field_name("left"), node.child_by_field_name("right")),
+                _ => continue,
+            };
+            if let (Some(target), Some(value)) = (target, value) {
+                if target.kind() == "identifier" {
+                    assignments.push((self.text(target).to_string(), value));
+                }
+            }
+        }
+        let mut tainted = HashSet::new();
+        loop {
+            let before = tainted.len();
+            for (name, value) in &assignments {
+                if !tainted.contains(name) && self.mentions_thread(*value, dims, &tainted) {
+                    tainted.insert(name.clone());
+                }
+            }
+            if tainted.len() == before {
+                return tainted;
+            }
+        }
+    }
+
+    /// Whether `node` reads `threadIdx.<dim>` or a variable in `tainted`.
+    pub fn mentions_thread(&self, node: Node, dims: &[&str], tainted: &HashSet<String>) -> bool {
+        descendants(node).into_iter().any(|n| match n.kind() {
+            "field_expression" => {
+                let arg = n.child_by_field_name("argument").map(|a| self.text(a));
+                let field = n.child_by_field_name("field").map(|f| self.text(f));
+                arg == Some("threadIdx") && field.is_some_and(|f| dims.contains(&f))
+            }
+            "identifier" => tainted.contains(self.text(n)),
+            _ => false,
+        })
+    }
+
+    /// The stride between neighbouring threads of `index` when it is affine in a
+    /// thread-dependent variable (`tx * 32 + k` → 32), `None` when unknown.
+    pub fn thread_stride(&self, index: Node, tainted: &HashSet<String>, constants: &HashMap<String, i64>) -> Option<i64> {
+        let depends = |n: Node| self.mentions_thread(n, &["x"], tainted);
+        if !depends(index) {
+            return Some(0);
+        }
+        match index.kind() {
+            "identifier" | "field_expression" => Some(1),
+            "parenthesized_expression" => self.thread_stride(index.named_child(0)?, tainted, constants),
+            "binary_expression" => {
+                let (l, r) = (index.child_by_field_name("left")?, index.child_by_field_name("right")?);
+                match self.operator(index)? {
+                    "+" | "-" => Some(self.thread_stride(l, tainted, constants)? + self.thread_stride(r, tainted, constants)?),
+                    "*" if depends(l) && !depends(r) => Some(self.thread_stride(l, tainted, constants)? * self.eval(r, constants)?),
+                    "*" if depends(r) && !depends(l) => Some(self.thread_stride(r, tainted, constants)? * self.eval(l, constants)?),
+                    "%" if !depends(r) => self.thread_stride(l, tainted, constants),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Every node under `node`, itself included, in source order.
+pub fn descendants(node: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        out.push(n);
+        let mut cursor = n.walk();
+        let children: Vec<Node> = n.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// `32`, `0x20`, `32u` as an integer; floating literals give `None`.
+fn parse_int(literal: &str) -> Option<i64> {
+    let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']);
+    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(hex) => i64::from_str_radix(hex, 16).ok(),
+        None => digits.parse().ok(),
+    }
+}
+
+/// A floating literal without an `f` suffix, i.e. of type `double`: `2.0`, `1e-3`, `.5`.
+pub fn is_double_literal(literal: &str) -> bool {
+    let lower = literal.to_ascii_lowercase();
+    let floating = !lower.starts_with("0x") && (lower.contains('.') || lower.contains('e'));
+    floating && !lower.ends_with('f')
+}

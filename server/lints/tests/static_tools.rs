@@ -1,0 +1,258 @@
+//! The static tools on real nvcc output: the h200-probe kernels (recorded on
+//! the H200 machine and re-recorded with the pinned nvcc), one planted kernel
+//! per tool and the clean twin of every planted kernel.
+//!
+//! Fixtures come from `tests/fixtures/lints/record.sh`; `nvcc_matches_recordings`
+//! recompiles them with the real compiler.
+
+use expect_test::{expect, Expect};
+use kernelpro_lints::{run_all, run_all_with, LintInput, Thresholds};
+use kernelpro_model::Finding;
+use kernelpro_sass::{disasm::parse_sass, ptxas::parse_ptxas};
+use std::collections::BTreeSet;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(format!("{FIXTURES}/{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The files of one compiled `.cu` fixture.
+struct Fixture {
+    path: &'static str,
+    cu: String,
+    sass: String,
+    ptxas: String,
+}
+
+impl Fixture {
+    fn recorded(cu: &'static str, sass: &str, ptxas: &str) -> Fixture {
+        Fixture { path: cu.rsplit('/').next().unwrap(), cu: read(cu), sass: read(sass), ptxas: read(ptxas) }
+    }
+    fn planted() -> Fixture {
+        Fixture::recorded("lints/planted.cu", "lints/planted.sm90.nvdisasm.txt", "lints/planted.sm90.ptxas.txt")
+    }
+    fn clean() -> Fixture {
+        Fixture::recorded("lints/clean.cu", "lints/clean.sm90.nvdisasm.txt", "lints/clean.sm90.ptxas.txt")
+    }
+}
+
+/// Launch block sizes from the fixtures' own launches (h200-probe `main`) or their comments.
+fn block_size(kernel: &str) -> Option<u32> {
+    match kernel {
+        "transpose_conflicts" => Some(1024),
+        "big_shared" => Some(128),
+        _ => None,
+    }
+}
+
+fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> Vec<Finding> {
+    let source = kernelpro_source::parse(&fixture.cu);
+    let sass = parse_sass(&fixture.sass);
+    let resources = parse_ptxas(&fixture.ptxas);
+    let input = LintInput {
+        path: fixture.path,
+        text: &fixture.cu,
+        source: &source,
+        sass: with_sass.then_some(&sass),
+        resources: &resources,
+        arch: "sm_90",
+        block_sizes: &block_size,
+        default_block: 256,
+    };
+    if *thresholds == Thresholds::default() {
+        run_all(&input)
+    } else {
+        run_all_with(&input, thresholds)
+    }
+}
+
+/// `Tool line:col-line:col message`, 1-based lines and columns as an editor shows them.
+fn render(findings: &[Finding]) -> String {
+    let col = |c: u32| if c == u32::MAX { "$".to_string() } else { (c + 1).to_string() };
+    findings
+        .iter()
+        .map(|f| {
+            let (s, e) = (f.span.start, f.span.end);
+            format!("{} {}:{}-{}:{} {}", f.code.as_deref().unwrap_or("?"), s.line + 1, col(s.col), e.line + 1, col(e.col), f.message)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check(fixture: &Fixture, expected: Expect) {
+    expected.assert_eq(&render(&findings(fixture, true, &Thresholds::default())));
+}
+
+/// `(1-based line, tool)` of every `// expect: Tool` comment in a fixture.
+fn expected_markers(cu: &str) -> BTreeSet<(u32, String)> {
+    cu.lines()
+        .enumerate()
+        .filter_map(|(i, line)| Some((i as u32 + 1, line.split_once("// expect: ")?.1.trim().to_string())))
+        .collect()
+}
+
+fn finding_lines(findings: &[Finding]) -> BTreeSet<(u32, String)> {
+    findings.iter().map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default())).collect()
+}
+
+#[test]
+fn h200_probe_real_recording() {
+    // nvcc 13.0 on the H200 machine, `nvdisasm -g -c`.
+    let fixture = Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt");
+    check(
+        &fixture,
+        expect![[r#"
+            MissingRestrict 7:38-7:52 `x` is only read in `saxpy_fp64` but is declared without `__restrict__`
+            Fp64Promotion 9:39-9:42 FP64 in float kernel `saxpy_fp64`: the double literal `2.0` promotes this expression to double
+            MissingRestrict 12:42-12:57 `in` is only read in `strided_copy` but is declared without `__restrict__`
+            MissingRestrict 17:30-17:44 `A` is only read in `matmul_naive` but is declared without `__restrict__`
+            MissingRestrict 17:46-17:60 `B` is only read in `matmul_naive` but is declared without `__restrict__`
+            Vectorization 22:40-22:54 each thread reads `A[row * N + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+            MissingRestrict 27:49-27:64 `in` is only read in `transpose_conflicts` but is declared without `__restrict__`
+            SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
+            RegisterSpill 36:17-36:26 `divergent` uses local memory (32 B stack frame) without register spills
+            MissingRestrict 36:37-36:51 `x` is only read in `divergent` but is declared without `__restrict__`
+            RegisterSpill 40:3-40:84 5 local-memory accesses (LDL/STL) from this line in `divergent`
+            RegisterSpill 41:3-41:63 5 local-memory accesses (LDL/STL) from this line in `divergent`"#]],
+    );
+}
+
+#[test]
+fn h200_probe_pinned_nvcc_gives_the_same_findings() {
+    let real = Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt");
+    let pinned = Fixture::recorded("h200-probe/kernels.cu", "lints/kernels.sm90.nvdisasm.txt", "lints/kernels.sm90.ptxas.txt");
+    let t = Thresholds::default();
+    assert_eq!(render(&findings(&pinned, true, &t)), render(&findings(&real, true, &t)));
+}
+
+#[test]
+fn planted_kernels() {
+    check(
+        &Fixture::planted(),
+        expect![[r#"
+            Fp64Promotion 9:10-9:15 FP64 in float kernel `fp64_promoted`: `scale` is declared `double`
+            Fp64Promotion 10:3-10:8 FP64 in float kernel `fp64_promoted`: `scale` is declared `double`
+            Fp64Promotion 11:32-11:35 FP64 in float kernel `fp64_promoted`: the double literal `0.5` promotes this expression to double
+            Fp64Promotion 17:33-17:37 FP64 in float kernel `fp64_math_call`: the double literal `1e-3` promotes this expression to double
+            RegisterSpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
+            RegisterSpill 24:3-24:90 45 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
+            RegisterSpill 28:5-28:106 385 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
+            RegisterSpill 31:3-31:69 27 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
+            Vectorization 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
+            Vectorization 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+            MissingRestrict 54:40-54:49 `in` is only read in `scale_copy` but is declared without `const` and `__restrict__`
+            SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
+            SharedBankConflict 77:39-77:50 `tile[tx][k]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
+            SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: neighbouring threads are 32 words apart, so they all hit the same bank (32-way conflict)
+            OccupancyLimit 90:17-90:31 `many_registers` reaches 37.5% occupancy on sm_90 with 256-thread blocks, limited by 72 registers per thread
+            OccupancyLimit 105:17-105:27 `big_shared` reaches 25.0% occupancy on sm_90 with 128-thread blocks, limited by 49152 B of shared memory per block"#]],
+    );
+}
+
+#[test]
+fn planted_findings_sit_on_their_expect_comments() {
+    let fixture = Fixture::planted();
+    let found = findings(&fixture, true, &Thresholds::default());
+    assert_eq!(finding_lines(&found), expected_markers(&fixture.cu));
+}
+
+#[test]
+fn clean_twins_fire_nothing() {
+    let fixture = Fixture::clean();
+    assert!(expected_markers(&fixture.cu).is_empty());
+    check(&fixture, expect![[r#""#]]);
+}
+
+#[test]
+fn findings_carry_evidence_guidance_and_doc() {
+    // The first finding of every tool on the planted kernels, in full.
+    let found = findings(&Fixture::planted(), true, &Thresholds::default());
+    let mut seen = BTreeSet::new();
+    let details: Vec<String> = found
+        .iter()
+        .filter(|f| seen.insert(f.code.clone()))
+        .map(|f| {
+            let evidence: Vec<String> = f.evidence.iter().map(|e| format!("  {} = {}", e.name, e.value)).collect();
+            format!(
+                "{} [{}] {} kernel={}\n{}\n  guidance: {}\n  doc: {}",
+                f.code.as_deref().unwrap_or("?"),
+                f.severity.as_str(),
+                f.source,
+                f.kernel.as_deref().unwrap_or("?"),
+                evidence.join("\n"),
+                f.guidance.as_deref().unwrap_or("-"),
+                f.doc_url.as_deref().unwrap_or("-")
+            )
+        })
+        .collect();
+    expect![[r#"
+        Fp64Promotion [warning] kernelpro kernel=fp64_promoted
+          sass = 0x00d0 F2F.F64.F32
+          fp64 instructions = 1
+          guidance: Declare `scale` as `float` unless it really needs double precision.
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#fp64promotion
+        RegisterSpill [warning] kernelpro kernel=spill_accumulators
+          registers = 32
+          spill stores (B) = 888
+          spill loads (B) = 940
+          stack frame (B) = 376
+          LDL/STL instructions = 457
+          guidance: Reduce live values per thread (smaller per-thread arrays, less unrolling, recompute instead of keeping), or relax `__launch_bounds__(256, 8)` (fewer minimum blocks per SM allows more registers).
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#registerspill
+        Vectorization [info] kernelpro kernel=scalar_quads
+          sass = 0x00d0 LDG.E.CONSTANT, 0x00e0 LDG.E.CONSTANT, 0x00f0 LDG.E.CONSTANT, 0x0100 LDG.E.CONSTANT
+          scalar LDG on line = 4
+          guidance: Load 4 elements at once through a vector type, e.g. `reinterpret_cast<const float4*>(in)[i]` (the address must be 16-byte aligned).
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#vectorization
+        MissingRestrict [info] kernelpro kernel=scale_copy
+          declared = float*
+          written pointers = out
+          guidance: Declare it `const float* __restrict__ in` so loads can use the read-only path (LDG.CONSTANT), and mark the written pointers (out) `__restrict__` too if they never overlap it.
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#missingrestrict
+        SyncInDivergentBranch [warning] kernelpro kernel=sync_in_branch
+          condition = tid < n
+          condition line = 63
+          sass = 0x0100 BAR.SYNC.DEFER_BLOCKING
+          guidance: Move the barrier out of the branch so every thread of the block reaches it: guard only the work (`if (cond) { … }` then `__syncthreads();`).
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#syncindivergentbranch
+        SharedBankConflict [warning] kernelpro kernel=column_sum
+          shared array = __shared__ float tile[32][32]
+          stride between threads (words) = 32
+          sass = 0x0100 LDS.128, 0x0110 LDS.128, 0x0120 LDS.128, 0x0130 LDS.128, … 4 more
+          guidance: Pad the inner dimension by one element: `__shared__ float tile[32][33]`.
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#sharedbankconflict
+        OccupancyLimit [info] kernelpro kernel=many_registers
+          block size = 256
+          registers = 72
+          shared memory (B) = 0
+          blocks per SM = 3
+          active warps = 24/64
+          guidance: At most 64 registers per thread (now 72) fit 4 blocks per SM: keep fewer values live, or cap registers with `__launch_bounds__(256, 4)` and check that it does not spill.
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#occupancylimit"#]].assert_eq(&details.join("\n"));
+}
+
+#[test]
+fn without_sass_only_source_and_resource_tools_fire() {
+    let found = findings(&Fixture::planted(), false, &Thresholds::default());
+    expect![[r#"
+        RegisterSpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
+        Vectorization 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
+        Vectorization 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+        MissingRestrict 54:40-54:49 `in` is only read in `scale_copy` but is declared without `const` and `__restrict__`
+        SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
+        SharedBankConflict 77:39-77:50 `tile[tx][k]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
+        SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: neighbouring threads are 32 words apart, so they all hit the same bank (32-way conflict)
+        OccupancyLimit 90:17-90:31 `many_registers` reaches 37.5% occupancy on sm_90 with 256-thread blocks, limited by 72 registers per thread
+        OccupancyLimit 105:17-105:27 `big_shared` reaches 25.0% occupancy on sm_90 with 128-thread blocks, limited by 49152 B of shared memory per block"#]].assert_eq(&render(&found));
+}
+
+#[test]
+fn occupancy_threshold_is_configurable() {
+    let thresholds = Thresholds { occupancy_percent: 30.0, ..Thresholds::default() };
+    let found = findings(&Fixture::planted(), true, &thresholds);
+    let occupancy: Vec<_> = found.iter().filter(|f| f.code.as_deref() == Some("OccupancyLimit")).collect();
+    let kernels: Vec<_> = occupancy.iter().map(|f| f.kernel.as_deref().unwrap_or("?")).collect();
+    // many_registers: 37.5% and big_shared: 25%; only the latter is under 30%.
+    assert_eq!(kernels, ["big_shared"]);
+}
