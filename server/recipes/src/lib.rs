@@ -1,0 +1,47 @@
+//! Built-in rewrite recipes for the kernel optimizer.
+//!
+//! Each [`Recipe`] rewrites one kernel of a whole `.cu` file through
+//! tree-sitter node ranges and returns whole new file texts. Recipes obey the
+//! optimizer contract: they edit only the kernel's body and qualifiers and the
+//! order of `tune` values; parameter names, order and types, other spec lines,
+//! other kernels and host code are left alone. [`RecipeProposer`] puts them
+//! behind the search's [`Proposer`](kernelpro_search::Proposer) trait.
+
+mod access;
+mod edit;
+mod kernel;
+mod proposer;
+mod recipes;
+mod syntax;
+
+pub use proposer::RecipeProposer;
+pub use recipes::{
+    FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads,
+    WarpShuffleReduce, all,
+};
+
+use serde::Serialize;
+
+/// One rewritten file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rewrite {
+    /// The whole new file text.
+    pub source: String,
+    /// What changed, in a few words (shown in the search's best path).
+    pub note: String,
+}
+
+/// A built-in rewrite of one kernel.
+pub trait Recipe {
+    fn name(&self) -> &'static str;
+    /// The finding tools (static and profile) whose problem this rewrite addresses.
+    fn answers(&self) -> &'static [&'static str];
+    /// Every rewrite this recipe offers for `kernel`; empty when it does not apply.
+    fn rewrite(&self, file_text: &str, kernel: &str) -> Vec<Rewrite>;
+    fn applies(&self, file_text: &str, kernel: &str) -> bool {
+        !self.rewrite(file_text, kernel).is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;
