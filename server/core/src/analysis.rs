@@ -12,6 +12,7 @@ use kernelpro_model::{Finding, Severity, Span};
 use kernelpro_sass::disasm::Disassembly;
 use kernelpro_sass::occupancy::{ArchLimits, Limiter, Occupancy, occupancy};
 use kernelpro_sass::ptxas::KernelResources;
+use kernelpro_spec::{LaunchSpec, ResolveOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,9 +32,27 @@ pub struct FileAnalysis {
     /// Launch block size per kernel, from launch specs.
     pub block_sizes: HashMap<String, u32>,
     pub default_block_size: u32,
+    pub launch_specs: HashMap<String, LaunchSpec>,
 }
 
 impl FileAnalysis {
+    /// What needs no external tool: the file's structure and its launch specs.
+    /// This is all an untrusted workspace gets.
+    pub fn without_tools(path: &Path, text: &str, settings: &Settings) -> FileAnalysis {
+        let source = source::parse(text);
+        let (specs, spec_findings) = crate::launch::resolve_all(text, &source, &ResolveOptions::default());
+        FileAnalysis {
+            path: path.to_path_buf(),
+            block_sizes: specs.iter().map(|(k, s)| (k.clone(), s.block.iter().product())).collect(),
+            launch_specs: specs,
+            findings: spec_findings,
+            source,
+            arch: settings.arch.clone(),
+            default_block_size: settings.block_size,
+            ..Default::default()
+        }
+    }
+
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.severity == Severity::Error && f.file.is_none())
     }
@@ -70,13 +89,7 @@ impl Analyzer {
     }
 
     pub async fn analyze(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
-        let mut analysis = FileAnalysis {
-            path: path.to_path_buf(),
-            source: source::parse(text),
-            arch: settings.arch.clone(),
-            default_block_size: settings.block_size,
-            ..Default::default()
-        };
+        let mut analysis = FileAnalysis::without_tools(path, text, settings);
         let Some(nvcc) = Self::find_nvcc(settings) else {
             analysis.findings.push(
                 Finding::new("kernelpro", Severity::Warning, Span::line(0), format!("nvcc was not found, so this file is not compiled. {}", toolchain::NVCC_INSTALL_HINT))

@@ -14,6 +14,7 @@ pub mod compile_db;
 pub mod analysis;
 pub mod doctor;
 pub mod hover;
+pub mod launch;
 pub mod lens;
 
 /// Where KernelPro keeps profiles and baselines between sessions.

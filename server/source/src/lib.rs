@@ -157,10 +157,12 @@ fn param(node: Node, text: &str) -> Option<Param> {
     let mut decl = node.child_by_field_name("declarator");
     let mut pointer = false;
     let mut name = String::new();
+    let mut name_range = None;
     while let Some(d) = decl {
         match d.kind() {
             "identifier" => {
                 name = text[d.byte_range()].to_string();
+                name_range = Some(d.byte_range());
                 break;
             }
             "pointer_declarator" | "array_declarator" | "abstract_pointer_declarator" => pointer = true,
@@ -173,7 +175,11 @@ fn param(node: Node, text: &str) -> Option<Param> {
         });
     }
     let base = node.child_by_field_name("type").map(|t| text[t.byte_range()].to_string()).unwrap_or_default();
-    let ty = if name.is_empty() { full.to_string() } else { full.replacen(&name, "", 1) };
+    // The type is the declaration with the name's own bytes cut out.
+    let ty = match name_range {
+        Some(r) => format!("{}{}", &text[node.start_byte()..r.start], &text[r.end..node.end_byte()]),
+        None => full.to_string(),
+    };
     let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
     let before_star = ty.split('*').next().unwrap_or("");
     Some(Param {
@@ -212,10 +218,10 @@ mod tests {
     #[test]
     fn functions_and_params() {
         check(
-            "template<int B> __global__ void __launch_bounds__(256) k(float* __restrict__ y, const float* x, float a, int n) { y[0]=1; }\n__device__ inline float h(float x) { return x; }\nstatic __host__ __device__ int both(int a){return a;}\nint main() { k<<<1,1>>>(0,0,1.f,1); }\nnamespace ns { __global__ void inner(int* p) {} }\n",
+            "template<int B> __global__ void __launch_bounds__(256) k(float* __restrict__ y, const float* x, float a, int n, int nn) { y[0]=1; }\n__device__ inline float h(float x) { return x; }\nstatic __host__ __device__ int both(int a){return a;}\nint main() { k<<<1,1>>>(0,0,1.f,1); }\nnamespace ns { __global__ void inner(int* p) {} }\n",
             expect![[r#"
                 main=true errors=false
-                Kernel k L0-0 name@0:55 tpl=true (y: float* restrict, x: float* const, a: float, n: int)
+                Kernel k L0-0 name@0:55 tpl=true (y: float* restrict, x: float* const, a: float, n: int, nn: int)
                 Device h L1-1 name@1:24 tpl=false (x: float)
                 HostDevice both L2-2 name@2:31 tpl=false (a: int)
                 Host main L3-3 name@3:4 tpl=false ()

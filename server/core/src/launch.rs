@@ -1,0 +1,54 @@
+//! Launch specs of a file's kernels, resolved against their signatures.
+
+use kernelpro_model::Finding;
+use kernelpro_source::{Function, SourceFile};
+use kernelpro_spec::{KernelSignature, LaunchSpec, Param, ResolveOptions};
+use std::collections::HashMap;
+
+/// The spec-side signature of a kernel: types without `*` and `__restrict__`.
+pub fn signature(f: &Function) -> KernelSignature {
+    KernelSignature {
+        name: f.name.clone(),
+        params: f
+            .params
+            .iter()
+            .map(|p| Param {
+                name: p.name.clone(),
+                ty: p.ty.replace('*', " ").replace("__restrict__", " ").split_whitespace().collect::<Vec<_>>().join(" "),
+                pointer: p.pointer,
+            })
+            .collect(),
+    }
+}
+
+/// Every kernel's resolved spec, and every problem with the specs as findings.
+pub fn resolve_all(text: &str, source: &SourceFile, opts: &ResolveOptions) -> (HashMap<String, LaunchSpec>, Vec<Finding>) {
+    let specs = kernelpro_spec::parse_file(text);
+    let mut resolved = HashMap::new();
+    let mut findings = Vec::new();
+    for raw in &specs.kernels {
+        let Some(f) = source.kernel(&raw.kernel) else { continue };
+        match kernelpro_spec::resolve(raw, &specs.file_lets, &signature(f), opts) {
+            Ok(spec) => {
+                resolved.insert(raw.kernel.clone(), spec);
+            }
+            Err(errors) => findings.extend(errors),
+        }
+    }
+    (resolved, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_errors_become_findings_and_specs_resolve() {
+        let text = "// kernelpro: grid = 4\n// kernelpro: block = 2048\n// kernelpro: y = out half[10]\n// kernelpro: bogus = 3\n__global__ void k(float* y, int n) { y[0] = n; }\n\n// kernelpro: grid = 1\n// kernelpro: block = 128\n// kernelpro: y = out float[128]\n__global__ void ok(float* __restrict__ y) { y[threadIdx.x] = 1.0f; }\n";
+        let source = kernelpro_source::parse(text);
+        let (specs, findings) = resolve_all(text, &source, &ResolveOptions::default());
+        let got: Vec<String> = findings.iter().map(|f| format!("{} {}", f.span.start.line, f.code.as_deref().unwrap_or(""))).collect();
+        assert!(got.len() >= 3, "{got:?}");
+        assert_eq!(specs["ok"].block, [128, 1, 1]);
+    }
+}

@@ -1,0 +1,570 @@
+//! Protocol fuzzing of the real `kernelpro lsp` over stdio, seeded and bounded.
+//!
+//! How the transport (tower-lsp-server 0.23 codec + tokio-util `FramedRead`)
+//! treats input decides how the fuzzer is split:
+//! - any decode error (bad header, bad Content-Length, invalid UTF-8, a body
+//!   that is not a JSON-RPC message, nesting past serde_json's 128 levels, an id
+//!   that is neither an i64 nor a string) is answered with one error response
+//!   (id null) and then ends the input stream, so the server shuts down. Each
+//!   such "fatal" frame kind is sent to its own fresh server, which must exit
+//!   by itself without a panic or a signal, or keep serving;
+//! - everything else (unknown methods, wrong parameter types, requests before
+//!   `initialize`, notifications with ids, huge ids, responses nobody asked
+//!   for, frames split across writes) must be survived: that is the stream of
+//!   100,000 messages, where every request must get a result or an error.
+
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const SEED: u64 = 0x6b65_726e_656c_7072;
+const MESSAGES: usize = 100_000;
+/// A response not back within this is a hang (generous: CI machines are slow).
+const HANG: Duration = Duration::from_secs(60);
+
+const KERNEL: &str = "// héllo wörld 😀\r\n__global__ void saxpy(float a, const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n__device__ float sq(float v) { return v * v; }\nint main() { return 0; }\n";
+
+/// splitmix64: small, seeded, good enough to pick cases.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// A server process with a writer thread (frames go out whole, possibly split
+/// into several writes) and a reader thread (answers server-to-client requests,
+/// forwards responses and counts notifications).
+struct Server {
+    child: Child,
+    frames: Option<SyncSender<Vec<u8>>>,
+    responses: Receiver<Value>,
+    notifications: Arc<Mutex<usize>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut f = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    f.extend_from_slice(body);
+    f
+}
+
+impl Server {
+    fn spawn(seed: u64) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kernelpro"))
+            .arg("lsp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn kernelpro lsp");
+        let (frames, frames_rx) = sync_channel::<Vec<u8>>(256);
+        let writer = spawn_writer(child.stdin.take().unwrap(), frames_rx, seed);
+        let (resp_tx, responses) = channel();
+        let notifications = Arc::new(Mutex::new(0));
+        let n2 = notifications.clone();
+        let replies = frames.clone();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(msg) = read_message(&mut reader) {
+                if msg.get("method").is_some() {
+                    if msg.get("id").is_some() {
+                        let result = if msg["method"] == "workspace/configuration" { json!([{}]) } else { Value::Null };
+                        let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string();
+                        if replies.send(frame(reply.as_bytes())).is_err() {
+                            break;
+                        }
+                    } else {
+                        *n2.lock().unwrap() += 1;
+                    }
+                } else if resp_tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let e2 = stderr.clone();
+        let mut err_pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                e2.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Server { child, frames: Some(frames), responses, notifications, stderr, writer: Some(writer) }
+    }
+
+    fn send(&self, bytes: Vec<u8>) {
+        self.frames.as_ref().unwrap().send(bytes).expect("writer thread alive");
+    }
+
+    fn send_json(&self, v: &Value) {
+        self.send(frame(v.to_string().as_bytes()));
+    }
+
+    fn initialize(&self) {
+        self.send_json(&json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"processId": null, "rootUri": null, "capabilities": {}, "initializationOptions": {"trusted": false}}}));
+        let r = self.responses.recv_timeout(HANG).expect("initialize answered");
+        assert_eq!(r["id"], "init", "{r}");
+        assert!(r["result"]["capabilities"].is_object(), "{r}");
+        self.send_json(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    }
+
+    /// Sends a request and waits for its answer, setting other responses aside.
+    fn call(&self, id: &str, method: &str, params: Value, other: &mut Vec<Value>) -> Option<Value> {
+        self.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + HANG;
+        loop {
+            let msg = self.responses.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()?;
+            if msg["id"] == id {
+                return Some(msg);
+            }
+            other.push(msg);
+        }
+    }
+
+    fn close_stdin(&mut self) {
+        self.frames.take();
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes each frame, split at a random point into two writes one time in five,
+/// so the codec sees partial headers and bodies.
+fn spawn_writer(mut stdin: ChildStdin, frames: Receiver<Vec<u8>>, seed: u64) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut rng = Rng(seed);
+        for f in frames {
+            let ok = if f.len() > 1 && rng.chance(20) {
+                let cut = 1 + rng.below(f.len() as u64 - 1) as usize;
+                stdin.write_all(&f[..cut]).and_then(|_| stdin.flush()).and_then(|_| stdin.write_all(&f[cut..]))
+            } else {
+                stdin.write_all(&f)
+            };
+            if ok.and_then(|_| stdin.flush()).is_err() {
+                break;
+            }
+        }
+    })
+}
+
+fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+    let mut len = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length: ") {
+            len = v.parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; len?];
+    reader.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).expect("the server writes JSON"))
+}
+
+// ---------------------------------------------------------------- the stream
+
+const URIS: &[&str] = &["file:///fuzz/a.cu", "file:///fuzz/b.cu", "file:///fuzz/dir%20x/c.cuh", "untitled:Untitled-1", "file:///fuzz/ü😀.cu", "file:///nowhere.cu"];
+const REQUESTS: &[&str] = &["textDocument/hover", "textDocument/documentSymbol", "textDocument/codeLens", "textDocument/codeAction", "workspace/executeCommand"];
+const NOTIFICATIONS: &[&str] = &["textDocument/didOpen", "textDocument/didChange", "textDocument/didSave", "textDocument/didClose", "workspace/didChangeConfiguration"];
+const INSERTS: &[&str] = &["x", "é", "😀", "\r\n", "\n", "\r", "}", "{", "__global__ void k() {}\n", "/*", "*/", "\"", "\u{2028}", "", "\t  ", "𝄞𝄞"];
+
+/// Random JSON of bounded depth and size: what "wrong types" are made of.
+fn random_json(rng: &mut Rng, depth: u32) -> Value {
+    match rng.below(if depth == 0 { 6 } else { 8 }) {
+        0 => Value::Null,
+        1 => json!(rng.chance(50)),
+        2 => json!(rng.next() as i64),
+        3 => json!(f64::from_bits(rng.next() & 0x7fef_ffff_ffff_ffff)),
+        4 => json!(*rng.pick(INSERTS)),
+        5 => json!(-(rng.below(5) as i64)),
+        6 => Value::Array((0..rng.below(4)).map(|_| random_json(rng, depth - 1)).collect()),
+        _ => {
+            let keys = ["textDocument", "uri", "position", "line", "character", "range", "text", "version", "contentChanges", "command", "arguments"];
+            Value::Object((0..rng.below(4)).map(|_| (rng.pick(&keys).to_string(), random_json(rng, depth - 1))).collect())
+        }
+    }
+}
+
+fn position(rng: &mut Rng) -> Value {
+    let big = [u32::MAX as u64, 1 << 20, 99_999];
+    let line = if rng.chance(5) { *rng.pick(&big) } else { rng.below(12) };
+    let character = if rng.chance(5) { *rng.pick(&big) } else { rng.below(90) };
+    json!({"line": line, "character": character})
+}
+
+fn params_for(rng: &mut Rng, method: &str) -> Value {
+    let uri = *rng.pick(URIS);
+    let td = json!({"uri": uri});
+    match method {
+        "textDocument/hover" => json!({"textDocument": td, "position": position(rng)}),
+        "textDocument/codeAction" => json!({"textDocument": td, "range": {"start": position(rng), "end": position(rng)}, "context": {"diagnostics": []}}),
+        "workspace/executeCommand" => {
+            let cmd = *rng.pick(&["kernelpro.showSass", "kernelpro.profile", "kernelpro.optimize", "nope", ""]);
+            json!({"command": cmd, "arguments": [uri, random_json(rng, 1)]})
+        }
+        "textDocument/didOpen" => json!({"textDocument": {"uri": uri, "languageId": "cuda", "version": rng.below(1000), "text": KERNEL}}),
+        "textDocument/didChange" => {
+            let changes: Vec<Value> = (0..1 + rng.below(3))
+                .map(|_| {
+                    if rng.chance(5) {
+                        json!({"text": KERNEL})
+                    } else {
+                        let text: String = (0..rng.below(4)).map(|_| *rng.pick(INSERTS)).collect();
+                        json!({"range": {"start": position(rng), "end": position(rng)}, "text": text})
+                    }
+                })
+                .collect();
+            json!({"textDocument": {"uri": uri, "version": rng.below(1 << 31)}, "contentChanges": changes})
+        }
+        "textDocument/didSave" => json!({"textDocument": td}),
+        "textDocument/didClose" => json!({"textDocument": td}),
+        "workspace/didChangeConfiguration" => json!({"settings": {"kernelpro": {"trusted": false, "arch": random_json(rng, 1), "blockSize": random_json(rng, 0)}}}),
+        _ => json!({"textDocument": td}),
+    }
+}
+
+struct Generator {
+    rng: Rng,
+    next_id: u64,
+    special_ids: Vec<Value>,
+}
+
+impl Generator {
+    fn id(&mut self) -> Value {
+        self.next_id += 1;
+        if !self.special_ids.is_empty() && self.rng.chance(1) {
+            return self.special_ids.pop().unwrap();
+        }
+        match self.rng.below(10) {
+            0 => json!(format!("s{}-{}", self.next_id, "é😀".repeat(self.rng.below(8) as usize))),
+            1 if self.rng.chance(2) => json!(format!("{}{}", self.next_id, "9".repeat(10_000))),
+            _ => json!(self.next_id),
+        }
+    }
+
+    /// One message of the survivable stream and the id it must be answered under.
+    fn message(&mut self) -> (Vec<u8>, Option<Value>) {
+        let rng = &mut self.rng;
+        let (msg, answered) = match rng.below(100) {
+            // well-formed requests, usually with the right parameters
+            0..=34 => {
+                let method = *rng.pick(REQUESTS);
+                let params = if rng.chance(85) { params_for(rng, method) } else { random_json(rng, 3) };
+                let id = self.id();
+                (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), Some(id))
+            }
+            // well-formed notifications, sometimes with wrong params
+            35..=69 => {
+                let method = *rng.pick(NOTIFICATIONS);
+                let params = if rng.chance(90) { params_for(rng, method) } else { random_json(rng, 3) };
+                (json!({"jsonrpc": "2.0", "method": method, "params": params}), None)
+            }
+            // unknown methods, as requests and notifications
+            70..=77 => {
+                let method = format!("{}/{}", rng.pick(&["textDocument", "$", "kernelpro", "", "workspace"]), rng.below(1000));
+                if rng.chance(50) {
+                    let id = self.id();
+                    (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": random_json(&mut self.rng, 2)}), Some(id))
+                } else {
+                    (json!({"jsonrpc": "2.0", "method": method}), None)
+                }
+            }
+            // notifications sent with an id: answered with "invalid request"
+            78..=82 => {
+                let method = *rng.pick(&["textDocument/didSave", "initialized", "textDocument/didClose"]);
+                let params = params_for(rng, method);
+                let id = self.id();
+                (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), Some(id))
+            }
+            // a second initialize
+            83 => {
+                let id = self.id();
+                (json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"capabilities": {}}}), Some(id))
+            }
+            // responses nobody asked for, and cancellations of anything
+            84..=88 => {
+                let id = json!(rng.next() as i64);
+                let msg = if rng.chance(50) {
+                    json!({"jsonrpc": "2.0", "id": id, "result": random_json(rng, 2)})
+                } else {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -1, "message": "no"}})
+                };
+                (msg, None)
+            }
+            89..=93 => (json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": self.next_id.saturating_sub(rng.below(5))}}), None),
+            // deep but legal nesting (serde_json's limit is 128)
+            94..=95 => {
+                let depth = 1 + rng.below(100) as usize;
+                let params: Value = serde_json::from_str(&format!("{}{}", "[".repeat(depth), "]".repeat(depth))).unwrap();
+                let id = self.id();
+                (json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/hover", "params": params}), Some(id))
+            }
+            // extra members and a Content-Type header
+            _ => {
+                let id = self.id();
+                let msg = json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": URIS[0]}, "extra": random_json(rng, 2)}, "x-unknown": 1});
+                let body = msg.to_string();
+                let bytes = format!("Content-Length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}", body.len(), body).into_bytes();
+                return (bytes, Some(id));
+            }
+        };
+        (frame(msg.to_string().as_bytes()), answered)
+    }
+}
+
+fn is_result_or_error(r: &Value) -> bool {
+    r.get("result").is_some() != r["error"]["code"].is_i64()
+}
+
+#[test]
+fn survivable_stream_of_100k_messages() {
+    let start = Instant::now();
+    let mut server = Server::spawn(SEED);
+    let mut gen = Generator { rng: Rng(SEED), next_id: 0, special_ids: vec![json!(i64::MAX), json!(i64::MIN), json!(0), json!(-1), json!("")] };
+    let mut pending: HashSet<String> = HashSet::new();
+    let mut answered = 0usize;
+    let mut errors = 0usize;
+    let mut settle = |r: Value, pending: &mut HashSet<String>| {
+        assert!(is_result_or_error(&r), "neither result nor error: {r}");
+        assert!(pending.remove(&r["id"].to_string()), "an answer to nothing we asked: {r}");
+        answered += 1;
+        errors += r.get("error").is_some() as usize;
+    };
+
+    // Before `initialize`, requests are refused with an error and notifications dropped.
+    let mut sent = 0usize;
+    for i in 0..50 {
+        let (bytes, id) = gen.message();
+        if let Some(id) = id {
+            pending.insert(id.to_string());
+        }
+        server.send(bytes);
+        sent += 1;
+        if i % 10 == 0 {
+            server.send_json(&json!({"jsonrpc": "2.0", "id": format!("pre{i}"), "method": "textDocument/hover", "params": {}}));
+            pending.insert(json!(format!("pre{i}")).to_string());
+            sent += 1;
+        }
+    }
+    let mut early = Vec::new();
+    server.call("pre-sync", "textDocument/documentSymbol", json!({"textDocument": {"uri": URIS[0]}}), &mut early).expect("answered before initialize");
+    for r in early {
+        assert_eq!(r["error"]["code"], -32002, "before initialize: {r}");
+        settle(r, &mut pending);
+    }
+    server.initialize();
+
+    let mut hangs = 0;
+    let mut batch = 0;
+    while sent < MESSAGES {
+        for _ in 0..2_000 {
+            let (bytes, id) = gen.message();
+            if let Some(id) = id {
+                assert!(pending.insert(id.to_string()), "duplicate id");
+            }
+            server.send(bytes);
+            sent += 1;
+        }
+        batch += 1;
+        let mut others = Vec::new();
+        let sync = server.call(&format!("sync{batch}"), "textDocument/documentSymbol", json!({"textDocument": {"uri": URIS[1]}}), &mut others);
+        for r in others {
+            settle(r, &mut pending);
+        }
+        if sync.is_none() {
+            hangs += 1;
+            break;
+        }
+        assert!(server.child.try_wait().unwrap().is_none(), "the server died after {sent} messages: {}", server.stderr_text());
+    }
+    // Stragglers (cancelled requests still get an error response).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pending.is_empty() {
+        let Ok(r) = server.responses.recv_timeout(deadline.saturating_duration_since(Instant::now())) else { break };
+        settle(r, &mut pending);
+    }
+
+    // Still serving: a fresh document gets its symbols, and a hover an answer.
+    let mut rest = Vec::new();
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": "file:///fuzz/final.cu", "languageId": "cuda", "version": 1, "text": KERNEL}}}));
+    let symbols = server.call("final-symbols", "textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///fuzz/final.cu"}}), &mut rest).expect("symbols at the end");
+    let names: Vec<&str> = symbols["result"].as_array().expect("symbols").iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["saxpy", "sq", "main"]);
+    let hover = server.call("final-hover", "textDocument/hover", json!({"textDocument": {"uri": "file:///fuzz/final.cu"}, "position": {"line": 1, "character": 18}}), &mut rest).expect("hover at the end");
+    assert!(hover.get("result").is_some(), "{hover}");
+    let shutdown = server.call("bye", "shutdown", Value::Null, &mut rest).expect("shutdown answered");
+    assert_eq!(shutdown["result"], Value::Null);
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "exit"}));
+    let status = server.wait_exit(Duration::from_secs(10)).expect("exit after `exit`");
+    let stderr = server.stderr_text();
+    let panics = stderr.matches("panicked").count();
+
+    println!(
+        "fuzz_protocol: {sent} messages sent, {answered} requests answered ({errors} with an error), {} left unanswered, {} notifications from the server, {panics} panics, {hangs} hangs, exit {status}, {:.1} s",
+        pending.len(),
+        *server.notifications.lock().unwrap(),
+        start.elapsed().as_secs_f64()
+    );
+    assert_eq!(hangs, 0, "the server stopped answering");
+    assert!(pending.is_empty(), "unanswered requests: {:?}", pending.iter().take(5).collect::<Vec<_>>());
+    assert_eq!(panics, 0, "{stderr}");
+    assert!(status.success(), "{status}");
+    assert!(sent >= MESSAGES);
+}
+
+// ---------------------------------------------------------- fatal frame kinds
+
+/// What a server does after one broken frame.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// It answered the valid request sent after the broken frame.
+    KeepsServing,
+    /// It answered with this JSON-RPC error (id null) and then exited by itself with code 0.
+    ErrorThenExit(i64),
+    /// It waited for the rest of a frame it could not know was a lie, and exited once stdin closed.
+    WaitsForBodyThenExitsOnEof,
+}
+
+fn outcome_of(broken: &[u8], seed: u64) -> Outcome {
+    let mut server = Server::spawn(seed);
+    server.initialize();
+    server.send(broken.to_vec());
+    server.send_json(&json!({"jsonrpc": "2.0", "id": "after", "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": URIS[0]}}}));
+    let mut first_error = None;
+    let outcome = loop {
+        match server.responses.recv_timeout(Duration::from_secs(5)) {
+            Ok(r) if r["id"] == "after" => break Outcome::KeepsServing,
+            Ok(r) => {
+                assert_eq!(r["id"], Value::Null, "{r}");
+                first_error.get_or_insert(r["error"]["code"].as_i64().expect("an error code"));
+            }
+            Err(_) => {
+                let exited = server.wait_exit(Duration::from_secs(5));
+                match (exited, first_error) {
+                    (Some(status), Some(code)) => {
+                        assert_eq!(status.code(), Some(0), "ended by a signal or an error code: {status}");
+                        break Outcome::ErrorThenExit(code);
+                    }
+                    (None, None) => {
+                        server.close_stdin();
+                        let status = server.wait_exit(HANG).expect("exits once stdin is closed");
+                        assert_eq!(status.code(), Some(0), "{status}");
+                        break Outcome::WaitsForBodyThenExitsOnEof;
+                    }
+                    other => panic!("unexpected end: {other:?}"),
+                }
+            }
+        }
+    };
+    let stderr = server.stderr_text();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    outcome
+}
+
+#[test]
+fn fatal_frame_kinds_each_in_a_fresh_server() {
+    use Outcome::*;
+    let body = br#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#;
+    let with_header = |h: &str, b: &[u8]| [h.as_bytes(), b].concat();
+    let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{}}}"#, "[".repeat(10_000));
+    let cases: Vec<(&str, Vec<u8>, Outcome)> = vec![
+        ("no Content-Length header", with_header("Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n", body), ErrorThenExit(-32700)),
+        ("Content-Length not a number", with_header("Content-Length: abc\r\n\r\n", body), ErrorThenExit(-32700)),
+        ("negative Content-Length", with_header("Content-Length: -5\r\n\r\n", body), ErrorThenExit(-32700)),
+        ("Content-Length past usize", with_header("Content-Length: 99999999999999999999999\r\n\r\n", body), ErrorThenExit(-32700)),
+        ("lower-case header name", with_header(&format!("content-length: {}\r\n\r\n", body.len()), body), ErrorThenExit(-32700)),
+        ("three headers", with_header(&format!("Content-Length: {}\r\nX-A: 1\r\nX-B: 2\r\n\r\n", body.len()), body), ErrorThenExit(-32700)),
+        ("wrong charset", with_header(&format!("Content-Length: {}\r\nContent-Type: application/json; charset=latin1\r\n\r\n", body.len()), body), ErrorThenExit(-32700)),
+        ("header garbage", b"\x00\x01GET / HTTP/1.1\r\n\r\n".to_vec(), ErrorThenExit(-32700)),
+        ("body shorter than Content-Length", with_header(&format!("Content-Length: {}\r\n\r\n", body.len() + 7), body), ErrorThenExit(-32700)),
+        ("body longer than Content-Length", with_header(&format!("Content-Length: {}\r\n\r\n", body.len() - 3), body), ErrorThenExit(-32700)),
+        ("invalid UTF-8 body", frame(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}"), ErrorThenExit(-32700)),
+        ("not JSON", frame(b"hello, world"), ErrorThenExit(-32700)),
+        ("JSON but not a message", frame(b"[1,2,3]"), ErrorThenExit(-32600)),
+        ("missing jsonrpc member", frame(br#"{"id":1,"method":"shutdown"}"#), ErrorThenExit(-32600)),
+        ("id past i64", frame(br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"shutdown"}"#), ErrorThenExit(-32600)),
+        ("float id", frame(br#"{"jsonrpc":"2.0","id":1.5,"method":"shutdown"}"#), ErrorThenExit(-32600)),
+        ("10,000 nested arrays", frame(deep.as_bytes()), ErrorThenExit(-32700)),
+        ("1 GB Content-Length", b"Content-Length: 1000000000\r\n\r\n{".to_vec(), WaitsForBodyThenExitsOnEof),
+    ];
+    let mut report = Vec::new();
+    for (i, (name, bytes, expected)) in cases.into_iter().enumerate() {
+        let got = outcome_of(&bytes, SEED + i as u64);
+        report.push(format!("{name}: {got:?}"));
+        assert_eq!(got, expected, "{name}");
+    }
+    println!("fatal frames:\n  {}", report.join("\n  "));
+}
+
+/// An empty frame (`Content-Length: 0`) is skipped, and the request after it is
+/// still answered even when both arrive in the same write.
+#[test]
+fn empty_frame_then_request_in_one_write() {
+    let mut server = Server::spawn(SEED);
+    server.initialize();
+    let request = json!({"jsonrpc": "2.0", "id": "after-empty", "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": URIS[0]}}}).to_string();
+    let mut bytes = b"Content-Length: 0\r\n\r\n".to_vec();
+    bytes.extend(frame(request.as_bytes()));
+    server.send(bytes);
+    let answered = server.responses.recv_timeout(Duration::from_secs(20));
+    server.close_stdin();
+    let r = answered.expect("the request after an empty frame was not answered until more input came");
+    assert_eq!(r["id"], "after-empty");
+}
