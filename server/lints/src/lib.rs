@@ -5,6 +5,9 @@
 //! Architecture invariant: tools are pure functions of a [`LintInput`]; they
 //! never run the compiler or read files. A tool that lacks its evidence (no
 //! SASS, no resources, unknown arch) stays silent rather than guess.
+//!
+//! Tool names double as doc anchors in `docs/tools.md`, so they differ from the
+//! ncu tools' (`RegisterSpill`, `Vectorization`): `LocalMemorySpill`, `ScalarLoads`.
 
 mod locate;
 mod syntax;
@@ -17,7 +20,7 @@ use kernelpro_source::SourceFile;
 use serde::{Deserialize, Serialize};
 
 pub use tools::{
-    Fp64Promotion, MissingRestrict, OccupancyLimit, RegisterSpill, SharedBankConflict, SyncInDivergentBranch, Vectorization,
+    Fp64Promotion, MissingRestrict, OccupancyLimit, LocalMemorySpill, SharedBankConflict, SyncInDivergentBranch, ScalarLoads,
 };
 
 /// Everything the tools may look at for one `.cu` file and one architecture.
@@ -54,7 +57,7 @@ pub trait StaticTool {
 pub struct Thresholds {
     /// OccupancyLimit fires below this theoretical occupancy (percent).
     pub occupancy_percent: f64,
-    /// RegisterSpill names at most this many source lines per kernel.
+    /// LocalMemorySpill names at most this many source lines per kernel.
     pub spill_lines: usize,
 }
 
@@ -68,8 +71,8 @@ impl Default for Thresholds {
 pub fn registry(thresholds: &Thresholds) -> Vec<Box<dyn StaticTool>> {
     vec![
         Box::new(Fp64Promotion),
-        Box::new(RegisterSpill { max_lines: thresholds.spill_lines }),
-        Box::new(Vectorization),
+        Box::new(LocalMemorySpill { max_lines: thresholds.spill_lines }),
+        Box::new(ScalarLoads),
         Box::new(MissingRestrict),
         Box::new(SyncInDivergentBranch),
         Box::new(SharedBankConflict),

@@ -105,7 +105,7 @@ fn contiguous_per_thread_loads() {
 }
 "#,
         expect![[r#"
-            Vectorization 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) where 1 64-bit load would do
-            Vectorization 6:36-6:49 each thread reads `in[k + i * n]` one element per iteration of `k`: contiguous scalar loads a vector load would cover"#]],
+            ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) where 1 64-bit load would do
+            ScalarLoads 6:36-6:49 each thread reads `in[k + i * n]` one element per iteration of `k`: contiguous scalar loads a vector load would cover"#]],
     );
 }

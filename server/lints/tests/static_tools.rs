@@ -41,13 +41,13 @@ fn h200_probe_real_recording() {
             MissingRestrict 12:42-12:57 `in` is only read in `strided_copy` but is declared without `__restrict__`
             MissingRestrict 17:30-17:44 `A` is only read in `matmul_naive` but is declared without `__restrict__`
             MissingRestrict 17:46-17:60 `B` is only read in `matmul_naive` but is declared without `__restrict__`
-            Vectorization 22:40-22:54 each thread reads `A[row * N + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+            ScalarLoads 22:40-22:54 each thread reads `A[row * N + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
             MissingRestrict 27:49-27:64 `in` is only read in `transpose_conflicts` but is declared without `__restrict__`
             SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
-            RegisterSpill 36:17-36:26 `divergent` uses local memory (32 B stack frame) without register spills
+            LocalMemorySpill 36:17-36:26 `divergent` uses local memory (32 B stack frame) without register spills
             MissingRestrict 36:37-36:51 `x` is only read in `divergent` but is declared without `__restrict__`
-            RegisterSpill 40:3-40:84 5 local-memory accesses (LDL/STL) from this line in `divergent`
-            RegisterSpill 41:3-41:63 5 local-memory accesses (LDL/STL) from this line in `divergent`"#]],
+            LocalMemorySpill 40:3-40:84 5 local-memory accesses (LDL/STL) from this line in `divergent`
+            LocalMemorySpill 41:3-41:63 5 local-memory accesses (LDL/STL) from this line in `divergent`"#]],
     );
 }
 
@@ -68,12 +68,12 @@ fn planted_kernels() {
             Fp64Promotion 10:3-10:8 FP64 in float kernel `fp64_promoted`: `scale` is declared `double`
             Fp64Promotion 11:32-11:35 FP64 in float kernel `fp64_promoted`: the double literal `0.5` promotes this expression to double
             Fp64Promotion 17:33-17:37 FP64 in float kernel `fp64_math_call`: the double literal `1e-3` promotes this expression to double
-            RegisterSpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
-            RegisterSpill 24:3-24:90 45 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
-            RegisterSpill 28:5-28:106 385 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
-            RegisterSpill 31:3-31:69 27 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
-            Vectorization 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
-            Vectorization 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+            LocalMemorySpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
+            LocalMemorySpill 24:3-24:93 45 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
+            LocalMemorySpill 28:5-28:109 385 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
+            LocalMemorySpill 31:3-31:72 27 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
+            ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
+            ScalarLoads 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
             MissingRestrict 54:40-54:49 `in` is only read in `scale_copy` but is declared without `const` and `__restrict__`
             SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
             SharedBankConflict 77:39-77:50 `tile[tx][k]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
@@ -125,19 +125,19 @@ fn findings_carry_evidence_guidance_and_doc() {
           fp64 instructions = 1
           guidance: Declare `scale` as `float` unless it really needs double precision.
           doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#fp64promotion
-        RegisterSpill [warning] kernelpro kernel=spill_accumulators
+        LocalMemorySpill [warning] kernelpro kernel=spill_accumulators
           registers = 32
           spill stores (B) = 888
           spill loads (B) = 940
           stack frame (B) = 376
           LDL/STL instructions = 457
           guidance: Reduce live values per thread (smaller per-thread arrays, less unrolling, recompute instead of keeping), or relax `__launch_bounds__(256, 8)` (fewer minimum blocks per SM allows more registers).
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#registerspill
-        Vectorization [info] kernelpro kernel=scalar_quads
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#localmemoryspill
+        ScalarLoads [info] kernelpro kernel=scalar_quads
           sass = 0x00d0 LDG.E.CONSTANT, 0x00e0 LDG.E.CONSTANT, 0x00f0 LDG.E.CONSTANT, 0x0100 LDG.E.CONSTANT
           scalar LDG on line = 4
           guidance: Load 4 elements at once through a vector type, e.g. `reinterpret_cast<const float4*>(in)[i]` (the address must be 16-byte aligned).
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#vectorization
+          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#scalarloads
         MissingRestrict [info] kernelpro kernel=scale_copy
           declared = float*
           written pointers = out
@@ -169,9 +169,9 @@ fn findings_carry_evidence_guidance_and_doc() {
 fn without_sass_only_source_and_resource_tools_fire() {
     let found = findings(&Fixture::planted(), false, &Thresholds::default());
     expect![[r#"
-        RegisterSpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
-        Vectorization 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
-        Vectorization 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+        LocalMemorySpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
+        ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
+        ScalarLoads 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
         MissingRestrict 54:40-54:49 `in` is only read in `scale_copy` but is declared without `const` and `__restrict__`
         SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
         SharedBankConflict 77:39-77:50 `tile[tx][k]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)

@@ -10,18 +10,18 @@ use kernelpro_model::{Finding, Severity};
 use kernelpro_sass::disasm::Instruction;
 use kernelpro_source::Function;
 
-pub struct RegisterSpill {
+pub struct LocalMemorySpill {
     /// At most this many source lines are named per kernel, the busiest first.
     pub max_lines: usize,
 }
 
-const NAME: &str = "RegisterSpill";
+const NAME: &str = "LocalMemorySpill";
 
 fn is_local(instruction: &Instruction) -> bool {
     matches!(instruction.base_opcode(), "LDL" | "STL")
 }
 
-impl StaticTool for RegisterSpill {
+impl StaticTool for LocalMemorySpill {
     fn name(&self) -> &'static str {
         NAME
     }

@@ -4,17 +4,17 @@ mod bank_conflict;
 mod fp64;
 mod occupancy;
 mod restrict;
-mod spill;
+mod local_memory;
 mod sync_branch;
-mod vectorization;
+mod scalar_loads;
 
 pub use bank_conflict::SharedBankConflict;
 pub use fp64::Fp64Promotion;
 pub use occupancy::OccupancyLimit;
 pub use restrict::MissingRestrict;
-pub use spill::RegisterSpill;
+pub use local_memory::LocalMemorySpill;
 pub use sync_branch::SyncInDivergentBranch;
-pub use vectorization::Vectorization;
+pub use scalar_loads::ScalarLoads;
 
 use kernelpro_model::{tool_doc_url, Finding, Severity, Span};
 

@@ -15,9 +15,9 @@ use kernelpro_source::{span_of, Function};
 use std::collections::{BTreeMap, HashSet};
 use tree_sitter::Node;
 
-pub struct Vectorization;
+pub struct ScalarLoads;
 
-const NAME: &str = "Vectorization";
+const NAME: &str = "ScalarLoads";
 
 /// Scalar element types a thread could load several of at once, with their size in bytes.
 fn element_bytes(base: &str) -> Option<u32> {
@@ -39,7 +39,7 @@ struct Candidate<'t> {
     guidance: String,
 }
 
-impl StaticTool for Vectorization {
+impl StaticTool for ScalarLoads {
     fn name(&self) -> &'static str {
         NAME
     }
