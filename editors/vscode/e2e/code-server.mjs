@@ -1,0 +1,149 @@
+// End-to-end test in a real VS Code: code-server with the built .vsix installed,
+// driven through headless Debian Chromium by playwright-core. Opens a copy of the
+// fixture, edits and saves it, then reads the diagnostics from the Problems panel
+// and the code lenses from the editor.
+//   CODE_SERVER  code-server binary      VSIX        extension package
+//   KERNELPRO_BIN, KP_FIXTURE, KP_OUT (JSON report), KP_SCREENSHOT (PNG, optional)
+// Exit 0: checks passed; 1: a check failed; 2: timeout or error.
+import { spawn, execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  if (!process.env[name]) throw new Error(`${name} is not set`);
+  return process.env[name];
+};
+const codeServer = env('CODE_SERVER');
+const vsix = env('VSIX');
+const server = env('KERNELPRO_BIN');
+const fixture = env('KP_FIXTURE');
+const outPath = env('KP_OUT');
+const timeout = Number(process.env.KP_TIMEOUT_MS ?? 240_000);
+const report = { fixture, checks: {} };
+
+const home = mkdtempSync(join(tmpdir(), 'kp-code-server-'));
+const [userData, extensions, workspace] = ['user-data', 'extensions', 'workspace'].map((d) => join(home, d));
+for (const d of [join(userData, 'User'), extensions, workspace]) mkdirSync(d, { recursive: true });
+const source = join(workspace, basename(fixture));
+copyFileSync(fixture, source);
+chmodSync(source, 0o644);
+writeFileSync(
+  join(userData, 'User', 'settings.json'),
+  JSON.stringify({
+    'kernelpro.serverPath': server,
+    'kernelpro.optimize.evaluator': 'stub:1.5',
+    'security.workspace.trust.enabled': false, // the fixture's workspace counts as trusted
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'extensions.autoCheckUpdates': false,
+    'extensions.ignoreRecommendations': true,
+    'telemetry.telemetryLevel': 'off',
+    'kernelpro.trace.server': process.env.KP_TRACE ?? 'off',
+  }),
+);
+
+const freePort = () =>
+  new Promise((done) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => done(port));
+    });
+  });
+
+const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
+execFileSync(codeServer, [...dirs, '--install-extension', vsix], { stdio: 'inherit' });
+
+const port = await freePort();
+const cs = spawn(
+  codeServer,
+  [...dirs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
+    '--disable-workspace-trust', '--disable-getting-started-override', workspace],
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CONFIG_HOME: join(home, 'config') } },
+);
+let csLog = '';
+cs.stdout.on('data', (d) => (csLog += d));
+cs.stderr.on('data', (d) => (csLog += d));
+
+let browser;
+async function finish(code) {
+  writeFileSync(outPath, JSON.stringify(report, null, 2));
+  await browser?.close().catch(() => {});
+  cs.kill();
+  rmSync(home, { recursive: true, force: true });
+  process.exit(code);
+}
+
+try {
+  await waitForServer(`http://127.0.0.1:${port}/healthz`);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.setDefaultTimeout(timeout);
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator('.monaco-workbench').waitFor();
+
+  // Open the fixture with Quick Open.
+  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } });
+  await page.keyboard.press('Control+P');
+  await page.keyboard.type(basename(fixture));
+  await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
+  await page.keyboard.press('Enter');
+  const editor = page.locator('.editor-instance .monaco-editor').first();
+  await editor.locator('.view-lines').waitFor();
+  report.language = await page.locator('.statusbar-item[id*="editor.status.mode"], #status\\.editor\\.mode').first().innerText().catch(() => null);
+
+  // Make the file dirty (type, then delete) and save: VS Code sends didSave.
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(' ');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.press('Control+S');
+
+  // Code lenses above the kernels.
+  await editor.locator('.codelens-decoration a', { hasText: 'Optimize' }).first().waitFor();
+  report.code_lens = await editor.locator('.codelens-decoration').allInnerTexts();
+
+  // The Problems panel.
+  await page.keyboard.press('Control+Shift+M');
+  const rows = page.locator('.markers-panel .monaco-tl-row');
+  await rows.filter({ hasText: /kernelpro|nvcc/ }).first().waitFor();
+  report.problems = await rows.allInnerTexts();
+
+  // The status bar item.
+  report.status_bar = await page.locator('.statusbar-item', { hasText: 'KernelPro' }).first().innerText().catch(() => null);
+
+  if (process.env.KP_SCREENSHOT) {
+    await page.screenshot({ path: process.env.KP_SCREENSHOT });
+    report.screenshot = process.env.KP_SCREENSHOT;
+  }
+
+  report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
+  report.checks.problems = report.problems.some((t) => /kernelpro|nvcc/.test(t));
+  report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
+  await finish(report.failed.length ? 1 : 0);
+} catch (e) {
+  report.error = String(e?.stack ?? e);
+  report.code_server_log = csLog.slice(-4000);
+  if (browser && process.env.KP_SCREENSHOT) {
+    const page = browser.contexts()[0]?.pages()[0];
+    await page?.screenshot({ path: process.env.KP_SCREENSHOT.replace(/\.png$/, '-failed.png') }).catch(() => {});
+  }
+  await finish(2);
+}
+
+async function waitForServer(url) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`code-server did not answer at ${url}:\n${csLog}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
