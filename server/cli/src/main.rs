@@ -2,6 +2,7 @@
 //! ends to the same core (`check`, `doctor`, ...).
 
 mod check;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
@@ -64,6 +65,11 @@ enum Command {
         #[command(flatten)]
         compile: CompileArgs,
     },
+    /// Launch a kernel on the GPU with its launch spec: time, bandwidth, energy, checksums.
+    Run(run::RunArgs),
+    /// The GPU harness's child process (internal).
+    #[command(name = "__gpu-worker", hide = true)]
+    GpuWorker,
     /// Check what KernelPro can find and use here, with the fix for each missing piece.
     Doctor {
         #[arg(long)]
@@ -73,6 +79,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::GpuWorker) = cli.command {
+        // The worker speaks JSON on stdin/stdout and needs no async runtime.
+        return ExitCode::from(kernelpro_gpu::worker_main().clamp(0, 255) as u8);
+    }
     let command = match cli.command {
         Some(c) => c,
         None if !std::io::stdin().is_terminal() => Command::Lsp,
@@ -96,6 +106,8 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Command::Check { files, format, sass, compile } => check::run(&files, format, sass, &compile).await,
+            Command::Run(args) => run::run(&args).await,
+            Command::GpuWorker => unreachable!("handled before the runtime starts"),
             Command::Doctor { json } => {
                 let report = kernelpro_core::doctor::report(&Default::default()).await;
                 if json {

@@ -13,6 +13,7 @@ pub mod compile;
 pub mod compile_db;
 pub mod analysis;
 pub mod doctor;
+pub mod harness;
 pub mod hover;
 pub mod launch;
 pub mod lens;

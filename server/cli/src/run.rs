@@ -1,0 +1,135 @@
+//! `kernelpro run`: launch one kernel on the GPU with its launch spec, time it,
+//! and (with --reference) check its outputs against another kernel.
+
+use crate::CompileArgs;
+use kernelpro_core::analysis::Analyzer;
+use kernelpro_core::harness::{self, KernelSource, RunOptions};
+use kernelpro_gpu::{JobResult, KernelRun};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    pub file: PathBuf,
+    /// The kernel to run (default: the only one with a launch spec).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Compare against this kernel: `NAME` in the same file, or `FILE.cu[:NAME]`.
+    #[arg(long)]
+    pub reference: Option<String>,
+    #[arg(long, default_value_t = 20)]
+    pub runs: u32,
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Skip the ~1 s NVML energy measurement.
+    #[arg(long)]
+    pub no_energy: bool,
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+    /// Seconds before a hung kernel is killed.
+    #[arg(long, default_value_t = 10)]
+    pub timeout: u64,
+    /// Prefix for the worker command, e.g. "srun --gres=gpu:1 --" (split on spaces).
+    #[arg(long)]
+    pub runner: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub compile: CompileArgs,
+}
+
+pub async fn run(args: &RunArgs) -> ExitCode {
+    let mut settings = args.compile.settings();
+    settings.run_timeout_secs = args.timeout;
+    if let Some(r) = &args.runner {
+        settings.runner = r.split_whitespace().map(String::from).collect();
+    }
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("{}: cannot read: {e}", args.file.display())),
+    };
+    let analyzer = Analyzer::default();
+    let cancel = CancellationToken::new();
+    let main = KernelSource { path: args.file.clone(), text: text.clone(), kernel: args.kernel.clone() };
+    let kernel = match harness::prepare(&main, &settings, &analyzer, &cancel).await {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let reference = match &args.reference {
+        None => None,
+        Some(r) => {
+            let src = match r.rsplit_once(':').filter(|(f, _)| f.ends_with(".cu") || f.ends_with(".cuh")) {
+                Some((file, name)) => KernelSource { path: file.into(), text: std::fs::read_to_string(file).unwrap_or_default(), kernel: Some(name.into()) },
+                None if r.ends_with(".cu") => KernelSource { path: r.into(), text: std::fs::read_to_string(r).unwrap_or_default(), kernel: None },
+                None => KernelSource { path: args.file.clone(), text: text.clone(), kernel: Some(r.clone()) },
+            };
+            match harness::prepare(&src, &settings, &analyzer, &cancel).await {
+                Ok(p) => Some(p),
+                Err(e) => return fail(&format!("reference: {e}")),
+            }
+        }
+    };
+    let opts = RunOptions {
+        exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+        runs: args.runs,
+        warmup: args.warmup,
+        energy: !args.no_energy,
+        device: args.device,
+    };
+    match harness::run(&kernel, reference.as_ref(), &settings, &opts).await {
+        Ok(result) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&result).expect("json"));
+            } else {
+                print!("{}", report(&result));
+            }
+            if result.correct() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("kernelpro run: {message}");
+    ExitCode::from(1)
+}
+
+pub fn report(r: &JobResult) -> String {
+    let mut s = format!("device: {} (sm_{}{})\n", r.device_name, r.compute_capability.0, r.compute_capability.1);
+    s.push_str(&kernel_report("kernel", &r.kernel));
+    if let Some(reference) = &r.reference {
+        s.push_str(&kernel_report("reference", reference));
+        s.push_str(&format!("speedup over the reference: {:.2}x\n", reference.timing.median_ms / r.kernel.timing.median_ms));
+    }
+    for c in &r.comparison {
+        match &c.worst {
+            None => s.push_str(&format!("compare {}: ok, {} elements within rtol={} atol={}\n", c.name, c.count, c.rtol, c.atol)),
+            Some(w) => s.push_str(&format!("compare {}: MISMATCH, {} of {} elements outside rtol={} atol={}; worst at index {}: {:?}\n", c.name, c.bad, c.count, c.rtol, c.atol, w.index, w)),
+        }
+    }
+    s
+}
+
+fn kernel_report(label: &str, k: &KernelRun) -> String {
+    let t = &k.timing;
+    let mut s = format!(
+        "{label} {}:\n  time      {:.4} ms median (min {:.4}, max {:.4}, sd {:.4}) over {} runs after {} warm-up, L2 flushed\n",
+        k.function, t.median_ms, t.min_ms, t.max_ms, t.stddev_ms, t.runs, t.warmup
+    );
+    if let Some(c) = &k.clocks {
+        s.push_str(&format!("  clocks    SM {} MHz, memory {} MHz\n", c.sm_mhz, c.mem_mhz));
+    }
+    s.push_str(&format!("  bandwidth {:.0} GB/s (bytes of all buffers over the median time)\n", k.dram_gbps_estimate));
+    if let Some(tf) = k.tflops {
+        s.push_str(&format!("  compute   {tf:.2} TFLOP/s\n"));
+    }
+    match &k.energy {
+        Ok(e) => s.push_str(&format!("  energy    {:.4} J per launch at {:.0} W ({} launches over {:.2} s)\n", e.joules_per_launch, e.average_watts, e.launches, e.window_s)),
+        Err(why) => s.push_str(&format!("  energy    unavailable: {why}\n")),
+    }
+    for o in &k.outputs {
+        s.push_str(&format!("  output {}: sum {:.6e}, |sum| {:.6e}, unwritten {}\n", o.name, o.sum, o.abs_sum, o.unwritten));
+    }
+    s
+}

@@ -1,0 +1,104 @@
+//! Running one kernel on a GPU: compile the file, resolve the kernel's launch
+//! spec, and hand a job to the harness child process (`kernelpro __gpu-worker`),
+//! optionally against a reference kernel on identical inputs.
+
+use crate::analysis::{Analyzer, FileAnalysis};
+use crate::settings::Settings;
+use kernelpro_gpu::{HarnessError, Image, Job, JobResult, KernelJob, run_job};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// One kernel of one file's text.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    pub path: PathBuf,
+    pub text: String,
+    /// `None`: the file's only kernel with a launch spec.
+    pub kernel: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The `kernelpro` executable that serves as the worker.
+    pub exe: PathBuf,
+    pub runs: u32,
+    pub warmup: u32,
+    pub energy: bool,
+    pub device: u32,
+}
+
+/// A kernel compiled and ready to launch; the temp dir holds its cubin.
+pub struct Prepared {
+    pub job: KernelJob,
+    pub analysis: FileAnalysis,
+    _dir: tempfile::TempDir,
+}
+
+/// Why a kernel could not be run, in words a user can act on.
+pub fn prepare_error(path: &Path, what: impl std::fmt::Display) -> String {
+    format!("{}: {what}", path.display())
+}
+
+pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyzer, cancel: &CancellationToken) -> Result<Prepared, String> {
+    let analysis = analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+    if let Some(e) = analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec") {
+        return Err(prepare_error(&src.path, format!("does not compile: line {}: {}", e.span.start.line + 1, e.message)));
+    }
+    let kernel = match &src.kernel {
+        Some(k) => k.clone(),
+        None => {
+            let mut with_spec: Vec<&String> = analysis.launch_specs.keys().collect();
+            with_spec.sort();
+            match with_spec.as_slice() {
+                [one] => (*one).clone(),
+                [] => return Err(prepare_error(&src.path, "no kernel has a launch spec: add `// kernelpro:` lines above one (see the README's launch-spec section)")),
+                many => return Err(prepare_error(&src.path, format!("several kernels have launch specs ({}): pick one with --kernel", many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")))),
+            }
+        }
+    };
+    if analysis.source.kernel(&kernel).is_none() {
+        return Err(prepare_error(&src.path, format!("no __global__ function named `{kernel}`")));
+    }
+    if let Some(e) = analysis.findings.iter().find(|f| f.source == "spec" && f.kernel.as_deref() == Some(kernel.as_str()) && f.severity == kernelpro_model::Severity::Error) {
+        return Err(prepare_error(&src.path, format!("the launch spec of `{kernel}` has an error on line {}: {}", e.span.start.line + 1, e.message)));
+    }
+    let launch = analysis
+        .launch_specs
+        .get(&kernel)
+        .cloned()
+        .ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` has no launch spec: add `// kernelpro:` lines directly above it")))?;
+    let compiled = analysis.compile.clone().ok_or_else(|| prepare_error(&src.path, "was not compiled (is nvcc installed? see `kernelpro doctor`)"))?;
+    let cubin = compiled.cubin.clone().ok_or_else(|| prepare_error(&src.path, "nvcc produced no cubin"))?;
+    let function = compiled
+        .resources
+        .iter()
+        .find(|r| r.entry && r.name == kernel)
+        .map(|r| r.mangled.clone())
+        .ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` is not in the compiled code (a template needs an explicit instantiation)")))?;
+    let dir = tempfile::Builder::new().prefix("kernelpro-run-").tempdir().map_err(|e| prepare_error(&src.path, e))?;
+    let cubin_path = dir.path().join("kernel.cubin");
+    std::fs::write(&cubin_path, cubin).map_err(|e| prepare_error(&src.path, e))?;
+    Ok(Prepared { job: KernelJob { image: Image::Cubin(cubin_path), function, launch }, analysis, _dir: dir })
+}
+
+/// Runs a prepared kernel (and reference) in the worker child; the blocking
+/// wait happens off the async runtime.
+pub async fn run(kernel: &Prepared, reference: Option<&Prepared>, settings: &Settings, opts: &RunOptions) -> Result<JobResult, HarnessError> {
+    let job = Job {
+        device: opts.device,
+        kernel: kernel.job.clone(),
+        reference: reference.map(|r| r.job.clone()),
+        warmup: opts.warmup,
+        runs: opts.runs,
+        flush_l2: true,
+        energy_window_ms: if opts.energy { 1000 } else { 0 },
+    };
+    let exe = opts.exe.clone();
+    let runner = settings.runner.clone();
+    // Each timed launch set is bounded by the run timeout; energy adds its window.
+    let timeout = Duration::from_secs(settings.run_timeout_secs.max(1)) + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO };
+    tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner))
+        .await
+        .unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
+}
