@@ -20,7 +20,8 @@ use kernelpro_source::SourceFile;
 use serde::{Deserialize, Serialize};
 
 pub use tools::{
-    Fp64Promotion, MissingRestrict, OccupancyLimit, LocalMemorySpill, SharedBankConflict, SyncInDivergentBranch, ScalarLoads,
+    Fp64Promotion, LocalMemorySpill, MissingRestrict, OccupancyLimit, ScalarLoads,
+    SharedBankConflict, SyncInDivergentBranch,
 };
 
 /// Everything the tools may look at for one `.cu` file and one architecture.
@@ -63,7 +64,10 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { occupancy_percent: 50.0, spill_lines: 5 }
+        Thresholds {
+            occupancy_percent: 50.0,
+            spill_lines: 5,
+        }
     }
 }
 
@@ -71,12 +75,16 @@ impl Default for Thresholds {
 pub fn registry(thresholds: &Thresholds) -> Vec<Box<dyn StaticTool>> {
     vec![
         Box::new(Fp64Promotion),
-        Box::new(LocalMemorySpill { max_lines: thresholds.spill_lines }),
+        Box::new(LocalMemorySpill {
+            max_lines: thresholds.spill_lines,
+        }),
         Box::new(ScalarLoads),
         Box::new(MissingRestrict),
         Box::new(SyncInDivergentBranch),
         Box::new(SharedBankConflict),
-        Box::new(OccupancyLimit { min_percent: thresholds.occupancy_percent }),
+        Box::new(OccupancyLimit {
+            min_percent: thresholds.occupancy_percent,
+        }),
     ]
 }
 
@@ -86,7 +94,10 @@ pub fn run_all(input: &LintInput) -> Vec<Finding> {
 }
 
 pub fn run_all_with(input: &LintInput, thresholds: &Thresholds) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = registry(thresholds).iter().flat_map(|tool| tool.analyze(input)).collect();
+    let mut findings: Vec<Finding> = registry(thresholds)
+        .iter()
+        .flat_map(|tool| tool.analyze(input))
+        .collect();
     findings.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
     findings
 }

@@ -14,7 +14,10 @@ pub struct Syntax<'a> {
 
 impl<'a> Syntax<'a> {
     pub fn parse(text: &'a str) -> Option<Self> {
-        Some(Syntax { text, tree: kernelpro_source::parse_tree(text)? })
+        Some(Syntax {
+            text,
+            tree: kernelpro_source::parse_tree(text)?,
+        })
     }
 
     pub fn text(&self, node: Node) -> &'a str {
@@ -24,12 +27,18 @@ impl<'a> Syntax<'a> {
     /// The `{ … }` node of a function's definition.
     pub fn body(&self, function: &Function) -> Option<Node<'_>> {
         let (start, end) = function.body_bytes?;
-        let node = self.tree.root_node().descendant_for_byte_range(start, end)?;
+        let node = self
+            .tree
+            .root_node()
+            .descendant_for_byte_range(start, end)?;
         (node.kind() == "compound_statement").then_some(node)
     }
 
     /// Bodies of the device-side functions (kernels, `__device__`, `__host__ __device__`).
-    pub fn device_bodies<'s>(&'s self, source: &'s SourceFile) -> impl Iterator<Item = (&'s Function, Node<'s>)> {
+    pub fn device_bodies<'s>(
+        &'s self,
+        source: &'s SourceFile,
+    ) -> impl Iterator<Item = (&'s Function, Node<'s>)> {
         source
             .functions
             .iter()
@@ -43,18 +52,33 @@ impl<'a> Syntax<'a> {
         for node in descendants(self.tree.root_node()) {
             match node.kind() {
                 "preproc_def" => {
-                    let (Some(name), Some(value)) = (node.child_by_field_name("name"), node.child_by_field_name("value")) else { continue };
+                    let (Some(name), Some(value)) = (
+                        node.child_by_field_name("name"),
+                        node.child_by_field_name("value"),
+                    ) else {
+                        continue;
+                    };
                     if let Ok(v) = self.text(value).trim().parse::<i64>() {
                         constants.insert(self.text(name).to_string(), v);
                     }
                 }
                 "init_declarator" => {
-                    let is_const = node.parent().is_some_and(|d| self.text(d).starts_with("const") || self.text(d).starts_with("constexpr") || self.text(d).starts_with("static const"));
-                    let (Some(name), Some(value)) = (node.child_by_field_name("declarator"), node.child_by_field_name("value")) else { continue };
-                    if is_const && name.kind() == "identifier" {
-                        if let Some(v) = self.eval(value, &constants) {
-                            constants.insert(self.text(name).to_string(), v);
-                        }
+                    let is_const = node.parent().is_some_and(|d| {
+                        self.text(d).starts_with("const")
+                            || self.text(d).starts_with("constexpr")
+                            || self.text(d).starts_with("static const")
+                    });
+                    let (Some(name), Some(value)) = (
+                        node.child_by_field_name("declarator"),
+                        node.child_by_field_name("value"),
+                    ) else {
+                        continue;
+                    };
+                    if is_const
+                        && name.kind() == "identifier"
+                        && let Some(v) = self.eval(value, &constants)
+                    {
+                        constants.insert(self.text(name).to_string(), v);
                     }
                 }
                 _ => {}
@@ -96,14 +120,20 @@ impl<'a> Syntax<'a> {
         let mut assignments = Vec::new();
         for node in descendants(body) {
             let (target, value) = match node.kind() {
-                "init_declarator" => (node.child_by_field_name("declarator"), node.child_by_field_name("value")),
-                "assignment_expression" => (node.child_by_field_name("left"), node.child_by_field_name("right")),
+                "init_declarator" => (
+                    node.child_by_field_name("declarator"),
+                    node.child_by_field_name("value"),
+                ),
+                "assignment_expression" => (
+                    node.child_by_field_name("left"),
+                    node.child_by_field_name("right"),
+                ),
                 _ => continue,
             };
-            if let (Some(target), Some(value)) = (target, value) {
-                if target.kind() == "identifier" {
-                    assignments.push((self.text(target).to_string(), value));
-                }
+            if let (Some(target), Some(value)) = (target, value)
+                && target.kind() == "identifier"
+            {
+                assignments.push((self.text(target).to_string(), value));
             }
         }
         let mut tainted = HashSet::new();
@@ -135,20 +165,37 @@ impl<'a> Syntax<'a> {
 
     /// The stride between neighbouring threads of `index` when it is affine in a
     /// thread-dependent variable (`tx * 32 + k` → 32), `None` when unknown.
-    pub fn thread_stride(&self, index: Node, tainted: &HashSet<String>, constants: &HashMap<String, i64>) -> Option<i64> {
+    pub fn thread_stride(
+        &self,
+        index: Node,
+        tainted: &HashSet<String>,
+        constants: &HashMap<String, i64>,
+    ) -> Option<i64> {
         let depends = |n: Node| self.mentions_thread(n, &["x"], tainted);
         if !depends(index) {
             return Some(0);
         }
         match index.kind() {
             "identifier" | "field_expression" => Some(1),
-            "parenthesized_expression" => self.thread_stride(index.named_child(0)?, tainted, constants),
+            "parenthesized_expression" => {
+                self.thread_stride(index.named_child(0)?, tainted, constants)
+            }
             "binary_expression" => {
-                let (l, r) = (index.child_by_field_name("left")?, index.child_by_field_name("right")?);
+                let (l, r) = (
+                    index.child_by_field_name("left")?,
+                    index.child_by_field_name("right")?,
+                );
                 match self.operator(index)? {
-                    "+" | "-" => Some(self.thread_stride(l, tainted, constants)? + self.thread_stride(r, tainted, constants)?),
-                    "*" if depends(l) && !depends(r) => Some(self.thread_stride(l, tainted, constants)? * self.eval(r, constants)?),
-                    "*" if depends(r) && !depends(l) => Some(self.thread_stride(r, tainted, constants)? * self.eval(l, constants)?),
+                    "+" | "-" => Some(
+                        self.thread_stride(l, tainted, constants)?
+                            + self.thread_stride(r, tainted, constants)?,
+                    ),
+                    "*" if depends(l) && !depends(r) => {
+                        Some(self.thread_stride(l, tainted, constants)? * self.eval(r, constants)?)
+                    }
+                    "*" if depends(r) && !depends(l) => {
+                        Some(self.thread_stride(r, tainted, constants)? * self.eval(l, constants)?)
+                    }
                     "%" if !depends(r) => self.thread_stride(l, tainted, constants),
                     _ => None,
                 }
@@ -174,7 +221,10 @@ pub fn descendants(node: Node) -> Vec<Node> {
 /// `32`, `0x20`, `32u` as an integer; floating literals give `None`.
 fn parse_int(literal: &str) -> Option<i64> {
     let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+    match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => digits.parse().ok(),
     }

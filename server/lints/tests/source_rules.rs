@@ -5,8 +5,8 @@
 mod common;
 
 use common::render;
-use expect_test::{expect, Expect};
-use kernelpro_lints::{run_all, LintInput};
+use expect_test::{Expect, expect};
+use kernelpro_lints::{LintInput, run_all};
 
 fn check(src: &str, expected: Expect) {
     let source = kernelpro_source::parse(src);
@@ -46,7 +46,9 @@ __global__ void k(float* a, float* b, float* c, float* d, float* e, float* f, co
 fn read_only_kernel_without_writes_needs_only_const() {
     check(
         "__global__ void k(const float* x, float* y) { float s = x[0] + y[1]; (void)s; }\n",
-        expect![[r#"MissingRestrict 1:35-1:43 `y` is only read in `k` but is declared without `const`"#]],
+        expect![[
+            r#"MissingRestrict 1:35-1:43 `y` is only read in `k` but is declared without `const`"#
+        ]],
     );
 }
 

@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{findings, render, Fixture};
-use expect_test::{expect, Expect};
+use common::{Fixture, findings, render};
+use expect_test::{Expect, expect};
 use kernelpro_lints::Thresholds;
 use kernelpro_model::Finding;
 use std::collections::BTreeSet;
@@ -21,18 +21,30 @@ fn check(fixture: &Fixture, expected: Expect) {
 fn expected_markers(cu: &str) -> BTreeSet<(u32, String)> {
     cu.lines()
         .enumerate()
-        .filter_map(|(i, line)| Some((i as u32 + 1, line.split_once("// expect: ")?.1.trim().to_string())))
+        .filter_map(|(i, line)| {
+            Some((
+                i as u32 + 1,
+                line.split_once("// expect: ")?.1.trim().to_string(),
+            ))
+        })
         .collect()
 }
 
 fn finding_lines(findings: &[Finding]) -> BTreeSet<(u32, String)> {
-    findings.iter().map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default())).collect()
+    findings
+        .iter()
+        .map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default()))
+        .collect()
 }
 
 #[test]
 fn h200_probe_real_recording() {
     // nvcc 13.0 on the H200 machine, `nvdisasm -g -c`.
-    let fixture = Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt");
+    let fixture = Fixture::recorded(
+        "h200-probe/kernels.cu",
+        "h200-probe/nvdisasm_g.txt",
+        "h200-probe/ptxas.txt",
+    );
     check(
         &fixture,
         expect![[r#"
@@ -53,10 +65,21 @@ fn h200_probe_real_recording() {
 
 #[test]
 fn h200_probe_pinned_nvcc_gives_the_same_findings() {
-    let real = Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt");
-    let pinned = Fixture::recorded("h200-probe/kernels.cu", "lints/kernels.sm90.nvdisasm.txt", "lints/kernels.sm90.ptxas.txt");
+    let real = Fixture::recorded(
+        "h200-probe/kernels.cu",
+        "h200-probe/nvdisasm_g.txt",
+        "h200-probe/ptxas.txt",
+    );
+    let pinned = Fixture::recorded(
+        "h200-probe/kernels.cu",
+        "lints/kernels.sm90.nvdisasm.txt",
+        "lints/kernels.sm90.ptxas.txt",
+    );
     let t = Thresholds::default();
-    assert_eq!(render(&findings(&pinned, true, &t)), render(&findings(&real, true, &t)));
+    assert_eq!(
+        render(&findings(&pinned, true, &t)),
+        render(&findings(&real, true, &t))
+    );
 }
 
 #[test]
@@ -106,7 +129,11 @@ fn findings_carry_evidence_guidance_and_doc() {
         .iter()
         .filter(|f| seen.insert(f.code.clone()))
         .map(|f| {
-            let evidence: Vec<String> = f.evidence.iter().map(|e| format!("  {} = {}", e.name, e.value)).collect();
+            let evidence: Vec<String> = f
+                .evidence
+                .iter()
+                .map(|e| format!("  {} = {}", e.name, e.value))
+                .collect();
             format!(
                 "{} [{}] {} kernel={}\n{}\n  guidance: {}\n  doc: {}",
                 f.code.as_deref().unwrap_or("?"),
@@ -182,10 +209,19 @@ fn without_sass_only_source_and_resource_tools_fire() {
 
 #[test]
 fn occupancy_threshold_is_configurable() {
-    let thresholds = Thresholds { occupancy_percent: 30.0, ..Thresholds::default() };
+    let thresholds = Thresholds {
+        occupancy_percent: 30.0,
+        ..Thresholds::default()
+    };
     let found = findings(&Fixture::planted(), true, &thresholds);
-    let occupancy: Vec<_> = found.iter().filter(|f| f.code.as_deref() == Some("OccupancyLimit")).collect();
-    let kernels: Vec<_> = occupancy.iter().map(|f| f.kernel.as_deref().unwrap_or("?")).collect();
+    let occupancy: Vec<_> = found
+        .iter()
+        .filter(|f| f.code.as_deref() == Some("OccupancyLimit"))
+        .collect();
+    let kernels: Vec<_> = occupancy
+        .iter()
+        .map(|f| f.kernel.as_deref().unwrap_or("?"))
+        .collect();
     // many_registers: 37.5% and big_shared: 25%; only the latter is under 30%.
     assert_eq!(kernels, ["big_shared"]);
 }

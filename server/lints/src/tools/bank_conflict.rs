@@ -7,7 +7,7 @@
 
 use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
-use crate::syntax::{descendants, Syntax};
+use crate::syntax::{Syntax, descendants};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_source::span_of;
@@ -33,7 +33,9 @@ impl StaticTool for SharedBankConflict {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(syntax) = Syntax::parse(input.text) else { return Vec::new() };
+        let Some(syntax) = Syntax::parse(input.text) else {
+            return Vec::new();
+        };
         let constants = syntax.constants();
         let global_arrays = shared_arrays(&syntax, syntax.tree.root_node(), &constants, false);
         let mut findings = Vec::new();
@@ -41,10 +43,18 @@ impl StaticTool for SharedBankConflict {
             let tainted = syntax.thread_dependent(body, &["x"]);
             let mut arrays = shared_arrays(&syntax, body, &constants, true);
             arrays.extend(global_arrays.iter().cloned());
-            for access in descendants(body).into_iter().filter(|n| is_outer_subscript(*n)) {
+            for access in descendants(body)
+                .into_iter()
+                .filter(|n| is_outer_subscript(*n))
+            {
                 let (base, indices) = subscript_chain(access);
-                let Some(array) = arrays.iter().find(|a| syntax.text(base) == a.name) else { continue };
-                let Some(conflict) = conflict(&syntax, array, &indices, &tainted, &constants) else { continue };
+                let Some(array) = arrays.iter().find(|a| syntax.text(base) == a.name) else {
+                    continue;
+                };
+                let Some(conflict) = conflict(&syntax, array, &indices, &tainted, &constants)
+                else {
+                    continue;
+                };
                 let line = access.start_position().row as u32 + 1;
                 let sass: Vec<_> = input
                     .sass
@@ -53,10 +63,28 @@ impl StaticTool for SharedBankConflict {
                     .into_iter()
                     .filter(|i| matches!(i.base_opcode(), "LDS" | "STS"))
                     .collect();
-                let mut f = finding(NAME, Severity::Warning, span_of(access), &function.name, format!("`{}`: {}", syntax.text(access), conflict.0))
-                    .with_evidence("shared array", format!("__shared__ {} {}{}", array.element, array.name, array.dims.iter().map(|d| format!("[{d}]")).collect::<String>()))
-                    .with_evidence("stride between threads (words)", conflict.1)
-                    .with_guidance(conflict.2);
+                let mut f = finding(
+                    NAME,
+                    Severity::Warning,
+                    span_of(access),
+                    &function.name,
+                    format!("`{}`: {}", syntax.text(access), conflict.0),
+                )
+                .with_evidence(
+                    "shared array",
+                    format!(
+                        "__shared__ {} {}{}",
+                        array.element,
+                        array.name,
+                        array
+                            .dims
+                            .iter()
+                            .map(|d| format!("[{d}]"))
+                            .collect::<String>()
+                    ),
+                )
+                .with_evidence("stride between threads (words)", conflict.1)
+                .with_guidance(conflict.2);
                 if !sass.is_empty() {
                     f = f.with_evidence("sass", listing(&sass, 4));
                 }
@@ -68,7 +96,13 @@ impl StaticTool for SharedBankConflict {
 }
 
 /// Message, stride in words and guidance when `indices` (outermost first) conflict.
-fn conflict(syntax: &Syntax, array: &SharedArray, indices: &[Node], tainted: &std::collections::HashSet<String>, constants: &HashMap<String, i64>) -> Option<(String, i64, String)> {
+fn conflict(
+    syntax: &Syntax,
+    array: &SharedArray,
+    indices: &[Node],
+    tainted: &std::collections::HashSet<String>,
+    constants: &HashMap<String, i64>,
+) -> Option<(String, i64, String)> {
     let depends = |n: &Node| syntax.mentions_thread(*n, &["x"], tainted);
     if let ([first, .., last], [.., row]) = (indices, array.dims.as_slice()) {
         let row_words = row * array.words;
@@ -81,9 +115,17 @@ fn conflict(syntax: &Syntax, array: &SharedArray, indices: &[Node], tainted: &st
             *inner = format!("[{}]", row + 1);
         }
         return Some((
-            format!("threads of a warp read a column of `{}`, whose rows are {row_words} words apart: they share banks (up to 32-way conflicts)", array.name),
+            format!(
+                "threads of a warp read a column of `{}`, whose rows are {row_words} words apart: they share banks (up to 32-way conflicts)",
+                array.name
+            ),
             row_words,
-            format!("Pad the inner dimension by one element: `__shared__ {} {}{}`.", array.element, array.name, padded.concat()),
+            format!(
+                "Pad the inner dimension by one element: `__shared__ {} {}{}`.",
+                array.element,
+                array.name,
+                padded.concat()
+            ),
         ));
     }
     let [index] = indices else { return None };
@@ -92,20 +134,45 @@ fn conflict(syntax: &Syntax, array: &SharedArray, indices: &[Node], tainted: &st
         return None;
     }
     Some((
-        format!("neighbouring threads are {stride} words apart, so they all hit the same bank (32-way conflict)"),
+        format!(
+            "neighbouring threads are {stride} words apart, so they all hit the same bank (32-way conflict)"
+        ),
         stride,
-        format!("Use an odd stride (e.g. {} words: pad each thread's row by one element) or let consecutive threads read consecutive words.", stride / array.words * array.words + array.words),
+        format!(
+            "Use an odd stride (e.g. {} words: pad each thread's row by one element) or let consecutive threads read consecutive words.",
+            stride / array.words * array.words + array.words
+        ),
     ))
 }
 
 /// `__shared__` array declarations directly in `scope` (file scope when `nested` is false).
-fn shared_arrays(syntax: &Syntax, scope: Node, constants: &HashMap<String, i64>, nested: bool) -> Vec<SharedArray> {
-    let declarations = if nested { descendants(scope) } else { (0..scope.named_child_count()).filter_map(|i| scope.named_child(i)).collect() };
+fn shared_arrays(
+    syntax: &Syntax,
+    scope: Node,
+    constants: &HashMap<String, i64>,
+    nested: bool,
+) -> Vec<SharedArray> {
+    let declarations = if nested {
+        descendants(scope)
+    } else {
+        (0..scope.named_child_count())
+            .filter_map(|i| scope.named_child(i))
+            .collect()
+    };
     let mut arrays = Vec::new();
-    for declaration in declarations.into_iter().filter(|n| n.kind() == "declaration") {
-        let shared = (0..declaration.child_count()).filter_map(|i| declaration.child(i)).any(|c| syntax.text(c) == "__shared__");
-        let Some(ty) = declaration.child_by_field_name("type") else { continue };
-        let Some(words) = element_words(syntax.text(ty)) else { continue };
+    for declaration in declarations
+        .into_iter()
+        .filter(|n| n.kind() == "declaration")
+    {
+        let shared = (0..declaration.child_count())
+            .filter_map(|i| declaration.child(i))
+            .any(|c| syntax.text(c) == "__shared__");
+        let Some(ty) = declaration.child_by_field_name("type") else {
+            continue;
+        };
+        let Some(words) = element_words(syntax.text(ty)) else {
+            continue;
+        };
         if !shared {
             continue;
         }
@@ -114,16 +181,27 @@ fn shared_arrays(syntax: &Syntax, scope: Node, constants: &HashMap<String, i64>,
             let mut dims = Vec::new();
             let mut node = declarator;
             while node.kind() == "array_declarator" {
-                dims.push(node.child_by_field_name("size").and_then(|s| syntax.eval(s, constants)));
-                let Some(inner) = node.child_by_field_name("declarator") else { break };
+                dims.push(
+                    node.child_by_field_name("size")
+                        .and_then(|s| syntax.eval(s, constants)),
+                );
+                let Some(inner) = node.child_by_field_name("declarator") else {
+                    break;
+                };
                 node = inner;
             }
             // Array declarators nest outermost-last: `t[A][B]` is (t[A])[B].
             dims.reverse();
-            if node.kind() == "identifier" && !dims.is_empty() {
-                if let Some(dims) = dims.into_iter().collect::<Option<Vec<i64>>>() {
-                    arrays.push(SharedArray { name: syntax.text(node).to_string(), element: syntax.text(ty).to_string(), words, dims });
-                }
+            if node.kind() == "identifier"
+                && !dims.is_empty()
+                && let Some(dims) = dims.into_iter().collect::<Option<Vec<i64>>>()
+            {
+                arrays.push(SharedArray {
+                    name: syntax.text(node).to_string(),
+                    element: syntax.text(ty).to_string(),
+                    words,
+                    dims,
+                });
             }
         }
     }
@@ -134,7 +212,8 @@ fn shared_arrays(syntax: &Syntax, scope: Node, constants: &HashMap<String, i64>,
 fn element_words(ty: &str) -> Option<i64> {
     match ty {
         "float" | "int" | "unsigned" | "unsigned int" | "uint32_t" | "int32_t" => Some(1),
-        "double" | "long long" | "unsigned long long" | "int64_t" | "uint64_t" | "float2" | "int2" => Some(2),
+        "double" | "long long" | "unsigned long long" | "int64_t" | "uint64_t" | "float2"
+        | "int2" => Some(2),
         "float4" | "int4" | "double2" => Some(4),
         _ => None,
     }
@@ -142,7 +221,9 @@ fn element_words(ty: &str) -> Option<i64> {
 
 fn is_outer_subscript(node: Node) -> bool {
     node.kind() == "subscript_expression"
-        && !node.parent().is_some_and(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node))
+        && !node.parent().is_some_and(|p| {
+            p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node)
+        })
 }
 
 /// `t[a][b]` → (`t`, [a, b]).
@@ -150,10 +231,15 @@ fn subscript_chain(access: Node) -> (Node, Vec<Node>) {
     let mut indices = Vec::new();
     let mut node = access;
     while node.kind() == "subscript_expression" {
-        if let Some(index) = node.child_by_field_name("indices").and_then(|l| l.named_child(0)) {
+        if let Some(index) = node
+            .child_by_field_name("indices")
+            .and_then(|l| l.named_child(0))
+        {
             indices.push(index);
         }
-        let Some(inner) = node.child_by_field_name("argument") else { break };
+        let Some(inner) = node.child_by_field_name("argument") else {
+            break;
+        };
         node = inner;
     }
     indices.reverse();

@@ -6,11 +6,11 @@
 
 use super::finding;
 use crate::locate::{lines_with, listing, sass_functions};
-use crate::syntax::{descendants, is_double_literal, Syntax};
+use crate::syntax::{Syntax, descendants, is_double_literal};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_sass::disasm::Instruction;
-use kernelpro_source::{span_of, FnKind};
+use kernelpro_source::{FnKind, span_of};
 use std::collections::{BTreeMap, HashSet};
 use tree_sitter::Node;
 
@@ -20,16 +20,19 @@ const NAME: &str = "Fp64Promotion";
 
 /// Math functions whose unsuffixed name has a double overload.
 const MATH: &[&str] = &[
-    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
-    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "fabs", "floor", "ceil", "round", "trunc",
-    "fmod", "fmin", "fmax", "fma", "hypot",
+    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
+    "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf",
+    "fabs", "floor", "ceil", "round", "trunc", "fmod", "fmin", "fmax", "fma", "hypot",
 ];
 
 fn is_fp64(instruction: &Instruction) -> bool {
     let op = instruction.opcode.as_str();
-    matches!(instruction.base_opcode(), "DADD" | "DMUL" | "DFMA" | "DSETP" | "DMNMX" | "DSET")
-        || (matches!(instruction.base_opcode(), "F2F" | "I2F" | "F2I") && op.contains("F64"))
-        || op.starts_with("MUFU.RCP64") || op.starts_with("MUFU.RSQ64")
+    matches!(
+        instruction.base_opcode(),
+        "DADD" | "DMUL" | "DFMA" | "DSETP" | "DMNMX" | "DSET"
+    ) || (matches!(instruction.base_opcode(), "F2F" | "I2F" | "F2I") && op.contains("F64"))
+        || op.starts_with("MUFU.RCP64")
+        || op.starts_with("MUFU.RSQ64")
 }
 
 /// Why a line computes in double, with the node to underline.
@@ -46,31 +49,49 @@ impl StaticTool for Fp64Promotion {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let (Some(sass), Some(syntax)) = (input.sass, Syntax::parse(input.text)) else { return Vec::new() };
+        let (Some(sass), Some(syntax)) = (input.sass, Syntax::parse(input.text)) else {
+            return Vec::new();
+        };
         // 1-based line → (kernel, FP64 instructions), over every kernel that ran it.
         let mut lines: BTreeMap<u32, (String, Vec<&Instruction>)> = BTreeMap::new();
         for kernel in input.source.kernels() {
             for function in sass_functions(sass, &kernel.name) {
                 for (line, hits) in lines_with(function, input.path, is_fp64) {
-                    lines.entry(line).or_insert_with(|| (kernel.name.clone(), Vec::new())).1.extend(hits);
+                    lines
+                        .entry(line)
+                        .or_insert_with(|| (kernel.name.clone(), Vec::new()))
+                        .1
+                        .extend(hits);
                 }
             }
         }
         let mut findings = Vec::new();
         for (line, (kernel, hits)) in lines {
-            let Some(function) = input.source.function_at_line(line.saturating_sub(1)) else { continue };
+            let Some(function) = input.source.function_at_line(line.saturating_sub(1)) else {
+                continue;
+            };
             let genuine = function.params.iter().any(|p| p.base.contains("double"));
             if function.kind == FnKind::Host || genuine {
                 continue;
             }
-            let Some(body) = syntax.body(function) else { continue };
-            let Some(cause) = cause_on_line(&syntax, body, line - 1) else { continue };
+            let Some(body) = syntax.body(function) else {
+                continue;
+            };
+            let Some(cause) = cause_on_line(&syntax, body, line - 1) else {
+                continue;
+            };
             let (node, message, guidance) = describe(&syntax, &cause);
             findings.push(
-                finding(NAME, Severity::Warning, span_of(node), &kernel, format!("FP64 in float kernel `{kernel}`: {message}"))
-                    .with_evidence("sass", listing(&hits, 6))
-                    .with_evidence("fp64 instructions", hits.len())
-                    .with_guidance(guidance),
+                finding(
+                    NAME,
+                    Severity::Warning,
+                    span_of(node),
+                    &kernel,
+                    format!("FP64 in float kernel `{kernel}`: {message}"),
+                )
+                .with_evidence("sass", listing(&hits, 6))
+                .with_evidence("fp64 instructions", hits.len())
+                .with_guidance(guidance),
             );
         }
         findings
@@ -80,15 +101,27 @@ impl StaticTool for Fp64Promotion {
 /// The first visible cause of double arithmetic on a 0-based line, by priority.
 fn cause_on_line<'t>(syntax: &Syntax, body: Node<'t>, line: u32) -> Option<Cause<'t>> {
     let doubles = double_locals(syntax, body);
-    let on_line: Vec<Node> = descendants(body).into_iter().filter(|n| n.start_position().row as u32 == line).collect();
-    let literal = on_line.iter().find(|n| n.kind() == "number_literal" && is_double_literal(syntax.text(**n)));
-    let local = on_line.iter().find(|n| n.kind() == "identifier" && doubles.contains(syntax.text(**n)));
+    let on_line: Vec<Node> = descendants(body)
+        .into_iter()
+        .filter(|n| n.start_position().row as u32 == line)
+        .collect();
+    let literal = on_line
+        .iter()
+        .find(|n| n.kind() == "number_literal" && is_double_literal(syntax.text(**n)));
+    let local = on_line
+        .iter()
+        .find(|n| n.kind() == "identifier" && doubles.contains(syntax.text(**n)));
     let call = on_line.iter().find_map(|n| {
-        let callee = (n.kind() == "call_expression").then(|| n.child_by_field_name("function")).flatten()?;
+        let callee = (n.kind() == "call_expression")
+            .then(|| n.child_by_field_name("function"))
+            .flatten()?;
         let name = syntax.text(callee).trim_start_matches("std::");
-        MATH.contains(&name).then(|| Cause::MathCall(*n, name.to_string()))
+        MATH.contains(&name)
+            .then(|| Cause::MathCall(*n, name.to_string()))
     });
-    let double_type = on_line.iter().find(|n| n.kind() == "primitive_type" && syntax.text(**n) == "double");
+    let double_type = on_line
+        .iter()
+        .find(|n| n.kind() == "primitive_type" && syntax.text(**n) == "double");
     literal
         .map(|n| Cause::Literal(*n))
         .or_else(|| local.map(|n| Cause::DoubleLocal(*n)))
@@ -99,11 +132,19 @@ fn cause_on_line<'t>(syntax: &Syntax, body: Node<'t>, line: u32) -> Option<Cause
 /// Names declared with type `double` in the body.
 fn double_locals(syntax: &Syntax, body: Node) -> HashSet<String> {
     let mut names = HashSet::new();
-    for declaration in descendants(body).into_iter().filter(|n| n.kind() == "declaration") {
-        if declaration.child_by_field_name("type").is_some_and(|t| syntax.text(t) == "double") {
+    for declaration in descendants(body)
+        .into_iter()
+        .filter(|n| n.kind() == "declaration")
+    {
+        if declaration
+            .child_by_field_name("type")
+            .is_some_and(|t| syntax.text(t) == "double")
+        {
             let mut cursor = declaration.walk();
             for declarator in declaration.children_by_field_name("declarator", &mut cursor) {
-                let name = declarator.child_by_field_name("declarator").unwrap_or(declarator);
+                let name = declarator
+                    .child_by_field_name("declarator")
+                    .unwrap_or(declarator);
                 if name.kind() == "identifier" {
                     names.insert(syntax.text(name).to_string());
                 }
@@ -125,13 +166,23 @@ fn describe<'t>(syntax: &Syntax, cause: &Cause<'t>) -> (Node<'t>, String, String
         }
         Cause::DoubleLocal(n) => {
             let text = syntax.text(*n);
-            (*n, format!("`{text}` is declared `double`"), format!("Declare `{text}` as `float` unless it really needs double precision."))
+            (
+                *n,
+                format!("`{text}` is declared `double`"),
+                format!("Declare `{text}` as `float` unless it really needs double precision."),
+            )
         }
         Cause::MathCall(n, name) => (
             *n,
             format!("`{name}` is called on a double argument and runs the double version"),
-            format!("Call `{name}f` and keep its argument float (check for double literals inside it)."),
+            format!(
+                "Call `{name}f` and keep its argument float (check for double literals inside it)."
+            ),
         ),
-        Cause::DoubleType(n) => (*n, "a `double` conversion forces double arithmetic".to_string(), "Use `float` here.".to_string()),
+        Cause::DoubleType(n) => (
+            *n,
+            "a `double` conversion forces double arithmetic".to_string(),
+            "Use `float` here.".to_string(),
+        ),
     }
 }

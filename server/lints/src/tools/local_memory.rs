@@ -29,17 +29,30 @@ impl StaticTool for LocalMemorySpill {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         for kernel in input.source.kernels() {
-            let resources = input.resources.iter().find(|r| r.entry && short_name(&r.name) == kernel.name && (r.arch.is_empty() || r.arch == input.arch));
+            let resources = input.resources.iter().find(|r| {
+                r.entry
+                    && short_name(&r.name) == kernel.name
+                    && (r.arch.is_empty() || r.arch == input.arch)
+            });
             let mut lines: Vec<(u32, Vec<&Instruction>)> = input
                 .sass
-                .map(|sass| sass_functions(sass, &kernel.name).into_iter().flat_map(|f| lines_with(f, input.path, is_local)).collect())
+                .map(|sass| {
+                    sass_functions(sass, &kernel.name)
+                        .into_iter()
+                        .flat_map(|f| lines_with(f, input.path, is_local))
+                        .collect()
+                })
                 .unwrap_or_default();
             let spills = resources.is_some_and(|r| r.spills());
             let stack = resources.map_or(0, |r| r.stack_frame);
             if !spills && stack == 0 && lines.is_empty() {
                 continue;
             }
-            let severity = if spills { Severity::Warning } else { Severity::Information };
+            let severity = if spills {
+                Severity::Warning
+            } else {
+                Severity::Information
+            };
             let local_ops: usize = lines.iter().map(|(_, i)| i.len()).sum();
             let mut summary = match resources {
                 Some(r) if spills => finding(
@@ -57,7 +70,10 @@ impl StaticTool for LocalMemorySpill {
                     severity,
                     kernel.name_span,
                     &kernel.name,
-                    format!("`{}` uses local memory ({stack} B stack frame) without register spills", kernel.name),
+                    format!(
+                        "`{}` uses local memory ({stack} B stack frame) without register spills",
+                        kernel.name
+                    ),
                 ),
             };
             if let Some(r) = resources {
@@ -68,7 +84,11 @@ impl StaticTool for LocalMemorySpill {
                     .with_evidence("stack frame (B)", r.stack_frame);
             }
             let guidance = guidance(input.text, kernel, spills);
-            findings.push(summary.with_evidence("LDL/STL instructions", local_ops).with_guidance(guidance.clone()));
+            findings.push(
+                summary
+                    .with_evidence("LDL/STL instructions", local_ops)
+                    .with_guidance(guidance.clone()),
+            );
 
             // The busiest lines, reported in source order.
             lines.sort_by_key(|(line, hits)| (std::cmp::Reverse(hits.len()), *line));
@@ -81,7 +101,11 @@ impl StaticTool for LocalMemorySpill {
                         severity,
                         line_span(input.text, line - 1),
                         &kernel.name,
-                        format!("{} local-memory accesses (LDL/STL) from this line in `{}`", hits.len(), kernel.name),
+                        format!(
+                            "{} local-memory accesses (LDL/STL) from this line in `{}`",
+                            hits.len(),
+                            kernel.name
+                        ),
                     )
                     .with_evidence("sass", listing(&hits, 6))
                     .with_guidance(guidance.clone()),
@@ -99,14 +123,19 @@ fn guidance(text: &str, kernel: &Function, spills: bool) -> String {
                 (#pragma unroll), or use __sinf/__cosf when arguments are small."
             .to_string();
     }
-    let head = &text[kernel.start_byte..kernel.body_bytes.map_or(kernel.end_byte, |(body, _)| body)];
+    let head =
+        &text[kernel.start_byte..kernel.body_bytes.map_or(kernel.end_byte, |(body, _)| body)];
     let cap = head.find("__launch_bounds__").map(|at| {
         let rest = &head[at..];
         rest[..rest.find(')').map_or(rest.len(), |e| e + 1)].to_string()
     });
     let relax = match cap {
-        Some(bounds) => format!("relax `{bounds}` (fewer minimum blocks per SM allows more registers)"),
+        Some(bounds) => {
+            format!("relax `{bounds}` (fewer minimum blocks per SM allows more registers)")
+        }
         None => "check -maxrregcount".to_string(),
     };
-    format!("Reduce live values per thread (smaller per-thread arrays, less unrolling, recompute instead of keeping), or {relax}.")
+    format!(
+        "Reduce live values per thread (smaller per-thread arrays, less unrolling, recompute instead of keeping), or {relax}."
+    )
 }

@@ -2,25 +2,34 @@
 
 mod bank_conflict;
 mod fp64;
+mod local_memory;
 mod occupancy;
 mod restrict;
-mod local_memory;
-mod sync_branch;
 mod scalar_loads;
+mod sync_branch;
 
 pub use bank_conflict::SharedBankConflict;
 pub use fp64::Fp64Promotion;
+pub use local_memory::LocalMemorySpill;
 pub use occupancy::OccupancyLimit;
 pub use restrict::MissingRestrict;
-pub use local_memory::LocalMemorySpill;
-pub use sync_branch::SyncInDivergentBranch;
 pub use scalar_loads::ScalarLoads;
+pub use sync_branch::SyncInDivergentBranch;
 
-use kernelpro_model::{tool_doc_url, Finding, Severity, Span};
+use kernelpro_model::{Finding, Severity, Span, tool_doc_url};
 
 /// A finding of `tool` about `kernel`, with the tool's code and doc link.
-fn finding(tool: &'static str, severity: Severity, span: Span, kernel: &str, message: String) -> Finding {
-    Finding::new("kernelpro", severity, span, message).with_code(tool).with_kernel(kernel).with_doc(tool_doc_url(tool))
+fn finding(
+    tool: &'static str,
+    severity: Severity,
+    span: Span,
+    kernel: &str,
+    message: String,
+) -> Finding {
+    Finding::new("kernelpro", severity, span, message)
+        .with_code(tool)
+        .with_kernel(kernel)
+        .with_doc(tool_doc_url(tool))
 }
 
 /// The non-blank part of a 0-based line, so a line-level finding underlines code, not indent.
@@ -28,5 +37,8 @@ fn line_span(text: &str, line: u32) -> Span {
     let content = text.lines().nth(line as usize).unwrap_or("");
     let start = content.len() - content.trim_start().len();
     let end = content.trim_end().len().max(start);
-    Span::new(kernelpro_model::Pos::new(line, start as u32), kernelpro_model::Pos::new(line, end as u32))
+    Span::new(
+        kernelpro_model::Pos::new(line, start as u32),
+        kernelpro_model::Pos::new(line, end as u32),
+    )
 }

@@ -5,7 +5,7 @@ use super::finding;
 use crate::locate::short_name;
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
-use kernelpro_sass::occupancy::{occupancy, ArchLimits, Limiter};
+use kernelpro_sass::occupancy::{ArchLimits, Limiter, occupancy};
 
 pub struct OccupancyLimit {
     /// Fires below this occupancy, in percent.
@@ -20,37 +20,62 @@ impl StaticTool for OccupancyLimit {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(limits) = ArchLimits::for_arch(input.arch) else { return Vec::new() };
+        let Some(limits) = ArchLimits::for_arch(input.arch) else {
+            return Vec::new();
+        };
         let mut findings = Vec::new();
         for kernel in input.source.kernels() {
-            let Some(r) = input.resources.iter().find(|r| r.entry && short_name(&r.name) == kernel.name && (r.arch.is_empty() || r.arch == input.arch)) else {
+            let Some(r) = input.resources.iter().find(|r| {
+                r.entry
+                    && short_name(&r.name) == kernel.name
+                    && (r.arch.is_empty() || r.arch == input.arch)
+            }) else {
                 continue;
             };
             let block = input.block_size(&kernel.name);
             let occ = occupancy(&limits, block, r.registers, r.shared_static);
-            if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory) || occ.percent >= self.min_percent {
+            if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory)
+                || occ.percent >= self.min_percent
+            {
                 continue;
             }
             let wanted = occ.blocks_per_sm + 1;
             let (what, guidance) = if occ.limiter == Limiter::Registers {
-                let fits = (1..r.registers).rev().find(|&regs| occupancy(&limits, block, regs, r.shared_static).blocks_per_sm >= wanted);
+                let fits = (1..r.registers).rev().find(|&regs| {
+                    occupancy(&limits, block, regs, r.shared_static).blocks_per_sm >= wanted
+                });
                 let change = match fits {
-                    Some(regs) => format!("At most {regs} registers per thread (now {}) fit {wanted} blocks per SM", r.registers),
+                    Some(regs) => format!(
+                        "At most {regs} registers per thread (now {}) fit {wanted} blocks per SM",
+                        r.registers
+                    ),
                     None => "Fewer registers per thread raise it".to_string(),
                 };
                 (
                     format!("{} registers per thread", r.registers),
-                    format!("{change}: keep fewer values live, or cap registers with `__launch_bounds__({block}, {wanted})` and check that it does not spill."),
+                    format!(
+                        "{change}: keep fewer values live, or cap registers with `__launch_bounds__({block}, {wanted})` and check that it does not spill."
+                    ),
                 )
             } else {
-                let fits = (0..r.shared_static / 128).rev().map(|units| units * 128).find(|&bytes| occupancy(&limits, block, r.registers, bytes).blocks_per_sm >= wanted);
+                let fits = (0..r.shared_static / 128)
+                    .rev()
+                    .map(|units| units * 128)
+                    .find(|&bytes| {
+                        occupancy(&limits, block, r.registers, bytes).blocks_per_sm >= wanted
+                    });
                 let change = match fits {
-                    Some(bytes) => format!("At most {bytes} B of shared memory per block (now {}) fit {wanted} blocks per SM", r.shared_static),
+                    Some(bytes) => format!(
+                        "At most {bytes} B of shared memory per block (now {}) fit {wanted} blocks per SM",
+                        r.shared_static
+                    ),
                     None => "Less shared memory per block raises it".to_string(),
                 };
                 (
                     format!("{} B of shared memory per block", r.shared_static),
-                    format!("{change}: use smaller tiles or stage the data in several passes, or give each block more threads so the same shared memory serves more warps."),
+                    format!(
+                        "{change}: use smaller tiles or stage the data in several passes, or give each block more threads so the same shared memory serves more warps."
+                    ),
                 )
             };
             findings.push(

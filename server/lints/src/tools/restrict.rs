@@ -7,7 +7,7 @@
 //! to a call (atomics and device functions may write), never copied.
 
 use super::finding;
-use crate::syntax::{descendants, Syntax};
+use crate::syntax::{Syntax, descendants};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use tree_sitter::Node;
@@ -25,13 +25,24 @@ impl StaticTool for MissingRestrict {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(syntax) = Syntax::parse(input.text) else { return Vec::new() };
+        let Some(syntax) = Syntax::parse(input.text) else {
+            return Vec::new();
+        };
         let mut findings = Vec::new();
         for kernel in input.source.kernels() {
-            let Some(body) = syntax.body(kernel) else { continue };
+            let Some(body) = syntax.body(kernel) else {
+                continue;
+            };
             let pointers: Vec<_> = kernel.params.iter().filter(|p| p.pointer).collect();
-            let written: Vec<&str> = pointers.iter().filter(|p| !read_only(&syntax, body, &p.name)).map(|p| p.name.as_str()).collect();
-            for param in pointers.iter().filter(|p| !written.contains(&p.name.as_str())) {
+            let written: Vec<&str> = pointers
+                .iter()
+                .filter(|p| !read_only(&syntax, body, &p.name))
+                .map(|p| p.name.as_str())
+                .collect();
+            for param in pointers
+                .iter()
+                .filter(|p| !written.contains(&p.name.as_str()))
+            {
                 let missing_const = !param.is_const;
                 let missing_restrict = !param.restrict && !written.is_empty();
                 if !missing_const && !missing_restrict {
@@ -42,11 +53,18 @@ impl StaticTool for MissingRestrict {
                     (true, false) => "`const`",
                     _ => "`__restrict__`",
                 };
-                let base = if param.base.is_empty() { "T" } else { param.base.as_str() };
+                let base = if param.base.is_empty() {
+                    "T"
+                } else {
+                    param.base.as_str()
+                };
                 let restrict_others = if written.is_empty() {
                     String::new()
                 } else {
-                    format!(", and mark the written pointers ({}) `__restrict__` too if they never overlap it", written.join(", "))
+                    format!(
+                        ", and mark the written pointers ({}) `__restrict__` too if they never overlap it",
+                        written.join(", ")
+                    )
                 };
                 findings.push(
                     finding(
@@ -91,10 +109,15 @@ fn only_loads(syntax: &Syntax, use_: Node) -> bool {
             "pointer_expression" => dereferenced = false,
             "parenthesized_expression" | "binary_expression" | "cast_expression" => {}
             "subscript_argument_list" | "condition_clause" => return true,
-            "assignment_expression" => return parent.child_by_field_name("left") != Some(node) && dereferenced,
+            "assignment_expression" => {
+                return parent.child_by_field_name("left") != Some(node) && dereferenced;
+            }
             "update_expression" => return false,
             "argument_list" => {
-                let callee = parent.parent().and_then(|c| c.child_by_field_name("function")).map(|f| syntax.text(f));
+                let callee = parent
+                    .parent()
+                    .and_then(|c| c.child_by_field_name("function"))
+                    .map(|f| syntax.text(f));
                 return callee.is_some_and(|c| READ_ONLY_CALLS.contains(&c));
             }
             "init_declarator" => return dereferenced,

@@ -5,7 +5,7 @@
 
 use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
-use crate::syntax::{descendants, Syntax};
+use crate::syntax::{Syntax, descendants};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_source::span_of;
@@ -15,7 +15,12 @@ pub struct SyncInDivergentBranch;
 
 const NAME: &str = "SyncInDivergentBranch";
 
-const BARRIERS: &[&str] = &["__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"];
+const BARRIERS: &[&str] = &[
+    "__syncthreads",
+    "__syncthreads_count",
+    "__syncthreads_and",
+    "__syncthreads_or",
+];
 
 impl StaticTool for SyncInDivergentBranch {
     fn name(&self) -> &'static str {
@@ -23,13 +28,21 @@ impl StaticTool for SyncInDivergentBranch {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(syntax) = Syntax::parse(input.text) else { return Vec::new() };
+        let Some(syntax) = Syntax::parse(input.text) else {
+            return Vec::new();
+        };
         let dims = ["x", "y", "z"];
         let mut findings = Vec::new();
         for (function, body) in syntax.device_bodies(input.source) {
             let tainted = syntax.thread_dependent(body, &dims);
-            for call in descendants(body).into_iter().filter(|n| is_barrier(&syntax, *n)) {
-                let Some(condition) = enclosing_conditions(call, body).into_iter().find(|c| syntax.mentions_thread(*c, &dims, &tainted)) else {
+            for call in descendants(body)
+                .into_iter()
+                .filter(|n| is_barrier(&syntax, *n))
+            {
+                let Some(condition) = enclosing_conditions(call, body)
+                    .into_iter()
+                    .find(|c| syntax.mentions_thread(*c, &dims, &tainted))
+                else {
                     continue;
                 };
                 let line = call.start_position().row as u32 + 1;
@@ -61,7 +74,10 @@ impl StaticTool for SyncInDivergentBranch {
 }
 
 fn is_barrier(syntax: &Syntax, node: Node) -> bool {
-    node.kind() == "call_expression" && node.child_by_field_name("function").is_some_and(|f| BARRIERS.contains(&syntax.text(f)))
+    node.kind() == "call_expression"
+        && node
+            .child_by_field_name("function")
+            .is_some_and(|f| BARRIERS.contains(&syntax.text(f)))
 }
 
 /// Conditions of the branches and loops around `node`, innermost first, up to `body`.
@@ -73,13 +89,22 @@ fn enclosing_conditions<'t>(node: Node<'t>, body: Node<'t>) -> Vec<Node<'t>> {
             break;
         }
         let condition = match parent.kind() {
-            "if_statement" | "while_statement" | "do_statement" | "for_statement" | "switch_statement" | "conditional_expression" => {
-                parent.child_by_field_name("condition")
-            }
+            "if_statement"
+            | "while_statement"
+            | "do_statement"
+            | "for_statement"
+            | "switch_statement"
+            | "conditional_expression" => parent.child_by_field_name("condition"),
             _ => None,
         };
         // `if (c)` holds its expression in a condition clause; report the expression.
-        let condition = condition.map(|c| if c.kind() == "condition_clause" { c.child_by_field_name("value").unwrap_or(c) } else { c });
+        let condition = condition.map(|c| {
+            if c.kind() == "condition_clause" {
+                c.child_by_field_name("value").unwrap_or(c)
+            } else {
+                c
+            }
+        });
         if let Some(c) = condition.filter(|c| c.id() != child.id()) {
             conditions.push(c);
         }

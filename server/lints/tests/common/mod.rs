@@ -1,7 +1,7 @@
 //! Fixture loading and rendering shared by the static-tool tests.
 #![allow(dead_code)]
 
-use kernelpro_lints::{run_all, run_all_with, LintInput, Thresholds};
+use kernelpro_lints::{LintInput, Thresholds, run_all, run_all_with};
 use kernelpro_model::Finding;
 use kernelpro_sass::{disasm::parse_sass, ptxas::parse_ptxas};
 
@@ -21,13 +21,26 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn recorded(cu: &'static str, sass: &str, ptxas: &str) -> Fixture {
-        Fixture { path: cu.rsplit('/').next().unwrap(), cu: read(cu), sass: read(sass), ptxas: read(ptxas) }
+        Fixture {
+            path: cu.rsplit('/').next().unwrap(),
+            cu: read(cu),
+            sass: read(sass),
+            ptxas: read(ptxas),
+        }
     }
     pub fn planted() -> Fixture {
-        Fixture::recorded("lints/planted.cu", "lints/planted.sm90.nvdisasm.txt", "lints/planted.sm90.ptxas.txt")
+        Fixture::recorded(
+            "lints/planted.cu",
+            "lints/planted.sm90.nvdisasm.txt",
+            "lints/planted.sm90.ptxas.txt",
+        )
     }
     pub fn clean() -> Fixture {
-        Fixture::recorded("lints/clean.cu", "lints/clean.sm90.nvdisasm.txt", "lints/clean.sm90.ptxas.txt")
+        Fixture::recorded(
+            "lints/clean.cu",
+            "lints/clean.sm90.nvdisasm.txt",
+            "lints/clean.sm90.ptxas.txt",
+        )
     }
 }
 
@@ -63,12 +76,26 @@ pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> 
 
 /// `Tool line:col-line:col message`, 1-based lines and columns as an editor shows them.
 pub fn render(findings: &[Finding]) -> String {
-    let col = |c: u32| if c == u32::MAX { "$".to_string() } else { (c + 1).to_string() };
+    let col = |c: u32| {
+        if c == u32::MAX {
+            "$".to_string()
+        } else {
+            (c + 1).to_string()
+        }
+    };
     findings
         .iter()
         .map(|f| {
             let (s, e) = (f.span.start, f.span.end);
-            format!("{} {}:{}-{}:{} {}", f.code.as_deref().unwrap_or("?"), s.line + 1, col(s.col), e.line + 1, col(e.col), f.message)
+            format!(
+                "{} {}:{}-{}:{} {}",
+                f.code.as_deref().unwrap_or("?"),
+                s.line + 1,
+                col(s.col),
+                e.line + 1,
+                col(e.col),
+                f.message
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")
