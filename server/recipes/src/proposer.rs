@@ -1,7 +1,7 @@
 //! The recipes behind the search's `Proposer` trait.
 
 use crate::{Recipe, all};
-use kernelpro_search::{Proposal, ProposeContext, Proposer, source_hash};
+use kernelpro_search::{Proposal, ProposeContext, Proposer};
 use std::collections::HashSet;
 
 pub struct RecipeProposer {
@@ -47,7 +47,8 @@ impl Proposer for RecipeProposer {
             .into_iter()
             .map(|(i, answers)| (self.recipes[i].name(), answers, self.recipes[i].rewrite(ctx.source, &self.kernel)))
             .collect();
-        let mut seen: HashSet<u64> = HashSet::from([source_hash(ctx.source)]);
+        // Exact text, not the memory's normalized hash: that hash drops comments, and a tune reorder lives in one.
+        let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
         let mut out = Vec::new();
         let rounds = per_recipe.iter().map(|(_, _, r)| r.len()).max().unwrap_or(0);
         for round in 0..rounds {
@@ -56,7 +57,7 @@ impl Proposer for RecipeProposer {
                 if out.len() == ctx.wanted {
                     return out;
                 }
-                if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(source_hash(&rw.source)) {
+                if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
                     continue;
                 }
                 let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());

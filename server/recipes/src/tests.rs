@@ -1,0 +1,350 @@
+//! Each recipe on a kernel where it applies and one where it must not, as
+//! unified diffs; every rewrite compiled with the real nvcc; the proposer's
+//! ordering and deduplication.
+
+use crate::{Recipe, RecipeProposer, all};
+use expect_test::{Expect, expect};
+use kernelpro_search::{FindingNote, NodeId, ProposeContext, Proposer, SearchMemory};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    let path = if name == "kernels.cu" { dir.join("h200-probe/kernels.cu") } else { dir.join("recipes").join(name) };
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn recipe(name: &str) -> Box<dyn Recipe> {
+    all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
+}
+
+/// Every (fixture, kernel, recipe) case of the snapshot tests, for the nvcc test.
+const CASES: &[(&str, &str, &str)] = &[
+    ("tune_block.cu", "saxpy", "TuneParameter"),
+    ("no_tune.cu", "saxpy", "TuneParameter"),
+    ("kernels.cu", "saxpy_fp64", "FloatLiterals"),
+    ("double_axpy.cu", "daxpy", "FloatLiterals"),
+    ("kernels.cu", "strided_copy", "RestrictConst"),
+    ("already_restrict.cu", "copy", "RestrictConst"),
+    ("kernels.cu", "strided_copy", "Ldg"),
+    ("in_place.cu", "scale_in_place", "Ldg"),
+    ("unroll_loops.cu", "fir", "PragmaUnroll"),
+    ("unroll_done.cu", "fir", "PragmaUnroll"),
+    ("tune_block.cu", "saxpy", "LaunchBounds"),
+    ("kernels.cu", "saxpy_fp64", "LaunchBounds"),
+    ("kernels.cu", "transpose_conflicts", "PadSharedTile"),
+    ("padded_tile.cu", "transpose_padded", "PadSharedTile"),
+    ("kernels.cu", "saxpy_fp64", "VectorizeLoads"),
+    ("kernels.cu", "strided_copy", "VectorizeLoads"),
+    ("reduce_shared.cu", "block_sum", "WarpShuffleReduce"),
+    ("atomic_sum.cu", "sum_atomic", "WarpShuffleReduce"),
+    ("reduce_2d_block.cu", "sum_atomic_2d", "WarpShuffleReduce"),
+    ("matmul_naive.cu", "matmul_naive", "SharedTiling"),
+    ("matmul_rect_block.cu", "matmul_naive", "SharedTiling"),
+    ("rowmajor_slow.cu", "scale2d", "LoopInterchange"),
+    ("matmul_naive.cu", "matmul_naive", "LoopInterchange"),
+];
+
+/// The recipe's rewrites of `kernel` as notes and unified diffs, or `no rewrite`.
+fn render(file: &str, kernel: &str, recipe_name: &str) -> String {
+    let text = fixture(file);
+    let r = recipe(recipe_name);
+    let rewrites = r.rewrite(&text, kernel);
+    assert_eq!(r.applies(&text, kernel), !rewrites.is_empty());
+    if rewrites.is_empty() {
+        return "no rewrite\n".to_string();
+    }
+    rewrites
+        .iter()
+        .map(|rw| {
+            let diff = similar::TextDiff::from_lines(&text, &rw.source);
+            format!("## {}\n{}", rw.note, diff.unified_diff().context_radius(1))
+        })
+        .collect()
+}
+
+fn check(file: &str, kernel: &str, recipe_name: &str, expected: Expect) {
+    assert!(CASES.contains(&(file, kernel, recipe_name)), "add ({file}, {kernel}, {recipe_name}) to CASES");
+    expected.assert_eq(&render(file, kernel, recipe_name));
+}
+
+#[test]
+fn tune_parameter() {
+    check("tune_block.cu", "saxpy", "TuneParameter", expect![[r#"
+        ## tune B = 256
+        @@ -1,3 +1,3 @@
+         // kernelpro: let N = 1 << 20
+        -// kernelpro: tune B in [128, 256, 512]
+        +// kernelpro: tune B in [256, 128, 512]
+         // kernelpro: grid = ceil_div(N, B)
+        ## tune B = 512
+        @@ -1,3 +1,3 @@
+         // kernelpro: let N = 1 << 20
+        -// kernelpro: tune B in [128, 256, 512]
+        +// kernelpro: tune B in [512, 128, 256]
+         // kernelpro: grid = ceil_div(N, B)
+    "#]]);
+    check("no_tune.cu", "saxpy", "TuneParameter", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn float_literals() {
+    check("kernels.cu", "saxpy_fp64", "FloatLiterals", expect![[r#"
+        ## float literals (1) and float math calls (0)
+        @@ -8,3 +8,3 @@
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) y[i] = a * x[i] + y[i] * 2.0;
+        +  if (i < n) y[i] = a * x[i] + y[i] * 2.0f;
+         }
+    "#]]);
+    check("double_axpy.cu", "daxpy", "FloatLiterals", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn restrict_const() {
+    check("kernels.cu", "strided_copy", "RestrictConst", expect![[r#"
+        ## __restrict__ out, __restrict__ in
+        @@ -11,3 +11,3 @@
+         // strided (uncoalesced) access
+        -__global__ void strided_copy(float* out, const float* in, int n, int stride) {
+        +__global__ void strided_copy(float* __restrict__ out, const float* __restrict__ in, int n, int stride) {
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+    "#]]);
+    check("already_restrict.cu", "copy", "RestrictConst", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn ldg() {
+    check("kernels.cu", "strided_copy", "Ldg", expect![[r#"
+        ## __ldg loads of in
+        @@ -13,3 +13,3 @@
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) out[i] = in[(long long)(i * stride) % n];
+        +  if (i < n) out[i] = __ldg(&in[(long long)(i * stride) % n]);
+         }
+    "#]]);
+    check("in_place.cu", "scale_in_place", "Ldg", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn pragma_unroll() {
+    check("unroll_loops.cu", "fir", "PragmaUnroll", expect![[r#"
+        ## #pragma unroll at line 7, #pragma unroll 4 at line 9
+        @@ -6,4 +6,6 @@
+           for (int r = 0; r < reps; ++r) {
+        +    #pragma unroll
+             for (int t = 0; t < TAPS; ++t) acc += w[t] * x[(i + t) % n];
+           }
+        +  #pragma unroll 4
+           for (int k = 0; k < reps; ++k) acc *= 0.5f;
+    "#]]);
+    check("unroll_done.cu", "fir", "PragmaUnroll", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn launch_bounds() {
+    check("tune_block.cu", "saxpy", "LaunchBounds", expect![[r#"
+        ## __launch_bounds__(512)
+        @@ -8,3 +8,3 @@
+         // kernelpro: n = N
+        -__global__ void saxpy(float* y, const float* x, float a, int n) {
+        +__global__ void __launch_bounds__(512) saxpy(float* y, const float* x, float a, int n) {
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+    "#]]);
+    // No launch spec: the block size is unknown.
+    check("kernels.cu", "saxpy_fp64", "LaunchBounds", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn pad_shared_tile() {
+    check("kernels.cu", "transpose_conflicts", "PadSharedTile", expect![[r#"
+        ## pad tile[..][33]
+        @@ -27,3 +27,3 @@
+         __global__ void transpose_conflicts(float* out, const float* in, int N) {
+        -  __shared__ float tile[32][32];
+        +  __shared__ float tile[32][33];
+           int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    "#]]);
+    check("padded_tile.cu", "transpose_padded", "PadSharedTile", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn vectorize_loads() {
+    check("kernels.cu", "saxpy_fp64", "VectorizeLoads", expect![[r#"
+        ## float4 loads of x, y and stores of y, grid-stride with a scalar tail
+        @@ -8,3 +8,13 @@
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) y[i] = a * x[i] + y[i] * 2.0;
+        +  for (int kp_v = i; kp_v < n / 4; kp_v += gridDim.x * blockDim.x) {
+        +    const float4 kp_x = reinterpret_cast<const float4*>(x)[kp_v];
+        +    const float4 kp_y = reinterpret_cast<const float4*>(y)[kp_v];
+        +    float4 kp_out;
+        +    kp_out.x = a * kp_x.x + kp_y.x * 2.0;
+        +    kp_out.y = a * kp_x.y + kp_y.y * 2.0;
+        +    kp_out.z = a * kp_x.z + kp_y.z * 2.0;
+        +    kp_out.w = a * kp_x.w + kp_y.w * 2.0;
+        +    reinterpret_cast<float4*>(y)[kp_v] = kp_out;
+        +  }
+        +  for (int kp_t = n / 4 * 4 + i; kp_t < n; kp_t += gridDim.x * blockDim.x) y[kp_t] = a * x[kp_t] + y[kp_t] * 2.0;
+         }
+    "#]]);
+    check("kernels.cu", "strided_copy", "VectorizeLoads", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn warp_shuffle_reduce() {
+    check("reduce_shared.cu", "block_sum", "WarpShuffleReduce", expect![[r#"
+        ## warp-shuffle reduction of the last 32 partial sums of sdata
+        @@ -12,3 +12,3 @@
+           __syncthreads();
+        -  for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        +  for (unsigned int s = blockDim.x / 2; s > 32; s >>= 1) {
+             if (tid < s) sdata[tid] += sdata[tid + s];
+        @@ -16,2 +16,8 @@
+           }
+        +  if (tid < 32) {
+        +    float kp_v = sdata[tid] + sdata[tid + 32];
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (tid == 0) sdata[0] = kp_v;
+        +  }
+        +  __syncthreads();
+           if (tid == 0) out[blockIdx.x] = sdata[0];
+    "#]]);
+    check("atomic_sum.cu", "sum_atomic", "WarpShuffleReduce", expect![[r#"
+        ## one atomicAdd per warp into total after a shuffle reduction
+        @@ -8,3 +8,8 @@
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(total, x[i]);
+        +  {
+        +    float kp_v = 0;
+        +    if (i < n) kp_v = x[i];
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if ((threadIdx.x & 31) == 0) atomicAdd(total, kp_v);
+        +  }
+         }
+    "#]]);
+    // 16-wide blocks: a warp spans two rows, the last-warp and lane-0 tricks do not hold.
+    check("reduce_2d_block.cu", "sum_atomic_2d", "WarpShuffleReduce", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn shared_tiling() {
+    check("matmul_naive.cu", "matmul_naive", "SharedTiling", expect![[r#"
+        ## 16x16 shared-memory tiles of A and B
+        @@ -10,7 +10,15 @@
+           int col = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (row < N && col < N) {
+        -    float acc = 0.f;
+        -    for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];
+        -    C[row * N + col] = acc;
+        +  __shared__ float kp_As[16][16];
+        +  __shared__ float kp_Bs[16][16];
+        +  const int kp_tx = threadIdx.x, kp_ty = threadIdx.y;
+        +  float acc = 0.f;
+        +  for (int kp_t = 0; kp_t < N; kp_t += 16) {
+        +    kp_As[kp_ty][kp_tx] = (row < N && kp_t + kp_tx < N) ? A[row * N + kp_t + kp_tx] : float(0);
+        +    kp_Bs[kp_ty][kp_tx] = (kp_t + kp_ty < N && col < N) ? B[(kp_t + kp_ty) * N + col] : float(0);
+        +    __syncthreads();
+        +#pragma unroll
+        +    for (int kp_k = 0; kp_k < 16; ++kp_k) acc += kp_As[kp_ty][kp_k] * kp_Bs[kp_k][kp_tx];
+        +    __syncthreads();
+           }
+        +  if (row < N && col < N) C[row * N + col] = acc;
+         }
+    "#]]);
+    check("matmul_rect_block.cu", "matmul_naive", "SharedTiling", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn loop_interchange() {
+    check("rowmajor_slow.cu", "scale2d", "LoopInterchange", expect![[r#"
+        ## swap threadIdx.x and threadIdx.y so lanes walk the fastest index (2 strided accesses)
+        @@ -7,4 +7,4 @@
+         __global__ void scale2d(float* out, const float* a, int N) {
+        -  int r = blockIdx.x * blockDim.x + threadIdx.x;
+        -  int c = blockIdx.y * blockDim.y + threadIdx.y;
+        +  int r = blockIdx.x * blockDim.x + threadIdx.y;
+        +  int c = blockIdx.y * blockDim.y + threadIdx.x;
+           if (r < N && c < N) out[r * N + c] = 2.f * a[r * N + c];
+    "#]]);
+    // threadIdx.x already walks the fastest index of B and C.
+    check("matmul_naive.cu", "matmul_naive", "LoopInterchange", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+/// nvcc from `KERNELPRO_NVCC` or the repo's pinned wheel.
+fn nvcc() -> PathBuf {
+    let path = std::env::var_os("KERNELPRO_NVCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"));
+    assert!(path.exists(), "nvcc not found at {}: set KERNELPRO_NVCC or run scripts/setup.sh to install the pinned CUDA wheels", path.display());
+    path
+}
+
+#[test]
+fn every_rewrite_compiles_for_sm_90() {
+    let nvcc = nvcc();
+    let dir = tempfile::tempdir().unwrap();
+    let mut compiled = 0;
+    for (file, kernel, name) in CASES {
+        for (i, rw) in recipe(name).rewrite(&fixture(file), kernel).iter().enumerate() {
+            let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
+            std::fs::write(&cu, &rw.source).unwrap();
+            let out = std::process::Command::new(&nvcc).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
+            assert!(out.status.success(), "{name} on {kernel} ({}) does not compile:\n{}\n{}", rw.note, String::from_utf8_lossy(&out.stderr), rw.source);
+            compiled += 1;
+        }
+    }
+    assert_eq!(compiled, 13, "every applying case yields a compiled rewrite");
+}
+
+fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String {
+    let findings: Vec<FindingNote> = tools.iter().map(|t| FindingNote::new(*t, "")).collect();
+    let memory = SearchMemory::default();
+    let ctx = ProposeContext { parent: NodeId(0), source, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings: &findings, failure: None, memory: &memory, wanted };
+    let proposals = RecipeProposer::new(kernel).propose(&ctx);
+    let sources: std::collections::HashSet<&str> = proposals.iter().map(|p| p.source.as_str()).collect();
+    assert_eq!(sources.len(), proposals.len(), "duplicate proposals");
+    assert!(!sources.contains(source), "proposed the parent itself");
+    proposals.iter().map(|p| format!("{} answers={:?} note={:?}\n", p.recipe, p.answers, p.note.as_deref().unwrap_or(""))).collect()
+}
+
+#[test]
+fn proposer_puts_answering_recipes_first() {
+    let text = fixture("kernels.cu");
+    expect![[r#"
+        FloatLiterals answers=Some("Fp64Promotion") note="float literals (1) and float math calls (0)"
+        VectorizeLoads answers=Some("Vectorization") note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
+        RestrictConst answers=None note="__restrict__ y, __restrict__ x"
+        Ldg answers=None note="__ldg loads of x"
+    "#]].assert_eq(&propose(&text, "saxpy_fp64", &["Fp64Promotion", "Vectorization"], 10));
+    expect![[r#"
+        TuneParameter answers=Some("TailEffect") note="tune B = 256"
+        RestrictConst answers=None note="__restrict__ y, __restrict__ x"
+        Ldg answers=None note="__ldg loads of x"
+    "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));
+    expect![[r#"
+        FloatLiterals answers=None note="float literals (1) and float math calls (0)"
+        RestrictConst answers=None note="__restrict__ y, __restrict__ x"
+    "#]].assert_eq(&propose(&text, "saxpy_fp64", &[], 2));
+}
