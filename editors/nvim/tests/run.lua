@@ -194,7 +194,7 @@ report.code_lens = vim.tbl_map(function(l)
   local cmd = l.command or {}
   return { line = l.range.start.line, title = cmd.title, command = cmd.command, arguments = cmd.arguments }
 end, lenses)
-vim.lsp.codelens.refresh({ bufnr = bufnr })
+-- The plugin refreshes them when findings are published; nothing to do here.
 wait_for('displayed code lenses', function()
   return #vim.lsp.codelens.get(bufnr) > 0
 end)

@@ -2,6 +2,7 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import {
+  CodeLensRequest,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
@@ -100,6 +101,13 @@ export class KernelProClient {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       middleware: {
         provideHover: hoverMiddleware(() => this.client),
+        // Lenses come from the same analysis as the findings: ask for them again
+        // once it is published, or they stay as they were before the compile.
+        handleDiagnostics: (uri, diagnostics, next) => {
+          next(uri, diagnostics);
+          const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+          if (doc) this.client?.getFeature(CodeLensRequest.method)?.getProvider(doc)?.onDidChangeCodeLensEmitter.fire();
+        },
         // The server offers no completion; never add any beside clangd / cpptools.
         provideCompletionItem: () => [],
         workspace: {

@@ -21,7 +21,13 @@ class FakeClient {
   ) {
     clients.push(this);
   }
+  lensRefreshes: unknown[] = [];
   onDidChangeState() {}
+  getFeature(method: string) {
+    return method === 'textDocument/codeLens'
+      ? { getProvider: (doc: unknown) => ({ onDidChangeCodeLensEmitter: { fire: () => this.lensRefreshes.push(doc) } }) }
+      : undefined;
+  }
   async start() {
     this.running = true;
   }
@@ -50,6 +56,7 @@ vi.mock('vscode-languageclient/node', () => ({
   RevealOutputChannelOn: { Never: 4 },
   ExecuteCommandRequest: { type: 'executeCommand' },
   DocumentSymbolRequest: { type: 'documentSymbol' },
+  CodeLensRequest: { method: 'textDocument/codeLens' },
   DidChangeConfigurationNotification: { type: 'didChangeConfiguration' },
 }));
 
@@ -169,6 +176,15 @@ describe('activate', () => {
     expect(hover(6, 18)).toBe('kernelpro hover'); // the kernel's name
     last().diagnostics.set(document.uri, [{ range: { start: { line: 8 }, end: { line: 8 } } }]);
     expect(hover(8, 4)).toBe('kernelpro hover'); // a line with a finding
+  });
+
+  it('asks for code lenses again when findings are published', async () => {
+    await activate(context() as never);
+    vscode.workspace.textDocuments.splice(0, Infinity, document);
+    const shown: unknown[] = [];
+    last().clientOptions.middleware.handleDiagnostics(document.uri, ['d'], (_: unknown, d: unknown) => shown.push(d));
+    expect(shown).toEqual([['d']]);
+    expect(last().lensRefreshes).toEqual([document]);
   });
 
   it('optimizes the kernel around the cursor, asking the server which one it is', async () => {

@@ -63,6 +63,7 @@ export const workspace = {
   onDidChangeConfiguration: (l: Listener<{ affectsConfiguration: (s: string) => boolean }>) =>
     state.configChanged.event(l),
   onDidGrantWorkspaceTrust: (l: Listener<void>) => state.trustGranted.event(l),
+  textDocuments: [] as { uri: { toString(): string } }[],
   openTextDocument: async (init: { language: string; content: string }) => ({ ...init, uri: 'untitled:1' }),
 };
 

@@ -14,7 +14,7 @@ local defaults = {
   root_markers = { 'compile_commands.json', '.git' },
   trusted = false, -- the server compiles and runs nothing until this is true
   settings = {},
-  codelens = true, -- refresh code lenses on enter/save
+  codelens = true, -- show code lenses, refreshed when findings change
   progress = true, -- echo compile/profile/optimize progress
   on_attach = nil,
   capabilities = nil,
@@ -51,7 +51,9 @@ end
 local function on_attach(client, bufnr)
   if M.options.codelens and client.server_capabilities.codeLensProvider then
     local group = vim.api.nvim_create_augroup('kernelpro_codelens_' .. bufnr, { clear = true })
-    vim.api.nvim_create_autocmd({ 'BufEnter', 'BufWritePost', 'InsertLeave' }, {
+    -- Lenses come from the same analysis as the findings, so a new publish
+    -- (DiagnosticChanged) is when they change after a save.
+    vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave', 'DiagnosticChanged' }, {
       group = group,
       buffer = bufnr,
       callback = function()
