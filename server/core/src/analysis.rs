@@ -127,6 +127,22 @@ impl Analyzer {
             },
         };
         analysis.findings.extend(compiled.findings.iter().cloned());
+        if compiled.ok {
+            let path_str = path.display().to_string();
+            let blocks = |k: &str| analysis.block_sizes.get(k).copied();
+            let input = kernelpro_lints::LintInput {
+                path: &path_str,
+                text,
+                source: &analysis.source,
+                sass: compiled.disassembly.as_ref(),
+                resources: &compiled.resources,
+                arch: &analysis.arch,
+                block_sizes: &blocks,
+                default_block: analysis.default_block_size,
+            };
+            let lints = kernelpro_lints::run_all(&input);
+            analysis.findings.extend(lints);
+        }
         analysis.compile = Some(compiled);
         Ok(analysis)
     }

@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod harness;
 pub mod hover;
 pub mod launch;
+pub mod profiling;
 pub mod lens;
 
 /// Where KernelPro keeps profiles and baselines between sessions.

@@ -1,0 +1,247 @@
+//! Two-stage profiling with Nsight Compute. Stage 1 (SpeedOfLight,
+//! LaunchStats, Occupancy + roofline counters) classifies every kernel;
+//! stage 2 collects only what the tools for those classes need, in one more
+//! pass, with per-line source counters. The analysis of the exported pages is
+//! pure (`analyze_exports`), so recordings from elsewhere (`--import`) give
+//! the same findings as a live run.
+
+use crate::process::{ToolCommand, ToolError, run_tool};
+use kernelpro_model::{Finding, Severity, Span};
+use kernelpro_profile::ncu_args::{self, ClockControl, Page, ProfileOptions};
+use kernelpro_profile::tools::{self, Tool, ToolInput};
+use kernelpro_profile::{KernelProfile, SourcePage, Thresholds, Triage, TriageThresholds, parse_raw, parse_source, triage};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// What profiling found for one kernel.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KernelReport {
+    pub kernel: String,
+    pub triage: Option<Triage>,
+    /// The micro-profiling tools that ran for its class.
+    pub tools: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ProfileReport {
+    pub kernels: Vec<KernelReport>,
+    pub stage1_secs: f64,
+    pub stage2_secs: f64,
+    /// Problems that did not stop the analysis (a page that failed to export...).
+    pub notes: Vec<String>,
+}
+
+impl ProfileReport {
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.kernels.iter().flat_map(|k| k.findings.iter())
+    }
+}
+
+/// The exported CSV pages of one profile.
+#[derive(Debug, Clone, Default)]
+pub struct Exports {
+    pub stage1_raw: String,
+    /// Stage 2's (or `--set full`'s) raw page; `None` when only stage 1 ran.
+    pub stage2_raw: Option<String>,
+    /// One source page per kernel.
+    pub sources: Vec<String>,
+}
+
+impl Exports {
+    /// Reads a folder of recorded pages: `stage1_raw.csv` (or `sol_raw.csv`,
+    /// else `full_raw.csv`), `stage2_raw.csv` or `full_raw.csv`, and `src_*.csv`.
+    pub fn from_dir(dir: &Path) -> Result<Exports, String> {
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        let stage2_raw = read("stage2_raw.csv").or_else(|| read("full_raw.csv"));
+        let stage1_raw = read("stage1_raw.csv")
+            .or_else(|| stage2_raw.clone())
+            .or_else(|| read("sol_raw.csv"))
+            .ok_or_else(|| format!("{}: no stage1_raw.csv, full_raw.csv or sol_raw.csv (export with `ncu -i REPORT --csv --page raw --print-units base`)", dir.display()))?;
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("src_") && n.ends_with(".csv")))
+            .collect();
+        names.sort();
+        let sources = names.iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+        Ok(Exports { stage1_raw, stage2_raw, sources })
+    }
+}
+
+/// Triage and micro-profiling tools over exported pages.
+pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Thresholds) -> Result<ProfileReport, String> {
+    let stage1 = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
+    let stage2 = match &exports.stage2_raw {
+        Some(t) => parse_raw(t).map_err(|e| format!("stage-2 raw page: {}", e.0))?,
+        None => Vec::new(),
+    };
+    let mut notes = Vec::new();
+    let mut pages: Vec<SourcePage> = Vec::new();
+    for s in &exports.sources {
+        match parse_source(s) {
+            Ok(p) => pages.extend(p),
+            Err(e) => notes.push(format!("a source page could not be read: {}", e.0)),
+        }
+    }
+    let lines: Vec<&str> = file_text.lines().collect();
+    let mut report = ProfileReport { notes, ..Default::default() };
+    let mut seen = std::collections::HashSet::new();
+    for p1 in &stage1 {
+        if !seen.insert(p1.kernel.clone()) {
+            continue; // the first launch of each kernel stands for it
+        }
+        let merged = merge(p1, stage2.iter().find(|p| p.kernel == p1.kernel));
+        let tri = triage(&merged, &TriageThresholds::default());
+        let selected: Vec<&Tool> = match &tri {
+            Some(t) => tools::select_tools(t.class),
+            None => tools::TOOLS.iter().collect(),
+        };
+        let page = pages.iter().find(|p| p.kernel == p1.kernel);
+        let input = ToolInput { profile: &merged, source: page, triage: tri.as_ref(), source_lines: &lines, thresholds, launch_overhead_pct: None };
+        let mut findings = dedupe(tools::analyze(&selected, &input));
+        for f in &mut findings {
+            f.kernel.get_or_insert_with(|| p1.kernel.clone());
+        }
+        report.kernels.push(KernelReport { kernel: p1.kernel.clone(), triage: tri, tools: selected.iter().map(|t| t.name.to_string()).collect(), findings });
+    }
+    Ok(report)
+}
+
+/// Stage-2 metrics, completed with stage 1's where stage 2 lacks them.
+fn merge(stage1: &KernelProfile, stage2: Option<&KernelProfile>) -> KernelProfile {
+    let Some(s2) = stage2 else { return stage1.clone() };
+    let mut merged = s2.clone();
+    for (k, v) in &stage1.metrics {
+        merged.metrics.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    merged
+}
+
+/// Several tools can point at the same line for the same cause: keep the
+/// most severe finding per (line, tool).
+fn dedupe(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for f in findings {
+        if !out.iter().any(|o| o.span == f.span && o.code == f.code) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// How to run a live profile.
+#[derive(Debug, Clone)]
+pub struct LiveProfile {
+    pub ncu: PathBuf,
+    /// The program to profile and its arguments (the harness worker, or the file's own program).
+    pub target: Vec<String>,
+    /// Fed to the target's stdin (the harness job).
+    pub stdin: Option<Vec<u8>>,
+    pub clock_control: ClockControl,
+    /// Only these kernels (a regex over names).
+    pub kernel_regex: Option<String>,
+    pub timeout: Duration,
+    /// Profile with `--set full` instead of the two stages, for comparison.
+    pub full: bool,
+}
+
+/// A profiler failure in words a user can act on.
+pub fn explain_ncu_failure(output: &str) -> String {
+    if output.contains("ERR_NVGPUCTRPERM") {
+        return "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM). Run as root or with CAP_PERFMON/CAP_SYS_ADMIN (containers: --cap-add=SYS_ADMIN), or have an admin set NVreg_RestrictProfilingToAdminUsers=0. Compile, SASS and timing still work.".into();
+    }
+    if output.contains("No kernels were profiled") {
+        return "ncu ran the program but profiled no kernel: check the kernel filter and that the program launches it".into();
+    }
+    let tail: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("ncu failed: {}", tail.join(" | "))
+}
+
+pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thresholds, cancel: &CancellationToken) -> Result<ProfileReport, String> {
+    let dir = tempfile::Builder::new().prefix("kernelpro-ncu-").tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
+    let report_of = |name: &str| dir.path().join(name).display().to_string();
+    let opts = |report: String| ProfileOptions { clock_control: req.clock_control, kernel_regex: req.kernel_regex.clone(), report };
+    let start = Instant::now();
+    let first = if req.full { ncu_args::full_collection() } else { ncu_args::stage1_collection() };
+    let r1 = report_of("stage1");
+    ncu_pass(req, ncu_args::profile_args(&first, &opts(r1.clone())), cancel).await?;
+    let stage1_raw = export(req, &r1, Page::Raw, None, cancel).await?;
+    let stage1_secs = start.elapsed().as_secs_f64();
+    let mut exports = Exports { stage1_raw, ..Default::default() };
+    let mut stage2_secs = 0.0;
+    let report_for_sources = if req.full {
+        exports.stage2_raw = Some(exports.stage1_raw.clone());
+        r1
+    } else {
+        let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
+        let mut selected: Vec<&Tool> = Vec::new();
+        for p in &profiles {
+            let class = triage(p, &TriageThresholds::default()).map(|t| t.class);
+            for t in class.map(tools::select_tools).unwrap_or_else(|| tools::TOOLS.iter().collect()) {
+                if !selected.iter().any(|s| s.name == t.name) {
+                    selected.push(t);
+                }
+            }
+        }
+        let r2 = report_of("stage2");
+        let t2 = Instant::now();
+        ncu_pass(req, tools::stage2_args(&selected, &opts(r2.clone())), cancel).await?;
+        exports.stage2_raw = Some(export(req, &r2, Page::Raw, None, cancel).await?);
+        stage2_secs = t2.elapsed().as_secs_f64();
+        r2
+    };
+    let kernels: Vec<String> = parse_raw(exports.stage2_raw.as_deref().unwrap_or(""))
+        .map(|ps| ps.into_iter().map(|p| p.kernel).collect())
+        .unwrap_or_default();
+    let mut done = std::collections::HashSet::new();
+    let mut notes = Vec::new();
+    for k in kernels.into_iter().filter(|k| done.insert(k.clone())) {
+        match export(req, &report_for_sources, Page::Source, Some(&k), cancel).await {
+            Ok(page) => exports.sources.push(page),
+            Err(e) => notes.push(format!("no source page for {k}: {e}")),
+        }
+    }
+    let mut report = analyze_exports(&exports, file_text, thresholds)?;
+    report.stage1_secs = stage1_secs;
+    report.stage2_secs = stage2_secs;
+    report.notes.extend(notes);
+    Ok(report)
+}
+
+async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, cancel: &CancellationToken) -> Result<(), String> {
+    args.extend(req.target.iter().cloned());
+    let mut cmd = ToolCommand::new(&req.ncu, req.timeout).args(args);
+    if let Some(input) = &req.stdin {
+        cmd = cmd.stdin(input.clone());
+    }
+    let out = run_tool(&cmd, cancel).await.map_err(|e| tool_error(&e))?;
+    let all = format!("{}{}", out.stdout, out.stderr);
+    if !out.success() || all.contains("ERR_NVGPUCTRPERM") || all.contains("No kernels were profiled") {
+        return Err(explain_ncu_failure(&all));
+    }
+    Ok(())
+}
+
+async fn export(req: &LiveProfile, report: &str, page: Page, kernel: Option<&str>, cancel: &CancellationToken) -> Result<String, String> {
+    let cmd = ToolCommand::new(&req.ncu, req.timeout).args(ncu_args::export_args(&format!("{report}.ncu-rep"), page, kernel));
+    let out = run_tool(&cmd, cancel).await.map_err(|e| tool_error(&e))?;
+    if !out.success() {
+        return Err(explain_ncu_failure(&format!("{}{}", out.stdout, out.stderr)));
+    }
+    Ok(out.stdout)
+}
+
+fn tool_error(e: &ToolError) -> String {
+    match e {
+        ToolError::NotFound { .. } => format!("{e}. {}", crate::toolchain::NCU_INSTALL_HINT),
+        _ => e.to_string(),
+    }
+}
+
+/// A finding that says profiling is unavailable, and why, on the file's first line.
+pub fn unavailable(reason: &str) -> Finding {
+    Finding::new("ncu", Severity::Information, Span::line(0), format!("profiling unavailable: {reason}")).with_code("profile-unavailable")
+}
