@@ -98,7 +98,16 @@ pub fn normalize(source: &str) -> String {
     while let Some(c) = chars.next() {
         match c {
             '/' if chars.peek() == Some(&'/') => {
-                while chars.next_if(|&c| c != '\n').is_some() {}
+                let mut comment = String::from("/");
+                while let Some(c) = chars.next_if(|&c| c != '\n') {
+                    comment.push(c);
+                }
+                // Launch-spec comments are part of the program: a tuning step only reorders them.
+                if let Some(spec) = comment.trim_start_matches('/').trim_start().strip_prefix("kernelpro:") {
+                    out.push_str("\n//kernelpro:");
+                    out.push_str(&spec.split_whitespace().collect::<Vec<_>>().join(" "));
+                    out.push('\n');
+                }
                 pending_space = true;
             }
             '/' if chars.peek() == Some(&'*') => {
@@ -136,4 +145,18 @@ fn push_token(out: &mut String, c: char, pending_space: &mut bool, is_word: impl
     }
     *pending_space = false;
     out.push(c);
+}
+
+#[cfg(test)]
+mod spec_comment_tests {
+    use super::normalize;
+
+    #[test]
+    fn launch_spec_comments_count_other_comments_do_not() {
+        let a = "// kernelpro: tune B in [128, 256]\n__global__ void k() {} // note\n";
+        let b = "// kernelpro: tune B in [256, 128]\n__global__ void k() {}\n";
+        let c = "//   kernelpro:  tune B  in [128, 256]\n__global__ void k() {}\n";
+        assert_ne!(normalize(a), normalize(b));
+        assert_eq!(normalize(a), normalize(c));
+    }
 }
