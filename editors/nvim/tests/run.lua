@@ -164,11 +164,11 @@ local function hover(line, character)
   return { line = line, text = contents }
 end
 report.hover_kernel = hover(kernel_line, kernel_col + 1)
-local finding_line = kernel_line + 1
-for _, d in ipairs(report.diagnostics) do
-  if d.source == 'kernelpro' then
-    finding_line = d.line
-    break
+-- The most severe static finding (a warning beats a hint on the signature).
+local finding_line, finding_severity = kernel_line + 1, math.huge
+for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+  if d.source == 'kernelpro' and d.severity < finding_severity then
+    finding_line, finding_severity = d.lnum, d.severity
   end
 end
 report.hover_line = hover(finding_line, 2)

@@ -22,7 +22,8 @@ dofile('$here/minimal_init.lua')
 vim.o.termguicolors = true
 vim.o.number = true
 vim.o.signcolumn = 'yes'
-vim.diagnostic.config({ virtual_text = true })
+-- Warnings as text, so the code lenses stay visible on lines with only hints.
+vim.diagnostic.config({ virtual_text = { severity = { min = vim.diagnostic.severity.WARN } } })
 require('kernelpro').setup({ server_path = '$KERNELPRO_BIN', trusted = true })
 LUA
 
@@ -38,7 +39,11 @@ until [ "$(remote 'luaeval("#vim.diagnostic.get(0)")')" -gt 0 ] 2>/dev/null; do
   sleep 0.5
 done
 cat > "$work/show.lua" <<'LUA'
-local d = vim.diagnostic.get(0)[1]
+local all = vim.diagnostic.get(0)
+table.sort(all, function(a, b)
+  return a.severity < b.severity or (a.severity == b.severity and a.lnum < b.lnum)
+end)
+local d = all[1]
 vim.api.nvim_win_set_cursor(0, { d.lnum + 1, d.col })
 vim.cmd('normal! zz')
 -- After the cursor move has been seen, or CursorMoved would close the float.

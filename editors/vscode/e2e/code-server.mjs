@@ -104,10 +104,11 @@ try {
   await page.keyboard.type(' ');
   await page.keyboard.press('Backspace');
   await page.keyboard.press('Control+S');
+  await page.keyboard.press('Control+Home');
 
   // Code lenses above the kernels.
-  await editor.locator('.codelens-decoration a', { hasText: 'Optimize' }).first().waitFor();
-  report.code_lens = await editor.locator('.codelens-decoration').allInnerTexts();
+  await editor.locator('.codelens-decoration a', { hasText: 'Optimize' }).first().waitFor({ state: 'attached' });
+  report.code_lens = await editor.locator('.codelens-decoration').allTextContents();
 
   // The Problems panel.
   await page.keyboard.press('Control+Shift+M');
