@@ -29,7 +29,8 @@ local function wait_for(what, cond)
   end
 end
 
-local function request(client, method, params, bufnr)
+--- The result of a request, or (with `soft`) nil and the error message.
+local function request(client, method, params, bufnr, soft)
   local done, response
   client:request(method, params, function(err, result)
     done, response = true, { err = err, result = result }
@@ -38,7 +39,11 @@ local function request(client, method, params, bufnr)
     return done
   end)
   if response.err then
-    report.error = method .. ': ' .. (response.err.message or vim.inspect(response.err))
+    local message = method .. ': ' .. (response.err.message or vim.inspect(response.err))
+    if soft then
+      return nil, message
+    end
+    report.error = message
     finish(2)
   end
   return response.result
@@ -229,10 +234,10 @@ if optimize then
   local command = type(optimize.command) == 'table' and optimize.command or optimize
   report.optimize.command = { command = command.command, arguments = command.arguments }
   local before_optimize = publishes
-  report.optimize.result = request(client, 'workspace/executeCommand', {
+  report.optimize.result, report.optimize.error = request(client, 'workspace/executeCommand', {
     command = command.command,
     arguments = command.arguments,
-  }, bufnr)
+  }, bufnr, true)
   wait_for('the server to settle after optimize', function()
     return next(active_progress) == nil
   end)

@@ -14,6 +14,7 @@ import {
   DidOpenTextDocumentNotification,
   DidSaveTextDocumentNotification,
   DocumentSymbolRequest,
+  ExecuteCommandRequest,
   HoverRequest,
   InitializedNotification,
   InitializeRequest,
@@ -118,5 +119,12 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
   it('hovers a kernel name with its resources', async () => {
     const hover = await conn.sendRequest(HoverRequest.type, { textDocument: { uri }, position: { line: 6, character: 18 } });
     expect(JSON.stringify(hover?.contents)).toContain('saxpy_fp64');
+  });
+
+  it('answers Show SASS for a line and the doctor, as the extension asks them', async () => {
+    const sass = await conn.sendRequest(ExecuteCommandRequest.type, { command: 'kernelpro.showSass', arguments: [uri, 8] });
+    expect(sass).toEqual(expect.stringContaining('```sass'));
+    const doctor = await conn.sendRequest(ExecuteCommandRequest.type, { command: 'kernelpro.doctor', arguments: [] });
+    expect(doctor).toEqual(expect.stringMatching(/^ok\s+nvcc:/m));
   });
 });

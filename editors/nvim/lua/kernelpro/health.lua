@@ -61,8 +61,25 @@ local function check_doctor(path)
     return false
   end
   health.start('kernelpro: kernelpro doctor')
+  -- Each item is "ok  what: detail" or "!!  what: problem", then an indented "fix: ...".
+  local items = {}
   for _, line in ipairs(vim.split(out, '\n', { trimempty = true })) do
-    health.info(line)
+    local status, text = line:match('^(%S+)%s+(.*)$')
+    local fix = line:match('^%s+fix:%s*(.*)$')
+    if fix and #items > 0 then
+      table.insert(items[#items].advice, fix)
+    elseif status then
+      table.insert(items, { status = status, text = text, advice = {} })
+    end
+  end
+  for _, item in ipairs(items) do
+    if item.status == 'ok' then
+      health.ok(item.text)
+    elseif item.status == '!!' then
+      health.warn(item.text, item.advice)
+    else
+      health.error(item.text, item.advice)
+    end
   end
   return true
 end
