@@ -126,6 +126,7 @@ try {
 
   report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
   report.checks.problems = report.problems.some((t) => /kernelpro|nvcc/.test(t));
+  report.checks.status_bar = /KernelPro/.test(report.status_bar ?? '');
   report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
   await finish(report.failed.length ? 1 : 0);
 } catch (e) {
