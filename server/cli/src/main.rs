@@ -2,6 +2,7 @@
 //! ends to the same core (`check`, `doctor`, ...).
 
 mod check;
+mod optimize;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -67,6 +68,8 @@ enum Command {
     },
     /// Launch a kernel on the GPU with its launch spec: time, bandwidth, energy, checksums.
     Run(run::RunArgs),
+    /// Search for a faster, verified version of a kernel (MCTS over rewrites).
+    Optimize(optimize::OptimizeArgs),
     /// The GPU harness's child process (internal).
     #[command(name = "__gpu-worker", hide = true)]
     GpuWorker,
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
             }
             Command::Check { files, format, sass, compile } => check::run(&files, format, sass, &compile).await,
             Command::Run(args) => run::run(&args).await,
+            Command::Optimize(args) => optimize::run(&args).await,
             Command::GpuWorker => unreachable!("handled before the runtime starts"),
             Command::Doctor { json } => {
                 let report = kernelpro_core::doctor::report(&Default::default()).await;

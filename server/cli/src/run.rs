@@ -77,7 +77,7 @@ pub async fn run(args: &RunArgs) -> ExitCode {
         energy: !args.no_energy,
         device: args.device,
     };
-    match harness::run(&kernel, reference.as_ref(), &settings, &opts).await {
+    match harness::run(&kernel.job, reference.as_ref().map(|r| &r.job), &settings, &opts).await {
         Ok(result) => {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&result).expect("json"));

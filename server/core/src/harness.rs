@@ -84,11 +84,12 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
 
 /// Runs a prepared kernel (and reference) in the worker child; the blocking
 /// wait happens off the async runtime.
-pub async fn run(kernel: &Prepared, reference: Option<&Prepared>, settings: &Settings, opts: &RunOptions) -> Result<JobResult, HarnessError> {
+/// The jobs' cubins must outlive the call (keep their `Prepared` alive).
+pub async fn run(kernel: &KernelJob, reference: Option<&KernelJob>, settings: &Settings, opts: &RunOptions) -> Result<JobResult, HarnessError> {
     let job = Job {
         device: opts.device,
-        kernel: kernel.job.clone(),
-        reference: reference.map(|r| r.job.clone()),
+        kernel: kernel.clone(),
+        reference: reference.cloned(),
         warmup: opts.warmup,
         runs: opts.runs,
         flush_l2: true,

@@ -1,0 +1,153 @@
+//! `kernelpro optimize`: the editor's "Optimize this kernel" from the command line.
+
+use crate::CompileArgs;
+use kernelpro_optimize::{OptimizeOutcome, OptimizeRequest, optimize};
+use kernelpro_search::Strategy;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(clap::Args)]
+pub struct OptimizeArgs {
+    pub file: PathBuf,
+    #[arg(long)]
+    pub kernel: String,
+    /// Candidate evaluations (compile + verify + time).
+    #[arg(long, default_value_t = 60)]
+    pub budget: u32,
+    /// Wall-time limit in seconds.
+    #[arg(long, default_value_t = 1800)]
+    pub time: u64,
+    #[arg(long, value_enum, default_value = "mcts")]
+    pub strategy: StrategyArg,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// `gpu` (the harness), or `stub:SPEEDUP` to try the search without a GPU.
+    #[arg(long, default_value = "gpu")]
+    pub evaluator: String,
+    /// Also ask the configured LLM for rewrites (KERNELPRO_LLM_* environment).
+    #[arg(long)]
+    pub llm: bool,
+    /// Seconds before a hung candidate is killed.
+    #[arg(long, default_value_t = 10)]
+    pub timeout: u64,
+    #[arg(long)]
+    pub runner: Option<String>,
+    /// Write the optimized file here (the input file is never changed).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub compile: CompileArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum StrategyArg {
+    Mcts,
+    Greedy,
+    Random,
+}
+
+pub async fn run(args: &OptimizeArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("kernelpro optimize: {}: {e}", args.file.display());
+            return ExitCode::from(1);
+        }
+    };
+    let mut settings = args.compile.settings();
+    settings.optimize.budget = args.budget;
+    settings.optimize.time_secs = args.time;
+    settings.optimize.evaluator = args.evaluator.clone();
+    settings.run_timeout_secs = args.timeout;
+    settings.llm.enabled = args.llm;
+    if let Some(r) = &args.runner {
+        settings.runner = r.split_whitespace().map(String::from).collect();
+    }
+    let req = OptimizeRequest {
+        path: args.file.clone(),
+        text,
+        kernel: args.kernel.clone(),
+        settings,
+        strategy: match args.strategy {
+            StrategyArg::Mcts => Strategy::Mcts,
+            StrategyArg::Greedy => Strategy::Greedy,
+            StrategyArg::Random => Strategy::Random,
+        },
+        seed: args.seed,
+        exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let on_ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("stopping: the best result so far follows");
+            on_ctrl_c.store(true, Ordering::SeqCst);
+        }
+    });
+    let handle = tokio::runtime::Handle::current();
+    let quiet = args.json;
+    let result = tokio::task::spawn_blocking(move || {
+        optimize(&req, handle, cancel, |p| {
+            if !quiet {
+                eprint!("\r{}/{} evaluations, best {:.2}x   ", p.evaluations, p.max_evaluations, p.best_speedup);
+            }
+        })
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("the search thread failed: {e}")));
+    if !quiet {
+        eprintln!();
+    }
+    match result {
+        Ok(out) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+            } else {
+                print!("{}", report(&out));
+            }
+            if let (Some(path), Some(text)) = (&args.out, &out.new_text) {
+                if let Err(e) = std::fs::write(path, text) {
+                    eprintln!("kernelpro optimize: cannot write {}: {e}", path.display());
+                    return ExitCode::from(1);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kernelpro optimize: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn report(o: &OptimizeOutcome) -> String {
+    let mut s = format!("{}\n", o.title);
+    s.push_str(&format!("original {:.4} ms", o.original_ms));
+    if let Some(b) = o.best_ms {
+        s.push_str(&format!(" → best {b:.4} ms"));
+    }
+    if let (Some(a), Some(b)) = (o.original_energy_j, o.best_energy_j) {
+        s.push_str(&format!(", energy {a:.4} J → {b:.4} J per launch"));
+    }
+    s.push_str(&format!("; {} evaluations, stopped: {}\n", o.evaluations, o.stop));
+    if !o.steps.is_empty() {
+        s.push_str("best path:\n");
+        for (i, st) in o.steps.iter().enumerate() {
+            s.push_str(&format!(
+                "  {}. {}{} → {}\n",
+                i + 1,
+                st.recipe,
+                st.answers.as_ref().map(|a| format!(" (answers {a})")).unwrap_or_default(),
+                st.speedup.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "failed".into())
+            ));
+        }
+    }
+    if let Some(e) = &o.edit {
+        s.push_str(&format!("edit: lines {}..{} become:\n{}", e.start_line + 1, e.end_line, e.text));
+    }
+    s
+}
