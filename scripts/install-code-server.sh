@@ -2,7 +2,7 @@
 # Install code-server 4.100.3 (the last release that runs on Node 20) for the
 # VS Code end-to-end test, using only the npm registry and Debian packages.
 # Its own postinstall cannot run here: npm 11 blocks dependency install scripts,
-# @vscode/ripgrep downloads rg from GitHub, and node-pty's post-install calls
+# @vscode/ripgrep downloads rg at install time, and node-pty's post-install calls
 # `npx node-gyp`. So: fetch with --ignore-scripts, put Debian's rg where
 # @vscode/ripgrep looks, build the native modules against /usr/include/node,
 # then do postinstall.sh's remaining steps (symlinks, extensions' typescript).
