@@ -180,3 +180,55 @@ fn bad_input_files() {
     assert_eq!(h["result"], Value::Null);
     assert!(c.alive());
 }
+
+fn optimize_fixture() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let text = std::fs::read_to_string(fixtures().join("../../examples/saxpy.cu")).unwrap();
+    let (d, p) = temp_copy("saxpy.cu", &text);
+    (d, p, text)
+}
+
+/// The optimize command runs the search with progress, and the result comes
+/// back as a code action whose edit replaces only the kernel's region.
+#[test]
+fn optimize_command_then_apply_code_action() {
+    let (_d, path, text) = optimize_fixture();
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 6}}));
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    assert_eq!(reply["result"]["applicable"], true, "{reply}");
+    assert!(c.wait(Duration::from_secs(1), |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end").is_some(), "progress ended");
+    let kernel_line = text.lines().position(|l| l.contains("void saxpy")).unwrap();
+    let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line, "character": 0}, "end": {"line": kernel_line, "character": 0}}, "context": {"diagnostics": []}}));
+    let apply = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized saxpy: 1.50x faster")).expect("apply action").clone();
+    let edit = &apply["edit"]["changes"][u.as_str()][0];
+    let (start, end) = (edit["range"]["start"]["line"].as_u64().unwrap() as usize, edit["range"]["end"]["line"].as_u64().unwrap() as usize);
+    let spec_start = text.lines().position(|l| l.contains("kernelpro: let N")).unwrap();
+    assert!(start >= spec_start && end <= kernel_line + 3, "edit {start}..{end} stays in the kernel's region");
+    assert_ne!(edit["newText"].as_str().unwrap(), text.lines().skip(start).take(end - start).map(|l| format!("{l}\n")).collect::<String>());
+    // The file on disk is untouched until the client applies the edit.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // After an edit of the buffer, the stale result is offered disabled, with the reason.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// edited\n"}]}));
+    let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line + 1, "character": 0}, "end": {"line": kernel_line + 1, "character": 0}}, "context": {"diagnostics": []}}));
+    let stale = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized")).expect("stale action").clone();
+    assert!(stale["disabled"]["reason"].as_str().unwrap().contains("changed"), "{stale}");
+    assert!(stale.get("edit").is_none_or(|e| e.is_null()));
+}
+
+/// Cancel on the progress bar stops the search and returns the best so far.
+#[test]
+fn optimize_can_be_cancelled_from_the_progress_bar() {
+    let (_d, path, text) = optimize_fixture();
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 500}}));
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    let id = c.send_request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"], "workDoneToken": "opt-1"}));
+    let report = c.wait(LONG, |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "report").expect("a progress report");
+    assert_eq!(report["params"]["token"], "opt-1");
+    c.notify("window/workDoneProgress/cancel", json!({"token": "opt-1"}));
+    let reply = c.response(id, Duration::from_secs(60));
+    assert_eq!(reply["result"]["cancelled"], true, "{reply}");
+}

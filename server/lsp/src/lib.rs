@@ -14,6 +14,6 @@ use tower_lsp_server::{LspService, Server as Transport};
 
 /// Serve LSP over stdin/stdout until the client exits.
 pub async fn serve_stdio() {
-    let (service, socket) = LspService::new(Server::new);
+    let (service, socket) = LspService::build(Server::new).custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel).finish();
     Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
 }

@@ -22,6 +22,13 @@ impl Server {
     }
 }
 
+impl Server {
+    /// `window/workDoneProgress/cancel`, which tower-lsp-server does not route itself.
+    pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        handlers::optimize::cancel(self, &params.token);
+    }
+}
+
 /// A panicking request answers with an internal error; the server lives on.
 async fn guard<T>(method: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
     match AssertUnwindSafe(fut).catch_unwind().await {

@@ -5,6 +5,8 @@ use crate::document::Document;
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::settings::Settings;
 use std::collections::HashMap;
+use kernelpro_optimize::OptimizeOutcome;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock};
 use tower_lsp_server::ls_types::Uri;
@@ -19,6 +21,18 @@ pub struct State {
     /// Serializes publishing so a stale result can never overtake a newer one.
     pub publish: tokio::sync::Mutex<()>,
     pub warned_untrusted: AtomicBool,
+    /// Finished searches per document, with the version their edit applies to.
+    pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
+    /// Cancel flags of running searches, by progress token.
+    pub progress_cancels: Mutex<HashMap<String, Arc<AtomicBool>>>,
+}
+
+/// A finished search: its edit applies only to the version it started from.
+#[derive(Debug, Clone)]
+pub struct StoredOptimization {
+    pub version: i32,
+    pub original: String,
+    pub outcome: OptimizeOutcome,
 }
 
 impl State {

@@ -12,6 +12,9 @@ pub fn code_action(server: &Server, params: CodeActionParams) -> Result<Option<C
     let file = kernelpro_core::source::parse(&doc.text.to_string());
     let mut actions = Vec::new();
     if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {
+        if let Some(apply) = crate::handlers::optimize::apply_action(server, &uri, &k.name, doc.version) {
+            actions.push(CodeActionOrCommand::CodeAction(apply));
+        }
         actions.push(CodeActionOrCommand::CodeAction(CodeAction {
             title: format!("Optimize kernel {}", k.name),
             kind: Some(CodeActionKind::new("refactor.rewrite.kernelpro.optimize")),

@@ -10,6 +10,12 @@ pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
     let Some(doc) = docs.get(&pp.text_document.uri) else { return Ok(None) };
     let Some(analysis) = doc.current_analysis() else { return Ok(None) };
     let pos = doc.pos(pp.position);
-    let Some(markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
+    let Some(mut markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
+    if let Some(k) = analysis.source.kernels().find(|k| k.name_span.start.line == pos.line) {
+        if let Some(diff) = crate::handlers::optimize::diff_markdown(server, &pp.text_document.uri, &k.name) {
+            markdown.push_str("\n---\n");
+            markdown.push_str(&diff);
+        }
+    }
     Ok(Some(Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }), range: None }))
 }

@@ -6,4 +6,5 @@ pub mod document_symbol;
 pub mod execute_command;
 pub mod hover;
 pub mod lifecycle;
+pub mod optimize;
 pub mod text_sync;

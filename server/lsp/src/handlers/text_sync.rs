@@ -88,7 +88,7 @@ pub fn schedule(server: &Server, uri: Uri) {
                 Err(AnalysisError::Cancelled) => return,
             }
         } else {
-            FileAnalysis { path, source: kernelpro_core::source::parse(&text), ..Default::default() }
+            FileAnalysis::without_tools(&path, &text, &settings)
         };
         publish(&state, &client, &uri, version, generation, Arc::new(analysis)).await;
     });

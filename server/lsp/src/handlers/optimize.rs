@@ -1,0 +1,139 @@
+//! `kernelpro.optimize`: runs the search with cancellable work-done progress,
+//! then keeps the result so the code action can offer it as one edit of the
+//! kernel. The file is changed only if the user applies that action.
+
+use crate::server::Server;
+use crate::state::StoredOptimization;
+use kernelpro_optimize::{OptimizeRequest, optimize};
+use kernelpro_search::Strategy;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
+
+/// Sets the search's cancel flag if the request's future is dropped
+/// (`$/cancelRequest`), so the blocking search stops at its next evaluation.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<ProgressToken>) -> Result<LSPAny> {
+    let settings = server.state.settings();
+    if !settings.trusted {
+        return Err(Error::invalid_params("KernelPro does not compile or run code in an untrusted workspace"));
+    }
+    let (text, version) = {
+        let docs = server.state.docs();
+        let doc = docs.get(&uri).ok_or_else(|| Error::invalid_params("the document is not open"))?;
+        (doc.text.to_string(), doc.version)
+    };
+    if kernelpro_core::source::parse(&text).kernel(&kernel).is_none() {
+        return Err(Error::invalid_params(format!("no __global__ function named `{kernel}` in this file")));
+    }
+    let token = match token {
+        Some(t) => t,
+        None => {
+            let t = ProgressToken::String(format!("kernelpro-optimize-{kernel}-{version}-{}", std::process::id()));
+            // Clients without progress support simply see no bar.
+            let _ = server.client.create_work_done_progress(t.clone()).await;
+            t
+        }
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let key = token_key(&token);
+    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), cancel.clone());
+    let _guard = CancelOnDrop(cancel.clone());
+    let progress = server.client.progress(token, format!("Optimizing {kernel}")).with_percentage(0).with_cancel_button().begin().await;
+
+    let req = OptimizeRequest {
+        path: crate::handlers::text_sync::path_of(&uri),
+        text: text.clone(),
+        kernel: kernel.clone(),
+        settings: settings.clone(),
+        strategy: Strategy::Mcts,
+        seed: 0,
+        exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, f64)>();
+    let handle = tokio::runtime::Handle::current();
+    let flag = cancel.clone();
+    let search = tokio::task::spawn_blocking(move || {
+        optimize(&req, handle, flag, |p| {
+            let _ = tx.send((p.evaluations, p.max_evaluations, p.best_speedup));
+        })
+    });
+    while let Some((done, max, best)) = rx.recv().await {
+        let pct = if max == 0 { 0 } else { (done * 100 / max).min(100) as u32 };
+        progress.report_with_message(format!("{done}/{max} evaluations · best {best:.2}x"), pct, None).await;
+    }
+    let result = search.await.unwrap_or_else(|e| Err(format!("the search failed: {e}")));
+    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    match result {
+        Err(e) => {
+            progress.finish_with_message(format!("failed: {e}")).await;
+            Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
+        }
+        Ok(outcome) => {
+            progress.finish_with_message(outcome.title.clone()).await;
+            let reply = serde_json::json!({
+                "kernel": outcome.kernel,
+                "title": outcome.title,
+                "speedup": outcome.speedup,
+                "applicable": outcome.edit.is_some(),
+                "cancelled": cancel.load(Ordering::SeqCst),
+            });
+            let message = if outcome.edit.is_some() { format!("{} — use the code action on the kernel to apply it.", outcome.title) } else { outcome.title.clone() };
+            {
+                let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
+                let list = all.entry(uri).or_default();
+                list.retain(|o| o.outcome.kernel != kernel);
+                list.push(StoredOptimization { version, original: text, outcome });
+            }
+            server.client.show_message(MessageType::INFO, message).await;
+            Ok(reply)
+        }
+    }
+}
+
+pub fn token_key(token: &ProgressToken) -> String {
+    match token {
+        ProgressToken::String(s) => s.clone(),
+        ProgressToken::Number(n) => n.to_string(),
+    }
+}
+
+/// `window/workDoneProgress/cancel`: the user pressed Cancel on the progress bar.
+pub fn cancel(server: &Server, token: &ProgressToken) {
+    if let Some(flag) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The code action that applies a finished search, if one exists for `kernel`.
+pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_version: i32) -> Option<CodeAction> {
+    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
+    let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
+    let edit = stored.outcome.edit.as_ref()?;
+    let mut action = CodeAction { title: stored.outcome.title.clone(), kind: Some(CodeActionKind::REFACTOR_REWRITE), is_preferred: Some(true), ..Default::default() };
+    if stored.version != current_version {
+        action.disabled = Some(CodeActionDisabled { reason: "the file changed since the search started: run Optimize again".into() });
+        return Some(action);
+    }
+    let range = Range::new(Position::new(edit.start_line, 0), Position::new(edit.end_line, 0));
+    let changes = [(uri.clone(), vec![TextEdit { range, new_text: edit.text.clone() }])].into_iter().collect();
+    action.edit = Some(WorkspaceEdit { changes: Some(changes), ..Default::default() });
+    Some(action)
+}
+
+/// A unified diff of the last search's result, for the kernel's hover.
+pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str) -> Option<String> {
+    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
+    let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
+    let new_text = stored.outcome.new_text.as_ref()?;
+    let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
+    Some(format!("**{}**\n```diff\n{}```\n", stored.outcome.title, diff.unified_diff().context_radius(2)))
+}
