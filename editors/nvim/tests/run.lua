@@ -254,6 +254,8 @@ if optimize then
     local text_after = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), '\n')
     report.optimize.applied = apply.title
     report.optimize.buffer_changed = text_before ~= text_after
+    local diff = vim.text and vim.text.diff or vim.diff
+    report.optimize.diff = diff(text_before .. '\n', text_after .. '\n', { ctxlen = 0 })
   end
 end
 
