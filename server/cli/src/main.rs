@@ -3,6 +3,7 @@
 
 mod check;
 mod optimize;
+mod profile;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -68,6 +69,8 @@ enum Command {
     },
     /// Launch a kernel on the GPU with its launch spec: time, bandwidth, energy, checksums.
     Run(run::RunArgs),
+    /// Profile kernels with Nsight Compute: roofline triage, then the tools for each kernel's class.
+    Profile(profile::ProfileArgs),
     /// Search for a faster, verified version of a kernel (MCTS over rewrites).
     Optimize(optimize::OptimizeArgs),
     /// The GPU harness's child process (internal).
@@ -111,6 +114,7 @@ fn main() -> ExitCode {
             Command::Check { files, format, sass, compile } => check::run(&files, format, sass, &compile).await,
             Command::Run(args) => run::run(&args).await,
             Command::Optimize(args) => optimize::run(&args).await,
+            Command::Profile(args) => profile::run(&args).await,
             Command::GpuWorker => unreachable!("handled before the runtime starts"),
             Command::Doctor { json } => {
                 let report = kernelpro_core::doctor::report(&Default::default()).await;

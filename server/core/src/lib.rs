@@ -8,6 +8,7 @@ pub mod process;
 pub mod settings;
 pub use kernelpro_source as source;
 pub mod toolchain;
+pub mod baseline;
 pub mod cache;
 pub mod compile;
 pub mod compile_db;

@@ -146,6 +146,8 @@ pub struct LiveProfile {
     pub timeout: Duration,
     /// Profile with `--set full` instead of the two stages, for comparison.
     pub full: bool,
+    /// Profile only the first N matching launches (the harness launches a kernel many times).
+    pub launch_count: Option<u32>,
 }
 
 /// A profiler failure in words a user can act on.
@@ -212,6 +214,9 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
 }
 
 async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, cancel: &CancellationToken) -> Result<(), String> {
+    if let Some(n) = req.launch_count {
+        args.extend(["--launch-count".to_string(), n.to_string()]);
+    }
     args.extend(req.target.iter().cloned());
     let mut cmd = ToolCommand::new(&req.ncu, req.timeout).args(args);
     if let Some(input) = &req.stdin {
@@ -244,4 +249,81 @@ fn tool_error(e: &ToolError) -> String {
 /// A finding that says profiling is unavailable, and why, on the file's first line.
 pub fn unavailable(reason: &str) -> Finding {
     Finding::new("ncu", Severity::Information, Span::line(0), format!("profiling unavailable: {reason}")).with_code("profile-unavailable")
+}
+
+/// What to profile in a file, and how.
+#[derive(Debug, Clone)]
+pub struct FileProfileRequest {
+    pub path: PathBuf,
+    pub text: String,
+    /// Only this kernel; `None`: every kernel with a launch spec (or the whole program).
+    pub kernel: Option<String>,
+    pub full: bool,
+    /// The `kernelpro` executable that serves as the GPU worker.
+    pub exe: PathBuf,
+}
+
+/// Profiles a file: each kernel with a launch spec through the harness, or,
+/// when the file has its own `main()` and no spec, the whole program.
+pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::Settings, analyzer: &crate::analysis::Analyzer, cancel: &CancellationToken) -> Result<ProfileReport, String> {
+    let ncu = crate::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &crate::toolchain::Env::process())
+        .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::NCU_INSTALL_HINT))?;
+    let clock_control = if settings.clock_control == "base" { ClockControl::Base } else { ClockControl::None };
+    let timeout = Duration::from_secs(settings.profile_timeout_secs.max(1));
+    let thresholds = Thresholds::default();
+    let base = crate::analysis::FileAnalysis::without_tools(&req.path, &req.text, settings);
+    let mut kernels: Vec<String> = match &req.kernel {
+        Some(k) => vec![k.clone()],
+        None => base.launch_specs.keys().cloned().collect(),
+    };
+    kernels.sort();
+    if kernels.is_empty() {
+        if !base.source.has_main {
+            return Err("nothing to profile: add a launch spec (`// kernelpro:` lines) above a kernel, or give the file a main() that launches its kernels".into());
+        }
+        let dir = tempfile::Builder::new().prefix("kernelpro-prog-").tempdir().map_err(|e| e.to_string())?;
+        let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+        let live = LiveProfile { ncu: ncu.path, target: vec![exe.display().to_string()], stdin: None, clock_control, kernel_regex: None, timeout, full: req.full, launch_count: None };
+        return profile_live(&live, &req.text, &thresholds, cancel).await;
+    }
+    let mut report = ProfileReport::default();
+    for k in kernels {
+        let src = crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
+        let prepared = crate::harness::prepare(&src, settings, analyzer, cancel).await?;
+        let job = kernelpro_gpu::Job { device: 0, kernel: prepared.job.clone(), reference: None, warmup: 0, runs: 1, flush_l2: false, energy_window_ms: 0 };
+        let live = LiveProfile {
+            ncu: ncu.path.clone(),
+            target: vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()],
+            stdin: Some(serde_json::to_vec(&job).expect("job serializes")),
+            clock_control,
+            kernel_regex: Some(format!("^{}$", prepared.job.function)),
+            timeout,
+            full: req.full,
+            launch_count: Some(1),
+        };
+        let one = profile_live(&live, &req.text, &thresholds, cancel).await?;
+        report.stage1_secs += one.stage1_secs;
+        report.stage2_secs += one.stage2_secs;
+        report.notes.extend(one.notes);
+        report.kernels.extend(one.kernels);
+    }
+    Ok(report)
+}
+
+/// Compiles the file's own program (for files with a `main()`).
+async fn build_program(path: &Path, text: &str, settings: &crate::settings::Settings, dir: &Path, cancel: &CancellationToken) -> Result<PathBuf, String> {
+    let nvcc = crate::analysis::Analyzer::find_nvcc(settings).ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::NVCC_INSTALL_HINT))?;
+    let name = path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "program.cu".into());
+    let src = dir.join(&name);
+    std::fs::write(&src, text).map_err(|e| e.to_string())?;
+    let exe = dir.join("program");
+    let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
+    args.extend(crate::analysis::Analyzer::flags_for(path, settings));
+    args.extend(["-o".into(), exe.display().to_string(), src.display().to_string()]);
+    let out = run_tool(&ToolCommand::new(&nvcc.path, Duration::from_secs(settings.compile_timeout_secs.max(1))).args(args), cancel).await.map_err(|e| e.to_string())?;
+    if !out.success() {
+        return Err(format!("the program does not build: {}", out.stderr.lines().take(5).collect::<Vec<_>>().join(" | ")));
+    }
+    // The program is kept alive by the caller's temp dir for the profile's duration.
+    Ok(exe)
 }

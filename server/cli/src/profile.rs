@@ -1,0 +1,119 @@
+//! `kernelpro profile`: roofline triage then the micro-profiling tools for each
+//! kernel's class, printed as findings; `--import` reads recorded ncu pages.
+
+use crate::CompileArgs;
+use kernelpro_core::analysis::Analyzer;
+use kernelpro_core::baseline::{BaselineStore, KernelBaseline, compare};
+use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
+use kernelpro_profile::Thresholds;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(clap::Args)]
+pub struct ProfileArgs {
+    pub file: PathBuf,
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// `ncu --set full` in one pass instead of the two stages (for comparison).
+    #[arg(long)]
+    pub full: bool,
+    /// Analyse ncu CSV pages recorded elsewhere (stage1_raw.csv / full_raw.csv, src_KERNEL.csv).
+    #[arg(long)]
+    pub import: Option<PathBuf>,
+    #[arg(long)]
+    pub ncu: Option<PathBuf>,
+    /// ncu clock control: `none` (the GPU's own clocks) or `base`.
+    #[arg(long, default_value = "none")]
+    pub clock_control: String,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub compile: CompileArgs,
+}
+
+pub async fn run(args: &ProfileArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("kernelpro profile: {}: {e}", args.file.display());
+            return ExitCode::from(1);
+        }
+    };
+    let report = match &args.import {
+        Some(dir) => Exports::from_dir(dir).and_then(|e| analyze_exports(&e, &text, &Thresholds::default())),
+        None => {
+            let mut settings = args.compile.settings();
+            settings.ncu = args.ncu.clone();
+            settings.clock_control = args.clock_control.clone();
+            let req = FileProfileRequest {
+                path: args.file.clone(),
+                text: text.clone(),
+                kernel: args.kernel.clone(),
+                full: args.full,
+                exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+            };
+            profile_file(&req, &settings, &Analyzer::default(), &CancellationToken::new()).await
+        }
+    };
+    let mut report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("kernelpro profile: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(k) = &args.kernel {
+        report.kernels.retain(|r| &r.kernel == k);
+    }
+    let changes = if args.import.is_none() { remember(&args.file, &report) } else { Vec::new() };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "changes": changes})).expect("json"));
+    } else {
+        print!("{}", text_report(&args.file, &report));
+        for c in changes {
+            println!("{c}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Compares with the last profile of the same file and stores this one.
+fn remember(file: &std::path::Path, report: &ProfileReport) -> Vec<String> {
+    let store = BaselineStore::in_cache_dir();
+    let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let old = store.load(&path);
+    let new: Vec<KernelBaseline> = report
+        .kernels
+        .iter()
+        .map(|k| KernelBaseline {
+            kernel: k.kernel.clone(),
+            duration_ns: k.triage.as_ref().and_then(|t| t.duration_ns),
+            class: k.triage.as_ref().map(|t| t.class.as_str().to_string()),
+            tools: k.findings.iter().filter_map(|f| f.code.clone()).collect(),
+        })
+        .collect();
+    let changes = new.iter().filter_map(|n| old.iter().find(|o| o.kernel == n.kernel).and_then(|o| compare(o, n, 5.0))).map(|(slower, t)| if slower { format!("SLOWER: {t}") } else { t }).collect();
+    let _ = store.save(&path, &new);
+    changes
+}
+
+fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
+    let mut s = String::new();
+    for k in &r.kernels {
+        s.push_str(&format!("{}: {}\n", k.kernel, k.triage.as_ref().map(|t| t.summary.as_str()).unwrap_or("no SpeedOfLight data: class unknown")));
+        for f in &k.findings {
+            s.push_str(&format!("{}:{}: {}: {} [{}]\n", file.display(), f.span.start.line + 1, f.severity.as_str(), f.message.replace('\n', " "), f.code.as_deref().unwrap_or("")));
+            if let Some(g) = &f.guidance {
+                s.push_str(&format!("    → {g}\n"));
+            }
+        }
+    }
+    if r.stage1_secs > 0.0 {
+        s.push_str(&format!("profiled in {:.1} s (stage 1 {:.1} s, stage 2 {:.1} s)\n", r.stage1_secs + r.stage2_secs, r.stage1_secs, r.stage2_secs));
+    }
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}
