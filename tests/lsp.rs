@@ -232,3 +232,73 @@ fn optimize_can_be_cancelled_from_the_progress_bar() {
     let reply = c.response(id, Duration::from_secs(60));
     assert_eq!(reply["result"]["cancelled"], true, "{reply}");
 }
+
+/// A stand-in for ncu that replays the real H200 recordings: profile passes
+/// succeed without running anything, exports print the recorded pages.
+fn fake_ncu(dir: &std::path::Path, denied: bool) -> std::path::PathBuf {
+    let rec = fixtures().join("h200-probe");
+    let script = if denied {
+        "#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0.'\nexit 1\n".to_string()
+    } else {
+        format!(
+            r#"#!/bin/sh
+case "$*" in
+  *"-i "*stage1*"--page raw"*) cat {rec}/stage1_raw.csv ;;
+  *"-i "*"--page raw"*) cat {rec}/full_raw.csv ;;
+  *"--page source"*) for a in "$@"; do k="$a"; done; cat {rec}/src_$k.csv ;;
+  *) exit 0 ;;
+esac
+"#,
+            rec = rec.display()
+        )
+    };
+    let p = dir.join("ncu");
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn profile_command_puts_findings_on_their_lines() {
+    let text = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();
+    let (dir, path) = temp_copy("kernels.cu", &text);
+    let ncu = fake_ncu(dir.path(), false);
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu}));
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    assert_eq!(reply["result"]["kernels"].as_array().map(|k| k.len()), Some(5), "{reply}");
+    let d = c.wait_diagnostics(&u, LONG);
+    let ncu_lines: Vec<String> = d["diagnostics"].as_array().unwrap().iter().filter(|d| d["source"] == "ncu").map(|d| format!("{} {}", d["range"]["start"]["line"], d["code"].as_str().unwrap())).collect();
+    for want in ["8 FP64Math", "13 Uncoalesced", "21 SharedMemTiling", "32 SharedBankConflicts", "39 ThreadDivergence"] {
+        assert!(ncu_lines.iter().any(|l| l == want), "{want} missing from {ncu_lines:?}");
+    }
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    let titles: Vec<&str> = lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
+    assert!(titles.iter().any(|t| t.starts_with("memory-bound · L2 95% of peak")), "{titles:?}");
+    // After an edit above them, a save republishes the profile findings shifted and marked stale.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// new line\n"}]}));
+    c.save(&u, &format!("// new line\n{text}"));
+    let d = c.wait(LONG, |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2).unwrap();
+    let uncoalesced = d["params"]["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Uncoalesced").unwrap().clone();
+    assert_eq!(uncoalesced["range"]["start"]["line"], 14);
+    assert!(uncoalesced["message"].as_str().unwrap().contains("profiled before your latest edits"));
+}
+
+#[test]
+fn counter_permission_error_says_how_to_fix_it() {
+    let text = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();
+    let (dir, path) = temp_copy("kernels.cu", &text);
+    let ncu = fake_ncu(dir.path(), true);
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu}));
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    let d = c.wait_diagnostics(&u, LONG);
+    let msg = d["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "profile-unavailable").expect("a profile-unavailable diagnostic")["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("ERR_NVGPUCTRPERM") && msg.contains("CAP_PERFMON") && msg.contains("Compile, SASS and timing still work"), "{msg}");
+    // The compile-time findings are still there.
+    assert!(d["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "Fp64Promotion"));
+}

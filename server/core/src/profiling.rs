@@ -327,3 +327,9 @@ async fn build_program(path: &Path, text: &str, settings: &crate::settings::Sett
     // The program is kept alive by the caller's temp dir for the profile's duration.
     Ok(exe)
 }
+
+/// A kernel got slower than its last profile: a warning on its name.
+pub fn slower_finding(text: &str, kernel: &str, what: &str) -> Finding {
+    let span = kernelpro_source::parse(text).kernel(kernel).map(|k| k.name_span).unwrap_or_else(|| Span::line(0));
+    Finding::new("ncu", Severity::Warning, span, format!("slower than the last profile: {what}")).with_code("Regression").with_kernel(kernel)
+}

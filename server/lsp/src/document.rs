@@ -17,14 +17,29 @@ pub struct Document {
     pub in_flight: Option<CancellationToken>,
     /// Bumped on every analysis start; a result is published only if still current.
     pub generation: u64,
+    /// The last profile's results, kept on their lines while the user edits.
+    pub profile: Option<ProfileState>,
+}
+
+/// Findings and per-kernel verdicts of the last profile of a document.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileState {
+    pub findings: Vec<kernelpro_model::Finding>,
+    /// Kernel name → triage summary (`memory-bound · DRAM 82% of peak · …`).
+    pub summaries: std::collections::HashMap<String, String>,
+    /// What changed since the previous profile, per kernel.
+    pub changes: std::collections::HashMap<String, String>,
+    /// Edits happened since the profile.
+    pub stale: bool,
 }
 
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
-        Document { text: Rope::from_str(text), version, analysis: None, in_flight: None, generation: 0 }
+        Document { text: Rope::from_str(text), version, analysis: None, in_flight: None, generation: 0, profile: None }
     }
 
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
+        self.shift_profile(change);
         match change.range {
             None => self.text = Rope::from_str(&change.text),
             Some(range) => {
@@ -33,6 +48,25 @@ impl Document {
                 self.text.remove(start..end);
                 self.text.insert(start, &change.text);
             }
+        }
+    }
+
+    /// Keeps profile findings on the lines they refer to: lines below an edit
+    /// move by the number of lines it added or removed; findings inside a
+    /// replaced range stay at its start. Any edit marks the profile stale.
+    fn shift_profile(&mut self, change: &TextDocumentContentChangeEvent) {
+        let Some(profile) = &mut self.profile else { return };
+        profile.stale = true;
+        let Some(range) = change.range else { return };
+        let (start, end) = (range.start.line.min(range.end.line), range.end.line.max(range.start.line));
+        let added = change.text.matches('\n').count() as i64;
+        let delta = added - (end - start) as i64;
+        for f in &mut profile.findings {
+            let line = f.span.start.line;
+            let moved = if line > end { (line as i64 + delta).max(0) as u32 } else if line > start { start } else { line };
+            let height = f.span.end.line.saturating_sub(f.span.start.line);
+            f.span.start.line = moved;
+            f.span.end.line = moved + height;
         }
     }
 
@@ -92,6 +126,20 @@ mod tests {
 
     fn change(l0: u32, c0: u32, l1: u32, c1: u32, text: &str) -> TextDocumentContentChangeEvent {
         TextDocumentContentChangeEvent { range: Some(Range::new(Position::new(l0, c0), Position::new(l1, c1))), range_length: None, text: text.into() }
+    }
+
+    #[test]
+    fn profile_findings_follow_their_lines() {
+        let mut d = Document::new("a\nb\nc\nd\n", 1);
+        let at = |l| kernelpro_model::Finding::new("ncu", kernelpro_model::Severity::Warning, kernelpro_model::Span::line(l), "x");
+        d.profile = Some(ProfileState { findings: vec![at(0), at(2), at(3)], ..Default::default() });
+        d.apply_change(&change(1, 0, 1, 0, "new\nlines\n"));
+        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
+        assert_eq!(lines, [0, 4, 5]);
+        assert!(d.profile.as_ref().unwrap().stale);
+        d.apply_change(&change(3, 0, 5, 0, ""));
+        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
+        assert_eq!(lines, [0, 3, 3]);
     }
 
     #[test]

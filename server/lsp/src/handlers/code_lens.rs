@@ -10,6 +10,14 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
     let Some(doc) = docs.get(&uri) else { return Ok(None) };
     let Some(analysis) = doc.current_analysis() else { return Ok(Some(Vec::new())) };
     let mut lenses = Vec::new();
+    let verdicts = crate::handlers::profile::verdicts(doc);
+    for k in analysis.source.kernels() {
+        if let Some((summary, _, stale)) = verdicts.get(&k.name) {
+            let title = if *stale { format!("{summary} (stale)") } else { summary.clone() };
+            let at = doc.range(kernelpro_model::Span::new(k.span.start, k.span.start));
+            lenses.push(CodeLens { range: at, command: Some(Command { title, command: String::new(), arguments: None }), data: None });
+        }
+    }
     for lens in kernelpro_core::lens::kernel_lenses(analysis) {
         let range = doc.range(lens.span);
         let (command, arguments) = match &lens.action {

@@ -7,4 +7,5 @@ pub mod execute_command;
 pub mod hover;
 pub mod lifecycle;
 pub mod optimize;
+pub mod profile;
 pub mod text_sync;

@@ -90,7 +90,11 @@ pub fn schedule(server: &Server, uri: Uri) {
         } else {
             FileAnalysis::without_tools(&path, &text, &settings)
         };
+        let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
         publish(&state, &client, &uri, version, generation, Arc::new(analysis)).await;
+        if profile_now {
+            crate::handlers::profile::run(&state, &client, uri, None).await;
+        }
     });
 }
 
@@ -102,23 +106,55 @@ async fn publish(state: &State, client: &Client, uri: &Uri, version: i32, genera
         if doc.generation != generation {
             return; // a newer analysis has started: this one is stale
         }
-        doc.analysis = Some((version, analysis.clone()));
+        doc.analysis = Some((version, analysis));
         doc.in_flight = None;
-        let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
-        let mut main = Vec::new();
-        for f in &analysis.findings {
-            match &f.file {
-                None => main.push(convert::diagnostic(f, Some(doc))),
-                Some(p) => {
-                    if let Some(h) = Uri::from_file_path(p) {
-                        let d = convert::diagnostic(f, None);
-                        headers.entry(h).or_default().push(d);
-                    }
+        diagnostics_of(doc)
+    };
+    send(state, client, uri, Some(version), main, headers).await;
+}
+
+/// Re-sends the diagnostics of a document (after a profile lands).
+pub async fn republish(state: &State, client: &Client, uri: &Uri) {
+    let _order = state.publish.lock().await;
+    let (version, main, headers) = {
+        let docs = state.docs();
+        let Some(doc) = docs.get(uri) else { return };
+        let (main, headers) = diagnostics_of(doc);
+        (doc.analysis.as_ref().map(|(v, _)| *v), main, headers)
+    };
+    send(state, client, uri, version, main, headers).await;
+}
+
+type Diagnostics = (Vec<Diagnostic>, HashMap<Uri, Vec<Diagnostic>>);
+
+/// The analysis's findings plus the last profile's (marked stale after edits).
+fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
+    let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
+    let mut main = Vec::new();
+    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
+    for f in findings {
+        match &f.file {
+            None => main.push(convert::diagnostic(f, Some(doc))),
+            Some(p) => {
+                if let Some(h) = Uri::from_file_path(p) {
+                    headers.entry(h).or_default().push(convert::diagnostic(f, None));
                 }
             }
         }
-        (main, headers)
-    };
+    }
+    if let Some(profile) = &doc.profile {
+        for f in &profile.findings {
+            let mut d = convert::diagnostic(f, Some(doc));
+            if profile.stale {
+                d.message.push_str("\n(profiled before your latest edits: profile again to refresh)");
+            }
+            main.push(d);
+        }
+    }
+    (main, headers)
+}
+
+async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, main: Vec<Diagnostic>, headers: HashMap<Uri, Vec<Diagnostic>>) {
     let previous = {
         let mut map = state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner());
         map.insert(uri.clone(), headers.keys().cloned().collect()).unwrap_or_default()
@@ -129,5 +165,5 @@ async fn publish(state: &State, client: &Client, uri: &Uri, version: i32, genera
     for (h, diags) in headers {
         client.publish_diagnostics(h, diags, None).await;
     }
-    client.publish_diagnostics(uri.clone(), main, Some(version)).await;
+    client.publish_diagnostics(uri.clone(), main, version).await;
 }
