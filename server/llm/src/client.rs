@@ -94,12 +94,19 @@ impl Client {
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes);
             let body = self.scrub(&text.chars().take(ERROR_BODY_CHARS).collect::<String>());
-            return (Err(LlmError::Http { status: status.as_u16(), body }), retry_after);
+            return (
+                Err(LlmError::Http {
+                    status: status.as_u16(),
+                    body,
+                }),
+                retry_after,
+            );
         }
         if bytes.len() > MAX_REPLY_BODY {
             return (Err(LlmError::TooLong(bytes.len())), None);
         }
-        let parsed = serde_json::from_slice(&bytes).map_err(|e| LlmError::Garbled(format!("the reply is not JSON: {e}")));
+        let parsed = serde_json::from_slice(&bytes)
+            .map_err(|e| LlmError::Garbled(format!("the reply is not JSON: {e}")));
         (parsed, None)
     }
 
@@ -119,6 +126,8 @@ impl Client {
     }
 
     fn scrub(&self, text: &str) -> String {
-        self.key.as_ref().map_or_else(|| text.to_owned(), |k| k.scrub(text))
+        self.key
+            .as_ref()
+            .map_or_else(|| text.to_owned(), |k| k.scrub(text))
     }
 }

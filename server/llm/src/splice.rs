@@ -28,7 +28,8 @@ pub struct KernelSite<'a> {
 
 impl<'a> KernelSite<'a> {
     pub fn find(source: &'a str, kernel: &str) -> Result<KernelSite<'a>, LlmError> {
-        let items = items(source).map_err(|e| LlmError::BadKernel(format!("cannot scan the source: {e}")))?;
+        let items = items(source)
+            .map_err(|e| LlmError::BadKernel(format!("cannot scan the source: {e}")))?;
         let at = items
             .iter()
             .position(|it| it.is_global() && it.function_name() == Some(kernel))
@@ -43,10 +44,22 @@ impl<'a> KernelSite<'a> {
                 break;
             }
             region_start = line_start(source, item.start);
-            helpers.push((item.function_name().unwrap_or_default().to_owned(), region_start..item.end));
+            helpers.push((
+                item.function_name().unwrap_or_default().to_owned(),
+                region_start..item.end,
+            ));
         }
         helpers.reverse();
-        Ok(KernelSite { source, region_start, insert_at, spec_start, kernel_start, kernel_end: items[at].end, helpers, items })
+        Ok(KernelSite {
+            source,
+            region_start,
+            insert_at,
+            spec_start,
+            kernel_start,
+            kernel_end: items[at].end,
+            helpers,
+            items,
+        })
     }
 
     /// Helpers, spec block and kernel: what the model is shown and rewrites.
@@ -66,19 +79,26 @@ impl<'a> KernelSite<'a> {
     /// The source with K replaced by the kernel in `code` (a reply's code block).
     pub fn splice(&self, kernel: &str, code: &str) -> Result<String, LlmError> {
         let bad = |m: String| LlmError::BadKernel(m);
-        let reply = items(code).map_err(|e| bad(format!("the code block is cut off or unbalanced: {e}")))?;
+        let reply = items(code)
+            .map_err(|e| bad(format!("the code block is cut off or unbalanced: {e}")))?;
         let globals: Vec<&Item> = reply.iter().filter(|it| it.is_global()).collect();
         let new_kernel = match globals.as_slice() {
             [] => return Err(bad("the code block holds no `__global__` kernel".to_owned())),
             [one] => *one,
             many => {
                 let names: Vec<&str> = many.iter().filter_map(|it| it.function_name()).collect();
-                return Err(bad(format!("the code block holds {} kernels ({}); exactly one is allowed", many.len(), names.join(", "))));
+                return Err(bad(format!(
+                    "the code block holds {} kernels ({}); exactly one is allowed",
+                    many.len(),
+                    names.join(", ")
+                )));
             }
         };
         let name = new_kernel.function_name().unwrap_or_default();
         if name != kernel {
-            return Err(bad(format!("the kernel was renamed to `{name}`; it must stay `{kernel}`")));
+            return Err(bad(format!(
+                "the kernel was renamed to `{name}`; it must stay `{kernel}`"
+            )));
         }
         let new_kernel_text = &code[line_start(code, new_kernel.start)..new_kernel.end];
         check_parameters(self.kernel_text(), new_kernel_text, kernel)?;
@@ -94,12 +114,16 @@ impl<'a> KernelSite<'a> {
                         includes.push(text.to_owned());
                     }
                 }
-                ItemKind::Function { name, device: true, .. } => {
+                ItemKind::Function {
+                    name, device: true, ..
+                } => {
                     let text = code[line_start(code, item.start)..item.end].to_owned();
                     if let Some((_, range)) = self.helpers.iter().find(|(n, _)| n == name) {
                         replaced.push((range.clone(), text));
                     } else if self.defines_elsewhere(name) {
-                        return Err(bad(format!("helper `{name}` is already defined elsewhere in the file; give it another name")));
+                        return Err(bad(format!(
+                            "helper `{name}` is already defined elsewhere in the file; give it another name"
+                        )));
                     } else {
                         added.push(text);
                     }
@@ -140,9 +164,10 @@ impl<'a> KernelSite<'a> {
 
     /// A function of this name outside the helper run (another kernel, a host function, a helper elsewhere).
     fn defines_elsewhere(&self, name: &str) -> bool {
-        self.items
-            .iter()
-            .any(|it| it.function_name() == Some(name) && (it.start < self.region_start || it.start >= self.kernel_end))
+        self.items.iter().any(|it| {
+            it.function_name() == Some(name)
+                && (it.start < self.region_start || it.start >= self.kernel_end)
+        })
     }
 }
 
@@ -160,7 +185,12 @@ fn reorder_tunes(spec: &str, code: &str) -> String {
             (a == b && *wanted != values).then(|| {
                 let open = line.find('[').unwrap_or(line.len());
                 let close = line.rfind(']').unwrap_or(line.len());
-                format!("{}[{}]{}", &line[..open], wanted.join(", "), &line[close + 1..])
+                format!(
+                    "{}[{}]{}",
+                    &line[..open],
+                    wanted.join(", "),
+                    &line[close + 1..]
+                )
             })
         });
         out.push_str(replaced.as_deref().unwrap_or(line));
@@ -170,10 +200,22 @@ fn reorder_tunes(spec: &str, code: &str) -> String {
 
 /// `// kernelpro: tune NAME in [a, b]` → (`NAME`, [`a`, `b`]).
 fn tune_line(line: &str) -> Option<(&str, Vec<&str>)> {
-    let rest = line.trim().strip_prefix("//")?.trim_start().strip_prefix("kernelpro:")?.trim_start().strip_prefix("tune")?;
+    let rest = line
+        .trim()
+        .strip_prefix("//")?
+        .trim_start()
+        .strip_prefix("kernelpro:")?
+        .trim_start()
+        .strip_prefix("tune")?;
     let (name, list) = rest.split_once(" in ")?;
     let list = list.trim().strip_prefix('[')?.strip_suffix(']')?;
-    Some((name.trim(), list.split(',').map(str::trim).filter(|v| !v.is_empty()).collect()))
+    Some((
+        name.trim(),
+        list.split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .collect(),
+    ))
 }
 
 /// The parameter list may gain `const` and `__restrict__`, nothing else.
@@ -192,7 +234,11 @@ fn check_parameters(old: &str, new: &str, kernel: &str) -> Result<(), LlmError> 
 
 /// Each parameter with qualifiers and spaces removed.
 fn parameters(kernel_text: &str, name: &str) -> Vec<String> {
-    let Some(open) = kernel_text.match_indices(name).map(|(i, _)| i + name.len()).find(|&i| kernel_text[i..].trim_start().starts_with('(')) else {
+    let Some(open) = kernel_text
+        .match_indices(name)
+        .map(|(i, _)| i + name.len())
+        .find(|&i| kernel_text[i..].trim_start().starts_with('('))
+    else {
         return Vec::new();
     };
     let open = open + kernel_text[open..].find('(').unwrap_or(0) + 1;
@@ -215,7 +261,12 @@ fn parameters(kernel_text: &str, name: &str) -> Vec<String> {
         .iter()
         .map(|p| {
             p.split(|c: char| c.is_whitespace() || c == '*' || c == '&')
-                .filter(|w| !matches!(*w, "" | "const" | "__restrict__" | "__restrict" | "restrict"))
+                .filter(|w| {
+                    !matches!(
+                        *w,
+                        "" | "const" | "__restrict__" | "__restrict" | "restrict"
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
                 + &"*".repeat(p.matches('*').count())
@@ -240,7 +291,11 @@ fn comments_above(source: &str, kernel_start: usize) -> (usize, usize) {
             break;
         }
         start = prev;
-        if line.trim_start_matches('/').trim_start().starts_with("kernelpro:") {
+        if line
+            .trim_start_matches('/')
+            .trim_start()
+            .starts_with("kernelpro:")
+        {
             spec = prev;
         }
     }
