@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run the headless Neovim end-to-end test against the real server.
-#   KERNELPRO_BIN (default target/debug/kernelpro)  KP_FIXTURE (default tests/fixtures/kernels_spec.cu here:
+#   KERNELPRO_BIN (default target/debug/kernelpro)  KP_FIXTURE (default editors/fixtures/kernels_spec.cu:
 #   the H200 probe's kernels.cu with a launch spec above saxpy_fp64, so that it can be optimized)
 #   KP_OUT (default target/nvim-test.json)          NVIM (default .venv/bin/nvim, else nvim on PATH)
 # Exit status is run.lua's: 0 pass, 1 a check failed, 2 timeout/error.
@@ -12,7 +12,7 @@ if [ -z "${NVIM:-}" ]; then
   if [ -x "$repo/.venv/bin/nvim" ]; then NVIM=$repo/.venv/bin/nvim; else NVIM=nvim; fi
 fi
 export KERNELPRO_BIN="${KERNELPRO_BIN:-$repo/target/debug/kernelpro}"
-export KP_FIXTURE="${KP_FIXTURE:-$here/fixtures/kernels_spec.cu}"
+export KP_FIXTURE="${KP_FIXTURE:-$repo/editors/fixtures/kernels_spec.cu}"
 export KP_OUT="${KP_OUT:-$repo/target/nvim-test.json}"
 
 if ! command -v "$KERNELPRO_BIN" >/dev/null 2>&1; then

@@ -1,12 +1,13 @@
 // End-to-end test in a real VS Code: code-server with the built .vsix installed,
 // driven through headless Debian Chromium by playwright-core. Opens a copy of the
 // fixture, edits and saves it, then reads the diagnostics from the Problems panel
-// and the code lenses from the editor.
+// and the code lenses from the editor; then optimizes the first kernel (stub
+// evaluator) and applies the result from the Quick Fix menu.
 //   CODE_SERVER  code-server binary      VSIX        extension package
 //   KERNELPRO_BIN, KP_FIXTURE, KP_OUT (JSON report), KP_SCREENSHOT (PNG, optional)
 // Exit 0: checks passed; 1: a check failed; 2: timeout or error.
 import { spawn, execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -124,9 +125,54 @@ try {
     report.screenshot = process.env.KP_SCREENSHOT;
   }
 
+  // Optimize the first kernel from the command palette, then apply the result
+  // from the Quick Fix menu on its signature line.
+  const lines = readFileSync(source, 'utf8').split('\n');
+  const signature = lines.findIndex((l) => /__global__\s+void\s+\w+/.test(l)) + 1;
+  report.kernel = /__global__\s+void\s+(\w+)/.exec(lines[signature - 1])[1];
+  const goToLine = async (line) => {
+    await page.keyboard.press('Control+G');
+    await page.keyboard.type(`${line}:20`);
+    await page.keyboard.press('Enter');
+  };
+  await goToLine(signature + 1);
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Optimize Kernel at Cursor');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Optimize Kernel at Cursor' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  const toast = page.locator('.notification-toast', { hasText: `optimize ${report.kernel}` });
+  await toast.first().waitFor();
+  report.optimize_message = await toast.first().innerText();
+
+  await editor.locator('.view-lines').click();
+  await goToLine(signature);
+  await page.keyboard.press('Control+.');
+  const apply = page.locator('.action-widget .monaco-list-row', { hasText: 'Apply optimized' });
+  await apply.first().waitFor();
+  report.quick_fixes = await page.locator('.action-widget .monaco-list-row').allInnerTexts();
+  // The menu takes keys, not clicks: move the focus to the Apply row.
+  for (let i = 0; i < report.quick_fixes.length; i++) {
+    const focused = await page.locator('.action-widget .monaco-list-row.focused').first().innerText();
+    if (focused.includes('Apply optimized')) break;
+    await page.keyboard.press('ArrowDown');
+  }
+  await page.keyboard.press('Enter');
+  // Save, then read the edit from disk.
+  await page.keyboard.press('Control+S');
+  const original = lines.join('\n');
+  const deadline = Date.now() + timeout;
+  while (readFileSync(source, 'utf8') === original) {
+    if (Date.now() > deadline) throw new Error('the optimized kernel was not applied and saved');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const saved = readFileSync(source, 'utf8').split('\n');
+  report.applied_lines = saved.filter((l, i) => l !== lines[i]);
+
   report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
   report.checks.problems = report.problems.some((t) => /kernelpro|nvcc/.test(t));
   report.checks.status_bar = /KernelPro/.test(report.status_bar ?? '');
+  report.checks.optimize_quick_fix = report.quick_fixes.some((t) => t.includes('Apply optimized'));
+  report.checks.optimize_applied = report.applied_lines.length > 0;
   report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
   await finish(report.failed.length ? 1 : 0);
 } catch (e) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The VS Code end-to-end test: build the .vsix, install code-server if needed,
 # and run e2e/code-server.mjs (headless Debian Chromium via playwright-core).
-#   KERNELPRO_BIN (default target/debug/kernelpro)  KP_FIXTURE (default tests/fixtures/h200-probe/kernels.cu)
+#   KERNELPRO_BIN (default target/debug/kernelpro)  KP_FIXTURE (default editors/fixtures/kernels_spec.cu)
 #   KP_OUT (default target/vscode-test.json)        KP_SCREENSHOT (PNG, optional)
 #   CODE_SERVER (default target/code-server/..., installed by scripts/install-code-server.sh)
 # Exit status is code-server.mjs's: 0 pass, 1 a check failed, 2 timeout/error.
@@ -9,7 +9,7 @@ set -eu
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$repo"
 export KERNELPRO_BIN="${KERNELPRO_BIN:-$repo/target/debug/kernelpro}"
-export KP_FIXTURE="${KP_FIXTURE:-$repo/tests/fixtures/h200-probe/kernels.cu}"
+export KP_FIXTURE="${KP_FIXTURE:-$repo/editors/fixtures/kernels_spec.cu}"
 export KP_OUT="${KP_OUT:-$repo/target/vscode-test.json}"
 export VSIX="$(scripts/build-vsix.sh)"
 CODE_SERVER="${CODE_SERVER:-$repo/target/code-server/node_modules/.bin/code-server}"

@@ -7,9 +7,12 @@ import { UNTRUSTED_MESSAGE } from './client';
 import { SECRET_KEY } from './secrets';
 import { kernelAt } from './symbols';
 
+/** A server command's answer in one line: its text, its `title`, or its JSON. */
 function describe(result: unknown): string {
   if (result === null || result === undefined) return 'done';
-  return typeof result === 'string' ? result : JSON.stringify(result);
+  if (typeof result === 'string') return result;
+  const title = (result as { title?: unknown }).title;
+  return typeof title === 'string' ? title : JSON.stringify(result);
 }
 
 export function registerCommands(

@@ -43,7 +43,8 @@ class FakeClient {
       { name: 'saxpy_fp64', detail: '__global__', kind: 24, range: { start: { line: 6, character: 0 }, end: { line: 9, character: 1 } } },
     ];
     if (params.command === 'kernelpro.doctor') return 'ok  nvcc: /x/nvcc\nok  GPU: NVIDIA H200 (driver 575)\n';
-    return 'Apply optimized saxpy_fp64: 1.50x faster';
+    if (params.command === 'kernelpro.optimize') return { kernel: 'saxpy_fp64', speedup: 1.5, title: 'Apply optimized saxpy_fp64: 1.50x faster' };
+    return '```sass\nFFMA R1, R2, R3, R4\n```';
   }
   async sendNotification(type: string, params: any) {
     this.notifications.push({ type, params });
