@@ -8,6 +8,8 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type CodeAction,
+  CodeActionRequest,
   CodeLensRequest,
   ConfigurationRequest,
   createProtocolConnection,
@@ -31,11 +33,15 @@ import { initializationOptions, serverSettings } from '../src/settings';
 
 const repo = resolve(__dirname, '../../..');
 const server = process.env.KERNELPRO_BIN ?? join(repo, 'target/debug/kernelpro');
-const fixture = process.env.KP_FIXTURE ?? join(repo, 'tests/fixtures/h200-probe/kernels.cu');
+// The H200 probe's kernels.cu with a launch spec above saxpy_fp64, so optimize can run.
+const fixture = process.env.KP_FIXTURE ?? join(repo, 'editors/fixtures/kernels_spec.cu');
 // CI sets KP_REQUIRE_SERVER=1 so that a missing binary fails instead of skipping.
 const available = existsSync(server) || process.env.KP_REQUIRE_SERVER === '1';
 
-const settings = { get: <T>(key: string) => ({ 'optimize.evaluator': 'stub:1.5' })[key] as T | undefined };
+// A small search with the stub evaluator: real compiles, fake timings.
+const settings = {
+  get: <T>(key: string) => ({ 'optimize.evaluator': 'stub:1.5', 'optimize.budget': 4 })[key] as T | undefined,
+};
 
 describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
   let proc: ChildProcess;
@@ -44,6 +50,9 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'kp-proto-'));
   const file = join(dir, 'kernels.cu');
   const uri = pathToFileURL(file).href;
+  const lines = readFileSync(fixture, 'utf8').split('\n');
+  const fp64Line = lines.findIndex((l) => l.includes('* 2.0;'));
+  const kernelLine = lines.findIndex((l) => l.includes('void saxpy_fp64('));
 
   /** The first publish for `uri`, after `after` publishes, that satisfies `ok`; gives up after 90 s. */
   function diagnostics(after: number, ok: (p: PublishDiagnosticsParams) => boolean, what: string) {
@@ -98,8 +107,8 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     const saved = await diagnostics(beforeSave, (p) => p.diagnostics.length > 0, 'findings after didSave');
     const sources = new Set(saved.diagnostics.map((d) => d.source));
     expect([...sources].every((s) => ['nvcc', 'kernelpro', 'ncu', 'spec'].includes(s!))).toBe(true);
-    // saxpy_fp64 multiplies by the double literal 2.0 on line 9 (0-based 8).
-    expect(saved.diagnostics.some((d) => d.range.start.line === 8)).toBe(true);
+    // saxpy_fp64 multiplies by the double literal 2.0.
+    expect(saved.diagnostics.some((d) => d.range.start.line === fp64Line && d.source === 'kernelpro')).toBe(true);
   });
 
   it('lists kernels and puts Profile / Optimize lenses above each', async () => {
@@ -113,18 +122,34 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     ]);
     const lenses = await conn.sendRequest(CodeLensRequest.type, { textDocument: { uri } });
     const above = (line: number) => lenses!.filter((l) => l.range.start.line === line).map((l) => l.command?.command);
-    expect(above(6)).toEqual(expect.arrayContaining(['kernelpro.profile', 'kernelpro.optimize']));
+    expect(above(kernelLine)).toEqual(expect.arrayContaining(['kernelpro.profile', 'kernelpro.optimize']));
   });
 
   it('hovers a kernel name with its resources', async () => {
-    const hover = await conn.sendRequest(HoverRequest.type, { textDocument: { uri }, position: { line: 6, character: 18 } });
+    const hover = await conn.sendRequest(HoverRequest.type, { textDocument: { uri }, position: { line: kernelLine, character: 18 } });
     expect(JSON.stringify(hover?.contents)).toContain('saxpy_fp64');
   });
 
   it('answers Show SASS for a line and the doctor, as the extension asks them', async () => {
-    const sass = await conn.sendRequest(ExecuteCommandRequest.type, { command: 'kernelpro.showSass', arguments: [uri, 8] });
+    const sass = await conn.sendRequest(ExecuteCommandRequest.type, { command: 'kernelpro.showSass', arguments: [uri, fp64Line] });
     expect(sass).toEqual(expect.stringContaining('```sass'));
     const doctor = await conn.sendRequest(ExecuteCommandRequest.type, { command: 'kernelpro.doctor', arguments: [] });
     expect(doctor).toEqual(expect.stringMatching(/^ok\s+nvcc:/m));
+  });
+
+  it('optimizes with the stub evaluator and offers the result as a code action edit', async () => {
+    const result = await conn.sendRequest(ExecuteCommandRequest.type, {
+      command: 'kernelpro.optimize',
+      arguments: [uri, 'saxpy_fp64'],
+    });
+    expect(result).toMatchObject({ kernel: 'saxpy_fp64', speedup: 1.5 });
+    const at = { line: kernelLine, character: 18 };
+    const actions = (await conn.sendRequest(CodeActionRequest.type, {
+      textDocument: { uri },
+      range: { start: at, end: at },
+      context: { diagnostics: [] },
+    })) as CodeAction[];
+    const apply = actions.find((a) => a.title.startsWith('Apply optimized saxpy_fp64'));
+    expect(apply?.edit?.changes?.[uri] ?? apply?.edit?.documentChanges).toBeTruthy();
   });
 });
