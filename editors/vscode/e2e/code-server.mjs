@@ -36,6 +36,7 @@ writeFileSync(
   JSON.stringify({
     'kernelpro.serverPath': server,
     'kernelpro.optimize.evaluator': 'stub:1.5',
+    'kernelpro.optimize.budget': 4,
     'security.workspace.trust.enabled': false, // the fixture's workspace counts as trusted
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
