@@ -129,7 +129,14 @@ export class KernelProClient {
       if (e.newState === State.Stopped) this.status.set('stopped');
     });
     this.status.set('starting');
-    await client.start();
+    try {
+      await client.start();
+    } catch (e) {
+      // The client has already shown its own error; keep the reason at hand.
+      this.status.set('stopped', `The server failed to start: ${e}`);
+      this.output.appendLine(`The server failed to start: ${e}`);
+      return;
+    }
     this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, await this.gpu());
   }
 

@@ -28,7 +28,9 @@ class FakeClient {
       ? { getProvider: (doc: unknown) => ({ onDidChangeCodeLensEmitter: { fire: () => this.lensRefreshes.push(doc) } }) }
       : undefined;
   }
+  static failStart: string | undefined;
   async start() {
+    if (FakeClient.failStart) throw new Error(FakeClient.failStart);
     this.running = true;
   }
   async stop() {
@@ -133,6 +135,17 @@ describe('activate', () => {
     expect(clients).toEqual([]);
     expect(vscode.state.messages).toEqual([{ kind: 'error', text: expect.stringContaining('was not found') }]);
     expect(vscode.state.statusBar.text).toBe('$(error) KernelPro');
+  });
+
+  it('shows a server that fails to start as stopped, with the reason', async () => {
+    FakeClient.failStart = 'spawn EACCES';
+    try {
+      await activate(context() as never);
+    } finally {
+      FakeClient.failStart = undefined;
+    }
+    expect(vscode.state.statusBar.text).toBe('$(debug-stop) KernelPro');
+    expect(vscode.state.statusBar.tooltip).toBe('KernelPro server: stopped\nThe server failed to start: Error: spawn EACCES');
   });
 
   it('pushes changed settings without a restart; a new serverPath restarts', async () => {
