@@ -56,14 +56,16 @@ const freePort = () =>
   });
 
 const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
-execFileSync(codeServer, [...dirs, '--install-extension', vsix], { stdio: 'inherit' });
+// code-server writes its config.yaml under XDG_CONFIG_HOME: keep it in the temp folder.
+const csEnv = { ...process.env, XDG_CONFIG_HOME: join(home, 'config') };
+execFileSync(codeServer, [...dirs, '--install-extension', vsix], { stdio: 'inherit', env: csEnv });
 
 const port = await freePort();
 const cs = spawn(
   codeServer,
   [...dirs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
     '--disable-workspace-trust', '--disable-getting-started-override', workspace],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CONFIG_HOME: join(home, 'config') } },
+  { stdio: ['ignore', 'pipe', 'pipe'], env: csEnv },
 );
 let csLog = '';
 cs.stdout.on('data', (d) => (csLog += d));
