@@ -34,6 +34,9 @@ pub struct OptimizeArgs {
     pub timeout: u64,
     #[arg(long)]
     pub runner: Option<String>,
+    /// Skip the ~1 s energy measurement per candidate (rank by time alone).
+    #[arg(long)]
+    pub no_energy: bool,
     /// Write the optimized file here (the input file is never changed).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -64,6 +67,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
     settings.optimize.evaluator = args.evaluator.clone();
     settings.run_timeout_secs = args.timeout;
     settings.llm.enabled = args.llm;
+    settings.optimize.energy = !args.no_energy;
     if let Some(r) = &args.runner {
         settings.runner = r.split_whitespace().map(String::from).collect();
     }
@@ -79,6 +83,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
         },
         seed: args.seed,
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+        llm_key: kernelpro_llm::ApiKey::from_env(),
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let on_ctrl_c = cancel.clone();
@@ -145,6 +150,9 @@ fn report(o: &OptimizeOutcome) -> String {
                 st.speedup.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "failed".into())
             ));
         }
+    }
+    for n in &o.notes {
+        s.push_str(&format!("note: {n}\n"));
     }
     if let Some(e) = &o.edit {
         s.push_str(&format!("edit: lines {}..{} become:\n{}", e.start_line + 1, e.end_line, e.text));

@@ -75,11 +75,13 @@ pub struct OptimizeSettings {
     pub time_secs: u64,
     /// `gpu` (the harness) or `stub:SPEEDUP` (a fake evaluator, for tests and demos).
     pub evaluator: String,
+    /// Measure energy (about 1 s per candidate) so equal-speed candidates are ranked by it.
+    pub energy: bool,
 }
 
 impl Default for OptimizeSettings {
     fn default() -> Self {
-        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into() }
+        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into(), energy: true }
     }
 }
 

@@ -23,6 +23,8 @@ pub struct State {
     pub warned_untrusted: AtomicBool,
     /// Finished searches per document, with the version their edit applies to.
     pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
+    /// The LLM key the client sent from its secret storage (never from settings).
+    pub llm_key: Mutex<Option<kernelpro_llm::ApiKey>>,
     /// Cancel flags of running searches, by progress token.
     pub progress_cancels: Mutex<HashMap<String, Arc<AtomicBool>>>,
 }

@@ -28,7 +28,8 @@ pub struct Context {
 impl Context {
     fn prepare(&self, source: &str) -> Result<Prepared, String> {
         let src = KernelSource { path: self.path.clone(), text: source.to_string(), kernel: Some(self.kernel.clone()) };
-        self.handle.block_on(harness::prepare(&src, &self.settings, &self.analyzer, &self.cancel))
+        let settings = cute_settings(source, &self.settings)?;
+        self.handle.block_on(harness::prepare(&src, &settings, &self.analyzer, &self.cancel))
     }
 
     /// Compile and guard a candidate; the original is always accepted.
@@ -145,4 +146,20 @@ impl Evaluator for StubEvaluator {
             }
         }
     }
+}
+
+/// CuTe/CUTLASS candidates need C++17, relaxed constexpr, the CUTLASS headers,
+/// and `sm_90a` on Hopper for WGMMA and TMA.
+fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> {
+    if !(source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")) {
+        return Ok(settings.clone());
+    }
+    let root = kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::process().roots)
+        .ok_or_else(|| format!("the candidate uses CuTe/CUTLASS but no CUTLASS headers were found: {}", kernelpro_cutlass::CUTLASS_INSTALL_HINT))?;
+    let mut s = settings.clone();
+    s.extra_flags.extend(["-std=c++17".to_string(), "--expt-relaxed-constexpr".to_string(), format!("-I{}", root.join("include").display())]);
+    if s.arch == "sm_90" {
+        s.arch = "sm_90a".into();
+    }
+    Ok(s)
 }

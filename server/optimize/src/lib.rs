@@ -35,6 +35,8 @@ pub struct OptimizeRequest {
     pub seed: u64,
     /// The `kernelpro` executable that serves as the GPU worker.
     pub exe: PathBuf,
+    /// From the environment or the editor's secret storage; never from settings.
+    pub llm_key: Option<kernelpro_llm::ApiKey>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -65,6 +67,8 @@ pub struct OptimizeOutcome {
     pub title: String,
     /// True when timings came from `optimize.evaluator = "stub:…"`.
     pub stub: bool,
+    /// Things the user should know (an LLM that could not be used, ...).
+    pub notes: Vec<String>,
 }
 
 pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Progress)) -> Result<OptimizeOutcome, String> {
@@ -88,21 +92,24 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         },
         ..SearchConfig::default()
     };
-    let mut proposer = kernelpro_recipes::RecipeProposer::new(&req.kernel);
+    let (mut proposer, notes) = proposers(req);
+    let proposer = proposer.as_mut();
     let evaluator_kind = req.settings.optimize.evaluator.clone();
     if let Some(speedup) = evaluator_kind.strip_prefix("stub:") {
         let speedup: f64 = speedup.parse().map_err(|_| format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP, e.g. stub:1.5"))?;
         let mut ev = StubEvaluator { ctx, speedup };
-        let result = search(&req.text, config, cancel, &mut progress, &mut proposer, &mut ev)?;
-        return Ok(finish(req, &ev.ctx.original, result, Vec::new(), true));
+        let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
+        let mut out = finish(req, &ev.ctx.original, result, Vec::new(), true);
+        out.notes = notes;
+        return Ok(out);
     }
     let spec_seed = {
         let a = req.settings.clone();
         kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &req.text, &a).launch_specs.get(&req.kernel).map(|s| s.seed).unwrap_or(0)
     };
-    let run = RunOptions { exe: req.exe.clone(), runs: 20, warmup: 3, energy: true, device: 0 };
+    let run = RunOptions { exe: req.exe.clone(), runs: 20, warmup: 3, energy: req.settings.optimize.energy, device: 0 };
     let mut ev = GpuEvaluator::new(ctx, run, spec_seed);
-    let result = search(&req.text, config, cancel, &mut progress, &mut proposer, &mut ev)?;
+    let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
     // Re-verify the best candidates, fastest first, on two more seeds, one never seen.
     let seeds = [spec_seed, spec_seed.wrapping_add(1), spec_seed ^ 0x9E37_79B9_7F4A_7C15];
     let mut ranked: Vec<&kernelpro_search::Node> = result.tree.nodes().iter().filter(|n| n.id != kernelpro_search::NodeId::ROOT && n.speedup.is_some_and(|s| s > 1.0)).collect();
@@ -121,15 +128,44 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
                 // A faster candidate failed the held-out check: offer this one instead.
                 out = finish_with(req, &ev.ctx.original, &result, node, seeds.to_vec());
             }
+            out.notes = notes;
             return Ok(out);
         }
     }
     let mut out = finish(req, &ev.ctx.original, result, Vec::new(), false);
+    out.notes = notes;
     out.edit = None;
     out.new_text = None;
     out.speedup = 1.0;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
+}
+
+/// The built-in recipes, and the LLM too when the user enabled it.
+fn proposers(req: &OptimizeRequest) -> (Box<dyn Proposer>, Vec<String>) {
+    let recipes = Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel));
+    if !req.settings.llm.enabled {
+        return (recipes, Vec::new());
+    }
+    match llm_proposer(req) {
+        Ok(llm) => (Box::new(kernelpro_search::RoundRobin::new(vec![recipes, Box::new(llm)])), Vec::new()),
+        Err(why) => (recipes, vec![format!("the LLM proposer is not used: {why}")]),
+    }
+}
+
+fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, String> {
+    use kernelpro_llm::{LlmConfig, Provider};
+    let llm = &req.settings.llm;
+    let (provider, default_endpoint) = match llm.provider.as_str() {
+        "anthropic" => (Provider::Anthropic, "https://api.anthropic.com"),
+        _ => (Provider::OpenAi, "https://api.openai.com"),
+    };
+    let model = llm.model.clone().ok_or("set llm.model (e.g. the model your endpoint serves)")?;
+    let mut config = LlmConfig::new(provider, llm.endpoint.clone().unwrap_or_else(|| default_endpoint.into()), model);
+    config.enabled = true;
+    config.api_key = req.llm_key.clone().or_else(kernelpro_llm::ApiKey::from_env);
+    let cutlass = kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::process().roots).and_then(|root| kernelpro_cutlass::Index::build(&root).ok()).map(Arc::new);
+    kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass).map_err(|e| e.to_string())
 }
 
 fn search(
@@ -194,5 +230,6 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         new_text: edit.as_ref().and(best.map(|n| n.source.clone())),
         edit,
         stub: false,
+        notes: Vec::new(),
     }
 }

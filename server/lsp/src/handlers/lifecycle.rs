@@ -10,6 +10,9 @@ pub const COMMANDS: &[&str] = &["kernelpro.showSass", "kernelpro.doctor", "kerne
 
 pub async fn initialize(server: &Server, params: InitializeParams) -> Result<InitializeResult> {
     if let Some(opts) = &params.initialization_options {
+        if let Some(key) = opts.get("llmKey").and_then(|k| k.as_str()).filter(|k| !k.is_empty()) {
+            *server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernelpro_llm::ApiKey::new(key));
+        }
         apply_settings(server, opts).await;
     }
     Ok(InitializeResult {

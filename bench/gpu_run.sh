@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU-machine batch: doctor, the GPU tests, the profiling benchmark
+# (two-stage vs --set full) and the optimizer benchmark (MCTS vs greedy vs
+# random). Expects the release binary and test binaries in .devbin/.
+# Usage: bash bench/gpu_run.sh PHASE OUTDIR   (PHASE: tests | profile | optimize STRATEGIES BUDGET)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PHASE=$1; DEST=$2; OUT=$(mktemp -d); mkdir -p "$DEST"
+# The device tool returns at most 8 files: everything goes into one tarball.
+trap 'tar czf "$DEST/$PHASE.tgz" -C "$OUT" . ; cat "$OUT"/*summary* "$OUT"/*times* 2>/dev/null' EXIT
+export KERNELPRO_ROOT=$PWD KERNELPRO_BIN=$PWD/.devbin/kernelpro
+B=$KERNELPRO_BIN
+case "$PHASE" in
+tests)
+  { nvidia-smi -L; which nvcc ncu; nvcc --version | tail -2; } > "$OUT/env.txt" 2>&1
+  $B doctor > "$OUT/doctor.txt" 2>&1
+  for t in .devbin/gpu-*; do $t --ignored --test-threads=1 --nocapture > "$OUT/$(basename $t).txt" 2>&1; done
+  $B run examples/saxpy.cu --kernel saxpy > "$OUT/run_saxpy.txt" 2>&1
+  $B run examples/saxpy.cu --kernel transpose >> "$OUT/run_saxpy.txt" 2>&1
+  ;;
+profile)
+  for mode in two-stage full; do
+    flag=""; [ $mode = full ] && flag="--full"
+    s=$(date +%s.%N); $B profile tests/fixtures/h200-probe/kernels.cu $flag --json > "$OUT/profile_$mode.json" 2> "$OUT/profile_$mode.err"; e=$(date +%s.%N)
+    echo "$mode $(echo "$e - $s" | bc)" >> "$OUT/profile_times.txt"
+  done
+  $B profile examples/saxpy.cu --kernel saxpy > "$OUT/profile_harness.txt" 2>&1
+  ;;
+optimize)
+  STRATS=${3:-mcts}; BUDGET=${4:-10}
+  for f in bench/kernels/*.cu; do
+    k=$(grep -o "__global__ void [A-Za-z_0-9]*" $f | head -1 | awk '{print $3}')
+    for s in $STRATS; do
+      $B optimize $f --kernel $k --budget $BUDGET --strategy $s --no-energy --json > "$OUT/opt_${k}_$s.json" 2> "$OUT/opt_${k}_$s.err"
+      echo "$k $s $(python3 -c "import json;d=json.load(open('$OUT/opt_${k}_$s.json'));print(d['speedup'], d['evaluations'], d['original_ms'], d['best_ms'])" 2>&1)" >> "$OUT/opt_summary.txt"
+    done
+  done
+  ;;
+esac

@@ -1,0 +1,64 @@
+//! Whole-pipeline tests on a real GPU (run on the GPU machine:
+//! `cargo test -p kernelpro --test gpu -- --ignored --test-threads=1 --nocapture`).
+//! A test binary carried to another machine finds the repository through
+//! KERNELPRO_ROOT and the binary through KERNELPRO_BIN.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    std::env::var("KERNELPRO_ROOT").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+fn kernelpro(args: &[&str]) -> (bool, String, String) {
+    let bin = std::env::var("KERNELPRO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kernelpro").to_string());
+    let out = Command::new(bin).args(args).current_dir(root()).output().expect("run kernelpro");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn json(args: &[&str]) -> Value {
+    let (ok, out, err) = kernelpro(args);
+    assert!(ok, "kernelpro {args:?} failed: {err}\n{out}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn run_is_correct_and_stable() {
+    let a = json(&["run", "examples/saxpy.cu", "--kernel", "saxpy", "--json", "--no-energy"]);
+    let b = json(&["run", "examples/saxpy.cu", "--kernel", "saxpy", "--json", "--no-energy"]);
+    let (ta, tb) = (a["kernel"]["timing"]["median_ms"].as_f64().unwrap(), b["kernel"]["timing"]["median_ms"].as_f64().unwrap());
+    println!("saxpy median: {ta:.4} ms and {tb:.4} ms ({:.2}% apart)", (ta - tb).abs() / ta * 100.0);
+    assert!((ta - tb).abs() / ta < 0.05, "timings within 5%");
+    assert_eq!(a["kernel"]["outputs"][0]["unwritten"], 0);
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn profile_finds_the_planted_problems_live() {
+    let r = json(&["profile", "tests/fixtures/h200-probe/kernels.cu", "--json"]);
+    let mut found = Vec::new();
+    for k in r["report"]["kernels"].as_array().unwrap() {
+        println!("{}: {}", k["kernel"], k["triage"]["summary"]);
+        for f in k["findings"].as_array().unwrap() {
+            found.push(format!("{} {}", f["span"]["start"]["line"].as_u64().unwrap() + 1, f["code"].as_str().unwrap_or("")));
+        }
+    }
+    println!("{found:?}");
+    for want in ["9 FP64Math", "14 Uncoalesced", "33 SharedBankConflicts", "40 ThreadDivergence"] {
+        assert!(found.iter().any(|f| f == want), "{want} not in {found:?}");
+    }
+    assert!(found.iter().any(|f| f.starts_with("22 ")), "matmul's inner loop");
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn optimize_finds_verified_speedups() {
+    for (file, kernel) in [("bench/kernels/transpose.cu", "transpose"), ("bench/kernels/matmul_naive.cu", "matmul_naive")] {
+        let r = json(&["optimize", file, "--kernel", kernel, "--budget", "8", "--json", "--no-energy"]);
+        println!("{kernel}: {} ({} evaluations)", r["title"], r["evaluations"]);
+        assert!(r["speedup"].as_f64().unwrap() > 1.05, "{r}");
+        assert_eq!(r["verified_seeds"].as_array().unwrap().len(), 3);
+    }
+}
