@@ -164,8 +164,23 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
     };
     // The leader exited; grandchildren that kept the pipes open are killed with the group.
     guard.kill();
-    let (stdout, t1) = out_task.await.unwrap_or_default();
-    let (stderr, t2) = err_task.await.unwrap_or_default();
+    // One that left the group (setsid) can hold the pipes open for ever: the
+    // timeout and cancellation still bound the wait for end of output.
+    let (out_abort, err_abort) = (out_task.abort_handle(), err_task.abort_handle());
+    let drained = async { (out_task.await.unwrap_or_default(), err_task.await.unwrap_or_default()) };
+    let ((stdout, t1), (stderr, t2)) = tokio::select! {
+        both = drained => both,
+        _ = tokio::time::sleep(cmd.timeout.saturating_sub(start.elapsed())) => {
+            out_abort.abort();
+            err_abort.abort();
+            return Err(ToolError::Timeout { tool, secs: cmd.timeout.as_secs().max(1) });
+        }
+        _ = cancel.cancelled() => {
+            out_abort.abort();
+            err_abort.abort();
+            return Err(ToolError::Cancelled { tool });
+        }
+    };
     if flood.is_cancelled() {
         return Err(ToolError::Flood { tool, mb: KILL_AFTER_BYTES >> 20 });
     }
@@ -253,6 +268,26 @@ mod tests {
     async fn flood_of_output_is_stopped() {
         let err = run_tool(&sh("yes garbage-garbage-garbage", 30), &CancellationToken::new()).await.unwrap_err();
         assert!(matches!(err, ToolError::Flood { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_detached_child_holding_the_pipes_does_not_outlast_the_timeout() {
+        let marker = format!("{}", 2000 + std::process::id() % 1000);
+        // The sleep 0.5 lets the detached child start before the group is killed.
+        let err = run_tool(&sh(&format!("setsid sleep {marker} & sleep 0.5; exit 1"), 2), &CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, ToolError::Timeout { .. }), "{err}");
+        // It is out of any group we own: end it by its pid.
+        let cmdline = format!("sleep\0{marker}\0");
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            if std::fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == cmdline.as_bytes()) {
+                if let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() {
+                    // SAFETY: plain syscall on the pid of the sleep this test started.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                }
+            }
+        }
     }
 
     #[tokio::test]

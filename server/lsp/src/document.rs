@@ -85,7 +85,15 @@ impl Document {
     }
 
     /// LSP position for a 0-based line and UTF-8 byte column (clamped to the line).
+    /// Core lines (tree-sitter, nvcc) end at "\n" only; LSP and the rope also end
+    /// a line at a lone "\r", so such text takes the slow, exact path.
     pub fn position(&self, pos: Pos) -> Position {
+        if has_lone_cr(&self.text) {
+            let idx = self.text.byte_to_char(core_to_byte(&self.text.to_string(), pos));
+            let line = self.text.char_to_line(idx);
+            let col = self.text.slice(self.text.line_to_char(line)..idx).len_utf16_cu();
+            return Position::new(line as u32, col as u32);
+        }
         let line = (pos.line as usize).min(self.text.len_lines().saturating_sub(1));
         let slice = self.text.line(line);
         let content_chars = line_content_chars(&slice);
@@ -99,9 +107,14 @@ impl Document {
         Range::new(self.position(span.start), self.position(span.end))
     }
 
-    /// UTF-8 byte column of an LSP position, for the core.
+    /// UTF-8 byte column of an LSP position, for the core ("\n" lines).
     pub fn pos(&self, position: Position) -> Pos {
         let idx = self.char_index(position);
+        if has_lone_cr(&self.text) {
+            let before = self.text.slice(..idx).to_string();
+            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+            return Pos::new(before.matches('\n').count() as u32, (before.len() - line_start) as u32);
+        }
         let line = self.text.char_to_line(idx);
         let col = self.text.char_to_byte(idx) - self.text.line_to_byte(line);
         Pos::new(line as u32, col as u32)
@@ -110,6 +123,36 @@ impl Document {
     pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
         self.analysis.as_ref().map(|(_, a)| a)
     }
+}
+
+/// Whether some "\r" is not followed by "\n" (a line break for LSP, not for the core).
+fn has_lone_cr(text: &Rope) -> bool {
+    let mut after_cr = false;
+    for chunk in text.chunks() {
+        let b = chunk.as_bytes();
+        if after_cr && b.first() != Some(&b'\n') {
+            return true;
+        }
+        // `contains` is a memchr: most chunks have no "\r" at all.
+        after_cr = b.last() == Some(&b'\r');
+        if b.contains(&b'\r') && b.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n') {
+            return true;
+        }
+    }
+    after_cr
+}
+
+/// Byte offset of a core position in `text`, clamped to the end of its "\n" line
+/// (before a "\r\n") and down to a char boundary.
+fn core_to_byte(text: &str, pos: Pos) -> usize {
+    let start = if pos.line == 0 { 0 } else { text.match_indices('\n').nth(pos.line as usize - 1).map_or(text.len(), |(i, _)| i + 1) };
+    let rest = &text[start..];
+    let content = rest.find('\n').map_or(rest.len(), |i| if rest[..i].ends_with('\r') { i - 1 } else { i });
+    let mut byte = start + (pos.col as usize).min(content);
+    while !text.is_char_boundary(byte) {
+        byte -= 1;
+    }
+    byte
 }
 
 fn line_content_chars(slice: &ropey::RopeSlice) -> usize {
@@ -158,5 +201,16 @@ mod tests {
         // positions past the end clamp
         d.apply_change(&change(99, 0, 99, 5, "!"));
         assert_eq!(d.text.to_string(), "a😀Zb\r\ncaféx\n!");
+    }
+
+    #[test]
+    fn lone_cr_is_an_lsp_line_break_but_not_a_core_one() {
+        // Core line 1 is "b\rcé😀d"; LSP lines are "a", "b", "cé😀d".
+        let d = Document::new("a\r\nb\rcé😀d\n", 1);
+        assert_eq!(d.position(Pos::new(1, 2)), Position::new(2, 0));
+        assert_eq!(d.position(Pos::new(1, 9)), Position::new(2, 4));
+        assert_eq!(d.position(Pos::new(1, u32::MAX)), Position::new(2, 5));
+        assert_eq!(d.pos(Position::new(2, 4)), Pos::new(1, 9));
+        assert_eq!(d.pos(Position::new(0, 1)), Pos::new(0, 1));
     }
 }
