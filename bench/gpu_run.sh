@@ -17,6 +17,10 @@ tests)
   for t in .devbin/gpu-*; do $t --ignored --test-threads=1 --nocapture > "$OUT/$(basename $t).txt" 2>&1; done
   $B run examples/saxpy.cu --kernel saxpy > "$OUT/run_saxpy.txt" 2>&1
   $B run examples/saxpy.cu --kernel transpose >> "$OUT/run_saxpy.txt" 2>&1
+  for i in 1 2; do $B run bench/copy.cu --no-energy --json > "$OUT/copy_$i.json" 2>&1; done
+  python3 bench/torch_copy.py > "$OUT/torch_copy.txt" 2>&1
+  python3 -c "import json;a=json.load(open('$OUT/copy_1.json'));b=json.load(open('$OUT/copy_2.json'));print('harness copy median ms', a['kernel']['timing']['median_ms'], b['kernel']['timing']['median_ms'], 'sd', a['kernel']['timing']['stddev_ms'])" > "$OUT/copy_summary.txt" 2>&1
+  cat "$OUT/torch_copy.txt" >> "$OUT/copy_summary.txt"
   ;;
 profile)
   for mode in two-stage full; do
@@ -25,6 +29,9 @@ profile)
     echo "$mode $(echo "$e - $s" | bc)" >> "$OUT/profile_times.txt"
   done
   $B profile examples/saxpy.cu --kernel saxpy > "$OUT/profile_harness.txt" 2>&1
+  for k in softmax stencil2d transpose strided_copy; do
+    $B profile bench/kernels/$k.cu --save-exports "$OUT/fixtures/$k" > "$OUT/profile_$k.txt" 2>&1
+  done
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}

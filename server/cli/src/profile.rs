@@ -21,6 +21,9 @@ pub struct ProfileArgs {
     /// Analyse ncu CSV pages recorded elsewhere (stage1_raw.csv / full_raw.csv, src_KERNEL.csv).
     #[arg(long)]
     pub import: Option<PathBuf>,
+    /// Keep the exported ncu pages in this folder (read them later with --import).
+    #[arg(long)]
+    pub save_exports: Option<PathBuf>,
     #[arg(long)]
     pub ncu: Option<PathBuf>,
     /// ncu clock control: `none` (the GPU's own clocks) or `base`.
@@ -52,6 +55,7 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
                 kernel: args.kernel.clone(),
                 full: args.full,
                 exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+                save_exports: args.save_exports.clone(),
             };
             profile_file(&req, &settings, &Analyzer::default(), &CancellationToken::new()).await
         }

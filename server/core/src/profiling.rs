@@ -71,6 +71,22 @@ impl Exports {
     }
 }
 
+impl Exports {
+    /// Writes the pages in the layout `from_dir` reads.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("stage1_raw.csv"), &self.stage1_raw)?;
+        if let Some(s2) = &self.stage2_raw {
+            std::fs::write(dir.join("stage2_raw.csv"), s2)?;
+        }
+        for page in &self.sources {
+            let kernel = parse_source(page).ok().and_then(|p| p.first().map(|p| p.kernel.clone())).unwrap_or_else(|| "unknown".into());
+            std::fs::write(dir.join(format!("src_{kernel}.csv")), page)?;
+        }
+        Ok(())
+    }
+}
+
 /// Triage and micro-profiling tools over exported pages.
 pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Thresholds) -> Result<ProfileReport, String> {
     let stage1 = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
@@ -148,6 +164,8 @@ pub struct LiveProfile {
     pub full: bool,
     /// Profile only the first N matching launches (the harness launches a kernel many times).
     pub launch_count: Option<u32>,
+    /// Also write the exported pages here, for `--import` elsewhere.
+    pub save_exports: Option<PathBuf>,
 }
 
 /// A profiler failure in words a user can act on.
@@ -206,6 +224,9 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
             Err(e) => notes.push(format!("no source page for {k}: {e}")),
         }
     }
+    if let Some(dir) = &req.save_exports {
+        exports.save(dir).map_err(|e| format!("cannot save the exports to {}: {e}", dir.display()))?;
+    }
     let mut report = analyze_exports(&exports, file_text, thresholds)?;
     report.stage1_secs = stage1_secs;
     report.stage2_secs = stage2_secs;
@@ -261,6 +282,8 @@ pub struct FileProfileRequest {
     pub full: bool,
     /// The `kernelpro` executable that serves as the GPU worker.
     pub exe: PathBuf,
+    /// Keep the exported ncu pages here (one folder per kernel in harness mode).
+    pub save_exports: Option<PathBuf>,
 }
 
 /// Profiles a file: each kernel with a launch spec through the harness, or,
@@ -283,7 +306,7 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
         }
         let dir = tempfile::Builder::new().prefix("kernelpro-prog-").tempdir().map_err(|e| e.to_string())?;
         let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
-        let live = LiveProfile { ncu: ncu.path, target: vec![exe.display().to_string()], stdin: None, clock_control, kernel_regex: None, timeout, full: req.full, launch_count: None };
+        let live = LiveProfile { ncu: ncu.path, target: vec![exe.display().to_string()], stdin: None, clock_control, kernel_regex: None, timeout, full: req.full, launch_count: None, save_exports: req.save_exports.clone() };
         return profile_live(&live, &req.text, &thresholds, cancel).await;
     }
     let mut report = ProfileReport::default();
@@ -300,6 +323,7 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
             timeout,
             full: req.full,
             launch_count: Some(1),
+            save_exports: req.save_exports.as_ref().map(|d| d.join(&k)),
         };
         let one = profile_live(&live, &req.text, &thresholds, cancel).await?;
         report.stage1_secs += one.stage1_secs;

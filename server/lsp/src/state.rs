@@ -21,6 +21,8 @@ pub struct State {
     /// Serializes publishing so a stale result can never overtake a newer one.
     pub publish: tokio::sync::Mutex<()>,
     pub warned_untrusted: AtomicBool,
+    /// The client asked to be told when code lenses change (`workspace/codeLens/refresh`).
+    pub code_lens_refresh: AtomicBool,
     /// Finished searches per document, with the version their edit applies to.
     pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
     /// The LLM key the client sent from its secret storage (never from settings).

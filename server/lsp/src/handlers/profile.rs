@@ -29,7 +29,7 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
     };
     let progress = client.progress(token, "Profiling kernels").with_message("stage 1: roofline triage").begin().await;
     let path = crate::handlers::text_sync::path_of(&uri);
-    let req = FileProfileRequest { path: path.clone(), text, kernel: None, full: false, exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()) };
+    let req = FileProfileRequest { path: path.clone(), text, kernel: None, full: false, exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()), save_exports: None };
     let result = profile_file(&req, &settings, &state.analyzer, &CancellationToken::new()).await;
     let mut profile = ProfileState::default();
     let reply = match result {

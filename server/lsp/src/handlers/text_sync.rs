@@ -166,4 +166,8 @@ async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, m
         client.publish_diagnostics(h, diags, None).await;
     }
     client.publish_diagnostics(uri.clone(), main, version).await;
+    // Lenses come from the same analysis: ask the client to fetch them again.
+    if state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = client.code_lens_refresh().await;
+    }
 }
