@@ -167,7 +167,11 @@ async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, m
     }
     client.publish_diagnostics(uri.clone(), main, version).await;
     // Lenses come from the same analysis: ask the client to fetch them again.
+    // Not awaited here: a client slow to answer must not hold up publishing.
     if state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
-        let _ = client.code_lens_refresh().await;
+        let client = client.clone();
+        tokio::spawn(async move {
+            let _ = client.code_lens_refresh().await;
+        });
     }
 }
