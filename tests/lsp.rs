@@ -58,7 +58,13 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
     c.save(&u, &fixed);
     let d = c.wait_diagnostics(&u, LONG);
     assert_eq!(d["version"], 2);
-    assert_eq!(summarize(&d), vec!["2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced"]);
+    assert_eq!(
+        summarize(&d),
+        vec![
+            "2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
+            "1:32-1:46 3 kernelpro [MissingRestrict] `x` is only read in `scale` but is declared without `__restrict__`",
+        ]
+    );
     assert!(c.shutdown().success());
 }
 
@@ -301,4 +307,99 @@ fn counter_permission_error_says_how_to_fix_it() {
     assert!(msg.contains("ERR_NVGPUCTRPERM") && msg.contains("CAP_PERFMON") && msg.contains("Compile, SASS and timing still work"), "{msg}");
     // The compile-time findings are still there.
     assert!(d["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "Fp64Promotion"));
+}
+
+/// A loopback HTTP server that counts requests and answers 400 with the
+/// request's headers echoed back, as a careless proxy might.
+fn echo_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut s) = stream else { continue };
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = vec![0u8; 65536];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).split("\r\n\r\n").next().unwrap_or("").to_string();
+            let body = format!("{{\"error\": {{\"message\": {}}}}}", serde_json::to_string(&head).unwrap());
+            let _ = write!(s, "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    (addr, count)
+}
+
+/// Nothing goes to an LLM until the user enables it for the workspace, and
+/// the key never appears in anything the server says or writes.
+#[test]
+fn llm_needs_consent_and_the_key_never_leaks() {
+    const KEY: &str = "sk-kernelpro-FAKE-7f3a9c";
+    let (endpoint, requests) = echo_server();
+    let home = tempfile::tempdir().unwrap();
+    let stderr = home.path().join("stderr.log");
+    let mut cmd = std::process::Command::new(support::lsp_client::bin());
+    cmd.env("XDG_CACHE_HOME", home.path().join("cache")).env("TMPDIR", home.path().join("tmp")).env("HOME", home.path()).env_remove("KERNELPRO_LLM_KEY");
+    std::fs::create_dir_all(home.path().join("tmp")).unwrap();
+    cmd.stderr(std::fs::File::create(&stderr).unwrap());
+    let llm = |enabled: bool| json!({"enabled": enabled, "provider": "openai", "endpoint": endpoint, "model": "test-model"});
+    let mut c = Client::spawn_with(cmd, json!({"trusted": true, "llmKey": KEY, "llm": llm(false), "optimize": {"evaluator": "stub:1.5", "budget": 4}}));
+    let (_d, path, text) = optimize_fixture();
+    let u = uri(&path);
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing is sent while llm.enabled is false");
+    c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernelpro": {"llm": llm(true)}}}));
+    c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    assert!(requests.load(std::sync::atomic::Ordering::SeqCst) > 0, "the enabled LLM was asked");
+    let transcript = c.transcript.join("\n");
+    assert!(c.shutdown().success());
+    assert!(!transcript.contains(KEY), "the key leaked into the protocol");
+    assert!(!std::fs::read_to_string(&stderr).unwrap().contains(KEY), "the key leaked into the log");
+    for entry in walk(home.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the key leaked into {}", entry.display());
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+/// In an untrusted workspace the GPU commands refuse to run.
+#[test]
+fn untrusted_workspace_runs_nothing() {
+    let (_d, path, text) = optimize_fixture();
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"optimize": {"evaluator": "stub:1.5"}}));
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
+    let opt = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    assert!(opt["error"]["message"].as_str().unwrap().contains("untrusted"), "{opt}");
+    let prof = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    assert!(prof["result"]["error"].as_str().unwrap().contains("untrusted"), "{prof}");
+}
+
+/// Flags from settings reach nvcc as one argument each, never through a shell.
+#[test]
+fn flags_are_argv_not_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = dir.path().join("canary");
+    std::fs::write(&canary, "alive").unwrap();
+    let flag = format!("-DEVIL=; rm -rf {}", canary.display());
+    let mut c = Client::spawn(json!({"trusted": true, "extraFlags": [flag]}));
+    let p = dir.path().join("k.cu");
+    let text = "__global__ void k(float* y) { y[0] = 1.0f; }\n";
+    std::fs::write(&p, text).unwrap();
+    c.open(&uri(&p), text, 1);
+    let d = c.wait_diagnostics(&uri(&p), LONG);
+    assert_eq!(d["diagnostics"], json!([]), "the macro is defined, nothing else happens");
+    assert!(canary.exists());
 }

@@ -17,6 +17,8 @@ pub struct Client {
     next_id: i64,
     /// Messages received but not yet consumed by a wait.
     pub backlog: Vec<Value>,
+    /// Every message received, as text.
+    pub transcript: Vec<String>,
 }
 
 pub fn bin() -> &'static str {
@@ -41,7 +43,7 @@ impl Client {
                 }
             }
         });
-        let mut c = Client { child, stdin, rx, next_id: 1, backlog: Vec::new() };
+        let mut c = Client { child, stdin, rx, next_id: 1, backlog: Vec::new(), transcript: Vec::new() };
         let root = std::env::temp_dir();
         c.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {"window": {"workDoneProgress": true}}, "initializationOptions": init_options, "workspaceFolders": [{"uri": format!("file://{}", root.display()), "name": "tmp"}]}));
         c.notify("initialized", json!({}));
@@ -87,6 +89,7 @@ impl Client {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(msg) => {
+                    self.transcript.push(msg.to_string());
                     // Answer server-to-client requests so the server never waits on us.
                     if msg.get("id").is_some() && msg.get("method").is_some() {
                         let result = if msg["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
