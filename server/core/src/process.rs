@@ -120,6 +120,12 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
         .env("LC_ALL", "C")
         .process_group(0)
         .kill_on_drop(true);
+    // Tools write intermediates to TMPDIR (nvcc's tmpxft_* files) and leave
+    // them when killed: give each run a private one, removed when this returns.
+    let scratch = tempfile::Builder::new().prefix("kernelpro-tool-").tempdir().ok();
+    if let Some(dir) = &scratch {
+        command.env("TMPDIR", dir.path());
+    }
     for (k, v) in &cmd.env {
         command.env(k, v);
     }
@@ -288,6 +294,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_killed_tool_leaves_no_temp_files() {
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            c2.cancel();
+        });
+        let out = std::env::temp_dir().join(format!("kp-scratch-{}", std::process::id()));
+        let script = format!("echo $TMPDIR > {0}; touch $TMPDIR/tmpxft_left; sleep 30", out.display());
+        assert!(run_tool(&sh(&script, 30), &cancel).await.is_err());
+        let scratch = std::fs::read_to_string(&out).unwrap();
+        std::fs::remove_file(&out).unwrap();
+        assert!(scratch.contains("kernelpro-tool-") && !std::path::Path::new(scratch.trim()).exists(), "{scratch}");
     }
 
     #[tokio::test]
