@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU benchmark of the CuteGemm recipe's generated kernels (server/cute).
+# Needs: nvcc (PATH or $NVCC), a GPU, python3 with torch, and the CUTLASS 4.2
+# headers at $CUTLASS_INCLUDE (the folder holding cute/ and cutlass/; default:
+# the project venv's nvidia-cutlass wheel). Inputs are this repo's files only:
+# the generated sources are the snapshots in tests/fixtures/cute/generated/,
+# kept equal to the generator's output by `cargo test -p kernelpro-cute`.
+# Prints, per case, TFLOP/s of the generated kernel and of the naive kernel it
+# replaces (with the naive launch: same grid and block), and for bf16 the
+# TFLOP/s of torch.matmul (cuBLAS) on the same inputs with a cross-check.
+# Usage: bench/cute_gemm_gpu.sh [N]   (default 4096; about 1-2 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-4096}
+NVCC=${NVCC:-nvcc}
+CUTLASS_INCLUDE=${CUTLASS_INCLUDE:-.venv/lib/python3.11/site-packages/cutlass_library/source/include}
+[ -f "$CUTLASS_INCLUDE/cute/tensor.hpp" ] || { echo "no CUTLASS headers at $CUTLASS_INCLUDE (set CUTLASS_INCLUDE)"; exit 1; }
+command -v "$NVCC" >/dev/null || { echo "no nvcc (set NVCC)"; exit 1; }
+ARCH=${ARCH:-sm_90a}
+GEN=tests/fixtures/cute/generated
+WORK=${WORK:-$(mktemp -d)}
+
+# name | generated file | kernel | element type | size args after (A, B, C) | B layout | block x | block y
+CASES="
+bf16_rr|bf16_naive.cu|matmul_bf16|__nv_bfloat16|1|row|16|16
+bf16_rc|bf16_hint_row_col.cu|gemm_bf16_tn|__nv_bfloat16|3|col|16|16
+f16_rr|f16_naive.cu|matmul_f16|__half|1|row|16|16
+f32_rr|f32_naive.cu|matmul_naive|float|1|row|16|16
+"
+
+build() {
+  local name=$1 file=$2 kernel=$3 ty=$4 ndims=$5 layout=$6 bx=$7 by=$8
+  local bcol=""
+  [ "$layout" = col ] && bcol="-DKP_B_COL"
+  "$NVCC" -std=c++17 --expt-relaxed-constexpr -O3 -arch="$ARCH" -I"$CUTLASS_INCLUDE" \
+    -include "$GEN/$file" -DKP_KERNEL="$kernel" -DKP_T="$ty" -DKP_NDIMS="$ndims" $bcol -DKP_BX="$bx" -DKP_BY="$by" \
+    -o "$WORK/$name" bench/cute_gemm/harness.cu > "$WORK/$name.log" 2>&1 || { echo "$name: build failed"; cat "$WORK/$name.log"; return 1; }
+}
+
+pids=()
+while IFS='|' read -r name file kernel ty ndims layout bx by; do
+  [ -n "$name" ] || continue
+  build "$name" "$file" "$kernel" "$ty" "$ndims" "$layout" "$bx" "$by" &
+  pids+=($!)
+done <<< "$CASES"
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+
+while IFS='|' read -r name file kernel ty ndims layout bx by; do
+  [ -n "$name" ] && [ -x "$WORK/$name" ] || continue
+  "$WORK/$name" "$N" "$WORK/$name" || status=1
+  if [ "$ty" = __nv_bfloat16 ]; then
+    python3 bench/cute_gemm/torch_ref.py "$WORK/$name" "$N" "$layout" || status=1
+  fi
+done <<< "$CASES"
+exit $status

@@ -1,0 +1,371 @@
+//! Detection on kernels that are and are not matrix products; the recipe's
+//! whole rewritten files as snapshots (the GPU benchmark compiles these
+//! same files); each one compiled by the real nvcc with the CUTLASS wheel's
+//! headers; the toolchain flags.
+
+use crate::{
+    CuteGemmRecipe, GemmShape, Math, cute_arch, cute_flags, cute_gemm_kernel, cutlass_include,
+    detect_gemm,
+};
+use expect_test::{Expect, expect, expect_file};
+use kernelpro_recipes::Recipe;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(name: &str) -> String {
+    let path = repo().join("tests/fixtures/cute").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn show(s: &GemmShape) -> String {
+    let dim = |d: &crate::Dim| {
+        format!(
+            "{}={}",
+            d.expr,
+            d.value.map_or("?".into(), |v| v.to_string())
+        )
+    };
+    let scale = s.alpha_beta.as_ref().map_or(String::new(), |x| {
+        format!(" C = {}*AB + {}*C", x.alpha, x.beta)
+    });
+    format!(
+        "M {} N {} K {} | A {}:{:?}:{:?} B {}:{:?}:{:?} C {}:{:?}:{:?}{scale}",
+        dim(&s.m),
+        dim(&s.n),
+        dim(&s.k),
+        s.a,
+        s.a_type,
+        s.a_layout,
+        s.b,
+        s.b_type,
+        s.b_layout,
+        s.c,
+        s.c_type,
+        s.c_layout
+    )
+}
+
+/// The detected product of each kernel, one line each (`-` when none).
+fn check_detect(file: &str, kernels: &[&str], expected: Expect) {
+    let text = fixture(file);
+    let out: String = kernels
+        .iter()
+        .map(|k| {
+            format!(
+                "{k}: {}\n",
+                detect_gemm(&text, k).map_or("-".into(), |s| show(&s))
+            )
+        })
+        .collect();
+    expected.assert_eq(&out);
+}
+
+#[test]
+fn detects_from_the_op_hint() {
+    check_detect(
+        "f32_naive.cu",
+        &["matmul_naive"],
+        expect![[r#"
+        matmul_naive: M N=4096 N N=4096 K N=4096 | A A:Float:Row B B:Float:Row C C:Float:Row
+    "#]],
+    );
+    check_detect(
+        "bf16_hint_row_col.cu",
+        &["gemm_bf16_tn"],
+        expect![[r#"
+        gemm_bf16_tn: M M=4096 N N=4096 K K=4096 | A A:Bf16:Row B B:Bf16:Col C C:Bf16:Row
+    "#]],
+    );
+}
+
+#[test]
+fn detects_naive_loops() {
+    check_detect(
+        "bf16_naive.cu",
+        &["matmul_bf16"],
+        expect![[r#"
+        matmul_bf16: M N=4096 N N=4096 K N=4096 | A A:Bf16:Row B B:Bf16:Row C C:Bf16:Row
+    "#]],
+    );
+    check_detect(
+        "f16_naive.cu",
+        &["matmul_f16"],
+        expect![[r#"
+        matmul_f16: M N=4096 N N=4096 K N=4096 | A A:Half:Row B B:Half:Row C C:Half:Row
+    "#]],
+    );
+    check_detect(
+        "scaled_f32_128.cu",
+        &["sgemm"],
+        expect![[r#"
+        sgemm: M M=256 N N=512 K K=128 | A A:Float:Row B B:Float:Row C C:Float:Row C = alpha*AB + beta*C
+    "#]],
+    );
+    check_detect(
+        "../recipes/matmul_naive.cu",
+        &["matmul_naive"],
+        expect![[r#"
+        matmul_naive: M N=1000 N N=1000 K N=1000 | A A:Float:Row B B:Float:Row C C:Float:Row
+    "#]],
+    );
+}
+
+#[test]
+fn leaves_other_kernels_alone() {
+    check_detect(
+        "not_gemm.cu",
+        &[
+            "transposed_b_index",
+            "extra_work",
+            "matmul_fp64",
+            "int_hint",
+            "odd_size",
+            "missing",
+        ],
+        expect![[r#"
+        transposed_b_index: -
+        extra_work: -
+        matmul_fp64: -
+        int_hint: -
+        odd_size: M N=1000 N N=1000 K N=1000 | A A:Float:Row B B:Float:Row C C:Float:Row
+        missing: -
+    "#]],
+    );
+}
+
+/// (fixture, kernel) rewritten by the recipe, with the snapshot name in
+/// `tests/fixtures/cute/generated/` and the architectures it must compile for.
+const REWRITES: &[(&str, &str, &[&str])] = &[
+    ("f32_naive.cu", "matmul_naive", &["sm_90", "sm_80"]),
+    ("bf16_naive.cu", "matmul_bf16", &["sm_90"]),
+    ("bf16_hint_row_col.cu", "gemm_bf16_tn", &["sm_90"]),
+    ("f16_naive.cu", "matmul_f16", &["sm_90"]),
+    ("scaled_f32_128.cu", "sgemm", &["sm_90"]),
+];
+
+fn rewritten(file: &str, kernel: &str) -> String {
+    let rewrites = CuteGemmRecipe.rewrite(&fixture(file), kernel);
+    assert_eq!(rewrites.len(), 1, "{file} {kernel}: one rewrite");
+    rewrites.into_iter().next().unwrap().source
+}
+
+#[test]
+fn rewrites_match_the_generated_snapshots() {
+    for (file, kernel, _) in REWRITES {
+        expect_file![repo().join("tests/fixtures/cute/generated").join(file)]
+            .assert_eq(&rewritten(file, kernel));
+    }
+}
+
+#[test]
+fn rewrite_keeps_everything_outside_the_body_and_helper_region() {
+    let text = fixture("bf16_naive.cu");
+    let source = rewritten("bf16_naive.cu", "matmul_bf16");
+    let diff = similar::TextDiff::from_lines(&text, &source);
+    let removed: Vec<String> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Delete)
+        .map(|c| c.value().trim_end().to_string())
+        .collect();
+    expect![[r#"
+        [
+            "__global__ void matmul_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, int N) {",
+            "  int col = blockIdx.x * blockDim.x + threadIdx.x;",
+            "  int row = blockIdx.y * blockDim.y + threadIdx.y;",
+            "  if (row >= N || col >= N) return;",
+            "  float acc = 0.0f;",
+            "  for (int k = 0; k < N; k++) {",
+            "    acc += __bfloat162float(A[row * N + k]) * __bfloat162float(B[k * N + col]);",
+            "  }",
+            "  C[row * N + col] = __float2bfloat16(acc);",
+        ]
+    "#]]
+    .assert_debug_eq(&removed);
+    let launch = |t: &str| {
+        crate::kernel::KernelInfo::find(t, "matmul_bf16")
+            .unwrap()
+            .launch
+            .unwrap()
+    };
+    assert_eq!(
+        launch(&source),
+        launch(&text),
+        "the spec still belongs to the kernel and resolves the same"
+    );
+}
+
+#[test]
+fn recipe_does_not_apply_where_the_fast_path_would_not_run() {
+    let not_gemm = fixture("not_gemm.cu");
+    for kernel in [
+        "transposed_b_index",
+        "extra_work",
+        "matmul_fp64",
+        "int_hint",
+        "odd_size",
+    ] {
+        assert!(!CuteGemmRecipe.applies(&not_gemm, kernel), "{kernel}");
+    }
+    let tuned = fixture("f32_naive.cu").replace(
+        "// kernelpro: block = (16, 16)",
+        "// kernelpro: tune T in [16, 32]\n// kernelpro: block = (T, T)",
+    );
+    assert!(
+        !CuteGemmRecipe.applies(&tuned, "matmul_naive"),
+        "a tune value may change the block"
+    );
+    assert_eq!(
+        (CuteGemmRecipe.name(), CuteGemmRecipe.answers()),
+        ("CuteGemm", &["TensorCore", "SharedMemTiling"][..])
+    );
+}
+
+#[test]
+fn generation_picks_the_math_and_refuses_unsupported_blocks() {
+    let text = fixture("bf16_naive.cu");
+    let shape = detect_gemm(&text, "matmul_bf16").unwrap();
+    let params = kernelpro_source::parse(&text)
+        .kernel("matmul_bf16")
+        .unwrap()
+        .params
+        .clone();
+    let cute = cute_gemm_kernel(&shape, "matmul_bf16", &params, 256).unwrap();
+    assert_eq!(cute.math, Math::TensorCore);
+    assert_eq!(
+        cute.body,
+        "{\n  kp_cute_gemm_matmul_bf16(A, B, C, int(N), int(N), int(N));\n}"
+    );
+    assert_eq!(
+        cute_gemm_kernel(&shape, "matmul_bf16", &params, 1024)
+            .unwrap_err()
+            .to_string(),
+        "the block has 1024 threads; the CuTe GEMM tiles for 128 or 256"
+    );
+    let f32 = fixture("f32_naive.cu");
+    let shape = detect_gemm(&f32, "matmul_naive").unwrap();
+    let params = kernelpro_source::parse(&f32)
+        .kernel("matmul_naive")
+        .unwrap()
+        .params
+        .clone();
+    assert_eq!(
+        cute_gemm_kernel(&shape, "matmul_naive", &params, 128)
+            .unwrap()
+            .math,
+        Math::SimtFp32
+    );
+}
+
+#[test]
+fn flags_upgrade_hopper_and_find_the_wheel() {
+    assert_eq!(cute_arch("sm_90"), "sm_90a");
+    assert_eq!(cute_arch("sm_80"), "sm_80");
+    let flags = cute_flags("sm_90", Path::new("/x/include"));
+    assert_eq!(
+        flags,
+        [
+            "-std=c++17",
+            "--expt-relaxed-constexpr",
+            "-I/x/include",
+            "-arch=sm_90a"
+        ]
+    );
+    let include = include_dir();
+    assert!(include.join("cute/tensor.hpp").is_file());
+    assert!(
+        cutlass_include(Some(Path::new("/nonexistent")), &[]).is_err()
+            || std::env::var_os("CUTLASS_PATH").is_some()
+    );
+}
+
+/// nvcc from `KERNELPRO_NVCC` or the repo's pinned wheel.
+fn nvcc() -> PathBuf {
+    let path = std::env::var_os("KERNELPRO_NVCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"));
+    assert!(
+        path.exists(),
+        "nvcc not found at {}: set KERNELPRO_NVCC or run scripts/setup.sh to install the pinned CUDA wheels",
+        path.display()
+    );
+    path
+}
+
+fn include_dir() -> PathBuf {
+    cutlass_include(None, &[repo()])
+        .unwrap_or_else(|e| panic!("{e} (the CuTe compile tests need the headers)"))
+}
+
+#[test]
+fn every_rewrite_compiles_with_nvcc() {
+    let (nvcc, include) = (nvcc(), include_dir());
+    let dir = tempfile::tempdir().unwrap();
+    // nvcc on CuTe takes tens of seconds: start every build, then wait for each.
+    let builds: Vec<_> = REWRITES
+        .iter()
+        .flat_map(|(file, kernel, arches)| arches.iter().map(move |arch| (file, kernel, arch)))
+        .map(|(file, kernel, arch)| {
+            let cu = dir.path().join(format!("{arch}_{file}"));
+            std::fs::write(&cu, rewritten(file, kernel)).unwrap();
+            let child = Command::new(&nvcc)
+                .args(cute_flags(arch, &include))
+                .args(["-cubin", "-Xptxas", "-v", "-o"])
+                .arg(cu.with_extension("cubin"))
+                .arg(&cu)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (format!("{file} {kernel} {arch}"), child)
+        })
+        .collect();
+    for (case, child) in builds {
+        let out = child.wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{case}:\n{log}");
+    }
+}
+
+/// The generated bf16 GEMM on 4096³ through the benchmark harness (naive
+/// launch, checked against a naive fp32-accumulating kernel). Run on a GPU
+/// machine: `cargo test -p kernelpro-cute -- --ignored`.
+#[test]
+#[ignore = "needs a GPU"]
+fn bf16_gemm_matches_the_naive_kernel_on_the_gpu() {
+    let (nvcc, include) = (nvcc(), include_dir());
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("bf16_rr");
+    let generated = repo().join("tests/fixtures/cute/generated/bf16_naive.cu");
+    let build = Command::new(&nvcc)
+        .args(cute_flags("sm_90", &include))
+        .arg("-include")
+        .arg(&generated)
+        .args([
+            "-DKP_KERNEL=matmul_bf16",
+            "-DKP_T=__nv_bfloat16",
+            "-DKP_NDIMS=1",
+            "-DKP_BX=16",
+            "-DKP_BY=16",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(repo().join("bench/cute_gemm/harness.cu"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let run = Command::new(&exe).arg("4096").output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success() && stdout.contains("mismatches 0/"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
