@@ -122,7 +122,7 @@ fn stale_compile_is_cancelled() {
     assert_eq!(d["version"], 2, "only the newest version is published");
     assert!(summarize(&d)[0].contains("undefined_v2"));
     assert!(start.elapsed() < Duration::from_secs(15), "the newer save did not wait for the slow compile");
-    assert!(c.wait(Duration::from_secs(2), |m| m["method"] == "textDocument/publishDiagnostics").is_none(), "a stale result was published");
+    assert!(c.wait(Duration::from_secs(2), |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] != 2).is_none(), "a stale result was published");
 }
 
 /// Without nvcc anywhere, one clear diagnostic says how to install it.
@@ -151,7 +151,7 @@ fn untrusted_workspace_compiles_nothing() {
     assert!(msg["params"]["message"].as_str().unwrap().contains("not trusted"));
     let (_d, path) = temp_copy("k.cu", "__global__ void k(float* y) { y[0] = broken; }\n");
     c.open(&uri(&path), "__global__ void k(float* y) { y[0] = broken; }\n", 1);
-    let d = c.wait_diagnostics(&uri(&path), LONG);
+    let d = c.wait_publish(&uri(&path), LONG);
     assert_eq!(d["diagnostics"], json!([]));
 }
 
@@ -275,7 +275,7 @@ fn profile_command_puts_findings_on_their_lines() {
     c.wait_diagnostics(&u, LONG);
     let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
     assert_eq!(reply["result"]["kernels"].as_array().map(|k| k.len()), Some(5), "{reply}");
-    let d = c.wait_diagnostics(&u, LONG);
+    let d = c.wait_publish(&u, LONG);
     let ncu_lines: Vec<String> = d["diagnostics"].as_array().unwrap().iter().filter(|d| d["source"] == "ncu").map(|d| format!("{} {}", d["range"]["start"]["line"], d["code"].as_str().unwrap())).collect();
     for want in ["8 FP64Math", "13 Uncoalesced", "21 SharedMemTiling", "32 SharedBankConflicts", "39 ThreadDivergence"] {
         assert!(ncu_lines.iter().any(|l| l == want), "{want} missing from {ncu_lines:?}");
@@ -286,7 +286,7 @@ fn profile_command_puts_findings_on_their_lines() {
     // After an edit above them, a save republishes the profile findings shifted and marked stale.
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// new line\n"}]}));
     c.save(&u, &format!("// new line\n{text}"));
-    let d = c.wait(LONG, |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2).unwrap();
+    let d = json!({"params": c.wait_diagnostics(&u, LONG)});
     let uncoalesced = d["params"]["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Uncoalesced").unwrap().clone();
     assert_eq!(uncoalesced["range"]["start"]["line"], 14);
     assert!(uncoalesced["message"].as_str().unwrap().contains("profiled before your latest edits"));
@@ -302,7 +302,7 @@ fn counter_permission_error_says_how_to_fix_it() {
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
     c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
-    let d = c.wait_diagnostics(&u, LONG);
+    let d = c.wait_publish(&u, LONG);
     let msg = d["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "profile-unavailable").expect("a profile-unavailable diagnostic")["message"].as_str().unwrap().to_string();
     assert!(msg.contains("ERR_NVGPUCTRPERM") && msg.contains("CAP_PERFMON") && msg.contains("Compile, SASS and timing still work"), "{msg}");
     // The compile-time findings are still there.
@@ -380,7 +380,7 @@ fn untrusted_workspace_runs_nothing() {
     let u = uri(&path);
     let mut c = Client::spawn(json!({"optimize": {"evaluator": "stub:1.5"}}));
     c.open(&u, &text, 1);
-    c.wait_diagnostics(&u, LONG);
+    c.wait_publish(&u, LONG);
     let opt = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
     assert!(opt["error"]["message"].as_str().unwrap().contains("untrusted"), "{opt}");
     let prof = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));

@@ -106,11 +106,33 @@ impl Client {
         }
     }
 
-    pub fn wait_diagnostics(&mut self, uri: &str, timeout: Duration) -> Value {
+    /// The first diagnostics published for `uri` from now on.
+    pub fn wait_publish(&mut self, uri: &str, timeout: Duration) -> Value {
         let u = uri.to_string();
         self.wait(timeout, move |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u.as_str())
             .unwrap_or_else(|| panic!("no diagnostics for {uri}"))["params"]
             .clone()
+    }
+
+    /// The settled diagnostics of `uri`: the last publish before the server's
+    /// analysis progress for it ends (compiler messages come first, SASS and
+    /// static findings in a second publish). Untrusted servers show no
+    /// progress: use `wait_publish` there.
+    pub fn wait_diagnostics(&mut self, uri: &str, timeout: Duration) -> Value {
+        let prefix = format!("kernelpro-analysis:{uri}#");
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let p = prefix.clone();
+            self.wait(left, move |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end" && m["params"]["token"].as_str().is_some_and(|t| t.starts_with(&p)))
+                .unwrap_or_else(|| panic!("the analysis of {uri} did not settle"));
+            let is_publish = |m: &Value| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri;
+            if let Some(last) = self.backlog.iter().rposition(is_publish) {
+                let found = self.backlog[last]["params"].clone();
+                self.backlog.retain(|m| !is_publish(m));
+                return found;
+            }
+        }
     }
 
     pub fn open(&mut self, uri: &str, text: &str, version: i32) {

@@ -33,6 +33,11 @@ pub struct FileAnalysis {
     pub block_sizes: HashMap<String, u32>,
     pub default_block_size: u32,
     pub launch_specs: HashMap<String, LaunchSpec>,
+    /// SASS and the static tools are in (step two ran, or was not needed).
+    pub complete: bool,
+    /// The cache key of this version (text, path, flags, compiler).
+    pub key: crate::cache::Key,
+    pub nvcc: Option<PathBuf>,
 }
 
 impl FileAnalysis {
@@ -67,11 +72,13 @@ pub enum AnalysisError {
 
 pub struct Analyzer {
     compiles: MemoCache<CompileOutput>,
+    /// Finished analyses (both steps), so a save that changes nothing costs a hash.
+    complete: MemoCache<FileAnalysis>,
 }
 
 impl Default for Analyzer {
     fn default() -> Self {
-        Analyzer { compiles: MemoCache::new(64) }
+        Analyzer { compiles: MemoCache::new(64), complete: MemoCache::new(64) }
     }
 }
 
@@ -88,13 +95,26 @@ impl Analyzer {
         flags
     }
 
+    /// Both steps: compile, then SASS and the static tools.
     pub async fn analyze(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
+        let first = self.compile_step(path, text, settings, cancel).await?;
+        if first.complete {
+            return Ok(first);
+        }
+        self.machine_code_step(&first, text, settings, cancel).await
+    }
+
+    /// Step one: the compiler's messages and the ptxas resources. When the same
+    /// text was fully analysed before, the whole earlier result comes back
+    /// (`complete` is then true and step two is not needed).
+    pub async fn compile_step(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
         let mut analysis = FileAnalysis::without_tools(path, text, settings);
         let Some(nvcc) = Self::find_nvcc(settings) else {
             analysis.findings.push(
                 Finding::new("kernelpro", Severity::Warning, Span::line(0), format!("nvcc was not found, so this file is not compiled. {}", toolchain::NVCC_INSTALL_HINT))
                     .with_code("no-nvcc"),
             );
+            analysis.complete = true;
             return Ok(analysis);
         };
         let input = CompileInput {
@@ -104,10 +124,16 @@ impl Analyzer {
             arch: settings.arch.clone(),
             flags: Self::flags_for(path, settings),
             timeout: Duration::from_secs(settings.compile_timeout_secs.max(1)),
-            disassemble: true,
         };
         let stamp = std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
-        let key = key_of(&[text.as_bytes(), path.as_os_str().as_encoded_bytes(), input.arch.as_bytes(), input.flags.join("\0").as_bytes(), nvcc.path.as_os_str().as_encoded_bytes(), stamp.as_bytes()]);
+        let key = key_of(&[text.as_bytes(), path.as_os_str().as_encoded_bytes(), input.arch.as_bytes(), input.flags.join("\0").as_bytes(), nvcc.path.as_os_str().as_encoded_bytes(), stamp.as_bytes(), &settings.block_size.to_le_bytes()]);
+        if let Some(done) = self.complete.get(&key) {
+            let mut again = (*done).clone();
+            again.cached = true;
+            return Ok(again);
+        }
+        analysis.key = key;
+        analysis.nvcc = Some(nvcc.path.clone());
         let compiled = match self.compiles.get(&key) {
             Some(hit) => {
                 analysis.cached = true;
@@ -122,28 +148,48 @@ impl Analyzer {
                 Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
                 Err(e) => {
                     analysis.findings.push(Finding::new("kernelpro", Severity::Error, Span::line(0), format!("compile failed: {e}")).with_code("compile-failed"));
+                    analysis.complete = true;
                     return Ok(analysis);
                 }
             },
         };
         analysis.findings.extend(compiled.findings.iter().cloned());
-        if compiled.ok {
-            let path_str = path.display().to_string();
-            let blocks = |k: &str| analysis.block_sizes.get(k).copied();
-            let input = kernelpro_lints::LintInput {
-                path: &path_str,
-                text,
-                source: &analysis.source,
-                sass: compiled.disassembly.as_ref(),
-                resources: &compiled.resources,
-                arch: &analysis.arch,
-                block_sizes: &blocks,
-                default_block: analysis.default_block_size,
-            };
-            let lints = kernelpro_lints::run_all(&input);
-            analysis.findings.extend(lints);
-        }
+        analysis.complete = !compiled.ok;
         analysis.compile = Some(compiled);
+        Ok(analysis)
+    }
+
+    /// Step two: SASS with source lines, then the static tools over it.
+    pub async fn machine_code_step(&self, first: &FileAnalysis, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
+        let mut analysis = first.clone();
+        let (Some(compiled), Some(nvcc)) = (first.compile.clone(), first.nvcc.clone()) else { return Ok(analysis) };
+        let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
+        let full = match crate::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel).await {
+            Ok(out) => Arc::new(out),
+            Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
+            Err(e) => {
+                analysis.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("no SASS for this file: {e}")));
+                return Ok(analysis);
+            }
+        };
+        analysis.findings = first.findings.clone();
+        analysis.findings.extend(full.findings.iter().skip(compiled.findings.len()).cloned());
+        let path_str = first.path.display().to_string();
+        let blocks = |k: &str| first.block_sizes.get(k).copied();
+        let input = kernelpro_lints::LintInput {
+            path: &path_str,
+            text,
+            source: &first.source,
+            sass: full.disassembly.as_ref(),
+            resources: &full.resources,
+            arch: &first.arch,
+            block_sizes: &blocks,
+            default_block: first.default_block_size,
+        };
+        analysis.findings.extend(kernelpro_lints::run_all(&input));
+        analysis.compile = Some(full);
+        analysis.complete = true;
+        self.complete.insert(first.key, Arc::new(analysis.clone()));
         Ok(analysis)
     }
 }

@@ -18,8 +18,6 @@ pub struct CompileInput {
     /// Include paths, defines and other flags, passed as argv, never through a shell.
     pub flags: Vec<String>,
     pub timeout: Duration,
-    /// Also disassemble to SASS with source lines.
-    pub disassemble: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -38,6 +36,8 @@ pub struct CompileOutput {
     pub argv: Vec<String>,
     pub compile_time: Duration,
     pub disasm_time: Duration,
+    /// The temp copy's path as nvcc recorded it in the line info.
+    pub temp_source: String,
 }
 
 impl CompileInput {
@@ -82,21 +82,31 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
     }
     if result.ok {
         result.cubin = std::fs::read(&cubin).ok();
-        if input.disassemble {
-            let nvdisasm = input.nvcc.with_file_name("nvdisasm");
-            let cmd = ToolCommand::new(&nvdisasm, input.timeout).args(["-gi", "-c", "-hex"]).arg(&cubin);
-            match run_tool(&cmd, cancel).await {
-                Ok(d) if d.success() => {
-                    result.disasm_time = d.elapsed;
-                    let sass = d.stdout.replace(&src.display().to_string(), &input.path.display().to_string());
-                    result.disassembly = Some(kernelpro_sass::disasm::parse_sass(&sass));
-                    result.sass = Some(sass);
-                }
-                Ok(d) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()))),
-                Err(ToolError::Cancelled { tool }) => return Err(ToolError::Cancelled { tool }),
-                Err(e) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("no SASS for this file: {e}"))),
-            }
+    }
+    result.temp_source = src.display().to_string();
+    Ok(result)
+}
+
+/// The second step of a save: SASS with source lines (`nvdisasm -gi -c -hex`),
+/// which costs about half a compile, so callers publish the compiler's
+/// messages before running it.
+pub async fn disassemble(compiled: &CompileOutput, nvcc: &Path, real_path: &Path, timeout: Duration, cancel: &CancellationToken) -> Result<CompileOutput, ToolError> {
+    let mut result = compiled.clone();
+    let Some(cubin) = &compiled.cubin else { return Ok(result) };
+    let dir = tempfile::Builder::new().prefix("kernelpro-").tempdir().map_err(|e| ToolError::Spawn { tool: "nvdisasm".into(), message: format!("cannot create a temp dir: {e}") })?;
+    let path = dir.path().join("out.cubin");
+    std::fs::write(&path, cubin).map_err(|e| ToolError::Spawn { tool: "nvdisasm".into(), message: format!("cannot write the cubin: {e}") })?;
+    let cmd = ToolCommand::new(nvcc.with_file_name("nvdisasm"), timeout).args(["-gi", "-c", "-hex"]).arg(&path);
+    match run_tool(&cmd, cancel).await {
+        Ok(d) if d.success() => {
+            result.disasm_time = d.elapsed;
+            let sass = d.stdout.replace(&compiled.temp_source, &real_path.display().to_string());
+            result.disassembly = Some(kernelpro_sass::disasm::parse_sass(&sass));
+            result.sass = Some(sass);
         }
+        Ok(d) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()))),
+        Err(ToolError::Cancelled { tool }) => return Err(ToolError::Cancelled { tool }),
+        Err(e) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("no SASS for this file: {e}"))),
     }
     Ok(result)
 }

@@ -23,6 +23,8 @@ pub struct State {
     pub warned_untrusted: AtomicBool,
     /// The client asked to be told when code lenses change (`workspace/codeLens/refresh`).
     pub code_lens_refresh: AtomicBool,
+    /// The client shows server-initiated progress (`window.workDoneProgress`).
+    pub work_done_progress: AtomicBool,
     /// Finished searches per document, with the version their edit applies to.
     pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
     /// The LLM key the client sent from its secret storage (never from settings).

@@ -11,6 +11,8 @@ pub const COMMANDS: &[&str] = &["kernelpro.showSass", "kernelpro.doctor", "kerne
 pub async fn initialize(server: &Server, params: InitializeParams) -> Result<InitializeResult> {
     let refresh = params.capabilities.workspace.as_ref().and_then(|w| w.code_lens.as_ref()).and_then(|c| c.refresh_support).unwrap_or(false);
     server.state.code_lens_refresh.store(refresh, Ordering::SeqCst);
+    let progress = params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+    server.state.work_done_progress.store(progress, Ordering::SeqCst);
     if let Some(opts) = &params.initialization_options {
         if let Some(key) = opts.get("llmKey").and_then(|k| k.as_str()).filter(|k| !k.is_empty()) {
             *server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernelpro_llm::ApiKey::new(key));

@@ -80,37 +80,80 @@ pub fn schedule(server: &Server, uri: Uri) {
     let state = server.state.clone();
     let client = server.client.clone();
     tokio::spawn(async move {
-        let settings = state.settings();
-        let path = path_of(&uri);
-        let analysis = if settings.trusted {
-            match state.analyzer.analyze(&path, &text, &settings, &token).await {
-                Ok(a) => a,
-                Err(AnalysisError::Cancelled) => return,
-            }
-        } else {
-            FileAnalysis::without_tools(&path, &text, &settings)
-        };
-        let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
-        publish(&state, &client, &uri, version, generation, Arc::new(analysis)).await;
+        let progress = begin_progress(&state, &client, &uri, generation).await;
+        let profile_now = analyse_and_publish(&state, &client, &uri, &text, version, generation, &token).await;
+        if let Some(p) = progress {
+            p.finish().await;
+        }
         if profile_now {
             crate::handlers::profile::run(&state, &client, uri, None).await;
         }
     });
 }
 
-async fn publish(state: &State, client: &Client, uri: &Uri, version: i32, generation: u64, analysis: Arc<FileAnalysis>) {
+/// A progress bar for one analysis, when the client shows them; it ends after
+/// the last publish, so clients (and tests) know the analysis has settled.
+async fn begin_progress(state: &State, client: &Client, uri: &Uri, generation: u64) -> Option<tower_lsp_server::OngoingProgress<tower_lsp_server::Unbounded, tower_lsp_server::NotCancellable>> {
+    if !state.settings().trusted || !state.work_done_progress.load(std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
+    let token = ProgressToken::String(format!("kernelpro-analysis:{}#{generation}", uri.as_str()));
+    let created = tokio::time::timeout(std::time::Duration::from_secs(2), client.create_work_done_progress(token.clone())).await;
+    if !matches!(created, Ok(Ok(()))) {
+        return None;
+    }
+    let name = path_of(uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Some(client.progress(token, "KernelPro").with_message(format!("compiling {name}")).begin().await)
+}
+
+/// Runs both analysis steps, publishing after each; returns whether a profile should follow.
+async fn analyse_and_publish(state: &State, client: &Client, uri: &Uri, text: &str, version: i32, generation: u64, token: &CancellationToken) -> bool {
+    let settings = state.settings();
+    let path = path_of(uri);
+    let analysis = if settings.trusted {
+        // The compiler's messages go out first; SASS and the static tools
+        // (about half a compile more) follow in a second publish.
+        let first = match state.analyzer.compile_step(&path, text, &settings, token).await {
+            Ok(a) => a,
+            Err(AnalysisError::Cancelled) => return false,
+        };
+        if first.complete {
+            first
+        } else {
+            let first = Arc::new(first);
+            if !publish(state, client, uri, version, generation, first.clone(), false).await {
+                return false;
+            }
+            match state.analyzer.machine_code_step(&first, text, &settings, token).await {
+                Ok(a) => a,
+                Err(AnalysisError::Cancelled) => return false,
+            }
+        }
+    } else {
+        FileAnalysis::without_tools(&path, text, &settings)
+    };
+    let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
+    publish(state, client, uri, version, generation, Arc::new(analysis), true).await && profile_now
+}
+
+/// Publishes unless a newer analysis has started; `last` ends this analysis.
+/// Returns whether it was still current.
+async fn publish(state: &State, client: &Client, uri: &Uri, version: i32, generation: u64, analysis: Arc<FileAnalysis>, last: bool) -> bool {
     let _order = state.publish.lock().await;
     let (main, headers) = {
         let mut docs = state.docs();
-        let Some(doc) = docs.get_mut(uri) else { return };
+        let Some(doc) = docs.get_mut(uri) else { return false };
         if doc.generation != generation {
-            return; // a newer analysis has started: this one is stale
+            return false; // a newer analysis has started: this one is stale
         }
         doc.analysis = Some((version, analysis));
-        doc.in_flight = None;
+        if last {
+            doc.in_flight = None;
+        }
         diagnostics_of(doc)
     };
     send(state, client, uri, Some(version), main, headers).await;
+    true
 }
 
 /// Re-sends the diagnostics of a document (after a profile lands).
