@@ -154,12 +154,10 @@ fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> 
     if !(source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")) {
         return Ok(settings.clone());
     }
-    let root = kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::process().roots)
-        .ok_or_else(|| format!("the candidate uses CuTe/CUTLASS but no CUTLASS headers were found: {}", kernelpro_cutlass::CUTLASS_INSTALL_HINT))?;
+    let include = kernelpro_cute::cutlass_include(None, &kernelpro_core::toolchain::Env::process().roots)?;
     let mut s = settings.clone();
-    s.extra_flags.extend(["-std=c++17".to_string(), "--expt-relaxed-constexpr".to_string(), format!("-I{}", root.join("include").display())]);
-    if s.arch == "sm_90" {
-        s.arch = "sm_90a".into();
-    }
+    // The compile step sets the architecture itself.
+    s.extra_flags.extend(kernelpro_cute::cute_flags(&s.arch, &include).into_iter().filter(|f| !f.starts_with("-arch=")));
+    s.arch = kernelpro_cute::cute_arch(&s.arch);
     Ok(s)
 }

@@ -143,7 +143,7 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
 
 /// The built-in recipes, and the LLM too when the user enabled it.
 fn proposers(req: &OptimizeRequest) -> (Box<dyn Proposer>, Vec<String>) {
-    let recipes = Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel));
+    let recipes = Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
     if !req.settings.llm.enabled {
         return (recipes, Vec::new());
     }

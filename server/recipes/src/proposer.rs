@@ -14,6 +14,12 @@ impl RecipeProposer {
         RecipeProposer { kernel: kernel.to_string(), recipes: all() }
     }
 
+    /// Adds a recipe that lives in another crate (the CuTe GEMM recipe).
+    pub fn with(mut self, recipe: Box<dyn Recipe>) -> RecipeProposer {
+        self.recipes.push(recipe);
+        self
+    }
+
     /// Recipe indices with the tool each answers: recipes answering the
     /// findings first (in the findings' order), then the rest.
     fn order(&self, ctx: &ProposeContext) -> Vec<(usize, Option<String>)> {
