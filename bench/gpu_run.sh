@@ -8,13 +8,16 @@ cd "$(dirname "$0")/.."
 PHASE=$1; DEST=$2; OUT=$(mktemp -d); mkdir -p "$DEST"
 # The device tool returns at most 8 files: everything goes into one tarball.
 trap 'tar czf "$DEST/$PHASE.tgz" -C "$OUT" . ; cat "$OUT"/*summary* "$OUT"/*times* 2>/dev/null' EXIT
+trap 'exit 143' TERM
 export KERNELPRO_ROOT=$PWD KERNELPRO_BIN=$PWD/.devbin/kernelpro
+# CUTLASS headers for CuTe candidates, carried beside the binaries.
+[ -d .cutlass/include ] && export CUTLASS_PATH=$PWD/.cutlass
 B=$KERNELPRO_BIN
 case "$PHASE" in
 tests)
   { nvidia-smi -L; which nvcc ncu; nvcc --version | tail -2; } > "$OUT/env.txt" 2>&1
   $B doctor > "$OUT/doctor.txt" 2>&1
-  for t in .devbin/gpu-*; do $t --ignored --test-threads=1 --nocapture > "$OUT/$(basename $t).txt" 2>&1; done
+  for t in .devbin/gpu-harness; do $t --ignored --test-threads=1 --nocapture > "$OUT/$(basename $t).txt" 2>&1; done
   $B run examples/saxpy.cu --kernel saxpy > "$OUT/run_saxpy.txt" 2>&1
   $B run examples/saxpy.cu --kernel transpose >> "$OUT/run_saxpy.txt" 2>&1
   for i in 1 2; do $B run bench/copy.cu --no-energy --json > "$OUT/copy_$i.json" 2>&1; done
@@ -39,7 +42,8 @@ optimize)
     k=$(grep -o "__global__ void [A-Za-z_0-9]*" $f | head -1 | awk '{print $3}')
     for s in $STRATS; do
       $B optimize $f --kernel $k --budget $BUDGET --strategy $s --no-energy --json > "$OUT/opt_${k}_$s.json" 2> "$OUT/opt_${k}_$s.err"
-      echo "$k $s $(python3 -c "import json;d=json.load(open('$OUT/opt_${k}_$s.json'));print(d['speedup'], d['evaluations'], d['original_ms'], d['best_ms'])" 2>&1)" >> "$OUT/opt_summary.txt"
+      # Appended straight to DEST so a run cut short still reports what finished.
+      echo "$k $s $(python3 -c "import json;d=json.load(open('$OUT/opt_${k}_$s.json'));print(d['speedup'], d['evaluations'], d['original_ms'], d['best_ms'], [x['recipe'] for x in d['steps']])" 2>&1)" >> "$DEST/optimize_summary.txt"
     done
   done
   ;;
