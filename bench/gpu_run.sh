@@ -26,10 +26,10 @@ tests)
   cat "$OUT/torch_copy.txt" >> "$OUT/copy_summary.txt"
   ;;
 profile)
-  for mode in two-stage full; do
+  for mode in ${MODES:-two-stage full}; do
     flag=""; [ $mode = full ] && flag="--full"
-    s=$(date +%s.%N); $B profile tests/fixtures/h200-probe/kernels.cu $flag --json > "$OUT/profile_$mode.json" 2> "$OUT/profile_$mode.err"; e=$(date +%s.%N)
-    echo "$mode $(echo "$e - $s" | bc)" >> "$OUT/profile_times.txt"
+    s=$(date +%s%N); $B profile tests/fixtures/h200-probe/kernels.cu $flag --json > "$OUT/profile_$mode.json" 2> "$OUT/profile_$mode.err"; e=$(date +%s%N)
+    echo "$mode wall $(( (e - s) / 1000000 )) ms" >> "$OUT/profile_times.txt"
   done
   $B profile examples/saxpy.cu --kernel saxpy > "$OUT/profile_harness.txt" 2>&1
   for k in softmax stencil2d transpose strided_copy; do
@@ -38,7 +38,7 @@ profile)
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}
-  for f in bench/kernels/*.cu; do
+  for f in ${FILES:-bench/kernels/*.cu}; do
     k=$(grep -o "__global__ void [A-Za-z_0-9]*" $f | head -1 | awk '{print $3}')
     for s in $STRATS; do
       $B optimize $f --kernel $k --budget $BUDGET --strategy $s --no-energy --json > "$OUT/opt_${k}_$s.json" 2> "$OUT/opt_${k}_$s.err"

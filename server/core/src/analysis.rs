@@ -108,8 +108,8 @@ impl Analyzer {
     /// text was fully analysed before, the whole earlier result comes back
     /// (`complete` is then true and step two is not needed).
     pub async fn compile_step(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
-        let mut analysis = FileAnalysis::without_tools(path, text, settings);
         let Some(nvcc) = Self::find_nvcc(settings) else {
+            let mut analysis = FileAnalysis::without_tools(path, text, settings);
             analysis.findings.push(
                 Finding::new("kernelpro", Severity::Warning, Span::line(0), format!("nvcc was not found, so this file is not compiled. {}", toolchain::NVCC_INSTALL_HINT))
                     .with_code("no-nvcc"),
@@ -127,11 +127,13 @@ impl Analyzer {
         };
         let stamp = std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
         let key = key_of(&[text.as_bytes(), path.as_os_str().as_encoded_bytes(), input.arch.as_bytes(), input.flags.join("\0").as_bytes(), nvcc.path.as_os_str().as_encoded_bytes(), stamp.as_bytes(), &settings.block_size.to_le_bytes()]);
+        // Checked before anything is parsed: an unchanged save costs this hash.
         if let Some(done) = self.complete.get(&key) {
             let mut again = (*done).clone();
             again.cached = true;
             return Ok(again);
         }
+        let mut analysis = FileAnalysis::without_tools(path, text, settings);
         analysis.key = key;
         analysis.nvcc = Some(nvcc.path.clone());
         let compiled = match self.compiles.get(&key) {

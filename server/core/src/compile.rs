@@ -26,9 +26,9 @@ pub struct CompileOutput {
     pub findings: Vec<Finding>,
     /// ptxas's `-v` resource report lines.
     pub ptxas_report: String,
-    /// `nvdisasm -g -c -hex` output, file paths already mapped to the real file.
-    pub sass: Option<String>,
-    /// `sass` parsed: per-function instructions and the source-line map.
+    /// `nvdisasm -gi -c -hex` output parsed (file paths mapped to the real file):
+    /// per-function instructions and the source-line map. The text itself is
+    /// not kept: it is several MB for a large file.
     pub disassembly: Option<kernelpro_sass::disasm::Disassembly>,
     /// `ptxas_report` parsed, one entry per function.
     pub resources: Vec<kernelpro_sass::ptxas::KernelResources>,
@@ -102,7 +102,6 @@ pub async fn disassemble(compiled: &CompileOutput, nvcc: &Path, real_path: &Path
             result.disasm_time = d.elapsed;
             let sass = d.stdout.replace(&compiled.temp_source, &real_path.display().to_string());
             result.disassembly = Some(kernelpro_sass::disasm::parse_sass(&sass));
-            result.sass = Some(sass);
         }
         Ok(d) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()))),
         Err(ToolError::Cancelled { tool }) => return Err(ToolError::Cancelled { tool }),

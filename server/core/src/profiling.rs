@@ -319,7 +319,8 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
             target: vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()],
             stdin: Some(serde_json::to_vec(&job).expect("job serializes")),
             clock_control,
-            kernel_regex: Some(format!("^{}$", prepared.job.function)),
+            // ncu matches the demangled function name (its default --kernel-name-base).
+            kernel_regex: Some(format!("^{}$", k.replace(|c: char| !c.is_alphanumeric() && c != '_', "."))),
             timeout,
             full: req.full,
             launch_count: Some(1),

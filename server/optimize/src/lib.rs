@@ -112,7 +112,12 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
     // Re-verify the best candidates, fastest first, on two more seeds, one never seen.
     let seeds = [spec_seed, spec_seed.wrapping_add(1), spec_seed ^ 0x9E37_79B9_7F4A_7C15];
-    let mut ranked: Vec<&kernelpro_search::Node> = result.tree.nodes().iter().filter(|n| n.id != kernelpro_search::NodeId::ROOT && n.speedup.is_some_and(|s| s > 1.0)).collect();
+    // Only a speedup beyond the measured noise (and at least 2%) is worth an edit.
+    let beyond_noise = |n: &kernelpro_search::Node| match (&n.outcome, n.speedup) {
+        (Outcome::Ok { time_s, noise, .. }, Some(s)) => s > 1.02 && s > 1.0 + noise / time_s,
+        _ => false,
+    };
+    let mut ranked: Vec<&kernelpro_search::Node> = result.tree.nodes().iter().filter(|n| n.id != kernelpro_search::NodeId::ROOT && beyond_noise(n)).collect();
     ranked.sort_by(|a, b| b.speedup.partial_cmp(&a.speedup).unwrap_or(std::cmp::Ordering::Equal));
     if let Some(best) = result.best {
         if let Some(pos) = ranked.iter().position(|n| n.id == best) {
