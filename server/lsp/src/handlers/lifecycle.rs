@@ -17,7 +17,7 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
         if let Some(key) = opts.get("llmKey").and_then(|k| k.as_str()).filter(|k| !k.is_empty()) {
             *server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernelpro_llm::ApiKey::new(key));
         }
-        apply_settings(server, opts).await;
+        apply_settings(&server.state, &server.client, opts).await;
     }
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
@@ -66,20 +66,27 @@ pub async fn did_change_configuration(server: &Server, params: DidChangeConfigur
         Some(v) => v.clone(),
         None if params.settings.is_object() && !params.settings.as_object().is_some_and(|o| o.is_empty()) => params.settings.clone(),
         _ => {
-            let item = ConfigurationItem { scope_uri: None, section: Some("kernelpro".into()) };
-            match server.client.configuration(vec![item]).await {
-                Ok(mut v) if !v.is_empty() => v.remove(0),
-                _ => return,
-            }
+            // Pulled in a task of its own: a notification handler that waits on
+            // the client would hold up the messages queued behind it.
+            let (state, client) = (server.state.clone(), server.client.clone());
+            tokio::spawn(async move {
+                let item = ConfigurationItem { scope_uri: None, section: Some("kernelpro".into()) };
+                if let Ok(Ok(mut v)) = tokio::time::timeout(std::time::Duration::from_secs(10), client.configuration(vec![item])).await {
+                    if !v.is_empty() {
+                        apply_settings(&state, &client, &v.remove(0)).await;
+                    }
+                }
+            });
+            return;
         }
     };
-    apply_settings(server, &value).await;
+    apply_settings(&server.state, &server.client, &value).await;
 }
 
-async fn apply_settings(server: &Server, value: &serde_json::Value) {
-    let (settings, problems) = Settings::from_json(&server.state.settings(), value);
-    server.state.set_settings(settings);
+async fn apply_settings(state: &crate::state::State, client: &tower_lsp_server::Client, value: &serde_json::Value) {
+    let (settings, problems) = Settings::from_json(&state.settings(), value);
+    state.set_settings(settings);
     for p in problems {
-        server.client.show_message(MessageType::WARNING, format!("KernelPro: {p}")).await;
+        client.show_message(MessageType::WARNING, format!("KernelPro: {p}")).await;
     }
 }
