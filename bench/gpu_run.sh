@@ -32,7 +32,7 @@ profile)
     echo "$mode wall $(( (e - s) / 1000000 )) ms" >> "$OUT/profile_times.txt"
   done
   $B profile examples/saxpy.cu --kernel saxpy > "$OUT/profile_harness.txt" 2>&1
-  for k in softmax stencil2d transpose strided_copy; do
+  for k in ${PROFILE_KERNELS:-softmax stencil2d transpose strided_copy}; do
     $B profile bench/kernels/$k.cu --save-exports "$OUT/fixtures/$k" > "$OUT/profile_$k.txt" 2>&1
   done
   ;;
