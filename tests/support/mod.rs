@@ -1,1 +1,2 @@
 pub mod lsp_client;
+pub mod procs;
