@@ -175,20 +175,15 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
 }
 
 fn mentions_kernel(message: &str, name: &str) -> bool {
-    message.split(['\'', ' ', '"']).any(|w| w == name || demangle_word(w).is_some_and(|d| d == name))
-}
-
-fn demangle_word(w: &str) -> Option<String> {
-    let sym = cpp_demangle::Symbol::new(w).ok()?;
-    let full = sym.to_string();
-    Some(full.split('(').next().unwrap_or(&full).rsplit("::").next().unwrap_or("").to_string())
+    // ptxas names kernels by their mangled symbol; the source knows the short name.
+    message.split(['\'', ' ', '"']).any(|w| w == name || kernelpro_sass::symbol::names(w).name.rsplit("::").next() == Some(name))
 }
 
 fn demangle_in(message: &str) -> String {
     message
         .split('\'')
         .enumerate()
-        .map(|(i, part)| if i % 2 == 1 { cpp_demangle::Symbol::new(part).map(|s| s.to_string()).unwrap_or_else(|_| part.to_string()) } else { part.to_string() })
+        .map(|(i, part)| if i % 2 == 1 { kernelpro_sass::symbol::names(part).demangled } else { part.to_string() })
         .collect::<Vec<_>>()
         .join("'")
 }
