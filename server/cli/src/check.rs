@@ -68,7 +68,8 @@ pub async fn run(files: &[PathBuf], format: Format, sass_line: Option<u32>, args
     if any_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
-fn compiler_line(path: &Path, f: &Finding) -> String {
+/// `file:line:col: severity: message [code]`, then the guidance on its own line.
+pub fn compiler_line(path: &Path, f: &Finding) -> String {
     let file = f.file.as_deref().unwrap_or(path);
     let col = if f.span.start.col == u32::MAX { 1 } else { f.span.start.col + 1 };
     let code = f.code.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default();

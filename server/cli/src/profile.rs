@@ -3,7 +3,7 @@
 
 use crate::CompileArgs;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::baseline::{BaselineStore, KernelBaseline, compare};
+use kernelpro_core::baseline::BaselineStore;
 use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
 use kernelpro_profile::Thresholds;
 use std::path::PathBuf;
@@ -84,22 +84,7 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
 
 /// Compares with the last profile of the same file and stores this one.
 fn remember(file: &std::path::Path, report: &ProfileReport) -> Vec<String> {
-    let store = BaselineStore::in_cache_dir();
-    let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let old = store.load(&path);
-    let new: Vec<KernelBaseline> = report
-        .kernels
-        .iter()
-        .map(|k| KernelBaseline {
-            kernel: k.kernel.clone(),
-            duration_ns: k.triage.as_ref().and_then(|t| t.duration_ns),
-            class: k.triage.as_ref().map(|t| t.class.as_str().to_string()),
-            tools: k.findings.iter().filter_map(|f| f.code.clone()).collect(),
-        })
-        .collect();
-    let changes = new.iter().filter_map(|n| old.iter().find(|o| o.kernel == n.kernel).and_then(|o| compare(o, n, 5.0))).map(|(slower, t)| if slower { format!("SLOWER: {t}") } else { t }).collect();
-    let _ = store.save(&path, &new);
-    changes
+    BaselineStore::in_cache_dir().record(file, report, 5.0).into_iter().map(|c| if c.slower { format!("SLOWER: {}", c.text) } else { c.text }).collect()
 }
 
 fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
@@ -107,10 +92,8 @@ fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
     for k in &r.kernels {
         s.push_str(&format!("{}: {}\n", k.kernel, k.triage.as_ref().map(|t| t.summary.as_str()).unwrap_or("no SpeedOfLight data: class unknown")));
         for f in &k.findings {
-            s.push_str(&format!("{}:{}: {}: {} [{}]\n", file.display(), f.span.start.line + 1, f.severity.as_str(), f.message.replace('\n', " "), f.code.as_deref().unwrap_or("")));
-            if let Some(g) = &f.guidance {
-                s.push_str(&format!("    → {g}\n"));
-            }
+            s.push_str(&crate::check::compiler_line(file, f));
+            s.push('\n');
         }
     }
     if r.stage1_secs > 0.0 {

@@ -3,6 +3,7 @@
 //! file is detected, dropped and rebuilt, never trusted.
 
 use crate::cache::key_of;
+use crate::profiling::{KernelReport, ProfileReport};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,26 @@ pub struct KernelBaseline {
     pub class: Option<String>,
     /// Tool names of the findings it had.
     pub tools: Vec<String>,
+}
+
+impl From<&KernelReport> for KernelBaseline {
+    fn from(k: &KernelReport) -> Self {
+        KernelBaseline {
+            kernel: k.kernel.clone(),
+            duration_ns: k.triage.as_ref().and_then(|t| t.duration_ns),
+            class: k.triage.as_ref().map(|t| t.class.as_str().to_string()),
+            tools: k.findings.iter().filter_map(|f| f.code.clone()).collect(),
+        }
+    }
+}
+
+/// What changed for one kernel since its last profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub kernel: String,
+    /// Slower by more than the threshold.
+    pub slower: bool,
+    pub text: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -32,6 +53,23 @@ impl BaselineStore {
 
     pub fn in_cache_dir() -> Self {
         Self::new(crate::cache_dir().join("baselines"))
+    }
+
+    /// Compares a new profile with the last one of the same file, then keeps
+    /// the new one as the baseline. The CLI and the editor share the entry.
+    pub fn record(&self, source: &Path, report: &ProfileReport, slower_threshold_pct: f64) -> Vec<Change> {
+        let source = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+        let old = self.load(&source);
+        let new: Vec<KernelBaseline> = report.kernels.iter().map(KernelBaseline::from).collect();
+        let changes = new
+            .iter()
+            .filter_map(|n| {
+                let (slower, text) = compare(old.iter().find(|o| o.kernel == n.kernel)?, n, slower_threshold_pct)?;
+                Some(Change { kernel: n.kernel.clone(), slower, text })
+            })
+            .collect();
+        let _ = self.save(&source, &new);
+        changes
     }
 
     fn file_for(&self, source: &Path) -> PathBuf {

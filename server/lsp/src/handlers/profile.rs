@@ -4,7 +4,7 @@
 
 use crate::document::ProfileState;
 use crate::state::State;
-use kernelpro_core::baseline::{BaselineStore, KernelBaseline, compare};
+use kernelpro_core::baseline::BaselineStore;
 use kernelpro_core::profiling::{FileProfileRequest, profile_file, unavailable};
 use std::collections::HashMap;
 use tokio_util::sync::CancellationToken;
@@ -40,29 +40,18 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
         }
         Ok(report) => {
             progress.finish_with_message(format!("{} kernels profiled", report.kernels.len())).await;
-            let store = BaselineStore::in_cache_dir();
-            let old = store.load(&path);
-            let mut new = Vec::new();
-            for k in &report.kernels {
-                let base = KernelBaseline {
-                    kernel: k.kernel.clone(),
-                    duration_ns: k.triage.as_ref().and_then(|t| t.duration_ns),
-                    class: k.triage.as_ref().map(|t| t.class.as_str().to_string()),
-                    tools: k.findings.iter().filter_map(|f| f.code.clone()).collect(),
-                };
-                if let Some((slower, text)) = old.iter().find(|o| o.kernel == k.kernel).and_then(|o| compare(o, &base, 5.0)) {
-                    if slower {
-                        profile.findings.push(kernelpro_core::profiling::slower_finding(&req.text, &k.kernel, &text));
-                    }
-                    profile.changes.insert(k.kernel.clone(), text);
+            for change in BaselineStore::in_cache_dir().record(&path, &report, 5.0) {
+                if change.slower {
+                    profile.findings.push(kernelpro_core::profiling::slower_finding(&req.text, &change.kernel, &change.text));
                 }
+                profile.changes.insert(change.kernel, change.text);
+            }
+            for k in &report.kernels {
                 if let Some(t) = &k.triage {
                     profile.summaries.insert(k.kernel.clone(), t.summary.clone());
                 }
                 profile.findings.extend(k.findings.iter().cloned());
-                new.push(base);
             }
-            let _ = store.save(&path, &new);
             serde_json::json!({"kernels": report.kernels.iter().map(|k| serde_json::json!({"kernel": k.kernel, "summary": k.triage.as_ref().map(|t| t.summary.clone()), "findings": k.findings.len()})).collect::<Vec<_>>()})
         }
     };
