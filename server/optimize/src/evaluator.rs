@@ -66,14 +66,22 @@ impl GpuEvaluator {
     }
 
     /// Runs `candidate` against the original with inputs from `seed`.
-    pub fn verify(&mut self, candidate: &Prepared, seed: u64) -> Outcome {
+    pub fn verify(&self, candidate: &Prepared, seed: u64) -> Outcome {
         let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
-        let mut cand = candidate.job.clone();
-        let mut refj = reference.job.clone();
-        cand.launch.seed = seed;
-        refj.launch.seed = seed;
-        let result = self.ctx.handle.block_on(harness::run(&cand, Some(&refj), &self.ctx.settings, &self.run));
-        match result {
+        self.measure(candidate, Some(reference), seed)
+    }
+
+    /// Times `kernel` with inputs from `seed`, checking its outputs against
+    /// `reference` (run on the same inputs) when one is given.
+    fn measure(&self, kernel: &Prepared, reference: Option<&Prepared>, seed: u64) -> Outcome {
+        let with_seed = |p: &Prepared| {
+            let mut job = p.job.clone();
+            job.launch.seed = seed;
+            job
+        };
+        let job = with_seed(kernel);
+        let reference = reference.map(with_seed);
+        match self.ctx.handle.block_on(harness::run(&job, reference.as_ref(), &self.ctx.settings, &self.run)) {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
@@ -86,7 +94,7 @@ impl GpuEvaluator {
                     time_s: t.median_ms / 1e3,
                     energy_j: r.kernel.energy.as_ref().ok().map(|e| e.joules_per_launch),
                     noise: (2.0 * t.stddev_ms).max(0.01 * t.median_ms) / 1e3,
-                    findings: notes(candidate),
+                    findings: notes(kernel),
                 }
             }
         }
@@ -104,28 +112,12 @@ impl Evaluator for GpuEvaluator {
             Err(o) => return o,
         };
         if source == self.ctx.original {
-            // The baseline: the original alone, on the search seed.
-            let mut job = prepared.job.clone();
-            job.launch.seed = self.search_seed;
-            let result = self.ctx.handle.block_on(harness::run(&job, None, &self.ctx.settings, &self.run));
-            let outcome = match result {
-                Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
-                Err(e) => Outcome::Crash(e.to_string()),
-                Ok(r) => {
-                    let t = &r.kernel.timing;
-                    Outcome::Ok {
-                        time_s: t.median_ms / 1e3,
-                        energy_j: r.kernel.energy.as_ref().ok().map(|e| e.joules_per_launch),
-                        noise: (2.0 * t.stddev_ms).max(0.01 * t.median_ms) / 1e3,
-                        findings: notes(&prepared),
-                    }
-                }
-            };
+            // The baseline: the original alone, on the search seed; it is then the reference.
+            let outcome = self.measure(&prepared, None, self.search_seed);
             self.reference = Some(prepared);
             return outcome;
         }
-        let seed = self.search_seed;
-        self.verify(&prepared, seed)
+        self.verify(&prepared, self.search_seed)
     }
 }
 

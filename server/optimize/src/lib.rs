@@ -99,7 +99,10 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         let speedup: f64 = speedup.parse().map_err(|_| format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP, e.g. stub:1.5"))?;
         let mut ev = StubEvaluator { ctx, speedup };
         let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
-        let mut out = finish(req, &ev.ctx.original, result, Vec::new(), true);
+        let best = result.best.map(|id| &result.tree.nodes()[id.0]);
+        let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
+        out.stub = true;
+        out.title = format!("Apply optimized {}: {:.2}x faster (stub evaluator, not measured)", req.kernel, out.speedup);
         out.notes = notes;
         return Ok(out);
     }
@@ -128,20 +131,14 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     for node in ranked.into_iter().take(3) {
         let Ok(prepared) = ev.admit(&node.source) else { continue };
         if seeds[1..].iter().all(|&s| matches!(ev.verify(&prepared, s), Outcome::Ok { .. })) {
-            let mut out = finish(req, &ev.ctx.original, result.clone(), seeds.to_vec(), false);
-            if out.new_text.as_deref() != Some(node.source.as_str()) {
-                // A faster candidate failed the held-out check: offer this one instead.
-                out = finish_with(req, &ev.ctx.original, &result, node, seeds.to_vec());
-            }
+            // The search's best comes first; a later one is offered only if it failed the held-out check.
+            let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
             out.notes = notes;
             return Ok(out);
         }
     }
-    let mut out = finish(req, &ev.ctx.original, result, Vec::new(), false);
+    let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes = notes;
-    out.edit = None;
-    out.new_text = None;
-    out.speedup = 1.0;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
 }
@@ -186,20 +183,6 @@ fn search(
         .on_progress(|p| progress(p))
         .run(original, proposer, evaluator)
         .map_err(|e| format!("the original kernel could not be evaluated: {e:?}"))
-}
-
-fn finish(req: &OptimizeRequest, original: &str, result: kernelpro_search::SearchResult, seeds: Vec<u64>, stub: bool) -> OptimizeOutcome {
-    let best = result.best.map(|id| &result.tree.nodes()[id.0]);
-    let mut out = outcome_for(req, original, &result, best, seeds);
-    out.stub = stub;
-    if stub {
-        out.title = format!("Apply optimized {}: {:.2}x faster (stub evaluator, not measured)", req.kernel, out.speedup);
-    }
-    out
-}
-
-fn finish_with(req: &OptimizeRequest, original: &str, result: &kernelpro_search::SearchResult, node: &kernelpro_search::Node, seeds: Vec<u64>) -> OptimizeOutcome {
-    outcome_for(req, original, result, Some(node), seeds)
 }
 
 fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search::SearchResult, best: Option<&kernelpro_search::Node>, seeds: Vec<u64>) -> OptimizeOutcome {
