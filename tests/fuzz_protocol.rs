@@ -13,14 +13,17 @@
 //!   for, frames split across writes) must be survived: that is the stream of
 //!   100,000 messages, where every request must get a result or an error.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use support::lsp_client::read_message;
 
 const SEED: u64 = 0x6b65_726e_656c_7072;
 const MESSAGES: usize = 100_000;
@@ -202,26 +205,6 @@ fn spawn_writer(mut stdin: ChildStdin, frames: Receiver<Vec<u8>>, seed: u64) -> 
             }
         }
     })
-}
-
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut len = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length: ") {
-            len = v.parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; len?];
-    reader.read_exact(&mut body).ok()?;
-    Some(serde_json::from_slice(&body).expect("the server writes JSON"))
 }
 
 // ---------------------------------------------------------------- the stream

@@ -177,7 +177,8 @@ impl Drop for Client {
     }
 }
 
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+/// One framed message from the server; `None` at the end of the stream.
+pub fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     let mut len = None;
     loop {
         let mut line = String::new();
@@ -194,7 +195,7 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     }
     let mut body = vec![0; len?];
     reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
+    Some(serde_json::from_slice(&body).expect("the server writes JSON"))
 }
 
 /// A file URI for a path.
