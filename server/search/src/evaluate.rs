@@ -89,4 +89,22 @@ impl Outcome {
 /// Compiles, verifies and times a candidate source.
 pub trait Evaluator {
     fn evaluate(&mut self, source: &str) -> Outcome;
+
+    /// Evaluates independent candidates of one iteration; one outcome per
+    /// source, in order. An evaluator with several devices runs them
+    /// concurrently; the default evaluates them one by one. The search records
+    /// the outcomes in proposal order, so its result does not depend on how
+    /// the batch was run.
+    fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
+        sources.iter().map(|s| self.evaluate(s)).collect()
+    }
+
+    /// How many candidates it evaluates at once: the search hands
+    /// [`Evaluator::evaluate_batch`] at most this many. With 1 (the default)
+    /// nothing is evaluated ahead; with more, a candidate whose parent an
+    /// earlier outcome of the same batch pruned is evaluated but not recorded,
+    /// exactly as if it had never been proposed.
+    fn parallelism(&self) -> usize {
+        1
+    }
 }

@@ -3,13 +3,14 @@
 
 use crate::config::SearchConfig;
 use crate::evaluate::{Evaluator, Outcome, OutcomeKind};
-use crate::memory::SearchMemory;
+use crate::memory::{SearchMemory, source_hash};
 use crate::proposer::{ProposeContext, Proposer};
 use crate::result::{SearchResult, StopReason, best_path, pick_best, stats};
 use crate::rng::SplitMix64;
 use crate::select::select;
 use crate::tree::{Evaluated, NodeId, Tree};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -261,6 +262,21 @@ impl Run<'_, '_> {
                 self.emit_closed(closed);
             }
 
+            // The candidates are independent: evaluate the new ones together,
+            // up to the evaluator's parallelism at a time, skipping sources the
+            // memory knows and repeats within the iteration.
+            let mut fresh_hashes = HashSet::new();
+            let fresh: Vec<String> = proposals
+                .iter()
+                .map(|p| &p.source)
+                .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
+                .cloned()
+                .collect();
+            let width = evaluator.parallelism().max(1);
+            let mut pending = fresh.chunks(width);
+            let mut ready = VecDeque::new();
+
+            // Record in proposal order, as if evaluated one by one.
             let mut grew = false;
             for proposal in proposals {
                 if let Some(reason) = self.out_of_budget() {
@@ -282,7 +298,22 @@ impl Run<'_, '_> {
                     self.emit_closed(closed);
                     continue;
                 }
-                let outcome = evaluator.evaluate(&proposal.source);
+                if ready.is_empty() {
+                    let chunk: Vec<&str> = pending
+                        .next()
+                        .expect("a new source is in the batch")
+                        .iter()
+                        .map(String::as_str)
+                        .collect();
+                    let outcomes = evaluator.evaluate_batch(&chunk);
+                    assert_eq!(
+                        outcomes.len(),
+                        chunk.len(),
+                        "evaluate_batch returns one outcome per source"
+                    );
+                    ready.extend(outcomes);
+                }
+                let outcome = ready.pop_front().expect("refilled above");
                 self.evaluations += 1;
                 let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
                 let reward = self.config.rewards.reward(&outcome, speedup);

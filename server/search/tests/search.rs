@@ -698,3 +698,148 @@ fn by_findings_asks_the_matching_proposer_first() {
     assert_eq!(recipes_of(&mut bf, &findings, 3, 1), ["vec,pad,tune"]);
     assert_eq!(recipes_of(&mut bf, &[], 1, 1), ["pad"]);
 }
+
+// ---- batches -------------------------------------------------------------
+
+/// Runs batches of up to `width` candidates through an inner evaluator, as a
+/// multi-GPU evaluator would, and records each batch it was handed.
+struct Batched<E: Evaluator> {
+    inner: E,
+    width: usize,
+    batches: Vec<Vec<String>>,
+}
+
+impl<E: Evaluator> Batched<E> {
+    fn new(inner: E, width: usize) -> Self {
+        Batched {
+            inner,
+            width,
+            batches: Vec::new(),
+        }
+    }
+}
+
+impl<E: Evaluator> Evaluator for Batched<E> {
+    fn evaluate(&mut self, source: &str) -> Outcome {
+        self.inner.evaluate(source)
+    }
+    fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
+        self.batches
+            .push(sources.iter().map(|s| s.to_string()).collect());
+        // Out of order, as concurrent runs finish: the search must not care.
+        let mut outcomes: Vec<(usize, Outcome)> = sources
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, s)| (i, self.inner.evaluate(s)))
+            .collect();
+        outcomes.sort_by_key(|(i, _)| *i);
+        outcomes.into_iter().map(|(_, o)| o).collect()
+    }
+    fn parallelism(&self) -> usize {
+        self.width
+    }
+}
+
+#[test]
+fn a_batch_evaluator_gets_each_iterations_candidates_together_with_the_same_result() {
+    for strategy in [Strategy::Mcts, Strategy::Greedy, Strategy::Random] {
+        for seed in 0..8 {
+            let config = SearchConfig {
+                strategy,
+                seed,
+                ..SearchConfig::default()
+            };
+            let one_by_one = Search::new(config.clone())
+                .run(
+                    &source(&[]),
+                    &mut MoveProposer::new(seed),
+                    &mut LandscapeEvaluator::default(),
+                )
+                .unwrap();
+            let mut batched = Batched::new(LandscapeEvaluator::default(), 4);
+            let parallel = Search::new(config.clone())
+                .run(&source(&[]), &mut MoveProposer::new(seed), &mut batched)
+                .unwrap();
+
+            let what = format!("{strategy:?} seed {seed}");
+            assert_eq!(parallel.trace, one_by_one.trace, "{what}");
+            assert_eq!(render(&parallel.tree), render(&one_by_one.tree), "{what}");
+            assert_eq!(
+                parallel.memory.entries(),
+                one_by_one.memory.entries(),
+                "{what}"
+            );
+            assert_eq!(
+                (parallel.best, parallel.best_speedup, parallel.evaluations),
+                (
+                    one_by_one.best,
+                    one_by_one.best_speedup,
+                    one_by_one.evaluations
+                ),
+                "{what}"
+            );
+
+            // The baseline alone, then at most one batch per iteration, of up to
+            // candidates_per_iteration (2) sources, mostly full.
+            assert_eq!(batched.inner.evaluated[0], source(&[]), "{what}");
+            assert!(batched.batches.len() <= parallel.iterations, "{what}");
+            assert!(
+                batched
+                    .batches
+                    .iter()
+                    .all(|b| (1..=config.candidates_per_iteration).contains(&b.len())),
+                "{what}: {:?}",
+                batched.batches
+            );
+            let pairs = batched.batches.iter().filter(|b| b.len() == 2).count();
+            assert!(
+                pairs * 2 > batched.batches.len(),
+                "{what}: {:?}",
+                batched.batches
+            );
+            // Every recorded candidate came through a batch; a batch-mate of a
+            // candidate that pruned its parent may be evaluated but not recorded.
+            let sent: usize = batched.batches.iter().map(Vec::len).sum();
+            assert!(sent >= parallel.evaluations, "{what}");
+            assert_eq!(sent + 1, batched.inner.evaluated.len(), "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_batch_holds_no_repeats_or_remembered_sources() {
+    let mut evaluator = Batched::new(Scripted::new(|_| ok(0.5)), 8);
+    let mut proposer = Fixed(vec![
+        "x = a + b; // fast",
+        "x = a+b;",
+        "x = b + a;",
+        "/* again */ x=a+b ;",
+    ]);
+    let config = SearchConfig {
+        candidates_per_iteration: 4,
+        widening: Widening {
+            k: 4.0,
+            ..Widening::default()
+        },
+        budget: Budget {
+            max_iterations: 3,
+            ..Budget::default()
+        },
+        ..SearchConfig::default()
+    };
+    let result = Search::new(config)
+        .run("x = a - b;", &mut proposer, &mut evaluator)
+        .unwrap();
+    assert_eq!(
+        evaluator.batches,
+        [vec!["x = a + b; // fast", "x = b + a;"]],
+        "later iterations propose only remembered sources"
+    );
+    assert_eq!(result.evaluations, 2);
+    assert!(result.trace.contains(&Event::Duplicate {
+        parent: NodeId::ROOT,
+        recipe: "x = a+b;".into(),
+        of: NodeId(1)
+    }));
+}
