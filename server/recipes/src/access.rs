@@ -40,3 +40,20 @@ pub(crate) fn read_only_loads<'t>(kernel: &'t Kernel, name: &str) -> Option<Vec<
 pub(crate) fn under_ldg(sub: Node, text: &str) -> bool {
     sub.parent().is_some_and(|p| p.kind() == "pointer_expression" && is_ldg_argument(p, text))
 }
+
+/// Whether `node` only reads: no assignment or increment, and every
+/// identifier is one of `locals`, a scalar parameter, a pointer parameter
+/// outside `excluded` that the kernel never writes, or a called function's name.
+pub(crate) fn reads_only(kernel: &Kernel, node: Node, locals: &[&str], excluded: &[&str]) -> bool {
+    crate::syntax::descendants(node).into_iter().all(|n| match n.kind() {
+        "assignment_expression" | "update_expression" | "comma_expression" => false,
+        "identifier" => {
+            let name = kernel.text_of(n);
+            let called = n.parent().is_some_and(|p| p.kind() == "call_expression" && p.child_by_field_name("function") == Some(n));
+            (called && !kernel.file_defines(name))
+                || locals.contains(&name)
+                || kernel.param(name).is_some_and(|p| !p.pointer || (!excluded.contains(&name) && read_only_loads(kernel, name).is_some()))
+        }
+        _ => true,
+    })
+}

@@ -45,6 +45,12 @@ impl<'a> Kernel<'a> {
         &self.text[node.byte_range()]
     }
 
+    /// Whether `name` is a function or macro this file defines (whose body a recipe cannot see from a call site).
+    pub fn file_defines(&self, name: &str) -> bool {
+        kernelpro_source::parse(self.text).functions.iter().any(|f| f.name == name)
+            || self.text.lines().any(|l| l.trim_start().strip_prefix('#').is_some_and(|d| d.trim_start().strip_prefix("define").is_some_and(|m| m.trim_start().starts_with(name))))
+    }
+
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.func.params.iter().find(|p| p.name == name)
     }
@@ -108,6 +114,27 @@ impl<'a> Kernel<'a> {
         };
         let opts = ResolveOptions { overrides, ..ResolveOptions::default() };
         kernelpro_spec::resolve(raw, &self.specs.file_lets, &signature, &opts).ok()
+    }
+
+    /// `NAME` of `T NAME = <global index on axis>;` (`blockIdx*blockDim+threadIdx` in any order).
+    pub fn index_decl(&self, decl: Node, axis: &str) -> Option<String> {
+        let init = decl.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+        let (b, d, t) = (format!("blockIdx.{axis}"), format!("blockDim.{axis}"), format!("threadIdx.{axis}"));
+        let forms = [format!("{b}*{d}+{t}"), format!("{d}*{b}+{t}"), format!("{t}+{b}*{d}"), format!("{t}+{d}*{b}")];
+        let name = self.text_of(init.child_by_field_name("declarator")?);
+        forms.contains(&crate::syntax::compact(self.text, init.child_by_field_name("value")?)).then(|| name.to_string())
+    }
+
+    /// The element count of buffer parameter `name`, when every launch the search may pick gives it the same one.
+    pub fn buffer_count(&self, name: &str) -> Option<u64> {
+        let counts: Vec<u64> = self.all_launches()?.iter().map(|l| l.buffers().find(|b| b.name == name).map(|b| b.count)).collect::<Option<_>>()?;
+        let first = *counts.first()?;
+        counts.iter().all(|c| *c == first).then_some(first)
+    }
+
+    /// Whether every launch the search may pick has a 1D block of whole warps.
+    pub fn whole_warp_1d_blocks(&self) -> bool {
+        self.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] % 32 == 0 && l.block[1] == 1 && l.block[2] == 1))
     }
 
     /// The block shape shared by every launch the search may pick.

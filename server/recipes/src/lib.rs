@@ -8,6 +8,7 @@
 //! behind the search's [`Proposer`](kernelpro_search::Proposer) trait.
 
 mod access;
+mod coarsen;
 mod edit;
 mod kernel;
 mod proposer;
@@ -16,8 +17,8 @@ mod syntax;
 
 pub use proposer::RecipeProposer;
 pub use recipes::{
-    FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads,
-    WarpShuffleReduce, all,
+    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
+    VectorizeLoads, WarpRows, WarpShuffleReduce, all,
 };
 
 use serde::Serialize;

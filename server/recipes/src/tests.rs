@@ -7,9 +7,16 @@ use expect_test::{Expect, expect};
 use kernelpro_search::{FindingNote, NodeId, ProposeContext, Proposer, SearchMemory};
 use std::path::{Path, PathBuf};
 
+/// A fixture by name: `bench/NAME` is a benchmark kernel, `own/NAME` one of this crate's `fixtures/`.
 fn fixture(name: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let path = if name == "kernels.cu" { dir.join("h200-probe/kernels.cu") } else { dir.join("recipes").join(name) };
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = crate_dir.join("../../tests/fixtures");
+    let path = match (name.strip_prefix("bench/"), name.strip_prefix("own/")) {
+        (Some(bench), _) => crate_dir.join("../../bench/kernels").join(bench),
+        (_, Some(own)) => crate_dir.join("fixtures").join(own),
+        _ if name == "kernels.cu" => dir.join("h200-probe/kernels.cu"),
+        _ => dir.join("recipes").join(name),
+    };
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -42,6 +49,17 @@ const CASES: &[(&str, &str, &str)] = &[
     ("matmul_rect_block.cu", "matmul_naive", "SharedTiling"),
     ("rowmajor_slow.cu", "scale2d", "LoopInterchange"),
     ("matmul_naive.cu", "matmul_naive", "LoopInterchange"),
+    ("bench/histogram.cu", "histogram", "PrivatizeAtomics"),
+    ("own/hist_refused.cu", "hist_wide", "PrivatizeAtomics"),
+    ("own/hist_refused.cu", "hist_unknown", "PrivatizeAtomics"),
+    ("bench/reduction.cu", "reduce_sum", "CoarsenReduce"),
+    ("atomic_sum.cu", "sum_atomic", "CoarsenReduce"),
+    ("reduce_shared.cu", "block_sum", "CoarsenReduce"),
+    ("reduce_2d_block.cu", "sum_atomic_2d", "CoarsenReduce"),
+    ("bench/softmax.cu", "softmax_rows", "WarpRows"),
+    ("own/rows_norm.cu", "l2_normalize", "WarpRows"),
+    ("own/rows_refused.cu", "next_row_diff", "WarpRows"),
+    ("own/rows_refused.cu", "running_decay", "WarpRows"),
 ];
 
 /// The recipe's rewrites of `kernel` as notes and unified diffs, or `no rewrite`.
@@ -292,6 +310,317 @@ fn loop_interchange() {
     "#]]);
 }
 
+#[test]
+fn privatize_atomics() {
+    check("bench/histogram.cu", "histogram", "PrivatizeAtomics", expect![[r#"
+        ## 256 bins of bins privatized in shared memory, 1056 blocks at most, grid-stride
+        @@ -9,4 +9,20 @@
+         __global__ void histogram(unsigned* bins, unsigned char* data, int n) {
+        -  int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(&bins[data[i]], 1u);
+        +  __shared__ unsigned kp_bins[256];
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) kp_bins[kp_j] = 0;
+        +  __syncthreads();
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const int i = (int)kp_i;
+        +    if (i < n) {
+        +      const auto kp_b = data[i];
+        +      if ((unsigned long long)kp_b < 256ull) atomicAdd(&kp_bins[kp_b], 1u);
+        +      else atomicAdd(&bins[kp_b], 1u);
+        +    }
+        +  }
+        +  __syncthreads();
+        +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) {
+        +    const unsigned kp_c = kp_bins[kp_j];
+        +    if (kp_c != 0) atomicAdd(&bins[kp_j], kp_c);
+        +  }
+         }
+        ## 256 bins of bins privatized in shared memory, 264 blocks at most, grid-stride
+        @@ -9,4 +9,20 @@
+         __global__ void histogram(unsigned* bins, unsigned char* data, int n) {
+        -  int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(&bins[data[i]], 1u);
+        +  __shared__ unsigned kp_bins[256];
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) kp_bins[kp_j] = 0;
+        +  __syncthreads();
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const int i = (int)kp_i;
+        +    if (i < n) {
+        +      const auto kp_b = data[i];
+        +      if ((unsigned long long)kp_b < 256ull) atomicAdd(&kp_bins[kp_b], 1u);
+        +      else atomicAdd(&bins[kp_b], 1u);
+        +    }
+        +  }
+        +  __syncthreads();
+        +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) {
+        +    const unsigned kp_c = kp_bins[kp_j];
+        +    if (kp_c != 0) atomicAdd(&bins[kp_j], kp_c);
+        +  }
+         }
+        ## 256 bins of bins privatized in shared memory, 4224 blocks at most, grid-stride
+        @@ -9,4 +9,20 @@
+         __global__ void histogram(unsigned* bins, unsigned char* data, int n) {
+        -  int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(&bins[data[i]], 1u);
+        +  __shared__ unsigned kp_bins[256];
+        +  const unsigned kp_blocks = gridDim.x < 4224u ? gridDim.x : 4224u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) kp_bins[kp_j] = 0;
+        +  __syncthreads();
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const int i = (int)kp_i;
+        +    if (i < n) {
+        +      const auto kp_b = data[i];
+        +      if ((unsigned long long)kp_b < 256ull) atomicAdd(&kp_bins[kp_b], 1u);
+        +      else atomicAdd(&bins[kp_b], 1u);
+        +    }
+        +  }
+        +  __syncthreads();
+        +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) {
+        +    const unsigned kp_c = kp_bins[kp_j];
+        +    if (kp_c != 0) atomicAdd(&bins[kp_j], kp_c);
+        +  }
+         }
+    "#]]);
+    // 65536 bins do not fit the shared copy.
+    check("own/hist_refused.cu", "hist_wide", "PrivatizeAtomics", expect![[r#"
+        no rewrite
+    "#]]);
+    // Without a spec the bins' count is unknown.
+    check("own/hist_refused.cu", "hist_unknown", "PrivatizeAtomics", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn coarsen_reduce() {
+    check("bench/reduction.cu", "reduce_sum", "CoarsenReduce", expect![[r#"
+        ## coarsened sum into total: 1056 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        @@ -9,12 +9,18 @@
+         __global__ void reduce_sum(float* total, float* x, int n) {
+        -  __shared__ float sdata[256];
+        -  unsigned tid = threadIdx.x;
+        -  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  sdata[tid] = i < n ? x[i] : 0.0f;
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  float kp_v = 0;
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const unsigned i = (unsigned)kp_i;
+        +    kp_v += (float)(i < n ? x[i] : 0.0f);
+        +  }
+        +  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +  __shared__ float kp_warp[32];
+        +  if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+           __syncthreads();
+        -  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        -    if (tid < s) sdata[tid] += sdata[tid + s];
+        -    __syncthreads();
+        +  if (threadIdx.x < 32) {
+        +    kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
+           }
+        -  if (tid == 0) atomicAdd(total, sdata[0]);
+         }
+        ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        @@ -9,12 +9,18 @@
+         __global__ void reduce_sum(float* total, float* x, int n) {
+        -  __shared__ float sdata[256];
+        -  unsigned tid = threadIdx.x;
+        -  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  sdata[tid] = i < n ? x[i] : 0.0f;
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  float kp_v = 0;
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const unsigned i = (unsigned)kp_i;
+        +    kp_v += (float)(i < n ? x[i] : 0.0f);
+        +  }
+        +  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +  __shared__ float kp_warp[32];
+        +  if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+           __syncthreads();
+        -  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        -    if (tid < s) sdata[tid] += sdata[tid + s];
+        -    __syncthreads();
+        +  if (threadIdx.x < 32) {
+        +    kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
+           }
+        -  if (tid == 0) atomicAdd(total, sdata[0]);
+         }
+        ## coarsened sum into total: 4224 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        @@ -9,12 +9,18 @@
+         __global__ void reduce_sum(float* total, float* x, int n) {
+        -  __shared__ float sdata[256];
+        -  unsigned tid = threadIdx.x;
+        -  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  sdata[tid] = i < n ? x[i] : 0.0f;
+        +  const unsigned kp_blocks = gridDim.x < 4224u ? gridDim.x : 4224u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  float kp_v = 0;
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const unsigned i = (unsigned)kp_i;
+        +    kp_v += (float)(i < n ? x[i] : 0.0f);
+        +  }
+        +  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +  __shared__ float kp_warp[32];
+        +  if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+           __syncthreads();
+        -  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        -    if (tid < s) sdata[tid] += sdata[tid + s];
+        -    __syncthreads();
+        +  if (threadIdx.x < 32) {
+        +    kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
+           }
+        -  if (tid == 0) atomicAdd(total, sdata[0]);
+         }
+    "#]]);
+    check("atomic_sum.cu", "sum_atomic", "CoarsenReduce", expect![[r#"
+        ## coarsened sum into total: 1056 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        @@ -7,4 +7,18 @@
+         __global__ void sum_atomic(float* total, const float* x, int n) {
+        -  int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(total, x[i]);
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  float kp_v = 0;
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const int i = (int)kp_i;
+        +    if (i < n) kp_v += (float)(x[i]);
+        +  }
+        +  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +  __shared__ float kp_warp[32];
+        +  if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+        +  __syncthreads();
+        +  if (threadIdx.x < 32) {
+        +    kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
+        +  }
+         }
+        ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        @@ -7,4 +7,18 @@
+         __global__ void sum_atomic(float* total, const float* x, int n) {
+        -  int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(total, x[i]);
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  float kp_v = 0;
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const int i = (int)kp_i;
+        +    if (i < n) kp_v += (float)(x[i]);
+        +  }
+        +  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +  __shared__ float kp_warp[32];
+        +  if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+        +  __syncthreads();
+        +  if (threadIdx.x < 32) {
+        +    kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
+        +  }
+         }
+        ## coarsened sum into total: 4224 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        @@ -7,4 +7,18 @@
+         __global__ void sum_atomic(float* total, const float* x, int n) {
+        -  int i = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (i < n) atomicAdd(total, x[i]);
+        +  const unsigned kp_blocks = gridDim.x < 4224u ? gridDim.x : 4224u;
+        +  if (blockIdx.x >= kp_blocks) return;
+        +  float kp_v = 0;
+        +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
+        +    const int i = (int)kp_i;
+        +    if (i < n) kp_v += (float)(x[i]);
+        +  }
+        +  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +  __shared__ float kp_warp[32];
+        +  if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+        +  __syncthreads();
+        +  if (threadIdx.x < 32) {
+        +    kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+        +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
+        +  }
+         }
+    "#]]);
+    // One output per block: the blocks' sums are the result, not one total.
+    check("reduce_shared.cu", "block_sum", "CoarsenReduce", expect![[r#"
+        no rewrite
+    "#]]);
+    // 16x16 blocks: not whole warps along x.
+    check("reduce_2d_block.cu", "sum_atomic_2d", "CoarsenReduce", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
+#[test]
+fn warp_rows() {
+    check("bench/softmax.cu", "softmax_rows", "WarpRows", expect![[r#"
+        ## one warp per row (r): lanes stride the columns, accumulators combined by __shfl_xor_sync
+        @@ -12,9 +12,15 @@
+         __global__ void softmax_rows(float* y, float* x, int rows, int cols) {
+        -  int r = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (r >= rows) return;
+        -  float m = -1e30f;
+        -  for (int c = 0; c < cols; ++c) m = fmaxf(m, x[r * cols + c]);
+        -  float s = 0.0f;
+        -  for (int c = 0; c < cols; ++c) s += exp(x[r * cols + c] - m);
+        -  for (int c = 0; c < cols; ++c) y[r * cols + c] = exp(x[r * cols + c] - m) / s;
+        +  const int kp_lane = threadIdx.x & 31;
+        +  for (int kp_k = 0; kp_k < 32; ++kp_k) {
+        +    int r = blockIdx.x * blockDim.x + (threadIdx.x & ~31u) + kp_k;
+        +    if (r >= rows) continue;
+        +    float m = -1e30f;
+        +    for (int c = kp_lane; c < cols; c += 32) m = fmaxf(m, x[r * cols + c]);
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, kp_o));
+        +    float s = 0.0f;
+        +    if (kp_lane != 0) s = 0;
+        +    for (int c = kp_lane; c < cols; c += 32) s += exp(x[r * cols + c] - m);
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, kp_o);
+        +    for (int c = kp_lane; c < cols; c += 32) y[r * cols + c] = exp(x[r * cols + c] - m) / s;
+        +  }
+         }
+    "#]]);
+    // In place under `if (r < rows) { ... }`, a sum that starts at 1e-12, 96-thread blocks.
+    check("own/rows_norm.cu", "l2_normalize", "WarpRows", expect![[r#"
+        ## one warp per row (r): lanes stride the columns, accumulators combined by __shfl_xor_sync
+        @@ -9,8 +9,12 @@
+         __global__ void l2_normalize(float* x, int rows, int cols) {
+        -  int r = blockIdx.x * blockDim.x + threadIdx.x;
+        -  if (r < rows) {
+        +  const int kp_lane = threadIdx.x & 31;
+        +  for (int kp_k = 0; kp_k < 32; ++kp_k) {
+        +    int r = blockIdx.x * blockDim.x + (threadIdx.x & ~31u) + kp_k;
+        +    if (!(r < rows)) continue;
+             float s = 1e-12f;
+        -    for (int c = 0; c < cols; ++c) s += x[r * cols + c] * x[r * cols + c];
+        +    if (kp_lane != 0) s = 0;
+        +    for (int c = kp_lane; c < cols; c += 32) s += x[r * cols + c] * x[r * cols + c];
+        +    for (int kp_o = 16; kp_o > 0; kp_o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, kp_o);
+             float inv = rsqrtf(s);
+        -    for (int c = 0; c < cols; ++c) x[r * cols + c] = x[r * cols + c] * inv;
+        +    for (int c = kp_lane; c < cols; c += 32) x[r * cols + c] = x[r * cols + c] * inv;
+           }
+    "#]]);
+    // Row r reads row r + 1.
+    check("own/rows_refused.cu", "next_row_diff", "WarpRows", expect![[r#"
+        no rewrite
+    "#]]);
+    // `s = 0.5f * s + e` is not a reduction lanes can split.
+    check("own/rows_refused.cu", "running_decay", "WarpRows", expect![[r#"
+        no rewrite
+    "#]]);
+}
+
 /// nvcc from `KERNELPRO_NVCC` or the repo's pinned wheel.
 fn nvcc() -> PathBuf {
     let path = std::env::var_os("KERNELPRO_NVCC")
@@ -315,7 +644,7 @@ fn every_rewrite_compiles_for_sm_90() {
             compiled += 1;
         }
     }
-    assert_eq!(compiled, 13, "every applying case yields a compiled rewrite");
+    assert_eq!(compiled, 24, "every applying case yields a compiled rewrite");
 }
 
 fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String {

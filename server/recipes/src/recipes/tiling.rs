@@ -10,17 +10,6 @@ use tree_sitter::Node;
 
 pub struct SharedTiling;
 
-fn global_index(axis: &str) -> [String; 4] {
-    let (b, d, t) = (format!("blockIdx.{axis}"), format!("blockDim.{axis}"), format!("threadIdx.{axis}"));
-    [format!("{b}*{d}+{t}"), format!("{d}*{b}+{t}"), format!("{t}+{b}*{d}"), format!("{t}+{d}*{b}")]
-}
-
-/// `int NAME = <global index on axis>;` → NAME.
-fn index_decl(k: &Kernel, decl: Node, axis: &str) -> Option<String> {
-    let init = decl.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
-    global_index(axis).contains(&compact(k.text, init.child_by_field_name("value")?)).then(|| k.text_of(init.child_by_field_name("declarator").unwrap()).to_string())
-}
-
 struct Matmul<'t> {
     guard: Node<'t>,
     acc_decl: Node<'t>,
@@ -30,7 +19,7 @@ struct Matmul<'t> {
 fn matches<'t>(k: &'t Kernel) -> Option<Matmul<'t>> {
     let t = k.text;
     let [d1, d2, guard] = statements(k.body())[..] else { return None };
-    let (row, col) = (index_decl(k, d1, "y").or_else(|| index_decl(k, d2, "y"))?, index_decl(k, d1, "x").or_else(|| index_decl(k, d2, "x"))?);
+    let (row, col) = (k.index_decl(d1, "y").or_else(|| k.index_decl(d2, "y"))?, k.index_decl(d1, "x").or_else(|| k.index_decl(d2, "x"))?);
     if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
         return None;
     }

@@ -9,11 +9,11 @@ use tree_sitter::Node;
 
 pub struct WarpShuffleReduce;
 
-const SHUFFLE: &str = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
+pub(crate) const SHUFFLE: &str = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
 const REDUCIBLE: &[&str] = &["float", "double", "int", "unsigned", "unsigned int"];
 
 /// `tid` when it is `threadIdx.x` or a local initialized to it.
-fn is_thread_x(k: &Kernel, tid: &str) -> bool {
+pub(crate) fn is_thread_x(k: &Kernel, tid: &str) -> bool {
     tid == "threadIdx.x"
         || descendants(k.body()).into_iter().any(|n| {
             n.kind() == "init_declarator"
@@ -33,7 +33,7 @@ fn shared_type(k: &Kernel, name: &str) -> Option<String> {
 
 /// `for (s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sd[tid] += sd[tid + s]; __syncthreads(); }`:
 /// the condition node, `tid`, `sd` and the element type.
-fn tree_reduction<'t>(k: &'t Kernel, f: Node<'t>) -> Option<(Node<'t>, String, String, String)> {
+pub(crate) fn tree_reduction<'t>(k: &'t Kernel, f: Node<'t>) -> Option<(Node<'t>, String, String, String)> {
     let t = k.text;
     let init = descendants(f.child_by_field_name("initializer")?).into_iter().find(|n| n.kind() == "init_declarator")?;
     let s = k.text_of(init.child_by_field_name("declarator")?);
