@@ -60,7 +60,7 @@ fn matches<'t>(k: &'t Kernel) -> Option<Histogram<'t>> {
     let count = k.buffer_count(&bins).filter(|c| (1..=MAX_BINS).contains(c) && c * size <= 32 * 1024)?;
     let locals = [index.as_str()];
     let pure = |n: Node| reads_only(k, n, &locals, &[bins.as_str()]);
-    (one_d && guard.is_none_or(pure) && pure(at) && pure(value)).then(|| Histogram { index, index_ty, guard, bins, bin_ty, count, at, value })
+    (one_d && guard.is_none_or(pure) && pure(at) && pure(value)).then_some(Histogram { index, index_ty, guard, bins, bin_ty, count, at, value })
 }
 
 fn rewrite(k: &Kernel, h: &Histogram, cap: u32) -> Option<Rewrite> {
