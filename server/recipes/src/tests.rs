@@ -313,13 +313,13 @@ fn loop_interchange() {
 #[test]
 fn privatize_atomics() {
     check("bench/histogram.cu", "histogram", "PrivatizeAtomics", expect![[r#"
-        ## 256 bins of bins privatized in shared memory, 1056 blocks at most, grid-stride
+        ## 256 bins of bins privatized in shared memory, 264 blocks at most, grid-stride
         @@ -9,4 +9,20 @@
          __global__ void histogram(unsigned* bins, unsigned char* data, int n) {
         -  int i = blockIdx.x * blockDim.x + threadIdx.x;
         -  if (i < n) atomicAdd(&bins[data[i]], 1u);
         +  __shared__ unsigned kp_bins[256];
-        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
         +  if (blockIdx.x >= kp_blocks) return;
         +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) kp_bins[kp_j] = 0;
         +  __syncthreads();
@@ -337,13 +337,13 @@ fn privatize_atomics() {
         +    if (kp_c != 0) atomicAdd(&bins[kp_j], kp_c);
         +  }
          }
-        ## 256 bins of bins privatized in shared memory, 264 blocks at most, grid-stride
+        ## 256 bins of bins privatized in shared memory, 1056 blocks at most, grid-stride
         @@ -9,4 +9,20 @@
          __global__ void histogram(unsigned* bins, unsigned char* data, int n) {
         -  int i = blockIdx.x * blockDim.x + threadIdx.x;
         -  if (i < n) atomicAdd(&bins[data[i]], 1u);
         +  __shared__ unsigned kp_bins[256];
-        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
         +  if (blockIdx.x >= kp_blocks) return;
         +  for (unsigned kp_j = threadIdx.x; kp_j < 256u; kp_j += blockDim.x) kp_bins[kp_j] = 0;
         +  __syncthreads();
@@ -399,14 +399,14 @@ fn privatize_atomics() {
 #[test]
 fn coarsen_reduce() {
     check("bench/reduction.cu", "reduce_sum", "CoarsenReduce", expect![[r#"
-        ## coarsened sum into total: 1056 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
         @@ -9,12 +9,18 @@
          __global__ void reduce_sum(float* total, float* x, int n) {
         -  __shared__ float sdata[256];
         -  unsigned tid = threadIdx.x;
         -  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
         -  sdata[tid] = i < n ? x[i] : 0.0f;
-        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
         +  if (blockIdx.x >= kp_blocks) return;
         +  float kp_v = 0;
         +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
@@ -427,14 +427,14 @@ fn coarsen_reduce() {
            }
         -  if (tid == 0) atomicAdd(total, sdata[0]);
          }
-        ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        ## coarsened sum into total: 1056 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
         @@ -9,12 +9,18 @@
          __global__ void reduce_sum(float* total, float* x, int n) {
         -  __shared__ float sdata[256];
         -  unsigned tid = threadIdx.x;
         -  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
         -  sdata[tid] = i < n ? x[i] : 0.0f;
-        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
         +  if (blockIdx.x >= kp_blocks) return;
         +  float kp_v = 0;
         +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
@@ -485,12 +485,12 @@ fn coarsen_reduce() {
          }
     "#]]);
     check("atomic_sum.cu", "sum_atomic", "CoarsenReduce", expect![[r#"
-        ## coarsened sum into total: 1056 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
         @@ -7,4 +7,18 @@
          __global__ void sum_atomic(float* total, const float* x, int n) {
         -  int i = blockIdx.x * blockDim.x + threadIdx.x;
         -  if (i < n) atomicAdd(total, x[i]);
-        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
         +  if (blockIdx.x >= kp_blocks) return;
         +  float kp_v = 0;
         +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
@@ -507,12 +507,12 @@ fn coarsen_reduce() {
         +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
         +  }
          }
-        ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
+        ## coarsened sum into total: 1056 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
         @@ -7,4 +7,18 @@
          __global__ void sum_atomic(float* total, const float* x, int n) {
         -  int i = blockIdx.x * blockDim.x + threadIdx.x;
         -  if (i < n) atomicAdd(total, x[i]);
-        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
         +  if (blockIdx.x >= kp_blocks) return;
         +  float kp_v = 0;
         +  for (long long kp_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; kp_i < (long long)gridDim.x * blockDim.x; kp_i += (long long)kp_blocks * blockDim.x) {
