@@ -13,6 +13,7 @@ mod kernel;
 mod recipe;
 mod shape;
 mod toolchain;
+mod wgmma;
 
 pub use detect::detect_gemm;
 pub use generate::{CuteKernel, Math, Unsupported, cute_gemm_kernel};

@@ -148,8 +148,12 @@ const REWRITES: &[(&str, &str, &[&str])] = &[
 ];
 
 fn rewritten(file: &str, kernel: &str) -> String {
-    let rewrites = CuteGemmRecipe.rewrite(&fixture(file), kernel);
-    assert_eq!(rewrites.len(), 1, "{file} {kernel}: one rewrite");
+    rewritten_text(&fixture(file), kernel)
+}
+
+fn rewritten_text(text: &str, kernel: &str) -> String {
+    let rewrites = CuteGemmRecipe.rewrite(text, kernel);
+    assert_eq!(rewrites.len(), 1, "{kernel}: one rewrite");
     rewrites.into_iter().next().unwrap().source
 }
 
@@ -369,4 +373,108 @@ fn bf16_gemm_matches_the_naive_kernel_on_the_gpu() {
         "{stdout}{}",
         String::from_utf8_lossy(&run.stderr)
     );
+}
+
+/// The 16-bit fixtures as (name, file text, kernel) with B row- and
+/// column-major, for bf16 and fp16, each for a 256- and a 128-thread block.
+fn sixteen_bit_cases() -> Vec<(String, String, &'static str)> {
+    let to_half = |t: String| {
+        t.replace("cuda_bf16.h", "cuda_fp16.h")
+            .replace("__nv_bfloat16", "__half")
+            .replace("bfloat16[", "half[")
+            .replace("__bfloat162float", "__half2float")
+            .replace("__float2bfloat16", "__float2half")
+    };
+    let sources = [
+        ("bf16_row", fixture("bf16_naive.cu"), "matmul_bf16"),
+        ("bf16_col", fixture("bf16_hint_row_col.cu"), "gemm_bf16_tn"),
+        ("f16_row", fixture("f16_naive.cu"), "matmul_f16"),
+        ("f16_col", to_half(fixture("bf16_hint_row_col.cu")), "gemm_bf16_tn"),
+    ];
+    sources
+        .into_iter()
+        .flat_map(|(name, text, kernel)| {
+            let small = text.replace("block = (16, 16)", "block = (16, 8)");
+            [
+                (format!("{name}_256"), text, kernel),
+                (format!("{name}_128"), small, kernel),
+            ]
+        })
+        .collect()
+}
+
+/// Compiles `source` to a cubin for `arch` (through [`cute_flags`]) and
+/// returns ptxas's report and the SASS listing.
+fn build_cubin(dir: &Path, name: &str, source: &str, arch: &str) -> std::thread::JoinHandle<(String, String)> {
+    let (nvcc, include) = (nvcc(), include_dir());
+    let cu = dir.join(format!("{name}_{arch}.cu"));
+    std::fs::write(&cu, source).unwrap();
+    let name = name.to_string();
+    let arch = arch.to_string();
+    std::thread::spawn(move || {
+        let cubin = cu.with_extension("cubin");
+        let out = Command::new(&nvcc)
+            .args(cute_flags(&arch, &include))
+            .args(["-cubin", "-Xptxas", "-v", "-o"])
+            .arg(&cubin)
+            .arg(&cu)
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{name} {arch}:\n{log}");
+        let sass = Command::new(nvcc.with_file_name("cuobjdump"))
+            .arg("-sass")
+            .arg(&cubin)
+            .output()
+            .unwrap();
+        assert!(sass.status.success(), "cuobjdump {name} {arch}");
+        (log, String::from_utf8_lossy(&sass.stdout).into_owned())
+    })
+}
+
+/// The number before `unit` in ptxas's report (`Used 108 registers`, `49152 bytes smem`).
+fn ptxas_number(log: &str, unit: &str) -> u32 {
+    let at = log.find(unit).unwrap_or_else(|| panic!("no `{unit}` in:\n{log}"));
+    log[..at]
+        .split_whitespace()
+        .last()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number before `{unit}` in:\n{log}"))
+}
+
+/// On sm_90a every 16-bit case (bf16/fp16, B row/col, 128/256 threads)
+/// builds to HGMMA with at most 48 KiB of static shared memory, no spills
+/// and no serialized WGMMAs; for sm_80 the same source keeps mma.sync (whose
+/// launch bounds cost it a few bytes of spills, see generate.rs).
+#[test]
+fn sixteen_bit_gemms_use_wgmma_on_hopper() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut builds = Vec::new();
+    for (name, text, kernel) in sixteen_bit_cases() {
+        let source = rewritten_text(&text, kernel);
+        if name == "bf16_row_256" {
+            builds.push((name.clone(), "sm_80", build_cubin(dir.path(), &name, &source, "sm_80")));
+        }
+        builds.push((name.clone(), "sm_90", build_cubin(dir.path(), &name, &source, "sm_90")));
+    }
+    for (name, arch, build) in builds {
+        let (log, sass) = build.join().unwrap();
+        let case = format!("{name} {arch}:\n{log}");
+        assert!(ptxas_number(&log, "bytes smem") <= 48 * 1024, "{case}");
+        if arch == "sm_90" {
+            assert_eq!(ptxas_number(&log, "bytes spill stores"), 0, "{case}");
+            assert_eq!(ptxas_number(&log, "bytes spill loads"), 0, "{case}");
+            assert!(sass.contains("HGMMA.64x128x16.F32"), "{case}: no HGMMA");
+            // C7514: ptxas waits for each WGMMA before the next.
+            assert!(!log.contains("C7514"), "{case}");
+            let threads = if name.ends_with("_128") { 128 } else { 256 };
+            let registers = ptxas_number(&log, "registers");
+            assert!(
+                registers * threads * 2 <= 65536,
+                "{case}: {registers} registers leave no room for two CTAs"
+            );
+        } else {
+            assert!(sass.contains("HMMA.16816.F32") && !sass.contains("HGMMA"), "{case}");
+        }
+    }
 }
