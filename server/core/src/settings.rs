@@ -77,11 +77,14 @@ pub struct OptimizeSettings {
     pub evaluator: String,
     /// Measure energy (about 1 s per candidate) so equal-speed candidates are ranked by it.
     pub energy: bool,
+    /// GPUs (CUDA device indices) the candidates of an iteration run on in
+    /// parallel, one job per GPU at a time; the baseline runs on the first.
+    pub devices: Vec<u32>,
 }
 
 impl Default for OptimizeSettings {
     fn default() -> Self {
-        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into(), energy: true }
+        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into(), energy: true, devices: vec![0] }
     }
 }
 

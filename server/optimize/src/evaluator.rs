@@ -9,7 +9,10 @@ use kernelpro_core::settings::Settings;
 use kernelpro_gpu::HarnessError;
 use kernelpro_search::{Evaluator, FindingNote, Outcome};
 use kernelpro_source::SourceFile;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -26,19 +29,46 @@ pub struct Context {
 }
 
 impl Context {
-    fn prepare(&self, source: &str) -> Result<Prepared, String> {
+    async fn prepare(&self, source: &str) -> Result<Prepared, String> {
         let src = KernelSource { path: self.path.clone(), text: source.to_string(), kernel: Some(self.kernel.clone()) };
         let settings = cute_settings(source, &self.settings)?;
-        self.handle.block_on(harness::prepare(&src, &settings, &self.analyzer, &self.cancel))
+        harness::prepare(&src, &settings, &self.analyzer, &self.cancel).await
     }
 
     /// Compile and guard a candidate; the original is always accepted.
     fn admit(&self, source: &str) -> Result<Prepared, Outcome> {
+        self.handle.block_on(self.admit_async(source))
+    }
+
+    async fn admit_async(&self, source: &str) -> Result<Prepared, Outcome> {
         if source != self.original {
             check_candidate(&self.original, &self.original_src, source, &self.kernel).map_err(|why| Outcome::WrongOutput(format!("rejected: {why}")))?;
         }
-        self.prepare(source).map_err(Outcome::CompileError)
+        self.prepare(source).await.map_err(Outcome::CompileError)
     }
+
+    /// Compiles and guards several candidates concurrently; results in order.
+    fn admit_all(&self, sources: &[&str]) -> Vec<Result<Prepared, Outcome>> {
+        self.handle.block_on(join_all(sources.iter().map(|s| self.admit_async(s)).collect()))
+    }
+}
+
+/// Drives the futures concurrently on the current task; outputs in order.
+async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (f, slot) in futures.iter_mut().zip(done.iter_mut()) {
+            if slot.is_none()
+                && let Poll::Ready(out) = f.as_mut().poll(cx)
+            {
+                *slot = Some(out);
+            }
+        }
+        if done.iter().all(Option::is_some) { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+    done.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
 /// Findings of a compiled version, as the search hands them to proposers.
@@ -54,26 +84,61 @@ pub fn notes(p: &Prepared) -> Vec<FindingNote> {
 pub struct GpuEvaluator {
     pub ctx: Context,
     pub run: RunOptions,
+    /// GPUs the candidates run on, one job per GPU at a time; the original's
+    /// baseline and the final re-verification run on the first.
+    devices: Vec<u32>,
     /// The original, compiled once: the reference for every candidate.
     reference: Option<Prepared>,
+    /// The original's baseline time and energy (on the first device).
+    baseline: Option<(f64, Option<f64>)>,
     /// Input seed used during the search (the held-out seed is never used here).
     pub search_seed: u64,
 }
 
 impl GpuEvaluator {
+    /// Runs everything on `run.device`; see [`GpuEvaluator::with_devices`].
     pub fn new(ctx: Context, run: RunOptions, search_seed: u64) -> Self {
-        GpuEvaluator { ctx, run, reference: None, search_seed }
+        let devices = vec![run.device];
+        GpuEvaluator { ctx, run, devices, reference: None, baseline: None, search_seed }
     }
 
-    /// Runs `candidate` against the original with inputs from `seed`.
+    /// Spreads each batch of candidates over `devices` (candidate i on
+    /// `devices[i % n]`); repeats are dropped, an empty list keeps the current one.
+    pub fn with_devices(mut self, devices: &[u32]) -> Self {
+        let mut unique = Vec::new();
+        for &d in devices {
+            if !unique.contains(&d) {
+                unique.push(d);
+            }
+        }
+        if !unique.is_empty() {
+            self.run.device = unique[0];
+            self.devices = unique;
+        }
+        self
+    }
+
+    pub fn devices(&self) -> &[u32] {
+        &self.devices
+    }
+
+    /// Runs `candidate` against the original with inputs from `seed`, on the first device.
     pub fn verify(&self, candidate: &Prepared, seed: u64) -> Outcome {
-        let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
-        self.measure(candidate, Some(reference), seed)
+        self.ctx.handle.block_on(self.verify_on(candidate, seed, self.devices[0]))
     }
 
-    /// Times `kernel` with inputs from `seed`, checking its outputs against
-    /// `reference` (run on the same inputs) when one is given.
-    fn measure(&self, kernel: &Prepared, reference: Option<&Prepared>, seed: u64) -> Outcome {
+    async fn verify_on(&self, candidate: &Prepared, seed: u64, device: u32) -> Outcome {
+        let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
+        self.measure(candidate, Some(reference), seed, device).await
+    }
+
+    /// Times `kernel` on `device` with inputs from `seed`, checking its outputs
+    /// against `reference` (run on the same inputs) when one is given.
+    ///
+    /// On a device other than the baseline's, the time (and energy) is scaled
+    /// by how the original, timed in the same job as the reference, compares
+    /// with its baseline: speedups stay comparable across unequal GPUs.
+    async fn measure(&self, kernel: &Prepared, reference: Option<&Prepared>, seed: u64, device: u32) -> Outcome {
         let with_seed = |p: &Prepared| {
             let mut job = p.job.clone();
             job.launch.seed = seed;
@@ -81,7 +146,8 @@ impl GpuEvaluator {
         };
         let job = with_seed(kernel);
         let reference = reference.map(with_seed);
-        match self.ctx.handle.block_on(harness::run(&job, reference.as_ref(), &self.ctx.settings, &self.run)) {
+        let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
+        match harness::run(&job, reference.as_ref(), &settings, &run).await {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
@@ -90,12 +156,22 @@ impl GpuEvaluator {
             }
             Ok(r) => {
                 let t = &r.kernel.timing;
-                Outcome::Ok {
-                    time_s: t.median_ms / 1e3,
-                    energy_j: r.kernel.energy.as_ref().ok().map(|e| e.joules_per_launch),
-                    noise: (2.0 * t.stddev_ms).max(0.01 * t.median_ms) / 1e3,
-                    findings: notes(kernel),
+                let mut time_s = t.median_ms / 1e3;
+                let mut energy_j = r.kernel.energy.as_ref().ok().map(|e| e.joules_per_launch);
+                let mut noise = (2.0 * t.stddev_ms).max(0.01 * t.median_ms) / 1e3;
+                let original = r.reference.as_ref().filter(|o| o.timing.median_ms > 0.0);
+                if let (true, Some((base_s, base_j)), Some(o)) = (device != self.devices[0], self.baseline, original) {
+                    let factor = base_s / (o.timing.median_ms / 1e3);
+                    let original_noise = (2.0 * o.timing.stddev_ms).max(0.01 * o.timing.median_ms) / o.timing.median_ms;
+                    time_s *= factor;
+                    noise = noise * factor + time_s * original_noise;
+                    let original_j = o.energy.as_ref().ok().map(|e| e.joules_per_launch).filter(|j| *j > 0.0);
+                    energy_j = match (energy_j, base_j, original_j) {
+                        (Some(j), Some(b), Some(oj)) => Some(j * b / oj),
+                        _ => None,
+                    };
                 }
+                Outcome::Ok { time_s, energy_j, noise, findings: notes(kernel) }
             }
         }
     }
@@ -112,31 +188,107 @@ impl Evaluator for GpuEvaluator {
             Err(o) => return o,
         };
         if source == self.ctx.original {
-            // The baseline: the original alone, on the search seed; it is then the reference.
-            let outcome = self.measure(&prepared, None, self.search_seed);
+            // The baseline: the original alone, on the search seed and the first
+            // device; it is then the reference.
+            let outcome = self.ctx.handle.block_on(self.measure(&prepared, None, self.search_seed, self.devices[0]));
+            if let Outcome::Ok { time_s, energy_j, .. } = &outcome {
+                self.baseline = Some((*time_s, *energy_j));
+            }
             self.reference = Some(prepared);
             return outcome;
         }
         self.verify(&prepared, self.search_seed)
     }
+
+    /// Compiles and guards the candidates concurrently, then runs candidate i
+    /// on `devices[i % n]`, the devices concurrently and each device's jobs one
+    /// after another (two timing runs never share a GPU).
+    fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
+        if self.reference.is_none() || sources.contains(&self.ctx.original.as_str()) {
+            // The baseline runs first and alone.
+            return sources.iter().map(|s| self.evaluate(s)).collect();
+        }
+        let admitted = self.ctx.admit_all(sources);
+        let this = &*self;
+        let lanes: Vec<_> = this
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(lane, &device)| {
+                let mine: Vec<(usize, &Result<Prepared, Outcome>)> = admitted.iter().enumerate().skip(lane).step_by(this.devices.len()).collect();
+                async move {
+                    let mut out = Vec::new();
+                    for (i, admitted) in mine {
+                        let outcome = match admitted {
+                            Ok(p) => this.verify_on(p, this.search_seed, device).await,
+                            Err(o) => o.clone(),
+                        };
+                        out.push((i, outcome));
+                    }
+                    out
+                }
+            })
+            .collect();
+        let mut outcomes: Vec<(usize, Outcome)> = this.ctx.handle.block_on(join_all(lanes)).into_iter().flatten().collect();
+        outcomes.sort_by_key(|(i, _)| *i);
+        outcomes.into_iter().map(|(_, o)| o).collect()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.devices.len()
+    }
+}
+
+/// The settings and options of a job on `device`. A runner that names
+/// `{device}` (e.g. `env CUDA_VISIBLE_DEVICES={device}`, `srun -w gpu{device}`)
+/// gets the index there and picks the GPU itself: the job then asks for the
+/// first device it sees. Otherwise the job asks for `device`.
+fn runner_for(settings: &Settings, run: &RunOptions, device: u32) -> (Settings, RunOptions) {
+    let mut settings = settings.clone();
+    if settings.runner.iter().any(|a| a.contains("{device}")) {
+        settings.runner = settings.runner.iter().map(|a| a.replace("{device}", &device.to_string())).collect();
+        (settings, RunOptions { device: 0, ..run.clone() })
+    } else {
+        (settings, RunOptions { device, ..run.clone() })
+    }
 }
 
 /// `stub:SPEEDUP`: compiles and guards every candidate for real, then reports
 /// the original at 1 ms and every admitted candidate SPEEDUP times faster.
+/// It takes the batch path as a multi-GPU evaluator does (concurrent
+/// compiles), at least two candidates at a time.
 pub struct StubEvaluator {
     pub ctx: Context,
     pub speedup: f64,
+    /// As many as the devices it stands in for, at least 2.
+    pub parallelism: usize,
 }
 
-impl Evaluator for StubEvaluator {
-    fn evaluate(&mut self, source: &str) -> Outcome {
-        match self.ctx.admit(source) {
+impl StubEvaluator {
+    fn outcome(&self, source: &str, admitted: Result<Prepared, Outcome>) -> Outcome {
+        match admitted {
             Err(o) => o,
             Ok(p) => {
                 let ms = if source == self.ctx.original { 1.0 } else { 1.0 / self.speedup };
                 Outcome::Ok { time_s: ms / 1e3, energy_j: None, noise: 1e-6, findings: notes(&p) }
             }
         }
+    }
+}
+
+impl Evaluator for StubEvaluator {
+    fn evaluate(&mut self, source: &str) -> Outcome {
+        let admitted = self.ctx.admit(source);
+        self.outcome(source, admitted)
+    }
+
+    fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
+        let admitted = self.ctx.admit_all(sources);
+        sources.iter().zip(admitted).map(|(s, a)| self.outcome(s, a)).collect()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.parallelism.max(2)
     }
 }
 
@@ -152,4 +304,42 @@ fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> 
     s.extra_flags.extend(kernelpro_cute::cute_flags(&s.arch, &include).into_iter().filter(|f| !f.starts_with("-arch=")));
     s.arch = kernelpro_cute::cute_arch(&s.arch);
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> RunOptions {
+        RunOptions { exe: "kernelpro".into(), runs: 20, warmup: 3, energy: false, device: 0 }
+    }
+
+    #[test]
+    fn a_runner_naming_the_device_picks_it_itself() {
+        let plain = Settings { runner: vec!["srun".into(), "-G1".into()], ..Settings::default() };
+        let (s, r) = runner_for(&plain, &options(), 2);
+        assert_eq!((s.runner, r.device), (plain.runner.clone(), 2));
+
+        let naming = Settings { runner: vec!["env".into(), "CUDA_VISIBLE_DEVICES={device}".into()], ..Settings::default() };
+        let (s, r) = runner_for(&naming, &options(), 2);
+        assert_eq!((s.runner, r.device), (vec!["env".to_string(), "CUDA_VISIBLE_DEVICES=2".into()], 0));
+    }
+
+    #[test]
+    fn join_all_keeps_the_order_of_its_futures() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let waits = [30u64, 0, 10];
+        let started = std::time::Instant::now();
+        let out = rt.block_on(join_all(
+            waits
+                .iter()
+                .map(|&ms| async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    ms
+                })
+                .collect(),
+        ));
+        assert_eq!(out, waits);
+        assert!(started.elapsed() < std::time::Duration::from_millis(60), "ran concurrently");
+    }
 }

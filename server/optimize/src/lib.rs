@@ -69,6 +69,9 @@ pub struct OptimizeOutcome {
     pub stub: bool,
     /// Things the user should know (an LLM that could not be used, ...).
     pub notes: Vec<String>,
+    /// GPUs the candidates ran on (the first also ran the baseline; times on
+    /// the others are scaled by the original's time there); empty for the stub.
+    pub devices: Vec<u32>,
 }
 
 pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Progress)) -> Result<OptimizeOutcome, String> {
@@ -97,7 +100,7 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let evaluator_kind = req.settings.optimize.evaluator.clone();
     if let Some(speedup) = evaluator_kind.strip_prefix("stub:") {
         let speedup: f64 = speedup.parse().map_err(|_| format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP, e.g. stub:1.5"))?;
-        let mut ev = StubEvaluator { ctx, speedup };
+        let mut ev = StubEvaluator { ctx, speedup, parallelism: req.settings.optimize.devices.len() };
         let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
@@ -111,7 +114,8 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &req.text, &a).launch_specs.get(&req.kernel).map(|s| s.seed).unwrap_or(0)
     };
     let run = RunOptions { exe: req.exe.clone(), runs: 20, warmup: 3, energy: req.settings.optimize.energy, device: 0 };
-    let mut ev = GpuEvaluator::new(ctx, run, spec_seed);
+    let mut ev = GpuEvaluator::new(ctx, run, spec_seed).with_devices(&req.settings.optimize.devices);
+    let devices = ev.devices().to_vec();
     let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
     // Re-verify the best candidates, fastest first, on two more seeds, one never seen.
     let seeds = [spec_seed, spec_seed.wrapping_add(1), spec_seed ^ 0x9E37_79B9_7F4A_7C15];
@@ -134,11 +138,13 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
             out.notes = notes;
+            out.devices = devices;
             return Ok(out);
         }
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes = notes;
+    out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
 }
@@ -219,5 +225,6 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         edit,
         stub: false,
         notes: Vec::new(),
+        devices: Vec::new(),
     }
 }
