@@ -34,6 +34,10 @@ pub struct OptimizeArgs {
     pub timeout: u64,
     #[arg(long)]
     pub runner: Option<String>,
+    /// GPUs to run candidates on in parallel, e.g. `0,1,2` (one job per GPU at
+    /// a time; the original's baseline runs on the first).
+    #[arg(long, value_name = "LIST", value_parser = parse_devices, allow_hyphen_values = true)]
+    pub devices: Option<Devices>,
     /// Skip the ~1 s energy measurement per candidate (rank by time alone).
     #[arg(long)]
     pub no_energy: bool,
@@ -44,6 +48,26 @@ pub struct OptimizeArgs {
     pub json: bool,
     #[command(flatten)]
     pub compile: CompileArgs,
+}
+
+/// Distinct CUDA device indices, at least one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Devices(pub Vec<u32>);
+
+/// `0,1,2`.
+fn parse_devices(list: &str) -> Result<Devices, String> {
+    let mut devices = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(format!("`{list}` has an empty entry: write device indices separated by commas, e.g. 0,1,2"));
+        }
+        let d: u32 = item.parse().map_err(|_| format!("`{item}` is not a device index: write device indices separated by commas, e.g. 0,1,2"))?;
+        if devices.contains(&d) {
+            return Err(format!("device {d} is listed twice: each GPU runs one job at a time"));
+        }
+        devices.push(d);
+    }
+    Ok(Devices(devices))
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -68,6 +92,9 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
     settings.run_timeout_secs = args.timeout;
     settings.llm.enabled = args.llm;
     settings.optimize.energy = !args.no_energy;
+    if let Some(devices) = &args.devices {
+        settings.optimize.devices = devices.0.clone();
+    }
     if let Some(r) = &args.runner {
         settings.runner = r.split_whitespace().map(String::from).collect();
     }
@@ -139,6 +166,10 @@ fn report(o: &OptimizeOutcome) -> String {
         s.push_str(&format!(", energy {a:.4} J → {b:.4} J per launch"));
     }
     s.push_str(&format!("; {} evaluations, stopped: {}\n", o.evaluations, o.stop));
+    if !o.devices.is_empty() {
+        let list: Vec<String> = o.devices.iter().map(u32::to_string).collect();
+        s.push_str(&format!("devices: {}\n", list.join(", ")));
+    }
     if !o.steps.is_empty() {
         s.push_str("best path:\n");
         for (i, st) in o.steps.iter().enumerate() {
@@ -158,4 +189,40 @@ fn report(o: &OptimizeOutcome) -> String {
         s.push_str(&format!("edit: lines {}..{} become:\n{}", e.start_line + 1, e.end_line, e.text));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_devices;
+    use clap::Parser;
+
+    fn parse(devices: &str) -> Result<Option<Vec<u32>>, String> {
+        let argv = ["kernelpro", "optimize", "k.cu", "--kernel", "k", "--devices", devices];
+        match crate::Cli::try_parse_from(argv) {
+            Ok(crate::Cli { command: Some(crate::Command::Optimize(args)) }) => Ok(args.devices.map(|d| d.0)),
+            Ok(_) => Err("not the optimize command".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn devices_take_a_comma_separated_list() {
+        assert_eq!(parse("0,1,2"), Ok(Some(vec![0, 1, 2])));
+        assert_eq!(parse("3"), Ok(Some(vec![3])));
+        assert_eq!(parse_devices(" 1, 0 ").map(|d| d.0), Ok(vec![1, 0]));
+    }
+
+    #[test]
+    fn a_bad_devices_value_is_rejected_with_a_clear_error() {
+        for (bad, says) in [
+            ("0,gpu1", "`gpu1` is not a device index"),
+            ("-1", "`-1` is not a device index"),
+            ("0,,1", "has an empty entry"),
+            ("", "has an empty entry"),
+            ("1,1", "device 1 is listed twice"),
+        ] {
+            let err = parse(bad).expect_err(bad);
+            assert!(err.contains("--devices") && err.contains(says), "{bad:?}: {err}");
+        }
+    }
 }
