@@ -20,7 +20,7 @@ export interface ServerSettings {
   runner: string[];
   runTimeoutSecs: number;
   llm: { enabled: boolean; provider: string; endpoint: string | null; model: string | null };
-  optimize: { budget: number; timeSecs: number; evaluator: string };
+  optimize: { budget: number; timeSecs: number; evaluator: string; devices: number[] };
 }
 
 /** Settings only the client reads; they never reach the server. */
@@ -55,6 +55,7 @@ export function serverSettings(c: ConfigReader, trusted: boolean): ServerSetting
       budget: or(c.get<number>('optimize.budget'), 60),
       timeSecs: or(c.get<number>('optimize.timeSecs'), 600),
       evaluator: or(c.get<string>('optimize.evaluator'), 'gpu'),
+      devices: or(c.get<number[]>('optimize.devices'), [0]),
     },
   };
 }

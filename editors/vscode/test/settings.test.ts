@@ -31,7 +31,7 @@ const defaults = {
   runner: [],
   runTimeoutSecs: 10,
   llm: { enabled: false, provider: 'openai', endpoint: null, model: null },
-  optimize: { budget: 60, timeSecs: 600, evaluator: 'gpu' },
+  optimize: { budget: 60, timeSecs: 600, evaluator: 'gpu', devices: [0] },
 };
 
 describe('serverSettings', () => {
@@ -51,6 +51,7 @@ describe('serverSettings', () => {
         'llm.model': 'm',
         'optimize.evaluator': 'stub:1.5',
         'optimize.budget': 4,
+        'optimize.devices': [0, 1],
         serverPath: '/x/kernelpro',
       }),
       true,
@@ -62,7 +63,7 @@ describe('serverSettings', () => {
       extraFlags: ['-O3'],
       runner: ['srun', '-G1'],
       llm: { enabled: true, provider: 'anthropic', endpoint: null, model: 'm' },
-      optimize: { budget: 4, timeSecs: 600, evaluator: 'stub:1.5' },
+      optimize: { budget: 4, timeSecs: 600, evaluator: 'stub:1.5', devices: [0, 1] },
     });
   });
 
