@@ -35,6 +35,14 @@ profile)
   for k in ${PROFILE_KERNELS:-softmax stencil2d transpose strided_copy}; do
     $B profile bench/kernels/$k.cu --save-exports "$OUT/fixtures/$k" > "$OUT/profile_$k.txt" 2>&1
   done
+  # Two-stage vs --set full on single kernels through the harness.
+  for k in ${COMPARE_KERNELS:-}; do
+    for mode in two-stage full; do
+      flag=""; [ $mode = full ] && flag="--full"
+      s=$(date +%s%N); $B profile bench/kernels/$k.cu $flag > "$OUT/compare_${k}_$mode.txt" 2>&1; e=$(date +%s%N)
+      echo "$k $mode wall $(( (e - s) / 1000000 )) ms" >> "$OUT/profile_times.txt"
+    done
+  done
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}

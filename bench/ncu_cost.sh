@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Where the time of a profile goes: each ncu collection and export on the
-# probe program, timed one by one, with the replay passes ncu reports per
-# kernel. Runs on the GPU machine; prints one line per step.
-# Usage: bash bench/ncu_cost.sh OUTDIR
+# Where the time of a profile goes: ncu's fixed start-up (with and without
+# its rules) and the page exports, on the probe program, each timed alone.
+# `kernelpro profile` prints its own stage times; this isolates the parts.
+# Runs on the GPU machine. Usage: bash bench/ncu_cost.sh OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=$1; mkdir -p "$DEST"; W=$(mktemp -d)
 export LC_ALL=C PATH=$PATH:/usr/local/cuda/bin
 nvcc -arch=sm_90 -lineinfo -o "$W/probe" tests/fixtures/h200-probe/kernels.cu || exit 1
 NCU="ncu --config-file off --clock-control none"
-STAGE1="--section SpeedOfLight --section LaunchStats --section Occupancy"
 step() {
   local name=$1; shift
   local s; s=$(date +%s%N)
@@ -19,22 +18,11 @@ step() {
   echo "$name $(( (e - s) / 1000000 )) ms rc=$rc passes=$passes" | tee -a "$DEST/ncu_cost.txt"
 }
 step program "$W/probe"
-step ncu_minimal $NCU --metrics gpu__time_duration.sum -f -o "$W/min" "$W/probe"
-step stage1_report $NCU $STAGE1 -f -o "$W/s1" "$W/probe"
-step stage1_csv_direct $NCU $STAGE1 --csv --page raw --print-units base --log-file "$W/s1.csv" "$W/probe"
-step export_raw $NCU -i "$W/s1.ncu-rep" --csv --page raw --print-units base
-step full_report $NCU --set full --import-source yes -f -o "$W/full" "$W/probe"
-step export_full_raw $NCU -i "$W/full.ncu-rep" --csv --page raw --print-units base
-step export_full_details $NCU -i "$W/full.ncu-rep" --csv --page details --print-units base
-step export_source_one $NCU -i "$W/full.ncu-rep" --csv --page source --print-source cuda,sass --print-units base --kernel-name strided_copy
-for sec in SourceCounters WarpStateStats MemoryWorkloadAnalysis MemoryWorkloadAnalysis_Tables ComputeWorkloadAnalysis InstructionStats SchedulerStats; do
-  step "section_$sec" $NCU --section "$sec" -f -o "$W/sec_$sec" "$W/probe"
-done
-step union_no_source $NCU --section WarpStateStats --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats -f -o "$W/u" "$W/probe"
-ncu --list-sections > "$DEST/sections.txt" 2>&1
-# The section files say which metrics each section collects.
-SEC=$(dirname "$(readlink -f "$(command -v ncu)")")/sections
-[ -d "$SEC" ] || SEC=$(find / -name SourceCounters.section -printf '%h\n' 2>/dev/null | head -1)
-mkdir -p "$DEST/sections" && cp "$SEC"/*.section "$DEST/sections/" 2>/dev/null
-grep -h "passes" "$W"/*.out | sort | uniq -c | head -60 > "$DEST/passes.txt"
-cp "$W"/*.out "$DEST"/ 2>/dev/null
+step minimal_rules $NCU --metrics gpu__time_duration.sum -f -o "$W/min" "$W/probe"
+step minimal_no_rules $NCU --apply-rules no --metrics gpu__time_duration.sum -f -o "$W/min2" "$W/probe"
+step sourcecounters_no_rules $NCU --apply-rules no --section SourceCounters -f -o "$W/sc" "$W/probe"
+step export_raw ncu --config-file off -i "$W/sc.ncu-rep" --csv --page raw --print-units base
+step export_source_one ncu --config-file off -i "$W/sc.ncu-rep" --csv --page source --print-source cuda,sass --print-units base --kernel-name strided_copy
+# Which kernel-level metrics SourceCounters alone provides (stall samples, sectors, wavefronts).
+head -1 "$W/export_raw.out" | tr ',' '\n' | grep -E 'pcsamp|theoretical|wavefronts|spilling|divergent' | head -40 > "$DEST/sourcecounters_metrics.txt"
+grep -h "passes" "$W"/*.out | sort | uniq -c | head -40 > "$DEST/passes.txt"

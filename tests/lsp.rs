@@ -239,8 +239,9 @@ fn optimize_can_be_cancelled_from_the_progress_bar() {
     assert_eq!(reply["result"]["cancelled"], true, "{reply}");
 }
 
-/// A stand-in for ncu that replays the real H200 recordings: profile passes
-/// succeed without running anything, exports print the recorded pages.
+/// A stand-in for ncu that replays the real H200 recordings: stage 1 writes
+/// the recorded raw page to its `--log-file`, other passes succeed without
+/// running anything, exports print the recorded pages.
 fn fake_ncu(dir: &std::path::Path, denied: bool) -> std::path::PathBuf {
     let rec = fixtures().join("h200-probe");
     let script = if denied {
@@ -249,7 +250,7 @@ fn fake_ncu(dir: &std::path::Path, denied: bool) -> std::path::PathBuf {
         format!(
             r#"#!/bin/sh
 case "$*" in
-  *"-i "*stage1*"--page raw"*) cat {rec}/stage1_raw.csv ;;
+  *"--log-file "*) while [ "$1" != --log-file ]; do shift; done; cp {rec}/stage1_raw.csv "$2" ;;
   *"-i "*"--page raw"*) cat {rec}/full_raw.csv ;;
   *"--page source"*) for a in "$@"; do k="$a"; done; cat {rec}/src_$k.csv ;;
   *) exit 0 ;;

@@ -97,7 +97,8 @@ fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
         }
     }
     if r.stage1_secs > 0.0 {
-        s.push_str(&format!("profiled in {:.1} s (stage 1 {:.1} s, stage 2 {:.1} s)\n", r.stage1_secs + r.stage2_secs, r.stage1_secs, r.stage2_secs));
+        let total = r.stage1_secs + r.stage2_secs + r.export_secs;
+        s.push_str(&format!("profiled in {total:.1} s (stage 1 {:.1} s, stage 2 {:.1} s, exports {:.1} s)\n", r.stage1_secs, r.stage2_secs, r.export_secs));
     }
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));

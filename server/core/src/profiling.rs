@@ -7,7 +7,7 @@
 
 use crate::process::{ToolCommand, ToolError, run_tool};
 use kernelpro_model::{Finding, Severity, Span};
-use kernelpro_profile::ncu_args::{self, ClockControl, Page, ProfileOptions};
+use kernelpro_profile::ncu_args::{self, ClockControl, Output, Page, ProfileOptions};
 use kernelpro_profile::tools::{self, Tool, ToolInput};
 use kernelpro_profile::{KernelProfile, SourcePage, Thresholds, Triage, TriageThresholds, parse_raw, parse_source, triage};
 use std::path::{Path, PathBuf};
@@ -29,6 +29,8 @@ pub struct ProfileReport {
     pub kernels: Vec<KernelReport>,
     pub stage1_secs: f64,
     pub stage2_secs: f64,
+    /// Exporting the pages (raw and source) from the reports, after the passes.
+    pub export_secs: f64,
     /// Problems that did not stop the analysis (a page that failed to export...).
     pub notes: Vec<String>,
 }
@@ -183,19 +185,20 @@ pub fn explain_ncu_failure(output: &str) -> String {
 pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thresholds, cancel: &CancellationToken) -> Result<ProfileReport, String> {
     let dir = tempfile::Builder::new().prefix("kernelpro-ncu-").tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
     let report_of = |name: &str| dir.path().join(name).display().to_string();
-    let opts = |report: String| ProfileOptions { clock_control: req.clock_control, kernel_regex: req.kernel_regex.clone(), report };
+    let opts = |output: Output| ProfileOptions { clock_control: req.clock_control, kernel_regex: req.kernel_regex.clone(), output };
     let start = Instant::now();
-    let first = if req.full { ncu_args::full_collection() } else { ncu_args::stage1_collection() };
-    let r1 = report_of("stage1");
-    ncu_pass(req, ncu_args::profile_args(&first, &opts(r1.clone())), cancel).await?;
-    let stage1_raw = export(req, &r1, Page::Raw, None, cancel).await?;
-    let stage1_secs = start.elapsed().as_secs_f64();
-    let mut exports = Exports { stage1_raw, ..Default::default() };
+    let mut exports = Exports::default();
     let mut stage2_secs = 0.0;
-    let report_for_sources = if req.full {
+    let report = if req.full {
+        let r = report_of("full");
+        ncu_pass(req, ncu_args::profile_args(&ncu_args::full_collection(), &opts(Output::Report(r.clone()))), None, cancel).await?;
+        exports.stage1_raw = export(req, &r, Page::Raw, None, cancel).await?;
         exports.stage2_raw = Some(exports.stage1_raw.clone());
-        r1
+        r
     } else {
+        // Stage 1 needs only the raw page: ncu writes it straight to a CSV file.
+        let csv = report_of("stage1.csv");
+        exports.stage1_raw = ncu_pass(req, ncu_args::profile_args(&ncu_args::stage1_collection(), &opts(Output::RawCsv(csv.clone()))), Some(Path::new(&csv)), cancel).await?;
         let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
         let mut selected: Vec<&Tool> = Vec::new();
         for p in &profiles {
@@ -208,33 +211,52 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
         }
         let r2 = report_of("stage2");
         let t2 = Instant::now();
-        ncu_pass(req, tools::stage2_args(&selected, &opts(r2.clone())), cancel).await?;
-        exports.stage2_raw = Some(export(req, &r2, Page::Raw, None, cancel).await?);
+        ncu_pass(req, tools::stage2_args(&selected, &opts(Output::Report(r2.clone()))), None, cancel).await?;
         stage2_secs = t2.elapsed().as_secs_f64();
         r2
     };
-    let kernels: Vec<String> = parse_raw(exports.stage2_raw.as_deref().unwrap_or(""))
-        .map(|ps| ps.into_iter().map(|p| p.kernel).collect())
-        .unwrap_or_default();
-    let mut done = std::collections::HashSet::new();
+    let stage1_secs = start.elapsed().as_secs_f64() - stage2_secs;
+    // The kernels come from stage 1 (the full set's raw page in full mode):
+    // stage 2's raw page is exported alongside the source pages. Each export
+    // is a separate ncu process that spends most of its time loading the
+    // report, so they run side by side.
+    let mut kernels: Vec<String> = parse_raw(&exports.stage1_raw).map(|ps| ps.into_iter().map(|p| p.kernel).collect()).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    kernels.retain(|k| seen.insert(k.clone()));
+    let t_export = Instant::now();
+    let raw2 = async {
+        match req.full {
+            true => Ok(None),
+            false => export(req, &report, Page::Raw, None, cancel).await.map(Some),
+        }
+    };
+    let sources = futures::future::join_all(kernels.iter().map(|k| export(req, &report, Page::Source, Some(k), cancel)));
+    let (raw2, pages) = futures::join!(raw2, sources);
+    if let Some(raw2) = raw2? {
+        exports.stage2_raw = Some(raw2);
+    }
     let mut notes = Vec::new();
-    for k in kernels.into_iter().filter(|k| done.insert(k.clone())) {
-        match export(req, &report_for_sources, Page::Source, Some(&k), cancel).await {
+    for (k, page) in kernels.iter().zip(pages) {
+        match page {
             Ok(page) => exports.sources.push(page),
             Err(e) => notes.push(format!("no source page for {k}: {e}")),
         }
     }
+    let export_secs = t_export.elapsed().as_secs_f64();
     if let Some(dir) = &req.save_exports {
         exports.save(dir).map_err(|e| format!("cannot save the exports to {}: {e}", dir.display()))?;
     }
     let mut report = analyze_exports(&exports, file_text, thresholds)?;
     report.stage1_secs = stage1_secs;
     report.stage2_secs = stage2_secs;
+    report.export_secs = export_secs;
     report.notes.extend(notes);
     Ok(report)
 }
 
-async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, cancel: &CancellationToken) -> Result<(), String> {
+/// One profiling pass. With `log`, ncu wrote its output (the raw CSV, and
+/// its errors) to that file, which is returned; otherwise the output is empty.
+async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, log: Option<&Path>, cancel: &CancellationToken) -> Result<String, String> {
     if let Some(n) = req.launch_count {
         args.extend(["--launch-count".to_string(), n.to_string()]);
     }
@@ -244,11 +266,12 @@ async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, cancel: &Cancellatio
         cmd = cmd.stdin(input.clone());
     }
     let out = run_tool(&cmd, cancel).await.map_err(|e| tool_error(&e))?;
-    let all = format!("{}{}", out.stdout, out.stderr);
+    let logged = log.map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default();
+    let all = format!("{}{}{logged}", out.stdout, out.stderr);
     if !out.success() || all.contains("ERR_NVGPUCTRPERM") || all.contains("No kernels were profiled") {
         return Err(explain_ncu_failure(&all));
     }
-    Ok(())
+    Ok(logged)
 }
 
 async fn export(req: &LiveProfile, report: &str, page: Page, kernel: Option<&str>, cancel: &CancellationToken) -> Result<String, String> {
@@ -329,6 +352,7 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
         let one = profile_live(&live, &req.text, &thresholds, cancel).await?;
         report.stage1_secs += one.stage1_secs;
         report.stage2_secs += one.stage2_secs;
+        report.export_secs += one.export_secs;
         report.notes.extend(one.notes);
         report.kernels.extend(one.kernels);
     }

@@ -32,7 +32,8 @@ impl Collection {
         if self.full_set {
             return vec!["--set".into(), "full".into(), "--import-source".into(), "yes".into()];
         }
-        let mut out = Vec::new();
+        // Our tools replace ncu's rules; running them costs a Python start-up per pass.
+        let mut out = vec!["--apply-rules".to_string(), "no".to_string()];
         for s in &self.sections {
             out.extend(["--section".to_string(), s.clone()]);
         }
@@ -76,17 +77,28 @@ pub fn full_collection() -> Collection {
     Collection { full_set: true, ..Default::default() }
 }
 
+/// Where a profiling pass puts its results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// A `.ncu-rep` report (ncu appends the extension if missing), for
+    /// exports of several pages afterwards.
+    Report(String),
+    /// The raw page as CSV in this file, straight from the pass: saves the
+    /// export's ncu start-up when no other page is needed (stage 1).
+    RawCsv(String),
+}
+
 /// Options shared by every profiling pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileOptions {
     pub clock_control: ClockControl,
     /// `--kernel-name regex:...` filter; `None` profiles every kernel.
     pub kernel_regex: Option<String>,
-    /// The `.ncu-rep` path to write (ncu appends the extension if missing).
-    pub report: String,
+    pub output: Output,
 }
 
-/// `ncu <collection> -o REPORT` for one pass; the caller appends the program.
+/// `ncu <collection> -o REPORT` (or `--csv --page raw --log-file CSV`) for
+/// one pass; the caller appends the program.
 pub fn profile_args(collection: &Collection, opts: &ProfileOptions) -> Vec<String> {
     let mut out: Vec<String> = vec!["--config-file".into(), "off".into(), "--clock-control".into()];
     out.push(match opts.clock_control {
@@ -97,7 +109,11 @@ pub fn profile_args(collection: &Collection, opts: &ProfileOptions) -> Vec<Strin
     if let Some(re) = &opts.kernel_regex {
         out.extend(["--kernel-name".to_string(), format!("regex:{re}")]);
     }
-    out.extend(["-f".to_string(), "-o".to_string(), opts.report.clone()]);
+    match &opts.output {
+        Output::Report(path) => out.extend(["-f", "-o", path].map(String::from)),
+        // ncu's own messages go to the same file as `==PROF==` lines, which the CSV reader skips.
+        Output::RawCsv(path) => out.extend(["--csv", "--page", "raw", "--print-units", "base", "--log-file", path].map(String::from)),
+    }
     out
 }
 
@@ -130,11 +146,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stage1_pass_and_source_export() {
-        let opts = ProfileOptions { clock_control: ClockControl::None, kernel_regex: None, report: "/tmp/s1".into() };
+    fn passes_and_source_export() {
+        let opts = ProfileOptions { clock_control: ClockControl::None, kernel_regex: None, output: Output::RawCsv("/tmp/s1.csv".into()) };
         let args = profile_args(&stage1_collection(), &opts).join(" ");
-        assert!(args.starts_with("--config-file off --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --metrics smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"), "{args}");
-        assert!(args.ends_with("-f -o /tmp/s1"), "{args}");
+        assert!(args.starts_with("--config-file off --clock-control none --apply-rules no --section SpeedOfLight --section LaunchStats --section Occupancy --metrics smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"), "{args}");
+        assert!(args.ends_with("--csv --page raw --print-units base --log-file /tmp/s1.csv"), "{args}");
+        let full = ProfileOptions { output: Output::Report("/tmp/full".into()), ..opts };
+        assert_eq!(profile_args(&full_collection(), &full).join(" "), "--config-file off --clock-control none --set full --import-source yes -f -o /tmp/full");
         assert_eq!(
             export_args("/tmp/s1.ncu-rep", Page::Source, Some("saxpy_fp64")).join(" "),
             "--config-file off -i /tmp/s1.ncu-rep --csv --print-units base --page source --print-source cuda,sass --kernel-name saxpy_fp64"

@@ -4,7 +4,7 @@
 
 use expect_test::{Expect, expect};
 use kernelpro_model::Finding;
-use kernelpro_profile::ncu_args::{ClockControl, ProfileOptions};
+use kernelpro_profile::ncu_args::{ClockControl, Output, ProfileOptions};
 use kernelpro_profile::tools::{Thresholds, ToolInput, analyze, select_tools, stage2_args};
 use kernelpro_profile::{Class, KernelProfile, SourcePage, TriageThresholds, parse_details, parse_raw, parse_source, triage};
 
@@ -268,6 +268,6 @@ fn tool_affinity_and_stage2_pass() {
     expect!["OccupancyLimiter HighRegisterUsage WarpStall RegisterSpill TailEffect TensorCore ThreadDivergence FP64Math NonFusedFP32"].assert_eq(&names(Class::ComputeBound));
     expect!["Uncoalesced SharedBankConflicts OccupancyLimiter HighRegisterUsage WarpStall BarrierStall LaunchOverhead RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::LatencyBound));
     assert_eq!(select_tools(Class::Balanced).len(), kernelpro_profile::tools::TOOLS.len());
-    let opts = ProfileOptions { clock_control: ClockControl::Base, kernel_regex: Some("strided".into()), report: "s2".into() };
-    expect!["--config-file off --clock-control base --section MemoryWorkloadAnalysis --section WarpStateStats --section SourceCounters --section MemoryWorkloadAnalysis_Tables --section LaunchStats --section Occupancy --section InstructionStats --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
+    let opts = ProfileOptions { clock_control: ClockControl::Base, kernel_regex: Some("strided".into()), output: Output::Report("s2".into()) };
+    expect!["--config-file off --clock-control base --apply-rules no --section SourceCounters --section WarpStateStats --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
 }

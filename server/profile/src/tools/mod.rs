@@ -113,33 +113,40 @@ impl Default for Thresholds {
 
 use Class::{ComputeBound as C, LatencyBound as L, MemoryBound as M};
 
-/// Every tool, in report order.
+/// Every tool, in report order. A tool names the metrics it reads, not the
+/// ncu sections that happen to contain them: whole sections cost replay
+/// passes for tables no tool reads (MemoryWorkloadAnalysis_Tables alone is
+/// ~30 passes a kernel on the H200). Stage 1's sections (SpeedOfLight,
+/// LaunchStats, Occupancy and the roofline counters) are merged into every
+/// kernel's stage-2 data, so the launch and occupancy tools need nothing more.
+/// SourceCounters gives the per-line source page, the sampled stall reasons
+/// and the theoretical-sector and shared-wavefront counters.
 pub static TOOLS: &[Tool] = &[
     Tool {
         name: "MemoryCoalescing",
         classes: &[M],
-        sections: &["MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &["l1tex__t_sector_hit_rate.pct", "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"],
         run: memory::memory_coalescing,
     },
     Tool {
         name: "Uncoalesced",
         classes: &[M, L],
-        sections: &["MemoryWorkloadAnalysis_Tables", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
         run: memory::uncoalesced,
     },
     Tool {
         name: "HighDRAMThroughput",
         classes: &[M],
-        sections: &["MemoryWorkloadAnalysis"],
-        metrics: &["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct"],
+        sections: &["SourceCounters"],
+        metrics: &["lts__t_sector_hit_rate.pct"],
         run: memory::high_dram_throughput,
     },
     Tool {
         name: "SharedMemTiling",
         classes: &[M],
-        sections: &["MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &["smsp__sass_inst_executed_op_shared.sum", "l1tex__t_sector_hit_rate.pct"],
         run: memory::shared_mem_tiling,
     },
@@ -153,24 +160,12 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "SharedBankConflicts",
         classes: &[M, L],
-        sections: &["MemoryWorkloadAnalysis_Tables", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
         run: memory::shared_bank_conflicts,
     },
-    Tool {
-        name: "OccupancyLimiter",
-        classes: &[C, L],
-        sections: &["Occupancy", "LaunchStats"],
-        metrics: &["sm__warps_active.avg.pct_of_peak_sustained_active"],
-        run: latency::occupancy_limiter,
-    },
-    Tool {
-        name: "HighRegisterUsage",
-        classes: &[C, L],
-        sections: &["LaunchStats"],
-        metrics: &[],
-        run: latency::high_register_usage,
-    },
+    Tool { name: "OccupancyLimiter", classes: &[C, L], sections: &[], metrics: &[], run: latency::occupancy_limiter },
+    Tool { name: "HighRegisterUsage", classes: &[C, L], sections: &[], metrics: &[], run: latency::high_register_usage },
     Tool {
         name: "WarpStall",
         classes: &[M, C, L],
@@ -189,47 +184,37 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "RegisterSpill",
         classes: &[C, L, M],
-        sections: &["WarpStateStats", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &[
             "smsp__sass_inst_executed_op_local_ld.sum",
             "smsp__sass_inst_executed_op_local_st.sum",
             "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
             "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
         ],
         run: latency::register_spill,
     },
-    Tool {
-        name: "TailEffect",
-        classes: &[C, L, M],
-        sections: &["LaunchStats", "Occupancy"],
-        metrics: &[],
-        run: latency::tail_effect,
-    },
+    Tool { name: "TailEffect", classes: &[C, L, M], sections: &[], metrics: &[], run: latency::tail_effect },
     Tool {
         name: "TensorCore",
         classes: &[C],
-        sections: &["ComputeWorkloadAnalysis", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"],
         run: compute::tensor_core,
     },
     Tool {
         name: "ThreadDivergence",
         classes: &[C, L],
-        sections: &["SourceCounters", "WarpStateStats"],
-        metrics: &[],
+        sections: &["SourceCounters"],
+        metrics: &["smsp__thread_inst_executed_per_inst_executed.ratio", "smsp__sass_branch_targets_threads_divergent.sum"],
         run: compute::thread_divergence,
     },
-    Tool {
-        name: "FP64Math",
-        classes: &[C, L, M],
-        sections: &["SourceCounters", "InstructionStats"],
-        metrics: &[],
-        run: compute::fp64_math,
-    },
+    Tool { name: "FP64Math", classes: &[C, L, M], sections: &["SourceCounters"], metrics: &[], run: compute::fp64_math },
     Tool {
         name: "NonFusedFP32",
         classes: &[C],
-        sections: &["InstructionStats", "ComputeWorkloadAnalysis", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"],
         run: compute::non_fused_fp32,
     },
