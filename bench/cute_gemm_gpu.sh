@@ -5,7 +5,9 @@
 # the project venv's nvidia-cutlass wheel). Inputs are this repo's files only:
 # the generated sources are the snapshots in tests/fixtures/cute/generated/,
 # kept equal to the generator's output by `cargo test -p kernelpro-cute`.
-# Prints, per case, TFLOP/s of the generated kernel and of the naive kernel it
+# With the default ARCH=sm_90a the 16-bit cases run the WGMMA main loop (the
+# generated files choose it on CUTE_ARCH_MMA_SM90A_ENABLED); other arches get
+# mma.sync. Prints, per case, TFLOP/s of the generated kernel and of the naive kernel it
 # replaces (with the naive launch: same grid and block), and for bf16 the
 # TFLOP/s of torch.matmul (cuBLAS) on the same inputs with a cross-check.
 # Usage: bench/cute_gemm_gpu.sh [N]   (default 4096; about 1-2 minutes)

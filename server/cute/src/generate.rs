@@ -9,7 +9,9 @@
 //! shared→registers (`ldmatrix` for 16-bit) into a `make_tiled_mma`:
 //! SM80 `mma.sync` with fp32 accumulation for half/bf16, `UniversalFMA` for
 //! fp32 (TF32 is not used: it changes results beyond fp32 tolerances, and
-//! the FMA path keeps the naive kernel's summation order exactly). Sizes
+//! the FMA path keeps the naive kernel's summation order exactly). Where
+//! nvcc compiles 16-bit inputs for sm_90a, the same file's other main loop
+//! (`wgmma.rs`) runs WGMMA from GMMA-swizzled shared memory instead. Sizes
 //! that are not multiples of the tile, unaligned pointers or another block
 //! size take a plain per-element loop over the same CuTe tensors instead.
 //! Static shared memory only (48 KiB at most): the launch's dynamic size is
@@ -23,7 +25,8 @@ use std::fmt;
 /// Which MMA the generated kernel uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Math {
-    /// SM80 `mma.sync` m16n8k16 (half or bf16 in, fp32 accumulate); runs on sm_80+.
+    /// SM80 `mma.sync` m16n8k16 (half or bf16 in, fp32 accumulate); runs on
+    /// sm_80+, and is replaced by WGMMA 64x128x16 where built for sm_90a.
     TensorCore,
     /// `UniversalFMA` on fp32 with shared-memory tiling.
     SimtFp32,
@@ -164,7 +167,8 @@ pub fn cute_gemm_kernel(
         .fold(template, |t, (key, value)| t.replace(key, value));
     // Two CTAs a multiprocessor (96 KiB of shared memory) hide the mma.sync
     // pipeline's latency better than one with more registers: 322 against
-    // 218 TFLOP/s for bf16 4096³ on an H200, with a few bytes of spills.
+    // 218 TFLOP/s for bf16 4096³ on an H200, with a few bytes of spills. The
+    // WGMMA loop fits the same bound without spills (about 108 registers).
     let launch_bounds =
         (math == Math::TensorCore).then(|| format!("__launch_bounds__({threads}, 2)"));
     Ok(CuteKernel {
@@ -259,7 +263,7 @@ impl Plan {
     fn summary(&self, shape: &GemmShape) -> String {
         let math = match self.math {
             Math::TensorCore => format!(
-                "SM80 mma.sync {} tensor cores, fp32 accumulate",
+                "SM80 mma.sync {} tensor cores (WGMMA 64x128x16 on sm_90a), fp32 accumulate",
                 if shape.a_type == Elem::Bf16 {
                     "bf16"
                 } else {

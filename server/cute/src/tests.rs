@@ -389,7 +389,11 @@ fn sixteen_bit_cases() -> Vec<(String, String, &'static str)> {
         ("bf16_row", fixture("bf16_naive.cu"), "matmul_bf16"),
         ("bf16_col", fixture("bf16_hint_row_col.cu"), "gemm_bf16_tn"),
         ("f16_row", fixture("f16_naive.cu"), "matmul_f16"),
-        ("f16_col", to_half(fixture("bf16_hint_row_col.cu")), "gemm_bf16_tn"),
+        (
+            "f16_col",
+            to_half(fixture("bf16_hint_row_col.cu")),
+            "gemm_bf16_tn",
+        ),
     ];
     sources
         .into_iter()
@@ -405,7 +409,12 @@ fn sixteen_bit_cases() -> Vec<(String, String, &'static str)> {
 
 /// Compiles `source` to a cubin for `arch` (through [`cute_flags`]) and
 /// returns ptxas's report and the SASS listing.
-fn build_cubin(dir: &Path, name: &str, source: &str, arch: &str) -> std::thread::JoinHandle<(String, String)> {
+fn build_cubin(
+    dir: &Path,
+    name: &str,
+    source: &str,
+    arch: &str,
+) -> std::thread::JoinHandle<(String, String)> {
     let (nvcc, include) = (nvcc(), include_dir());
     let cu = dir.join(format!("{name}_{arch}.cu"));
     std::fs::write(&cu, source).unwrap();
@@ -434,7 +443,9 @@ fn build_cubin(dir: &Path, name: &str, source: &str, arch: &str) -> std::thread:
 
 /// The number before `unit` in ptxas's report (`Used 108 registers`, `49152 bytes smem`).
 fn ptxas_number(log: &str, unit: &str) -> u32 {
-    let at = log.find(unit).unwrap_or_else(|| panic!("no `{unit}` in:\n{log}"));
+    let at = log
+        .find(unit)
+        .unwrap_or_else(|| panic!("no `{unit}` in:\n{log}"));
     log[..at]
         .split_whitespace()
         .last()
@@ -453,9 +464,17 @@ fn sixteen_bit_gemms_use_wgmma_on_hopper() {
     for (name, text, kernel) in sixteen_bit_cases() {
         let source = rewritten_text(&text, kernel);
         if name == "bf16_row_256" {
-            builds.push((name.clone(), "sm_80", build_cubin(dir.path(), &name, &source, "sm_80")));
+            builds.push((
+                name.clone(),
+                "sm_80",
+                build_cubin(dir.path(), &name, &source, "sm_80"),
+            ));
         }
-        builds.push((name.clone(), "sm_90", build_cubin(dir.path(), &name, &source, "sm_90")));
+        builds.push((
+            name.clone(),
+            "sm_90",
+            build_cubin(dir.path(), &name, &source, "sm_90"),
+        ));
     }
     for (name, arch, build) in builds {
         let (log, sass) = build.join().unwrap();
@@ -474,7 +493,10 @@ fn sixteen_bit_gemms_use_wgmma_on_hopper() {
                 "{case}: {registers} registers leave no room for two CTAs"
             );
         } else {
-            assert!(sass.contains("HMMA.16816.F32") && !sass.contains("HGMMA"), "{case}");
+            assert!(
+                sass.contains("HMMA.16816.F32") && !sass.contains("HGMMA"),
+                "{case}"
+            );
         }
     }
 }

@@ -30,7 +30,13 @@ pub(crate) fn replacements(
             format!("GMMA::Layout_MN_SW128_Atom<{ty}>{{}}")
         }
     };
-    let major = |k_major: bool| if k_major { "GMMA::Major::K" } else { "GMMA::Major::MN" };
+    let major = |k_major: bool| {
+        if k_major {
+            "GMMA::Major::K"
+        } else {
+            "GMMA::Major::MN"
+        }
+    };
     let op = match elem {
         Elem::Bf16 => "SM90_64x128x16_F32BF16BF16_SS",
         _ => "SM90_64x128x16_F32F16F16_SS",
