@@ -120,7 +120,8 @@ use Class::{ComputeBound as C, LatencyBound as L, MemoryBound as M};
 /// LaunchStats, Occupancy and the roofline counters) are merged into every
 /// kernel's stage-2 data, so the launch and occupancy tools need nothing more.
 /// SourceCounters gives the per-line source page, the sampled stall reasons
-/// and the theoretical-sector and shared-wavefront counters.
+/// (`smsp__pcsamp_warps_issue_stalled_*`, so WarpStateStats' passes are not
+/// needed) and the theoretical-sector and shared-wavefront counters.
 pub static TOOLS: &[Tool] = &[
     Tool {
         name: "MemoryCoalescing",
@@ -169,14 +170,14 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "WarpStall",
         classes: &[M, C, L],
-        sections: &["WarpStateStats", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &[],
         run: latency::warp_stall,
     },
     Tool {
         name: "BarrierStall",
         classes: &[L],
-        sections: &["WarpStateStats", "SourceCounters"],
+        sections: &["SourceCounters"],
         metrics: &[],
         run: latency::barrier_stall,
     },
