@@ -41,6 +41,9 @@ pub struct OptimizeArgs {
     /// Skip the ~1 s energy measurement per candidate (rank by time alone).
     #[arg(long)]
     pub no_energy: bool,
+    /// Skip profiling the original with ncu before the search (recipes then follow the static findings only)
+    #[arg(long)]
+    pub no_profile: bool,
     /// Write the optimized file here (the input file is never changed).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -92,6 +95,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
     settings.run_timeout_secs = args.timeout;
     settings.llm.enabled = args.llm;
     settings.optimize.energy = !args.no_energy;
+    settings.optimize.profile_original = !args.no_profile;
     if let Some(devices) = &args.devices {
         settings.optimize.devices = devices.0.clone();
     }

@@ -80,11 +80,14 @@ pub struct OptimizeSettings {
     /// GPUs (CUDA device indices) the candidates of an iteration run on in
     /// parallel, one job per GPU at a time; the baseline runs on the first.
     pub devices: Vec<u32>,
+    /// Profile the original (two stages, a few seconds) before the search so
+    /// the recipes answering its measured findings go first.
+    pub profile_original: bool,
 }
 
 impl Default for OptimizeSettings {
     fn default() -> Self {
-        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into(), energy: true, devices: vec![0] }
+        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into(), energy: true, devices: vec![0], profile_original: true }
     }
 }
 

@@ -93,13 +93,16 @@ pub struct GpuEvaluator {
     baseline: Option<(f64, Option<f64>)>,
     /// Input seed used during the search (the held-out seed is never used here).
     pub search_seed: u64,
+    /// The original's Nsight Compute findings, handed to the proposers with
+    /// its static ones (candidates are not profiled: it would triple each evaluation).
+    pub profile_notes: Vec<FindingNote>,
 }
 
 impl GpuEvaluator {
     /// Runs everything on `run.device`; see [`GpuEvaluator::with_devices`].
     pub fn new(ctx: Context, run: RunOptions, search_seed: u64) -> Self {
         let devices = vec![run.device];
-        GpuEvaluator { ctx, run, devices, reference: None, baseline: None, search_seed }
+        GpuEvaluator { ctx, run, devices, reference: None, baseline: None, search_seed, profile_notes: Vec::new() }
     }
 
     /// Spreads each batch of candidates over `devices` (candidate i on
@@ -190,9 +193,11 @@ impl Evaluator for GpuEvaluator {
         if source == self.ctx.original {
             // The baseline: the original alone, on the search seed and the first
             // device; it is then the reference.
-            let outcome = self.ctx.handle.block_on(self.measure(&prepared, None, self.search_seed, self.devices[0]));
-            if let Outcome::Ok { time_s, energy_j, .. } = &outcome {
+            let mut outcome = self.ctx.handle.block_on(self.measure(&prepared, None, self.search_seed, self.devices[0]));
+            if let Outcome::Ok { time_s, energy_j, findings, .. } = &mut outcome {
                 self.baseline = Some((*time_s, *energy_j));
+                // Measured findings first: the proposers try the recipes answering them first.
+                findings.splice(0..0, self.profile_notes.iter().cloned());
             }
             self.reference = Some(prepared);
             return outcome;

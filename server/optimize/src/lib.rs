@@ -16,8 +16,9 @@ pub use region::{LineEdit, edit_within_region, kernel_region};
 
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::harness::RunOptions;
+use kernelpro_core::profiling::{FileProfileRequest, profile_file};
 use kernelpro_core::settings::Settings;
-use kernelpro_search::{Budget, Evaluator, Outcome, Progress, Proposer, Search, SearchConfig, Strategy};
+use kernelpro_search::{Budget, Evaluator, FindingNote, Outcome, Progress, Proposer, Search, SearchConfig, Strategy};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -116,6 +117,11 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let run = RunOptions { exe: req.exe.clone(), runs: 20, warmup: 3, energy: req.settings.optimize.energy, device: 0 };
     let mut ev = GpuEvaluator::new(ctx, run, spec_seed).with_devices(&req.settings.optimize.devices);
     let devices = ev.devices().to_vec();
+    let mut notes = notes;
+    match profile_original(req, &ev.ctx) {
+        Ok(found) => ev.profile_notes = found,
+        Err(why) => notes.push(format!("the original was not profiled, so recipes follow the static findings only: {why}")),
+    }
     let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
     // Re-verify the best candidates, fastest first, on two more seeds, one never seen.
     let seeds = [spec_seed, spec_seed.wrapping_add(1), spec_seed ^ 0x9E37_79B9_7F4A_7C15];
@@ -147,6 +153,20 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
+}
+
+/// The original's two-stage profile, as notes for the proposers: recipes that
+/// answer what ncu measured (uncoalesced loads, stalls, a tail) go first.
+fn profile_original(req: &OptimizeRequest, ctx: &Context) -> Result<Vec<FindingNote>, String> {
+    if !req.settings.optimize.profile_original {
+        return Err("optimize.profileOriginal is off".into());
+    }
+    let file = FileProfileRequest { path: req.path.clone(), text: req.text.clone(), kernel: Some(req.kernel.clone()), full: false, exe: req.exe.clone(), save_exports: None };
+    let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, &ctx.cancel))?;
+    Ok(report
+        .findings()
+        .filter_map(|f| Some(FindingNote::new(f.code.clone()?, f.guidance.clone().unwrap_or_else(|| f.message.clone()))))
+        .collect())
 }
 
 /// The built-in recipes, and the LLM too when the user enabled it.
