@@ -669,11 +669,11 @@ fn proposer_puts_answering_recipes_first() {
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &["Fp64Promotion", "Vectorization"], 10));
     expect![[r#"
         TuneParameter answers=Some("TailEffect") note="tune B = 256"
+        VectorizeLoads answers=None note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
         RestrictConst answers=None note="__restrict__ y, __restrict__ x"
-        Ldg answers=None note="__ldg loads of x"
     "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));
     expect![[r#"
         FloatLiterals answers=None note="float literals (1) and float math calls (0)"
-        RestrictConst answers=None note="__restrict__ y, __restrict__ x"
+        VectorizeLoads answers=None note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &[], 2));
 }
