@@ -76,6 +76,8 @@ pub struct OptimizeOutcome {
 }
 
 pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Progress)) -> Result<OptimizeOutcome, String> {
+    let token = CancellationToken::new();
+    let _watch = CancelOnFlag::spawn(&handle, cancel.clone(), token.clone());
     let ctx = Context {
         path: req.path.clone(),
         original: req.text.clone(),
@@ -84,7 +86,7 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         settings: req.settings.clone(),
         analyzer: Analyzer::default(),
         handle,
-        cancel: CancellationToken::new(),
+        cancel: token,
     };
     let config = SearchConfig {
         strategy: req.strategy,
@@ -153,6 +155,28 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
+}
+
+/// Cancels the token that the compiles, harness runs and ncu passes watch
+/// (killing their processes) as soon as the search's cancel flag is set, so
+/// a cancel from the editor does not wait for a running child to finish.
+struct CancelOnFlag(tokio::task::JoinHandle<()>);
+
+impl CancelOnFlag {
+    fn spawn(handle: &Handle, flag: Arc<AtomicBool>, token: CancellationToken) -> CancelOnFlag {
+        CancelOnFlag(handle.spawn(async move {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            token.cancel();
+        }))
+    }
+}
+
+impl Drop for CancelOnFlag {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The original's two-stage profile, as notes for the proposers: recipes that
@@ -246,5 +270,23 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         stub: false,
         notes: Vec::new(),
         devices: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_cancel_flag_reaches_the_token_the_child_processes_watch() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (flag, token) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
+        let watch = CancelOnFlag::spawn(rt.handle(), flag.clone(), token.clone());
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(!token.is_cancelled());
+        flag.store(true, Ordering::Relaxed);
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(2), token.cancelled()).await }).expect("cancelled within 2 s");
+        drop(watch);
     }
 }
