@@ -156,7 +156,7 @@ fn compiler_leaving_a_detached_child_on_its_pipes() {
     let (sev, msg) = check(&f, "setsid");
     // The detached sleep is in its own session, out of our reach: end it here.
     for p in pids() {
-        if std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == b"sleep\01001\0") && stat(p).is_some_and(|(pp, _, _)| pp == 1 || pp == std::process::id()) {
+        if std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == b"sleep\x001001\x00") && stat(p).is_some_and(|(pp, _, _)| pp == 1 || pp == std::process::id()) {
             let _ = Command::new("kill").arg(p.to_string()).status();
         }
     }

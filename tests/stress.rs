@@ -69,7 +69,7 @@ fn twenty_files_saved_repeatedly() {
     let mut c = Client::spawn_with(cmd, json!({"trusted": true}));
     let server = server_pid("stress");
     let uris: Vec<String> = (0..FILES).map(|i| uri(&work.path().join(format!("f{i}.cu")))).collect();
-    let mut versions = vec![1i64; FILES];
+    let mut versions = [1i64; FILES];
     for (i, u) in uris.iter().enumerate() {
         std::fs::write(work.path().join(format!("f{i}.cu")), kernel(i, 1)).unwrap();
         c.open(u, &kernel(i, 1), 1);
@@ -143,11 +143,10 @@ fn killed_compile_leaves_nothing() {
     // Wait until the slow compile runs, with its temp dir.
     let deadline = Instant::now() + Duration::from_secs(60);
     let group = loop {
-        if let Some(g) = pids().into_iter().find(|&p| stat(p).is_some_and(|(pp, _, _)| pp == server)) {
-            if entries(tmp.path()).iter().any(|e| e.starts_with("kernelpro-")) {
+        if let Some(g) = pids().into_iter().find(|&p| stat(p).is_some_and(|(pp, _, _)| pp == server))
+            && entries(tmp.path()).iter().any(|e| e.starts_with("kernelpro-")) {
                 break g;
             }
-        }
         assert!(Instant::now() < deadline, "the slow compile never started");
         std::thread::sleep(Duration::from_millis(50));
     };

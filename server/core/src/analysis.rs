@@ -237,7 +237,7 @@ pub fn limiter_name(l: Limiter) -> &'static str {
 pub fn bytes(n: u32) -> String {
     if n < 1024 {
         format!("{n} B")
-    } else if n % 1024 == 0 {
+    } else if n.is_multiple_of(1024) {
         format!("{} KB", n / 1024)
     } else {
         format!("{:.1} KB", n as f64 / 1024.0)

@@ -285,14 +285,13 @@ mod tests {
         // It is out of any group we own: end it by its pid.
         let cmdline = format!("sleep\0{marker}\0");
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            if std::fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == cmdline.as_bytes()) {
-                if let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() {
+            if std::fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == cmdline.as_bytes())
+                && let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() {
                     // SAFETY: plain syscall on the pid of the sleep this test started.
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
                     }
                 }
-            }
         }
     }
 

@@ -134,10 +134,10 @@ mod tests {
         let home = ("CUDA_HOME", t.path().join("cuda").display().to_string());
         let path = ("PATH", t.path().join("pathdir").display().to_string());
         let roots = vec![t.path().join("proj")];
-        check(&[home.clone()], vec![], Some(Path::new("/x/nvcc")), Some((Path::new("/x/nvcc"), "setting")));
+        check(std::slice::from_ref(&home), vec![], Some(Path::new("/x/nvcc")), Some((Path::new("/x/nvcc"), "setting")));
         check(&[("KERNELPRO_NVCC", "/y/nvcc".into()), home.clone()], vec![], None, Some((Path::new("/y/nvcc"), "environment variable")));
         check(&[home.clone(), path.clone()], vec![], None, Some((&home_nvcc, "CUDA_HOME")));
-        check(&[path.clone()], roots.clone(), None, Some((&path_nvcc, "PATH")));
+        check(std::slice::from_ref(&path), roots.clone(), None, Some((&path_nvcc, "PATH")));
         check(&[], roots, None, Some((&venv_nvcc, "project .venv")));
         check(&[], vec![t.path().join("nowhere")], None, None);
     }

@@ -148,8 +148,8 @@ fn find_function_declarator(node: Node) -> Option<Node> {
         return Some(node);
     }
     let mut cursor = node.walk();
-    let found = node.named_children(&mut cursor).find_map(find_function_declarator);
-    found
+    
+    node.named_children(&mut cursor).find_map(find_function_declarator)
 }
 
 fn param(node: Node, text: &str) -> Option<Param> {
@@ -170,8 +170,8 @@ fn param(node: Node, text: &str) -> Option<Param> {
         }
         decl = d.child_by_field_name("declarator").or_else(|| {
             let mut c = d.walk();
-            let n = d.named_children(&mut c).find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"));
-            n
+            
+            d.named_children(&mut c).find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
         });
     }
     let base = node.child_by_field_name("type").map(|t| text[t.byte_range()].to_string()).unwrap_or_default();

@@ -71,11 +71,10 @@ pub async fn did_change_configuration(server: &Server, params: DidChangeConfigur
             let (state, client) = (server.state.clone(), server.client.clone());
             tokio::spawn(async move {
                 let item = ConfigurationItem { scope_uri: None, section: Some("kernelpro".into()) };
-                if let Ok(Ok(mut v)) = tokio::time::timeout(std::time::Duration::from_secs(10), client.configuration(vec![item])).await {
-                    if !v.is_empty() {
+                if let Ok(Ok(mut v)) = tokio::time::timeout(std::time::Duration::from_secs(10), client.configuration(vec![item])).await
+                    && !v.is_empty() {
                         apply_settings(&state, &client, &v.remove(0)).await;
                     }
-                }
             });
             return;
         }

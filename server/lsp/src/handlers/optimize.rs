@@ -68,7 +68,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
         })
     });
     while let Some((done, max, best)) = rx.recv().await {
-        let pct = if max == 0 { 0 } else { (done * 100 / max).min(100) as u32 };
+        let pct = (done * 100).checked_div(max).unwrap_or(0).min(100) as u32;
         progress.report_with_message(format!("{done}/{max} evaluations · best {best:.2}x"), pct, None).await;
     }
     let result = search.await.unwrap_or_else(|e| Err(format!("the search failed: {e}")));
