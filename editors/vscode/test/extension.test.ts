@@ -155,7 +155,7 @@ describe('activate', () => {
     expect(last().notifications).toEqual([
       {
         type: 'didChangeConfiguration',
-        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5' } }) } },
+        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5', devices: [0] } }) } },
       },
     ]);
     await vscode.changeSettings({ serverPath: executable() });
