@@ -84,3 +84,21 @@ pub(crate) fn single_statement(node: Node) -> Option<Node> {
     }
     Some(node)
 }
+
+/// `if (COND) STATEMENT` without else → (COND, STATEMENT).
+pub(crate) fn guarded(st: Node) -> Option<(Node, Node)> {
+    if st.kind() != "if_statement" || st.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    Some((st.child_by_field_name("condition")?.child_by_field_name("value")?, single_statement(st.child_by_field_name("consequence")?)?))
+}
+
+/// `atomicAdd(ADDR, VAL);` as a statement → (ADDR, VAL).
+pub(crate) fn atomic_add<'t>(text: &str, st: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+    let call = st.named_child(0).filter(|c| st.kind() == "expression_statement" && c.kind() == "call_expression")?;
+    if &text[call.child_by_field_name("function")?.byte_range()] != "atomicAdd" {
+        return None;
+    }
+    let [addr, val] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
+    Some((addr, val))
+}

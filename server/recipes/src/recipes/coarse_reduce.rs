@@ -11,7 +11,7 @@ use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
 use crate::recipes::warp_reduce::{SHUFFLE, is_thread_x, tree_reduction};
-use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
+use crate::syntax::{atomic_add, compact, descendants, guarded, indent_at, statements};
 use crate::{Recipe, Rewrite};
 use tree_sitter::Node;
 
@@ -43,30 +43,12 @@ fn single_address(k: &Kernel, addr: Node) -> Option<String> {
     k.param(name).filter(|p| p.pointer && !p.is_const).map(|p| p.name.clone())
 }
 
-/// `atomicAdd(ADDR, VAL);` → (ADDR, VAL).
-fn atomic_call<'t>(k: &'t Kernel, st: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    let call = st.named_child(0).filter(|c| st.kind() == "expression_statement" && c.kind() == "call_expression")?;
-    if k.text_of(call.child_by_field_name("function")?) != "atomicAdd" {
-        return None;
-    }
-    let [addr, val] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
-    Some((addr, val))
-}
-
-/// `if (COND) STATEMENT` without else → (COND, STATEMENT).
-fn guarded<'t>(st: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    if st.kind() != "if_statement" || st.child_by_field_name("alternative").is_some() {
-        return None;
-    }
-    Some((st.child_by_field_name("condition")?.child_by_field_name("value")?, single_statement(st.child_by_field_name("consequence")?)?))
-}
-
 /// `int i = <global x index>; if (G) atomicAdd(ADDR, V);`
 fn atomic_shape(k: &Kernel) -> Option<Sum> {
     let [decl, site] = statements(k.body())[..] else { return None };
     let index = k.index_decl(decl, "x")?;
     let (cond, st) = guarded(site).map_or((None, site), |(c, s)| (Some(c), s));
-    let (addr, val) = atomic_call(k, st)?;
+    let (addr, val) = atomic_add(k.text, st)?;
     let target = single_address(k, addr)?;
     let ty = k.param(&target)?.base.clone();
     let pure = |n: Node| reads_only(k, n, &[index.as_str()], &[target.as_str()]);
@@ -109,7 +91,7 @@ fn tree_shape(k: &Kernel) -> Option<Sum> {
     let rhs = assign.child_by_field_name("right")?;
     let store_ok = compact(t, assign.child_by_field_name("left")?) == format!("{sd}[{tid}]") && k.text_of(assign.child_by_field_name("operator")?) == "=";
     let (cond, st) = guarded(last)?;
-    let (addr, val) = atomic_call(k, st)?;
+    let (addr, val) = atomic_add(k.text, st)?;
     let target = single_address(k, addr)?;
     let last_ok = compact(t, cond) == format!("{tid}==0") && compact(t, val) == format!("{sd}[0]") && k.param(&target)?.base == ty;
     let ok = distinct

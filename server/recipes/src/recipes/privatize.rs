@@ -9,7 +9,7 @@
 use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
-use crate::syntax::{indent_at, single_statement, statements};
+use crate::syntax::{atomic_add, guarded, indent_at, statements};
 use crate::{Recipe, Rewrite};
 use tree_sitter::Node;
 
@@ -33,11 +33,7 @@ struct Histogram<'t> {
 
 /// `atomicAdd(&P[E], V)` as a statement: (P, E, V).
 fn bin_atomic<'t>(k: &'t Kernel, st: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
-    let call = st.named_child(0).filter(|c| st.kind() == "expression_statement" && c.kind() == "call_expression")?;
-    if k.text_of(call.child_by_field_name("function")?) != "atomicAdd" {
-        return None;
-    }
-    let [addr, value] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
+    let (addr, value) = atomic_add(k.text, st)?;
     let sub = addr.child_by_field_name("argument").filter(|s| addr.kind() == "pointer_expression" && k.text_of(addr).starts_with('&') && s.kind() == "subscript_expression")?;
     let bins = k.text_of(sub.child_by_field_name("argument")?).to_string();
     let at = sub.child_by_field_name("indices")?.named_child(0)?;
@@ -49,11 +45,7 @@ fn matches<'t>(k: &'t Kernel) -> Option<Histogram<'t>> {
     let [decl, site] = statements(k.body())[..] else { return None };
     let index = k.index_decl(decl, "x")?;
     let index_ty = k.text_of(decl.child_by_field_name("type")?).to_string();
-    let (guard, st) = if site.kind() == "if_statement" && site.child_by_field_name("alternative").is_none() {
-        (Some(site.child_by_field_name("condition")?.child_by_field_name("value")?), single_statement(site.child_by_field_name("consequence")?)?)
-    } else {
-        (None, site)
-    };
+    let (guard, st) = guarded(site).map_or((None, site), |(g, s)| (Some(g), s));
     let (bins, at, value) = bin_atomic(k, st)?;
     let bin_ty = k.param(&bins).filter(|p| p.pointer && !p.is_const)?.base.clone();
     let size = BIN_TYPES.iter().find(|(t, _)| *t == bin_ty)?.1;

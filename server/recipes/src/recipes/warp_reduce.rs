@@ -3,7 +3,7 @@
 //! `__shfl_down_sync` (one atomic per warp).
 
 use crate::kernel::Kernel;
-use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
+use crate::syntax::{atomic_add, compact, descendants, guarded, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
 use tree_sitter::Node;
 
@@ -78,17 +78,8 @@ fn shared_rewrite(k: &Kernel) -> Option<Rewrite> {
 
 /// A top-level `atomicAdd(ADDR, VAL);`, possibly under `if (COND)`: (statement, COND, ADDR, VAL, element type).
 fn atomic_site<'t>(k: &'t Kernel, st: Node<'t>) -> Option<(Option<Node<'t>>, Node<'t>, Node<'t>, String)> {
-    let (cond, call_st) = if st.kind() == "if_statement" && st.child_by_field_name("alternative").is_none() {
-        (Some(st.child_by_field_name("condition")?.child_by_field_name("value")?), single_statement(st.child_by_field_name("consequence")?)?)
-    } else {
-        (None, st)
-    };
-    let call = call_st.named_child(0).filter(|c| call_st.kind() == "expression_statement" && c.kind() == "call_expression")?;
-    if k.text_of(call.child_by_field_name("function")?) != "atomicAdd" {
-        return None;
-    }
-    let args = statements(call.child_by_field_name("arguments")?);
-    let [addr, val] = args[..] else { return None };
+    let (cond, call_st) = guarded(st).map_or((None, st), |(c, s)| (Some(c), s));
+    let (addr, val) = atomic_add(k.text, call_st)?;
     // One address for the whole warp: only pointer parameters, literals and blockIdx in it.
     let mut pointer = None;
     for n in descendants(addr) {
