@@ -9,10 +9,8 @@ use kernelpro_core::settings::Settings;
 use kernelpro_gpu::HarnessError;
 use kernelpro_search::{Evaluator, FindingNote, Outcome};
 use kernelpro_source::SourceFile;
-use std::future::Future;
+use futures::future::join_all;
 use std::path::PathBuf;
-use std::pin::Pin;
-use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -49,26 +47,8 @@ impl Context {
 
     /// Compiles and guards several candidates concurrently; results in order.
     fn admit_all(&self, sources: &[&str]) -> Vec<Result<Prepared, Outcome>> {
-        self.handle.block_on(join_all(sources.iter().map(|s| self.admit_async(s)).collect()))
+        self.handle.block_on(join_all(sources.iter().map(|s| self.admit_async(s))))
     }
-}
-
-/// Drives the futures concurrently on the current task; outputs in order.
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut done: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        for (f, slot) in futures.iter_mut().zip(done.iter_mut()) {
-            if slot.is_none()
-                && let Poll::Ready(out) = f.as_mut().poll(cx)
-            {
-                *slot = Some(out);
-            }
-        }
-        if done.iter().all(Option::is_some) { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
-    done.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
 /// Findings of a compiled version, as the search hands them to proposers.
@@ -161,11 +141,11 @@ impl GpuEvaluator {
                 let t = &r.kernel.timing;
                 let mut time_s = t.median_ms / 1e3;
                 let mut energy_j = r.kernel.energy.as_ref().ok().map(|e| e.joules_per_launch);
-                let mut noise = (2.0 * t.stddev_ms).max(0.01 * t.median_ms) / 1e3;
+                let mut noise = noise_ms(t) / 1e3;
                 let original = r.reference.as_ref().filter(|o| o.timing.median_ms > 0.0);
                 if let (true, Some((base_s, base_j)), Some(o)) = (device != self.devices[0], self.baseline, original) {
                     let factor = base_s / (o.timing.median_ms / 1e3);
-                    let original_noise = (2.0 * o.timing.stddev_ms).max(0.01 * o.timing.median_ms) / o.timing.median_ms;
+                    let original_noise = noise_ms(&o.timing) / o.timing.median_ms;
                     time_s *= factor;
                     noise = noise * factor + time_s * original_noise;
                     let original_j = o.energy.as_ref().ok().map(|e| e.joules_per_launch).filter(|j| *j > 0.0);
@@ -242,6 +222,11 @@ impl Evaluator for GpuEvaluator {
     fn parallelism(&self) -> usize {
         self.devices.len()
     }
+}
+
+/// The uncertainty of a median time: two standard deviations, at least 1%.
+fn noise_ms(t: &kernelpro_gpu::Timing) -> f64 {
+    (2.0 * t.stddev_ms).max(0.01 * t.median_ms)
 }
 
 /// The settings and options of a job on `device`. A runner that names
@@ -328,23 +313,5 @@ mod tests {
         let naming = Settings { runner: vec!["env".into(), "CUDA_VISIBLE_DEVICES={device}".into()], ..Settings::default() };
         let (s, r) = runner_for(&naming, &options(), 2);
         assert_eq!((s.runner, r.device), (vec!["env".to_string(), "CUDA_VISIBLE_DEVICES=2".into()], 0));
-    }
-
-    #[test]
-    fn join_all_keeps_the_order_of_its_futures() {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let waits = [30u64, 0, 10];
-        let started = std::time::Instant::now();
-        let out = rt.block_on(join_all(
-            waits
-                .iter()
-                .map(|&ms| async move {
-                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                    ms
-                })
-                .collect(),
-        ));
-        assert_eq!(out, waits);
-        assert!(started.elapsed() < std::time::Duration::from_millis(60), "ran concurrently");
     }
 }
