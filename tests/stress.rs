@@ -144,9 +144,10 @@ fn killed_compile_leaves_nothing() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let group = loop {
         if let Some(g) = pids().into_iter().find(|&p| stat(p).is_some_and(|(pp, _, _)| pp == server))
-            && entries(tmp.path()).iter().any(|e| e.starts_with("kernelpro-")) {
-                break g;
-            }
+            && entries(tmp.path()).iter().any(|e| e.starts_with("kernelpro-"))
+        {
+            break g;
+        }
         assert!(Instant::now() < deadline, "the slow compile never started");
         std::thread::sleep(Duration::from_millis(50));
     };

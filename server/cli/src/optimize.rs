@@ -146,10 +146,11 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
                 print!("{}", report(&out));
             }
             if let (Some(path), Some(text)) = (&args.out, &out.new_text)
-                && let Err(e) = std::fs::write(path, text) {
-                    eprintln!("kernelpro optimize: cannot write {}: {e}", path.display());
-                    return ExitCode::from(1);
-                }
+                && let Err(e) = std::fs::write(path, text)
+            {
+                eprintln!("kernelpro optimize: cannot write {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -286,12 +286,13 @@ mod tests {
         let cmdline = format!("sleep\0{marker}\0");
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
             if std::fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == cmdline.as_bytes())
-                && let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() {
-                    // SAFETY: plain syscall on the pid of the sleep this test started.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
+                && let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>()
+            {
+                // SAFETY: plain syscall on the pid of the sleep this test started.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
                 }
+            }
         }
     }
 

@@ -135,10 +135,11 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let mut ranked: Vec<&kernelpro_search::Node> = result.tree.nodes().iter().filter(|n| n.id != kernelpro_search::NodeId::ROOT && beyond_noise(n)).collect();
     ranked.sort_by(|a, b| b.speedup.partial_cmp(&a.speedup).unwrap_or(std::cmp::Ordering::Equal));
     if let Some(best) = result.best
-        && let Some(pos) = ranked.iter().position(|n| n.id == best) {
-            let b = ranked.remove(pos);
-            ranked.insert(0, b);
-        }
+        && let Some(pos) = ranked.iter().position(|n| n.id == best)
+    {
+        let b = ranked.remove(pos);
+        ranked.insert(0, b);
+    }
     for node in ranked.into_iter().take(3) {
         let Ok(prepared) = ev.admit(&node.source) else { continue };
         if seeds[1..].iter().all(|&s| matches!(ev.verify(&prepared, s), Outcome::Ok { .. })) {

@@ -148,7 +148,6 @@ fn find_function_declarator(node: Node) -> Option<Node> {
         return Some(node);
     }
     let mut cursor = node.walk();
-    
     node.named_children(&mut cursor).find_map(find_function_declarator)
 }
 
@@ -170,7 +169,6 @@ fn param(node: Node, text: &str) -> Option<Param> {
         }
         decl = d.child_by_field_name("declarator").or_else(|| {
             let mut c = d.walk();
-            
             d.named_children(&mut c).find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
         });
     }

@@ -72,9 +72,10 @@ pub async fn did_change_configuration(server: &Server, params: DidChangeConfigur
             tokio::spawn(async move {
                 let item = ConfigurationItem { scope_uri: None, section: Some("kernelpro".into()) };
                 if let Ok(Ok(mut v)) = tokio::time::timeout(std::time::Duration::from_secs(10), client.configuration(vec![item])).await
-                    && !v.is_empty() {
-                        apply_settings(&state, &client, &v.remove(0)).await;
-                    }
+                    && !v.is_empty()
+                {
+                    apply_settings(&state, &client, &v.remove(0)).await;
+                }
             });
             return;
         }

@@ -37,9 +37,10 @@ pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
         let mut docs = server.state.docs();
         let Some(doc) = docs.get_mut(&params.text_document.uri) else { return };
         if let Some(text) = &params.text
-            && doc.text != text.as_str() {
-                doc.text = ropey::Rope::from_str(text);
-            }
+            && doc.text != text.as_str()
+        {
+            doc.text = ropey::Rope::from_str(text);
+        }
     }
     schedule(server, params.text_document.uri);
 }
@@ -47,9 +48,10 @@ pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
 pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
     if let Some(doc) = server.state.docs().remove(&uri)
-        && let Some(t) = doc.in_flight {
-            t.cancel();
-        }
+        && let Some(t) = doc.in_flight
+    {
+        t.cancel();
+    }
     let headers = server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
     for h in headers {
         server.client.publish_diagnostics(h, Vec::new(), None).await;
