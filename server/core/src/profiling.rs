@@ -188,18 +188,23 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
     let opts = |output: Output| ProfileOptions { clock_control: req.clock_control, kernel_regex: req.kernel_regex.clone(), output };
     let start = Instant::now();
     let mut exports = Exports::default();
-    let mut stage2_secs = 0.0;
-    let report = if req.full {
-        let r = report_of("full");
-        ncu_pass(req, ncu_args::profile_args(&ncu_args::full_collection(), &opts(Output::Report(r.clone()))), None, cancel).await?;
-        exports.stage1_raw = export(req, &r, Page::Raw, None, cancel).await?;
+    // Stage 1: the triage pass (or the full set), whose raw page names the kernels.
+    let full_report = report_of("full");
+    if req.full {
+        ncu_pass(req, ncu_args::profile_args(&ncu_args::full_collection(), &opts(Output::Report(full_report.clone()))), None, cancel).await?;
+        exports.stage1_raw = export(req, &full_report, Page::Raw, None, cancel).await?;
         exports.stage2_raw = Some(exports.stage1_raw.clone());
-        r
     } else {
         // Stage 1 needs only the raw page: ncu writes it straight to a CSV file.
         let csv = report_of("stage1.csv");
         exports.stage1_raw = ncu_pass(req, ncu_args::profile_args(&ncu_args::stage1_collection(), &opts(Output::RawCsv(csv.clone()))), Some(Path::new(&csv)), cancel).await?;
-        let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
+    }
+    let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
+    let stage1_secs = start.elapsed().as_secs_f64();
+    let mut stage2_secs = 0.0;
+    let report = if req.full {
+        full_report
+    } else {
         let mut selected: Vec<&Tool> = Vec::new();
         for p in &profiles {
             let class = triage(p, &TriageThresholds::default()).map(|t| t.class);
@@ -215,20 +220,15 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
         stage2_secs = t2.elapsed().as_secs_f64();
         r2
     };
-    let stage1_secs = start.elapsed().as_secs_f64() - stage2_secs;
-    // The kernels come from stage 1 (the full set's raw page in full mode):
-    // stage 2's raw page is exported alongside the source pages. Each export
+    // Stage 2's raw page is exported alongside the source pages. Each export
     // is a separate ncu process that spends most of its time loading the
     // report, so they run side by side.
-    let mut kernels: Vec<String> = parse_raw(&exports.stage1_raw).map(|ps| ps.into_iter().map(|p| p.kernel).collect()).unwrap_or_default();
+    let mut kernels: Vec<String> = profiles.into_iter().map(|p| p.kernel).collect();
     let mut seen = std::collections::HashSet::new();
     kernels.retain(|k| seen.insert(k.clone()));
     let t_export = Instant::now();
     let raw2 = async {
-        match req.full {
-            true => Ok(None),
-            false => export(req, &report, Page::Raw, None, cancel).await.map(Some),
-        }
+        if req.full { Ok(None) } else { export(req, &report, Page::Raw, None, cancel).await.map(Some) }
     };
     let sources = futures::future::join_all(kernels.iter().map(|k| export(req, &report, Page::Source, Some(k), cancel)));
     let (raw2, pages) = futures::join!(raw2, sources);
