@@ -46,13 +46,15 @@ profile)
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}
-  echo "copy_64mib $($B run bench/copy_64mib.cu --no-energy --json 2>/dev/null | python3 -c "import json,sys;print(json.load(sys.stdin)['kernel']['dram_gbps_estimate'])" 2>&1) GB/s" >> "$DEST/bandwidth.txt"
+  # Bandwidth of one run (bytes of all buffers over the median time): `gbps FILE.cu [--kernel K]`.
+  gbps() { $B run "$@" --no-energy --json 2>/dev/null | python3 -c "import json,sys;print(json.load(sys.stdin)['kernel']['dram_gbps_estimate'])" 2>&1; }
+  echo "copy_64mib $(gbps bench/copy_64mib.cu) GB/s" >> "$DEST/bandwidth.txt"
   for f in ${FILES:-bench/kernels/*.cu}; do
     k=$(grep -o "__global__ void [A-Za-z_0-9]*" $f | head -1 | awk '{print $3}')
     for s in $STRATS; do
       $B optimize $f --kernel $k --budget $BUDGET --strategy $s --no-energy --json --out "$OUT/best_${k}_$s.cu" > "$OUT/opt_${k}_$s.json" 2> "$OUT/opt_${k}_$s.err"
       # The best version's bandwidth (bytes of all buffers over its median time), for the fraction of a same-size copy.
-      [ -f "$OUT/best_${k}_$s.cu" ] && echo "$k $s $($B run "$OUT/best_${k}_$s.cu" --kernel $k --no-energy --json 2>/dev/null | python3 -c "import json,sys;print(json.load(sys.stdin)['kernel']['dram_gbps_estimate'])" 2>&1) GB/s" >> "$DEST/bandwidth.txt"
+      [ -f "$OUT/best_${k}_$s.cu" ] && echo "$k $s $(gbps "$OUT/best_${k}_$s.cu" --kernel $k) GB/s" >> "$DEST/bandwidth.txt"
       # Appended straight to DEST so a run cut short still reports what finished.
       echo "$k $s $(python3 -c "import json;d=json.load(open('$OUT/opt_${k}_$s.json'));print(d['speedup'], d['evaluations'], d['original_ms'], d['best_ms'], [x['recipe'] for x in d['steps']])" 2>&1)" >> "$DEST/optimize_summary.txt"
     done
