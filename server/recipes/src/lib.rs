@@ -17,7 +17,7 @@ mod syntax;
 
 pub use proposer::RecipeProposer;
 pub use recipes::{
-    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
+    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
     VectorizeLoads, WarpRows, WarpShuffleReduce, all,
 };
 

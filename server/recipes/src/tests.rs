@@ -60,6 +60,15 @@ const CASES: &[(&str, &str, &str)] = &[
     ("own/rows_norm.cu", "l2_normalize", "WarpRows"),
     ("own/rows_refused.cu", "next_row_diff", "WarpRows"),
     ("own/rows_refused.cu", "running_decay", "WarpRows"),
+    ("bench/elementwise_fp64.cu", "elementwise", "PrefetchL2"),
+    ("own/copy_rows.cu", "copy_rows", "PrefetchL2"),
+    ("bench/transpose.cu", "transpose", "PrefetchL2"),
+    ("bench/stencil2d.cu", "stencil", "PrefetchL2"),
+    ("bench/reduction.cu", "reduce_sum", "PrefetchL2"),
+    ("own/prefetch_refused.cu", "moved_index", "PrefetchL2"),
+    ("own/prefetch_refused.cu", "hidden_loads", "PrefetchL2"),
+    ("own/prefetch_refused.cu", "gather", "PrefetchL2"),
+    ("own/prefetch_refused.cu", "row_sums", "PrefetchL2"),
 ];
 
 /// The recipe's rewrites of `kernel` as notes and unified diffs, or `no rewrite`.
@@ -621,6 +630,68 @@ fn warp_rows() {
     "#]]);
 }
 
+#[test]
+fn prefetch_l2() {
+    check("bench/elementwise_fp64.cu", "elementwise", "PrefetchL2", expect![[r###"
+        ## L2 prefetch of x about two waves ahead (blocks along x)
+        @@ -11,2 +11,5 @@
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+        +  // L2 prefetch of what the same thread of the block kp_ahead blocks later (about two waves) loads.
+        +  const int kp_ahead = max(1, (int)(524288u / (blockDim.x * blockDim.y * blockDim.z)));
+        +  if (blockIdx.x + kp_ahead < gridDim.x && ((i + kp_ahead * (int)blockDim.x) < n)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&x[i + kp_ahead * (int)blockDim.x]));
+           if (i < n) y[i] = a * x[i] + sqrt(x[i]) * 0.5;
+    "###]]);
+    check("own/copy_rows.cu", "copy_rows", "PrefetchL2", expect![[r###"
+        ## L2 prefetch of in about two waves ahead (blocks along y)
+        @@ -10,2 +10,5 @@
+           int c = blockIdx.y * blockDim.y + threadIdx.x;
+        +  // L2 prefetch of what the same thread of the block kp_ahead blocks later (about two waves) loads.
+        +  const int kp_ahead = max(1, (int)(524288u / (blockDim.x * blockDim.y * blockDim.z) / gridDim.x));
+        +  if (blockIdx.y + kp_ahead < gridDim.y && (r < w && (c + kp_ahead * (int)blockDim.y) < w)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&in[r * w + (c + kp_ahead * (int)blockDim.y)]));
+           if (r < w && c < w) out[r * w + c] = in[r * w + c];
+    "###]]);
+    check("bench/transpose.cu", "transpose", "PrefetchL2", expect![[r###"
+        ## L2 prefetch of in about two waves ahead (blocks along y)
+        @@ -10,2 +10,5 @@
+           int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+        +  // L2 prefetch of what the same thread of the block kp_ahead blocks later (about two waves) loads.
+        +  const int kp_ahead = max(1, (int)(524288u / (blockDim.x * blockDim.y * blockDim.z) / gridDim.x));
+        +  if (blockIdx.y + kp_ahead < gridDim.y) asm volatile("prefetch.global.L2 [%0];" :: "l"(&in[(y + kp_ahead * 32) * n + x]));
+           tile[threadIdx.y][threadIdx.x] = in[y * n + x];
+    "###]]);
+    check("bench/stencil2d.cu", "stencil", "PrefetchL2", expect![[r###"
+        ## L2 prefetch of in about two waves ahead (blocks along y)
+        @@ -12,2 +12,5 @@
+           if (x == 0 || y == 0 || x == w - 1 || y == w - 1) { out[y * w + x] = in[y * w + x]; return; }
+        +  // L2 prefetch of what the same thread of the block kp_ahead blocks later (about two waves) loads.
+        +  const int kp_ahead = max(1, (int)(524288u / (blockDim.x * blockDim.y * blockDim.z) / gridDim.x));
+        +  if (blockIdx.y + kp_ahead < gridDim.y && !(x >= w || (y + kp_ahead * (int)blockDim.y) >= w) && !(x == 0 || (y + kp_ahead * (int)blockDim.y) == 0 || x == w - 1 || (y + kp_ahead * (int)blockDim.y) == w - 1)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&in[(y + kp_ahead * (int)blockDim.y) * w + x]));
+           out[y * w + x] = 0.5 * in[y * w + x] + 0.125 * (in[y * w + x - 1] + in[y * w + x + 1] + in[(y - 1) * w + x] + in[(y + 1) * w + x]);
+    "###]]);
+    check("bench/reduction.cu", "reduce_sum", "PrefetchL2", expect![[r###"
+        ## L2 prefetch of x about two waves ahead (blocks along x)
+        @@ -12,2 +12,5 @@
+           unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+        +  // L2 prefetch of what the same thread of the block kp_ahead blocks later (about two waves) loads.
+        +  const int kp_ahead = max(1, (int)(524288u / (blockDim.x * blockDim.y * blockDim.z)));
+        +  if (blockIdx.x + kp_ahead < gridDim.x && ((i + kp_ahead * (int)blockDim.x) < n)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&x[i + kp_ahead * (int)blockDim.x]));
+           sdata[tid] = i < n ? x[i] : 0.0f;
+    "###]]);
+    // The index stream is prefetched; the gathered `x[idx[i]]` is not (its address needs a load).
+    check("own/prefetch_refused.cu", "gather", "PrefetchL2", expect![[r###"
+        ## L2 prefetch of idx about two waves ahead (blocks along x)
+        @@ -19,2 +19,5 @@
+           int i = blockIdx.x * blockDim.x + threadIdx.x;
+        +  // L2 prefetch of what the same thread of the block kp_ahead blocks later (about two waves) loads.
+        +  const int kp_ahead = max(1, (int)(524288u / (blockDim.x * blockDim.y * blockDim.z)));
+        +  if (blockIdx.x + kp_ahead < gridDim.x && ((i + kp_ahead * (int)blockDim.x) < n)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&idx[i + kp_ahead * (int)blockDim.x]));
+           if (i < n) y[i] = x[idx[i]];
+    "###]]);
+    for refused in ["moved_index", "hidden_loads", "row_sums"] {
+        assert_eq!(render("own/prefetch_refused.cu", refused, "PrefetchL2"), "no rewrite\n", "{refused}");
+    }
+}
+
 /// nvcc from `KERNELPRO_NVCC` or the repo's pinned wheel.
 fn nvcc() -> PathBuf {
     let path = std::env::var_os("KERNELPRO_NVCC")
@@ -644,7 +715,7 @@ fn every_rewrite_compiles_for_sm_90() {
             compiled += 1;
         }
     }
-    assert_eq!(compiled, 24, "every applying case yields a compiled rewrite");
+    assert_eq!(compiled, 30, "every applying case yields a compiled rewrite");
 }
 
 fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String {
@@ -664,16 +735,17 @@ fn proposer_puts_answering_recipes_first() {
     expect![[r#"
         FloatLiterals answers=Some("Fp64Promotion") note="float literals (1) and float math calls (0)"
         VectorizeLoads answers=Some("Vectorization") note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
+        PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
         RestrictConst answers=None note="__restrict__ y, __restrict__ x"
         Ldg answers=None note="__ldg loads of x"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &["Fp64Promotion", "Vectorization"], 10));
     expect![[r#"
         TuneParameter answers=Some("TailEffect") note="tune B = 256"
+        PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
         VectorizeLoads answers=None note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
-        RestrictConst answers=None note="__restrict__ y, __restrict__ x"
     "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));
     expect![[r#"
         FloatLiterals answers=None note="float literals (1) and float math calls (0)"
-        VectorizeLoads answers=None note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
+        PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &[], 2));
 }

@@ -6,6 +6,7 @@ mod interchange;
 mod launch_bounds;
 mod ldg;
 mod pad_shared;
+mod prefetch;
 mod privatize;
 mod restrict;
 mod tiling;
@@ -21,6 +22,7 @@ pub use interchange::LoopInterchange;
 pub use launch_bounds::LaunchBounds;
 pub use ldg::Ldg;
 pub use pad_shared::PadSharedTile;
+pub use prefetch::PrefetchL2;
 pub use privatize::PrivatizeAtomics;
 pub use restrict::RestrictConst;
 pub use tiling::SharedTiling;
@@ -48,6 +50,7 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(CoarsenReduce),
         Box::new(SharedTiling),
         Box::new(PadSharedTile),
+        Box::new(PrefetchL2),
         Box::new(WarpShuffleReduce),
         Box::new(VectorizeLoads),
         Box::new(RestrictConst),
