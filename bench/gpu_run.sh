@@ -51,8 +51,10 @@ optimize)
   echo "copy_64mib $(gbps bench/copy_64mib.cu) GB/s" >> "$DEST/bandwidth.txt"
   for f in ${FILES:-bench/kernels/*.cu}; do
     k=$(grep -o "__global__ void [A-Za-z_0-9]*" $f | head -1 | awk '{print $3}')
+    # Every strategy starts from the same recorded profile of the original where there is one.
+    rec=tests/fixtures/h200-kernelpro/$(basename $f .cu); imp=""; [ -d $rec ] && imp="--profile-import $rec"
     for s in $STRATS; do
-      $B optimize $f --kernel $k --budget $BUDGET --strategy $s --no-energy --json --out "$OUT/best_${k}_$s.cu" > "$OUT/opt_${k}_$s.json" 2> "$OUT/opt_${k}_$s.err"
+      $B optimize $f --kernel $k --budget $BUDGET --strategy $s --no-energy $imp --json --out "$OUT/best_${k}_$s.cu" > "$OUT/opt_${k}_$s.json" 2> "$OUT/opt_${k}_$s.err"
       # The best version's bandwidth (bytes of all buffers over its median time), for the fraction of a same-size copy.
       [ -f "$OUT/best_${k}_$s.cu" ] && echo "$k $s $(gbps "$OUT/best_${k}_$s.cu" --kernel $k) GB/s" >> "$DEST/bandwidth.txt"
       # Appended straight to DEST so a run cut short still reports what finished.

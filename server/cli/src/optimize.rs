@@ -44,6 +44,9 @@ pub struct OptimizeArgs {
     /// Skip profiling the original with ncu before the search (recipes then follow the static findings only)
     #[arg(long)]
     pub no_profile: bool,
+    /// Read the original's profile from ncu pages recorded with `kernelpro profile --save-exports DIR` instead of running ncu
+    #[arg(long, value_name = "DIR")]
+    pub profile_import: Option<PathBuf>,
     /// Write the optimized file here (the input file is never changed).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -115,6 +118,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
         seed: args.seed,
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
         llm_key: kernelpro_llm::ApiKey::from_env(),
+        profile_import: args.profile_import.clone(),
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let on_ctrl_c = cancel.clone();

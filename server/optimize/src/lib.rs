@@ -16,7 +16,8 @@ pub use region::{LineEdit, edit_within_region, kernel_region};
 
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::harness::RunOptions;
-use kernelpro_core::profiling::{FileProfileRequest, profile_file};
+use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
+use kernelpro_profile::Thresholds;
 use kernelpro_core::settings::Settings;
 use kernelpro_search::{Budget, Evaluator, FindingNote, Outcome, Progress, Proposer, Search, SearchConfig, Strategy};
 use std::path::PathBuf;
@@ -38,6 +39,9 @@ pub struct OptimizeRequest {
     pub exe: PathBuf,
     /// From the environment or the editor's secret storage; never from settings.
     pub llm_key: Option<kernelpro_llm::ApiKey>,
+    /// Recorded ncu pages of the original (`kernelpro profile --save-exports`)
+    /// read instead of profiling it again: a profile taken once serves several searches.
+    pub profile_import: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -185,12 +189,17 @@ fn profile_original(req: &OptimizeRequest, ctx: &Context) -> Result<Vec<FindingN
     if !req.settings.optimize.profile_original {
         return Err("optimize.profileOriginal is off".into());
     }
+    if let Some(dir) = &req.profile_import {
+        let report = Exports::from_dir(dir).and_then(|e| analyze_exports(&e, &req.text, &Thresholds::default()))?;
+        return Ok(notes_of(&report));
+    }
     let file = FileProfileRequest { path: req.path.clone(), text: req.text.clone(), kernel: Some(req.kernel.clone()), full: false, exe: req.exe.clone(), save_exports: None };
     let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, &ctx.cancel))?;
-    Ok(report
-        .findings()
-        .filter_map(|f| Some(FindingNote::new(f.code.clone()?, f.guidance.clone().unwrap_or_else(|| f.message.clone()))))
-        .collect())
+    Ok(notes_of(&report))
+}
+
+fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
+    report.findings().filter_map(|f| Some(FindingNote::new(f.code.clone()?, f.guidance.clone().unwrap_or_else(|| f.message.clone())))).collect()
 }
 
 /// The built-in recipes, and the LLM too when the user enabled it.

@@ -58,6 +58,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
         seed: 0,
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
         llm_key: server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()).clone().or_else(kernelpro_llm::ApiKey::from_env),
+        profile_import: None,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, f64)>();
     let handle = tokio::runtime::Handle::current();
