@@ -252,6 +252,8 @@ pub struct StubEvaluator {
     pub speedup: f64,
     /// As many as the devices it stands in for, at least 2.
     pub parallelism: usize,
+    /// An imported profile's findings, given with the original's like the GPU evaluator's.
+    pub profile_notes: Vec<FindingNote>,
 }
 
 impl StubEvaluator {
@@ -259,8 +261,13 @@ impl StubEvaluator {
         match admitted {
             Err(o) => o,
             Ok(p) => {
-                let ms = if source == self.ctx.original { 1.0 } else { 1.0 / self.speedup };
-                Outcome::Ok { time_s: ms / 1e3, energy_j: None, noise: 1e-6, findings: notes(&p) }
+                let original = source == self.ctx.original;
+                let ms = if original { 1.0 } else { 1.0 / self.speedup };
+                let mut findings = notes(&p);
+                if original {
+                    findings.splice(0..0, self.profile_notes.iter().cloned());
+                }
+                Outcome::Ok { time_s: ms / 1e3, energy_j: None, noise: 1e-6, findings }
             }
         }
     }

@@ -107,7 +107,17 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let evaluator_kind = req.settings.optimize.evaluator.clone();
     if let Some(speedup) = evaluator_kind.strip_prefix("stub:") {
         let speedup: f64 = speedup.parse().map_err(|_| format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP, e.g. stub:1.5"))?;
-        let mut ev = StubEvaluator { ctx, speedup, parallelism: req.settings.optimize.devices.len() };
+        let mut notes = notes;
+        // No GPU to profile on; a recorded profile still orders the recipes.
+        let profile_notes = match req.profile_import.is_some().then(|| profile_original(req, &ctx)) {
+            Some(Ok(found)) => found,
+            Some(Err(why)) => {
+                notes.push(format!("the recorded profile was not read: {why}"));
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        let mut ev = StubEvaluator { ctx, speedup, parallelism: req.settings.optimize.devices.len(), profile_notes };
         let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
@@ -297,5 +307,36 @@ mod tests {
         flag.store(true, Ordering::Relaxed);
         rt.block_on(async { tokio::time::timeout(Duration::from_secs(2), token.cancelled()).await }).expect("cancelled within 2 s");
         drop(watch);
+    }
+
+    /// With a stub evaluator (one candidate, no GPU) the recorded profile decides
+    /// the first rewrite: strided_copy's measured `Uncoalesced` puts LoopInterchange
+    /// first; without it the static `MissingRestrict` leads.
+    #[test]
+    fn a_recorded_profile_orders_the_recipes() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let path = root.join("bench/kernels/strided_copy.cu");
+        let first_step = |import: Option<PathBuf>| {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            let mut settings = Settings { trusted: true, ..Default::default() };
+            (settings.optimize.evaluator, settings.optimize.budget) = ("stub:1.5".into(), 2);
+            let req = OptimizeRequest {
+                path: path.clone(),
+                text: std::fs::read_to_string(&path).unwrap(),
+                kernel: "strided_copy".into(),
+                settings,
+                strategy: Strategy::Greedy,
+                seed: 0,
+                exe: "kernelpro".into(),
+                llm_key: None,
+                profile_import: import,
+            };
+            let out = optimize(&req, rt.handle().clone(), Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
+            assert!(out.notes.is_empty(), "{:?}", out.notes);
+            (out.steps[0].recipe.clone(), out.steps[0].answers.clone())
+        };
+        let recorded = first_step(Some(root.join("tests/fixtures/h200-kernelpro/strided_copy")));
+        assert_eq!(recorded, ("LoopInterchange".to_string(), Some("Uncoalesced".to_string())));
+        assert_ne!(first_step(None), recorded);
     }
 }

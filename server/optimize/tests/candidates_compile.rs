@@ -23,7 +23,7 @@ fn check(file: &str, kernel: &str) -> Vec<String> {
         handle: rt.handle().clone(),
         cancel: Default::default(),
     };
-    let mut ev = StubEvaluator { ctx, speedup: 2.0, parallelism: 1 };
+    let mut ev = StubEvaluator { ctx, speedup: 2.0, parallelism: 1, profile_notes: Vec::new() };
     let mut recipes: Vec<Box<dyn Recipe>> = kernelpro_recipes::all();
     recipes.push(Box::new(kernelpro_cute::CuteGemmRecipe));
     let mut applied = Vec::new();
@@ -53,8 +53,12 @@ fn suite_rewrites_compile() {
         ("bench/kernels/reduction.cu", "reduce_sum"),
         ("bench/kernels/softmax.cu", "softmax_rows"),
         ("bench/kernels/strided_copy.cu", "strided_copy"),
+        ("bench/kernels/stencil2d.cu", "stencil"),
     ] {
         let applied = check(file, kernel);
         assert!(!applied.is_empty(), "no recipe applies to {kernel}");
+        if kernel != "softmax_rows" {
+            assert!(applied.contains(&"PrefetchL2".to_string()), "{kernel}: {applied:?}");
+        }
     }
 }
