@@ -190,6 +190,17 @@ fn report(o: &OptimizeOutcome) -> String {
             ));
         }
     }
+    if !o.tried.is_empty() {
+        s.push_str("tried:\n");
+        for t in &o.tried {
+            let result = match t.speedup {
+                Some(x) => format!("{x:.2}x"),
+                None => format!("{:?}", t.outcome),
+            };
+            let detail = if t.detail.is_empty() { String::new() } else { format!(": {}", t.detail) };
+            s.push_str(&format!("  {} → {result}{detail}\n", t.recipe));
+        }
+    }
     for n in &o.notes {
         s.push_str(&format!("note: {n}\n"));
     }

@@ -19,7 +19,7 @@ use kernelpro_core::harness::RunOptions;
 use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
 use kernelpro_profile::Thresholds;
 use kernelpro_core::settings::Settings;
-use kernelpro_search::{Budget, Evaluator, FindingNote, Outcome, Progress, Proposer, Search, SearchConfig, Strategy};
+use kernelpro_search::{Budget, Evaluator, FindingNote, MemoryEntry, Outcome, Progress, Proposer, Search, SearchConfig, Strategy};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -63,6 +63,9 @@ pub struct OptimizeOutcome {
     /// Input seeds the best candidate was verified on (the last one was never used during the search).
     pub verified_seeds: Vec<u64>,
     pub steps: Vec<StepReport>,
+    /// Every candidate the search evaluated, in order, with its outcome: why a
+    /// recipe that should have helped did not (wrong output, slower, ...).
+    pub tried: Vec<MemoryEntry>,
     pub evaluations: usize,
     pub stop: String,
     /// The edit of the kernel's region; `None` when nothing beat the original.
@@ -282,6 +285,7 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         title: format!("Apply optimized {}: {:.2}x faster, verified on {} seeds", req.kernel, speedup, seeds.len()),
         verified_seeds: seeds,
         steps,
+        tried: result.memory.entries().to_vec(),
         evaluations: result.evaluations,
         stop: format!("{:?}", result.stop),
         new_text: edit.as_ref().and(best.map(|n| n.source.clone())),
