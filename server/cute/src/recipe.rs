@@ -31,6 +31,10 @@ impl Recipe for CuteGemmRecipe {
         let Some(launch) = &k.launch else {
             return Vec::new();
         };
+        if text.contains(&format!("kp_cute_gemm_{kernel}(")) {
+            // Already rewritten: its hint still reads as a GEMM, but a second copy would not compile.
+            return Vec::new();
+        }
         if !launch.tunables.is_empty() {
             // A tune value may change the block the tiling was written for.
             return Vec::new();

@@ -222,6 +222,11 @@ fn recipe_does_not_apply_where_the_fast_path_would_not_run() {
         !CuteGemmRecipe.applies(&tuned, "matmul_naive"),
         "a tune value may change the block"
     );
+    let once = rewritten("f32_naive.cu", "matmul_naive");
+    assert!(
+        !CuteGemmRecipe.applies(&once, "matmul_naive"),
+        "a kernel already rewritten is left alone"
+    );
     assert_eq!(
         (CuteGemmRecipe.name(), CuteGemmRecipe.answers()),
         ("CuteGemm", &["TensorCore", "SharedMemTiling"][..])
