@@ -47,7 +47,7 @@ profile)
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}
   # Bandwidth of one run (bytes of all buffers over the median time): `gbps FILE.cu [--kernel K]`.
-  gbps() { $B run "$@" --no-energy --json 2>/dev/null | python3 -c "import json,sys;print(json.load(sys.stdin)['kernel']['dram_gbps_estimate'])" 2>&1; }
+  gbps() { $B run "$@" --no-energy --json 2>/dev/null | python3 -c "import json,sys;print(json.load(sys.stdin)['kernel']['dram_gbps_estimate'])" 2>/dev/null || echo n/a; }
   echo "copy_64mib $(gbps bench/copy_64mib.cu) GB/s" >> "$DEST/bandwidth.txt"
   for f in ${FILES:-bench/kernels/*.cu}; do
     k=$(grep -o "__global__ void [A-Za-z_0-9]*" $f | head -1 | awk '{print $3}')
