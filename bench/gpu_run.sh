@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU-machine batch: doctor, the GPU tests, the profiling benchmark
 # (two-stage vs --set full) and the optimizer benchmark (MCTS vs greedy vs
-# random). Expects the release binary and test binaries in .devbin/.
+# random). Expects the release binary and test binaries in .devbin/ (bench/devbin.sh).
 # Usage: bash bench/gpu_run.sh PHASE OUTDIR   (PHASE: tests | profile | optimize STRATEGIES BUDGET)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,8 @@ case "$PHASE" in
 tests)
   { nvidia-smi -L; which nvcc ncu; nvcc --version | tail -2; } > "$OUT/env.txt" 2>&1
   $B doctor > "$OUT/doctor.txt" 2>&1
-  for t in .devbin/gpu-harness; do $t --ignored --test-threads=1 --nocapture > "$OUT/$(basename $t).txt" 2>&1; done
+  # The test binaries built here (bench/devbin.sh) find the repository and the toolkit's nvcc through the environment.
+  for t in .devbin/gpu-harness .devbin/gpu-pipeline .devbin/cute-tests; do KERNELPRO_NVCC=$(command -v nvcc) $t --ignored --test-threads=1 --nocapture > "$OUT/$(basename $t).txt" 2>&1; done
   $B run examples/saxpy.cu --kernel saxpy > "$OUT/run_saxpy.txt" 2>&1
   $B run examples/saxpy.cu --kernel transpose >> "$OUT/run_saxpy.txt" 2>&1
   for i in 1 2; do $B run bench/copy.cu --no-energy --json > "$OUT/copy_$i.json" 2>&1; done

@@ -12,8 +12,11 @@ use kernelpro_recipes::Recipe;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The repository; a test binary carried to the GPU machine finds it through KERNELPRO_ROOT.
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    std::env::var_os("KERNELPRO_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 fn fixture(name: &str) -> String {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds what bench/gpu_run.sh runs on the GPU machine into .devbin/ (stripped,
+# to stay under the device's 64 MiB carry limit with .cutlass): the release
+# binary and the GPU test binaries. Also copies the CUTLASS headers to .cutlass/.
+# Then: run with carry [".devbin", ".cutlass"].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .devbin
+cargo build --release -p kernelpro
+strip -o .devbin/kernelpro target/release/kernelpro
+# `name=cargo test selector`: each test binary's path comes from cargo's JSON messages.
+for t in "gpu-harness=-p kernelpro-gpu --test gpu" "gpu-pipeline=-p kernelpro --test gpu" "cute-tests=-p kernelpro-cute --lib"; do
+  exe=$(cargo test --release --no-run --message-format=json ${t#*=} | python3 -c "import json,sys;print([m['executable'] for m in map(json.loads,sys.stdin) if m.get('executable')][-1])")
+  strip -o ".devbin/${t%%=*}" "$exe"
+done
+inc=$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source/include)
+rm -rf .cutlass && mkdir -p .cutlass && cp -r "$inc" .cutlass/
+du -sh .devbin .cutlass
