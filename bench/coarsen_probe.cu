@@ -1,8 +1,7 @@
 // One element per thread is capped by bytes in flight per SM. With the launch fixed,
 // can the first blocks do several blocks' work (more bytes per thread) while the
 // blocks past them return at once? Measures what the empty blocks cost.
-#include <cstdio>
-#include <cuda_runtime.h>
+#include "probe_timer.cuh"
 #define W 4096
 __global__ void copy1(float* __restrict__ d, const float* __restrict__ s, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) d[i] = s[i]; }
 __global__ void copy4(float4* __restrict__ d, const float4* __restrict__ s, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n / 4) d[i] = s[i]; }
@@ -63,35 +62,22 @@ template <int C> __global__ void stencilC(float* out, float* in, int w) {
   }
 }
 int main() {
-  int N = 1 << 24; size_t bytes = (size_t)N * 4;
-  float *a, *b; cudaMalloc(&a, bytes); cudaMalloc(&b, bytes); cudaMemset(a, 0, bytes);
-  int l2; cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0); size_t fb = 2 * (size_t)l2;
-  char* f; cudaMalloc(&f, fb);
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  Probe p; int N = p.n; float *a = p.a, *b = p.b;
   dim3 g2(128, 128), b2(32, 32), g3(128, 512), b3(32, 8); int g1 = N / 256;
-  auto bench = [&](const char* name, auto launch) {
-    float ts[50];
-    for (int r = 0; r < 53; r++) {
-      cudaMemsetAsync(f, r, fb); cudaEventRecord(e0); launch(); cudaEventRecord(e1); cudaEventSynchronize(e1);
-      if (r >= 3) cudaEventElapsedTime(&ts[r - 3], e0, e1);
-    }
-    for (int i = 0; i < 50; i++) for (int j = i + 1; j < 50; j++) if (ts[j] < ts[i]) { float t = ts[i]; ts[i] = ts[j]; ts[j] = t; }
-    printf("%-22s median %.4f ms  %5.0f GB/s  %s\n", name, ts[25], 2.0 * bytes / ts[25] / 1e6, cudaGetErrorString(cudaGetLastError()));
-  };
-  bench("copy4 exact grid", [&] { copy4<<<N / 4 / 256, 256>>>((float4*)b, (float4*)a, N); });
-  bench("copy1", [&] { copy1<<<g1, 256>>>(b, a, N); });
-  bench("copy4 grid-stride", [&] { copy4_gs<<<g1, 256>>>(b, a, N); });
-  bench("copy C=2", [&] { copyC<2><<<g1, 256>>>(b, a, N); });
-  bench("copy C=4", [&] { copyC<4><<<g1, 256>>>(b, a, N); });
-  bench("copy C=8", [&] { copyC<8><<<g1, 256>>>(b, a, N); });
-  bench("elem", [&] { elem<<<g1, 256>>>(b, a, 1.5f, N); });
-  bench("elem float4 gs", [&] { elem4_gs<<<g1, 256>>>(b, a, 1.5f, N); });
-  bench("elem C=4", [&] { elemC<4><<<g1, 256>>>(b, a, 1.5f, N); });
-  bench("elem C=8", [&] { elemC<8><<<g1, 256>>>(b, a, 1.5f, N); });
-  bench("scopy", [&] { scopy<<<g2, b2>>>(b, a, W); });
-  bench("scopy C=2", [&] { scopyC<2><<<g2, b2>>>(b, a, W); });
-  bench("scopy C=4", [&] { scopyC<4><<<g2, b2>>>(b, a, W); });
-  bench("stencil", [&] { stencil<<<g3, b3>>>(b, a, W); });
-  bench("stencil C=4", [&] { stencilC<4><<<g3, b3>>>(b, a, W); });
-  bench("stencil C=8", [&] { stencilC<8><<<g3, b3>>>(b, a, W); });
+  p.bench("copy4 exact grid", [&] { copy4<<<N / 4 / 256, 256>>>((float4*)b, (float4*)a, N); });
+  p.bench("copy1", [&] { copy1<<<g1, 256>>>(b, a, N); });
+  p.bench("copy4 grid-stride", [&] { copy4_gs<<<g1, 256>>>(b, a, N); });
+  p.bench("copy C=2", [&] { copyC<2><<<g1, 256>>>(b, a, N); });
+  p.bench("copy C=4", [&] { copyC<4><<<g1, 256>>>(b, a, N); });
+  p.bench("copy C=8", [&] { copyC<8><<<g1, 256>>>(b, a, N); });
+  p.bench("elem", [&] { elem<<<g1, 256>>>(b, a, 1.5f, N); });
+  p.bench("elem float4 gs", [&] { elem4_gs<<<g1, 256>>>(b, a, 1.5f, N); });
+  p.bench("elem C=4", [&] { elemC<4><<<g1, 256>>>(b, a, 1.5f, N); });
+  p.bench("elem C=8", [&] { elemC<8><<<g1, 256>>>(b, a, 1.5f, N); });
+  p.bench("scopy", [&] { scopy<<<g2, b2>>>(b, a, W); });
+  p.bench("scopy C=2", [&] { scopyC<2><<<g2, b2>>>(b, a, W); });
+  p.bench("scopy C=4", [&] { scopyC<4><<<g2, b2>>>(b, a, W); });
+  p.bench("stencil", [&] { stencil<<<g3, b3>>>(b, a, W); });
+  p.bench("stencil C=4", [&] { stencilC<4><<<g3, b3>>>(b, a, W); });
+  p.bench("stencil C=8", [&] { stencilC<8><<<g3, b3>>>(b, a, W); });
 }

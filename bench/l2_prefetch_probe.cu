@@ -1,7 +1,6 @@
 // One element per thread is stuck at ~0.65 of a float4 copy (too few bytes in flight per SM).
 // Do L2 prefetches of data that later blocks will read close the gap?
-#include <cstdio>
-#include <cuda_runtime.h>
+#include "probe_timer.cuh"
 #define W 4096
 __device__ __forceinline__ void pf(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 __device__ __forceinline__ void pf_last(const void* p) { asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p)); }
@@ -37,41 +36,28 @@ template <int K> __global__ void stencil_pf(float* out, float* in, int w) {
   out[y * w + x] = 0.5f * in[y * w + x] + 0.125f * (in[y * w + x - 1] + in[y * w + x + 1] + in[(y - 1) * w + x] + in[(y + 1) * w + x]);
 }
 int main() {
-  int N = 1 << 24; size_t bytes = (size_t)N * 4;
-  float *a, *b; cudaMalloc(&a, bytes); cudaMalloc(&b, bytes); cudaMemset(a, 0, bytes);
-  int l2; cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0); size_t fb = 2 * (size_t)l2;
-  char* f; cudaMalloc(&f, fb);
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  Probe p; int N = p.n; float *a = p.a, *b = p.b;
   dim3 g2(128, 128), b2(32, 32), g3(128, 512), b3(32, 8); int g1 = N / 256;
-  auto bench = [&](const char* name, auto launch) {
-    float ts[50];
-    for (int r = 0; r < 53; r++) {
-      cudaMemsetAsync(f, r, fb); cudaEventRecord(e0); launch(); cudaEventRecord(e1); cudaEventSynchronize(e1);
-      if (r >= 3) cudaEventElapsedTime(&ts[r - 3], e0, e1);
-    }
-    for (int i = 0; i < 50; i++) for (int j = i + 1; j < 50; j++) if (ts[j] < ts[i]) { float t = ts[i]; ts[i] = ts[j]; ts[j] = t; }
-    printf("%-22s median %.4f ms  %5.0f GB/s  %s\n", name, ts[25], 2.0 * bytes / ts[25] / 1e6, cudaGetErrorString(cudaGetLastError()));
-  };
-  bench("copy4", [&] { copy4<<<N / 4 / 256, 256>>>((float4*)b, (float4*)a, N); });
-  bench("copy1", [&] { copy1<<<g1, 256>>>(b, a, N); });
-  bench("copy1 ld L2::256B", [&] { copy1_256<<<g1, 256>>>(b, a, N); });
-  bench("copy1 pf 128K", [&] { copy1_pf<1 << 17><<<g1, 256>>>(b, a, N); });
-  bench("copy1 pf 256K", [&] { copy1_pf<1 << 18><<<g1, 256>>>(b, a, N); });
-  bench("copy1 pf 512K", [&] { copy1_pf<1 << 19><<<g1, 256>>>(b, a, N); });
-  bench("copy1 pf 1M", [&] { copy1_pf<1 << 20><<<g1, 256>>>(b, a, N); });
-  bench("copy1 bulk 256K", [&] { copy1_bulk<1 << 18><<<g1, 256>>>(b, a, N); });
-  bench("copy1 bulk 512K", [&] { copy1_bulk<1 << 19><<<g1, 256>>>(b, a, N); });
-  bench("copy1 bulk 1M", [&] { copy1_bulk<1 << 20><<<g1, 256>>>(b, a, N); });
-  bench("elem pf 512K", [&] { elem_pf<1 << 19><<<g1, 256>>>(b, a, 1.5f, N); });
-  bench("scopy", [&] { scopy<<<g2, b2>>>(b, a, W); });
-  bench("scopy pf 2 bands", [&] { scopy_pf<2><<<g2, b2>>>(b, a, W); });
-  bench("scopy pf 4 bands", [&] { scopy_pf<4><<<g2, b2>>>(b, a, W); });
-  bench("scopy bulk 2 bands", [&] { scopy_bulk<2><<<g2, b2>>>(b, a, W); });
-  bench("scopy bulk 4 bands", [&] { scopy_bulk<4><<<g2, b2>>>(b, a, W); });
-  bench("transpose pad", [&] { transpose_pf<0><<<g2, b2>>>(b, a, W); });
-  bench("transpose pf 2", [&] { transpose_pf<2><<<g2, b2>>>(b, a, W); });
-  bench("transpose pf 4", [&] { transpose_pf<4><<<g2, b2>>>(b, a, W); });
-  bench("stencil", [&] { stencil_pf<0><<<g3, b3>>>(b, a, W); });
-  bench("stencil pf 8", [&] { stencil_pf<8><<<g3, b3>>>(b, a, W); });
-  bench("stencil pf 16", [&] { stencil_pf<16><<<g3, b3>>>(b, a, W); });
+  p.bench("copy4", [&] { copy4<<<N / 4 / 256, 256>>>((float4*)b, (float4*)a, N); });
+  p.bench("copy1", [&] { copy1<<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 ld L2::256B", [&] { copy1_256<<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 pf 128K", [&] { copy1_pf<1 << 17><<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 pf 256K", [&] { copy1_pf<1 << 18><<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 pf 512K", [&] { copy1_pf<1 << 19><<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 pf 1M", [&] { copy1_pf<1 << 20><<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 bulk 256K", [&] { copy1_bulk<1 << 18><<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 bulk 512K", [&] { copy1_bulk<1 << 19><<<g1, 256>>>(b, a, N); });
+  p.bench("copy1 bulk 1M", [&] { copy1_bulk<1 << 20><<<g1, 256>>>(b, a, N); });
+  p.bench("elem pf 512K", [&] { elem_pf<1 << 19><<<g1, 256>>>(b, a, 1.5f, N); });
+  p.bench("scopy", [&] { scopy<<<g2, b2>>>(b, a, W); });
+  p.bench("scopy pf 2 bands", [&] { scopy_pf<2><<<g2, b2>>>(b, a, W); });
+  p.bench("scopy pf 4 bands", [&] { scopy_pf<4><<<g2, b2>>>(b, a, W); });
+  p.bench("scopy bulk 2 bands", [&] { scopy_bulk<2><<<g2, b2>>>(b, a, W); });
+  p.bench("scopy bulk 4 bands", [&] { scopy_bulk<4><<<g2, b2>>>(b, a, W); });
+  p.bench("transpose pad", [&] { transpose_pf<0><<<g2, b2>>>(b, a, W); });
+  p.bench("transpose pf 2", [&] { transpose_pf<2><<<g2, b2>>>(b, a, W); });
+  p.bench("transpose pf 4", [&] { transpose_pf<4><<<g2, b2>>>(b, a, W); });
+  p.bench("stencil", [&] { stencil_pf<0><<<g3, b3>>>(b, a, W); });
+  p.bench("stencil pf 8", [&] { stencil_pf<8><<<g3, b3>>>(b, a, W); });
+  p.bench("stencil pf 16", [&] { stencil_pf<16><<<g3, b3>>>(b, a, W); });
 }
