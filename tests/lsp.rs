@@ -213,6 +213,11 @@ fn optimize_command_then_apply_code_action() {
     let spec_start = text.lines().position(|l| l.contains("kernelpro: let N")).unwrap();
     assert!(start >= spec_start && end <= kernel_line + 3, "edit {start}..{end} stays in the kernel's region");
     assert_ne!(edit["newText"].as_str().unwrap(), text.lines().skip(start).take(end - start).map(|l| format!("{l}\n")).collect::<String>());
+    // The kernel's hover shows the best path and the diff.
+    let name_col = text.lines().nth(kernel_line).unwrap().find("saxpy").unwrap();
+    let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": kernel_line, "character": name_col}}));
+    let shown = hover["result"]["contents"]["value"].as_str().unwrap_or_default();
+    assert!(shown.contains("Apply optimized saxpy") && shown.contains("1. ") && shown.contains("1.50x") && shown.contains("```diff"), "{hover}");
     // The file on disk is untouched until the client applies the edit.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     // After an edit of the buffer, the stale result is offered disabled, with the reason.

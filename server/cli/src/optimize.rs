@@ -181,13 +181,7 @@ fn report(o: &OptimizeOutcome) -> String {
     if !o.steps.is_empty() {
         s.push_str("best path:\n");
         for (i, st) in o.steps.iter().enumerate() {
-            s.push_str(&format!(
-                "  {}. {}{} → {}\n",
-                i + 1,
-                st.recipe,
-                st.answers.as_ref().map(|a| format!(" (answers {a})")).unwrap_or_default(),
-                st.speedup.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "failed".into())
-            ));
+            s.push_str(&format!("  {}. {st}\n", i + 1));
         }
     }
     if !o.tried.is_empty() {

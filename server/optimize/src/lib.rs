@@ -51,6 +51,20 @@ pub struct StepReport {
     pub speedup: Option<f64>,
 }
 
+/// `PrefetchL2 (answers WarpStall) → 1.23x`: one step of the best path, as the CLI and the hover show it.
+impl std::fmt::Display for StepReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.recipe)?;
+        if let Some(a) = &self.answers {
+            write!(f, " (answers {a})")?;
+        }
+        match self.speedup {
+            Some(x) => write!(f, " → {x:.2}x"),
+            None => write!(f, " → failed"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OptimizeOutcome {
     pub kernel: String,

@@ -131,11 +131,12 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_version: i
     Some(action)
 }
 
-/// A unified diff of the last search's result, for the kernel's hover.
+/// The last search's best path and a unified diff of its result, for the kernel's hover.
 pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str) -> Option<String> {
     let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let new_text = stored.outcome.new_text.as_ref()?;
     let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
-    Some(format!("**{}**\n```diff\n{}```\n", stored.outcome.title, diff.unified_diff().context_radius(2)))
+    let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();
+    Some(format!("**{}**\n\n{path}```diff\n{}```\n", stored.outcome.title, diff.unified_diff().context_radius(2)))
 }
