@@ -77,6 +77,11 @@ const TILE_MN: u32 = 128;
 /// Shared-memory pipeline depth.
 const STAGES: u32 = 3;
 
+/// The device function the rewritten kernel's body calls.
+pub fn helper_name(kernel_name: &str) -> String {
+    format!("kp_cute_gemm_{kernel_name}")
+}
+
 /// The CuTe GEMM for `shape` in kernel `kernel_name` with `params`, launched with `threads` threads a block.
 pub fn cute_gemm_kernel(
     shape: &GemmShape,
@@ -104,7 +109,7 @@ pub fn cute_gemm_kernel(
         Math::TensorCore
     };
     let plan = Plan::new(shape, math, threads);
-    let function = format!("kp_cute_gemm_{kernel_name}");
+    let function = helper_name(kernel_name);
     let scale = shape.alpha_beta.as_ref();
     let call_scale = scale.map_or(String::new(), |s| {
         format!(", float({}), float({})", s.alpha, s.beta)

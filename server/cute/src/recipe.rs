@@ -6,7 +6,7 @@
 //! only reach the generated kernel's slow per-element path).
 
 use crate::detect_gemm;
-use crate::generate::cute_gemm_kernel;
+use crate::generate::{cute_gemm_kernel, helper_name};
 use crate::kernel::KernelInfo;
 use kernelpro_recipes::{Recipe, Rewrite};
 
@@ -31,7 +31,7 @@ impl Recipe for CuteGemmRecipe {
         let Some(launch) = &k.launch else {
             return Vec::new();
         };
-        if text.contains(&format!("kp_cute_gemm_{kernel}(")) {
+        if text.contains(&format!("{}(", helper_name(kernel))) {
             // Already rewritten: its hint still reads as a GEMM, but a second copy would not compile.
             return Vec::new();
         }
