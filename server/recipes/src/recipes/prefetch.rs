@@ -199,7 +199,7 @@ impl Recipe for PrefetchL2 {
                 .filter_map(|load| {
                     let (top, mut conds) = path(body, load, text)?;
                     let index = load.child_by_field_name("indices")?.named_child(0)?;
-                    if top.start_byte() <= v.decl.start_byte() || !portable(&k, index, v, top, &locals) {
+                    if top.start_byte() <= v.decl.start_byte() {
                         return None;
                     }
                     // Early returns in source order, then the path's conditions from the outside in.
@@ -217,8 +217,8 @@ impl Recipe for PrefetchL2 {
                     // As early as what it reads allows (ahead of the early returns): a
                     // prefetch issued after the kernel's own checks leads its loads by less
                     // (stencil 0.052 ms there, 0.046 ms before them).
-                    let first = top_level.iter().copied().find(|s| s.start_byte() > v.decl.start_byte() && s.kind() != "declaration");
-                    let at = first.filter(|at| at.start_byte() <= top.start_byte() && reads_before(*at)).unwrap_or(top);
+                    let after_decls = top_level.iter().copied().find(|s| s.start_byte() > v.decl.start_byte() && s.kind() != "declaration");
+                    let at = after_decls.filter(|at| at.start_byte() <= top.start_byte() && reads_before(*at)).unwrap_or(top);
                     Some((on_path, top, at, conds, index))
                 })
                 .min_by_key(|(on_path, top, ..)| (*on_path, top.start_byte()));
