@@ -104,13 +104,15 @@ fn twenty_files_saved_repeatedly() {
         }
         // The newest version's compiler diagnostics may come before its SASS stage
         // ends: give that last stage time to finish; a leak outlives the wait.
+        let leftovers = || (live(|pp, g| pp == server || groups.contains(&g)), entries(tmp.path()));
         let settle = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < settle && (!live(|pp, g| pp == server || groups.contains(&g)).is_empty() || !entries(tmp.path()).is_empty()) {
+        while Instant::now() < settle && leftovers() != (Vec::new(), Vec::new()) {
             std::thread::sleep(Duration::from_millis(100));
             published.drain(&mut c);
         }
-        assert_eq!(live(|pp, g| pp == server || groups.contains(&g)), Vec::<u32>::new(), "processes left after quiet period {round}");
-        assert_eq!(entries(tmp.path()), Vec::<String>::new(), "temp files left after quiet period {round}");
+        let (processes, temp_files) = leftovers();
+        assert_eq!(processes, Vec::<u32>::new(), "processes left after quiet period {round}");
+        assert_eq!(temp_files, Vec::<String>::new(), "temp files left after quiet period {round}");
         rss.push(rss_kib(server));
     }
     assert!(c.shutdown().success());
