@@ -8,7 +8,7 @@
 
 struct Probe {
   int n = 1 << 24;
-  size_t bytes = (size_t)(1 << 24) * 4;
+  size_t bytes = (size_t)n * 4;
   float *a, *b;
   char* flush;
   size_t flush_bytes;
