@@ -67,7 +67,13 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(B, hB.data(), count * sizeof(KP_T), cudaMemcpyHostToDevice));
   CHECK(cudaMemset(C, 0xff, count * sizeof(KP_T)));  // NaN: unwritten outputs show
   dim3 block(KP_BX, KP_BY), grid((n + KP_BX - 1) / KP_BX, (n + KP_BY - 1) / KP_BY);
+#ifdef KP_DYN_SMEM
+  // Probes only: what the kernel does with more shared memory than a drop-in rewrite may use.
+  CHECK(cudaFuncSetAttribute(KP_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, KP_DYN_SMEM));
+  auto run_generated = [&] { KP_KERNEL<<<grid, block, KP_DYN_SMEM>>>(A, B, C, KP_DIMS); };
+#else
   auto run_generated = [&] { KP_KERNEL<<<grid, block>>>(A, B, C, KP_DIMS); };
+#endif
   auto run_naive = [&] { kp_naive<<<grid, block>>>(A, B, R, n); };
   auto time_ms = [&](auto launch, int iters) {
     launch();
