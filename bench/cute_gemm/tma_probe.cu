@@ -2,6 +2,10 @@
 // tensor maps built on the device (no host code), optionally multicast across
 // a cluster of 4 CTAs (2x2 output tiles share their A and B tiles).
 // Built like a generated file: bench/cute_gemm/harness.cu -include this file.
+// Variants: KP_BK (16/32/64), KP_STAGES, KP_CLUSTER (1 or 4), KP_WAIT (wgmma
+// batches kept in flight: 0 or 1), KP_DYN_SMEM (stages in dynamic shared
+// memory of that many bytes: what a launch with more shared memory would
+// give). bench/cute_gemm/probe_sweep.sh runs the measured ones.
 #include <cuda_bf16.h>
 #include <cute/tensor.hpp>
 #include <cute/arch/cluster_sm90.hpp>

@@ -1,7 +1,11 @@
 // Probe for a warp-specialized WGMMA main loop (bf16, A row-major, B row-major),
 // built like a generated file: bench harness.cu with -include this file.
+// Warpgroup 0 copies with cp.async, warpgroup 1 runs WGMMA; they hand stages
+// over through hardware named barriers (no shared memory for mbarriers, so
+// three 16 KiB stages still fit the 48 KiB of static shared memory).
 // Variants: KP_BK (16/32), KP_STAGES, KP_PRODUCER_REGS / KP_CONSUMER_REGS,
-// KP_WAIT (wgmma batches kept in flight by the consumer: 0 or 1).
+// KP_WAIT (wgmma batches kept in flight by the consumer: 0 or 1), KP_LAG,
+// KP_PF (below). bench/cute_gemm/probe_sweep.sh runs the measured ones.
 #include <cuda_bf16.h>
 #include <cute/tensor.hpp>
 #include <cutlass/arch/reg_reconfig.h>
@@ -21,6 +25,17 @@
 #endif
 #ifndef KP_WAIT
 #define KP_WAIT 1
+#endif
+// L1 prefetch distance in k-tiles (0: none): the loader asks L1 for k-tile
+// k + KP_PF while it copies k-tile k, so that the copy later hits in L1 and
+// L1 serves as extra pipeline depth beyond the 48 KiB of stages.
+#ifndef KP_PF
+#define KP_PF 0
+#endif
+#if KP_PF > 0
+#define KP_CP_ASYNC SM80_CP_ASYNC_CACHEALWAYS
+#else
+#define KP_CP_ASYNC SM80_CP_ASYNC_CACHEGLOBAL
 #endif
 // cp.async groups (stages) the loader keeps in flight before it marks the oldest full.
 #ifndef KP_LAG
@@ -76,9 +91,9 @@ static __device__ __forceinline__ void kp_ws_gemm(const void* a_ptr, const void*
   if (warpgroup == 0) {
     cutlass::arch::warpgroup_reg_dealloc<KP_PRODUCER_REGS>();
     constexpr int a_chunks = KP_BK / 8;  // 16-byte chunks in a K-major row of the tile
-    TiledCopy copy_a = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, TA>{},
+    TiledCopy copy_a = make_tiled_copy(Copy_Atom<KP_CP_ASYNC<uint128_t>, TA>{},
         Layout<Shape<Int<128 / a_chunks>, Int<a_chunks>>, Stride<Int<a_chunks>, _1>>{}, Layout<Shape<_1, _8>>{});
-    TiledCopy copy_b = make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, TB>{},
+    TiledCopy copy_b = make_tiled_copy(Copy_Atom<KP_CP_ASYNC<uint128_t>, TB>{},
         Layout<Shape<_16, _8>, Stride<_1, _16>>{}, Layout<Shape<_8, _1>>{});
     ThrCopy thr_copy_a = copy_a.get_slice(wg_tid);
     ThrCopy thr_copy_b = copy_b.get_slice(wg_tid);
@@ -91,6 +106,15 @@ static __device__ __forceinline__ void kp_ws_gemm(const void* a_ptr, const void*
       Tensor tBgB = thr_copy_b.partition_S(local_tile(mB, cta_tiler, cta_coord, Step<X, _1, _1>{}));
       CUTE_NO_UNROLL
       for (int k = 0; k < k_tiles; ++k, ++it) {
+#if KP_PF > 0
+        if (k + KP_PF < k_tiles) {
+          // Row wg_tid of A's k-tile (bK*2 bytes); B's k-tile has bK rows of 256 bytes (two lines each).
+          const int kp = (k + KP_PF) * KP_BK;
+          asm volatile("prefetch.global.L1 [%0];" ::"l"(A + size_t((tile % tiles_m) * 128 + wg_tid) * K + kp));
+          if (wg_tid < 2 * KP_BK)
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(B + size_t(kp + wg_tid / 2) * N + (tile / tiles_m) * 128 + (wg_tid % 2) * 64));
+        }
+#endif
         const int stage = it % bP;
         if (it >= bP) bar_sync(1 + bP + stage);
         copy(copy_a, tAgA(_, _, _, k), tAsA(_, _, _, stage));
