@@ -155,6 +155,7 @@ pub fn cute_gemm_kernel(
         ("@STORE@", store.into()),
         ("@FALLBACK_STORE@", fallback_store.into()),
         ("@SUMMARY@", plan.summary(shape)),
+        ("@LIMIT@", limit_comment(math).into()),
     ];
     // 16-bit inputs get the WGMMA loop where nvcc compiles for sm_90a and
     // the mma.sync loop elsewhere: the recipe does not know the target arch.
@@ -284,6 +285,19 @@ impl Plan {
     }
 }
 
+/// What the user should know before accepting a tensor-core rewrite: it is
+/// bounded by the launch it keeps (docs/benchmarks.md, "CuTe GEMM main-loop
+/// probes"; the figures were measured on an H200).
+fn limit_comment(math: Math) -> &'static str {
+    match math {
+        Math::TensorCore => "// It keeps the kernel's launch, so its pipeline has the 48 KiB of shared memory a launch
+// without dynamic shared memory gets: about half of cuBLAS's speed on an H200. Where the
+// launch may change, cuBLAS (or a CUTLASS kernel with its own launch) is about twice as fast.
+",
+        Math::SimtFp32 => "",
+    }
+}
+
 /// 16-bit operand: 64-byte (K-major, bK = 32) or 128-byte (MN-major) swizzled rows, 16-byte cp.async, ldmatrix.
 fn tensor_core_operand(k_major: bool, ty: &str, threads: u32) -> Operand {
     if k_major {
@@ -344,7 +358,7 @@ const HEAD: &str = r#"#include <cute/tensor.hpp>
 #include <cstdint>
 
 // @SUMMARY@.
-static __device__ __forceinline__ void @FUNCTION@(const void* a_ptr, const void* b_ptr, void* c_ptr, int M, int N, int K@SCALE_PARAMS@) {
+@LIMIT@static __device__ __forceinline__ void @FUNCTION@(const void* a_ptr, const void* b_ptr, void* c_ptr, int M, int N, int K@SCALE_PARAMS@) {
   using namespace cute;
   using TA = @TA@;
   using TB = @TB@;
