@@ -18,7 +18,7 @@
 //! the spec's and cannot grow.
 
 use crate::shape::{Elem, GemmShape, Major};
-use crate::wgmma;
+use crate::{warp_specialized, wgmma};
 use kernelpro_source::Param;
 use std::fmt;
 
@@ -44,6 +44,20 @@ pub struct CuteKernel {
     pub math: Math,
     /// What the rewrite does, in a few words.
     pub note: String,
+    /// The launch the kernel wants instead of its own, for a launch-changing rewrite.
+    pub launch: Option<NewLaunch>,
+}
+
+/// The launch a launch-changing rewrite asks for: `threads` a block,
+/// `smem` bytes of dynamic shared memory, one block a `tile_m`×`tile_n`
+/// output tile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLaunch {
+    pub threads: u32,
+    pub smem: u32,
+    pub tile_m: i64,
+    pub tile_n: i64,
+    pub tile_k: i64,
 }
 
 /// Why no CuTe GEMM is generated.
@@ -55,6 +69,8 @@ pub enum Unsupported {
     Threads(u32),
     /// A, B or C is not a pointer parameter of the kernel (or C is const).
     Operand(String),
+    /// The launch-changing rewrite is for 16-bit inputs (tensor cores) only.
+    NotTensorCore,
 }
 
 impl fmt::Display for Unsupported {
@@ -67,6 +83,9 @@ impl fmt::Display for Unsupported {
             ),
             Unsupported::Operand(p) => {
                 write!(f, "`{p}` is not a writable pointer parameter of the kernel")
+            }
+            Unsupported::NotTensorCore => {
+                write!(f, "the launch-changing GEMM needs 16-bit (half or bf16) inputs")
             }
         }
     }
@@ -183,6 +202,45 @@ pub fn cute_gemm_kernel(
         launch_bounds,
         math,
         note: plan.summary(shape),
+        launch: None,
+    })
+}
+
+/// The launch-changing rewrite of a 16-bit product (see `warp_specialized.rs`):
+/// the launch-keeping kernel for `threads` threads stays inside it as the
+/// path for any other launch.
+pub fn launch_changing_gemm(
+    shape: &GemmShape,
+    kernel_name: &str,
+    params: &[Param],
+    threads: u32,
+) -> Result<CuteKernel, Unsupported> {
+    let keeping = cute_gemm_kernel(shape, kernel_name, params, threads)?;
+    if keeping.math != Math::TensorCore {
+        return Err(Unsupported::NotTensorCore);
+    }
+    let (a_k_major, b_k_major) = shape.k_major();
+    let ws = warp_specialized::function_name(kernel_name);
+    let helpers = keeping.helpers
+        + &warp_specialized::helper(shape, kernel_name, &helper_name(kernel_name), a_k_major, b_k_major);
+    let body = keeping.body.replacen(&helper_name(kernel_name), &ws, 1);
+    let launch = NewLaunch {
+        threads: warp_specialized::THREADS,
+        smem: warp_specialized::smem_bytes(),
+        tile_m: warp_specialized::TILE_M,
+        tile_n: warp_specialized::TILE_N,
+        tile_k: warp_specialized::TILE_K,
+    };
+    Ok(CuteKernel {
+        helpers,
+        body,
+        launch_bounds: Some(format!("__launch_bounds__({}, 1)", launch.threads)),
+        math: Math::TensorCore,
+        note: format!(
+            "CuTe GEMM with its own launch: {}x{}x{} tiles, TMA into {} bytes of dynamic shared memory, WGMMA, {} threads (changes the launch)",
+            launch.tile_m, launch.tile_n, launch.tile_k, launch.smem, launch.threads
+        ),
+        launch: Some(launch),
     })
 }
 
@@ -223,8 +281,7 @@ struct Plan {
 
 impl Plan {
     fn new(shape: &GemmShape, math: Math, threads: u32) -> Plan {
-        // In CuTe's (MN, K) view, row-major A and column-major B are K-major.
-        let (a_k_major, b_k_major) = (shape.a_layout == Major::Row, shape.b_layout == Major::Col);
+        let (a_k_major, b_k_major) = shape.k_major();
         let ty = shape.a_type.cute();
         match math {
             Math::TensorCore => {

@@ -13,10 +13,11 @@ mod kernel;
 mod recipe;
 mod shape;
 mod toolchain;
+mod warp_specialized;
 mod wgmma;
 
 pub use detect::detect_gemm;
-pub use generate::{CuteKernel, Math, Unsupported, cute_gemm_kernel};
+pub use generate::{CuteKernel, Math, NewLaunch, Unsupported, cute_gemm_kernel, launch_changing_gemm};
 pub use recipe::CuteGemmRecipe;
 pub use shape::{Dim, Elem, GemmShape, Major, Scale};
 pub use toolchain::{cute_arch, cute_flags, cutlass_include};

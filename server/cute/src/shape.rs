@@ -75,3 +75,10 @@ pub struct GemmShape {
     /// `None`: plain `C = A·B` (C is only written).
     pub alpha_beta: Option<Scale>,
 }
+
+impl GemmShape {
+    /// Whether A and B are K-major in CuTe's (MN, K) views: row-major A, column-major B.
+    pub(crate) fn k_major(&self) -> (bool, bool) {
+        (self.a_layout == Major::Row, self.b_layout == Major::Col)
+    }
+}

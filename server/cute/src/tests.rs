@@ -141,7 +141,8 @@ fn leaves_other_kernels_alone() {
 }
 
 /// (fixture, kernel) rewritten by the recipe, with the snapshot name in
-/// `tests/fixtures/cute/generated/` and the architectures it must compile for.
+/// `tests/fixtures/cute/generated/` (the launch-changing rewrite of a 16-bit
+/// product in `generated/launch/`) and the architectures it must compile for.
 const REWRITES: &[(&str, &str, &[&str])] = &[
     ("f32_naive.cu", "matmul_naive", &["sm_90", "sm_80"]),
     ("bf16_naive.cu", "matmul_bf16", &["sm_90"]),
@@ -150,21 +151,42 @@ const REWRITES: &[(&str, &str, &[&str])] = &[
     ("scaled_f32_128.cu", "sgemm", &["sm_90"]),
 ];
 
+/// The recipe's rewrites of `kernel`: the launch-keeping one, then the launch-changing one if any.
+fn rewrites(text: &str, kernel: &str) -> Vec<String> {
+    CuteGemmRecipe.rewrite(text, kernel).into_iter().map(|r| r.source).collect()
+}
+
 fn rewritten(file: &str, kernel: &str) -> String {
     rewritten_text(&fixture(file), kernel)
 }
 
+/// The launch-keeping rewrite.
 fn rewritten_text(text: &str, kernel: &str) -> String {
-    let rewrites = CuteGemmRecipe.rewrite(text, kernel);
-    assert_eq!(rewrites.len(), 1, "{kernel}: one rewrite");
-    rewrites.into_iter().next().unwrap().source
+    rewrites(text, kernel).into_iter().next().unwrap_or_else(|| panic!("{kernel}: no rewrite"))
+}
+
+/// Every rewrite of the REWRITES cases as (snapshot path, source, arches).
+fn all_rewrites() -> Vec<(PathBuf, String, &'static [&'static str])> {
+    let generated = repo().join("tests/fixtures/cute/generated");
+    REWRITES
+        .iter()
+        .flat_map(|(file, kernel, arches)| {
+            let generated = generated.clone();
+            rewrites(&fixture(file), kernel).into_iter().enumerate().map(move |(i, source)| {
+                let dir = if i == 0 { generated.clone() } else { generated.join("launch") };
+                (dir.join(file), source, *arches)
+            })
+        })
+        .collect()
 }
 
 #[test]
 fn rewrites_match_the_generated_snapshots() {
-    for (file, kernel, _) in REWRITES {
-        expect_file![repo().join("tests/fixtures/cute/generated").join(file)]
-            .assert_eq(&rewritten(file, kernel));
+    let all = all_rewrites();
+    let launch: Vec<String> = all.iter().filter(|(p, ..)| p.parent().unwrap().ends_with("launch")).map(|(p, ..)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert_eq!(launch, ["bf16_naive.cu", "bf16_hint_row_col.cu", "f16_naive.cu"], "16-bit products get a launch-changing rewrite");
+    for (path, source, _) in all {
+        expect_file![path].assert_eq(&source);
     }
 }
 
@@ -203,6 +225,28 @@ fn rewrite_keeps_everything_outside_the_body_and_helper_region() {
         launch(&text),
         "the spec still belongs to the kernel and resolves the same"
     );
+
+    // The launch-changing rewrite also replaces `grid` and `block`, and adds `smem`.
+    let changing = rewrites(&text, "matmul_bf16").pop().unwrap();
+    let diff = similar::TextDiff::from_lines(&text, &changing);
+    let changed: Vec<String> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() != similar::ChangeTag::Equal && c.value().starts_with("// kernelpro:"))
+        .map(|c| format!("{}{}", c.tag(), c.value().trim_end()))
+        .collect();
+    expect![[r#"
+        [
+            "-// kernelpro: grid = (ceil_div(S, 16), ceil_div(S, 16))",
+            "-// kernelpro: block = (16, 16)",
+            "+// kernelpro: grid = ceil_div(S, 128) * ceil_div(S, 256)",
+            "+// kernelpro: block = 384",
+            "+// kernelpro: smem = 148912",
+        ]
+    "#]]
+    .assert_debug_eq(&changed);
+    let (old, new) = (launch(&text), launch(&changing));
+    assert_eq!((new.grid, new.block, new.smem), ([512, 1, 1], [384, 1, 1], 148912));
+    assert_eq!((new.args, new.lets), (old.args, old.lets), "the problem is the same");
 }
 
 #[test]
@@ -318,12 +362,13 @@ fn every_rewrite_compiles_with_nvcc() {
     let (nvcc, include) = (nvcc(), include_dir());
     let dir = tempfile::tempdir().unwrap();
     // nvcc on CuTe takes tens of seconds: start every build, then wait for each.
-    let builds: Vec<_> = REWRITES
-        .iter()
-        .flat_map(|(file, kernel, arches)| arches.iter().map(move |arch| (file, kernel, arch)))
-        .map(|(file, kernel, arch)| {
-            let cu = dir.path().join(format!("{arch}_{file}"));
-            std::fs::write(&cu, rewritten(file, kernel)).unwrap();
+    let builds: Vec<_> = all_rewrites()
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, (path, source, arches))| arches.iter().map(move |arch| (i, path.clone(), source.clone(), arch)))
+        .map(|(i, path, source, arch)| {
+            let cu = dir.path().join(format!("{i}_{arch}.cu"));
+            std::fs::write(&cu, source).unwrap();
             let child = Command::new(&nvcc)
                 .args(cute_flags(arch, &include))
                 .args(["-cubin", "-Xptxas", "-v", "-o"])
@@ -333,7 +378,7 @@ fn every_rewrite_compiles_with_nvcc() {
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap();
-            (format!("{file} {kernel} {arch}"), child)
+            (format!("{} {arch}", path.display()), child)
         })
         .collect();
     for (case, child) in builds {
@@ -343,44 +388,63 @@ fn every_rewrite_compiles_with_nvcc() {
     }
 }
 
-/// The generated bf16 GEMM on 4096³ through the benchmark harness (naive
-/// launch, checked against a naive fp32-accumulating kernel). Run on a GPU
-/// machine: `cargo test -p kernelpro-cute -- --ignored`.
+/// The generated bf16 GEMMs on 4096³ through the benchmark harness, each
+/// checked against a naive fp32-accumulating kernel: the launch-keeping
+/// rewrite under the naive launch, the launch-changing one under its spec's
+/// launch and under the naive launch it still accepts. Run on a GPU machine:
+/// `cargo test -p kernelpro-cute -- --ignored`.
 #[test]
 #[ignore = "needs a GPU"]
 fn bf16_gemm_matches_the_naive_kernel_on_the_gpu() {
     let (nvcc, include) = (nvcc(), include_dir());
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("bf16_rr");
-    let generated = repo().join("tests/fixtures/cute/generated/bf16_naive.cu");
-    let build = Command::new(&nvcc)
-        .args(cute_flags("sm_90", &include))
-        .arg("-include")
-        .arg(&generated)
-        .args([
-            "-DKP_KERNEL=matmul_bf16",
-            "-DKP_T=__nv_bfloat16",
-            "-DKP_NDIMS=1",
-            "-DKP_BX=16",
-            "-DKP_BY=16",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(repo().join("bench/cute_gemm/harness.cu"))
-        .output()
-        .unwrap();
-    assert!(
-        build.status.success(),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
-    let run = Command::new(&exe).arg("4096").output().unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success() && stdout.contains("mismatches 0/"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let generated = repo().join("tests/fixtures/cute/generated");
+    let changing = generated.join("launch/bf16_naive.cu");
+    let spec = crate::kernel::KernelInfo::find(&std::fs::read_to_string(&changing).unwrap(), "matmul_bf16").unwrap().launch.unwrap();
+    let own_launch = [
+        "-DKP_BX=384".to_string(),
+        "-DKP_BY=1".into(),
+        "-DKP_TILE_M=128".into(),
+        "-DKP_TILE_N=256".into(),
+        format!("-DKP_DYN_SMEM={}", spec.smem),
+    ];
+    let naive_launch = ["-DKP_BX=16".to_string(), "-DKP_BY=16".into()];
+    let cases = [
+        ("keeping", generated.join("bf16_naive.cu"), &naive_launch[..]),
+        ("changing", changing.clone(), &own_launch[..]),
+        ("changing_old_launch", changing, &naive_launch[..]),
+    ];
+    let builds: Vec<_> = cases
+        .iter()
+        .map(|(name, file, launch)| {
+            let exe = dir.path().join(name);
+            let child = Command::new(&nvcc)
+                .args(cute_flags("sm_90", &include))
+                .arg("-include")
+                .arg(file)
+                .args(["-DKP_KERNEL=matmul_bf16", "-DKP_T=__nv_bfloat16", "-DKP_NDIMS=1"])
+                .args(launch.iter())
+                .arg("-o")
+                .arg(&exe)
+                .arg(repo().join("bench/cute_gemm/harness.cu"))
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (name, exe, child)
+        })
+        .collect();
+    for (name, exe, child) in builds {
+        let build = child.wait_with_output().unwrap();
+        assert!(build.status.success(), "{name}: {}", String::from_utf8_lossy(&build.stderr));
+        let run = Command::new(&exe).arg("4096").output().unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        println!("{name}: {stdout}");
+        assert!(
+            run.status.success() && stdout.contains("mismatches 0/"),
+            "{name}: {stdout}{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
 }
 
 /// The 16-bit fixtures as (name, file text, kernel) with B row- and
@@ -506,5 +570,33 @@ fn sixteen_bit_gemms_use_wgmma_on_hopper() {
                 "{case}"
             );
         }
+    }
+}
+
+/// The launch-changing rewrite of every 16-bit case builds on sm_90a to
+/// 64x256 HGMMAs with no spills, registers for 384 threads, and static plus
+/// the spec's dynamic shared memory within what a block may have.
+#[test]
+fn launch_changing_gemms_fit_their_launch_on_hopper() {
+    let dir = tempfile::tempdir().unwrap();
+    let builds: Vec<_> = sixteen_bit_cases()
+        .into_iter()
+        .map(|(name, text, kernel)| {
+            let source = rewrites(&text, kernel).pop().unwrap();
+            let spec = crate::kernel::KernelInfo::find(&source, kernel).unwrap().launch.unwrap();
+            assert_eq!(spec.block, [384, 1, 1], "{name}");
+            let build = build_cubin(dir.path(), &format!("{name}_launch"), &source, "sm_90");
+            (name, spec.smem, build)
+        })
+        .collect();
+    for (name, dynamic, build) in builds {
+        let (log, sass) = build.join().unwrap();
+        let case = format!("{name}:\n{log}");
+        assert!(ptxas_number(&log, "bytes smem") + dynamic <= 227 * 1024, "{case}");
+        assert_eq!(ptxas_number(&log, "bytes spill stores"), 0, "{case}");
+        assert_eq!(ptxas_number(&log, "bytes spill loads"), 0, "{case}");
+        assert!(ptxas_number(&log, "registers") * 384 <= 65536, "{case}");
+        assert!(sass.contains("HGMMA.64x256x16.F32"), "{case}: no 64x256 HGMMA");
+        assert!(!log.contains("C7514"), "{case}");
     }
 }

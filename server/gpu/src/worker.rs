@@ -169,7 +169,8 @@ fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
             k.function
         )
     })?;
-    if k.launch.smem > 48 * 1024 {
+    // Static shared memory counts against the default 48 KiB too, so any dynamic amount may need the opt-in.
+    if k.launch.smem > 0 {
         // SAFETY: function is valid; the attribute takes a byte count.
         unsafe { cu::function::set_function_attribute(function, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.launch.smem as i32) }
             .map_err(|e| explain(e, &format!("allowing {} bytes of dynamic shared memory for `{}`", k.launch.smem, k.function)))?;

@@ -110,24 +110,42 @@ impl GpuEvaluator {
         self.ctx.handle.block_on(self.verify_on(candidate, seed, self.devices[0]))
     }
 
+    /// A candidate that changes the launch also runs under the original's
+    /// launch, where host code that was not updated still launches it: it
+    /// must be correct there too (its time there does not count).
     async fn verify_on(&self, candidate: &Prepared, seed: u64, device: u32) -> Outcome {
         let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
-        self.measure(candidate, Some(reference), seed, device).await
+        let outcome = self.measure(candidate, None, Some(reference), seed, device).await;
+        let (new, old) = (&candidate.job.launch, &reference.job.launch);
+        if !matches!(outcome, Outcome::Ok { .. }) || (new.grid, new.block, new.smem) == (old.grid, old.block, old.smem) {
+            return outcome;
+        }
+        let under_old = |why: String| format!("it changes the launch, and under the original launch (which host code that is not updated still uses) {why}");
+        match self.measure(candidate, Some(reference), Some(reference), seed, device).await {
+            Outcome::Ok { .. } => outcome,
+            Outcome::WrongOutput(why) => Outcome::WrongOutput(under_old(format!("its output is wrong: {why}"))),
+            Outcome::Timeout => Outcome::WrongOutput(under_old("it timed out".into())),
+            Outcome::Crash(why) | Outcome::CompileError(why) => Outcome::Crash(under_old(format!("it failed: {why}"))),
+        }
     }
 
-    /// Times `kernel` on `device` with inputs from `seed`, checking its outputs
+    /// Times `kernel` on `device` with inputs from `seed` (and the launch of
+    /// `launch_of` instead of its own, when given), checking its outputs
     /// against `reference` (run on the same inputs) when one is given.
     ///
     /// On a device other than the baseline's, the time (and energy) is scaled
     /// by how the original, timed in the same job as the reference, compares
     /// with its baseline: speedups stay comparable across unequal GPUs.
-    async fn measure(&self, kernel: &Prepared, reference: Option<&Prepared>, seed: u64, device: u32) -> Outcome {
+    async fn measure(&self, kernel: &Prepared, launch_of: Option<&Prepared>, reference: Option<&Prepared>, seed: u64, device: u32) -> Outcome {
         let with_seed = |p: &Prepared| {
             let mut job = p.job.clone();
             job.launch.seed = seed;
             job
         };
-        let job = with_seed(kernel);
+        let mut job = with_seed(kernel);
+        if let Some(l) = launch_of.map(|p| &p.job.launch) {
+            (job.launch.grid, job.launch.block, job.launch.smem) = (l.grid, l.block, l.smem);
+        }
         let reference = reference.map(with_seed);
         let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
         match harness::run(&job, reference.as_ref(), &settings, &run).await {
@@ -173,7 +191,7 @@ impl Evaluator for GpuEvaluator {
         if source == self.ctx.original {
             // The baseline: the original alone, on the search seed and the first
             // device; it is then the reference.
-            let mut outcome = self.ctx.handle.block_on(self.measure(&prepared, None, self.search_seed, self.devices[0]));
+            let mut outcome = self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
             if let Outcome::Ok { time_s, energy_j, findings, .. } = &mut outcome {
                 self.baseline = Some((*time_s, *energy_j));
                 // Measured findings first: the proposers try the recipes answering them first.

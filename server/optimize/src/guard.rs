@@ -1,6 +1,11 @@
 //! Checks that stop a candidate from gaming verification: it may not change
 //! the kernel's parameter list, its launch spec (other than the order of
-//! `tune` values), or anything outside the kernel's region.
+//! `tune` values, and the launch itself: `grid`, `block`, `smem`), or
+//! anything outside the kernel's region.
+//!
+//! A candidate that changes the launch is one the user's host code must
+//! follow; the evaluator also runs it under the original launch, so that host
+//! code that does not follow stays correct.
 
 use crate::region::{edit_within_region, kernel_region};
 use kernelpro_source::SourceFile;
@@ -17,17 +22,41 @@ pub fn check_candidate(original: &str, original_src: &SourceFile, candidate: &st
     if shape(a) != shape(b) {
         return Err("changes the kernel's parameter list (names, order or types)".into());
     }
-    if spec_lines(original, kernel) != spec_lines(candidate, kernel) {
-        return Err("changes the launch spec (only the order of `tune` values may change)".into());
+    if spec_lines(original, kernel, false) != spec_lines(candidate, kernel, false) {
+        return Err("changes the launch spec (only the order of `tune` values and the launch's `grid`, `block` and `smem` may change)".into());
     }
     Ok(())
 }
 
-/// The kernel's spec lines with each `tune` list sorted, so a reorder is no change.
-fn spec_lines(text: &str, kernel: &str) -> Vec<String> {
+/// The candidate's launch lines that differ from the original's, as
+/// `grid = a` → `grid = b` (a line only one side has shows as `none`); empty
+/// when it keeps the launch.
+pub fn launch_changes(original: &str, candidate: &str, kernel: &str) -> Vec<String> {
+    let (before, after) = (spec_lines(original, kernel, true), spec_lines(candidate, kernel, true));
+    let of = |lines: &[String], key: &str| lines.iter().find(|l| directive(l) == key).cloned();
+    LAUNCH
+        .iter()
+        .filter_map(|key| match (of(&before, key), of(&after, key)) {
+            (a, b) if a == b => None,
+            (a, b) => Some(format!("`{}` → `{}`", a.unwrap_or_else(|| "none".into()), b.unwrap_or_else(|| "none".into()))),
+        })
+        .collect()
+}
+
+/// The directives that make up the launch itself.
+const LAUNCH: [&str; 3] = ["grid", "block", "smem"];
+
+fn directive(line: &str) -> &str {
+    line.split_once('=').map_or("", |(lhs, _)| lhs.trim())
+}
+
+/// The kernel's spec lines with each `tune` list sorted, so a reorder is no
+/// change: the launch lines only (`launch`), or every other line.
+fn spec_lines(text: &str, kernel: &str, launch: bool) -> Vec<String> {
     let specs = kernelpro_spec::parse_file(text);
     let mut lines: Vec<String> = specs.kernel(kernel).map(|k| k.lines.iter().map(|l| normalize_tune(&l.text)).collect()).unwrap_or_default();
     lines.extend(specs.file_lets.iter().map(|l| normalize_tune(&l.text)));
+    lines.retain(|l| LAUNCH.contains(&directive(l)) == launch);
     lines
 }
 
@@ -62,6 +91,16 @@ mod tests {
         check(&ORIG.replace("float* y", "float* __restrict__ y"), Ok(()));
         check(&ORIG.replace("float* y", "double* y"), Err("parameter list"));
         check(&ORIG.replace("float[4 * B]", "float[B]"), Err("launch spec"));
-        check(&ORIG.replace("grid = 4", "grid = 1"), Err("launch spec"));
+        check(&ORIG.replace("[128, 256]", "[128]"), Err("launch spec"));
+        // The launch may change (the evaluator runs such a candidate under both).
+        check(&ORIG.replace("grid = 4", "grid = 1"), Ok(()));
+        check(&ORIG.replace("block = B\n", "block = B\n// kernelpro: smem = 1024\n"), Ok(()));
+    }
+
+    #[test]
+    fn launch_changes_name_each_changed_line() {
+        let changed = ORIG.replace("grid = 4", "grid = 1").replace("block = B\n", "block = B\n// kernelpro: smem = 1024\n");
+        assert_eq!(launch_changes(ORIG, &changed, "k"), ["`grid = 4` → `grid = 1`", "`none` → `smem = 1024`"]);
+        assert!(launch_changes(ORIG, &ORIG.replace("2.0", "2.0f"), "k").is_empty());
     }
 }

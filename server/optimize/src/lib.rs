@@ -11,7 +11,7 @@ mod guard;
 mod region;
 
 pub use evaluator::{Context, GpuEvaluator, StubEvaluator};
-pub use guard::check_candidate;
+pub use guard::{check_candidate, launch_changes};
 pub use region::{LineEdit, edit_within_region, kernel_region};
 
 use kernelpro_core::analysis::Analyzer;
@@ -140,7 +140,7 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
         out.title = format!("Apply optimized {}: {:.2}x faster (stub evaluator, not measured)", req.kernel, out.speedup);
-        out.notes = notes;
+        out.notes.splice(0..0, notes);
         return Ok(out);
     }
     let spec_seed = {
@@ -176,13 +176,13 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         if seeds[1..].iter().all(|&s| matches!(ev.verify(&prepared, s), Outcome::Ok { .. })) {
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
-            out.notes = notes;
+            out.notes.splice(0..0, notes);
             out.devices = devices;
             return Ok(out);
         }
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
-    out.notes = notes;
+    out.notes.splice(0..0, notes);
     out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
@@ -289,6 +289,12 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         Some(Outcome::Ok { time_s, energy_j, .. }) => (Some(time_s * 1e3), *energy_j),
         _ => (None, None),
     };
+    let launch = best.map(|n| launch_changes(original, &n.source, &req.kernel)).unwrap_or_default();
+    let with_launch = if launch.is_empty() { "" } else { " with a new launch" };
+    let mut notes = Vec::new();
+    if !launch.is_empty() {
+        notes.push(launch_note(original, &req.kernel, &launch));
+    }
     OptimizeOutcome {
         kernel: req.kernel.clone(),
         speedup,
@@ -296,7 +302,7 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         best_ms,
         original_energy_j: result.baseline_energy_j,
         best_energy_j,
-        title: format!("Apply optimized {}: {:.2}x faster, verified on {} seeds", req.kernel, speedup, seeds.len()),
+        title: format!("Apply optimized {}: {:.2}x faster{with_launch}, verified on {} seeds", req.kernel, speedup, seeds.len()),
         verified_seeds: seeds,
         steps,
         tried: result.memory.entries().to_vec(),
@@ -305,15 +311,42 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         new_text: edit.as_ref().and(best.map(|n| n.source.clone())),
         edit,
         stub: false,
-        notes: Vec::new(),
+        notes,
         devices: Vec::new(),
     }
+}
+
+/// What the user must do for a launch-changing edit: the spec's new launch
+/// is what KernelPro runs; host code must launch the kernel so itself.
+fn launch_note(original: &str, kernel: &str, changes: &[String]) -> String {
+    let host: Vec<String> = original
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(&format!("{kernel}<<<")))
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    let at = match host.as_slice() {
+        [] => String::new(),
+        lines => format!(" (this file launches it on line {})", lines.join(", ")),
+    };
+    format!(
+        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it, and raise cudaFuncAttributeMaxDynamicSharedMemorySize to the new `smem` first. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
+        changes.join(", ")
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_launch_note_names_the_changes_and_the_host_launches() {
+        let original = "__global__ void k(float* y) {}\nint main() {\n  k<<<4, 256>>>(y);\n}\n";
+        let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()]);
+        assert!(note.contains("the launch of `k` in its spec: `block = 256` → `block = 384`."), "{note}");
+        assert!(note.contains("(this file launches it on line 3) must use it"), "{note}");
+    }
 
     #[test]
     fn the_cancel_flag_reaches_the_token_the_child_processes_watch() {
