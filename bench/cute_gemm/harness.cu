@@ -4,9 +4,12 @@
 //   KP_T        its element type (float, __half, __nv_bfloat16)
 //   KP_NDIMS    how many size arguments follow (A, B, C): 1 (`n`) or 3 (`n, n, n`)
 //   KP_B_COL    defined when B is column-major (B[k + n*col])
-//   KP_BX/KP_BY the launch spec's block; the grid is ceil(n/KP_BX) x ceil(n/KP_BY)
-// It launches the generated kernel with that naive launch, checks it against a
-// naive fp32-accumulating kernel, times both with CUDA events, and writes
+//   KP_BX/KP_BY the launch spec's block; the grid is ceil(n/KP_BX) x ceil(n/KP_BY),
+//               or, for a launch-changing rewrite, one block per KP_TILE_M x KP_TILE_N
+//               tile (or KP_GRID blocks, for probes), with KP_DYN_SMEM bytes of
+//               dynamic shared memory
+// It launches the generated kernel with that launch, checks it against a
+// naive fp32-accumulating kernel (16x16 blocks), times both with CUDA events, and writes
 // A, B and the generated C as raw files for torch_ref.py.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -16,8 +19,8 @@
 #include <cstdlib>
 #include <vector>
 
-// Dynamic shared memory for the generated kernel: 0 (a drop-in rewrite keeps the
-// launch); the main-loop probes set more to measure what that limit costs.
+// Dynamic shared memory for the generated kernel: 0 where a rewrite keeps the
+// launch; a launch-changing rewrite's spec (and the main-loop probes) set more.
 #ifndef KP_DYN_SMEM
 #define KP_DYN_SMEM 0
 #endif
@@ -72,9 +75,15 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(B, hB.data(), count * sizeof(KP_T), cudaMemcpyHostToDevice));
   CHECK(cudaMemset(C, 0xff, count * sizeof(KP_T)));  // NaN: unwritten outputs show
   dim3 block(KP_BX, KP_BY), grid((n + KP_BX - 1) / KP_BX, (n + KP_BY - 1) / KP_BY);
+#if defined(KP_TILE_M)
+  grid = dim3(((n + KP_TILE_M - 1) / KP_TILE_M) * ((n + KP_TILE_N - 1) / KP_TILE_N));
+#elif defined(KP_GRID)
+  grid = dim3(KP_GRID);
+#endif
+  const dim3 naive_block(16, 16), naive_grid((n + 15) / 16, (n + 15) / 16);
   if (KP_DYN_SMEM > 0) CHECK(cudaFuncSetAttribute(KP_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, KP_DYN_SMEM));
   auto run_generated = [&] { KP_KERNEL<<<grid, block, KP_DYN_SMEM>>>(A, B, C, KP_DIMS); };
-  auto run_naive = [&] { kp_naive<<<grid, block>>>(A, B, R, n); };
+  auto run_naive = [&] { kp_naive<<<naive_grid, naive_block>>>(A, B, R, n); };
   auto time_ms = [&](auto launch, int iters) {
     launch();
     CHECK(cudaGetLastError());

@@ -93,8 +93,25 @@ impl fmt::Display for Unsupported {
 
 /// CTA tile sizes in M and N.
 const TILE_MN: u32 = 128;
-/// Shared-memory pipeline depth.
-const STAGES: u32 = 3;
+/// What the launch-keeping helper is for: the kernel's body (`Keeping`), or
+/// the path under any other launch inside a launch-changing rewrite.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Keeping,
+    Fallback,
+}
+
+impl Role {
+    /// Shared-memory pipeline depth: as a fallback its static shared memory
+    /// (32 KiB at depth 2) comes on top of the new launch's dynamic stages,
+    /// and leaves room for four of those.
+    fn stages(self) -> u32 {
+        match self {
+            Role::Keeping => 3,
+            Role::Fallback => 2,
+        }
+    }
+}
 
 /// The device function the rewritten kernel's body calls.
 pub fn helper_name(kernel_name: &str) -> String {
@@ -108,6 +125,17 @@ pub fn cute_gemm_kernel(
     params: &[Param],
     threads: u32,
 ) -> Result<CuteKernel, Unsupported> {
+    gemm_for(shape, kernel_name, params, threads, Role::Keeping)
+}
+
+fn gemm_for(
+    shape: &GemmShape,
+    kernel_name: &str,
+    params: &[Param],
+    threads: u32,
+    role: Role,
+) -> Result<CuteKernel, Unsupported> {
+    let stages = role.stages();
     if shape.a_type != shape.b_type {
         return Err(Unsupported::MixedInputs);
     }
@@ -127,7 +155,7 @@ pub fn cute_gemm_kernel(
     } else {
         Math::TensorCore
     };
-    let plan = Plan::new(shape, math, threads);
+    let plan = Plan::new(shape, math, threads, stages);
     let function = helper_name(kernel_name);
     let scale = shape.alpha_beta.as_ref();
     let call_scale = scale.map_or(String::new(), |s| {
@@ -163,7 +191,7 @@ pub fn cute_gemm_kernel(
         ("@THREADS@", threads.to_string()),
         ("@TILE@", TILE_MN.to_string()),
         ("@BK@", plan.bk.to_string()),
-        ("@STAGES@", STAGES.to_string()),
+        ("@STAGES@", stages.to_string()),
         ("@SMEM_A@", plan.a.smem.clone()),
         ("@SMEM_B@", plan.b.smem.clone()),
         ("@COPY_A@", plan.a.gmem_copy.clone()),
@@ -174,7 +202,7 @@ pub fn cute_gemm_kernel(
         ("@STORE@", store.into()),
         ("@FALLBACK_STORE@", fallback_store.into()),
         ("@SUMMARY@", plan.summary(shape)),
-        ("@LIMIT@", limit_comment(math).into()),
+        ("@LIMIT@", limit_comment(math, role).into()),
     ];
     // 16-bit inputs get the WGMMA loop where nvcc compiles for sm_90a and
     // the mma.sync loop elsewhere: the recipe does not know the target arch.
@@ -215,7 +243,7 @@ pub fn launch_changing_gemm(
     params: &[Param],
     threads: u32,
 ) -> Result<CuteKernel, Unsupported> {
-    let keeping = cute_gemm_kernel(shape, kernel_name, params, threads)?;
+    let keeping = gemm_for(shape, kernel_name, params, threads, Role::Fallback)?;
     if keeping.math != Math::TensorCore {
         return Err(Unsupported::NotTensorCore);
     }
@@ -277,10 +305,11 @@ struct Plan {
     mma: String,
     math: Math,
     threads: u32,
+    stages: u32,
 }
 
 impl Plan {
-    fn new(shape: &GemmShape, math: Math, threads: u32) -> Plan {
+    fn new(shape: &GemmShape, math: Math, threads: u32, stages: u32) -> Plan {
         let (a_k_major, b_k_major) = shape.k_major();
         let ty = shape.a_type.cute();
         match math {
@@ -303,6 +332,7 @@ impl Plan {
                     mma: format!("make_tiled_mma({atom}{{}}, Layout<{warps}>{{}}, {tile}{{}})"),
                     math,
                     threads,
+                    stages,
                 }
             }
             Math::SimtFp32 => {
@@ -318,6 +348,7 @@ impl Plan {
                     ),
                     math,
                     threads,
+                    stages,
                 }
             }
         }
@@ -336,22 +367,25 @@ impl Plan {
             Math::SimtFp32 => "fp32 UniversalFMA".to_string(),
         };
         format!(
-            "CuTe GEMM: {TILE_MN}x{TILE_MN}x{} CTA tiles, {STAGES}-stage cp.async pipeline, {math}, {} threads as a persistent grid",
-            self.bk, self.threads
+            "CuTe GEMM: {TILE_MN}x{TILE_MN}x{} CTA tiles, {}-stage cp.async pipeline, {math}, {} threads as a persistent grid",
+            self.bk, self.stages, self.threads
         )
     }
 }
 
-/// What the user should know before accepting a tensor-core rewrite: it is
-/// bounded by the launch it keeps (docs/benchmarks.md, "CuTe GEMM main-loop
-/// probes"; the figures were measured on an H200).
-fn limit_comment(math: Math) -> &'static str {
-    match math {
-        Math::TensorCore => "// It keeps the kernel's launch, so its pipeline has the 48 KiB of shared memory a launch
-// without dynamic shared memory gets: about half of cuBLAS's speed on an H200. Where the
-// launch may change, cuBLAS (or a CUTLASS kernel with its own launch) is about twice as fast.
+/// What the user should know before accepting a tensor-core rewrite: the
+/// launch-keeping one is bounded by the launch it keeps (docs/benchmarks.md,
+/// "CuTe GEMM main-loop probes"; measured on an H200). Inside a
+/// launch-changing rewrite the same helper is the other path.
+fn limit_comment(math: Math, role: Role) -> &'static str {
+    match (math, role) {
+        (Math::TensorCore, Role::Keeping) => "// It keeps the kernel's launch, so its pipeline has the 48 KiB of shared memory a launch
+// without dynamic shared memory gets: about half of cuBLAS's speed on an H200. The recipe's
+// other rewrite changes the launch (384 threads, dynamic shared memory) and is about 1.5x faster.
 ",
-        Math::SimtFp32 => "",
+        (Math::TensorCore, Role::Fallback) => "// The path for any launch other than the spec's, and where nvcc does not target sm_90a.
+",
+        (Math::SimtFp32, _) => "",
     }
 }
 

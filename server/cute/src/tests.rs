@@ -240,12 +240,12 @@ fn rewrite_keeps_everything_outside_the_body_and_helper_region() {
             "-// kernelpro: block = (16, 16)",
             "+// kernelpro: grid = ceil_div(S, 128) * ceil_div(S, 256)",
             "+// kernelpro: block = 384",
-            "+// kernelpro: smem = 148912",
+            "+// kernelpro: smem = 198080",
         ]
     "#]]
     .assert_debug_eq(&changed);
     let (old, new) = (launch(&text), launch(&changing));
-    assert_eq!((new.grid, new.block, new.smem), ([512, 1, 1], [384, 1, 1], 148912));
+    assert_eq!((new.grid, new.block, new.smem), ([512, 1, 1], [384, 1, 1], 198080));
     assert_eq!((new.args, new.lets), (old.args, old.lets), "the problem is the same");
 }
 
@@ -391,7 +391,8 @@ fn every_rewrite_compiles_with_nvcc() {
 /// The generated bf16 GEMMs on 4096³ through the benchmark harness, each
 /// checked against a naive fp32-accumulating kernel: the launch-keeping
 /// rewrite under the naive launch, the launch-changing one under its spec's
-/// launch and under the naive launch it still accepts. Run on a GPU machine:
+/// launch and under the naive launch it still accepts (also built for sm_80,
+/// its other fallback main loop). Run on a GPU machine:
 /// `cargo test -p kernelpro-cute -- --ignored`.
 #[test]
 #[ignore = "needs a GPU"]
@@ -409,17 +410,19 @@ fn bf16_gemm_matches_the_naive_kernel_on_the_gpu() {
         format!("-DKP_DYN_SMEM={}", spec.smem),
     ];
     let naive_launch = ["-DKP_BX=16".to_string(), "-DKP_BY=16".into()];
+    // sm_80 code runs on the H200 too: the mma.sync path of the same files.
     let cases = [
-        ("keeping", generated.join("bf16_naive.cu"), &naive_launch[..]),
-        ("changing", changing.clone(), &own_launch[..]),
-        ("changing_old_launch", changing, &naive_launch[..]),
+        ("keeping", generated.join("bf16_naive.cu"), &naive_launch[..], "sm_90"),
+        ("changing", changing.clone(), &own_launch[..], "sm_90"),
+        ("changing_old_launch", changing.clone(), &naive_launch[..], "sm_90"),
+        ("changing_old_launch_sm80", changing, &naive_launch[..], "sm_80"),
     ];
     let builds: Vec<_> = cases
         .iter()
-        .map(|(name, file, launch)| {
+        .map(|(name, file, launch, arch)| {
             let exe = dir.path().join(name);
             let child = Command::new(&nvcc)
-                .args(cute_flags("sm_90", &include))
+                .args(cute_flags(arch, &include))
                 .arg("-include")
                 .arg(file)
                 .args(["-DKP_KERNEL=matmul_bf16", "-DKP_T=__nv_bfloat16", "-DKP_NDIMS=1"])

@@ -1,6 +1,6 @@
 //! The launch-changing Hopper GEMM for 16-bit inputs: 384 threads a block
 //! (one TMA producer warpgroup, two WGMMA consumer warpgroups sharing a
-//! 128×256 tile), 64-deep k-tiles in three stages of dynamic shared memory,
+//! 128×256 tile), 64-deep k-tiles in four stages of dynamic shared memory,
 //! and TMA loads from tensor maps that the kernel writes itself
 //! (`tensormap.replace`), so the host needs no CUDA driver calls beyond the
 //! launch and the dynamic-shared-memory attribute.
@@ -19,7 +19,7 @@ pub(crate) const THREADS: u32 = 384;
 pub(crate) const TILE_M: i64 = 128;
 pub(crate) const TILE_N: i64 = 256;
 pub(crate) const TILE_K: i64 = 64;
-const STAGES: u32 = 3;
+const STAGES: u32 = 4;
 
 /// Dynamic shared memory the launch must give: the stages, their two
 /// barriers each, the two 128-byte tensor-map staging areas, and the slack
@@ -64,9 +64,9 @@ pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str, a_k_m
         Elem::Bf16 => ("SM90_64x256x16_F32BF16BF16_SS", 10),
         _ => ("SM90_64x256x16_F32F16F16_SS", 6),
     };
-    let (scale_params, scale_args, store) = match &shape.alpha_beta {
-        Some(_) => (", float alpha, float beta", ", alpha, beta", "tCgC(i) = TC(alpha * tCrC(i) + beta * float(tCgC(i)));"),
-        None => ("", "", "tCgC(i) = TC(tCrC(i));"),
+    let (scale_params, scale_args, epilogue) = match &shape.alpha_beta {
+        Some(_) => (", float alpha, float beta", ", alpha, beta", SCALED_EPILOGUE),
+        None => ("", "", EPILOGUE),
     };
     let c_stride = match shape.c_layout {
         crate::shape::Major::Row => "make_stride(N, Int<1>{})",
@@ -88,7 +88,7 @@ pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str, a_k_m
         ("@AT_B@", at_b),
         ("@MMA@", format!("make_tiled_mma({op}<{}, {}>{{}}, Layout<Shape<_2, _1, _1>>{{}})", major(a_k_major), major(b_k_major))),
         ("@ELEMTYPE@", elemtype.to_string()),
-        ("@STORE@", store.into()),
+        ("@EPILOGUE@", epilogue.into()),
         ("@SMEM_BYTES@", smem_bytes().to_string()),
         ("@THREADS@", THREADS.to_string()),
         ("@TILE_M@", TILE_M.to_string()),
@@ -156,6 +156,19 @@ static __device__ __forceinline__ void kp_write_tensor_map(unsigned char* smem, 
 
 "#;
 
+/// C = A·B: converted in registers, then stored in pairs (C is 16-byte aligned
+/// and its tile's rows or columns are contiguous pairs).
+const EPILOGUE: &str = r#"        Tensor tCrD = make_fragment_like<TC>(tCrC);
+        CUTE_UNROLL
+        for (int i = 0; i < size(tCrC); ++i) tCrD(i) = TC(tCrC(i));
+        copy(AutoVectorizingCopyWithAssumedAlignment<32>{}, tCrD, tCgC);
+"#;
+
+/// C = alpha·A·B + beta·C, element by element.
+const SCALED_EPILOGUE: &str = r#"        CUTE_UNROLL
+        for (int i = 0; i < size(tCrC); ++i) tCgC(i) = TC(alpha * tCrC(i) + beta * float(tCgC(i)));
+"#;
+
 const HELPER: &str = r#"// Under its own launch (@THREADS@ threads, @SMEM_BYTES@ bytes of dynamic shared memory, one
 // CTA a @TILE_M@x@TILE_N@ tile or a persistent grid of fewer), on sm_90a: warpgroup 0 loads
 // @TILE_K@-deep k-tiles by TMA into @STAGES@ stages, warpgroups 1 and 2 multiply them with WGMMA.
@@ -165,7 +178,7 @@ static __device__ __forceinline__ void @WS_FUNCTION@(const void* a_ptr, const vo
   using namespace cute;
   unsigned int dynamic_smem;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
-  const bool aligned = ((reinterpret_cast<uintptr_t>(a_ptr) | reinterpret_cast<uintptr_t>(b_ptr)) % 16) == 0;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(a_ptr) | reinterpret_cast<uintptr_t>(b_ptr) | reinterpret_cast<uintptr_t>(c_ptr)) % 16) == 0;
   if (blockDim.x * blockDim.y * blockDim.z == @THREADS@ && dynamic_smem >= @SMEM_BYTES@ && aligned &&
       M % @TILE_M@ == 0 && N % @TILE_N@ == 0 && K % @TILE_K@ == 0 && K > 0) {
     using TA = @TA@;
@@ -279,9 +292,7 @@ static __device__ __forceinline__ void @WS_FUNCTION@(const void* a_ptr, const vo
         warpgroup_wait<0>();
         warpgroup_fence_operand(tCrC);
         if (signals) cutlass::arch::ClusterBarrier::arrive(&empty[(it - 1) % bP]);
-        CUTE_UNROLL
-        for (int i = 0; i < size(tCrC); ++i) @STORE@
-      }
+@EPILOGUE@      }
     }
     // The slot is free again once every load that read its maps is done.
     __syncthreads();

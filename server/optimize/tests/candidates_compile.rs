@@ -78,7 +78,7 @@ fn bf16_gemm_rewrites_pass_the_guard_with_and_without_a_new_launch() {
             vec![
                 "`grid = (ceil_div(S, 16), ceil_div(S, 16))` → `grid = ceil_div(S, 128) * ceil_div(S, 256)`".to_string(),
                 "`block = (16, 16)` → `block = 384`".into(),
-                "`none` → `smem = 148912`".into(),
+                "`none` → `smem = 198080`".into(),
             ]
         ]
     );
