@@ -194,17 +194,22 @@ fn optimize_fixture() -> (tempfile::TempDir, std::path::PathBuf, String) {
 }
 
 /// The optimize command runs the search with progress, and the result comes
-/// back as a code action whose edit replaces only the kernel's region.
+/// back as a code action whose edit replaces only the kernel's region; its
+/// notes are in the message and the hover.
 #[test]
 fn optimize_command_then_apply_code_action() {
     let (_d, path, text) = optimize_fixture();
     let u = uri(&path);
-    let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 6}}));
+    // An LLM enabled without a model: the search runs on the recipes, and says why.
+    let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 6}, "llm": {"enabled": true}}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
     let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
     assert_eq!(reply["result"]["applicable"], true, "{reply}");
     assert!(c.wait(Duration::from_secs(1), |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end").is_some(), "progress ended");
+    let note = "the LLM proposer is not used: set llm.model";
+    let told = c.wait(Duration::from_secs(1), |m| m["method"] == "window/showMessage").expect("the result is shown");
+    assert!(told["params"]["message"].as_str().unwrap().contains(note), "{told}");
     let kernel_line = text.lines().position(|l| l.contains("void saxpy")).unwrap();
     let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line, "character": 0}, "end": {"line": kernel_line, "character": 0}}, "context": {"diagnostics": []}}));
     let apply = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized saxpy: 1.50x faster")).expect("apply action").clone();
@@ -217,7 +222,7 @@ fn optimize_command_then_apply_code_action() {
     let name_col = text.lines().nth(kernel_line).unwrap().find("saxpy").unwrap();
     let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": kernel_line, "character": name_col}}));
     let shown = hover["result"]["contents"]["value"].as_str().unwrap_or_default();
-    assert!(shown.contains("Apply optimized saxpy") && shown.contains("1. ") && shown.contains("1.50x") && shown.contains("```diff"), "{hover}");
+    assert!(shown.contains("Apply optimized saxpy") && shown.contains(note) && shown.contains("1. ") && shown.contains("1.50x") && shown.contains("```diff"), "{hover}");
     // The file on disk is untouched until the client applies the edit.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     // After an edit of the buffer, the stale result is offered disabled, with the reason.

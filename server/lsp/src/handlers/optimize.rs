@@ -88,7 +88,12 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
                 "applicable": outcome.edit.is_some(),
                 "cancelled": cancel.load(Ordering::SeqCst),
             });
-            let message = if outcome.edit.is_some() { format!("{} — use the code action on the kernel to apply it.", outcome.title) } else { outcome.title.clone() };
+            let mut message = if outcome.edit.is_some() { format!("{} — use the code action on the kernel to apply it.", outcome.title) } else { outcome.title.clone() };
+            // What the user must know before applying it (a new launch, an LLM that was not used).
+            for note in &outcome.notes {
+                message.push(' ');
+                message.push_str(note);
+            }
             {
                 let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
                 let list = all.entry(uri).or_default();
@@ -131,12 +136,13 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_version: i
     Some(action)
 }
 
-/// The last search's best path and a unified diff of its result, for the kernel's hover.
+/// The last search's notes, best path and a unified diff of its result, for the kernel's hover.
 pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str) -> Option<String> {
     let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let new_text = stored.outcome.new_text.as_ref()?;
     let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
     let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();
-    Some(format!("**{}**\n\n{path}```diff\n{}```\n", stored.outcome.title, diff.unified_diff().context_radius(2)))
+    let notes: String = stored.outcome.notes.iter().map(|n| format!("{n}\n\n")).collect();
+    Some(format!("**{}**\n\n{notes}{path}```diff\n{}```\n", stored.outcome.title, diff.unified_diff().context_radius(2)))
 }
