@@ -21,7 +21,12 @@ if [ $# -eq 0 ]; then
     "tma_x4_k16:tma_probe.cu:-DKP_CLUSTER=4 -DKP_BK=16 -DKP_STAGES=5" \
     "dyn_tma_k32_p4:tma_probe.cu:-DKP_CLUSTER=1 -DKP_BK=32 -DKP_STAGES=4 -DKP_WAIT=1 -DKP_DYN_SMEM=67584" \
     "dyn_tma_k64_p3:tma_probe.cu:-DKP_CLUSTER=1 -DKP_BK=64 -DKP_STAGES=3 -DKP_WAIT=1 -DKP_DYN_SMEM=100352" \
-    "dyn_tma_x4_k64_p3:tma_probe.cu:-DKP_CLUSTER=4 -DKP_BK=64 -DKP_STAGES=3 -DKP_WAIT=1 -DKP_DYN_SMEM=100352"
+    "dyn_tma_x4_k64_p3:tma_probe.cu:-DKP_CLUSTER=4 -DKP_BK=64 -DKP_STAGES=3 -DKP_WAIT=1 -DKP_DYN_SMEM=100352" \
+    "ws384_n256_p4:ws384_probe.cu:-DKP_BX=384 -DKP_BY=1 -DKP_GRID=132 -DKP_DYN_SMEM=200704" \
+    "ws384_n256_p4_g8:ws384_probe.cu:-DKP_BX=384 -DKP_BY=1 -DKP_GRID=132 -DKP_DYN_SMEM=200704 -DKP_GROUP=8" \
+    "ws384_n256_p4_g8_tiles:ws384_probe.cu:-DKP_BX=384 -DKP_BY=1 -DKP_GRID=512 -DKP_DYN_SMEM=200704 -DKP_GROUP=8" \
+    "ws384_n256_p3_g8_tiles_pad:ws384_probe.cu:-DKP_BX=384 -DKP_BY=1 -DKP_STAGES=3 -DKP_GRID=512 -DKP_DYN_SMEM=150528 -DKP_GROUP=8 -DKP_STATIC_PAD=49152" \
+    "ws384_n128_p6:ws384_probe.cu:-DKP_BN=128 -DKP_STAGES=6 -DKP_BX=384 -DKP_BY=1 -DKP_GRID=132 -DKP_DYN_SMEM=200704"
 fi
 mkdir -p "$OUT"
 build() {
