@@ -15,7 +15,8 @@
 //! that are not multiples of the tile, unaligned pointers or another block
 //! size take a plain per-element loop over the same CuTe tensors instead.
 //! Static shared memory only (48 KiB at most): the launch's dynamic size is
-//! the spec's and cannot grow.
+//! the spec's and cannot grow. [`launch_changing_gemm`] wraps this kernel
+//! (as the path under any other launch) in one that asks for its own launch.
 
 use crate::shape::{Elem, GemmShape, Major};
 use crate::{warp_specialized, wgmma};

@@ -1,7 +1,8 @@
 //! The CuteGemm recipe: a kernel that computes a dense matrix product
 //! (declared by a `// kernelpro: op = gemm M N K layout` hint or recognised
 //! from a naive loop) is rewritten as a CuTe GEMM that keeps the kernel's
-//! name, parameters and launch.
+//! name, parameters and launch, and (16-bit inputs) as one that also changes
+//! the spec's launch for Hopper's TMA and two consumer warpgroups.
 //!
 //! [`detect_gemm`] finds the product, [`cute_gemm_kernel`] writes the CuTe
 //! code, [`CuteGemmRecipe`] puts both behind the recipes' `Recipe` trait, and

@@ -8,7 +8,7 @@
 //! It is a second rewrite beside the launch-keeping one because the 48 KiB a
 //! launch without dynamic shared memory gets caps any main loop at about
 //! half of cuBLAS on an H200 (docs/benchmarks.md, "CuTe GEMM main-loop
-//! probes"); with this launch it reaches about 0.75. The kernel still holds
+//! probes"); with this launch it reaches 0.86 (677 TFLOP/s, bf16 4096³). The kernel still holds
 //! the launch-keeping helper and calls it under any other launch (or
 //! target), so host code that keeps the old launch stays correct.
 
