@@ -248,10 +248,8 @@ pub fn launch_changing_gemm(
     if keeping.math != Math::TensorCore {
         return Err(Unsupported::NotTensorCore);
     }
-    let (a_k_major, b_k_major) = shape.k_major();
     let ws = warp_specialized::function_name(kernel_name);
-    let helpers = keeping.helpers
-        + &warp_specialized::helper(shape, kernel_name, &helper_name(kernel_name), a_k_major, b_k_major);
+    let helpers = keeping.helpers + &warp_specialized::helper(shape, kernel_name, &helper_name(kernel_name));
     let body = keeping.body.replacen(&helper_name(kernel_name), &ws, 1);
     let launch = NewLaunch {
         threads: warp_specialized::THREADS,
@@ -283,7 +281,7 @@ impl Major {
 }
 
 /// CuTe stride of an (R, C) view of a matrix stored with `major` (rows R, columns C).
-fn stride_mk(major: Major, rows: char, cols: char) -> String {
+pub(crate) fn stride_mk(major: Major, rows: char, cols: char) -> String {
     match major {
         Major::Row => format!("make_stride({cols}, Int<1>{{}})"),
         Major::Col => format!("make_stride(Int<1>{{}}, {rows})"),

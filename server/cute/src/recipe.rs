@@ -51,16 +51,17 @@ impl Recipe for CuteGemmRecipe {
         let Ok(keeping) = cute_gemm_kernel(&shape, kernel, &k.func.params, threads) else {
             return Vec::new();
         };
-        let mut rewrites = vec![Rewrite { source: assemble(text, &k, &keeping, Vec::new()), note: keeping.note }];
-        // A bound the user wrote may not allow the new block.
-        let bounded = k.func.body_bytes.is_some_and(|(start, _)| text[k.func.start_byte..start].contains("__launch_bounds__"));
+        let (body_start, _) = k.func.body_bytes.expect("KernelInfo::find checks the body");
+        // The user's own bound stays; it may not allow the new block either.
+        let bounded = text[k.func.start_byte..body_start].contains("__launch_bounds__");
+        let mut rewrites = vec![Rewrite { source: assemble(text, &k, &keeping, bounded, Vec::new()), note: keeping.note }];
         if let Ok(changing) = launch_changing_gemm(&shape, kernel, &k.func.params, threads)
             && let Some(new) = &changing.launch
             && !bounded
             && fits(&shape, new.tile_m, new.tile_n, new.tile_k)
         {
             let edits = launch_lines(text, &k, &shape, new);
-            rewrites.push(Rewrite { source: assemble(text, &k, &changing, edits), note: changing.note });
+            rewrites.push(Rewrite { source: assemble(text, &k, &changing, bounded, edits), note: changing.note });
         }
         rewrites
     }
@@ -84,13 +85,15 @@ fn launch_lines(text: &str, k: &KernelInfo, shape: &GemmShape, new: &NewLaunch) 
     let block = format!("block = {}", new.threads);
     let smem = format!("smem = {}", new.smem);
     let mut edits = Vec::new();
-    let mut has_smem = false;
+    let (mut has_smem, mut block_line) = (false, None);
     for l in &k.spec_lines {
-        let Some((lhs, _)) = l.text.split_once('=') else { continue };
-        let new_text = match lhs.trim() {
-            "grid" => &grid,
-            "block" => &block,
-            "smem" => {
+        let new_text = match kernelpro_spec::launch_part(&l.text) {
+            Some("grid") => &grid,
+            Some("block") => {
+                block_line = Some(l);
+                &block
+            }
+            Some("smem") => {
                 has_smem = true;
                 &smem
             }
@@ -99,7 +102,7 @@ fn launch_lines(text: &str, k: &KernelInfo, shape: &GemmShape, new: &NewLaunch) 
         let col = l.col as usize;
         edits.push((l.line, col..col + l.text.len(), new_text.clone()));
     }
-    if !has_smem && let Some(b) = k.spec_lines.iter().find(|l| l.text.starts_with("block")) {
+    if !has_smem && let Some(b) = block_line {
         // The `block` line's comment prefix, with `smem` in place of its directive.
         let line = lines[b.line as usize];
         let prefix = &line[..b.col as usize];
@@ -122,8 +125,9 @@ fn spec_expr(k: &KernelInfo, dim: &Dim) -> String {
 }
 
 /// The file with `cute`'s helpers above the kernel's spec block, its bound on
-/// the declaration, its body, and `spec` edits applied.
-fn assemble(text: &str, k: &KernelInfo, cute: &CuteKernel, spec: Vec<LineEdit>) -> String {
+/// the declaration (unless the user wrote one: `bounded`), its body, and
+/// `spec` edits applied.
+fn assemble(text: &str, k: &KernelInfo, cute: &CuteKernel, bounded: bool, spec: Vec<LineEdit>) -> String {
     let (body_start, body_end) = k.func.body_bytes.expect("KernelInfo::find checks the body");
     let line_start = |line: u32| -> usize { text.split_inclusive('\n').take(line as usize).map(str::len).sum() };
     let first_line = k.spec_lines.first().map_or(k.func.span.start.line, |l| l.line);
@@ -141,7 +145,6 @@ fn assemble(text: &str, k: &KernelInfo, cute: &CuteKernel, spec: Vec<LineEdit>) 
     source.push_str(&cute.helpers);
     source.push_str(&head);
     let name_at = line_start(k.func.name_span.start.line) + k.func.name_span.start.col as usize;
-    let bounded = text[k.func.start_byte..body_start].contains("__launch_bounds__");
     match cute.launch_bounds.as_ref().filter(|_| !bounded) {
         Some(bounds) => {
             source.push_str(&text[k.func.start_byte..name_at]);

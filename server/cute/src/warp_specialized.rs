@@ -12,6 +12,7 @@
 //! the launch-keeping helper and calls it under any other launch (or
 //! target), so host code that keeps the old launch stays correct.
 
+use crate::generate::stride_mk;
 use crate::shape::{Elem, GemmShape};
 
 /// Threads a block: producer warpgroup, then two consumer warpgroups.
@@ -55,8 +56,9 @@ fn operand(k_major: bool, ty: &str, mn: char, tile: char, ptr: &str) -> [String;
 
 /// The helper for `shape`, placed after the launch-keeping helper `fallback`
 /// (called with the same arguments under any other launch).
-pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str, a_k_major: bool, b_k_major: bool) -> String {
+pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str) -> String {
     let ty = shape.a_type.cute();
+    let (a_k_major, b_k_major) = shape.k_major();
     let [smem_a, map_a, at_a] = operand(a_k_major, ty, 'M', 'm', "a_ptr");
     let [smem_b, map_b, at_b] = operand(b_k_major, ty, 'N', 'n', "b_ptr");
     let major = |k: bool| if k { "GMMA::Major::K" } else { "GMMA::Major::MN" };
@@ -68,10 +70,6 @@ pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str, a_k_m
         Some(_) => (", float alpha, float beta", ", alpha, beta", SCALED_EPILOGUE),
         None => ("", "", EPILOGUE),
     };
-    let c_stride = match shape.c_layout {
-        crate::shape::Major::Row => "make_stride(N, Int<1>{})",
-        crate::shape::Major::Col => "make_stride(Int<1>{}, M)",
-    };
     [
         ("@WS_FUNCTION@", function_name(kernel_name)),
         ("@FALLBACK@", fallback.to_string()),
@@ -79,7 +77,7 @@ pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str, a_k_m
         ("@SCALE_ARGS@", scale_args.into()),
         ("@TA@", ty.into()),
         ("@TC@", shape.c_type.cute().into()),
-        ("@C_STRIDE@", c_stride.into()),
+        ("@C_STRIDE@", stride_mk(shape.c_layout, 'M', 'N')),
         ("@SMEM_A@", smem_a),
         ("@SMEM_B@", smem_b),
         ("@MAP_A@", map_a),

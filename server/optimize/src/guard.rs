@@ -9,6 +9,7 @@
 
 use crate::region::{edit_within_region, kernel_region};
 use kernelpro_source::SourceFile;
+use kernelpro_spec::{LAUNCH_PARTS, launch_part};
 
 /// `Err` names what the candidate changed that it may not.
 pub fn check_candidate(original: &str, original_src: &SourceFile, candidate: &str, kernel: &str) -> Result<(), String> {
@@ -33,21 +34,14 @@ pub fn check_candidate(original: &str, original_src: &SourceFile, candidate: &st
 /// when it keeps the launch.
 pub fn launch_changes(original: &str, candidate: &str, kernel: &str) -> Vec<String> {
     let (before, after) = (spec_lines(original, kernel, true), spec_lines(candidate, kernel, true));
-    let of = |lines: &[String], key: &str| lines.iter().find(|l| directive(l) == key).cloned();
-    LAUNCH
+    let of = |lines: &[String], part: &str| lines.iter().find(|l| launch_part(l) == Some(part)).cloned();
+    LAUNCH_PARTS
         .iter()
-        .filter_map(|key| match (of(&before, key), of(&after, key)) {
+        .filter_map(|part| match (of(&before, part), of(&after, part)) {
             (a, b) if a == b => None,
             (a, b) => Some(format!("`{}` → `{}`", a.unwrap_or_else(|| "none".into()), b.unwrap_or_else(|| "none".into()))),
         })
         .collect()
-}
-
-/// The directives that make up the launch itself.
-const LAUNCH: [&str; 3] = ["grid", "block", "smem"];
-
-fn directive(line: &str) -> &str {
-    line.split_once('=').map_or("", |(lhs, _)| lhs.trim())
 }
 
 /// The kernel's spec lines with each `tune` list sorted, so a reorder is no
@@ -56,7 +50,7 @@ fn spec_lines(text: &str, kernel: &str, launch: bool) -> Vec<String> {
     let specs = kernelpro_spec::parse_file(text);
     let mut lines: Vec<String> = specs.kernel(kernel).map(|k| k.lines.iter().map(|l| normalize_tune(&l.text)).collect()).unwrap_or_default();
     lines.extend(specs.file_lets.iter().map(|l| normalize_tune(&l.text)));
-    lines.retain(|l| LAUNCH.contains(&directive(l)) == launch);
+    lines.retain(|l| launch_part(l).is_some() == launch);
     lines
 }
 

@@ -15,6 +15,16 @@ pub struct SpecLine {
     pub text: String,
 }
 
+/// The directives that make up a kernel's launch itself, as opposed to its
+/// problem (buffers, scalars, lets, tune lists).
+pub const LAUNCH_PARTS: [&str; 3] = ["grid", "block", "smem"];
+
+/// Which of [`LAUNCH_PARTS`] the spec line `text` (`block = (16, 16)`) sets, if any.
+pub fn launch_part(text: &str) -> Option<&'static str> {
+    let (lhs, _) = text.split_once('=')?;
+    LAUNCH_PARTS.into_iter().find(|part| *part == lhs.trim())
+}
+
 /// The spec block of one kernel, not yet interpreted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelSpecRaw {
@@ -215,6 +225,15 @@ mod tests {
             out += &format!("file {}:{} {}\n", l.line, l.col, l.text);
         }
         expected.assert_eq(&out);
+    }
+
+    #[test]
+    fn launch_parts_are_the_launch_directives_only() {
+        let parts: Vec<_> = ["grid = 4", "block = (16, 16)", " smem=1024", "blocks = 4", "B = in float[N]", "let grid_n = 2", "seed = 1"]
+            .into_iter()
+            .map(launch_part)
+            .collect();
+        assert_eq!(parts, [Some("grid"), Some("block"), Some("smem"), None, None, None, None]);
     }
 
     #[test]
