@@ -1,7 +1,10 @@
-//! Host-side buffer contents: the seeded fill, element encoding, output
-//! checksums and the tolerance comparison. Pure functions, no GPU.
+//! Buffer contents: the seeded fill, element encoding, output checksums and
+//! the tolerance comparison, defined here on the host. The worker does the
+//! same on the device (device.cu mirrors these functions; the GPU tests
+//! check that the results are identical). Pure functions, no GPU.
 
 use crate::job::{BufferComparison, Checksum, Mismatch};
+use crate::verify::PairStats;
 use kernelpro_spec::{BufferArg, Dir, ElemType, Init, Tolerance};
 
 /// splitmix64: small, fast and good enough to fill test inputs.
@@ -137,41 +140,124 @@ fn is_unwritten(bytes: &[u8], elem: ElemType, i: usize) -> bool {
     bytes[i * n..(i + 1) * n].iter().all(|b| *b == INT_SENTINEL_BYTE)
 }
 
-/// The initial contents of buffer number `index` of a launch with `seed`.
-/// Each buffer gets its own stream so adding a buffer leaves the others unchanged.
-pub fn fill(buf: &BufferArg, seed: u64, index: usize) -> Vec<u8> {
-    let n = buf.count as usize;
-    if buf.dir == Dir::Out {
-        return if buf.elem.is_float() {
-            let mut out = Vec::with_capacity(n * buf.elem.size_bytes() as usize);
-            (0..n).for_each(|_| push(&mut out, buf.elem, f64::NAN));
-            out
-        } else {
-            vec![INT_SENTINEL_BYTE; n * buf.elem.size_bytes() as usize]
-        };
+/// The code of an element type in device.cu.
+pub(crate) fn elem_code(elem: ElemType) -> i32 {
+    match elem {
+        ElemType::Float => 0,
+        ElemType::Double => 1,
+        ElemType::Half => 2,
+        ElemType::Bfloat16 => 3,
+        ElemType::Int => 4,
+        ElemType::Unsigned => 5,
+        ElemType::Int8 => 6,
+        ElemType::Uint8 => 7,
+        ElemType::Int64 => 8,
     }
-    let mut rng = SplitMix64::new(seed ^ (index as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03));
-    let mut out = Vec::with_capacity(n * buf.elem.size_bytes() as usize);
-    for i in 0..n {
-        let v = match buf.init {
-            Init::Uniform { lo, hi } => lo + (hi - lo) * rng.next_f64(),
-            Init::Randint { lo, hi } => rng.next_in(lo, hi) as f64,
-            Init::Zeros => 0.0,
-            Init::Ones => 1.0,
-            Init::Iota => i as f64,
-            Init::Fill { value } => value,
+}
+
+/// How a buffer's initial contents are generated: one definition for the
+/// host ([`fill`]) and the device (`kp_fill` in device.cu, which mirrors
+/// [`FillPlan::value`] and [`push`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FillPlan {
+    /// Every element holds these bytes (little-endian, the element's size):
+    /// constants, and the NaN or sentinel of `out` buffers.
+    Pattern(u64),
+    /// Element i is `lo + (hi - lo) * u_i`, u_i uniform in [0, 1) from the stream.
+    Uniform { stream: u64, lo: f64, hi: f64 },
+    /// Element i is uniform in [lo, hi] from the stream.
+    Randint { stream: u64, lo: i64, hi: i64 },
+    /// Element i is i.
+    Iota,
+}
+
+/// splitmix64's state increment: the stream is counter-based, element i
+/// draws the (i+1)-th output, so any element can be made on its own.
+const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl FillPlan {
+    /// The plan of buffer number `index` of a launch with `seed`. Each buffer
+    /// gets its own stream so adding a buffer leaves the others unchanged.
+    pub fn of(buf: &BufferArg, seed: u64, index: usize) -> FillPlan {
+        let constant = |v: f64| {
+            let mut bytes = Vec::with_capacity(8);
+            push(&mut bytes, buf.elem, v);
+            bytes.resize(8, 0);
+            FillPlan::Pattern(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
         };
-        push(&mut out, buf.elem, v);
+        if buf.dir == Dir::Out {
+            return if buf.elem.is_float() { constant(f64::NAN) } else { FillPlan::Pattern(u64::from_le_bytes([INT_SENTINEL_BYTE; 8])) };
+        }
+        let stream = seed ^ (index as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03);
+        match buf.init {
+            Init::Uniform { lo, hi } => FillPlan::Uniform { stream, lo, hi },
+            Init::Randint { lo, hi } => FillPlan::Randint { stream, lo, hi },
+            Init::Zeros => constant(0.0),
+            Init::Ones => constant(1.0),
+            Init::Iota => FillPlan::Iota,
+            Init::Fill { value } => constant(value),
+        }
+    }
+
+    /// The value of element `i` (`None` for a byte pattern).
+    pub fn value(&self, i: u64) -> Option<f64> {
+        let draw = |stream: u64| SplitMix64::new(stream.wrapping_add(i.wrapping_mul(GAMMA))).next_u64();
+        match *self {
+            FillPlan::Pattern(_) => None,
+            FillPlan::Uniform { stream, lo, hi } => Some(lo + (hi - lo) * ((draw(stream) >> 11) as f64 * (1.0 / (1u64 << 53) as f64))),
+            FillPlan::Randint { stream, lo, hi } => Some(SplitMix64::new(stream.wrapping_add(i.wrapping_mul(GAMMA))).next_in(lo, hi) as f64),
+            FillPlan::Iota => Some(i as f64),
+        }
+    }
+}
+
+/// The initial contents of buffer number `index` of a launch with `seed`, on
+/// the host (the worker fills on the device: see [`FillPlan`]).
+pub fn fill(buf: &BufferArg, seed: u64, index: usize) -> Vec<u8> {
+    let size = buf.elem.size_bytes() as usize;
+    let plan = FillPlan::of(buf, seed, index);
+    let mut out = Vec::with_capacity(buf.count as usize * size);
+    for i in 0..buf.count {
+        match plan.value(i) {
+            Some(v) => push(&mut out, buf.elem, v),
+            None => out.extend_from_slice(
+                &match plan {
+                    FillPlan::Pattern(bits) => bits.to_le_bytes(),
+                    _ => unreachable!("only patterns have no value"),
+                }[..size],
+            ),
+        }
     }
     out
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0100_0000_01b3;
+/// The mixing step of splitmix64, shared by the generator and the hash.
+fn mix(z: u64) -> u64 {
+    let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
+/// The bits of element `i`, zero-extended.
+fn raw(bytes: &[u8], elem: ElemType, i: usize) -> u64 {
+    let n = elem.size_bytes() as usize;
+    let mut b = [0u8; 8];
+    b[..n].copy_from_slice(&bytes[i * n..(i + 1) * n]);
+    u64::from_le_bytes(b)
+}
+
+/// An order-independent hash of a buffer's bits (a wrapping sum of one mixed
+/// value per element and index), so that the device computes it in parallel.
+fn element_hash(i: u64, bits: u64) -> u64 {
+    mix(bits ^ mix((i + 1).wrapping_mul(GAMMA)))
+}
+
+/// The host definition of `kp_checksum` (the device adds in another order,
+/// so its sums may differ in the last bits).
 pub fn checksum(buf: &BufferArg, bytes: &[u8]) -> Checksum {
-    let (mut sum, mut abs_sum, mut unwritten) = (0.0, 0.0, 0);
+    let (mut sum, mut abs_sum, mut unwritten, mut hash) = (0.0, 0.0, 0, 0u64);
     for i in 0..buf.count as usize {
+        hash = hash.wrapping_add(element_hash(i as u64, raw(bytes, buf.elem, i)));
         if is_unwritten(bytes, buf.elem, i) {
             unwritten += 1;
             continue;
@@ -180,26 +266,48 @@ pub fn checksum(buf: &BufferArg, bytes: &[u8]) -> Checksum {
         sum += v;
         abs_sum += v.abs();
     }
-    let hash = bytes.iter().fold(FNV_OFFSET, |h, b| (h ^ *b as u64).wrapping_mul(FNV_PRIME));
-    Checksum { name: buf.name.clone(), sum, abs_sum, unwritten, fnv1a: format!("{hash:016x}") }
+    Checksum { name: buf.name.clone(), sum, abs_sum, unwritten, hash: format!("{hash:016x}") }
 }
 
-/// Compares `got` against `reference` element by element. Both NaN counts as equal.
-pub fn compare(buf: &BufferArg, tol: Tolerance, reference: &[u8], got: &[u8]) -> BufferComparison {
-    let (mut bad, mut worst, mut worst_excess) = (0u64, None, f64::NEG_INFINITY);
+/// The host definition of `kp_compare`: `got` against `want` element by
+/// element with `tol` (both NaN counts as equal), and how far apart they are.
+pub fn pair_stats(buf: &BufferArg, tol: Tolerance, want: &[u8], got: &[u8]) -> PairStats {
+    let mut s = PairStats::default();
+    let mut worst_excess = f64::NEG_INFINITY;
     for i in 0..buf.count as usize {
-        let (want, have) = (element(reference, buf.elem, i), element(got, buf.elem, i));
-        if (want.is_nan() && have.is_nan()) || tol.accepts(want, have) {
+        let (w, g) = (element(want, buf.elem, i), element(got, buf.elem, i));
+        if w.is_nan() && g.is_nan() {
             continue;
         }
-        bad += 1;
-        let excess = if have.is_nan() || want.is_nan() { f64::INFINITY } else { (have - want).abs() - tol.atol - tol.rtol * want.abs() };
+        if raw(want, buf.elem, i) != raw(got, buf.elem, i) {
+            s.differing += 1;
+        }
+        if w.is_finite() {
+            s.max_abs = s.max_abs.max(w.abs());
+        }
+        if w.is_nan() != g.is_nan() {
+            s.one_nan += 1;
+        } else {
+            s.max_abs_diff = s.max_abs_diff.max(if w == g { 0.0 } else { (g - w).abs() });
+        }
+        if tol.accepts(w, g) {
+            continue;
+        }
+        s.bad += 1;
+        let excess = if g.is_nan() || w.is_nan() { f64::INFINITY } else { (g - w).abs() - tol.atol - tol.rtol * w.abs() };
         if excess > worst_excess {
             worst_excess = excess;
-            worst = Some(Mismatch { index: i as u64, reference: want, got: have });
+            s.worst = Some(i as u64);
         }
     }
-    BufferComparison { name: buf.name.clone(), rtol: tol.rtol, atol: tol.atol, bad, count: buf.count, worst }
+    s
+}
+
+/// Compares `got` against `reference` with `tol`, on the host.
+pub fn compare(buf: &BufferArg, tol: Tolerance, reference: &[u8], got: &[u8]) -> BufferComparison {
+    let stats = pair_stats(buf, tol, reference, got);
+    let worst = stats.worst.map(|i| Mismatch { index: i, reference: element(reference, buf.elem, i as usize), got: element(got, buf.elem, i as usize) });
+    BufferComparison::new(buf, tol, None, stats.bad, worst)
 }
 
 /// (median, min, max, population stddev) of samples; all 0 for none.
@@ -248,6 +356,93 @@ mod tests {
         assert_eq!(values(&b, &fill(&b, 1, 0)), [0.0, 1.0, 2.0, 3.0]);
         let b = buffer(ElemType::Int64, Dir::In, 2, Init::Fill { value: -5.0 });
         assert_eq!(values(&b, &fill(&b, 1, 0)), [-5.0, -5.0]);
+    }
+
+    /// The device computes element i on its own (`kp_fill`): the plan's
+    /// element i must be the i-th draw of the sequential generator.
+    #[test]
+    fn element_i_is_the_streams_i_th_draw() {
+        let b = buffer(ElemType::Double, Dir::In, 1000, Init::Uniform { lo: -1.0, hi: 3.0 });
+        let plan = FillPlan::of(&b, 42, 3);
+        let FillPlan::Uniform { stream, .. } = plan else { panic!("{plan:?}") };
+        let mut rng = SplitMix64::new(stream);
+        for i in 0..1000 {
+            assert_eq!(plan.value(i), Some(-1.0 + 4.0 * rng.next_f64()), "element {i}");
+        }
+        let b = buffer(ElemType::Int64, Dir::Inout, 1000, Init::Randint { lo: i64::MIN, hi: i64::MAX });
+        let plan = FillPlan::of(&b, 7, 0);
+        let FillPlan::Randint { stream, .. } = plan else { panic!("{plan:?}") };
+        let mut rng = SplitMix64::new(stream);
+        for i in 0..1000 {
+            assert_eq!(plan.value(i), Some(rng.next_in(i64::MIN, i64::MAX) as f64), "element {i}");
+        }
+    }
+
+    /// Known answers: the first elements of each type and init, the target of the device port.
+    #[test]
+    fn fills_of_every_type() {
+        let mut out = String::new();
+        for elem in [ElemType::Float, ElemType::Double, ElemType::Half, ElemType::Bfloat16, ElemType::Int, ElemType::Unsigned, ElemType::Int8, ElemType::Uint8, ElemType::Int64] {
+            for (init, dir) in [
+                (Init::Uniform { lo: -2.0, hi: 2.0 }, Dir::In),
+                (Init::Randint { lo: -300, hi: 300 }, Dir::In),
+                (Init::Iota, Dir::In),
+                (Init::Fill { value: -1.5 }, Dir::Inout),
+                (Init::Zeros, Dir::Out),
+            ] {
+                let b = buffer(elem, dir, 3, init);
+                let bytes = fill(&b, 42, 1);
+                out.push_str(&format!("{} {:?} {:?}: {:?} {}\n", elem.spec_name(), dir, init, values(&b, &bytes), bytes.iter().map(|x| format!("{x:02x}")).collect::<String>()));
+            }
+        }
+        expect_test::expect![[r#"
+            float In Uniform { lo: -2.0, hi: 2.0 }: [1.913665533065796, 1.443024754524231, -1.3844614028930664] fef2f43f09b5b83f0836b1bf
+            float In Randint { lo: -300, hi: 300 }: [-53.0, -274.0, -53.0] 000054c2000089c3000054c2
+            float In Iota: [0.0, 1.0, 2.0] 000000000000803f00000040
+            float Inout Fill { value: -1.5 }: [-1.5, -1.5, -1.5] 0000c0bf0000c0bf0000c0bf
+            float Out Zeros: [NaN, NaN, NaN] 0000c07f0000c07f0000c07f
+            double In Uniform { lo: -2.0, hi: 2.0 }: [1.9136655367466413, 1.4430248082136905, -1.3844613974817674] 1ef2fcc05f9efe3ff682692ea116f73f6c238cfec026f6bf
+            double In Randint { lo: -300, hi: 300 }: [-53.0, -274.0, -53.0] 0000000000804ac000000000002071c00000000000804ac0
+            double In Iota: [0.0, 1.0, 2.0] 0000000000000000000000000000f03f0000000000000040
+            double Inout Fill { value: -1.5 }: [-1.5, -1.5, -1.5] 000000000000f8bf000000000000f8bf000000000000f8bf
+            double Out Zeros: [NaN, NaN, NaN] 000000000000f87f000000000000f87f000000000000f87f
+            half In Uniform { lo: -2.0, hi: 2.0 }: [1.9140625, 1.443359375, -1.384765625] a83fc63d8abd
+            half In Randint { lo: -300, hi: 300 }: [-53.0, -274.0, -53.0] a0d248dca0d2
+            half In Iota: [0.0, 1.0, 2.0] 0000003c0040
+            half Inout Fill { value: -1.5 }: [-1.5, -1.5, -1.5] 00be00be00be
+            half Out Zeros: [NaN, NaN, NaN] 007e007e007e
+            bfloat16 In Uniform { lo: -2.0, hi: 2.0 }: [1.9140625, 1.4453125, -1.3828125] f53fb93fb1bf
+            bfloat16 In Randint { lo: -300, hi: 300 }: [-53.0, -274.0, -53.0] 54c289c354c2
+            bfloat16 In Iota: [0.0, 1.0, 2.0] 0000803f0040
+            bfloat16 Inout Fill { value: -1.5 }: [-1.5, -1.5, -1.5] c0bfc0bfc0bf
+            bfloat16 Out Zeros: [NaN, NaN, NaN] c07fc07fc07f
+            int In Uniform { lo: -2.0, hi: 2.0 }: [1.0, 1.0, -1.0] 0100000001000000ffffffff
+            int In Randint { lo: -300, hi: 300 }: [-53.0, -274.0, -53.0] cbffffffeefeffffcbffffff
+            int In Iota: [0.0, 1.0, 2.0] 000000000100000002000000
+            int Inout Fill { value: -1.5 }: [-1.0, -1.0, -1.0] ffffffffffffffffffffffff
+            int Out Zeros: [2139062143.0, 2139062143.0, 2139062143.0] 7f7f7f7f7f7f7f7f7f7f7f7f
+            unsigned In Uniform { lo: -2.0, hi: 2.0 }: [1.0, 1.0, 0.0] 010000000100000000000000
+            unsigned In Randint { lo: -300, hi: 300 }: [0.0, 0.0, 0.0] 000000000000000000000000
+            unsigned In Iota: [0.0, 1.0, 2.0] 000000000100000002000000
+            unsigned Inout Fill { value: -1.5 }: [0.0, 0.0, 0.0] 000000000000000000000000
+            unsigned Out Zeros: [2139062143.0, 2139062143.0, 2139062143.0] 7f7f7f7f7f7f7f7f7f7f7f7f
+            int8 In Uniform { lo: -2.0, hi: 2.0 }: [1.0, 1.0, -1.0] 0101ff
+            int8 In Randint { lo: -300, hi: 300 }: [-53.0, -128.0, -53.0] cb80cb
+            int8 In Iota: [0.0, 1.0, 2.0] 000102
+            int8 Inout Fill { value: -1.5 }: [-1.0, -1.0, -1.0] ffffff
+            int8 Out Zeros: [127.0, 127.0, 127.0] 7f7f7f
+            uint8 In Uniform { lo: -2.0, hi: 2.0 }: [1.0, 1.0, 0.0] 010100
+            uint8 In Randint { lo: -300, hi: 300 }: [0.0, 0.0, 0.0] 000000
+            uint8 In Iota: [0.0, 1.0, 2.0] 000102
+            uint8 Inout Fill { value: -1.5 }: [0.0, 0.0, 0.0] 000000
+            uint8 Out Zeros: [127.0, 127.0, 127.0] 7f7f7f
+            int64 In Uniform { lo: -2.0, hi: 2.0 }: [1.0, 1.0, -1.0] 01000000000000000100000000000000ffffffffffffffff
+            int64 In Randint { lo: -300, hi: 300 }: [-53.0, -274.0, -53.0] cbffffffffffffffeefeffffffffffffcbffffffffffffff
+            int64 In Iota: [0.0, 1.0, 2.0] 000000000000000001000000000000000200000000000000
+            int64 Inout Fill { value: -1.5 }: [-1.0, -1.0, -1.0] ffffffffffffffffffffffffffffffffffffffffffffffff
+            int64 Out Zeros: [9.187201950435738e18, 9.187201950435738e18, 9.187201950435738e18] 7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f
+        "#]]
+        .assert_eq(&out);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! What the parent asks the worker to do, and what comes back (both JSON).
 
+use crate::verify::{ToleranceBasis, Variation};
 use kernelpro_spec::LaunchSpec;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Compiled code to load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +48,20 @@ impl Job {
     pub fn new(kernel: KernelJob) -> Job {
         Job { device: 0, kernel, reference: None, warmup: 3, runs: 50, flush_l2: true, energy_window_ms: 1000 }
     }
+
+    /// Bytes of the kernel's buffers.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.kernel.launch.buffers().map(|b| b.size_bytes()).sum()
+    }
+
+    /// Time allowed beyond the kernel timeout for allocating, filling,
+    /// checksumming and comparing the buffers: 1 s per GiB. The worker does
+    /// all of it on the GPU at hundreds of GB/s, several passes a run; the
+    /// margin covers allocation and slower GPUs, so a job's size never eats
+    /// the time its kernels are given.
+    pub fn setup_allowance(&self) -> Duration {
+        Duration::from_secs_f64(self.buffer_bytes() as f64 / (1u64 << 30) as f64)
+    }
 }
 
 /// Per-launch times in milliseconds, from CUDA events.
@@ -82,8 +98,9 @@ pub struct Checksum {
     pub abs_sum: f64,
     /// Elements still NaN (floats) or the 0x7f sentinel (integers): likely never written.
     pub unwritten: u64,
-    /// FNV-1a of the bytes, for exact identity.
-    pub fnv1a: String,
+    /// A hash of the bytes, for exact identity (an order-independent sum of
+    /// mixed (index, bits) pairs, computed on the GPU: see `data::checksum`).
+    pub hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +128,7 @@ pub struct Mismatch {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BufferComparison {
     pub name: String,
+    /// The tolerance used: the spec's, or wider for a nondeterministic original (see `basis`).
     pub rtol: f64,
     pub atol: f64,
     /// Elements outside the tolerance.
@@ -118,6 +136,14 @@ pub struct BufferComparison {
     pub count: u64,
     /// The element with the largest error beyond tolerance (`None` when all pass).
     pub worst: Option<Mismatch>,
+    /// The spec's tolerance for this buffer.
+    pub spec_rtol: f64,
+    pub spec_atol: f64,
+    /// Where `rtol`/`atol` came from ([`crate::tolerance_used`]).
+    pub basis: ToleranceBasis,
+    /// How the original's outputs differed between its runs on the same
+    /// inputs; `None` when they were identical bits.
+    pub original_variation: Option<Variation>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,11 +154,31 @@ pub struct JobResult {
     pub reference: Option<KernelRun>,
     /// One entry per output buffer when a reference was given.
     pub comparison: Vec<BufferComparison>,
+    /// Where the worker's time went.
+    pub phases: Phases,
+}
+
+/// Wall-clock milliseconds of the worker's phases.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Phases {
+    /// CUDA context, loading the code, allocating the buffers.
+    pub setup_ms: f64,
+    /// Filling the inputs on the GPU, every time (before each correctness and timing run).
+    pub fill_ms: f64,
+    /// Correctness launches, checksums, the original's repeat runs and the comparisons.
+    pub verify_ms: f64,
+    /// Timed launches and the energy loop.
+    pub timing_ms: f64,
 }
 
 impl JobResult {
     /// Whether every compared output is within tolerance (true when nothing was compared).
     pub fn correct(&self) -> bool {
         self.comparison.iter().all(|c| c.bad == 0)
+    }
+
+    /// `the original is nondeterministic: …`, one line per output whose original runs differed.
+    pub fn nondeterminism_notes(&self) -> Vec<String> {
+        self.comparison.iter().filter_map(BufferComparison::nondeterminism_note).collect()
     }
 }

@@ -7,6 +7,15 @@
 //! as `srun --gres=gpu:1 --` or `ssh gpu-box --`. Illegal addresses, hangs and
 //! driver errors end the child, never the server.
 //!
+//! Inputs are generated, outputs summed and compared on the GPU by the
+//! harness's own kernels (device.cu, embedded as PTX), from the same
+//! counter-based generator as the host's [`fill`]: a job over many GiB needs
+//! no host copies, and its set-up is allowed time in proportion to its bytes
+//! ([`Job::setup_allowance`]) on top of the kernel timeout. With a reference
+//! (the original), the original runs up to [`ORIGINAL_RUNS`] times on the same
+//! inputs; where its outputs differ (float atomics), candidates are accepted
+//! within [`VARIATION_MULTIPLE`] times that variation ([`tolerance_used`]).
+//!
 //! Runners: the prefix is put before `EXE __gpu-worker`, and the job travels
 //! on stdin, so `srun --gres=gpu:1 --` (Slurm) and `ssh gpu-box --` both work
 //! when the cubin path is visible on the far side (a shared file system) or
@@ -17,14 +26,17 @@
 //! `energy_window_ms` (1 s by default; 0 turns it off).
 
 mod data;
+mod device;
 mod job;
 mod metrics;
 mod nvml;
 mod process;
+mod verify;
 mod worker;
 
-pub use data::{SplitMix64, bf16_bits_to_f32, checksum, compare, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, fill};
+pub use data::{FillPlan, SplitMix64, bf16_bits_to_f32, checksum, compare, element, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, fill, pair_stats};
 pub use job::*;
 pub use metrics::flops;
 pub use process::{DEFAULT_TIMEOUT, HarnessError, WORKER_SUBCOMMAND, run_job};
+pub use verify::{MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used};
 pub use worker::{NO_DRIVER, execute, worker_main};

@@ -1,11 +1,15 @@
 //! The child side: loads the code, fills the buffers, launches, verifies and
 //! times, with the raw CUDA driver API (so nothing else is queued between our
-//! events). Every failure becomes a message a user can act on.
+//! events). Buffers are filled, summed and compared on the GPU (device.rs):
+//! the worker holds no host copy of them. Every failure becomes a message a
+//! user can act on.
 
 use crate::data;
+use crate::device::{self, Aux};
 use crate::job::*;
 use crate::nvml::Nvml;
 use crate::process::Reply;
+use crate::verify::{ORIGINAL_RUNS, PairStats, Variation, tolerance_used};
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use kernelpro_spec::{Arg, BufferArg, LaunchSpec, ScalarType, ScalarValue};
@@ -39,11 +43,13 @@ pub fn worker_main() -> i32 {
 }
 
 /// A CUDA error with what we were doing and what to change.
-fn explain(e: DriverError, during: &str) -> String {
+pub(crate) fn explain(e: DriverError, during: &str) -> String {
     let name = format!("{:?}", e.0);
     let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let advice = match name.as_str() {
-        "CUDA_ERROR_ILLEGAL_ADDRESS" => "the kernel read or wrote outside its buffers: check its index arithmetic and bounds checks against the element counts in the spec (`compute-sanitizer` shows the faulting access)",
+        "CUDA_ERROR_ILLEGAL_ADDRESS" => {
+            "the kernel read or wrote outside its buffers: check its index arithmetic and bounds checks against the element counts in the spec (`compute-sanitizer` shows the faulting access)"
+        }
         "CUDA_ERROR_MISALIGNED_ADDRESS" => "a vector load/store (float4, int2...) used an address that is not a multiple of its size",
         "CUDA_ERROR_ASSERT" => "a device-side assert() failed",
         "CUDA_ERROR_ILLEGAL_INSTRUCTION" | "CUDA_ERROR_HARDWARE_STACK_ERROR" => "the kernel hit an illegal instruction or overflowed its stack (deep recursion, large local arrays)",
@@ -62,13 +68,13 @@ fn explain(e: DriverError, during: &str) -> String {
 }
 
 /// Device memory freed on drop.
-struct DeviceBuffer {
-    ptr: sys::CUdeviceptr,
+pub(crate) struct DeviceBuffer {
+    pub(crate) ptr: sys::CUdeviceptr,
     bytes: usize,
 }
 
 impl DeviceBuffer {
-    fn new(bytes: usize, what: &str) -> Result<DeviceBuffer, String> {
+    pub(crate) fn new(bytes: usize, what: &str) -> Result<DeviceBuffer, String> {
         // SAFETY: a context is current (set up in `execute` before any allocation).
         let ptr = unsafe { cu::malloc_sync(bytes.max(1)) }.map_err(|e| explain(e, &format!("allocating {bytes} bytes for {what}")))?;
         Ok(DeviceBuffer { ptr, bytes })
@@ -86,6 +92,8 @@ struct Gpu {
     stream: sys::CUstream,
     scratch: Option<DeviceBuffer>,
     nvml: Result<Nvml, String>,
+    aux: Aux,
+    phases: Phases,
 }
 
 struct Loaded {
@@ -96,6 +104,7 @@ struct Loaded {
 /// Runs a job in this process. Faults poison the CUDA context, so the server
 /// calls this only through the child process ([`crate::run_job`]).
 pub fn execute(job: &Job) -> Result<JobResult, String> {
+    let started = Instant::now();
     // SAFETY: only probes whether libcuda can be opened.
     if !unsafe { sys::is_culib_present() } {
         return Err(NO_DRIVER.to_string());
@@ -124,25 +133,29 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
 
     let stream = cu::stream::create(cu::stream::StreamKind::NonBlocking).map_err(|e| explain(e, "creating a stream"))?;
     let scratch = if job.flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
-    let mut gpu = Gpu { stream, scratch, nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)) };
+    let aux = Aux::load()?;
+    let mut gpu = Gpu { stream, scratch, nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)), aux, phases: Phases::default() };
 
     let launch = &job.kernel.launch;
-    let host: Vec<Vec<u8>> = launch.buffers().enumerate().map(|(i, b)| data::fill(b, launch.seed, i)).collect();
-    let device: Vec<DeviceBuffer> = launch.buffers().zip(&host).map(|(b, h)| DeviceBuffer::new(h.len(), &format!("`{}`", b.name))).collect::<Result<_, _>>()?;
+    let device: Vec<DeviceBuffer> = launch.buffers().map(|b| DeviceBuffer::new(b.size_bytes() as usize, &format!("`{}`", b.name))).collect::<Result<_, _>>()?;
+    gpu.phases.setup_ms = ms_since(started);
 
-    let (kernel_run, kernel_out) = run_kernel(&mut gpu, job, &kernel, &host, &device)?;
-    let mut comparison = Vec::new();
-    let reference_run = match &reference {
+    // The original first: its first outputs are the reference, its later runs on the same inputs measure its own variation.
+    let original = match &reference {
         None => None,
-        Some(r) => {
-            let (run, reference_out) = run_kernel(&mut gpu, job, r, &host, &device)?;
-            for ((b, want), got) in launch.buffers().filter(|b| b.dir.is_output()).zip(&reference_out).zip(&kernel_out) {
-                comparison.push(data::compare(b, launch.tolerance_for(b.elem), want, got));
-            }
-            Some(run)
-        }
+        Some(r) => Some(run_original(&mut gpu, r, &device)?),
     };
-    Ok(JobResult { device_name, compute_capability: cc, kernel: kernel_run, reference: reference_run, comparison })
+    let (kernel_outputs, comparison) = check_kernel(&mut gpu, &kernel, &device, original.as_ref())?;
+    let kernel_run = time_kernel(&mut gpu, job, &kernel, &device, kernel_outputs)?;
+    let reference_run = match (&reference, original) {
+        (Some(r), Some(o)) => Some(time_kernel(&mut gpu, job, r, &device, o.checksums)?),
+        _ => None,
+    };
+    Ok(JobResult { device_name, compute_capability: cc, kernel: kernel_run, reference: reference_run, comparison, phases: gpu.phases })
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
 }
 
 fn pci_bus_id(dev: sys::CUdevice) -> Result<String, String> {
@@ -164,10 +177,7 @@ fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
     let name = CString::new(k.function.as_str()).map_err(|_| "the function name holds a NUL byte".to_string())?;
     // SAFETY: module was just loaded.
     let function = unsafe { cu::module::get_function(module, name) }.map_err(|_| {
-        format!(
-            "the compiled code has no function `{}`: give the mangled name that ptxas prints (\"Compiling entry function '_Z...'\") or declare the kernel extern \"C\"",
-            k.function
-        )
+        format!("the compiled code has no function `{}`: give the mangled name that ptxas prints (\"Compiling entry function '_Z...'\") or declare the kernel extern \"C\"", k.function)
     })?;
     // Static shared memory counts against the default 48 KiB too, so any dynamic amount may need the opt-in.
     if k.launch.smem > 0 {
@@ -237,40 +247,113 @@ fn sync(gpu: &Gpu, during: &str) -> Result<(), String> {
     unsafe { cu::stream::synchronize(gpu.stream) }.map_err(|e| explain(e, during))
 }
 
-/// Runs one kernel on fresh inputs (outputs kept for checksums and comparison), then times it.
-fn run_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, host: &[Vec<u8>], device: &[DeviceBuffer]) -> Result<(KernelRun, Vec<Vec<u8>>), String> {
+/// Fills every buffer with its initial contents for the kernel's seed, on the GPU.
+fn fill_all(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer]) -> Result<(), String> {
+    let t = Instant::now();
+    let launch = &k.job.launch;
+    for (i, (b, d)) in launch.buffers().zip(device).enumerate() {
+        gpu.aux.fill(gpu.stream, b, d.ptr, launch.seed, i)?;
+    }
+    sync(gpu, "filling the inputs")?;
+    gpu.phases.fill_ms += ms_since(t);
+    Ok(())
+}
+
+/// One launch of `k` on fresh inputs, waited for.
+fn run_once(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer]) -> Result<(), String> {
+    fill_all(gpu, k, device)?;
+    let name = &k.job.function;
+    let mut args = argument_bytes(&k.job.launch, device);
+    enqueue(gpu, k, &mut args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
+    sync(gpu, &format!("running `{name}`"))
+}
+
+/// The outputs (buffer, device memory) of a launch.
+fn outputs<'a>(launch: &'a LaunchSpec, device: &'a [DeviceBuffer]) -> impl Iterator<Item = (&'a BufferArg, &'a DeviceBuffer)> {
+    launch.buffers().zip(device).filter(|(b, _)| b.dir.is_output())
+}
+
+/// The original's first outputs (kept in their own device memory) and how much its later runs differ from them.
+struct Original {
+    saved: Vec<DeviceBuffer>,
+    checksums: Vec<Checksum>,
+    variation: Vec<Option<Variation>>,
+}
+
+/// Runs the original on fresh inputs, keeps its outputs, then runs it again
+/// on the same inputs (up to [`ORIGINAL_RUNS`] in all, stopping after the
+/// second when that gives the same bits) to measure its own variation.
+fn run_original(gpu: &mut Gpu, r: &Loaded, device: &[DeviceBuffer]) -> Result<Original, String> {
+    let launch = &r.job.launch;
+    run_once(gpu, r, device)?;
+    let t = Instant::now();
+    let mut saved = Vec::new();
+    let mut checksums = Vec::new();
+    for (b, d) in outputs(launch, device) {
+        checksums.push(gpu.aux.checksum(gpu.stream, b, d.ptr)?);
+        let copy = DeviceBuffer::new(d.bytes, &format!("a copy of the reference's `{}` (outputs are compared on the GPU, so they must fit twice)", b.name))?;
+        // SAFETY: both hold d.bytes bytes; the stream has finished the launch.
+        unsafe { cu::memcpy_dtod_sync(copy.ptr, d.ptr, d.bytes) }.map_err(|e| explain(e, "saving the reference's outputs"))?;
+        saved.push(copy);
+    }
+    gpu.phases.verify_ms += ms_since(t);
+    let mut later: Vec<Vec<PairStats>> = vec![Vec::new(); saved.len()];
+    for run in 1..ORIGINAL_RUNS {
+        run_once(gpu, r, device).map_err(|e| format!("{e} (the reference's run {} of {ORIGINAL_RUNS} on the same inputs)", run + 1))?;
+        let t = Instant::now();
+        for (((b, d), s), l) in outputs(launch, device).zip(&saved).zip(&mut later) {
+            l.push(gpu.aux.compare(gpu.stream, b, launch.tolerance_for(b.elem), s.ptr, d.ptr)?);
+        }
+        gpu.phases.verify_ms += ms_since(t);
+        if run == 1 && later.iter().all(|l| l[0].differing == 0) {
+            break;
+        }
+    }
+    Ok(Original { saved, checksums, variation: later.iter().map(|l| Variation::of_runs(l)).collect() })
+}
+
+/// Runs the kernel on fresh inputs: its output checksums, and its outputs
+/// compared with the original's first (with the tolerance its variation allows).
+fn check_kernel(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer], original: Option<&Original>) -> Result<(Vec<Checksum>, Vec<BufferComparison>), String> {
+    run_once(gpu, k, device)?;
+    let t = Instant::now();
+    let launch = &k.job.launch;
+    let mut checksums = Vec::new();
+    let mut comparison = Vec::new();
+    for (i, (b, d)) in outputs(launch, device).enumerate() {
+        checksums.push(gpu.aux.checksum(gpu.stream, b, d.ptr)?);
+        let Some(o) = original else { continue };
+        let spec = launch.tolerance_for(b.elem);
+        let variation = o.variation[i];
+        let (used, _) = tolerance_used(spec, b.elem, variation.as_ref());
+        let stats = gpu.aux.compare(gpu.stream, b, used, o.saved[i].ptr, d.ptr)?;
+        let worst = match stats.worst {
+            Some(index) => Some(Mismatch { index, reference: device::element(b, o.saved[i].ptr, index)?, got: device::element(b, d.ptr, index)? }),
+            None => None,
+        };
+        comparison.push(BufferComparison::new(b, spec, variation, stats.bad, worst));
+    }
+    gpu.phases.verify_ms += ms_since(t);
+    Ok((checksums, comparison))
+}
+
+/// Times `k` on fresh inputs (and measures its energy).
+fn time_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, device: &[DeviceBuffer], checksums: Vec<Checksum>) -> Result<KernelRun, String> {
+    fill_all(gpu, k, device)?;
+    let t = Instant::now();
     let name = &k.job.function;
     let launch = &k.job.launch;
-    for (h, d) in host.iter().zip(device) {
-        // SAFETY: d holds h.len() bytes; nothing else uses it now.
-        unsafe { cu::memcpy_htod_sync(d.ptr, h) }.map_err(|e| explain(e, "copying inputs to the GPU"))?;
-    }
     let mut args = argument_bytes(launch, device);
-    enqueue(gpu, k, &mut args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
-    sync(gpu, &format!("running `{name}`"))?;
-
-    let mut outputs = Vec::new();
-    let mut checksums = Vec::new();
-    for ((b, h), d) in launch.buffers().zip(host).zip(device) {
-        if !b.dir.is_output() {
-            continue;
-        }
-        let mut bytes = vec![0u8; h.len()];
-        // SAFETY: d holds bytes.len() bytes and the kernel has finished.
-        unsafe { cu::memcpy_dtoh_sync(&mut bytes, d.ptr) }.map_err(|e| explain(e, "copying outputs back"))?;
-        checksums.push(data::checksum(b, &bytes));
-        outputs.push(bytes);
-    }
-
     let (timing, clocks) = time(gpu, job, k, &mut args)?;
     let energy = match &gpu.nvml {
         Err(why) => Err(why.clone()),
         Ok(_) if job.energy_window_ms == 0 => Err("energy not asked for (energy window 0)".into()),
         Ok(nvml) => measure_energy(gpu, nvml, k, &mut args, timing.median_ms, Duration::from_millis(job.energy_window_ms as u64))?,
     };
+    gpu.phases.timing_ms += ms_since(t);
     let seconds = timing.median_ms / 1e3;
     let bytes: u64 = launch.buffers().map(|b: &BufferArg| b.size_bytes() * if b.dir == kernelpro_spec::Dir::Inout { 2 } else { 1 }).sum();
-    let run = KernelRun {
+    Ok(KernelRun {
         function: name.clone(),
         timing,
         clocks,
@@ -278,8 +361,7 @@ fn run_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, host: &[Vec<u8>], device: &[
         outputs: checksums,
         dram_gbps_estimate: if seconds > 0.0 { bytes as f64 / seconds / 1e9 } else { 0.0 },
         tflops: crate::metrics::flops(launch).filter(|_| seconds > 0.0).map(|f| f / seconds / 1e12),
-    };
-    Ok((run, outputs))
+    })
 }
 
 fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timing, Option<Clocks>), String> {
@@ -322,7 +404,9 @@ fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timin
 /// Energy per launch from NVML's total-energy counter over a loop of back-to-back launches.
 fn measure_energy(gpu: &Gpu, nvml: &Nvml, k: &Loaded, args: &mut [Vec<u8>], median_ms: f64, window: Duration) -> Result<Result<Energy, String>, String> {
     let name = &k.job.function;
-    let Some(before) = nvml.energy_mj() else { return Ok(Err("this GPU has no NVML energy counter".into())) };
+    let Some(before) = nvml.energy_mj() else {
+        return Ok(Err("this GPU has no NVML energy counter".into()));
+    };
     // Batches of about a tenth of the window keep the queue short and the loop on time.
     let batch = ((window.as_secs_f64() * 1e3 / median_ms.max(1e-3)) / 10.0).clamp(1.0, 100_000.0) as u64;
     let start = Instant::now();

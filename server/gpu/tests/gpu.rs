@@ -97,7 +97,7 @@ fn saxpy_matches_its_reference() {
     println!("comparison: {:?}", result.comparison);
     assert!(result.correct());
     assert_eq!(result.kernel.outputs[0].unwritten, 0);
-    assert_eq!(result.kernel.outputs[0].fnv1a, result.reference.unwrap().outputs[0].fnv1a);
+    assert_eq!(result.kernel.outputs[0].hash, result.reference.unwrap().outputs[0].hash);
 }
 
 #[test]
