@@ -70,13 +70,7 @@ pub async fn run(args: &RunArgs) -> ExitCode {
             }
         }
     };
-    let opts = RunOptions {
-        exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
-        runs: args.runs,
-        warmup: args.warmup,
-        energy: !args.no_energy,
-        device: args.device,
-    };
+    let opts = RunOptions { exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()), runs: args.runs, warmup: args.warmup, energy: !args.no_energy, device: args.device };
     match harness::run(&kernel.job, reference.as_ref().map(|r| &r.job), &settings, &opts).await {
         Ok(result) => {
             if args.json {
@@ -102,12 +96,18 @@ pub fn report(r: &JobResult) -> String {
         s.push_str(&kernel_report("reference", reference));
         s.push_str(&format!("speedup over the reference: {:.2}x\n", reference.timing.median_ms / r.kernel.timing.median_ms));
     }
+    for note in r.nondeterminism_notes() {
+        s.push_str(&format!("{note}\n"));
+    }
     for c in &r.comparison {
         match &c.worst {
-            None => s.push_str(&format!("compare {}: ok, {} elements within rtol={} atol={}\n", c.name, c.count, c.rtol, c.atol)),
-            Some(w) => s.push_str(&format!("compare {}: MISMATCH, {} of {} elements outside rtol={} atol={}; worst at index {}: {:?}\n", c.name, c.bad, c.count, c.rtol, c.atol, w.index, w)),
+            None if c.bad == 0 => s.push_str(&format!("compare {}: ok, {} elements within {}\n", c.name, c.count, c.tolerance_note())),
+            None => s.push_str(&format!("compare {}: MISMATCH, {} of {} elements outside {}\n", c.name, c.bad, c.count, c.tolerance_note())),
+            Some(w) => s.push_str(&format!("compare {}: MISMATCH, {} of {} elements outside {}; worst at index {}: {:?}\n", c.name, c.bad, c.count, c.tolerance_note(), w.index, w)),
         }
     }
+    let p = &r.phases;
+    s.push_str(&format!("harness: set-up {:.0} ms (context, code, buffers), fills {:.0} ms, checks {:.0} ms, timing {:.0} ms\n", p.setup_ms, p.fill_ms, p.verify_ms, p.timing_ms));
     s
 }
 

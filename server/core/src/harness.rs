@@ -53,7 +53,9 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
             match with_spec.as_slice() {
                 [one] => (*one).clone(),
                 [] => return Err(prepare_error(&src.path, "no kernel has a launch spec: add `// kernelpro:` lines above one (see the README's launch-spec section)")),
-                many => return Err(prepare_error(&src.path, format!("several kernels have launch specs ({}): pick one with --kernel", many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")))),
+                many => {
+                    return Err(prepare_error(&src.path, format!("several kernels have launch specs ({}): pick one with --kernel", many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
+                }
             }
         }
     };
@@ -63,11 +65,7 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
     if let Some(e) = analysis.findings.iter().find(|f| f.source == "spec" && f.kernel.as_deref() == Some(kernel.as_str()) && f.severity == kernelpro_model::Severity::Error) {
         return Err(prepare_error(&src.path, format!("the launch spec of `{kernel}` has an error on line {}: {}", e.span.start.line + 1, e.message)));
     }
-    let launch = analysis
-        .launch_specs
-        .get(&kernel)
-        .cloned()
-        .ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` has no launch spec: add `// kernelpro:` lines directly above it")))?;
+    let launch = analysis.launch_specs.get(&kernel).cloned().ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` has no launch spec: add `// kernelpro:` lines directly above it")))?;
     let compiled = analysis.compile.clone().ok_or_else(|| prepare_error(&src.path, "was not compiled (is nvcc installed? see `kernelpro doctor`)"))?;
     let cubin = compiled.cubin.clone().ok_or_else(|| prepare_error(&src.path, "nvcc produced no cubin"))?;
     let function = compiled
@@ -86,20 +84,12 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
 /// wait happens off the async runtime.
 /// The jobs' cubins must outlive the call (keep their `Prepared` alive).
 pub async fn run(kernel: &KernelJob, reference: Option<&KernelJob>, settings: &Settings, opts: &RunOptions) -> Result<JobResult, HarnessError> {
-    let job = Job {
-        device: opts.device,
-        kernel: kernel.clone(),
-        reference: reference.cloned(),
-        warmup: opts.warmup,
-        runs: opts.runs,
-        flush_l2: true,
-        energy_window_ms: if opts.energy { 1000 } else { 0 },
-    };
+    let job =
+        Job { device: opts.device, kernel: kernel.clone(), reference: reference.cloned(), warmup: opts.warmup, runs: opts.runs, flush_l2: true, energy_window_ms: if opts.energy { 1000 } else { 0 } };
     let exe = opts.exe.clone();
     let runner = settings.runner.clone();
-    // Each timed launch set is bounded by the run timeout; energy adds its window.
-    let timeout = Duration::from_secs(settings.run_timeout_secs.max(1)) + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO };
-    tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner))
-        .await
-        .unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
+    // The kernels get the run timeout; energy adds its window, and the
+    // buffers' set-up (filled and compared on the GPU) time in proportion to their bytes.
+    let timeout = Duration::from_secs(settings.run_timeout_secs.max(1)) + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO } + job.setup_allowance();
+    tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner)).await.unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
 }

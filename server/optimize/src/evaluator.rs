@@ -1,16 +1,22 @@
 //! Evaluators for the search: the GPU harness (compile, verify against the
 //! original on identical inputs, time, energy) and a stub for tests and demos
-//! that compiles for real but invents the timing.
+//! that compiles for real but invents the timing. The harness runs the
+//! original several times per check: where it is nondeterministic (float
+//! atomics), a candidate passes within `kernelpro_gpu::VARIATION_MULTIPLE`
+//! times its measured variation, never beyond the spec's tolerance otherwise,
+//! and the outcome's notes say which tolerance was used.
 
 use crate::guard::check_candidate;
+use futures::future::join_all;
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::harness::{self, KernelSource, Prepared, RunOptions};
 use kernelpro_core::settings::Settings;
-use kernelpro_gpu::HarnessError;
+use kernelpro_gpu::{HarnessError, Image};
 use kernelpro_search::{Evaluator, FindingNote, Outcome};
 use kernelpro_source::SourceFile;
-use futures::future::join_all;
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -76,13 +82,24 @@ pub struct GpuEvaluator {
     /// The original's Nsight Compute findings, handed to the proposers with
     /// its static ones (candidates are not profiled: it would triple each evaluation).
     pub profile_notes: Vec<FindingNote>,
+    /// The tolerance each verified candidate was last checked with, in words
+    /// (the spec's, or a multiple of a nondeterministic original's own variation).
+    tolerances: Mutex<HashMap<String, String>>,
+}
+
+/// A prepared kernel's identity: its cubin's path (a temp dir of its own).
+fn key(p: &Prepared) -> String {
+    match &p.job.image {
+        Image::Cubin(path) => path.display().to_string(),
+        Image::Ptx(text) => text.clone(),
+    }
 }
 
 impl GpuEvaluator {
     /// Runs everything on `run.device`; see [`GpuEvaluator::with_devices`].
     pub fn new(ctx: Context, run: RunOptions, search_seed: u64) -> Self {
         let devices = vec![run.device];
-        GpuEvaluator { ctx, run, devices, reference: None, baseline: None, search_seed, profile_notes: Vec::new() }
+        GpuEvaluator { ctx, run, devices, reference: None, baseline: None, search_seed, profile_notes: Vec::new(), tolerances: Mutex::default() }
     }
 
     /// Spreads each batch of candidates over `devices` (candidate i on
@@ -103,6 +120,12 @@ impl GpuEvaluator {
 
     pub fn devices(&self) -> &[u32] {
         &self.devices
+    }
+
+    /// Which tolerance `candidate`'s last passing verification used, e.g.
+    /// `verified with seed 43: `out` within rtol=1e-5 atol=2e-1: 4x the original's own run-to-run variation (…)`.
+    pub fn tolerance_note(&self, candidate: &Prepared) -> Option<String> {
+        self.tolerances.lock().expect("not poisoned").get(&key(candidate)).cloned()
     }
 
     /// Runs `candidate` against the original with inputs from `seed`, on the first device.
@@ -152,10 +175,15 @@ impl GpuEvaluator {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
-                let worst: Vec<String> = r.comparison.iter().filter(|c| c.bad > 0).map(|c| format!("{}: {} of {} elements wrong, worst {:?}", c.name, c.bad, c.count, c.worst)).collect();
+                let worst: Vec<String> =
+                    r.comparison.iter().filter(|c| c.bad > 0).map(|c| format!("{}: {} of {} elements outside {}, worst {:?}", c.name, c.bad, c.count, c.tolerance_note(), c.worst)).collect();
                 Outcome::WrongOutput(worst.join("; "))
             }
             Ok(r) => {
+                if launch_of.is_none() && !r.comparison.is_empty() {
+                    let used: Vec<String> = r.comparison.iter().map(|c| format!("`{}` within {}", c.name, c.tolerance_note())).collect();
+                    self.tolerances.lock().expect("not poisoned").insert(key(kernel), format!("verified with seed {seed}: {}", used.join("; ")));
+                }
                 let t = &r.kernel.timing;
                 let mut time_s = t.median_ms / 1e3;
                 let mut energy_j = r.kernel.energy.as_ref().ok().map(|e| e.joules_per_launch);

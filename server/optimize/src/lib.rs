@@ -177,6 +177,7 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
             out.notes.splice(0..0, notes);
+            out.notes.extend(ev.tolerance_note(&prepared));
             out.devices = devices;
             return Ok(out);
         }
