@@ -77,3 +77,43 @@ fn optimize_finds_verified_speedups() {
         assert_eq!(r["verified_seeds"].as_array().unwrap().len(), 3);
     }
 }
+
+/// `run --reference` with a float-atomic original: it says the original is
+/// nondeterministic and by how much, and compares within 4x that variation;
+/// a block-reduced version verifies, a wrong one does not.
+#[test]
+#[ignore = "needs a GPU"]
+fn run_reference_reports_a_nondeterministic_original() {
+    let file = "tests/fixtures/gpu/atomic_sum.cu";
+    let run = |kernel: &str| kernelpro(&["run", file, "--kernel", kernel, "--reference", "sum_atomic", "--no-energy"]);
+    let (ok, out, err) = run("sum_atomic");
+    println!("sum_atomic vs itself:\n{out}{err}");
+    assert!(ok, "the original passes its own check");
+    assert!(out.contains("the original is nondeterministic: two runs on the same inputs differ by up to"), "{out}");
+    assert!(out.contains("4x the original's own run-to-run variation"), "{out}");
+
+    let (ok, out, err) = run("sum_blocks");
+    println!("sum_blocks vs sum_atomic:\n{out}{err}");
+    assert!(ok && out.contains("compare out: ok, 1 elements within rtol=1e-5 atol="), "{out}");
+
+    let (ok, out, _) = run("sum_blocks_short");
+    println!("sum_blocks_short vs sum_atomic:\n{out}");
+    assert!(!ok && out.contains("compare out: MISMATCH"), "{out}");
+}
+
+/// The optimizer on a float-atomic sum: the original no longer fails its own
+/// check, and a verified result says which tolerance it used.
+#[test]
+#[ignore = "needs a GPU"]
+fn optimize_states_the_tolerance_for_a_float_atomic_sum() {
+    let r = json(&["optimize", "tests/fixtures/gpu/atomic_sum.cu", "--kernel", "sum_atomic", "--budget", "12", "--json", "--no-energy", "--no-profile"]);
+    println!("{} ({} evaluations)\nnotes: {:#}", r["title"], r["evaluations"], r["notes"]);
+    for t in r["tried"].as_array().unwrap() {
+        println!("  tried: {t}");
+    }
+    if r["speedup"].as_f64().unwrap() > 1.0 {
+        assert_eq!(r["verified_seeds"].as_array().unwrap().len(), 3);
+        let notes = r["notes"].to_string();
+        assert!(notes.contains("verified with seed") && notes.contains("the original's own run-to-run variation"), "{notes}");
+    }
+}

@@ -10,7 +10,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const SOURCE: &str = include_str!("kernels.cu");
+// The harness's kernels and the float-atomic sums that the end-to-end tests run too.
+const SOURCE: &str = concat!(include_str!("kernels.cu"), "\n", include_str!("../../../tests/fixtures/gpu/atomic_sum.cu"));
 
 #[test]
 #[ignore = "needs a GPU"]
@@ -157,4 +158,137 @@ fn overhead_of_one_evaluation() {
         start.elapsed().as_secs_f64(),
         result.correct()
     );
+}
+
+/// The device fill is the host fill, bit for bit, for every element type and
+/// init (extreme ranges included: half overflow, the whole i64 range), and the
+/// device checksum is the host's (the same hash; sums added in another order).
+#[test]
+#[ignore = "needs a GPU"]
+fn the_device_fill_and_checksum_equal_the_hosts() {
+    use kernelpro_spec::{Arg, BufferArg, Dir, ElemType, Init};
+    let count = (1 << 20) + 17;
+    let mut buffers = Vec::new();
+    for elem in [ElemType::Float, ElemType::Double, ElemType::Half, ElemType::Bfloat16, ElemType::Int, ElemType::Unsigned, ElemType::Int8, ElemType::Uint8, ElemType::Int64] {
+        for (init, dir) in [
+            (Init::Uniform { lo: -2.0, hi: 2.0 }, Dir::Inout),
+            (Init::Uniform { lo: -1e5, hi: 1e5 }, Dir::Inout),
+            (Init::Randint { lo: -300, hi: 300 }, Dir::Inout),
+            (Init::Randint { lo: i64::MIN, hi: i64::MAX }, Dir::Inout),
+            (Init::Iota, Dir::Inout),
+            (Init::Fill { value: -1.5 }, Dir::Inout),
+            (Init::Zeros, Dir::Out),
+        ] {
+            buffers.push(BufferArg { name: format!("{} {init:?} {dir:?}", elem.spec_name()), dir, elem, count, init });
+        }
+    }
+    let mut launch = kernel("saxpy").launch;
+    launch.kernel = "noop".into();
+    (launch.grid, launch.block) = ([1, 1, 1], [32, 1, 1]);
+    launch.args = buffers.iter().cloned().map(Arg::Buffer).collect();
+    let job = Job { energy_window_ms: 0, runs: 20, ..Job::new(KernelJob { image: Image::Cubin(cubin().clone()), function: "noop".into(), launch: launch.clone() }) };
+    let result = run(&job, DEFAULT_TIMEOUT).unwrap();
+    println!("{} buffers of {count} elements: phases {:?}", buffers.len(), result.phases);
+    for (i, (b, got)) in buffers.iter().zip(&result.kernel.outputs).enumerate() {
+        let want = checksum(b, &fill(b, launch.seed, i));
+        assert_eq!((&got.hash, got.unwritten), (&want.hash, want.unwritten), "{}", b.name);
+        let close = |x: f64, y: f64| x == y || (x - y).abs() <= 1e-9 * y.abs().max(1.0);
+        assert!(close(got.sum, want.sum) && close(got.abs_sum, want.abs_sum), "{}: {got:?} vs {want:?}", b.name);
+    }
+}
+
+/// The device comparison counts and picks the worst element as the host's does.
+#[test]
+#[ignore = "needs a GPU"]
+fn the_device_comparison_equals_the_hosts() {
+    let job = job("leave_alone", Some("perturb_ulps"));
+    let result = run(&job, DEFAULT_TIMEOUT).unwrap();
+    let launch = &job.kernel.launch;
+    let b = launch.buffers().next().unwrap();
+    let fresh = fill(b, launch.seed, 0);
+    // perturb_ulps on the host.
+    let perturbed: Vec<u8> = fresh
+        .chunks(4)
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let bits = if i == 777 { 0x7fc0_0000 } else { i32::from_le_bytes(c.try_into().unwrap()).wrapping_add((i % 7) as i32 * 15) as u32 };
+            bits.to_le_bytes()
+        })
+        .collect();
+    let want = compare(b, launch.tolerance_for(b.elem), &perturbed, &fresh);
+    println!("device: {:?}\nhost:   {want:?}", result.comparison[0]);
+    assert!(want.bad > 1000, "the perturbation must fail some elements");
+    assert_eq!(result.comparison[0], want);
+}
+
+/// 4 GiB of buffers are set up on the GPU in well under the default run
+/// timeout (a host fill and copy of them took longer than all of it).
+#[test]
+#[ignore = "needs a GPU"]
+fn a_4_gib_buffer_runs_under_the_default_timeout() {
+    let job = Job { runs: 20, ..job("scale_4g", Some("scale_4g")) };
+    println!("buffers: {:.2} GiB; the harness adds {:.1} s to the run timeout for them", job.buffer_bytes() as f64 / (1u64 << 30) as f64, job.setup_allowance().as_secs_f64());
+    let start = Instant::now();
+    // The plain default timeout, without the allowance: set-up must fit anyway.
+    let result = run(&job, DEFAULT_TIMEOUT).unwrap();
+    let p = &result.phases;
+    println!(
+        "scale_4g with itself as reference: wall {:.2} s; set-up (context, code, 4 GiB + the saved copy) {:.0} ms, fills {:.0} ms, checks {:.0} ms, timing {:.0} ms; kernel median {:.3} ms",
+        start.elapsed().as_secs_f64(),
+        p.setup_ms,
+        p.fill_ms,
+        p.verify_ms,
+        p.timing_ms,
+        result.kernel.timing.median_ms
+    );
+    assert!(result.correct(), "{:?}", result.comparison);
+    assert_eq!(result.comparison[0].original_variation, None, "a deterministic kernel");
+    assert_eq!(result.kernel.outputs[0].hash, result.reference.as_ref().unwrap().outputs[0].hash);
+    let host = Instant::now();
+    let b = job.kernel.launch.buffers().next().unwrap();
+    let sample = kernelpro_spec::BufferArg { count: 1 << 26, ..b.clone() };
+    let _ = fill(&sample, 42, 0);
+    println!("for comparison, the host fill makes 256 MiB in {:.2} s (4 GiB: ~{:.0} s)", host.elapsed().as_secs_f64(), host.elapsed().as_secs_f64() * 16.0);
+}
+
+/// A float-atomic sum differs from run to run; the harness measures that and
+/// accepts a block-reduced version within 4x of it, but not a wrong one.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_float_atomic_original_is_measured_and_a_block_reduced_candidate_verifies() {
+    let itself = run(&job("sum_atomic", Some("sum_atomic")), DEFAULT_TIMEOUT).unwrap();
+    println!("sum_atomic vs itself: {:?}", itself.nondeterminism_notes());
+    let c = &itself.comparison[0];
+    let v = c.original_variation.expect("the original is nondeterministic");
+    println!("  compared within {}", c.tolerance_note());
+    assert_eq!(c.basis, ToleranceBasis::OriginalVariation);
+    assert!(v.max_abs_diff > 0.0 && c.atol == VARIATION_MULTIPLE * v.max_abs_diff);
+
+    for seed_job in [job("sum_blocks", Some("sum_atomic"))] {
+        let r = run(&seed_job, DEFAULT_TIMEOUT).unwrap();
+        let c = &r.comparison[0];
+        println!(
+            "sum_blocks vs sum_atomic: {} (candidate {:.6}, original {:.6}); {:.2}x faster",
+            c.tolerance_note(),
+            r.kernel.outputs[0].sum,
+            r.reference.as_ref().unwrap().outputs[0].sum,
+            r.reference.as_ref().unwrap().timing.median_ms / r.kernel.timing.median_ms
+        );
+        assert!(r.correct(), "{:?}", r.comparison);
+        assert!(!r.nondeterminism_notes().is_empty());
+    }
+    let wrong = run(&job("sum_blocks_short", Some("sum_atomic")), DEFAULT_TIMEOUT).unwrap();
+    println!("sum_blocks_short vs sum_atomic: {:?}", wrong.comparison[0]);
+    assert!(!wrong.correct(), "skipping 1/64 of the input must fail");
+}
+
+/// Runs without a GPU: every kernel the GPU tests launch has a spec that resolves.
+#[test]
+fn every_test_kernel_resolves() {
+    for name in ["saxpy", "saxpy_stride", "saxpy_wrong", "hang", "oob", "copy4", "scale_4g", "sum_atomic", "sum_blocks", "sum_blocks_short", "perturb_ulps", "leave_alone"] {
+        let specs = parse_file(SOURCE);
+        let spec = specs.kernel(name).unwrap_or_else(|| panic!("{name} has a spec"));
+        let launch = resolve(spec, &specs.file_lets, &signature(name), &ResolveOptions::default()).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert!(launch.buffers().count() > 0, "{name}");
+    }
 }
