@@ -94,6 +94,8 @@ struct Gpu {
     nvml: Result<Nvml, String>,
     aux: Aux,
     phases: Phases,
+    /// The kernel's launch: its buffers' inits and seed fill the inputs of every run, the reference's too.
+    inputs: LaunchSpec,
 }
 
 struct Loaded {
@@ -134,7 +136,7 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
     let stream = cu::stream::create(cu::stream::StreamKind::NonBlocking).map_err(|e| explain(e, "creating a stream"))?;
     let scratch = if job.flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
     let aux = Aux::load()?;
-    let mut gpu = Gpu { stream, scratch, nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)), aux, phases: Phases::default() };
+    let mut gpu = Gpu { stream, scratch, nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)), aux, phases: Phases::default(), inputs: job.kernel.launch.clone() };
 
     let launch = &job.kernel.launch;
     let device: Vec<DeviceBuffer> = launch.buffers().map(|b| DeviceBuffer::new(b.size_bytes() as usize, &format!("`{}`", b.name))).collect::<Result<_, _>>()?;
@@ -247,12 +249,11 @@ fn sync(gpu: &Gpu, during: &str) -> Result<(), String> {
     unsafe { cu::stream::synchronize(gpu.stream) }.map_err(|e| explain(e, during))
 }
 
-/// Fills every buffer with its initial contents for the kernel's seed, on the GPU.
-fn fill_all(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer]) -> Result<(), String> {
+/// Fills every buffer with its initial contents (the kernel's spec and seed), on the GPU.
+fn fill_all(gpu: &mut Gpu, device: &[DeviceBuffer]) -> Result<(), String> {
     let t = Instant::now();
-    let launch = &k.job.launch;
-    for (i, (b, d)) in launch.buffers().zip(device).enumerate() {
-        gpu.aux.fill(gpu.stream, b, d.ptr, launch.seed, i)?;
+    for (i, (b, d)) in gpu.inputs.buffers().zip(device).enumerate() {
+        gpu.aux.fill(gpu.stream, b, d.ptr, gpu.inputs.seed, i)?;
     }
     sync(gpu, "filling the inputs")?;
     gpu.phases.fill_ms += ms_since(t);
@@ -261,7 +262,7 @@ fn fill_all(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer]) -> Result<(), St
 
 /// One launch of `k` on fresh inputs, waited for.
 fn run_once(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer]) -> Result<(), String> {
-    fill_all(gpu, k, device)?;
+    fill_all(gpu, device)?;
     let name = &k.job.function;
     let mut args = argument_bytes(&k.job.launch, device);
     enqueue(gpu, k, &mut args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
@@ -292,8 +293,8 @@ fn run_original(gpu: &mut Gpu, r: &Loaded, device: &[DeviceBuffer]) -> Result<Or
     for (b, d) in outputs(launch, device) {
         checksums.push(gpu.aux.checksum(gpu.stream, b, d.ptr)?);
         let copy = DeviceBuffer::new(d.bytes, &format!("a copy of the reference's `{}` (outputs are compared on the GPU, so they must fit twice)", b.name))?;
-        // SAFETY: both hold d.bytes bytes; the stream has finished the launch.
-        unsafe { cu::memcpy_dtod_sync(copy.ptr, d.ptr, d.bytes) }.map_err(|e| explain(e, "saving the reference's outputs"))?;
+        // SAFETY: both hold d.bytes bytes. On our stream, so the next fill waits for the copy.
+        unsafe { cu::memcpy_dtod_async(copy.ptr, d.ptr, d.bytes, gpu.stream) }.map_err(|e| explain(e, "saving the reference's outputs"))?;
         saved.push(copy);
     }
     gpu.phases.verify_ms += ms_since(t);
@@ -339,7 +340,7 @@ fn check_kernel(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer], original: Op
 
 /// Times `k` on fresh inputs (and measures its energy).
 fn time_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, device: &[DeviceBuffer], checksums: Vec<Checksum>) -> Result<KernelRun, String> {
-    fill_all(gpu, k, device)?;
+    fill_all(gpu, device)?;
     let t = Instant::now();
     let name = &k.job.function;
     let launch = &k.job.launch;
