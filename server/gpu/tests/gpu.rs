@@ -192,7 +192,8 @@ fn the_device_fill_and_checksum_equal_the_hosts() {
     for (i, (b, got)) in buffers.iter().zip(&result.kernel.outputs).enumerate() {
         let want = checksum(b, &fill(b, launch.seed, i));
         assert_eq!((&got.hash, got.unwritten), (&want.hash, want.unwritten), "{}", b.name);
-        let close = |x: f64, y: f64| x == y || (x - y).abs() <= 1e-9 * y.abs().max(1.0);
+        // Both NaN: +inf and -inf among the values (half overflows).
+        let close = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-9 * y.abs().max(1.0);
         assert!(close(got.sum, want.sum) && close(got.abs_sum, want.abs_sum), "{}: {got:?} vs {want:?}", b.name);
     }
 }
@@ -218,7 +219,8 @@ fn the_device_comparison_equals_the_hosts() {
     let want = compare(b, launch.tolerance_for(b.elem), &perturbed, &fresh);
     println!("device: {:?}\nhost:   {want:?}", result.comparison[0]);
     assert!(want.bad > 1000, "the perturbation must fail some elements");
-    assert_eq!(result.comparison[0], want);
+    // As text: the worst element's reference is the planted NaN, which is not equal to itself.
+    assert_eq!(format!("{:?}", result.comparison[0]), format!("{want:?}"));
 }
 
 /// 4 GiB of buffers are set up on the GPU in well under the default run
