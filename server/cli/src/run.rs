@@ -133,3 +133,45 @@ fn kernel_report(label: &str, k: &KernelRun) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernelpro_gpu::{BufferComparison, Checksum, Phases, Timing, ToleranceBasis, VARIATION_MULTIPLE, Variation};
+
+    fn kernel(function: &str, sum: f64) -> KernelRun {
+        let timing = Timing { runs: 20, warmup: 3, median_ms: 0.5, min_ms: 0.4, max_ms: 0.6, stddev_ms: 0.01 };
+        let outputs = vec![Checksum { name: "out".into(), sum, abs_sum: sum.abs(), unwritten: 0, hash: "0".into() }];
+        KernelRun { function: function.into(), timing, clocks: None, energy: Err("off".into()), outputs, dram_gbps_estimate: 134.0, tflops: None }
+    }
+
+    /// What `run --reference` prints for a float-atomic original: that it is
+    /// nondeterministic, by how much, and the tolerance the comparison used.
+    #[test]
+    fn a_nondeterministic_original_is_reported_as_such() {
+        let variation = Variation { runs: 4, differing: 1, one_nan: 0, max_abs_diff: 0.25, max_abs: 323.5 };
+        let comparison = vec![BufferComparison {
+            name: "out".into(),
+            rtol: 1e-5,
+            atol: VARIATION_MULTIPLE * 0.25,
+            bad: 0,
+            count: 1,
+            worst: None,
+            spec_rtol: 1e-5,
+            spec_atol: 1e-6,
+            basis: ToleranceBasis::OriginalVariation,
+            original_variation: Some(variation),
+        }];
+        let phases = Phases { setup_ms: 310.0, fill_ms: 2.0, verify_ms: 9.0, timing_ms: 40.0 };
+        let r = JobResult { device_name: "H200".into(), compute_capability: (9, 0), kernel: kernel("sum_blocks", -323.6), reference: Some(kernel("sum_atomic", -323.5)), comparison, phases };
+        let text = report(&r);
+        let tail: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("speedup")).collect();
+        assert_eq!(
+            tail.join("\n"),
+            "speedup over the reference: 1.00x\n\
+             the original is nondeterministic: two runs on the same inputs differ by up to 2.50e-1 (7.7e-4 of its largest value) in `out` (float atomics?)\n\
+             compare out: ok, 1 elements within rtol=1e-5 atol=1e0: 4x the original's own run-to-run variation (its 4 runs on the same inputs differ by up to 2.50e-1 (7.7e-4 of its largest value)), wider than the spec's atol=1e-6\n\
+             harness: set-up 310 ms (context, code, buffers), fills 2 ms, checks 9 ms, timing 40 ms"
+        );
+    }
+}
