@@ -141,7 +141,7 @@ fn is_unwritten(bytes: &[u8], elem: ElemType, i: usize) -> bool {
 }
 
 /// The code of an element type in device.cu.
-pub(crate) fn elem_code(elem: ElemType) -> i32 {
+pub fn elem_code(elem: ElemType) -> i32 {
     match elem {
         ElemType::Float => 0,
         ElemType::Double => 1,

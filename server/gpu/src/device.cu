@@ -2,15 +2,17 @@
 // the tolerance comparison, run next to the user's kernel so that no buffer
 // is generated, copied or compared on the host.
 //
-// Each function mirrors its host definition in data.rs bit for bit (the GPU
-// tests check it): the same SplitMix64 stream (element i of a buffer is
+// Each function mirrors its host definition in data.rs bit for bit (checked
+// on the host by tests/emulate.rs, which compiles this file as C++ with a
+// shim, and on the GPU by tests/gpu.rs): the same SplitMix64 stream (element i of a buffer is
 // mix(seed + (i+1)*GAMMA), a counter-based generator), the same encodings
 // (the f16/bf16 conversions are ports of data.rs, not the hardware's), and
 // every floating-point step written with _rn intrinsics so that nothing is
 // contracted into an FMA. Sums are reduced per block in a fixed order, so a
 // checksum is the same on every run.
 //
-// Regenerate device.ptx after editing: scripts/harness-ptx.sh.
+// Regenerate device.ptx after editing:
+//   UPDATE_PTX=1 cargo test -p kernelpro-gpu the_embedded_ptx_is_current
 
 typedef unsigned long long u64;
 typedef long long i64;
