@@ -526,14 +526,28 @@ def optimize(args, kp, task, spec, tdir):
     """Runs (or reuses) `kernelpro optimize`; returns (outcome JSON or None, best file or None, note)."""
     out_json = os.path.join(tdir, "optimize.json")
     best = os.path.join(tdir, "best.cu")
-    if os.path.exists(out_json) and not args.force_optimize:
-        with open(out_json) as f:
-            outcome = json.load(f)
-        return outcome, (best if os.path.exists(best) else None), "reused optimize.json"
+    failed = os.path.join(tdir, "optimize.error")
+    if not args.force_optimize:
+        if os.path.exists(out_json):
+            with open(out_json) as f:
+                outcome = json.load(f)
+            return outcome, (best if os.path.exists(best) else None), None
+        if os.path.exists(failed):
+            with open(failed) as f:
+                return None, None, f.read().strip()
     if args.budget <= 0:
         return None, None, "optimizer not run (--budget 0)"
-    if os.path.exists(best):
-        os.remove(best)
+    for stale in (best, failed, out_json):
+        if os.path.exists(stale):
+            os.remove(stale)
+    outcome, best_path, note = run_optimizer(args, kp, task, spec, tdir, out_json, best)
+    if note and outcome is None:
+        with open(failed, "w") as f:
+            f.write(note + "\n")
+    return outcome, best_path, note
+
+
+def run_optimizer(args, kp, task, spec, tdir, out_json, best):
     cmd = [kp, "optimize", task["path"], "--kernel", spec["kernel"], "--budget", str(args.budget), "--strategy", args.strategy,
            "--no-profile", "--no-energy", "--json", "--out", best, "--timeout", str(args.kernel_timeout), "--time", str(args.optimize_time)]
     cmd += args.optimize_arg
@@ -560,6 +574,76 @@ def applied(outcome):
     return " → ".join(s["recipe"] for s in steps)
 
 
+def best_variant(args, kp, spec, best_path, notes):
+    """The optimized file's resolved spec, or (None, None) when it is missing or its buffers
+    are not the task's (then only the naive kernel is measured)."""
+    if not best_path:
+        return None, None
+    best_spec = resolve_spec(kp, best_path, kernel=spec["kernel"], arch=args.arch)
+    key = lambda sp: [(b["name"], b["dir"], b["elem"], b["count"]) for b in buffers(sp)]
+    if key(spec) != key(best_spec):
+        notes.append("the best file's buffers differ from the task's: measured the naive kernel only")
+        return None, None
+    return best_path, best_spec
+
+
+def prepared(args, kp, path, out_dir):
+    """The task, its spec, the optimizer's outcome (run now if no earlier phase did) and the best variant."""
+    task = parse_task(path)
+    tdir = os.path.join(out_dir, "tasks", task["stem"])
+    os.makedirs(tdir, exist_ok=True)
+    spec = resolve_spec(kp, path, arch=args.arch)
+    check_references(task, spec)
+    notes = []
+    outcome, best_path, note = optimize(args, kp, task, spec, tdir)
+    if note:
+        notes.append(note)
+    best_path, best_spec = best_variant(args, kp, spec, best_path, notes)
+    return task, tdir, spec, outcome, best_path, best_spec, notes
+
+
+def worker_optimize(args, kp, path, out_dir):
+    task = parse_task(path)
+    tdir = os.path.join(out_dir, "tasks", task["stem"])
+    os.makedirs(tdir, exist_ok=True)
+    spec = resolve_spec(kp, path, arch=args.arch)
+    check_references(task, spec)
+    outcome, best_path, note = optimize(args, kp, task, spec, tdir)
+    print(json.dumps({"task": task["name"], "speedup": outcome and outcome.get("speedup"), "applied": applied(outcome), "best": best_path, "note": note}))
+    return 0
+
+
+def worker_build(args, kp, path, out_dir):
+    """Builds the naive and best modules and warms torch.compile's caches, so the measure
+    phase (one task at a time) only loads them."""
+    t_start = time.time()
+    status = {"ok": False}
+    tdir = os.path.join(out_dir, "tasks", stem_of(path))
+    try:
+        task, tdir, spec, outcome, best_path, best_spec, notes = prepared(args, kp, path, out_dir)
+        gpu = Gpu(out_dir, args)
+        gpu.load(task["stem"], "naive", spec, task["text"], task["path"])
+        if best_path:
+            with open(best_path, encoding="utf-8") as f:
+                gpu.load(task["stem"], "best", best_spec, f.read(), best_path)
+        if task["torch"] and args.compile_mode != "off":
+            gpu.torch_lines = task["torch"]
+            ref, ins = gpu.reference_fn(spec, task["torch"])
+            compiled = gpu.torch.compile(ref) if args.compile_mode == "default" else gpu.torch.compile(ref, mode=args.compile_mode)
+            bufs = gpu.allocate(spec)
+            gpu.fill(spec, bufs, gpu.generator(1))
+            compiled(*[bufs[n] for n in ins])
+            gpu.torch.cuda.synchronize()
+        status = {"ok": True}
+    except Exception as e:
+        status = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-3000:]}
+    status["seconds"] = round(time.time() - t_start, 1)
+    with open(os.path.join(tdir, "build.json"), "w") as f:
+        json.dump(status, f, indent=1)
+    print(json.dumps(status)[:2000])
+    return 0 if status["ok"] else 3
+
+
 def run_task(args, kp, path, out_dir):
     task = parse_task(path)
     tdir = os.path.join(out_dir, "tasks", task["stem"])
@@ -567,21 +651,11 @@ def run_task(args, kp, path, out_dir):
     result = {"task": task["name"], "file": os.path.relpath(path, ROOT) if path.startswith(ROOT) else path, "class": task["class"], "flags": [], "notes": []}
     t_start = time.time()
     try:
-        spec = resolve_spec(kp, path, arch=args.arch)
-        check_references(task, spec)
+        task, tdir, spec, outcome, best_path, best_spec, notes = prepared(args, kp, path, out_dir)
         result["kernel"] = spec["kernel"]
-        outcome, best_path, note = optimize(args, kp, task, spec, tdir)
-        if note:
-            result["notes"].append(note)
+        result["notes"] += notes
         result["optimizer"] = None if not outcome else {k: outcome.get(k) for k in ("speedup", "original_ms", "best_ms", "evaluations", "stop", "steps", "notes", "title")}
         result["applied"] = applied(outcome) if best_path else ""
-        best_spec = None
-        if best_path:
-            best_spec = resolve_spec(kp, best_path, kernel=spec["kernel"], arch=args.arch)
-            same = [(b["name"], b["dir"], b["elem"], b["count"]) for b in buffers(spec)] == [(b["name"], b["dir"], b["elem"], b["count"]) for b in buffers(best_spec)]
-            if not same:
-                result["notes"].append("the best file's buffers differ from the task's: measured the naive kernel only")
-                best_path, best_spec = None, None
         gpu = Gpu(out_dir, args)
         setup_roofline(gpu, out_dir, kp)
         measure(args, gpu, task, spec, best_path, best_spec, result)
@@ -650,6 +724,8 @@ def measure(args, gpu, task, spec, best_path, best_spec, result):
         eager = lambda bufs: ref(*[bufs[n] for n in ins])
         times["eager"] = gpu.time(spec, eager, False, args.trials, args.warmup, args.max_seconds, seeds[-1] + 1)
         try:
+            if args.compile_mode == "off":
+                raise RuntimeError("--compile-mode off")
             compiled = torch.compile(ref, mode=args.compile_mode) if args.compile_mode != "default" else torch.compile(ref)
             comp = lambda bufs: compiled(*[bufs[n] for n in ins])
             times["compile"] = gpu.time(spec, comp, False, args.trials, args.warmup, args.max_seconds, seeds[-1] + 1)
@@ -892,7 +968,7 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=10.0, help="fewer trials where one implementation would take longer than this")
     ap.add_argument("--seeds", type=int, default=5, help="correctness trials (fresh seeds)")
     ap.add_argument("--seed", type=int, help="first correctness seed (default: random, recorded in the result)")
-    ap.add_argument("--compile-mode", default="default", help="torch.compile mode")
+    ap.add_argument("--compile-mode", default="default", help="torch.compile mode (`off`: no torch.compile column)")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--task-timeout", type=int, default=900, help="seconds before a task's worker process is killed")
     ap.add_argument("--deadline", type=float, help="start no new task after this many seconds (then write the report)")
@@ -900,7 +976,12 @@ def main():
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--selftest-cheats", action="store_true", help="run the planted cheats and say which check caught each")
     ap.add_argument("--cheats-dir", default=os.path.join(HERE, "cheats"))
+    ap.add_argument("--phase", default="all", choices=["all", "optimize", "build", "measure"], help="run one phase over the tasks (all: optimize, build, measure)")
+    ap.add_argument("--jobs-optimize", type=int, default=3, help="optimizer runs at a time (they share the GPU: only the choice of the best gets noisier)")
+    ap.add_argument("--jobs-build", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)), help="load_inline builds at a time")
     ap.add_argument("--worker-task", help=argparse.SUPPRESS)
+    ap.add_argument("--worker-optimize", help=argparse.SUPPRESS)
+    ap.add_argument("--worker-build", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     out_dir = os.path.abspath(args.out)
@@ -909,6 +990,10 @@ def main():
     if args.worker_task:
         r = run_task(args, kp, os.path.abspath(args.worker_task), out_dir)
         return 0 if "error" not in r else 3
+    if args.worker_optimize:
+        return worker_optimize(args, kp, os.path.abspath(args.worker_optimize), out_dir)
+    if args.worker_build:
+        return worker_build(args, kp, os.path.abspath(args.worker_build), out_dir)
     if args.selftest_cheats:
         return selftest_cheats(args, kp, out_dir)
     files = task_files(args.dirs, args.tasks)
@@ -940,70 +1025,104 @@ def setup_roofline(gpu, out_dir, kp):
     record_env(out_dir, kp, gpu)
 
 
+def stem_of(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def marker(out_dir, path, name):
+    return os.path.join(out_dir, "tasks", stem_of(path), name)
+
+
+def run_pool(out_dir, label, items, jobs, gpus, cmd_for, timeout, deadline, t0, on_done):
+    """Runs one worker process per item, `jobs` at a time; slot i gets GPU gpus[i % len(gpus)]."""
+    running = {}
+    queue = list(items)
+    while queue or running:
+        for slot in range(max(1, jobs)):
+            if slot in running or not queue:
+                continue
+            if deadline and time.time() - t0 > deadline:
+                print(f"deadline reached: {len(queue)} {label} item(s) not started", flush=True)
+                queue.clear()
+                break
+            path = queue.pop(0)
+            env = dict(os.environ)
+            g = gpus[slot % len(gpus)] if gpus else None
+            if g is not None:
+                env["CUDA_VISIBLE_DEVICES"] = g
+            log = open(marker(out_dir, path, f"{label}.log"), "w")
+            print(f"[{time.time() - t0:6.0f}s] {label} {stem_of(path)}" + (f" on GPU {g}" if g is not None else ""), flush=True)
+            running[slot] = (subprocess.Popen(cmd_for(path), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), path, time.time(), log)
+        for slot, (p, path, started, log) in list(running.items()):
+            rc = p.poll()
+            if rc is None and time.time() - started < timeout:
+                continue
+            if rc is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+                rc = "timeout"
+            log.close()
+            on_done(path, rc, time.time() - started)
+            del running[slot]
+        time.sleep(0.3)
+
+
 def run_all(args, kp, files, out_dir):
+    """Three phases over all tasks, each resumable: optimize (kernelpro optimize, several at a time),
+    build (load_inline builds and a torch.compile warm-up, several at a time), measure (one task at a
+    time per GPU, so timings do not share a GPU)."""
     t0 = time.time()
-    todo = [f for f in files if args.force or not os.path.exists(os.path.join(out_dir, "tasks", os.path.splitext(os.path.basename(f))[0], "result.json"))]
-    print(f"{len(files) - len(todo)} of {len(files)} tasks already measured; {len(todo)} to run", flush=True)
-    gpus = [None]
+    gpus = None
     if args.gpus:
         if args.gpus == "all":
             p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
             gpus = [str(i) for i, l in enumerate(p.stdout.splitlines()) if l.startswith("GPU ")] or ["0"]
         else:
             gpus = args.gpus.split(",")
-    passthrough = []
+    common = ["--out", out_dir, "--kernelpro", kp]
     for a in ("budget", "strategy", "optimize_time", "kernel_timeout", "trials", "warmup", "max_seconds", "seeds", "seed", "compile_mode", "arch"):
         v = getattr(args, a)
         if v is not None:
-            passthrough += [f"--{a.replace('_', '-')}", str(v)]
-    for x in args.optimize_arg:
-        passthrough += [f"--optimize-arg={x}"]
+            common += [f"--{a.replace('_', '-')}", str(v)]
+    common += [f"--optimize-arg={x}" for x in args.optimize_arg]
     if args.force_optimize:
-        passthrough.append("--force-optimize")
-    running = {}  # gpu -> (Popen, path, started)
-    queue = list(todo)
-    while queue or running:
-        for g in gpus:
-            if g in running or not queue:
-                continue
-            if args.deadline and time.time() - t0 > args.deadline:
-                queue.clear()
-                print("deadline reached: no new tasks started", flush=True)
-                break
-            path = queue.pop(0)
-            env = dict(os.environ)
-            if g is not None:
-                env["CUDA_VISIBLE_DEVICES"] = g
-            cmd = [sys.executable, os.path.abspath(__file__), "--worker-task", path, "--out", out_dir, "--kernelpro", kp] + passthrough
-            stem = os.path.splitext(os.path.basename(path))[0]
-            os.makedirs(os.path.join(out_dir, "tasks", stem), exist_ok=True)
-            log = open(os.path.join(out_dir, "tasks", stem, "worker.log"), "w")
-            print(f"[{time.time() - t0:6.0f}s] gpu {g if g is not None else '-'}: {stem}", flush=True)
-            running[g] = (subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True), path, time.time(), log)
-        for g, (p, path, started, log) in list(running.items()):
-            rc = p.poll()
-            if rc is None and time.time() - started < args.task_timeout:
-                continue
-            stem = os.path.splitext(os.path.basename(path))[0]
-            if rc is None:
-                os.killpg(p.pid, 9)
-                p.wait()
-                rc = "timeout"
-            log.close()
-            rp = os.path.join(out_dir, "tasks", stem, "result.json")
+        common.append("--force-optimize")
+    me = [sys.executable, os.path.abspath(__file__)]
+    for path in files:
+        os.makedirs(marker(out_dir, path, ""), exist_ok=True)
+    phases = ["optimize", "build", "measure"] if args.phase == "all" else [args.phase]
+
+    def report_line(path, rc, secs):
+        print(f"[{time.time() - t0:6.0f}s]   {stem_of(path)} done in {secs:.0f} s (exit {rc})", flush=True)
+
+    if "optimize" in phases:
+        todo = [f for f in files if args.force_optimize or not (os.path.exists(marker(out_dir, f, "optimize.json")) or os.path.exists(marker(out_dir, f, "optimize.error")))]
+        print(f"optimize: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to run, {args.jobs_optimize} at a time", flush=True)
+        run_pool(out_dir, "optimize", todo, args.jobs_optimize, gpus, lambda f: me + ["--worker-optimize", f] + common,
+                 args.optimize_time + 400, args.deadline, t0, report_line)
+    if "build" in phases:
+        todo = [f for f in files if args.force or not os.path.exists(marker(out_dir, f, "build.json"))]
+        print(f"build: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to build, {args.jobs_build} at a time", flush=True)
+        run_pool(out_dir, "build", todo, args.jobs_build, gpus, lambda f: me + ["--worker-build", f] + common, 900, args.deadline, t0, report_line)
+    if "measure" in phases:
+        todo = [f for f in files if args.force or not os.path.exists(marker(out_dir, f, "result.json"))]
+        print(f"measure: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to measure", flush=True)
+
+        def measured(path, rc, secs):
+            rp = marker(out_dir, path, "result.json")
             if not os.path.exists(rp):
-                with open(os.path.join(out_dir, "tasks", stem, "worker.log"), errors="replace") as f:
+                with open(marker(out_dir, path, "measure.log"), errors="replace") as f:
                     tail = f.read()[-2000:]
                 task = parse_task(path)
                 with open(rp, "w") as f:
                     json.dump({"task": task["name"], "file": path, "class": task["class"], "flags": [], "notes": [],
-                               "error": f"the worker process ended without a result (exit {rc}; a crash, a fault or --task-timeout)", "log_tail": tail}, f, indent=1)
+                               "error": f"the worker process ended without a result (exit {rc}: a crash, a fault or --task-timeout)", "log_tail": tail}, f, indent=1)
             with open(rp) as f:
                 r = json.load(f)
-            msg = r.get("error") or f"best {r.get('times', {}).get('best', {}).get('median_ms', float('nan')):.3f} ms, {r.get('speedup_over_min', float('nan')):.2f}x over min(eager, compile), correct={r.get('correct')}"
-            print(f"[{time.time() - t0:6.0f}s] {stem}: {msg}", flush=True)
-            del running[g]
-        time.sleep(0.5)
+            best = r.get("times", {}).get("best", {}).get("median_ms")
+            msg = r.get("error") or f"best {best:.3f} ms, {r.get('speedup_over_min') or float('nan'):.2f}x over min(eager, compile), correct={r.get('correct')}"
+            print(f"[{time.time() - t0:6.0f}s]   {stem_of(path)} ({secs:.0f} s): {msg}", flush=True)
+        run_pool(out_dir, "measure", todo, len(gpus) if gpus else 1, gpus, lambda f: me + ["--worker-task", f] + common, args.task_timeout, args.deadline, t0, measured)
 
 
 if __name__ == "__main__":
