@@ -34,6 +34,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -965,13 +966,13 @@ def main():
     ap.add_argument("--force", action="store_true", help="re-measure tasks that already have a result")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--max-seconds", type=float, default=10.0, help="fewer trials where one implementation would take longer than this")
+    ap.add_argument("--max-seconds", type=float, default=5.0, help="fewer trials where one implementation would take longer than this")
     ap.add_argument("--seeds", type=int, default=5, help="correctness trials (fresh seeds)")
     ap.add_argument("--seed", type=int, help="first correctness seed (default: random, recorded in the result)")
     ap.add_argument("--compile-mode", default="default", help="torch.compile mode (`off`: no torch.compile column)")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--task-timeout", type=int, default=900, help="seconds before a task's worker process is killed")
-    ap.add_argument("--deadline", type=float, help="start no new task after this many seconds (then write the report)")
+    ap.add_argument("--time-budget", type=float, help="seconds this invocation may take: a phase's task starts only while its worst case still fits (optimize: --optimize-time + 90 s, build: 240 s, measure: 150 s)")
     ap.add_argument("--dry-run", action="store_true", help="no torch/GPU: parse tasks, resolve specs, write launchers and references")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--selftest-cheats", action="store_true", help="run the planted cheats and say which check caught each")
@@ -1034,15 +1035,25 @@ def marker(out_dir, path, name):
 
 
 def run_pool(out_dir, label, items, jobs, gpus, cmd_for, timeout, deadline, t0, on_done):
-    """Runs one worker process per item, `jobs` at a time; slot i gets GPU gpus[i % len(gpus)]."""
+    """Runs one worker process per item, `jobs` at a time; slot i gets GPU gpus[i % len(gpus)].
+    No item starts after `deadline` seconds from t0; SIGTERM ends every worker's process group."""
     running = {}
     queue = list(items)
+
+    def stop(signum, frame):
+        for p, *_ in running.values():
+            try:
+                os.killpg(p.pid, 9)
+            except ProcessLookupError:
+                pass
+        raise SystemExit(f"{label}: stopped by signal {signum}; finished items are kept, the rest resume on the next run")
+    signal.signal(signal.SIGTERM, stop)
     while queue or running:
         for slot in range(max(1, jobs)):
             if slot in running or not queue:
                 continue
-            if deadline and time.time() - t0 > deadline:
-                print(f"deadline reached: {len(queue)} {label} item(s) not started", flush=True)
+            if deadline is not None and time.time() - t0 > deadline:
+                print(f"time budget: {len(queue)} {label} item(s) not started (they resume on the next run)", flush=True)
                 queue.clear()
                 break
             path = queue.pop(0)
@@ -1088,6 +1099,7 @@ def run_all(args, kp, files, out_dir):
     if args.force_optimize:
         common.append("--force-optimize")
     me = [sys.executable, os.path.abspath(__file__)]
+    cutoff = lambda worst: None if args.time_budget is None else args.time_budget - worst
     for path in files:
         os.makedirs(marker(out_dir, path, ""), exist_ok=True)
     phases = ["optimize", "build", "measure"] if args.phase == "all" else [args.phase]
@@ -1099,11 +1111,11 @@ def run_all(args, kp, files, out_dir):
         todo = [f for f in files if args.force_optimize or not (os.path.exists(marker(out_dir, f, "optimize.json")) or os.path.exists(marker(out_dir, f, "optimize.error")))]
         print(f"optimize: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to run, {args.jobs_optimize} at a time", flush=True)
         run_pool(out_dir, "optimize", todo, args.jobs_optimize, gpus, lambda f: me + ["--worker-optimize", f] + common,
-                 args.optimize_time + 400, args.deadline, t0, report_line)
+                 args.optimize_time + 400, cutoff(args.optimize_time + 90), t0, report_line)
     if "build" in phases:
         todo = [f for f in files if args.force or not os.path.exists(marker(out_dir, f, "build.json"))]
         print(f"build: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to build, {args.jobs_build} at a time", flush=True)
-        run_pool(out_dir, "build", todo, args.jobs_build, gpus, lambda f: me + ["--worker-build", f] + common, 900, args.deadline, t0, report_line)
+        run_pool(out_dir, "build", todo, args.jobs_build, gpus, lambda f: me + ["--worker-build", f] + common, 900, cutoff(240), t0, report_line)
     if "measure" in phases:
         todo = [f for f in files if args.force or not os.path.exists(marker(out_dir, f, "result.json"))]
         print(f"measure: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to measure", flush=True)
@@ -1122,7 +1134,7 @@ def run_all(args, kp, files, out_dir):
             best = r.get("times", {}).get("best", {}).get("median_ms")
             msg = r.get("error") or f"best {best:.3f} ms, {r.get('speedup_over_min') or float('nan'):.2f}x over min(eager, compile), correct={r.get('correct')}"
             print(f"[{time.time() - t0:6.0f}s]   {stem_of(path)} ({secs:.0f} s): {msg}", flush=True)
-        run_pool(out_dir, "measure", todo, len(gpus) if gpus else 1, gpus, lambda f: me + ["--worker-task", f] + common, args.task_timeout, args.deadline, t0, measured)
+        run_pool(out_dir, "measure", todo, len(gpus) if gpus else 1, gpus, lambda f: me + ["--worker-task", f] + common, args.task_timeout, cutoff(150), t0, measured)
 
 
 if __name__ == "__main__":
