@@ -7,7 +7,7 @@
 // class: map
 // torch: y = torch.relu(x)
 #define getCurrentCUDAStream() getStreamFromPool(false)
-// kernelpro: let N = 1 << 26
+// kernelpro: let N = 1 << 27
 // kernelpro: grid = ceil_div(N, 256)
 // kernelpro: block = 256
 // kernelpro: y = out float[N]
