@@ -5,6 +5,7 @@ mod check;
 mod optimize;
 mod profile;
 mod run;
+mod spec;
 
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
@@ -73,6 +74,8 @@ enum Command {
     Profile(profile::ProfileArgs),
     /// Search for a faster, verified version of a kernel (MCTS over rewrites).
     Optimize(optimize::OptimizeArgs),
+    /// Print a kernel's resolved launch spec as JSON (buffers, C types, launch, tolerances, flags).
+    Spec(spec::SpecArgs),
     /// The GPU harness's child process (internal).
     #[command(name = "__gpu-worker", hide = true)]
     GpuWorker,
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(&args).await,
             Command::Optimize(args) => optimize::run(&args).await,
             Command::Profile(args) => profile::run(&args).await,
+            Command::Spec(args) => spec::run(&args),
             Command::GpuWorker => unreachable!("handled before the runtime starts"),
             Command::Doctor { json } => {
                 let report = kernelpro_core::doctor::report(&Default::default()).await;

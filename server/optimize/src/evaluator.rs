@@ -337,7 +337,7 @@ impl Evaluator for StubEvaluator {
 
 /// CuTe/CUTLASS candidates need C++17, relaxed constexpr, the CUTLASS headers,
 /// and `sm_90a` on Hopper for WGMMA and TMA.
-fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> {
+pub fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> {
     if !(source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")) {
         return Ok(settings.clone());
     }

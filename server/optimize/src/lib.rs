@@ -10,7 +10,7 @@ mod evaluator;
 mod guard;
 mod region;
 
-pub use evaluator::{Context, GpuEvaluator, StubEvaluator};
+pub use evaluator::{Context, GpuEvaluator, StubEvaluator, cute_settings};
 pub use guard::{check_candidate, launch_changes};
 pub use region::{LineEdit, edit_within_region, kernel_region};
 

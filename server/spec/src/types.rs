@@ -88,6 +88,11 @@ impl ElemType {
         }
     }
 
+    /// The usual C spelling (`__half`, `int64_t`), for code that declares a pointer to this type.
+    pub fn c_name(self) -> &'static str {
+        self.c_names()[0]
+    }
+
     /// The element type a C pointee type names, e.g. `__half` → `Half`.
     pub fn from_c(c_type: &str) -> Option<ElemType> {
         let base = base_c_type(c_type);
@@ -132,6 +137,25 @@ impl ScalarType {
             "double" => ScalarType::F64,
             _ => return None,
         })
+    }
+
+    /// The usual C spelling of a parameter of this type.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            ScalarType::Bool => "bool",
+            ScalarType::I8 => "int8_t",
+            ScalarType::U8 => "uint8_t",
+            ScalarType::I16 => "int16_t",
+            ScalarType::U16 => "uint16_t",
+            ScalarType::I32 => "int",
+            ScalarType::U32 => "unsigned int",
+            ScalarType::I64 => "long long",
+            ScalarType::U64 => "unsigned long long",
+            ScalarType::F16 => "__half",
+            ScalarType::Bf16 => "__nv_bfloat16",
+            ScalarType::F32 => "float",
+            ScalarType::F64 => "double",
+        }
     }
 
     pub fn is_float(self) -> bool {
@@ -185,5 +209,11 @@ mod tests {
         assert_eq!(ScalarType::from_c("const unsigned  int"), Some(ScalarType::U32));
         assert_eq!(ScalarType::from_c("size_t"), Some(ScalarType::U64));
         assert_eq!(ScalarType::from_c("float4"), None);
+        for t in ElemType::ALL {
+            assert_eq!(ElemType::from_c(t.c_name()), Some(t), "{t:?}");
+        }
+        for t in [ScalarType::Bool, ScalarType::I8, ScalarType::U16, ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16, ScalarType::Bf16, ScalarType::F32, ScalarType::F64] {
+            assert_eq!(ScalarType::from_c(t.c_name()), Some(t), "{t:?}");
+        }
     }
 }
