@@ -84,7 +84,7 @@ impl Default for Analyzer {
 
 impl Analyzer {
     pub fn find_nvcc(settings: &Settings) -> Option<Found> {
-        toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &Env::process())
+        toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &Env::for_settings(settings))
     }
 
     /// The full set of nvcc flags for a file: settings then compile_commands.json.

@@ -1,5 +1,7 @@
 //! `kernelpro doctor`: what KernelPro can find and use on this machine, and
 //! the fix for each missing piece. The editors' health views show the same.
+//! For an untrusted workspace it says where it would look and what it found
+//! there, and runs nothing (not even `nvcc --version`).
 
 use crate::process::{ToolCommand, run_tool};
 use crate::settings::Settings;
@@ -34,7 +36,10 @@ impl Report {
     }
 }
 
-async fn version_of(found: &Found, arg: &str) -> String {
+async fn version_of(found: &Found, arg: &str, trusted: bool) -> String {
+    if !trusted {
+        return format!("{} (via {}; not run: the workspace is not trusted)", found.path.display(), found.via);
+    }
     let cmd = ToolCommand::new(&found.path, Duration::from_secs(20)).arg(arg);
     match run_tool(&cmd, &CancellationToken::new()).await {
         Ok(out) => {
@@ -46,28 +51,45 @@ async fn version_of(found: &Found, arg: &str) -> String {
     }
 }
 
+/// Where discovery looks, for an untrusted workspace's report.
+fn search_order(env: &Env) -> String {
+    let venv = (env.var)("KERNELPRO_VENV").map(|v| format!("KERNELPRO_VENV ({v}), ")).unwrap_or_default();
+    let install = env.roots.first().map(|r| format!(", .venv above the kernelpro binary ({})", r.display())).unwrap_or_default();
+    format!("looked in the setting, the KERNELPRO_* variable, CUDA_HOME, PATH, {venv}the binary's install{install}; not in the workspace")
+}
+
 pub async fn report(settings: &Settings) -> Report {
-    let env = Env::process();
+    let env = Env::for_settings(settings);
+    let trusted = settings.trusted;
     let mut checks = Vec::new();
+    if !trusted {
+        checks.push(Check {
+            name: "workspace trust".into(),
+            ok: false,
+            detail: format!("not trusted: nothing below was run, and the workspace's own .venv is not searched ({})", search_order(&env)),
+            fix: Some("trust the workspace in your editor (VS Code), or set `trusted = true` in the server's init options (Neovim)".into()),
+        });
+    }
     let nvcc = toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &env);
     match &nvcc {
-        Some(f) => checks.push(Check { name: "nvcc".into(), ok: true, detail: version_of(f, "--version").await, fix: None }),
+        Some(f) => checks.push(Check { name: "nvcc".into(), ok: true, detail: version_of(f, "--version", trusted).await, fix: None }),
         None => checks.push(Check { name: "nvcc".into(), ok: false, detail: "not found".into(), fix: Some(toolchain::NVCC_INSTALL_HINT.into()) }),
     }
     for tool in ["ptxas", "nvdisasm", "cuobjdump"] {
         let found = nvcc.as_ref().and_then(|n| toolchain::find_sibling(n, tool, &env));
         match found {
-            Some(f) => checks.push(Check { name: tool.into(), ok: true, detail: version_of(&f, "--version").await, fix: None }),
+            Some(f) => checks.push(Check { name: tool.into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None }),
             None => checks.push(Check { name: tool.into(), ok: false, detail: "not found".into(), fix: Some(format!("install the nvidia-cuda-{tool} wheel (scripts/setup.sh does)")) }),
         }
     }
     match toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env) {
-        Some(f) => checks.push(Check { name: "ncu".into(), ok: true, detail: version_of(&f, "--version").await, fix: None }),
+        Some(f) => checks.push(Check { name: "ncu".into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None }),
         None => checks.push(Check { name: "ncu".into(), ok: false, detail: "not found: profiling is off; compile, SASS and static findings still work".into(), fix: Some(toolchain::NCU_INSTALL_HINT.into()) }),
     }
     let smi = ToolCommand::new("nvidia-smi", Duration::from_secs(20)).args(["--query-gpu=name,driver_version", "--format=csv,noheader"]);
-    match run_tool(&smi, &CancellationToken::new()).await {
-        Ok(out) if out.success() => checks.push(Check { name: "GPU".into(), ok: true, detail: out.stdout.trim().replace('\n', "; "), fix: None }),
+    match if trusted { Some(run_tool(&smi, &CancellationToken::new()).await) } else { None } {
+        None => checks.push(Check { name: "GPU".into(), ok: true, detail: "not checked (nvidia-smi is not run for an untrusted workspace)".into(), fix: None }),
+        Some(Ok(out)) if out.success() => checks.push(Check { name: "GPU".into(), ok: true, detail: out.stdout.trim().replace('\n', "; "), fix: None }),
         _ => checks.push(Check {
             name: "GPU".into(),
             ok: false,
@@ -109,4 +131,33 @@ pub async fn report(settings: &Settings) -> Report {
         fix: None,
     });
     Report { checks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_untrusted_workspace_gets_a_report_and_nothing_runs() {
+        use std::os::unix::fs::PermissionsExt;
+        let ws = tempfile::tempdir().unwrap();
+        let marker = ws.path().join("ran");
+        let bin = ws.path().join(".venv/lib/python3.11/site-packages/nvidia/cu13/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for tool in ["nvcc", "ptxas", "nvdisasm", "cuobjdump", "ncu"] {
+            let p = bin.join(tool);
+            std::fs::write(&p, format!("#!/bin/sh\necho {tool} >> {}\n", marker.display())).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // A tool named by the settings is reported with its path, not run.
+        let settings = Settings { project_roots: vec![ws.path().to_path_buf()], nvcc: Some(bin.join("nvcc")), ..Default::default() };
+        let text = report(&settings).await.to_text();
+        assert!(!marker.exists(), "an untrusted doctor ran {}", std::fs::read_to_string(&marker).unwrap_or_default());
+        assert!(text.contains("workspace trust: not trusted") && text.contains("not run: the workspace is not trusted"), "{text}");
+        assert!(text.contains("GPU: not checked"), "{text}");
+        // Trusted, the same settings run the tool: the marker is how a run shows.
+        let trusted = Settings { trusted: true, ..settings };
+        report(&trusted).await;
+        assert!(std::fs::read_to_string(&marker).unwrap_or_default().contains("nvcc"));
+    }
 }

@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 pub const OUTPUT_CAP_BYTES: usize = 4 << 20;
 const KILL_AFTER_BYTES: usize = 64 << 20;
 
+/// API keys no child gets (a compiled program or a runner script must not read one).
+pub use kernelpro_gpu::SECRET_ENV;
+
 #[derive(Debug, Clone)]
 pub struct ToolCommand {
     pub program: PathBuf,
@@ -126,7 +129,10 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
     if let Some(dir) = &scratch {
         command.env("TMPDIR", dir.path());
     }
-    for (k, v) in &cmd.env {
+    for secret in SECRET_ENV {
+        command.env_remove(secret);
+    }
+    for (k, v) in cmd.env.iter().filter(|(k, _)| !SECRET_ENV.contains(&k.as_str())) {
         command.env(k, v);
     }
     if let Some(dir) = &cmd.cwd {
@@ -310,6 +316,32 @@ mod tests {
         let scratch = std::fs::read_to_string(&out).unwrap();
         std::fs::remove_file(&out).unwrap();
         assert!(scratch.contains("kernelpro-tool-") && !std::path::Path::new(scratch.trim()).exists(), "{scratch}");
+    }
+
+    #[tokio::test]
+    async fn no_child_sees_an_api_key() {
+        // SAFETY: set once before the child starts; no other test reads these variables.
+        unsafe {
+            std::env::set_var("KERNELPRO_LLM_KEY", "sk-secret-kp");
+            std::env::set_var("OPENAI_API_KEY", "sk-secret-openai");
+        }
+        let cmd = sh("env", 5).env("ANTHROPIC_API_KEY", "sk-secret-passed");
+        let out = run_tool(&cmd, &CancellationToken::new()).await.unwrap();
+        assert!(out.stdout.contains("LC_ALL=C"), "the child's env was printed: {}", out.stdout);
+        for secret in SECRET_ENV {
+            assert!(!out.stdout.contains(&format!("{secret}=")), "{secret} reached the child:\n{}", out.stdout);
+        }
+        assert!(!out.stdout.contains("sk-secret"));
+        // The GPU worker's spawn (another runner: it is synchronous) drops them too.
+        let dir = tempfile::tempdir().unwrap();
+        let (worker, seen) = (dir.path().join("kernelpro"), dir.path().join("env.txt"));
+        std::fs::write(&worker, format!("#!/bin/sh\nenv > {}\necho '{{\"Failed\":\"no GPU\"}}'\n", seen.display())).unwrap();
+        std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let job: kernelpro_gpu::Job = serde_json::from_str(include_str!("../../gpu/tests/no_driver_job.json")).unwrap();
+        let _ = kernelpro_gpu::run_job(&worker, &job, Duration::from_secs(10), &["env".into(), "ANTHROPIC_API_KEY=sk-secret-runner".into()]);
+        let env = std::fs::read_to_string(&seen).unwrap();
+        assert!(env.contains("PATH="), "{env}");
+        assert!(!env.contains("sk-secret-kp") && !env.contains("sk-secret-openai"), "a key reached the GPU worker:\n{env}");
     }
 
     #[tokio::test]

@@ -312,7 +312,7 @@ pub struct FileProfileRequest {
 /// Profiles a file: each kernel with a launch spec through the harness, or,
 /// when the file has its own `main()` and no spec, the whole program.
 pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::Settings, analyzer: &crate::analysis::Analyzer, cancel: &CancellationToken) -> Result<ProfileReport, String> {
-    let ncu = crate::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &crate::toolchain::Env::process())
+    let ncu = crate::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &crate::toolchain::Env::for_settings(settings))
         .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::NCU_INSTALL_HINT))?;
     let clock_control = if settings.clock_control == "base" { ClockControl::Base } else { ClockControl::None };
     let timeout = Duration::from_secs(settings.profile_timeout_secs.max(1));

@@ -1,5 +1,14 @@
 //! User settings, as the editor sends them (`initializationOptions` and
 //! `workspace/configuration` section "kernelpro") or the CLI builds them.
+//!
+//! Where a setting may come from: `initializationOptions` are the user's own
+//! (the client builds them from its user configuration when it starts the
+//! server), so [`Settings::from_init_options`] takes every field. Later
+//! updates (`workspace/didChangeConfiguration`, `workspace/configuration`)
+//! may carry a workspace's or folder's values (a repository's
+//! `.vscode/settings.json`), so [`Settings::from_json`] keeps the fields that
+//! decide where the LLM key and the source go ([`USER_ONLY`]) as they were:
+//! they can be switched off there, never on or elsewhere.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -26,7 +35,16 @@ pub struct Settings {
     pub profile_timeout_secs: u64,
     pub llm: LlmSettings,
     pub optimize: OptimizeSettings,
+    /// Folders whose `.venv` tool discovery may search: the client's workspace
+    /// folders (LSP) or the checked file's folders (CLI). Never a setting, and
+    /// used only while `trusted` (see `toolchain::Env::for_settings`).
+    #[serde(skip)]
+    pub project_roots: Vec<PathBuf>,
 }
+
+/// Settings taken only from user-level configuration: they decide where the
+/// LLM key and the kernel source are sent.
+pub const USER_ONLY: [&str; 3] = ["llm.enabled", "llm.provider", "llm.endpoint"];
 
 impl Default for Settings {
     fn default() -> Self {
@@ -46,6 +64,7 @@ impl Default for Settings {
             profile_timeout_secs: 300,
             llm: LlmSettings::default(),
             optimize: OptimizeSettings::default(),
+            project_roots: Vec::new(),
         }
     }
 }
@@ -92,9 +111,38 @@ impl Default for OptimizeSettings {
 }
 
 impl Settings {
+    /// `base` updated by `initializationOptions`: user-level, so every field.
+    /// Both shapes clients send are read: the settings themselves
+    /// (`{"trusted": true, ...}`) and the section (`{"kernelpro": {...}}`).
+    pub fn from_init_options(base: &Settings, value: &serde_json::Value) -> (Settings, Vec<String>) {
+        Self::merge(base, init_section(value))
+    }
+
+    /// `base` updated by a configuration change, which may hold workspace or
+    /// folder values: the [`USER_ONLY`] fields keep `base`'s values, except
+    /// that `llm.enabled` may be turned off. Each kept field is reported.
+    pub fn from_json(base: &Settings, value: &serde_json::Value) -> (Settings, Vec<String>) {
+        let (mut settings, mut problems) = Self::merge(base, value);
+        let turned_off = !settings.llm.enabled;
+        let kept = LlmSettings { model: settings.llm.model.clone(), ..base.llm.clone() };
+        let wanted = std::mem::replace(&mut settings.llm, kept);
+        settings.llm.enabled &= !turned_off;
+        let changed = [
+            ("llm.enabled", wanted.enabled && !base.llm.enabled),
+            ("llm.provider", wanted.provider != base.llm.provider),
+            ("llm.endpoint", wanted.endpoint != base.llm.endpoint),
+        ];
+        for (name, _) in changed.iter().filter(|(_, c)| *c) {
+            problems.push(format!(
+                "setting kernelpro.{name} is read only from user settings when the server starts (it decides where your key and code go); restart the server to apply it"
+            ));
+        }
+        (settings, problems)
+    }
+
     /// `base` updated by the fields of a JSON value; a mistyped field is skipped
     /// (and reported), so one bad setting never disables the rest.
-    pub fn from_json(base: &Settings, value: &serde_json::Value) -> (Settings, Vec<String>) {
+    fn merge(base: &Settings, value: &serde_json::Value) -> (Settings, Vec<String>) {
         let mut problems = Vec::new();
         let Some(obj) = value.as_object() else {
             if !value.is_null() {
@@ -108,18 +156,35 @@ impl Settings {
             if !target.contains_key(key) {
                 continue;
             }
+            // A section (`llm`, `optimize`) is updated member by member, so
+            // `{"llm": {"model": ...}}` keeps the other `llm` settings.
+            let val = match (&target[key], val) {
+                (serde_json::Value::Object(old), serde_json::Value::Object(new)) => {
+                    let mut both = old.clone();
+                    both.extend(new.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    serde_json::Value::Object(both)
+                }
+                _ => val.clone(),
+            };
             let mut candidate = target.clone();
             candidate.insert(key.clone(), val.clone());
             match serde_json::from_value::<Settings>(serde_json::Value::Object(candidate)) {
                 Ok(_) => {
-                    target.insert(key.clone(), val.clone());
+                    target.insert(key.clone(), val);
                 }
                 Err(e) => problems.push(format!("setting kernelpro.{key} ignored: {e}")),
             }
         }
-        let settings = serde_json::from_value(merged).unwrap_or_else(|_| base.clone());
+        let mut settings: Settings = serde_json::from_value(merged).unwrap_or_else(|_| base.clone());
+        settings.project_roots = base.project_roots.clone();
         (settings, problems)
     }
+}
+
+/// The settings object inside `initializationOptions`: the options themselves,
+/// or their `"kernelpro"` member when the client nests them there.
+pub fn init_section(options: &serde_json::Value) -> &serde_json::Value {
+    options.get("kernelpro").filter(|v| v.is_object()).unwrap_or(options)
 }
 
 #[cfg(test)]
@@ -134,5 +199,57 @@ mod tests {
         assert_eq!(s.block_size, 256);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("blockSize"));
+    }
+
+    fn user_level() -> Settings {
+        let (s, problems) = Settings::from_init_options(
+            &Settings::default(),
+            &serde_json::json!({"kernelpro": {"trusted": true, "llm": {"enabled": true, "provider": "anthropic", "endpoint": "https://api.anthropic.com", "model": "m1"}}}),
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        s
+    }
+
+    #[test]
+    fn both_init_option_shapes_are_read() {
+        for options in [serde_json::json!({"trusted": true, "arch": "sm_80"}), serde_json::json!({"kernelpro": {"trusted": true, "arch": "sm_80"}})] {
+            let (s, problems) = Settings::from_init_options(&Settings::default(), &options);
+            assert_eq!((s.trusted, s.arch.as_str(), problems.len()), (true, "sm_80", 0), "{options}");
+        }
+        let s = user_level();
+        assert_eq!((s.llm.enabled, s.llm.provider.as_str(), s.llm.endpoint.as_deref()), (true, "anthropic", Some("https://api.anthropic.com")));
+    }
+
+    /// A configuration change (which may carry a repository's values) against
+    /// the user's settings: the LLM fields that route the key it gets, and whether it changed them.
+    fn check_workspace(change: serde_json::Value, expected: (bool, &str, Option<&str>, Option<&str>), reported: &[&str]) {
+        let (s, problems) = Settings::from_json(&user_level(), &change);
+        assert_eq!((s.llm.enabled, s.llm.provider.as_str(), s.llm.endpoint.as_deref(), s.llm.model.as_deref()), expected, "{change}");
+        assert_eq!(problems.len(), reported.len(), "{problems:?}");
+        for (p, name) in problems.iter().zip(reported) {
+            assert!(p.contains(name) && p.contains("restart"), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_workspace_cannot_route_the_key_elsewhere() {
+        let user = (true, "anthropic", Some("https://api.anthropic.com"), Some("m1"));
+        check_workspace(serde_json::json!({"llm": {"endpoint": "http://evil.example"}}), user, &["llm.endpoint"]);
+        check_workspace(serde_json::json!({"llm": {"provider": "openai", "endpoint": "http://evil.example"}}), user, &["llm.provider", "llm.endpoint"]);
+        // The same values again (an editor pushing the whole section) are no change.
+        check_workspace(serde_json::json!({"llm": {"enabled": true, "provider": "anthropic", "endpoint": "https://api.anthropic.com", "model": "m1"}}), user, &[]);
+        check_workspace(serde_json::json!({"llm": {"model": "m2"}, "arch": "sm_80"}), (true, "anthropic", Some("https://api.anthropic.com"), Some("m2")), &[]);
+        check_workspace(serde_json::json!({"llm": {"enabled": false}}), (false, "anthropic", Some("https://api.anthropic.com"), Some("m1")), &[]);
+        let (off, _) = Settings::from_json(&Settings::default(), &serde_json::json!({"trusted": true}));
+        let (on, problems) = Settings::from_json(&off, &serde_json::json!({"llm": {"enabled": true, "endpoint": "http://evil.example"}}));
+        assert!(!on.llm.enabled && on.llm.endpoint.is_none() && problems.len() == 2, "{on:?} {problems:?}");
+    }
+
+    #[test]
+    fn project_roots_are_never_a_setting() {
+        let mut base = Settings::default();
+        base.project_roots = vec![PathBuf::from("/work/ws")];
+        let (s, _) = Settings::from_json(&base, &serde_json::json!({"projectRoots": ["/tmp/evil"], "project_roots": ["/tmp/evil"]}));
+        assert_eq!(s.project_roots, vec![PathBuf::from("/work/ws")]);
     }
 }

@@ -1,6 +1,12 @@
 //! Finding the CUDA tools: a setting, then an environment variable, then
 //! `CUDA_HOME`, then `PATH`, then the virtual environment that the README's
-//! set-up creates (`.venv` in an ancestor of the binary or the working dir).
+//! set-up creates (`KERNELPRO_VENV`, `.venv` in an ancestor of the binary,
+//! or in a project root the user vouched for).
+//!
+//! Never the working directory: editors start the server in the workspace,
+//! and a workspace's own `.venv/.../nvcc` is the workspace's program. Its
+//! `.venv` is searched only through `Settings::project_roots`, which the
+//! server fills from the client's workspace folders and only while trusted.
 
 use std::path::{Path, PathBuf};
 
@@ -26,15 +32,22 @@ pub struct Env<'a> {
 }
 
 impl Env<'static> {
+    /// The process's variables and the install the binary runs from; no project.
     pub fn process() -> Self {
         let mut roots = Vec::new();
         if let Ok(exe) = std::env::current_exe() {
             roots.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
         }
-        if let Ok(cwd) = std::env::current_dir() {
-            roots.extend(cwd.ancestors().map(Path::to_path_buf));
-        }
         Env { var: &|k| std::env::var(k).ok(), roots }
+    }
+
+    /// [`Env::process`] plus the project roots of `settings`, only when trusted.
+    pub fn for_settings(settings: &crate::settings::Settings) -> Self {
+        let mut env = Self::process();
+        if settings.trusted {
+            env.roots.extend(settings.project_roots.iter().cloned());
+        }
+        env
     }
 }
 
@@ -140,5 +153,15 @@ mod tests {
         check(std::slice::from_ref(&path), roots.clone(), None, Some((&path_nvcc, "PATH")));
         check(&[], roots, None, Some((&venv_nvcc, "project .venv")));
         check(&[], vec![t.path().join("nowhere")], None, None);
+    }
+
+    #[test]
+    fn the_workspace_is_searched_only_when_trusted_and_never_by_cwd() {
+        let cwd = std::env::current_dir().unwrap();
+        assert!(!Env::process().roots.contains(&cwd), "the working directory is searched: {:?}", Env::process().roots);
+        let mut settings = crate::settings::Settings { project_roots: vec![PathBuf::from("/work/ws")], ..Default::default() };
+        assert!(!Env::for_settings(&settings).roots.contains(&PathBuf::from("/work/ws")));
+        settings.trusted = true;
+        assert_eq!(Env::for_settings(&settings).roots.last(), Some(&PathBuf::from("/work/ws")));
     }
 }

@@ -42,13 +42,21 @@ fn tail_note(stderr: &str) -> String {
     if tail.is_empty() { String::new() } else { format!(": {}", tail.join("\n")) }
 }
 
+/// API keys no child gets: nvcc, the GPU worker, ncu, a runner and the
+/// program under test need none (the one list; `core::process` uses it too).
+pub const SECRET_ENV: [&str; 3] = ["KERNELPRO_LLM_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
 /// Runs `job` in `runner_prefix... exe __gpu-worker`, killing the child's whole
 /// process group when `timeout` passes.
 pub fn run_job(exe: &Path, job: &Job, timeout: Duration, runner_prefix: &[String]) -> Result<JobResult, HarnessError> {
     let mut argv: Vec<String> = runner_prefix.to_vec();
     argv.push(exe.to_string_lossy().into_owned());
     argv.push(WORKER_SUBCOMMAND.to_string());
-    let mut child = Command::new(&argv[0])
+    let mut command = Command::new(&argv[0]);
+    for secret in SECRET_ENV {
+        command.env_remove(secret);
+    }
+    let mut child = command
         .args(&argv[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

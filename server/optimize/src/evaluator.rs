@@ -341,7 +341,7 @@ pub fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, Stri
     if !(source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")) {
         return Ok(settings.clone());
     }
-    let include = kernelpro_cute::cutlass_include(None, &kernelpro_core::toolchain::Env::process().roots)?;
+    let include = kernelpro_cute::cutlass_include(None, &kernelpro_core::toolchain::Env::for_settings(settings).roots)?;
     let mut s = settings.clone();
     // The compile step sets the architecture itself.
     s.extra_flags.extend(kernelpro_cute::cute_flags(&s.arch, &include).into_iter().filter(|f| !f.starts_with("-arch=")));

@@ -253,7 +253,7 @@ fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, Str
     let mut config = LlmConfig::new(provider, llm.endpoint.clone().unwrap_or_else(|| default_endpoint.into()), model);
     config.enabled = true;
     config.api_key = req.llm_key.clone().or_else(kernelpro_llm::ApiKey::from_env);
-    let cutlass = kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::process().roots).and_then(|root| kernelpro_cutlass::Index::build(&root).ok()).map(Arc::new);
+    let cutlass = kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::for_settings(&req.settings).roots).and_then(|root| kernelpro_cutlass::Index::build(&root).ok()).map(Arc::new);
     kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass).map_err(|e| e.to_string())
 }
 
