@@ -87,12 +87,10 @@ impl Analyzer {
         toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &Env::for_settings(settings))
     }
 
-    /// The full set of nvcc flags for a file: settings then compile_commands.json.
+    /// The full set of nvcc flags for a file: settings then compile_commands.json,
+    /// through the one filter (`nvcc_flags`).
     pub fn flags_for(path: &Path, settings: &Settings) -> Vec<String> {
-        let mut flags: Vec<String> = settings.include_paths.iter().map(|p| format!("-I{}", p.display())).collect();
-        flags.extend(settings.extra_flags.iter().cloned());
-        flags.extend(crate::compile_db::flags_for(path));
-        flags
+        crate::nvcc_flags::for_file(path, settings).kept
     }
 
     /// Both steps: compile, then SASS and the static tools.
@@ -117,12 +115,13 @@ impl Analyzer {
             analysis.complete = true;
             return Ok(analysis);
         };
+        let flags = crate::nvcc_flags::for_file(path, settings);
         let input = CompileInput {
             path: path.to_path_buf(),
             text: text.to_string(),
             nvcc: nvcc.path.clone(),
             arch: settings.arch.clone(),
-            flags: Self::flags_for(path, settings),
+            flags: flags.kept,
             timeout: Duration::from_secs(settings.compile_timeout_secs.max(1)),
         };
         let stamp = std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
@@ -156,6 +155,9 @@ impl Analyzer {
             },
         };
         analysis.findings.extend(compiled.findings.iter().cloned());
+        for r in &flags.rejected {
+            analysis.findings.push(Finding::new("kernelpro", Severity::Warning, Span::line(0), crate::nvcc_flags::rejection_message(r)).with_code("flag-rejected"));
+        }
         analysis.complete = !compiled.ok;
         analysis.compile = Some(compiled);
         Ok(analysis)

@@ -8,6 +8,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The path of a document with no place on disk (a non-`file:` URI): being
+/// relative, it gives the compile no include directory, no working directory
+/// of its own and no compile_commands.json (never the shared temp dir's).
+pub const UNSAVED: &str = "untitled.cu";
+
+/// The directory a file's relative includes resolve against: only a real,
+/// absolute one.
+fn home_dir(path: &Path) -> Option<&Path> {
+    path.parent().filter(|d| d.is_absolute() && d.is_dir())
+}
+
 #[derive(Debug, Clone)]
 pub struct CompileInput {
     /// Where the file lives (used for relative includes and in messages).
@@ -44,7 +55,7 @@ impl CompileInput {
     /// The nvcc arguments for a compile of `src` into `cubin`.
     pub fn nvcc_args(&self, src: &Path, cubin: &Path) -> Vec<String> {
         let mut args = vec![format!("-arch={}", self.arch), "-cubin".into(), "-lineinfo".into(), "-Xptxas".into(), "-v".into()];
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = home_dir(&self.path) {
             args.push(format!("-I{}", dir.display()));
         }
         args.extend(self.flags.iter().cloned());
@@ -61,7 +72,7 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
     let cubin = dir.path().join("out.cubin");
     std::fs::write(&src, &input.text).map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot write the temp copy: {e}") })?;
     let argv = input.nvcc_args(&src, &cubin);
-    let cwd = input.path.parent().filter(|d| d.is_dir()).map(Path::to_path_buf).unwrap_or_else(|| dir.path().to_path_buf());
+    let cwd = home_dir(&input.path).map(Path::to_path_buf).unwrap_or_else(|| dir.path().to_path_buf());
     let cmd = ToolCommand::new(&input.nvcc, input.timeout).args(argv.iter()).cwd(&cwd);
     let out = run_tool(&cmd, cancel).await?;
     let mut result = CompileOutput { argv, compile_time: out.elapsed, ..Default::default() };
@@ -186,4 +197,19 @@ fn demangle_in(message: &str) -> String {
         .map(|(i, part)| if i % 2 == 1 { kernelpro_sass::symbol::names(part).demangled } else { part.to_string() })
         .collect::<Vec<_>>()
         .join("'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unsaved_buffer_gets_no_include_dir() {
+        let input = |path: &str| CompileInput { path: path.into(), text: String::new(), nvcc: "nvcc".into(), arch: "sm_90".into(), flags: Vec::new(), timeout: Duration::from_secs(1) };
+        let dir = std::env::temp_dir();
+        let with_dir = input(&dir.join("k.cu").display().to_string()).nvcc_args(Path::new("/s/k.cu"), Path::new("/s/out.cubin"));
+        assert!(with_dir.contains(&format!("-I{}", dir.display())), "{with_dir:?}");
+        let unsaved = input(UNSAVED).nvcc_args(Path::new("/s/untitled.cu"), Path::new("/s/out.cubin"));
+        assert!(!unsaved.iter().any(|a| a.starts_with("-I")), "{unsaved:?}");
+    }
 }

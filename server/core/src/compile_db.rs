@@ -1,11 +1,15 @@
-//! Flags for a file from the nearest `compile_commands.json`. Only flags that
-//! change what the device code means are kept (includes, defines, language
-//! standard, nvcc's relaxed-constexpr and extended-lambda switches); outputs,
-//! architectures and the file itself are KernelPro's own business.
+//! Flags for a file from the nearest `compile_commands.json`, through the one
+//! flag filter (`nvcc_flags`): outputs, architectures, the host compiler and
+//! the file itself are KernelPro's own business, and a build's ordinary
+//! `-c`/`-o`/`-gencode` are dropped without a word. A file with no place on
+//! disk (a relative path: an unsaved buffer) has no compile_commands.json.
 
 use std::path::{Path, PathBuf};
 
 pub fn flags_for(file: &Path) -> Vec<String> {
+    if !file.is_absolute() {
+        return Vec::new();
+    }
     let Some(db) = find_db(file) else { return Vec::new() };
     let Ok(text) = std::fs::read_to_string(&db) else { return Vec::new() };
     let Ok(entries) = serde_json::from_str::<Vec<serde_json::Value>>(&text) else { return Vec::new() };
@@ -22,7 +26,7 @@ pub fn flags_for(file: &Path) -> Vec<String> {
             (None, Some(c)) => split_command(c),
             _ => continue,
         };
-        return keep_device_flags(&argv, &dir);
+        return crate::nvcc_flags::filter(argv.get(1..).unwrap_or_default(), Some(&dir)).kept;
     }
     Vec::new()
 }
@@ -70,39 +74,6 @@ fn split_command(cmd: &str) -> Vec<String> {
     out
 }
 
-fn keep_device_flags(argv: &[String], dir: &Path) -> Vec<String> {
-    let abs = |p: &str| if Path::new(p).is_absolute() { p.to_string() } else { dir.join(p).display().to_string() };
-    let mut out = Vec::new();
-    let mut i = 1;
-    while i < argv.len() {
-        let a = &argv[i];
-        let next = argv.get(i + 1);
-        match a.as_str() {
-            "-I" | "-isystem" | "-include" => {
-                if let Some(n) = next {
-                    out.push(a.clone());
-                    out.push(abs(n));
-                    i += 1;
-                }
-            }
-            "-D" | "-U" => {
-                if let Some(n) = next {
-                    out.push(format!("{a}{n}"));
-                    i += 1;
-                }
-            }
-            _ if a.starts_with("-I") => out.push(format!("-I{}", abs(&a[2..]))),
-            _ if a.starts_with("-D") || a.starts_with("-U") || a.starts_with("-std=") || a.starts_with("--std=") => out.push(a.clone()),
-            "--expt-relaxed-constexpr" | "--expt-extended-lambda" | "--extended-lambda" | "-use_fast_math" | "--use_fast_math" => {
-                out.push(a.clone())
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,9 +91,10 @@ mod tests {
         }]);
         std::fs::write(t.path().join("compile_commands.json"), db.to_string()).unwrap();
         let inc = t.path().join("inc").display().to_string();
+        assert_eq!(flags_for(Path::new("k.cu")), Vec::<String>::new(), "an unsaved buffer reads no compile_commands.json");
         assert_eq!(
             flags_for(&file),
-            vec![format!("-I{inc}"), "-I".into(), "/abs/inc".into(), "-DFOO=1".into(), "-DBAR".into(), "-DMSG=\"a b\"".into(), "-std=c++17".into(), "--expt-relaxed-constexpr".into(), "-DX=; rm -rf /".into()]
+            vec![format!("-I{inc}"), "-I/abs/inc".into(), "-DFOO=1".into(), "-DBAR".into(), "-DMSG=\"a b\"".into(), "-std=c++17".into(), "--expt-relaxed-constexpr".into(), "-DX=; rm -rf /".into()]
         );
     }
 }

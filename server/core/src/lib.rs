@@ -12,6 +12,7 @@ pub mod baseline;
 pub mod cache;
 pub mod compile;
 pub mod compile_db;
+pub mod nvcc_flags;
 pub mod analysis;
 pub mod doctor;
 pub mod harness;

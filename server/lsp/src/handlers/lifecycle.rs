@@ -13,11 +13,26 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
     server.state.code_lens_refresh.store(refresh, Ordering::SeqCst);
     let progress = params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
     server.state.work_done_progress.store(progress, Ordering::SeqCst);
+    // Tool discovery may search these folders' `.venv`, and only while trusted.
+    let local = |u: &Uri| u.scheme().as_str().eq_ignore_ascii_case("file").then(|| u.to_file_path().map(|p| p.into_owned())).flatten();
+    #[allow(deprecated)] // root_uri: the only root an older client sends
+    let roots: Vec<std::path::PathBuf> = match (&params.workspace_folders, &params.root_uri) {
+        (Some(folders), _) if !folders.is_empty() => folders.iter().filter_map(|f| local(&f.uri)).collect(),
+        (_, Some(uri)) => local(uri).into_iter().collect(),
+        _ => Vec::new(),
+    };
+    server.state.set_settings(Settings { project_roots: roots, ..server.state.settings() });
     if let Some(opts) = &params.initialization_options {
+        let opts = kernelpro_core::settings::init_section(opts);
         if let Some(key) = opts.get("llmKey").and_then(|k| k.as_str()).filter(|k| !k.is_empty()) {
             *server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernelpro_llm::ApiKey::new(key));
         }
-        apply_settings(&server.state, &server.client, opts).await;
+        // initializationOptions are the user's own settings (settings.rs says why that matters).
+        let (settings, problems) = Settings::from_init_options(&server.state.settings(), opts);
+        server.state.set_settings(settings);
+        for p in problems {
+            server.client.show_message(MessageType::WARNING, format!("KernelPro: {p}")).await;
+        }
     }
     Ok(InitializeResult {
         capabilities: ServerCapabilities {

@@ -58,10 +58,11 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     }
 }
 
-/// The file a document stands for; unsaved buffers get a name in the temp dir.
+/// The file a document stands for; an unsaved buffer has no place on disk
+/// (`compile::UNSAVED`: no include dir, no compile_commands.json).
 pub fn path_of(uri: &Uri) -> PathBuf {
     let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
-    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten().unwrap_or_else(|| std::env::temp_dir().join("untitled.cu"))
+    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten().unwrap_or_else(|| PathBuf::from(kernelpro_core::compile::UNSAVED))
 }
 
 /// Start analysing the document's current text, cancelling the one in flight.
