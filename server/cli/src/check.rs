@@ -18,7 +18,7 @@ pub async fn run(files: &[PathBuf], format: Format, sass_line: Option<u32>, args
         eprintln!("kernelpro check: give at least one .cu file");
         return ExitCode::from(2);
     }
-    let settings = args.settings();
+    let settings = args.settings().with_projects_of(files);
     let analyzer = Analyzer::default();
     let mut any_error = false;
     let mut json_files = Vec::new();

@@ -121,7 +121,9 @@ fn main() -> ExitCode {
             Command::Spec(args) => spec::run(&args),
             Command::GpuWorker => unreachable!("handled before the runtime starts"),
             Command::Doctor { json } => {
-                let report = kernelpro_core::doctor::report(&Default::default()).await;
+                // The user runs it: trusted, with no project (the working directory is never searched).
+                let settings = kernelpro_core::settings::Settings { trusted: true, ..Default::default() };
+                let report = kernelpro_core::doctor::report(&settings).await;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&report).expect("json"));
                 } else {

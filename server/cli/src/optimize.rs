@@ -91,7 +91,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut settings = args.compile.settings();
+    let mut settings = args.compile.settings().with_projects_of(&[&args.file]);
     settings.optimize.budget = args.budget;
     settings.optimize.time_secs = args.time;
     settings.optimize.evaluator = args.evaluator.clone();

@@ -46,7 +46,7 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
     let report = match &args.import {
         Some(dir) => Exports::from_dir(dir).and_then(|e| analyze_exports(&e, &text, &Thresholds::default())),
         None => {
-            let mut settings = args.compile.settings();
+            let mut settings = args.compile.settings().with_projects_of(&[&args.file]);
             settings.ncu = args.ncu.clone();
             settings.clock_control = args.clock_control.clone();
             let req = FileProfileRequest {

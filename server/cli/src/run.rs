@@ -40,7 +40,7 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: &RunArgs) -> ExitCode {
-    let mut settings = args.compile.settings();
+    let mut settings = args.compile.settings().with_projects_of(&[&args.file]);
     settings.run_timeout_secs = args.timeout;
     if let Some(r) = &args.runner {
         settings.runner = r.split_whitespace().map(String::from).collect();

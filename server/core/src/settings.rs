@@ -181,6 +181,24 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// The CLI's project roots: the folders holding each file the user named,
+    /// and their ancestors (as for compile_commands.json), never the working
+    /// directory. Running `kernelpro check k.cu` is consent to build k.cu with
+    /// its project's tools; other commands (doctor) use no project.
+    pub fn with_projects_of<P: AsRef<std::path::Path>>(mut self, files: &[P]) -> Settings {
+        for file in files {
+            let file = std::fs::canonicalize(file.as_ref()).unwrap_or_else(|_| file.as_ref().to_path_buf());
+            for dir in file.ancestors().skip(1).filter(|d| d.is_absolute()) {
+                if !self.project_roots.iter().any(|r| r == dir) {
+                    self.project_roots.push(dir.to_path_buf());
+                }
+            }
+        }
+        self
+    }
+}
+
 /// The settings object inside `initializationOptions`: the options themselves,
 /// or their `"kernelpro"` member when the client nests them there.
 pub fn init_section(options: &serde_json::Value) -> &serde_json::Value {

@@ -4,7 +4,7 @@
 use crate::read::ReadLimits;
 use crate::search::SearchLimits;
 use crate::tokens::identifiers;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -112,9 +112,13 @@ impl Index {
             return Err(BuildError::NotCutlass(root.to_path_buf()));
         }
         let started = Instant::now();
+        let canonical_root = std::fs::canonicalize(root).map_err(|source| BuildError::Io {
+            path: root.to_path_buf(),
+            source,
+        })?;
         let mut paths = Vec::new();
         for dir in INDEXED_DIRS {
-            collect_sources(&root.join(dir), &mut paths)?;
+            collect_sources(&canonical_root, &root.join(dir), &mut paths)?;
         }
         paths.sort();
         let mut index = Index {
@@ -207,28 +211,47 @@ impl Index {
     }
 }
 
-fn collect_sources(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), BuildError> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// Source files below `dir`, walked with an explicit stack. Each directory
+/// is entered once (by its canonical path, so a symlink loop ends), folders
+/// are entered only inside `dir` and files taken only inside `root`
+/// (canonical): a link out of the tree would hand its target to the model.
+fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), BuildError> {
+    let Ok(top) = std::fs::canonicalize(dir) else {
         return Ok(()); // optional directory (a wheel has no tools/util)
     };
-    for entry in entries {
-        let entry = entry.map_err(|source| BuildError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let path = entry.path();
-        let Ok(meta) = std::fs::metadata(&path) else {
+    let mut visited = HashSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(canonical) = std::fs::canonicalize(&dir) else {
             continue;
         };
-        if meta.is_dir() {
-            collect_sources(&path, out)?;
-        } else if meta.len() <= MAX_FILE_BYTES
-            && path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
-        {
-            out.push(path);
+        // Folders stay inside the walk's own top (include/, examples/...).
+        if !canonical.starts_with(&top) || !top.starts_with(root) || !visited.insert(canonical) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue; // optional directory (a wheel has no tools/util)
+        };
+        for entry in entries {
+            let entry = entry.map_err(|source| BuildError::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            let path = entry.path();
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.len() <= MAX_FILE_BYTES
+                && path
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
+                && std::fs::canonicalize(&path).is_ok_and(|c| c.starts_with(root))
+            {
+                out.push(path);
+            }
         }
     }
     Ok(())
