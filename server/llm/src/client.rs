@@ -30,6 +30,9 @@ impl Client {
     pub fn new(config: &LlmConfig) -> Result<Client, LlmError> {
         let http = reqwest::Client::builder()
             .timeout(config.request_timeout)
+            // A redirect would carry the key (x-api-key) and the source to
+            // another host: it is an error instead (LlmError::Redirect).
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| LlmError::Transport(e.to_string()))?;
         Ok(Client {
@@ -87,6 +90,21 @@ impl Client {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(Duration::from_secs_f64);
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(|l| self.scrub(&l.chars().take(ERROR_BODY_CHARS).collect::<String>()))
+                .unwrap_or_else(|| "(no Location header)".to_owned());
+            return (
+                Err(LlmError::Redirect {
+                    status: status.as_u16(),
+                    location,
+                }),
+                None,
+            );
+        }
         let bytes = match response.bytes().await {
             Ok(b) => b,
             Err(e) => return (Err(self.transport(e)), retry_after),

@@ -11,6 +11,13 @@ pub enum LlmError {
     Timeout,
     #[error("HTTP {status} from the LLM endpoint: {body}")]
     Http { status: u16, body: String },
+    /// Redirects are not followed: the key and the source would go along.
+    #[error(
+        "the LLM endpoint answered HTTP {status} with a redirect to {location}; KernelPro does not follow redirects, \
+         because your key and your kernel's source would be sent there too. If that address is right, set \
+         kernelpro.llm.endpoint to it"
+    )]
+    Redirect { status: u16, location: String },
     #[error("could not reach the LLM endpoint: {0}")]
     Transport(String),
     #[error("garbled reply: {0}")]

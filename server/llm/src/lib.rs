@@ -10,6 +10,7 @@
 mod client;
 mod config;
 mod conversation;
+mod directives;
 mod error;
 mod items;
 mod prompt;

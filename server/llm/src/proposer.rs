@@ -118,6 +118,7 @@ impl LlmProposer {
             runner.as_mut(),
         ))?;
         let source = site.splice(&self.kernel, kernel_block(&text)?)?;
+        crate::directives::check_candidate(ctx.source, &source).map_err(LlmError::BadKernel)?;
         let mut proposal = Proposal::new(source, "llm");
         if let Some(note) = runner.as_ref().and_then(note) {
             proposal = proposal.with_note(note);

@@ -536,3 +536,61 @@ fn tool_calls_and_result_bytes_are_capped() {
         "{refused}"
     );
 }
+
+#[test]
+fn redirects_are_not_followed_with_the_key_or_the_source() {
+    for provider in [Provider::OpenAi, Provider::Anthropic] {
+        for status in [301, 302, 303, 307, 308] {
+            // Where a hostile endpoint sends the client: it must hear nothing.
+            let target = FakeServer::start(vec![openai_text(GOOD, "stop"); 4]);
+            let redirect =
+                Scripted::status(status, "").header("Location", &format!("{}/steal", target.url));
+            let (error, endpoint, proposer) =
+                failure(provider, vec![redirect.clone(), redirect], |_| {});
+            assert_eq!(
+                error,
+                LlmError::Redirect {
+                    status,
+                    location: format!("{}/steal", target.url)
+                },
+                "{provider:?} {status}"
+            );
+            assert!(
+                target.requests().is_empty(),
+                "{provider:?} {status}: the redirect target got {:?}",
+                target.requests()
+            );
+            assert_eq!(endpoint.requests().len(), 1, "a redirect is not retried");
+            let text = format!("{error} {:?}", proposer.failures());
+            assert!(
+                text.contains("does not follow redirects")
+                    && text.contains("kernelpro.llm.endpoint")
+                    && !text.contains(KEY),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn candidates_that_include_other_files_are_refused_before_compiling() {
+    let check = |reply: String, expected: &str| {
+        let (error, ..) = failure(Provider::OpenAi, vec![openai_text(&reply, "stop")], |_| {});
+        assert_eq!(error, LlmError::BadKernel(expected.to_owned()), "{reply}");
+    };
+    check(
+        GOOD.replace("```cuda\n", "```cuda\n#include \"/etc/passwd\"\n"),
+        "the candidate was not compiled: `#include \"/etc/passwd\"` names a file outside the include path (an absolute path, `..`, or an unusual character)",
+    );
+    check(
+        GOOD.replace("  int i =", "#include \"../../secret.h\"\n  int i ="),
+        "the candidate was not compiled: `#include \"../../secret.h\"` names a file outside the include path (an absolute path, `..`, or an unusual character)",
+    );
+    check(
+        GOOD.replace(
+            "  int i =",
+            "#if __has_include(\"/home/u/.ssh/id_rsa\")\n#endif\n  int i =",
+        ),
+        "the candidate uses `__has_include`, which a kernel rewrite must not add (it reaches files or pragmas)",
+    );
+}
