@@ -20,6 +20,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('kernelpro.serverPath')) return client.restart();
+      // Where the key goes is read only at start-up (the server ignores it in later updates).
+      if (['enabled', 'provider', 'endpoint'].some((k) => e.affectsConfiguration(`kernelpro.llm.${k}`))) return client.restart();
       if (e.affectsConfiguration('kernelpro')) client.pushSettings();
     }),
     // Trust and the key are given at start-up (initializationOptions, env).
