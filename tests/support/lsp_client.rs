@@ -30,7 +30,12 @@ impl Client {
         Self::spawn_with(Command::new(bin()), init_options)
     }
 
-    pub fn spawn_with(mut cmd: Command, init_options: Value) -> Client {
+    pub fn spawn_with(cmd: Command, init_options: Value) -> Client {
+        Self::spawn_in(cmd, init_options, &std::env::temp_dir())
+    }
+
+    /// A server whose client names `root` as its workspace folder.
+    pub fn spawn_in(mut cmd: Command, init_options: Value, root: &Path) -> Client {
         let mut child = cmd.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn kernelpro lsp");
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -44,7 +49,6 @@ impl Client {
             }
         });
         let mut c = Client { child, stdin, rx, next_id: 1, backlog: Vec::new(), transcript: Vec::new() };
-        let root = std::env::temp_dir();
         c.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {"window": {"workDoneProgress": true}}, "initializationOptions": init_options, "workspaceFolders": [{"uri": format!("file://{}", root.display()), "name": "tmp"}]}));
         c.notify("initialized", json!({}));
         c

@@ -41,11 +41,12 @@ impl Env<'static> {
         Env { var: &|k| std::env::var(k).ok(), roots }
     }
 
-    /// [`Env::process`] plus the project roots of `settings`, only when trusted.
+    /// The project roots of `settings` (first: a project pins its own
+    /// toolchain), only when trusted, then [`Env::process`].
     pub fn for_settings(settings: &crate::settings::Settings) -> Self {
         let mut env = Self::process();
         if settings.trusted {
-            env.roots.extend(settings.project_roots.iter().cloned());
+            env.roots.splice(0..0, settings.project_roots.iter().cloned());
         }
         env
     }
@@ -162,6 +163,6 @@ mod tests {
         let mut settings = crate::settings::Settings { project_roots: vec![PathBuf::from("/work/ws")], ..Default::default() };
         assert!(!Env::for_settings(&settings).roots.contains(&PathBuf::from("/work/ws")));
         settings.trusted = true;
-        assert_eq!(Env::for_settings(&settings).roots.last(), Some(&PathBuf::from("/work/ws")));
+        assert_eq!(Env::for_settings(&settings).roots.first(), Some(&PathBuf::from("/work/ws")));
     }
 }
