@@ -362,10 +362,24 @@ fn llm_needs_consent_and_the_key_never_leaks() {
     c.wait_diagnostics(&u, LONG);
     c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing is sent while llm.enabled is false");
+    // A configuration change may carry a repository's values: it cannot turn the LLM on.
     c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernelpro": {"llm": llm(true)}}}));
+    let told = c.wait(Duration::from_secs(10), |m| m["method"] == "window/showMessage" && m["params"]["message"].as_str().is_some_and(|t| t.contains("llm.enabled") && t.contains("restart")));
+    assert!(told.is_some(), "the ignored setting is reported");
+    c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0, "llm.enabled from a configuration change sent nothing");
+    let mut transcript = c.transcript.join("\n");
+    assert!(c.shutdown().success());
+    // From the user's own settings (initializationOptions) it is used.
+    let mut cmd = std::process::Command::new(support::lsp_client::bin());
+    cmd.env("XDG_CACHE_HOME", home.path().join("cache")).env("TMPDIR", home.path().join("tmp")).env("HOME", home.path()).env_remove("KERNELPRO_LLM_KEY");
+    cmd.stderr(std::fs::OpenOptions::new().append(true).open(&stderr).unwrap());
+    let mut c = Client::spawn_with(cmd, json!({"trusted": true, "llmKey": KEY, "llm": llm(true), "optimize": {"evaluator": "stub:1.5", "budget": 4}}));
+    c.open(&u, &text, 1);
+    c.wait_diagnostics(&u, LONG);
     c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
     assert!(requests.load(std::sync::atomic::Ordering::SeqCst) > 0, "the enabled LLM was asked");
-    let transcript = c.transcript.join("\n");
+    transcript.push_str(&c.transcript.join("\n"));
     assert!(c.shutdown().success());
     assert!(!transcript.contains(KEY), "the key leaked into the protocol");
     assert!(!std::fs::read_to_string(&stderr).unwrap().contains(KEY), "the key leaked into the log");
