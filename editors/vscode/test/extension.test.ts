@@ -162,6 +162,14 @@ describe('activate', () => {
     expect(clients.length).toBe(2);
   });
 
+  it('restarts when where the key goes changes (the server reads it only at start-up)', async () => {
+    await activate(context() as never);
+    await vscode.changeSettings({ 'llm.endpoint': 'https://llm.example' });
+    expect(clients.length).toBe(2);
+    await vscode.changeSettings({ 'llm.model': 'm2' });
+    expect(clients.length).toBe(2);
+  });
+
   it('restarts with the new key when one is stored', async () => {
     const ctx = context();
     await activate(ctx as never);

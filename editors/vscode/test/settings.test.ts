@@ -111,6 +111,12 @@ describe('package.json', () => {
     );
   });
 
+  it('takes where the key goes from user settings only: the LLM routing settings are machine-scoped', () => {
+    for (const key of ['kernelpro.llm.enabled', 'kernelpro.llm.provider', 'kernelpro.llm.endpoint']) {
+      expect((properties[key] as { scope?: string }).scope).toBe('machine');
+    }
+  });
+
   it('starts on CUDA files and offers the four commands', () => {
     expect(pkg.activationEvents).toEqual(['onLanguage:cuda-cpp']);
     expect(pkg.contributes.languages).toEqual([{ id: 'cuda-cpp', extensions: ['.cu', '.cuh'] }]);
