@@ -107,3 +107,24 @@ fn a_trusted_workspace_uses_its_own_tools() {
     assert!(doctor["result"].as_str().unwrap_or_default().contains(&h.ws.path().display().to_string()), "{doctor}");
     c.shutdown();
 }
+
+/// An unsaved buffer (a non-`file:` URI) has no folder: it is not compiled
+/// with `-I$TMPDIR`, nor with flags from `$TMPDIR/compile_commands.json`,
+/// which anyone on the machine can write.
+#[test]
+fn an_unsaved_buffer_reads_nothing_from_the_temp_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("evil.h"), "int planted_header;\n").unwrap();
+    let db = json!([{"directory": tmp.path(), "file": "untitled.cu", "arguments": ["nvcc", "-DEVIL_DB_READ=1", "-c", "untitled.cu"]}]);
+    std::fs::write(tmp.path().join("compile_commands.json"), db.to_string()).unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.env("TMPDIR", tmp.path());
+    let mut c = Client::spawn_with(cmd, json!({"trusted": true}));
+    let text = "#ifdef EVIL_DB_READ\n#error EVIL_DB_READ\n#endif\n#if __has_include(\"evil.h\")\n#error EVIL_HEADER_FOUND\n#endif\n__global__ void k(float* y) { y[0] = nope; }\n";
+    c.open("untitled:Untitled-1", text, 1);
+    let d = c.wait_diagnostics("untitled:Untitled-1", Duration::from_secs(120));
+    let messages: Vec<&str> = d["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["message"].as_str()).collect();
+    assert!(messages.iter().any(|m| m.contains("nope")), "the buffer was compiled: {messages:?}");
+    assert!(!messages.iter().any(|m| m.contains("EVIL")), "the temp dir was read: {messages:?}");
+    c.shutdown();
+}
