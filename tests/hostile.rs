@@ -82,7 +82,7 @@ fn an_untrusted_workspace_runs_none_of_its_own_tools() {
         let doctor = exercise(&mut c, &h);
         std::thread::sleep(Duration::from_millis(500));
         assert_eq!(h.ran(), "", "{options}: an untrusted workspace ran its own tools");
-        assert!(doctor.contains("not trusted") && doctor.contains("GPU: not checked"), "{options}: {doctor}");
+        assert!(doctor.contains("not trusted") && doctor.contains("the GPU is not checked"), "{options}: {doctor}");
         assert!(!doctor.contains(&h.ws.path().display().to_string()), "the workspace's .venv was searched: {doctor}");
         c.shutdown();
     }

@@ -66,7 +66,7 @@ pub async fn report(settings: &Settings) -> Report {
         checks.push(Check {
             name: "workspace trust".into(),
             ok: false,
-            detail: format!("not trusted: nothing below was run, and the workspace's own .venv is not searched ({})", search_order(&env)),
+            detail: format!("not trusted: nothing below was run (not even nvidia-smi: the GPU is not checked), and the workspace's own .venv is not searched ({})", search_order(&env)),
             fix: Some("trust the workspace in your editor (VS Code), or set `trusted = true` in the server's init options (Neovim)".into()),
         });
     }
@@ -87,8 +87,9 @@ pub async fn report(settings: &Settings) -> Report {
         None => checks.push(Check { name: "ncu".into(), ok: false, detail: "not found: profiling is off; compile, SASS and static findings still work".into(), fix: Some(toolchain::NCU_INSTALL_HINT.into()) }),
     }
     let smi = ToolCommand::new("nvidia-smi", Duration::from_secs(20)).args(["--query-gpu=name,driver_version", "--format=csv,noheader"]);
+    // Untrusted: no GPU line at all (editors read the GPU's name from it).
     match if trusted { Some(run_tool(&smi, &CancellationToken::new()).await) } else { None } {
-        None => checks.push(Check { name: "GPU".into(), ok: true, detail: "not checked (nvidia-smi is not run for an untrusted workspace)".into(), fix: None }),
+        None => {}
         Some(Ok(out)) if out.success() => checks.push(Check { name: "GPU".into(), ok: true, detail: out.stdout.trim().replace('\n', "; "), fix: None }),
         _ => checks.push(Check {
             name: "GPU".into(),
@@ -154,7 +155,7 @@ mod tests {
         let text = report(&settings).await.to_text();
         assert!(!marker.exists(), "an untrusted doctor ran {}", std::fs::read_to_string(&marker).unwrap_or_default());
         assert!(text.contains("workspace trust: not trusted") && text.contains("not run: the workspace is not trusted"), "{text}");
-        assert!(text.contains("GPU: not checked"), "{text}");
+        assert!(text.contains("the GPU is not checked") && !text.contains("GPU:"), "{text}");
         // Trusted, the same settings run the tool: the marker is how a run shows.
         let trusted = Settings { trusted: true, ..settings };
         report(&trusted).await;
