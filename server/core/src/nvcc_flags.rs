@@ -1,7 +1,8 @@
 //! The one filter for nvcc flags from any source: the `extraFlags` and
 //! `includePaths` settings, `compile_commands.json`, and the CLI's `--flag`
 //! and `-I`. Only flags that change what the device code means pass
-//! (include paths, defines, the language standard, code-generation switches);
+//! (include paths, defines, the language standard, code-generation switches,
+//! and libraries for the link of a profiled program: `-l`, `-L`);
 //! a flag that could run another program (`-ccbin`, `-Xcompiler -fplugin=`,
 //! `-B`, `--run`), write a file (`-o`, `-keep`), read flags or source from a
 //! file (`@file`, `--options-file`, `-include`), or set what KernelPro sets
@@ -196,13 +197,18 @@ const DIR_FLAGS: &[(&str, &str)] = &[
     ("--include-path", "-I"),
     ("-isystem", "-isystem"),
     ("--system-include", "-isystem"),
+    // Libraries for a profiled program's link (a device-only compile ignores them).
+    ("-L", "-L"),
+    ("--library-path", "-L"),
 ];
-/// Flags whose value is a macro (`-D X=1`, `-DX=1`, `--define-macro=X`).
+/// Flags whose value is a macro or a library (`-D X=1`, `-DX=1`, `--define-macro=X`, `-lcublas`).
 const MACRO_FLAGS: &[(&str, &str)] = &[
     ("-D", "-D"),
     ("--define-macro", "-D"),
     ("-U", "-U"),
     ("--undefine-macro", "-U"),
+    ("-l", "-l"),
+    ("--library", "-l"),
 ];
 
 fn plain(value: &str) -> bool {
@@ -244,6 +250,10 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
             reject(format!("@{file}"), READS);
             continue;
         }
+        if SWITCHES.contains(&a) {
+            out.kept.push(a.to_string());
+            continue;
+        }
         // A directory or a macro: joined, `=`-joined, or the next argument.
         let valued = DIR_FLAGS
             .iter()
@@ -278,9 +288,7 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
         if handled {
             continue;
         }
-        if SWITCHES.contains(&a) {
-            out.kept.push(a.to_string());
-        } else if let Some(p) = WITH_VALUE.iter().find(|p| a.starts_with(**p)) {
+        if let Some(p) = WITH_VALUE.iter().find(|p| a.starts_with(**p)) {
             if plain(&a[p.len()..]) {
                 out.kept.push(a.to_string());
             } else {
@@ -388,6 +396,11 @@ mod tests {
 
     #[test]
     fn accepted_flags() {
+        check(
+            &["-lcublas", "-L", "lib", "--library=cudart", "-lineinfo"],
+            &["-lcublas", "-L/proj/lib", "-lcudart", "-lineinfo"],
+            &[],
+        );
         check(
             &[
                 "-Iinc",
