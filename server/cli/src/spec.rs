@@ -49,7 +49,7 @@ pub fn resolved(
     kernel: Option<&str>,
     compile: &CompileArgs,
 ) -> Result<Value, String> {
-    let settings = compile.settings();
+    let settings = compile.settings().with_projects_of(&[path]);
     let analysis = FileAnalysis::without_tools(path, text, &settings);
     let name = match kernel {
         Some(k) => k.to_string(),
