@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Share of naive kernels whose main problem `check` names on its line. Measured 2026-12-03 with the tools
-/// of main at 969c3d2: 3 of 47 (only the `double` lines). The kernel-model tools raise it; the target
+/// of main at 969c3d2: 3 of 49 (only the `double` lines). The kernel-model tools raise it; the target
 /// is 0.9 (issue 18).
 const MIN_HIT_RATE: f64 = 0.06;
 /// Warning-level findings allowed on any one clean or expert kernel (CODES.md).
