@@ -13,13 +13,16 @@ mod edit;
 mod kernel;
 mod proposer;
 mod recipes;
+mod structural;
 mod syntax;
 
 pub use proposer::RecipeProposer;
 pub use recipes::{
-    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
-    VectorizeLoads, WarpRows, WarpShuffleReduce, all,
+    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll,
+    PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads,
+    WarpRows, WarpShuffleReduce, all,
 };
+pub use structural::{BlockReduce, GridStrideMap, TiledContraction, WarpUnits};
 
 use serde::Serialize;
 

@@ -1,0 +1,246 @@
+//! The structural rewrites on naive kernels written in several styles: which
+//! rewrites apply to each (as data), every rewrite compiled with the real
+//! nvcc, and snapshots of generated kernels.
+
+use crate::{Recipe, all};
+use expect_test::{Expect, expect};
+use std::path::{Path, PathBuf};
+
+const STRUCTURAL: &[&str] = &[
+    "WarpUnits",
+    "TiledContraction",
+    "BlockReduce",
+    "GridStrideMap",
+];
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/structural")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn recipe(name: &str) -> Box<dyn Recipe> {
+    all()
+        .into_iter()
+        .find(|r| r.name() == name)
+        .unwrap_or_else(|| panic!("no recipe {name}"))
+}
+
+/// (fixture, kernel, the structural rewrites that apply with their candidate counts).
+const CORPUS: &[(&str, &str, &str)] = &[
+    ("layernorm_rowptr.cu", "layernorm", "WarpUnits x8"),
+    ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8"),
+    ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
+    ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
+    ("linear_bias.cu", "linear_forward", "WarpUnits x4"),
+    ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
+    ("gelu_map.cu", "gelu_forward", "GridStrideMap x4"),
+    ("row_loss.cu", "crossentropy", "WarpUnits x4"),
+];
+
+fn applied(file: &str, kernel: &str) -> String {
+    let text = fixture(file);
+    STRUCTURAL
+        .iter()
+        .filter_map(|name| {
+            let n = recipe(name).rewrite(&text, kernel).len();
+            (n > 0).then(|| format!("{name} x{n}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn each_kernel_gets_its_structural_rewrite() {
+    let got: Vec<(&str, &str, String)> = CORPUS
+        .iter()
+        .map(|(f, k, _)| (*f, *k, applied(f, k)))
+        .collect();
+    let want: Vec<(&str, &str, String)> = CORPUS
+        .iter()
+        .map(|(f, k, w)| (*f, *k, w.to_string()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+fn nvcc() -> PathBuf {
+    let path = std::env::var_os("KERNELPRO_NVCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
+        });
+    assert!(
+        path.exists(),
+        "nvcc not found at {}: set KERNELPRO_NVCC",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn every_structural_rewrite_compiles_for_sm_90() {
+    let nvcc = nvcc();
+    let dir = tempfile::tempdir().unwrap();
+    for (file, kernel, _) in CORPUS {
+        let text = fixture(file);
+        for name in STRUCTURAL {
+            // The launch variants differ only in spec comments: compile each recipe's distinct bodies.
+            let mut seen = std::collections::HashSet::new();
+            for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
+                let code: String = rw
+                    .source
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if !seen.insert(code) {
+                    continue;
+                }
+                let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
+                std::fs::write(&cu, &rw.source).unwrap();
+                let out = std::process::Command::new(&nvcc)
+                    .args(["-arch=sm_90", "-cubin", "-o"])
+                    .arg(cu.with_extension("cubin"))
+                    .arg(&cu)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{name} on {kernel} ({}) does not compile:\n{}\n{}",
+                    rw.note,
+                    String::from_utf8_lossy(&out.stderr),
+                    rw.source
+                );
+            }
+        }
+    }
+}
+
+/// The first rewrite's kernel (from its spec block on) and every rewrite's note.
+fn generated(file: &str, kernel: &str, name: &str) -> String {
+    let text = fixture(file);
+    let rws = recipe(name).rewrite(&text, kernel);
+    let Some(first) = rws.first() else {
+        return "no rewrite\n".into();
+    };
+    let notes: String = rws.iter().map(|r| format!("## {}\n", r.note)).collect();
+    let start = first.source.find("__global__").unwrap_or(0);
+    format!("{notes}{}", &first.source[start..])
+}
+
+fn check(file: &str, kernel: &str, name: &str, expected: Expect) {
+    expected.assert_eq(&generated(file, kernel, name));
+}
+
+#[test]
+fn snapshots() {
+    check(
+        "layernorm_rowptr.cu",
+        "layernorm",
+        "WarpUnits",
+        expect![[r#"
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+        __global__ void layernorm(float* y, const float* x, const float* w, const float* b, int rows, int cols) {
+          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+          const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+            const int row = (int)(kp_u);
+            const float* xr = x + row * cols;
+            float* yr = y + row * cols;
+            float sum = 0.0f;
+            if (kp_lane != 0) sum = 0;
+            for (int c = 0 + kp_lane; c < cols; c += 32) {
+              sum += xr[c];
+            }
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
+            float mean = sum / cols;
+            float var = 0.0f;
+            if (kp_lane != 0) var = 0;
+            for (int c = 0 + kp_lane; c < cols; c += 32) {
+              float d = xr[c] - mean;
+              var += d * d;
+            }
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) var += __shfl_xor_sync(0xffffffffu, var, kp_o);
+            float rstd = 1.0f / sqrt(var / cols + 1e-5f);
+            for (int c = 0 + kp_lane; c < cols; c += 32) {
+              yr[c] = (float)((xr[c] - mean) * rstd) * w[c] + b[c];
+            }
+            __syncwarp();
+          }
+        }
+    "#]],
+    );
+    check(
+        "argmax_long.cu",
+        "argmax_rows",
+        "WarpUnits",
+        expect![[r#"
+        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions
+        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+        __global__ void argmax_rows(int* idx_out, const float* x, long rows, long cols) {
+          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+          const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+            const long r = (long)(kp_u);
+            float best = x[r * cols];
+            int arg = 0;
+            for (long c = 1 + kp_lane; c < cols; c += 32) {
+              float v = x[r * cols + c];
+              if (v > best) {
+                best = v;
+                arg = c;
+              }
+            }
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, best, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, arg, kp_o); if (kp_t > best || (kp_t == best && kp_j < arg)) { best = kp_t; arg = kp_j; } }
+            if (kp_lane == 0) {
+              idx_out[r] = arg;
+            }
+            __syncwarp();
+          }
+        }
+    "#]],
+    );
+    check(
+        "sum_atomic.cu",
+        "sum_squares",
+        "BlockReduce",
+        expect![[r#"
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
+        __global__ void sum_squares(float* total, const float* x, long long n) {
+          // grid-stride sum, warp shuffles, one atomic per block (kernelpro).
+          float kp_acc = 0;
+          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(n); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const unsigned long long i = (unsigned long long)(kp_u);
+            float v = x[i];
+            kp_acc += v * v;
+          }
+          __shared__ float kp_part[32];
+          const unsigned kp_tid = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+          for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_acc += __shfl_down_sync(0xffffffffu, kp_acc, kp_o);
+          if ((kp_tid & 31u) == 0) kp_part[kp_tid >> 5] = kp_acc;
+          __syncthreads();
+          if (kp_tid < 32u) {
+            float kp_v = kp_tid < (blockDim.x * blockDim.y * blockDim.z) / 32u ? kp_part[kp_tid] : (float)0;
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+            if (kp_tid == 0) atomicAdd(&total[0], kp_v);
+          }
+        }
+    "#]],
+    );
+}
