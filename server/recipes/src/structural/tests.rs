@@ -33,7 +33,16 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8"),
     ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
     ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
-    ("linear_bias.cu", "linear_forward", "WarpUnits x4"),
+    (
+        "linear_bias.cu",
+        "linear_forward",
+        "WarpUnits x4, TiledContraction x2",
+    ),
+    (
+        "matmul_nn_rowptr.cu",
+        "sgemm_naive",
+        "WarpUnits x8, TiledContraction x2",
+    ),
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x4"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
@@ -212,6 +221,82 @@ fn snapshots() {
           }
         }
     "#]],
+    );
+    check(
+        "linear_bias.cu",
+        "linear_forward",
+        "TiledContraction",
+        expect![[r#"
+            ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction
+            ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 4096)
+            __global__ void linear_forward(float* y, const float* x, const float* w, const float* b, int m, int k, int n) {
+              // SIMT register-tiled contraction (kernelpro TiledContraction): 64x64 tiles, 16 deep, 4x4 outputs a thread, 256 threads a block.
+              __shared__ float kp_As[16][64 + 4];
+              __shared__ float kp_Bs[16][64 + 4];
+              const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+              const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
+              const long long kp_tiles_n = ((long long)(n) + 64 - 1) / 64;
+              const long long kp_tiles = ((long long)(m) + 64 - 1) / 64 * kp_tiles_n;
+              const long long kp_blocks = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) / (blockDim.x * blockDim.y * blockDim.z);
+              for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += kp_blocks) {
+                const long long kp_m0 = kp_t / kp_tiles_n * 64, kp_n0 = kp_t % kp_tiles_n * 64;
+                float kp_acc[4][4];
+                #pragma unroll
+                for (int kp_a = 0; kp_a < 4; ++kp_a) {
+                  #pragma unroll
+                  for (int kp_b = 0; kp_b < 4; ++kp_b) {
+                    const int i = (int)(kp_m0 + kp_tr + 16 * kp_a);
+                    const int j = (int)(kp_n0 + kp_tc + 16 * kp_b);
+                    kp_acc[kp_a][kp_b] = 0;
+                    if (i < m && j < n) {
+                    float acc = b ? b[j] : 0.0f;
+                    kp_acc[kp_a][kp_b] = acc;
+                    }
+                  }
+                }
+                for (long long kp_k0 = 0; kp_k0 < (long long)(k); kp_k0 += 16) {
+                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += 256) {
+                    const int kp_kk = kp_e % 16, kp_mm = kp_e / 16;
+                    const int i = (int)(kp_m0 + kp_mm);
+                    const int p = (int)(kp_k0 + kp_kk);
+                    kp_As[kp_kk][kp_mm] = (i < m && p < k) ? (float)(x[i * k + p]) : (float)0;
+                  }
+                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += 256) {
+                    const int kp_kk = kp_e % 16, kp_nn = kp_e / 16;
+                    const int j = (int)(kp_n0 + kp_nn);
+                    const int p = (int)(kp_k0 + kp_kk);
+                    kp_Bs[kp_kk][kp_nn] = (j < n && p < k) ? (float)(w[j * k + p]) : (float)0;
+                  }
+                  __syncthreads();
+                  #pragma unroll
+                  for (int kp_kk = 0; kp_kk < 16; ++kp_kk) {
+                    float kp_x[4], kp_y[4];
+                    #pragma unroll
+                    for (int kp_a = 0; kp_a < 4; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
+                    #pragma unroll
+                    for (int kp_b = 0; kp_b < 4; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
+                    #pragma unroll
+                    for (int kp_a = 0; kp_a < 4; ++kp_a)
+                      #pragma unroll
+                      for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
+                  }
+                  __syncthreads();
+                }
+                #pragma unroll
+                for (int kp_a = 0; kp_a < 4; ++kp_a) {
+                  #pragma unroll
+                  for (int kp_b = 0; kp_b < 4; ++kp_b) {
+                    const int i = (int)(kp_m0 + kp_tr + 16 * kp_a);
+                    const int j = (int)(kp_n0 + kp_tc + 16 * kp_b);
+                    if (!(i < m && j < n)) continue;
+                    float acc = b ? b[j] : 0.0f;
+                    acc = kp_acc[kp_a][kp_b];
+                    y[i * n + j] = acc;
+                  }
+                }
+              }
+            }
+        "#]],
     );
     check(
         "sum_atomic.cu",

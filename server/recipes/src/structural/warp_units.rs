@@ -476,7 +476,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
 }
 
 /// `double` as a type word (declarations, casts) becomes `float`.
-fn to_float(text: &str) -> String {
+pub(super) fn to_float(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("double") {
