@@ -24,21 +24,12 @@ impl<'a> Kernel<'a> {
             return None;
         }
         let tree = kernelpro_source::parse_tree(text)?;
-        Some(Kernel {
-            text,
-            tree,
-            func,
-            specs: kernelpro_spec::parse_file(text),
-        })
+        Some(Kernel { text, tree, func, specs: kernelpro_spec::parse_file(text) })
     }
 
     pub fn body(&self) -> Node<'_> {
         let (start, end) = self.func.body_bytes.expect("checked in find");
-        let mut node = self
-            .tree
-            .root_node()
-            .descendant_for_byte_range(start, end)
-            .expect("body in tree");
+        let mut node = self.tree.root_node().descendant_for_byte_range(start, end).expect("body in tree");
         while node.kind() != "compound_statement" || node.start_byte() != start {
             node = node.parent().expect("body is a compound statement");
         }
@@ -56,17 +47,8 @@ impl<'a> Kernel<'a> {
 
     /// Whether `name` is a function or macro this file defines (whose body a recipe cannot see from a call site).
     pub fn file_defines(&self, name: &str) -> bool {
-        kernelpro_source::parse(self.text)
-            .functions
-            .iter()
-            .any(|f| f.name == name)
-            || self.text.lines().any(|l| {
-                l.trim_start().strip_prefix('#').is_some_and(|d| {
-                    d.trim_start()
-                        .strip_prefix("define")
-                        .is_some_and(|m| m.trim_start().starts_with(name))
-                })
-            })
+        kernelpro_source::parse(self.text).functions.iter().any(|f| f.name == name)
+            || self.text.lines().any(|l| l.trim_start().strip_prefix('#').is_some_and(|d| d.trim_start().strip_prefix("define").is_some_and(|m| m.trim_start().starts_with(name))))
     }
 
     pub fn param(&self, name: &str) -> Option<&Param> {
@@ -76,19 +58,10 @@ impl<'a> Kernel<'a> {
     /// The `parameter_declaration` nodes, in order.
     pub fn param_nodes(&self) -> Vec<Node<'_>> {
         let def = self.definition();
-        let Some(declarator) = crate::syntax::descendants(def)
-            .into_iter()
-            .find(|n| n.kind() == "function_declarator")
-        else {
-            return Vec::new();
-        };
-        let Some(list) = declarator.child_by_field_name("parameters") else {
-            return Vec::new();
-        };
+        let Some(declarator) = crate::syntax::descendants(def).into_iter().find(|n| n.kind() == "function_declarator") else { return Vec::new() };
+        let Some(list) = declarator.child_by_field_name("parameters") else { return Vec::new() };
         let mut cursor = list.walk();
-        list.named_children(&mut cursor)
-            .filter(|n| n.kind() == "parameter_declaration")
-            .collect()
+        list.named_children(&mut cursor).filter(|n| n.kind() == "parameter_declaration").collect()
     }
 
     /// The kernel's own spec lines (empty without a spec block).
@@ -98,12 +71,7 @@ impl<'a> Kernel<'a> {
 
     /// Byte offset of a spec line's text in the file.
     pub fn spec_offset(&self, line: &SpecLine) -> usize {
-        let start: usize = self
-            .text
-            .split_inclusive('\n')
-            .take(line.line as usize)
-            .map(str::len)
-            .sum();
+        let start: usize = self.text.split_inclusive('\n').take(line.line as usize).map(str::len).sum();
         start + line.col as usize
     }
 
@@ -120,13 +88,11 @@ impl<'a> Kernel<'a> {
         for t in &first.tunables {
             combos = combos
                 .into_iter()
-                .flat_map(|c| {
-                    t.candidates.iter().map(move |v| {
-                        let mut c = c.clone();
-                        c.insert(t.name.clone(), *v);
-                        c
-                    })
-                })
+                .flat_map(|c| t.candidates.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.insert(t.name.clone(), *v);
+                    c
+                }))
                 .collect();
             if combos.len() > MAX_TUNE_COMBOS {
                 return None;
@@ -143,62 +109,32 @@ impl<'a> Kernel<'a> {
                 .func
                 .params
                 .iter()
-                .map(|p| kernelpro_spec::Param {
-                    name: p.name.clone(),
-                    ty: p.ty.replace('*', " ").trim().to_string(),
-                    pointer: p.pointer,
-                })
+                .map(|p| kernelpro_spec::Param { name: p.name.clone(), ty: p.ty.replace('*', " ").trim().to_string(), pointer: p.pointer })
                 .collect(),
         };
-        let opts = ResolveOptions {
-            overrides,
-            ..ResolveOptions::default()
-        };
+        let opts = ResolveOptions { overrides, ..ResolveOptions::default() };
         kernelpro_spec::resolve(raw, &self.specs.file_lets, &signature, &opts).ok()
     }
 
     /// `NAME` of `T NAME = <global index on axis>;` (`blockIdx*blockDim+threadIdx` in any order).
     pub fn index_decl(&self, decl: Node, axis: &str) -> Option<String> {
-        let init = decl
-            .child_by_field_name("declarator")
-            .filter(|d| d.kind() == "init_declarator")?;
-        let (b, d, t) = (
-            format!("blockIdx.{axis}"),
-            format!("blockDim.{axis}"),
-            format!("threadIdx.{axis}"),
-        );
-        let forms = [
-            format!("{b}*{d}+{t}"),
-            format!("{d}*{b}+{t}"),
-            format!("{t}+{b}*{d}"),
-            format!("{t}+{d}*{b}"),
-        ];
+        let init = decl.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+        let (b, d, t) = (format!("blockIdx.{axis}"), format!("blockDim.{axis}"), format!("threadIdx.{axis}"));
+        let forms = [format!("{b}*{d}+{t}"), format!("{d}*{b}+{t}"), format!("{t}+{b}*{d}"), format!("{t}+{d}*{b}")];
         let name = self.text_of(init.child_by_field_name("declarator")?);
-        forms
-            .contains(&crate::syntax::compact(
-                self.text,
-                init.child_by_field_name("value")?,
-            ))
-            .then(|| name.to_string())
+        forms.contains(&crate::syntax::compact(self.text, init.child_by_field_name("value")?)).then(|| name.to_string())
     }
 
     /// The element count of buffer parameter `name`, when every launch the search may pick gives it the same one.
     pub fn buffer_count(&self, name: &str) -> Option<u64> {
-        let counts: Vec<u64> = self
-            .all_launches()?
-            .iter()
-            .map(|l| l.buffers().find(|b| b.name == name).map(|b| b.count))
-            .collect::<Option<_>>()?;
+        let counts: Vec<u64> = self.all_launches()?.iter().map(|l| l.buffers().find(|b| b.name == name).map(|b| b.count)).collect::<Option<_>>()?;
         let first = *counts.first()?;
         counts.iter().all(|c| *c == first).then_some(first)
     }
 
     /// Whether every launch the search may pick has a 1D block of whole warps.
     pub fn whole_warp_1d_blocks(&self) -> bool {
-        self.all_launches().is_some_and(|ls| {
-            ls.iter()
-                .all(|l| l.block[0] % 32 == 0 && l.block[1] == 1 && l.block[2] == 1)
-        })
+        self.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] % 32 == 0 && l.block[1] == 1 && l.block[2] == 1))
     }
 
     /// The block shape shared by every launch the search may pick.

@@ -17,12 +17,11 @@ mod structural;
 mod syntax;
 
 pub use proposer::RecipeProposer;
-pub use recipes::{
-    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll,
-    PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads,
-    WarpRows, WarpShuffleReduce, all,
-};
 pub use structural::{BlockReduce, GridStrideMap, TiledContraction, WarpUnits};
+pub use recipes::{
+    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
+    VectorizeLoads, WarpRows, WarpShuffleReduce, all,
+};
 
 use serde::Serialize;
 

@@ -11,10 +11,7 @@ pub struct RecipeProposer {
 
 impl RecipeProposer {
     pub fn new(kernel: &str) -> RecipeProposer {
-        RecipeProposer {
-            kernel: kernel.to_string(),
-            recipes: all(),
-        }
+        RecipeProposer { kernel: kernel.to_string(), recipes: all() }
     }
 
     /// Adds a recipe that lives in another crate (the CuTe GEMM recipe).
@@ -54,27 +51,15 @@ impl Proposer for RecipeProposer {
         let per_recipe: Vec<_> = self
             .order(ctx)
             .into_iter()
-            .map(|(i, answers)| {
-                (
-                    self.recipes[i].name(),
-                    answers,
-                    self.recipes[i].rewrite(ctx.source, &self.kernel),
-                )
-            })
+            .map(|(i, answers)| (self.recipes[i].name(), answers, self.recipes[i].rewrite(ctx.source, &self.kernel)))
             .collect();
         // Exact text, not the memory's normalized hash: that hash drops comments, and a tune reorder lives in one.
         let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
         let mut out = Vec::new();
-        let rounds = per_recipe
-            .iter()
-            .map(|(_, _, r)| r.len())
-            .max()
-            .unwrap_or(0);
+        let rounds = per_recipe.iter().map(|(_, _, r)| r.len()).max().unwrap_or(0);
         for round in 0..rounds {
             for (name, answers, rewrites) in &per_recipe {
-                let Some(rw) = rewrites.get(round) else {
-                    continue;
-                };
+                let Some(rw) = rewrites.get(round) else { continue };
                 if out.len() == ctx.wanted {
                     return out;
                 }

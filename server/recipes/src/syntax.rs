@@ -17,18 +17,12 @@ pub(crate) fn descendants(node: Node) -> Vec<Node> {
 
 /// The node's text with all whitespace removed, for comparing small expressions.
 pub(crate) fn compact(text: &str, node: Node) -> String {
-    text[node.byte_range()]
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect()
+    text[node.byte_range()].chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 /// Identifiers named `name` under `node`.
 pub(crate) fn uses<'t>(node: Node<'t>, text: &str, name: &str) -> Vec<Node<'t>> {
-    descendants(node)
-        .into_iter()
-        .filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name)
-        .collect()
+    descendants(node).into_iter().filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name).collect()
 }
 
 /// Whether `node` mentions `threadIdx.AXIS` (or the locals in `derived`).
@@ -47,24 +41,13 @@ pub(crate) fn derived_from_thread(body: Node, text: &str, axis: &str) -> Vec<Str
         let before = derived.len();
         for n in descendants(body) {
             let (name, value) = match n.kind() {
-                "init_declarator" => (
-                    n.child_by_field_name("declarator"),
-                    n.child_by_field_name("value"),
-                ),
-                "assignment_expression" => (
-                    n.child_by_field_name("left"),
-                    n.child_by_field_name("right"),
-                ),
+                "init_declarator" => (n.child_by_field_name("declarator"), n.child_by_field_name("value")),
+                "assignment_expression" => (n.child_by_field_name("left"), n.child_by_field_name("right")),
                 _ => continue,
             };
-            let (Some(name), Some(value)) = (name, value) else {
-                continue;
-            };
+            let (Some(name), Some(value)) = (name, value) else { continue };
             let name = &text[name.byte_range()];
-            if name.chars().all(|c| c.is_alphanumeric() || c == '_')
-                && !derived.iter().any(|d| d == name)
-                && mentions(value, text, axis, &derived)
-            {
+            if name.chars().all(|c| c.is_alphanumeric() || c == '_') && !derived.iter().any(|d| d == name) && mentions(value, text, axis, &derived) {
                 derived.push(name.to_string());
             }
         }
@@ -90,9 +73,7 @@ pub(crate) fn starts_line(text: &str, at: usize) -> bool {
 /// Named children of `node`, skipping comments.
 pub(crate) fn statements(node: Node) -> Vec<Node> {
     let mut cursor = node.walk();
-    node.named_children(&mut cursor)
-        .filter(|n| n.kind() != "comment")
-        .collect()
+    node.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
 }
 
 /// The single statement of a braced or unbraced body.
@@ -109,23 +90,15 @@ pub(crate) fn guarded(st: Node) -> Option<(Node, Node)> {
     if st.kind() != "if_statement" || st.child_by_field_name("alternative").is_some() {
         return None;
     }
-    Some((
-        st.child_by_field_name("condition")?
-            .child_by_field_name("value")?,
-        single_statement(st.child_by_field_name("consequence")?)?,
-    ))
+    Some((st.child_by_field_name("condition")?.child_by_field_name("value")?, single_statement(st.child_by_field_name("consequence")?)?))
 }
 
 /// `atomicAdd(ADDR, VAL);` as a statement → (ADDR, VAL).
 pub(crate) fn atomic_add<'t>(text: &str, st: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
-    let call = st
-        .named_child(0)
-        .filter(|c| st.kind() == "expression_statement" && c.kind() == "call_expression")?;
+    let call = st.named_child(0).filter(|c| st.kind() == "expression_statement" && c.kind() == "call_expression")?;
     if &text[call.child_by_field_name("function")?.byte_range()] != "atomicAdd" {
         return None;
     }
-    let [addr, val] = statements(call.child_by_field_name("arguments")?)[..] else {
-        return None;
-    };
+    let [addr, val] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
     Some((addr, val))
 }

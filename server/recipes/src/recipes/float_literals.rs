@@ -10,10 +10,8 @@ pub struct FloatLiterals;
 
 /// Double-precision math functions with a float twin named `NAMEf`.
 const MATH: &[&str] = &[
-    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
-    "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs",
-    "floor", "ceil", "round", "trunc", "fmin", "fmax", "fmod", "hypot", "erf", "erfc", "fma",
-    "sincos",
+    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh",
+    "cosh", "tanh", "fabs", "floor", "ceil", "round", "trunc", "fmin", "fmax", "fmod", "hypot", "erf", "erfc", "fma", "sincos",
 ];
 
 /// `2.0`, `1e-3`, `.5` without a suffix; not hex, not integers.
@@ -32,15 +30,10 @@ impl Recipe for FloatLiterals {
         &["Fp64Promotion", "FP64Math"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else {
-            return Vec::new();
-        };
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
         let nodes = descendants(k.definition());
         // A double parameter or local means the kernel computes in double on purpose.
-        if nodes
-            .iter()
-            .any(|n| n.kind() == "primitive_type" && k.text_of(*n) == "double")
-        {
+        if nodes.iter().any(|n| n.kind() == "primitive_type" && k.text_of(*n) == "double") {
             return Vec::new();
         }
         let mut edits = Edits::default();
@@ -52,12 +45,7 @@ impl Recipe for FloatLiterals {
                     literals += 1;
                 }
                 "call_expression" => {
-                    let Some(f) = n
-                        .child_by_field_name("function")
-                        .filter(|f| f.kind() == "identifier")
-                    else {
-                        continue;
-                    };
+                    let Some(f) = n.child_by_field_name("function").filter(|f| f.kind() == "identifier") else { continue };
                     if MATH.contains(&k.text_of(f)) {
                         edits.insert(f.end_byte(), "f");
                         calls += 1;
@@ -70,10 +58,6 @@ impl Recipe for FloatLiterals {
             return Vec::new();
         }
         let note = format!("float literals ({literals}) and float math calls ({calls})");
-        edits
-            .apply(text)
-            .map(|source| Rewrite { source, note })
-            .into_iter()
-            .collect()
+        edits.apply(text).map(|source| Rewrite { source, note }).into_iter().collect()
     }
 }

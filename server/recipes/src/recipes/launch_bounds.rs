@@ -12,44 +12,22 @@ impl Recipe for LaunchBounds {
         "LaunchBounds"
     }
     fn answers(&self) -> &'static [&'static str] {
-        &[
-            "OccupancyLimiter",
-            "OccupancyLimit",
-            "HighRegisterUsage",
-            "RegisterSpill",
-        ]
+        &["OccupancyLimiter", "OccupancyLimit", "HighRegisterUsage", "RegisterSpill"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else {
-            return Vec::new();
-        };
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
         let def = k.definition();
         let head = &text[def.start_byte()..k.body().start_byte()];
         if head.contains("__launch_bounds__") {
             return Vec::new();
         }
-        let Some(launches) = k.all_launches() else {
-            return Vec::new();
-        };
-        let Some(threads) = launches
-            .iter()
-            .map(|l| l.block.iter().map(|&d| d as u64).product::<u64>())
-            .max()
-        else {
-            return Vec::new();
-        };
-        let Some(name) = descendants(def)
-            .into_iter()
-            .find(|n| n.kind() == "function_declarator")
-            .and_then(|d| d.child_by_field_name("declarator"))
-        else {
+        let Some(launches) = k.all_launches() else { return Vec::new() };
+        let Some(threads) = launches.iter().map(|l| l.block.iter().map(|&d| d as u64).product::<u64>()).max() else { return Vec::new() };
+        let Some(name) = descendants(def).into_iter().find(|n| n.kind() == "function_declarator").and_then(|d| d.child_by_field_name("declarator")) else {
             return Vec::new();
         };
         let mut source = text.to_string();
         source.insert_str(name.start_byte(), &format!("__launch_bounds__({threads}) "));
-        vec![Rewrite {
-            source,
-            note: format!("__launch_bounds__({threads})"),
-        }]
+        vec![Rewrite { source, note: format!("__launch_bounds__({threads})") }]
     }
 }

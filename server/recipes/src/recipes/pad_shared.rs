@@ -22,16 +22,10 @@ fn elem_bytes(ty: &str) -> Option<usize> {
 
 /// `name[R][C]`: the name node and the inner dimension's literal node.
 fn tile_2d(decl: Node) -> Option<(Node, Node)> {
-    let outer = decl
-        .child_by_field_name("declarator")
-        .filter(|d| d.kind() == "array_declarator")?;
+    let outer = decl.child_by_field_name("declarator").filter(|d| d.kind() == "array_declarator")?;
     let inner_size = outer.child_by_field_name("size")?;
-    let inner = outer
-        .child_by_field_name("declarator")
-        .filter(|d| d.kind() == "array_declarator")?;
-    let name = inner
-        .child_by_field_name("declarator")
-        .filter(|d| d.kind() == "identifier")?;
+    let inner = outer.child_by_field_name("declarator").filter(|d| d.kind() == "array_declarator")?;
+    let name = inner.child_by_field_name("declarator").filter(|d| d.kind() == "identifier")?;
     Some((name, inner_size))
 }
 
@@ -43,40 +37,20 @@ impl Recipe for PadSharedTile {
         &["SharedBankConflict", "SharedBankConflicts"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else {
-            return Vec::new();
-        };
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
         let mut edits = Edits::default();
         let mut notes = Vec::new();
-        for decl in descendants(k.body())
-            .into_iter()
-            .filter(|n| n.kind() == "declaration")
-        {
-            if !descendants(decl)
-                .iter()
-                .any(|n| k.text_of(*n) == "__shared__")
-            {
+        for decl in descendants(k.body()).into_iter().filter(|n| n.kind() == "declaration") {
+            if !descendants(decl).iter().any(|n| k.text_of(*n) == "__shared__") {
                 continue;
             }
-            let Some(bytes) = decl
-                .child_by_field_name("type")
-                .and_then(|t| elem_bytes(k.text_of(t)))
-            else {
-                continue;
-            };
-            let Some((name, size)) = tile_2d(decl) else {
-                continue;
-            };
-            let Ok(cols) = k.text_of(size).parse::<usize>() else {
-                continue;
-            };
+            let Some(bytes) = decl.child_by_field_name("type").and_then(|t| elem_bytes(k.text_of(t))) else { continue };
+            let Some((name, size)) = tile_2d(decl) else { continue };
+            let Ok(cols) = k.text_of(size).parse::<usize>() else { continue };
             // Padding is safe only when every use indexes both dimensions (no flat pointer walks).
             let tile = k.text_of(name);
             let indexed_2d = uses(k.body(), text, tile).iter().skip(1).all(|u| {
-                u.parent()
-                    .filter(|p| p.kind() == "subscript_expression")
-                    .and_then(|p| p.parent())
-                    .is_some_and(|pp| pp.kind() == "subscript_expression")
+                u.parent().filter(|p| p.kind() == "subscript_expression").and_then(|p| p.parent()).is_some_and(|pp| pp.kind() == "subscript_expression")
             });
             if cols * bytes % BANK_ROW_BYTES != 0 || !indexed_2d {
                 continue;
@@ -88,10 +62,6 @@ impl Recipe for PadSharedTile {
             return Vec::new();
         }
         let note = format!("pad {}", notes.join(", "));
-        edits
-            .apply(text)
-            .map(|source| Rewrite { source, note })
-            .into_iter()
-            .collect()
+        edits.apply(text).map(|source| Rewrite { source, note }).into_iter().collect()
     }
 }

@@ -18,14 +18,7 @@ pub struct PrivatizeAtomics;
 /// The most bins copied into shared memory.
 const MAX_BINS: u64 = 4096;
 /// Element types with a shared-memory `atomicAdd`, with their sizes.
-const BIN_TYPES: &[(&str, u64)] = &[
-    ("unsigned", 4),
-    ("unsigned int", 4),
-    ("int", 4),
-    ("float", 4),
-    ("unsigned long long", 8),
-    ("unsigned long long int", 8),
-];
+const BIN_TYPES: &[(&str, u64)] = &[("unsigned", 4), ("unsigned int", 4), ("int", 4), ("float", 4), ("unsigned long long", 8), ("unsigned long long int", 8)];
 
 struct Histogram<'t> {
     index: String,
@@ -41,99 +34,52 @@ struct Histogram<'t> {
 /// `atomicAdd(&P[E], V)` as a statement: (P, E, V).
 fn bin_atomic<'t>(k: &'t Kernel, st: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
     let (addr, value) = atomic_add(k.text, st)?;
-    let sub = addr.child_by_field_name("argument").filter(|s| {
-        addr.kind() == "pointer_expression"
-            && k.text_of(addr).starts_with('&')
-            && s.kind() == "subscript_expression"
-    })?;
+    let sub = addr.child_by_field_name("argument").filter(|s| addr.kind() == "pointer_expression" && k.text_of(addr).starts_with('&') && s.kind() == "subscript_expression")?;
     let bins = k.text_of(sub.child_by_field_name("argument")?).to_string();
     let at = sub.child_by_field_name("indices")?.named_child(0)?;
     Some((bins, at, value))
 }
 
 fn matches<'t>(k: &'t Kernel) -> Option<Histogram<'t>> {
-    let one_d = k
-        .all_launches()
-        .is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
-    let [decl, site] = statements(k.body())[..] else {
-        return None;
-    };
+    let one_d = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
+    let [decl, site] = statements(k.body())[..] else { return None };
     let index = k.index_decl(decl, "x")?;
     let index_ty = k.text_of(decl.child_by_field_name("type")?).to_string();
     let (guard, st) = guarded(site).map_or((None, site), |(g, s)| (Some(g), s));
     let (bins, at, value) = bin_atomic(k, st)?;
-    let bin_ty = k
-        .param(&bins)
-        .filter(|p| p.pointer && !p.is_const)?
-        .base
-        .clone();
+    let bin_ty = k.param(&bins).filter(|p| p.pointer && !p.is_const)?.base.clone();
     let size = BIN_TYPES.iter().find(|(t, _)| *t == bin_ty)?.1;
-    let count = k
-        .buffer_count(&bins)
-        .filter(|c| (1..=MAX_BINS).contains(c) && c * size <= 32 * 1024)?;
+    let count = k.buffer_count(&bins).filter(|c| (1..=MAX_BINS).contains(c) && c * size <= 32 * 1024)?;
     let locals = [index.as_str()];
     let pure = |n: Node| reads_only(k, n, &locals, &[bins.as_str()]);
-    (one_d && guard.is_none_or(pure) && pure(at) && pure(value)).then_some(Histogram {
-        index,
-        index_ty,
-        guard,
-        bins,
-        bin_ty,
-        count,
-        at,
-        value,
-    })
+    (one_d && guard.is_none_or(pure) && pure(at) && pure(value)).then_some(Histogram { index, index_ty, guard, bins, bin_ty, count, at, value })
 }
 
 fn rewrite(k: &Kernel, h: &Histogram, cap: u32) -> Option<Rewrite> {
     let body = k.body();
     let ind = indent_at(k.text, statements(body).first()?.start_byte());
     let outer = indent_at(k.text, body.start_byte());
-    let Histogram {
-        index,
-        index_ty,
-        bins,
-        bin_ty,
-        count,
-        ..
-    } = h;
+    let Histogram { index, index_ty, bins, bin_ty, count, .. } = h;
     let (at, value) = (k.text_of(h.at), k.text_of(h.value));
     let mut b = format!("{{\n{ind}__shared__ {bin_ty} kp_bins[{count}];\n");
     b += &capped_blocks(ind, cap);
-    b += &format!(
-        "{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) kp_bins[kp_j] = 0;\n{ind}__syncthreads();\n"
-    );
+    b += &format!("{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) kp_bins[kp_j] = 0;\n{ind}__syncthreads();\n");
     b += &grid_stride_head(ind, index_ty, index);
     let (open, close, inner) = match h.guard {
-        Some(g) => (
-            format!("{ind}  if ({}) {{\n", k.text_of(g)),
-            format!("{ind}  }}\n"),
-            format!("{ind}    "),
-        ),
+        Some(g) => (format!("{ind}  if ({}) {{\n", k.text_of(g)), format!("{ind}  }}\n"), format!("{ind}    ")),
         None => (String::new(), String::new(), format!("{ind}  ")),
     };
     b += &open;
     b += &format!("{inner}const auto kp_b = {at};\n");
-    b += &format!(
-        "{inner}if ((unsigned long long)kp_b < {count}ull) atomicAdd(&kp_bins[kp_b], {value});\n"
-    );
+    b += &format!("{inner}if ((unsigned long long)kp_b < {count}ull) atomicAdd(&kp_bins[kp_b], {value});\n");
     b += &format!("{inner}else atomicAdd(&{bins}[kp_b], {value});\n");
     b += &close;
     b += &format!("{ind}}}\n{ind}__syncthreads();\n");
-    b += &format!(
-        "{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) {{\n"
-    );
-    b += &format!(
-        "{ind}  const {bin_ty} kp_c = kp_bins[kp_j];\n{ind}  if (kp_c != 0) atomicAdd(&{bins}[kp_j], kp_c);\n{ind}}}\n{outer}}}"
-    );
+    b += &format!("{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) {{\n");
+    b += &format!("{ind}  const {bin_ty} kp_c = kp_bins[kp_j];\n{ind}  if (kp_c != 0) atomicAdd(&{bins}[kp_j], kp_c);\n{ind}}}\n{outer}}}");
     let mut source = k.text.to_string();
     source.replace_range(body.byte_range(), &b);
-    Some(Rewrite {
-        source,
-        note: format!(
-            "{count} bins of {bins} privatized in shared memory, {cap} blocks at most, grid-stride"
-        ),
-    })
+    Some(Rewrite { source, note: format!("{count} bins of {bins} privatized in shared memory, {cap} blocks at most, grid-stride") })
 }
 
 impl Recipe for PrivatizeAtomics {
@@ -144,14 +90,8 @@ impl Recipe for PrivatizeAtomics {
         &["WarpStall", "LaunchOverhead", "TailEffect"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else {
-            return Vec::new();
-        };
-        let Some(h) = matches(&k) else {
-            return Vec::new();
-        };
-        CAPS.iter()
-            .filter_map(|cap| rewrite(&k, &h, *cap))
-            .collect()
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
+        let Some(h) = matches(&k) else { return Vec::new() };
+        CAPS.iter().filter_map(|cap| rewrite(&k, &h, *cap)).collect()
     }
 }

@@ -16,26 +16,17 @@ impl Recipe for RestrictConst {
         &["MissingRestrict", "HighDRAMThroughput", "MemoryCoalescing"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else {
-            return Vec::new();
-        };
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
         let mut edits = Edits::default();
         let mut changed = Vec::new();
         for (node, param) in k.param_nodes().into_iter().zip(&k.func.params) {
-            let Some(pointer) = node
-                .child_by_field_name("declarator")
-                .filter(|d| d.kind() == "pointer_declarator")
-            else {
-                continue;
-            };
+            let Some(pointer) = node.child_by_field_name("declarator").filter(|d| d.kind() == "pointer_declarator") else { continue };
             if !param.is_const && read_only_loads(&k, &param.name).is_some() {
                 edits.insert(node.start_byte(), "const ");
                 changed.push(format!("const {}", param.name));
             }
             if !param.restrict {
-                let Some(name) = pointer.child_by_field_name("declarator") else {
-                    continue;
-                };
+                let Some(name) = pointer.child_by_field_name("declarator") else { continue };
                 edits.insert(name.start_byte(), "__restrict__ ");
                 changed.push(format!("__restrict__ {}", param.name));
             }
@@ -44,10 +35,6 @@ impl Recipe for RestrictConst {
             return Vec::new();
         }
         let note = changed.join(", ");
-        edits
-            .apply(text)
-            .map(|source| Rewrite { source, note })
-            .into_iter()
-            .collect()
+        edits.apply(text).map(|source| Rewrite { source, note }).into_iter().collect()
     }
 }

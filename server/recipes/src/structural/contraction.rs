@@ -41,19 +41,10 @@ struct Dot<'t> {
 }
 
 /// `for (T p = 0; p < K; ++p) acc += A * B;` → (p, T, K, acc, A, B).
-fn dot_loop<'t>(
-    k: &Kernel,
-    f: Node<'t>,
-) -> Option<(String, String, String, String, Node<'t>, Node<'t>)> {
-    let init = f
-        .child_by_field_name("initializer")
-        .filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
-    let decl = init
-        .child_by_field_name("declarator")
-        .filter(|d| d.kind() == "init_declarator")?;
-    let p = k
-        .text_of(decl.child_by_field_name("declarator")?)
-        .to_string();
+fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, String, Node<'t>, Node<'t>)> {
+    let init = f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let p = k.text_of(decl.child_by_field_name("declarator")?).to_string();
     let p_ty = k.text_of(init.child_by_field_name("type")?).to_string();
     let cond = strip_parens(f.child_by_field_name("condition")?);
     if flat(k, decl.child_by_field_name("value")?) != "0"
@@ -69,39 +60,20 @@ fn dot_loop<'t>(
         return None;
     }
     let st = single_statement(f.child_by_field_name("body")?)?;
-    let a = st
-        .named_child(0)
-        .filter(|e| st.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
-    let acc = k
-        .text_of(
-            a.child_by_field_name("left")
-                .filter(|l| l.kind() == "identifier")?,
-        )
-        .to_string();
+    let a = st.named_child(0).filter(|e| st.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+    let acc = k.text_of(a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?).to_string();
     let right = strip_parens(a.child_by_field_name("right")?);
     let product = match k.text_of(a.child_by_field_name("operator")?) {
         "+=" => right,
-        "=" if right.kind() == "binary_expression"
-            && k.text_of(right.child_by_field_name("operator")?) == "+"
-            && k.text_of(strip_parens(right.child_by_field_name("left")?)) == acc =>
-        {
+        "=" if right.kind() == "binary_expression" && k.text_of(right.child_by_field_name("operator")?) == "+" && k.text_of(strip_parens(right.child_by_field_name("left")?)) == acc => {
             strip_parens(right.child_by_field_name("right")?)
         }
         _ => return None,
     };
-    if product.kind() != "binary_expression"
-        || k.text_of(product.child_by_field_name("operator")?) != "*"
-    {
+    if product.kind() != "binary_expression" || k.text_of(product.child_by_field_name("operator")?) != "*" {
         return None;
     }
-    Some((
-        p,
-        p_ty,
-        bound,
-        acc,
-        product.child_by_field_name("left")?,
-        product.child_by_field_name("right")?,
-    ))
+    Some((p, p_ty, bound, acc, product.child_by_field_name("left")?, product.child_by_field_name("right")?))
 }
 
 fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
@@ -126,24 +98,13 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     }
     let (p, p_ty, bound, acc, x, y) = found?;
     // The bound is uniform: parameters and literals only.
-    if bound
-        .chars()
-        .any(|c| !(c.is_alphanumeric() || c == '_' || " +-*/()".contains(c)))
-        || bound
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|w| {
-                !w.is_empty()
-                    && !w.chars().next().unwrap().is_ascii_digit()
-                    && k.param(w).is_none_or(|q| q.pointer)
-            })
+    if bound.chars().any(|c| !(c.is_alphanumeric() || c == '_' || " +-*/()".contains(c)))
+        || bound.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| !w.is_empty() && !w.chars().next().unwrap().is_ascii_digit() && k.param(w).is_none_or(|q| q.pointer))
     {
         return None;
     }
     // Which pre declarations follow i, j.
-    let locals: Vec<(String, Node)> = pre
-        .iter()
-        .flat_map(|d| declared_in(k, *d).into_iter().map(move |n| (n, *d)))
-        .collect();
+    let locals: Vec<(String, Node)> = pre.iter().flat_map(|d| declared_in(k, *d).into_iter().map(move |n| (n, *d))).collect();
     let follows = |e: Node, idx: &str| -> bool {
         let mut seen = vec![e];
         let mut at = 0;
@@ -162,64 +123,30 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
         false
     };
     let acc_decl = locals.iter().find(|(l, _)| *l == acc)?.1;
-    let acc_ty = k
-        .text_of(acc_decl.child_by_field_name("type")?)
-        .replace("const ", "")
-        .trim()
-        .to_string();
+    let acc_ty = k.text_of(acc_decl.child_by_field_name("type")?).replace("const ", "").trim().to_string();
     if !["float", "double"].contains(&acc_ty.as_str()) {
         return None;
     }
-    let (a, b) = match (
-        follows(x, &i.name),
-        follows(x, &j.name),
-        follows(y, &i.name),
-        follows(y, &j.name),
-    ) {
+    let (a, b) = match (follows(x, &i.name), follows(x, &j.name), follows(y, &i.name), follows(y, &j.name)) {
         (true, false, false, true) => (x, y),
         (false, true, true, false) => (y, x),
         _ => return None,
     };
     // Operands only load (no writes, no accumulator).
     for e in [a, b] {
-        if names_in(k, e).contains(&acc.as_str())
-            || descendants(e).iter().any(|d| {
-                matches!(
-                    d.kind(),
-                    "assignment_expression" | "update_expression" | "call_expression"
-                )
-            })
-        {
+        if names_in(k, e).contains(&acc.as_str()) || descendants(e).iter().any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression")) {
             return None;
         }
     }
-    Some(Dot {
-        acc,
-        acc_ty,
-        p,
-        p_ty,
-        k: bound,
-        a,
-        b,
-        pre,
-        epilogue,
-    })
+    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue })
 }
 
 /// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
 fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
-    descendants(e)
-        .into_iter()
-        .filter(|d| d.kind() == "subscript_expression")
-        .any(|s| {
-            let idx = s
-                .child_by_field_name("indices")
-                .and_then(|i| i.named_child(0))
-                .map(|i| flat(k, i))
-                .unwrap_or_default();
-            idx.split('+')
-                .any(|t| t.trim_matches(|c| c == '(' || c == ')') == p)
-        })
+    descendants(e).into_iter().filter(|d| d.kind() == "subscript_expression").any(|s| {
+        let idx = s.child_by_field_name("indices").and_then(|i| i.named_child(0)).map(|i| flat(k, i)).unwrap_or_default();
+        idx.split('+').any(|t| t.trim_matches(|c| c == '(' || c == ')') == p)
+    })
 }
 
 fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
@@ -228,18 +155,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let pre = d
-        .pre
-        .iter()
-        .map(|n| render(k, Piece::Node(*n), &[], &deep))
-        .collect::<Option<Vec<_>>>()?
-        .join(&format!("\n{deep}"));
-    let epi = d
-        .epilogue
-        .iter()
-        .map(|n| render(k, Piece::Node(*n), &[], &deep))
-        .collect::<Option<Vec<_>>>()?
-        .join(&format!("\n{deep}"));
+    let pre = d.pre.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
+    let epi = d.epilogue.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
     // The declarations an operand needs (row pointers), re-emitted where it is loaded.
     let needs = |e: Node| -> Option<String> {
         let mut out = Vec::new();
@@ -258,11 +175,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
         Some(out.join(" "))
     };
     let line = |s: String| {
-        if s.is_empty() {
-            s
-        } else {
-            format!("{ind}      {s}\n")
-        }
+        if s.is_empty() { s } else { format!("{ind}      {s}\n") }
     };
     let (a_pre, b_pre) = (line(needs(d.a)?), line(needs(d.b)?));
     let (t, m, n, kk) = (&d.acc_ty, &i.bound, &j.bound, &d.k);
@@ -271,11 +184,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let (ea, eb) = (k.text_of(d.a), k.text_of(d.b));
     // Consecutive threads walk the operand's contiguous axis.
     let order = |contig_p: bool| {
-        if contig_p {
-            ("kp_e % 16", "kp_e / 16")
-        } else {
-            ("kp_e / 64", "kp_e % 64")
-        }
+        if contig_p { ("kp_e % 16", "kp_e / 16") } else { ("kp_e / 64", "kp_e % 64") }
     };
     let (a_kk, a_mm) = order(contiguous_in(k, d.a, p));
     let (b_kk, b_nn) = order(contiguous_in(k, d.b, p));
@@ -355,10 +264,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
     // The 4x4-a-thread mapping needs 256-thread blocks in every launch the search may pick.
-    let ok = k.all_launches().is_some_and(|ls| {
-        ls.iter()
-            .all(|l| l.block[0] * l.block[1] * l.block[2] == THREADS)
-    });
+    let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] == THREADS));
     let Some(d) = recognise(k, &u).filter(|_| ok) else {
         return Vec::new();
     };
@@ -369,31 +275,15 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         return Vec::new();
     };
     // Float buffers: a `double` accumulator becomes float (double tiles would halve the tile's reuse).
-    let float_acc =
-        k.func.params.iter().all(|p| !p.base.contains("double")) && text.contains("double");
+    let float_acc = k.func.params.iter().all(|p| !p.base.contains("double")) && text.contains("double");
     if float_acc {
         text = super::warp_units::to_float(&text);
     }
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
-    let fp = if float_acc {
-        ", double accumulator as float"
-    } else {
-        ""
-    };
-    let note = format!(
-        "{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}",
-        u.indices[0].name, u.indices[1].name, d.p
-    );
-    launch_variants(
-        k,
-        &Rewrite { source, note },
-        &u,
-        Tuning::Tiles {
-            threads: THREADS,
-            units: TILE * TILE,
-        },
-    )
+    let fp = if float_acc { ", double accumulator as float" } else { "" };
+    let note = format!("{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}", u.indices[0].name, u.indices[1].name, d.p);
+    launch_variants(k, &Rewrite { source, note }, &u, Tuning::Tiles { threads: THREADS, units: TILE * TILE })
 }
 
 impl Recipe for TiledContraction {
@@ -401,16 +291,9 @@ impl Recipe for TiledContraction {
         "TiledContraction"
     }
     fn answers(&self) -> &'static [&'static str] {
-        &[
-            "MissedReuse",
-            "SharedMemTiling",
-            "UncoalescedAccess",
-            "MemoryCoalescing",
-        ]
+        &["MissedReuse", "SharedMemTiling", "UncoalescedAccess", "MemoryCoalescing"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find(text, kernel)
-            .map(|k| rewrites(&k))
-            .unwrap_or_default()
+        Kernel::find(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
     }
 }

@@ -22,45 +22,21 @@ pub struct GridStrideMap;
 pub struct BlockReduce;
 
 /// Types `atomicAdd` and `__shfl_down_sync` both take.
-const SUM_TYPES: &[&str] = &[
-    "float",
-    "double",
-    "int",
-    "unsigned",
-    "unsigned int",
-    "unsigned long long",
-    "unsigned long long int",
-    "long long",
-];
+const SUM_TYPES: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int", "long long"];
 
 /// The unit loop around `lines` (each already indented text), re-binding the user's indices.
-fn unit_loop(
-    k: &Kernel,
-    u: &Units,
-    lines: &[String],
-    head: &str,
-    tail: &str,
-    label: &str,
-) -> String {
+fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let ind2 = format!("{ind}  ");
     let mut inner = String::new();
-    for l in u
-        .rebind("kp_u")
-        .lines()
-        .map(str::to_string)
-        .chain(lines.iter().cloned())
-    {
+    for l in u.rebind("kp_u").lines().map(str::to_string).chain(lines.iter().cloned()) {
         inner.push_str(&format!("{ind2}{l}\n"));
     }
     let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
     let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
-    format!(
-        "{{\n{ind}// {label} (kernelpro).\n{head}{ind}for (long long kp_u = {GRID_TID}; kp_u < {}; kp_u += {GRID_THREADS}) {{\n{inner}{ind}}}\n{tail}{outer}}}",
-        u.count()
-    )
+    format!("{{\n{ind}// {label} (kernelpro).\n{head}{ind}for (long long kp_u = {GRID_TID}; kp_u < {}; kp_u += {GRID_THREADS}) {{\n{inner}{ind}}}\n{tail}{outer}}}", u.count())
 }
 
 fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
@@ -70,9 +46,7 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
     for p in &u.body {
         // A long loop per unit is WarpUnits' case; a map's loops are short or absent.
         if let Piece::Node(n) = p
-            && descendants(*n)
-                .into_iter()
-                .any(|d| d.kind() == "for_statement" && !short_loop(k, d))
+            && descendants(*n).into_iter().any(|d| d.kind() == "for_statement" && !short_loop(k, d))
         {
             return Vec::new();
         }
@@ -90,11 +64,8 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
 
 /// A `for` bounded by an integer literal below 64.
 fn short_loop(k: &Kernel, f: Node) -> bool {
-    let cond = f
-        .child_by_field_name("condition")
-        .map(super::recognize::strip_parens);
-    cond.and_then(|c| c.child_by_field_name("right"))
-        .is_some_and(|r| k.text_of(r).trim().parse::<i64>().is_ok_and(|n| n < 64))
+    let cond = f.child_by_field_name("condition").map(super::recognize::strip_parens);
+    cond.and_then(|c| c.child_by_field_name("right")).is_some_and(|r| k.text_of(r).trim().parse::<i64>().is_ok_and(|n| n < 64))
 }
 
 fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
@@ -102,17 +73,7 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     if !whole_warps(k) {
         return Vec::new();
     }
-    let nodes: Vec<Node> = u
-        .body
-        .iter()
-        .filter_map(|p| {
-            if let Piece::Node(n) = p {
-                Some(*n)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let nodes: Vec<Node> = u.body.iter().filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect();
     let all_stores: Vec<_> = nodes.iter().flat_map(|n| stores(k, *n)).collect();
     let [(f, call)] = &all_stores[..] else {
         return Vec::new();
@@ -128,18 +89,10 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     };
     // The address is the same for every unit: parameters and literals only.
     let addr_names = names_in(k, addr);
-    if addr_names.iter().any(|n| k.param(n).is_none())
-        || descendants(addr)
-            .iter()
-            .any(|d| d.kind() == "call_expression")
-    {
+    if addr_names.iter().any(|n| k.param(n).is_none()) || descendants(addr).iter().any(|d| d.kind() == "call_expression") {
         return Vec::new();
     }
-    let Some(ty) = addr_names
-        .iter()
-        .find_map(|n| k.param(n).filter(|p| p.pointer))
-        .map(|p| p.base.clone())
-    else {
+    let Some(ty) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)).map(|p| p.base.clone()) else {
         return Vec::new();
     };
     if !SUM_TYPES.contains(&ty.as_str()) {
@@ -169,19 +122,10 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
          __syncthreads();\n\
          if (kp_tid < 32u) {{\n  {ty} kp_v = kp_tid < {BLOCK_THREADS} / 32u ? kp_part[kp_tid] : ({ty})0;\n  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);\n  if (kp_tid == 0) atomicAdd({addr}, kp_v);\n}}\n"
     );
-    let text = unit_loop(
-        k,
-        &u,
-        &lines,
-        &head,
-        &tail,
-        "grid-stride sum, warp shuffles, one atomic per block",
-    );
+    let text = unit_loop(k, &u, &lines, &head, &tail, "grid-stride sum, warp shuffles, one atomic per block");
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
-    let note = format!(
-        "hierarchical reduction into {addr}: register sum, warp shuffles, one atomicAdd per block"
-    );
+    let note = format!("hierarchical reduction into {addr}: register sum, warp shuffles, one atomicAdd per block");
     launch_variants(k, &Rewrite { source, note }, &u, Tuning::Reduce)
 }
 
@@ -190,12 +134,7 @@ impl Recipe for GridStrideMap {
         "GridStrideMap"
     }
     fn answers(&self) -> &'static [&'static str] {
-        &[
-            "TailEffect",
-            "LaunchOverhead",
-            "OccupancyLimiter",
-            "Vectorization",
-        ]
+        &["TailEffect", "LaunchOverhead", "OccupancyLimiter"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else {
@@ -217,8 +156,6 @@ impl Recipe for BlockReduce {
         &["AtomicContention", "WarpStall"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find(text, kernel)
-            .map(|k| reduce_rewrites(&k))
-            .unwrap_or_default()
+        Kernel::find(text, kernel).map(|k| reduce_rewrites(&k)).unwrap_or_default()
     }
 }

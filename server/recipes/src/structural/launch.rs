@@ -47,30 +47,17 @@ fn spec_units(k: &Kernel, u: &Units) -> Option<String> {
         while let Some((at, ch)) = chars.next() {
             if ch.is_alphabetic() || ch == '_' {
                 let mut end = at + ch.len_utf8();
-                while let Some((e, c)) = chars
-                    .peek()
-                    .copied()
-                    .filter(|(_, c)| c.is_alphanumeric() || *c == '_')
-                {
+                while let Some((e, c)) = chars.peek().copied().filter(|(_, c)| c.is_alphanumeric() || *c == '_') {
                     end = e + c.len_utf8();
                     chars.next();
                 }
                 let name = &b[at..end];
-                let binding = k.spec_lines().iter().find_map(|l| {
-                    l.text
-                        .split_once('=')
-                        .filter(|(lhs, _)| lhs.trim() == name)
-                        .map(|(_, rhs)| rhs.trim().to_string())
-                });
+                let binding = k.spec_lines().iter().find_map(|l| l.text.split_once('=').filter(|(lhs, _)| lhs.trim() == name).map(|(_, rhs)| rhs.trim().to_string()));
                 let p = k.param(name).filter(|p| !p.pointer)?;
                 let _ = p;
                 let binding = binding?;
                 let simple = binding.chars().all(|c| c.is_alphanumeric() || c == '_');
-                out.push_str(&if simple {
-                    binding
-                } else {
-                    format!("({binding})")
-                });
+                out.push_str(&if simple { binding } else { format!("({binding})") });
             } else if ch.is_ascii_digit() || " +-*/()".contains(ch) {
                 out.push(ch);
             } else {
@@ -82,30 +69,15 @@ fn spec_units(k: &Kernel, u: &Units) -> Option<String> {
     if factors.len() == 1 {
         return factors.pop();
     }
-    Some(
-        factors
-            .iter()
-            .map(|f| format!("({f})"))
-            .collect::<Vec<_>>()
-            .join(" * "),
-    )
+    Some(factors.iter().map(|f| format!("({f})")).collect::<Vec<_>>().join(" * "))
 }
 
 /// The rewrite under the user's launch, then one variant per launch choice.
-pub(crate) fn launch_variants(
-    k: &Kernel,
-    base: &Rewrite,
-    u: &Units,
-    tuning: Tuning,
-) -> Vec<Rewrite> {
+pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tuning) -> Vec<Rewrite> {
     let mut out = vec![base.clone()];
     let lines = k.spec_lines();
-    let grid = lines
-        .iter()
-        .find(|l| kernelpro_spec::launch_part(&l.text) == Some("grid"));
-    let block = lines
-        .iter()
-        .find(|l| kernelpro_spec::launch_part(&l.text) == Some("block"));
+    let grid = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("grid"));
+    let block = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("block"));
     let (Some(grid), Some(block)) = (grid, block) else {
         return out;
     };
@@ -120,10 +92,7 @@ pub(crate) fn launch_variants(
         let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
         let mut source = base.source.clone();
         // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text; the later one first.
-        let mut edits = [
-            (g_at, grid.text.len(), format!("grid = {g}")),
-            (b_at, block.text.len(), format!("block = {threads}")),
-        ];
+        let mut edits = [(g_at, grid.text.len(), format!("grid = {g}")), (b_at, block.text.len(), format!("block = {threads}"))];
         edits.sort_by_key(|e| std::cmp::Reverse(e.0));
         for (at, len, with) in edits {
             source.replace_range(at..at + len, &with);
@@ -131,10 +100,7 @@ pub(crate) fn launch_variants(
         if source == base.source {
             continue;
         }
-        out.push(Rewrite {
-            source,
-            note: format!("{}; launch block = {threads}, grid = {g}", base.note),
-        });
+        out.push(Rewrite { source, note: format!("{}; launch block = {threads}, grid = {g}", base.note) });
     }
     out
 }

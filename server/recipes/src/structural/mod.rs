@@ -34,8 +34,7 @@ const BLOCK_THREADS: &str = "(blockDim.x * blockDim.y * blockDim.z)";
 /// The calling thread's index within the grid, 64-bit, for any grid and block shape.
 const GRID_TID: &str = "(((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)))";
 /// Threads in the grid, 64-bit.
-const GRID_THREADS: &str =
-    "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
+const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
 
 #[cfg(test)]
 mod tests;

@@ -12,20 +12,7 @@ use crate::syntax::{compact, descendants, single_statement, statements};
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
-const THREAD_BOUND: &[&str] = &[
-    "threadIdx",
-    "blockIdx",
-    "blockDim",
-    "gridDim",
-    "__syncthreads",
-    "__syncwarp",
-    "__shfl",
-    "__shared__",
-    "warpSize",
-    "cooperative_groups",
-    "__ballot",
-    "__activemask",
-];
+const THREAD_BOUND: &[&str] = &["threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shfl", "__shared__", "warpSize", "cooperative_groups", "__ballot", "__activemask"];
 
 /// Cast spellings stripped before an index value is compared (after whitespace removal).
 const CASTS: &[&str] = &[
@@ -73,11 +60,7 @@ pub(crate) struct Units<'t> {
 impl Units<'_> {
     /// The unit count as a C expression (64-bit).
     pub fn count(&self) -> String {
-        self.indices
-            .iter()
-            .map(|i| format!("(long long)({})", i.bound))
-            .collect::<Vec<_>>()
-            .join(" * ")
+        self.indices.iter().map(|i| format!("(long long)({})", i.bound)).collect::<Vec<_>>().join(" * ")
     }
 
     /// Declarations re-binding the user's index names from the unit counter `u`.
@@ -85,25 +68,10 @@ impl Units<'_> {
         let mut out = String::new();
         let mut divisor = String::new();
         for (n, i) in self.indices.iter().enumerate().rev() {
-            let base = if divisor.is_empty() {
-                u.to_string()
-            } else {
-                format!("({u} / ({divisor}))")
-            };
-            let value = if n == 0 {
-                base
-            } else {
-                format!("{base} % ({})", i.bound)
-            };
-            out.push_str(&format!(
-                "const {} {} = ({})({});\n",
-                i.ty, i.name, i.ty, value
-            ));
-            divisor = if divisor.is_empty() {
-                format!("(long long)({})", i.bound)
-            } else {
-                format!("{divisor} * (long long)({})", i.bound)
-            };
+            let base = if divisor.is_empty() { u.to_string() } else { format!("({u} / ({divisor}))") };
+            let value = if n == 0 { base } else { format!("{base} % ({})", i.bound) };
+            out.push_str(&format!("const {} {} = ({})({});\n", i.ty, i.name, i.ty, value));
+            divisor = if divisor.is_empty() { format!("(long long)({})", i.bound) } else { format!("{divisor} * (long long)({})", i.bound) };
         }
         out
     }
@@ -115,10 +83,7 @@ impl Units<'_> {
 
 /// The compact text with casts and parentheses removed.
 fn bare(text: &str) -> String {
-    let mut s = text
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect::<String>();
+    let mut s = text.chars().filter(|c| !c.is_whitespace()).collect::<String>();
     for cast in CASTS {
         s = s.replace(cast, "");
     }
@@ -138,13 +103,8 @@ pub(crate) fn global_index_axis(value: &str) -> Option<char> {
     let [a, b] = terms[..] else { return None };
     for axis in ['x', 'y', 'z'] {
         let t = format!("threadIdx.{axis}");
-        let products = [
-            format!("blockIdx.{axis}*blockDim.{axis}"),
-            format!("blockDim.{axis}*blockIdx.{axis}"),
-        ];
-        if (a == t && products.contains(&b.to_string()))
-            || (b == t && products.contains(&a.to_string()))
-        {
+        let products = [format!("blockIdx.{axis}*blockDim.{axis}"), format!("blockDim.{axis}*blockIdx.{axis}")];
+        if (a == t && products.contains(&b.to_string())) || (b == t && products.contains(&a.to_string())) {
             return Some(axis);
         }
     }
@@ -158,14 +118,10 @@ fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     }
     let ty = k.text_of(st.child_by_field_name("type")?).to_string();
     let mut cursor = st.walk();
-    let decls: Vec<Node> = st
-        .children_by_field_name("declarator", &mut cursor)
-        .collect();
+    let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
     let mut out = Vec::new();
     for d in decls {
-        let name = d
-            .child_by_field_name("declarator")
-            .filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
+        let name = d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
         let axis = global_index_axis(k.text_of(d.child_by_field_name("value")?))?;
         out.push((k.text_of(name).to_string(), ty.clone(), axis));
     }
@@ -178,18 +134,9 @@ fn atoms<'t>(k: &Kernel, cond: Node<'t>, op: &str) -> Vec<Node<'t>> {
     let mut stack = vec![cond];
     while let Some(n) = stack.pop() {
         let n = strip_parens(n);
-        let is_op = n.kind() == "binary_expression"
-            && n.child_by_field_name("operator")
-                .is_some_and(|o| k.text_of(o) == op);
+        let is_op = n.kind() == "binary_expression" && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == op);
         if is_op {
-            stack.extend(
-                [
-                    n.child_by_field_name("right"),
-                    n.child_by_field_name("left"),
-                ]
-                .into_iter()
-                .flatten(),
-            );
+            stack.extend([n.child_by_field_name("right"), n.child_by_field_name("left")].into_iter().flatten());
         } else {
             out.push(n);
         }
@@ -205,21 +152,12 @@ pub(crate) fn strip_parens(mut n: Node) -> Node {
 }
 
 /// `X OUT B` (or `B IN X`) with X one of `names`: (X, B). `out` is the out-of-range operator (`>=`), `flipped` its mirror (`<=`).
-fn bound_atom<'t>(
-    k: &Kernel,
-    atom: Node<'t>,
-    names: &[&str],
-    out: &str,
-    flipped: &str,
-) -> Option<(String, Node<'t>)> {
+fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped: &str) -> Option<(String, Node<'t>)> {
     if atom.kind() != "binary_expression" {
         return None;
     }
     let op = k.text_of(atom.child_by_field_name("operator")?);
-    let (l, r) = (
-        atom.child_by_field_name("left")?,
-        atom.child_by_field_name("right")?,
-    );
+    let (l, r) = (atom.child_by_field_name("left")?, atom.child_by_field_name("right")?);
     let (x, b) = if op == out {
         (l, r)
     } else if op == flipped {
@@ -234,22 +172,14 @@ fn bound_atom<'t>(
 /// Whether `node` names a built-in of the original thread mapping.
 pub(crate) fn thread_bound(k: &Kernel, node: Node) -> bool {
     descendants(node).into_iter().any(|n| {
-        (n.kind() == "identifier"
-            || n.kind() == "field_identifier"
-            || n.kind() == "type_identifier"
-            || n.kind() == "primitive_type"
-            || n.kind().contains("specifier"))
+        (n.kind() == "identifier" || n.kind() == "field_identifier" || n.kind() == "type_identifier" || n.kind() == "primitive_type" || n.kind().contains("specifier"))
             && THREAD_BOUND.iter().any(|b| k.text_of(n).starts_with(b))
     }) || k.text_of(node).contains("__shared__")
 }
 
 /// Identifiers named in `node` (not field names).
 pub(crate) fn names_in<'t>(k: &Kernel<'t>, node: Node) -> Vec<&'t str> {
-    descendants(node)
-        .into_iter()
-        .filter(|n| n.kind() == "identifier")
-        .map(|n| k.text_of(n))
-        .collect()
+    descendants(node).into_iter().filter(|n| n.kind() == "identifier").map(|n| k.text_of(n)).collect()
 }
 
 /// The kernel's work units, or `None` when it is not one thread per unit with a bounding guard.
@@ -269,39 +199,27 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         }
         sts.remove(0);
     }
-    if indices.is_empty()
-        || indices
-            .iter()
-            .enumerate()
-            .any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0))
-    {
+    if indices.is_empty() || indices.iter().enumerate().any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0)) {
         return None;
     }
     let names: Vec<&str> = indices.iter().map(|i| i.0.as_str()).collect();
     let mut bounds: Vec<Option<Node>> = vec![None; indices.len()];
     let mut pieces: Vec<Piece> = pre.into_iter().map(Piece::Node).collect();
-    let guard = sts
-        .first()
-        .copied()
-        .filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
+    let guard = sts.first().copied().filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
     let guard = guard?;
-    let cond = guard
-        .child_by_field_name("condition")?
-        .child_by_field_name("value")?;
+    let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
     let then = guard.child_by_field_name("consequence")?;
-    let returns = single_statement(then)
-        .is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
-    let mut record =
-        |atom: Node<'t>, out: &str, flipped: &str, skip_when_true: bool| -> Option<Piece<'t>> {
-            if let Some((x, b)) = bound_atom(k, atom, &names, out, flipped) {
-                let at = names.iter().position(|n| *n == x).expect("named");
-                if bounds[at].is_none() {
-                    bounds[at] = Some(b);
-                    return None;
-                }
+    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
+    let mut record = |atom: Node<'t>, out: &str, flipped: &str, skip_when_true: bool| -> Option<Piece<'t>> {
+        if let Some((x, b)) = bound_atom(k, atom, &names, out, flipped) {
+            let at = names.iter().position(|n| *n == x).expect("named");
+            if bounds[at].is_none() {
+                bounds[at] = Some(b);
+                return None;
             }
-            Some(Piece::Skip(atom, skip_when_true))
-        };
+        }
+        Some(Piece::Skip(atom, skip_when_true))
+    };
     if returns {
         for atom in atoms(k, cond, "||") {
             if let Some(p) = record(atom, ">=", "<=", true) {
@@ -330,11 +248,7 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             _ => None,
         })
         .flat_map(|n| {
-            descendants(n)
-                .into_iter()
-                .filter(|d| d.kind() == "init_declarator" || d.kind() == "declaration")
-                .filter_map(|d| d.child_by_field_name("declarator"))
-                .map(|d| k.text_of(d).to_string())
+            descendants(n).into_iter().filter(|d| d.kind() == "init_declarator" || d.kind() == "declaration").filter_map(|d| d.child_by_field_name("declarator")).map(|d| k.text_of(d).to_string())
         })
         .collect();
     for (b, _) in bounds.iter().zip(&indices) {
@@ -342,15 +256,9 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         let uniform = descendants(*b).into_iter().all(|n| match n.kind() {
             "identifier" => {
                 let name = k.text_of(n);
-                !names.contains(&name)
-                    && !local_names.iter().any(|l| l == name)
-                    && k.param(name).is_none_or(|p| !p.pointer)
+                !names.contains(&name) && !local_names.iter().any(|l| l == name) && k.param(name).is_none_or(|p| !p.pointer)
             }
-            "subscript_expression"
-            | "call_expression"
-            | "assignment_expression"
-            | "update_expression"
-            | "ERROR" => false,
+            "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "ERROR" => false,
             _ => true,
         });
         if !uniform {
@@ -374,30 +282,16 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             }
         }
     }
-    let mut indices: Vec<IndexVar> = indices
-        .into_iter()
-        .zip(bounds)
-        .map(|((name, ty, axis), bound)| IndexVar {
-            name,
-            ty: ty.replace("const ", "").trim().to_string(),
-            axis,
-            bound: k.text_of(bound).to_string(),
-        })
-        .collect();
+    let mut indices: Vec<IndexVar> =
+        indices.into_iter().zip(bounds).map(|((name, ty, axis), bound)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(bound).to_string() }).collect();
     // x last (fastest), then y, then z.
     indices.sort_by_key(|i| std::cmp::Reverse(i.axis));
-    Some(Units {
-        indices,
-        body: pieces,
-    })
+    Some(Units { indices, body: pieces })
 }
 
 /// Whether every launch the search may pick has blocks of whole warps (any shape).
 pub(crate) fn whole_warps(k: &Kernel) -> bool {
-    k.all_launches().is_some_and(|ls| {
-        ls.iter()
-            .all(|l| (l.block[0] * l.block[1] * l.block[2]) % 32 == 0)
-    })
+    k.all_launches().is_some_and(|ls| ls.iter().all(|l| (l.block[0] * l.block[1] * l.block[2]) % 32 == 0))
 }
 
 /// `node`'s text with `edits` (file ranges inside it) applied.
@@ -406,10 +300,7 @@ pub(crate) fn edited(k: &Kernel, node: Node, edits: &[(std::ops::Range<usize>, S
     edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
     let mut out = k.text_of(node).to_string();
     for (r, with) in edits {
-        out.replace_range(
-            r.start - node.start_byte()..r.end - node.start_byte(),
-            &with,
-        );
+        out.replace_range(r.start - node.start_byte()..r.end - node.start_byte(), &with);
     }
     out
 }
@@ -433,31 +324,20 @@ pub(crate) fn flat(k: &Kernel, node: Node) -> String {
 
 /// Whether `n` is a loop statement.
 pub(crate) fn is_loop(n: Node) -> bool {
-    matches!(
-        n.kind(),
-        "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
-    )
+    matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop")
 }
 
 /// A unit-body piece as text at indentation `to`: a skipped-unit guard as
 /// `continue`, a node with `edits` applied and each `return;` (outside any
 /// loop of the piece) as `continue;`. `None` when a `return` sits in a loop.
-pub(crate) fn render(
-    k: &Kernel,
-    piece: Piece,
-    edits: &[(std::ops::Range<usize>, String)],
-    to: &str,
-) -> Option<String> {
+pub(crate) fn render(k: &Kernel, piece: Piece, edits: &[(std::ops::Range<usize>, String)], to: &str) -> Option<String> {
     let node = match piece {
         Piece::Skip(atom, true) => return Some(format!("if ({}) continue;", k.text_of(atom))),
         Piece::Skip(atom, false) => return Some(format!("if (!({})) continue;", k.text_of(atom))),
         Piece::Node(n) => n,
     };
     let mut all = edits.to_vec();
-    for r in descendants(node)
-        .into_iter()
-        .filter(|d| d.kind() == "return_statement")
-    {
+    for r in descendants(node).into_iter().filter(|d| d.kind() == "return_statement") {
         if r.named_child_count() != 0 {
             return None;
         }
@@ -486,10 +366,7 @@ pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> 
             "assignment_expression" => d.child_by_field_name("left"),
             "update_expression" => d.child_by_field_name("argument"),
             "call_expression" => {
-                let f = d
-                    .child_by_field_name("function")
-                    .map(|f| k.text_of(f))
-                    .unwrap_or("");
+                let f = d.child_by_field_name("function").map(|f| k.text_of(f)).unwrap_or("");
                 if f.starts_with("atomic") {
                     out.push((f.to_string(), d));
                 }
@@ -502,11 +379,7 @@ pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> 
         };
         match t.kind() {
             "subscript_expression" => {
-                if let (Some(a), Some(i)) = (
-                    t.child_by_field_name("argument"),
-                    t.child_by_field_name("indices")
-                        .and_then(|i| i.named_child(0)),
-                ) {
+                if let (Some(a), Some(i)) = (t.child_by_field_name("argument"), t.child_by_field_name("indices").and_then(|i| i.named_child(0))) {
                     out.push((k.text_of(a).to_string(), i));
                 }
             }

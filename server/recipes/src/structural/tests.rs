@@ -6,25 +6,15 @@ use crate::{Recipe, all};
 use expect_test::{Expect, expect};
 use std::path::{Path, PathBuf};
 
-const STRUCTURAL: &[&str] = &[
-    "WarpUnits",
-    "TiledContraction",
-    "BlockReduce",
-    "GridStrideMap",
-];
+const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "GridStrideMap"];
 
 fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/structural")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/structural").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn recipe(name: &str) -> Box<dyn Recipe> {
-    all()
-        .into_iter()
-        .find(|r| r.name() == name)
-        .unwrap_or_else(|| panic!("no recipe {name}"))
+    all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
 }
 
 /// (fixture, kernel, the structural rewrites that apply with their candidate counts).
@@ -33,16 +23,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8"),
     ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
     ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
-    (
-        "linear_bias.cu",
-        "linear_forward",
-        "WarpUnits x4, TiledContraction x2",
-    ),
-    (
-        "matmul_nn_rowptr.cu",
-        "sgemm_naive",
-        "WarpUnits x8, TiledContraction x2",
-    ),
+    ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x2"),
+    ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x2"),
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x4"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
@@ -62,29 +44,14 @@ fn applied(file: &str, kernel: &str) -> String {
 
 #[test]
 fn each_kernel_gets_its_structural_rewrite() {
-    let got: Vec<(&str, &str, String)> = CORPUS
-        .iter()
-        .map(|(f, k, _)| (*f, *k, applied(f, k)))
-        .collect();
-    let want: Vec<(&str, &str, String)> = CORPUS
-        .iter()
-        .map(|(f, k, w)| (*f, *k, w.to_string()))
-        .collect();
+    let got: Vec<(&str, &str, String)> = CORPUS.iter().map(|(f, k, _)| (*f, *k, applied(f, k))).collect();
+    let want: Vec<(&str, &str, String)> = CORPUS.iter().map(|(f, k, w)| (*f, *k, w.to_string())).collect();
     assert_eq!(got, want);
 }
 
 fn nvcc() -> PathBuf {
-    let path = std::env::var_os("KERNELPRO_NVCC")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
-        });
-    assert!(
-        path.exists(),
-        "nvcc not found at {}: set KERNELPRO_NVCC",
-        path.display()
-    );
+    let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"));
+    assert!(path.exists(), "nvcc not found at {}: set KERNELPRO_NVCC", path.display());
     path
 }
 
@@ -98,30 +65,14 @@ fn every_structural_rewrite_compiles_for_sm_90() {
             // The launch variants differ only in spec comments: compile each recipe's distinct bodies.
             let mut seen = std::collections::HashSet::new();
             for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
-                let code: String = rw
-                    .source
-                    .lines()
-                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let code: String = rw.source.lines().filter(|l| !l.trim_start().starts_with("// kernelpro:")).collect::<Vec<_>>().join("\n");
                 if !seen.insert(code) {
                     continue;
                 }
                 let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
                 std::fs::write(&cu, &rw.source).unwrap();
-                let out = std::process::Command::new(&nvcc)
-                    .args(["-arch=sm_90", "-cubin", "-o"])
-                    .arg(cu.with_extension("cubin"))
-                    .arg(&cu)
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "{name} on {kernel} ({}) does not compile:\n{}\n{}",
-                    rw.note,
-                    String::from_utf8_lossy(&out.stderr),
-                    rw.source
-                );
+                let out = std::process::Command::new(&nvcc).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
+                assert!(out.status.success(), "{name} on {kernel} ({}) does not compile:\n{}\n{}", rw.note, String::from_utf8_lossy(&out.stderr), rw.source);
             }
         }
     }

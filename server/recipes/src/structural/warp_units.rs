@@ -18,10 +18,7 @@
 //! the kernel's buffers hold no doubles.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{
-    Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units,
-    whole_warps,
-};
+use super::recognize::{Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, statements};
@@ -30,9 +27,7 @@ use tree_sitter::Node;
 
 pub struct WarpUnits;
 
-const EXTREMA: &[&str] = &[
-    "fmaxf", "fmax", "max", "fminf", "fmin", "min", "std::max", "std::min",
-];
+const EXTREMA: &[&str] = &["fmaxf", "fmax", "max", "fminf", "fmin", "min", "std::max", "std::min"];
 /// A loop bounded by a literal below this stays serial: a warp would idle most of its lanes.
 const MIN_SPLIT_TRIPS: i64 = 64;
 
@@ -73,20 +68,13 @@ impl Carry {
             Carry::Call(v, f) => format!("{head} {v} = {f}({v}, {});", sh(v)),
             Carry::Compare(v, greater) => {
                 let op = if *greater { '>' } else { '<' };
-                format!(
-                    "{head} {{ const auto kp_t = {}; if (kp_t {op} {v}) {v} = kp_t; }}",
-                    sh(v)
-                )
+                format!("{head} {{ const auto kp_t = {}; if (kp_t {op} {v}) {v} = kp_t; }}", sh(v))
             }
             Carry::Arg(b, i, greater, strict) => {
                 let op = if *greater { '>' } else { '<' };
                 // The original keeps the first index on ties when it compares strictly, else the last.
                 let tie = if *strict { '<' } else { '>' };
-                format!(
-                    "{head} {{ const auto kp_t = {}; const auto kp_j = {}; if (kp_t {op} {b} || (kp_t == {b} && kp_j {tie} {i})) {{ {b} = kp_t; {i} = kp_j; }} }}",
-                    sh(b),
-                    sh(i)
-                )
+                format!("{head} {{ const auto kp_t = {}; const auto kp_j = {}; if (kp_t {op} {b} || (kp_t == {b} && kp_j {tie} {i})) {{ {b} = kp_t; {i} = kp_j; }} }}", sh(b), sh(i))
             }
         }
     }
@@ -97,21 +85,12 @@ fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)
     if f.kind() != "for_statement" {
         return None;
     }
-    let init = f
-        .child_by_field_name("initializer")
-        .filter(|d| d.kind() == "declaration")?;
-    let decl = init
-        .child_by_field_name("declarator")
-        .filter(|d| d.kind() == "init_declarator")?;
-    let c = k
-        .text_of(decl.child_by_field_name("declarator")?)
-        .to_string();
+    let init = f.child_by_field_name("initializer").filter(|d| d.kind() == "declaration")?;
+    let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let c = k.text_of(decl.child_by_field_name("declarator")?).to_string();
     let cond = strip_parens(f.child_by_field_name("condition")?);
     let op = k.text_of(cond.child_by_field_name("operator")?);
-    let (l, r) = (
-        cond.child_by_field_name("left")?,
-        cond.child_by_field_name("right")?,
-    );
+    let (l, r) = (cond.child_by_field_name("left")?, cond.child_by_field_name("right")?);
     if cond.kind() != "binary_expression" || !["<", "<="].contains(&op) || k.text_of(l) != c {
         return None;
     }
@@ -121,28 +100,13 @@ fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)
         return None;
     }
     let step = f.child_by_field_name("update")?;
-    let steps = [
-        format!("++{c}"),
-        format!("{c}++"),
-        format!("{c}+=1"),
-        format!("{c}={c}+1"),
-    ];
-    steps.contains(&flat(k, step)).then(|| {
-        (
-            c,
-            decl.child_by_field_name("value").expect("init value"),
-            step,
-        )
-    })
+    let steps = [format!("++{c}"), format!("{c}++"), format!("{c}+=1"), format!("{c}={c}+1")];
+    steps.contains(&flat(k, step)).then(|| (c, decl.child_by_field_name("value").expect("init value"), step))
 }
 
 /// `e` with identifier `v` occurrences (by byte start).
 fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
-    descendants(node)
-        .into_iter()
-        .filter(|n| n.kind() == "identifier" && k.text_of(*n) == v)
-        .map(|n| n.start_byte())
-        .collect()
+    descendants(node).into_iter().filter(|n| n.kind() == "identifier" && k.text_of(*n) == v).map(|n| n.start_byte()).collect()
 }
 
 fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
@@ -157,18 +121,11 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
     let mut owned: Vec<usize> = Vec::new();
     let mut handled: Vec<usize> = Vec::new();
     // Compare-and-replace ifs first: their assignments are not updates by themselves.
-    for st in descendants(body)
-        .into_iter()
-        .filter(|n| n.kind() == "if_statement")
-    {
+    for st in descendants(body).into_iter().filter(|n| n.kind() == "if_statement") {
         if st.child_by_field_name("alternative").is_some() {
             continue;
         }
-        let Some(cond) = st
-            .child_by_field_name("condition")
-            .and_then(|c| c.child_by_field_name("value"))
-            .map(strip_parens)
-        else {
+        let Some(cond) = st.child_by_field_name("condition").and_then(|c| c.child_by_field_name("value")).map(strip_parens) else {
             continue;
         };
         let Some(then) = st.child_by_field_name("consequence") else {
@@ -179,11 +136,7 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
             _ => vec![then],
         }
         .into_iter()
-        .map(|s| {
-            s.named_child(0).filter(|e| {
-                s.kind() == "expression_statement" && e.kind() == "assignment_expression"
-            })
-        })
+        .map(|s| s.named_child(0).filter(|e| s.kind() == "expression_statement" && e.kind() == "assignment_expression"))
         .collect::<Option<_>>()
         .unwrap_or_default();
         if assigns.is_empty() || cond.kind() != "binary_expression" {
@@ -192,17 +145,11 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         let Some(op) = cond.child_by_field_name("operator").map(|o| k.text_of(o)) else {
             continue;
         };
-        let (Some(l), Some(r)) = (
-            cond.child_by_field_name("left"),
-            cond.child_by_field_name("right"),
-        ) else {
+        let (Some(l), Some(r)) = (cond.child_by_field_name("left"), cond.child_by_field_name("right")) else {
             continue;
         };
         // Normalise to `e OP v`.
-        let (e, v, op) = if l.kind() == "identifier"
-            && !inner.iter().any(|n| n == k.text_of(l))
-            && !mentions(k, r, k.text_of(l))
-        {
+        let (e, v, op) = if l.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(l)) && !mentions(k, r, k.text_of(l)) {
             let mirrored = match op {
                 ">" => "<",
                 ">=" => "<=",
@@ -211,10 +158,7 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
                 _ => continue,
             };
             (r, k.text_of(l), mirrored)
-        } else if r.kind() == "identifier"
-            && !inner.iter().any(|n| n == k.text_of(r))
-            && !mentions(k, l, k.text_of(r))
-        {
+        } else if r.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(r)) && !mentions(k, l, k.text_of(r)) {
             (l, k.text_of(r), op)
         } else {
             continue;
@@ -226,11 +170,7 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         let mut idx = None;
         let mut ok = true;
         for a in &assigns {
-            let (Some(t), Some(o), Some(rhs)) = (
-                a.child_by_field_name("left"),
-                a.child_by_field_name("operator"),
-                a.child_by_field_name("right"),
-            ) else {
+            let (Some(t), Some(o), Some(rhs)) = (a.child_by_field_name("left"), a.child_by_field_name("operator"), a.child_by_field_name("right")) else {
                 ok = false;
                 break;
             };
@@ -241,22 +181,13 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
             if k.text_of(t) == v && flat(k, rhs) == flat(k, e) {
                 continue;
             }
-            if k.text_of(t) != v
-                && flat(k, rhs) == c
-                && idx.is_none()
-                && !inner.iter().any(|n| n == k.text_of(t))
-            {
+            if k.text_of(t) != v && flat(k, rhs) == c && idx.is_none() && !inner.iter().any(|n| n == k.text_of(t)) {
                 idx = Some(k.text_of(t).to_string());
                 continue;
             }
             ok = false;
         }
-        if !ok
-            || !assigns.iter().any(|a| {
-                a.child_by_field_name("left")
-                    .is_some_and(|t| k.text_of(t) == v)
-            })
-        {
+        if !ok || !assigns.iter().any(|a| a.child_by_field_name("left").is_some_and(|t| k.text_of(t) == v)) {
             continue;
         }
         handled.extend(assigns.iter().map(|a| a.start_byte()));
@@ -271,11 +202,7 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
     }
     for d in descendants(body) {
         let (target, op, right) = match d.kind() {
-            "assignment_expression" if !handled.contains(&d.start_byte()) => (
-                d.child_by_field_name("left")?,
-                k.text_of(d.child_by_field_name("operator")?),
-                d.child_by_field_name("right"),
-            ),
+            "assignment_expression" if !handled.contains(&d.start_byte()) => (d.child_by_field_name("left")?, k.text_of(d.child_by_field_name("operator")?), d.child_by_field_name("right")),
             "update_expression" => (d.child_by_field_name("argument")?, "++", None),
             _ => continue,
         };
@@ -290,20 +217,9 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         let carry = match (op, right.map(strip_parens)) {
             ("++", _) => Carry::Sum(v.to_string()),
             ("+=" | "-=", Some(r)) if !mentions(k, r, v) => Carry::Sum(v.to_string()),
-            ("=", Some(r))
-                if r.kind() == "binary_expression"
-                    && r.child_by_field_name("operator")
-                        .is_some_and(|o| k.text_of(o) == "+") =>
-            {
-                let (a, b) = (
-                    r.child_by_field_name("left")?,
-                    r.child_by_field_name("right")?,
-                );
-                let own = |x: Node, y: Node| {
-                    strip_parens(x).kind() == "identifier"
-                        && k.text_of(strip_parens(x)) == v
-                        && !mentions(k, y, v)
-                };
+            ("=", Some(r)) if r.kind() == "binary_expression" && r.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+") => {
+                let (a, b) = (r.child_by_field_name("left")?, r.child_by_field_name("right")?);
+                let own = |x: Node, y: Node| strip_parens(x).kind() == "identifier" && k.text_of(strip_parens(x)) == v && !mentions(k, y, v);
                 if own(a, b) {
                     owned.push(strip_parens(a).start_byte());
                 } else if own(b, a) {
@@ -328,8 +244,7 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
             _ => return None,
         };
         owned.push(target.start_byte());
-        if d.kind() == "update_expression" && !["++", "--"].iter().any(|o| k.text_of(d).contains(o))
-        {
+        if d.kind() == "update_expression" && !["++", "--"].iter().any(|o| k.text_of(d).contains(o)) {
             return None;
         }
         if let Some(prev) = out.iter().find(|p| p.names().contains(&v)) {
@@ -348,55 +263,32 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
             }
         }
     }
-    let header_ok = [
-        f.child_by_field_name("condition"),
-        f.child_by_field_name("initializer"),
-    ]
-    .into_iter()
-    .flatten()
-    .all(|h| {
-        out.iter()
-            .all(|cv| cv.names().iter().all(|v| !mentions(k, h, v)))
-    });
+    let header_ok = [f.child_by_field_name("condition"), f.child_by_field_name("initializer")].into_iter().flatten().all(|h| out.iter().all(|cv| cv.names().iter().all(|v| !mentions(k, h, v))));
     header_ok.then_some(out)
 }
 
 /// Whether the loop's stores follow its variable and its loads of stored buffers read what the same iteration stores.
 fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
     let inner = declared_in(k, f);
-    let follows = |n: Node| {
-        names_in(k, n)
-            .iter()
-            .any(|x| *x == c || (inner.iter().any(|i| i == x) && *x != c))
-    };
+    let follows = |n: Node| names_in(k, n).iter().any(|x| *x == c || (inner.iter().any(|i| i == x) && *x != c));
     let st = stores(k, f);
     let mut stored: Vec<(String, String)> = Vec::new();
     for (p, at) in &st {
-        if p == "*"
-            || (p.starts_with("atomic") && !k.text_of(*at).contains(c))
-            || (!p.starts_with("atomic") && !follows(*at))
-        {
+        if p == "*" || (p.starts_with("atomic") && !k.text_of(*at).contains(c)) || (!p.starts_with("atomic") && !follows(*at)) {
             return false;
         }
         if !p.starts_with("atomic") {
             stored.push((p.clone(), flat(k, *at)));
         }
     }
-    descendants(f)
-        .into_iter()
-        .filter(|n| n.kind() == "subscript_expression")
-        .all(|s| {
-            let (Some(a), Some(i)) = (
-                s.child_by_field_name("argument"),
-                s.child_by_field_name("indices")
-                    .and_then(|i| i.named_child(0)),
-            ) else {
-                return false;
-            };
-            let p = k.text_of(a);
-            let same: Vec<&(String, String)> = stored.iter().filter(|(q, _)| q == p).collect();
-            same.is_empty() || same.iter().any(|(_, at)| *at == flat(k, i))
-        })
+    descendants(f).into_iter().filter(|n| n.kind() == "subscript_expression").all(|s| {
+        let (Some(a), Some(i)) = (s.child_by_field_name("argument"), s.child_by_field_name("indices").and_then(|i| i.named_child(0))) else {
+            return false;
+        };
+        let p = k.text_of(a);
+        let same: Vec<&(String, String)> = stored.iter().filter(|(q, _)| q == p).collect();
+        same.is_empty() || same.iter().any(|(_, at)| *at == flat(k, i))
+    })
 }
 
 fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
@@ -417,10 +309,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
                 return None;
             }
             lines.extend(carried.iter().filter_map(Carry::before));
-            let edits = [
-                (init.byte_range(), format!("{} + kp_lane", k.text_of(init))),
-                (step.byte_range(), format!("{c} += 32")),
-            ];
+            let edits = [(init.byte_range(), format!("{} + kp_lane", k.text_of(init))), (step.byte_range(), format!("{c} += 32"))];
             lines.push(render(k, *piece, &edits, &ind2)?);
             lines.extend(carried.iter().map(Carry::after));
             if !stores(k, n).is_empty() {
@@ -441,17 +330,12 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
                 "update_expression" => d.child_by_field_name("argument"),
                 _ => None,
             };
-            t.map(strip_parens).is_some_and(|t| {
-                t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t))
-            })
+            t.map(strip_parens).is_some_and(|t| t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t)))
         });
         if outer_assigned || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
             return None;
         }
-        lines.push(format!(
-            "if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}",
-            render(k, *piece, &[], &format!("{ind2}  "))?
-        ));
+        lines.push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
         lines.push("__syncwarp();".to_string());
     }
     if split == 0 {
@@ -480,20 +364,10 @@ pub(super) fn to_float(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("double") {
-        let before_ok = rest[..at]
-            .chars()
-            .last()
-            .is_none_or(|c| !c.is_alphanumeric() && c != '_');
-        let after_ok = rest[at + 6..]
-            .chars()
-            .next()
-            .is_none_or(|c| !c.is_alphanumeric() && c != '_');
+        let before_ok = rest[..at].chars().last().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+        let after_ok = rest[at + 6..].chars().next().is_none_or(|c| !c.is_alphanumeric() && c != '_');
         out.push_str(&rest[..at]);
-        out.push_str(if before_ok && after_ok {
-            "float"
-        } else {
-            "double"
-        });
+        out.push_str(if before_ok && after_ok { "float" } else { "double" });
         rest = &rest[at + 6..];
     }
     out.push_str(rest);
@@ -506,9 +380,7 @@ fn float_literals(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < b.len() {
-        let starts = b[i].is_ascii_digit()
-            && (i == 0
-                || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        let starts = b[i].is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
         if !starts {
             out.push(b[i] as char);
             i += 1;
@@ -520,9 +392,7 @@ fn float_literals(text: &str) -> String {
             && (b[j].is_ascii_digit()
                 || b[j] == b'.'
                 || ((b[j] == b'e' || b[j] == b'E') && !text[i..j].starts_with("0x"))
-                || ((b[j] == b'-' || b[j] == b'+')
-                    && j > i
-                    && (b[j - 1] == b'e' || b[j - 1] == b'E')))
+                || ((b[j] == b'-' || b[j] == b'+') && j > i && (b[j - 1] == b'e' || b[j - 1] == b'E')))
         {
             float |= matches!(b[j], b'.' | b'e' | b'E');
             j += 1;
@@ -557,20 +427,9 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         let mut source = k.text.to_string();
         source.replace_range(body.byte_range(), &text);
         let names = u.names().join(", ");
-        let fp = if float_acc {
-            ", double accumulators as float"
-        } else {
-            ""
-        };
-        let note = format!(
-            "one warp per unit ({names}): {split} loop(s) split across lanes, shuffle all-reductions{fp}"
-        );
-        out.extend(launch_variants(
-            k,
-            &Rewrite { source, note },
-            &u,
-            Tuning::Warps,
-        ));
+        let fp = if float_acc { ", double accumulators as float" } else { "" };
+        let note = format!("one warp per unit ({names}): {split} loop(s) split across lanes, shuffle all-reductions{fp}");
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Warps));
     }
     out
 }
@@ -580,17 +439,9 @@ impl Recipe for WarpUnits {
         "WarpUnits"
     }
     fn answers(&self) -> &'static [&'static str] {
-        &[
-            "RowWalk",
-            "UncoalescedAccess",
-            "Uncoalesced",
-            "MemoryCoalescing",
-            "Fp64Promotion",
-        ]
+        &["RowWalk", "UncoalescedAccess", "Uncoalesced", "MemoryCoalescing", "Fp64Promotion"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find(text, kernel)
-            .map(|k| rewrites(&k))
-            .unwrap_or_default()
+        Kernel::find(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
     }
 }
