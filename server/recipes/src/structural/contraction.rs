@@ -78,6 +78,9 @@ fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, Stri
 
 fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let [i, j] = &u.indices[..] else { return None };
+    if !u.fixed.is_empty() {
+        return None;
+    }
     let mut pre = Vec::new();
     let mut found = None;
     let mut epilogue = Vec::new();
@@ -182,6 +185,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let (ti, tj, tp) = (&i.ty, &j.ty, &d.p_ty);
     let (iname, jname, p) = (&i.name, &j.name, &d.p);
     let (ea, eb) = (k.text_of(d.a), k.text_of(d.b));
+    let prologue = u.prologue(k, &ind)?;
     // Consecutive threads walk the operand's contiguous axis.
     let order = |contig_p: bool| {
         if contig_p { ("kp_e % 16", "kp_e / 16") } else { ("kp_e / 64", "kp_e % 64") }
@@ -191,7 +195,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let s = format!(
         r#"{{
 {ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {TILE}x{TILE} tiles, {DEPTH} deep, 4x4 outputs a thread, {THREADS} threads a block.
-{ind}__shared__ {t} kp_As[{DEPTH}][{TILE} + 4];
+{prologue}{ind}__shared__ {t} kp_As[{DEPTH}][{TILE} + 4];
 {ind}__shared__ {t} kp_Bs[{DEPTH}][{TILE} + 4];
 {ind}const int kp_tid = (int){BLOCK_TID};
 {ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;

@@ -12,7 +12,7 @@
 
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, names_in, render, stores, units, whole_warps};
-use super::{BLOCK_THREADS, BLOCK_TID, GRID_THREADS, GRID_TID};
+use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, descendants, indent_at};
 use crate::{Recipe, Rewrite};
@@ -36,7 +36,8 @@ fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, la
     }
     let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
     let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
-    format!("{{\n{ind}// {label} (kernelpro).\n{head}{ind}for (long long kp_u = {GRID_TID}; kp_u < {}; kp_u += {GRID_THREADS}) {{\n{inner}{ind}}}\n{tail}{outer}}}", u.count())
+    let prologue = u.prologue(k, &ind).unwrap_or_default();
+    format!("{{\n{ind}// {label} (kernelpro).\n{prologue}{head}{ind}for (long long kp_u = {}; kp_u < {}; kp_u += {}) {{\n{inner}{ind}}}\n{tail}{outer}}}", u.grid_tid(), u.count(), u.grid_threads())
 }
 
 fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {

@@ -89,6 +89,14 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
             (None, 0) => continue,
             (None, cap) => format!("{SMS} * {cap}"),
         };
+        // Fixed block indices keep the launch's y (and z): only the x extent changes.
+        let g = if u.fixed.is_empty() {
+            g
+        } else {
+            let Some(rest) = grid.text.split_once('=').map(|(_, r)| r.trim()) else { continue };
+            let Some(parts) = tuple_parts(rest) else { continue };
+            format!("({})", std::iter::once(g).chain(parts.into_iter().skip(1)).collect::<Vec<_>>().join(", "))
+        };
         let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
         let mut source = base.source.clone();
         // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text; the later one first.
@@ -103,4 +111,25 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
         out.push(Rewrite { source, note: format!("{}; launch block = {threads}, grid = {g}", base.note) });
     }
     out
+}
+
+/// `(a, b[, c])` split at its top-level commas.
+fn tuple_parts(text: &str) -> Option<Vec<String>> {
+    let inner = text.strip_prefix('(')?.strip_suffix(')')?;
+    let (mut parts, mut depth, mut cur) = (Vec::new(), 0i32, String::new());
+    for ch in inner.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(ch);
+    }
+    parts.push(cur.trim().to_string());
+    (parts.len() >= 2).then_some(parts)
 }

@@ -55,6 +55,11 @@ pub(crate) struct Units<'t> {
     /// Slowest-varying first; the `x` index is last, so neighbouring units are neighbouring `x` indices as before.
     pub indices: Vec<IndexVar>,
     pub body: Vec<Piece<'t>>,
+    /// Declarations before the indices that are the same for every thread (`int N = B * T;`): emitted once, before the unit loop.
+    pub head: Vec<Node<'t>>,
+    /// Indices that are a block index alone (`int b = blockIdx.y;`): (name, type, axis). They keep the
+    /// launch's own `y`/`z` extent, so the unit loop strides over the `x` blocks only.
+    pub fixed: Vec<(String, String, char)>,
 }
 
 impl Units<'_> {
@@ -78,6 +83,28 @@ impl Units<'_> {
 
     pub fn names(&self) -> Vec<&str> {
         self.indices.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    /// The calling thread's index among the threads that walk the units (64-bit).
+    pub fn grid_tid(&self) -> String {
+        if self.fixed.is_empty() { super::GRID_TID.to_string() } else { format!("((long long)blockIdx.x * {} + {})", super::BLOCK_THREADS, super::BLOCK_TID) }
+    }
+
+    /// How many threads walk the units (64-bit).
+    pub fn grid_threads(&self) -> String {
+        if self.fixed.is_empty() { super::GRID_THREADS.to_string() } else { format!("((long long)gridDim.x * {})", super::BLOCK_THREADS) }
+    }
+
+    /// The head declarations and the fixed indices, as lines at indentation `to`, emitted before the unit loop.
+    pub fn prologue(&self, k: &Kernel, to: &str) -> Option<String> {
+        let mut out = String::new();
+        for n in &self.head {
+            out.push_str(&format!("{to}{}\n", render(k, Piece::Node(*n), &[], to)?));
+        }
+        for (name, ty, axis) in &self.fixed {
+            out.push_str(&format!("{to}const {ty} {name} = ({ty})blockIdx.{axis};\n"));
+        }
+        Some(out)
     }
 }
 
@@ -122,7 +149,9 @@ fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     let mut out = Vec::new();
     for d in decls {
         let name = d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
-        let axis = global_index_axis(k.text_of(d.child_by_field_name("value")?))?;
+        let value = k.text_of(d.child_by_field_name("value")?);
+        // A block index alone is a fixed index, marked by an upper-case axis.
+        let axis = global_index_axis(value).or_else(|| ['x', 'y', 'z'].into_iter().find(|a| bare(value) == format!("blockIdx.{a}")).map(|a| a.to_ascii_uppercase()))?;
         out.push((k.text_of(name).to_string(), ty.clone(), axis));
     }
     (!out.is_empty()).then_some(out)
@@ -187,19 +216,39 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     let body = k.body();
     let mut sts = statements(body);
     let mut indices: Vec<(String, String, char)> = Vec::new();
-    // Index declarations first (other declarations may sit between them).
+    let mut head = Vec::new();
+    let mut strides: Vec<String> = Vec::new();
+    // Index declarations first; uniform declarations before them are the head, after them the unit's own.
     let mut pre = Vec::new();
     while let Some(first) = sts.first().copied() {
         if let Some(d) = index_decls(k, first) {
             indices.extend(d);
-        } else if first.kind() == "declaration" && !thread_bound(k, first) && !indices.is_empty() {
-            pre.push(first);
+        } else if first.kind() == "declaration" && !thread_bound(k, first) {
+            if indices.is_empty() { head.push(first) } else { pre.push(first) }
+        } else if first.kind() == "declaration" && is_stride_decl(k, first) {
+            strides.extend(declared_in(k, first));
         } else {
             break;
         }
         sts.remove(0);
     }
-    if indices.is_empty() || indices.iter().enumerate().any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0)) {
+    let fixed: Vec<(String, String, char)> =
+        indices.iter().filter(|i| i.2.is_ascii_uppercase()).map(|(n, t, a)| (n.clone(), t.replace("const ", "").trim().to_string(), a.to_ascii_lowercase())).collect();
+    indices.retain(|i| !i.2.is_ascii_uppercase());
+    // A grid-stride loop over one index, as the whole rest of the body.
+    if indices.is_empty()
+        && let [f] = sts[..]
+        && let Some((name, ty, axis, bound)) = grid_stride_loop(k, f, &strides)
+    {
+        let inner = f.child_by_field_name("body")?;
+        let body: Vec<Piece> = match inner.kind() {
+            "compound_statement" => statements(inner).into_iter().map(Piece::Node).collect(),
+            _ => vec![Piece::Node(inner)],
+        };
+        let index = IndexVar { name, ty, axis, bound: k.text_of(bound).to_string() };
+        return finish(k, vec![index], body, head, fixed, &[bound]);
+    }
+    if indices.is_empty() || !strides.is_empty() || indices.iter().enumerate().any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0)) {
         return None;
     }
     let names: Vec<&str> = indices.iter().map(|i| i.0.as_str()).collect();
@@ -241,17 +290,46 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         return None;
     }
     let bounds: Vec<Node> = bounds.into_iter().collect::<Option<_>>()?;
+    let indices: Vec<IndexVar> =
+        indices.into_iter().zip(&bounds).map(|((name, ty, axis), b)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(*b).to_string() }).collect();
+    finish(k, indices, pieces, head, fixed, &bounds)
+}
+
+/// `T s = gridDim.x * blockDim.x;` (any order, casts): a grid stride's declaration.
+fn is_stride_decl(k: &Kernel, st: Node) -> bool {
+    let Some(d) = st.child_by_field_name("declarator").and_then(|d| d.child_by_field_name("value")) else { return false };
+    let b = bare(k.text_of(d));
+    ["gridDim.x*blockDim.x", "blockDim.x*gridDim.x"].contains(&b.as_str())
+}
+
+/// `for (T i = <global index>; i < B; i += <grid stride>)`: (i, T, axis, B).
+fn grid_stride_loop<'t>(k: &Kernel, f: Node<'t>, strides: &[String]) -> Option<(String, String, char, Node<'t>)> {
+    let init = f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let [(name, ty, axis)] = &index_decls(k, init)?[..] else { return None };
+    if axis.is_ascii_uppercase() {
+        return None;
+    }
+    let cond = strip_parens(f.child_by_field_name("condition")?);
+    let (x, bound) = bound_atom(k, cond, &[name.as_str()], "<", ">")?;
+    let step = f.child_by_field_name("update")?;
+    let rhs = step.child_by_field_name("right").filter(|_| step.kind() == "assignment_expression" && step.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+="))?;
+    let r = bare(k.text_of(rhs));
+    let stride_ok = strides.contains(&r) || [format!("gridDim.{axis}*blockDim.{axis}"), format!("blockDim.{axis}*gridDim.{axis}")].contains(&r);
+    (stride_ok && x == *name && k.text_of(step.child_by_field_name("left")?) == name).then(|| (name.clone(), ty.replace("const ", "").trim().to_string(), *axis, bound))
+}
+
+/// The checks shared by both forms: uniform bounds, a unit body free of the original mapping.
+fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, head: Vec<Node<'t>>, fixed: Vec<(String, String, char)>, bounds: &[Node]) -> Option<Units<'t>> {
+    let names: Vec<&str> = indices.iter().map(|i| i.name.as_str()).chain(fixed.iter().map(|f| f.0.as_str())).collect();
     let local_names: Vec<String> = pieces
         .iter()
         .filter_map(|p| match p {
             Piece::Node(n) => Some(*n),
             _ => None,
         })
-        .flat_map(|n| {
-            descendants(n).into_iter().filter(|d| d.kind() == "init_declarator" || d.kind() == "declaration").filter_map(|d| d.child_by_field_name("declarator")).map(|d| k.text_of(d).to_string())
-        })
+        .flat_map(|n| declared_in(k, n))
         .collect();
-    for (b, _) in bounds.iter().zip(&indices) {
+    for b in bounds {
         // A bound must be the same for every unit: no index, no local, no load.
         let uniform = descendants(*b).into_iter().all(|n| match n.kind() {
             "identifier" => {
@@ -282,11 +360,13 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             }
         }
     }
-    let mut indices: Vec<IndexVar> =
-        indices.into_iter().zip(bounds).map(|((name, ty, axis), bound)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(bound).to_string() }).collect();
+    // Fixed indices keep the launch's y/z: the units then run along x only.
+    if !fixed.is_empty() && (indices.iter().any(|i| i.axis != 'x') || fixed.iter().any(|f| f.2 == 'x')) {
+        return None;
+    }
     // x last (fastest), then y, then z.
     indices.sort_by_key(|i| std::cmp::Reverse(i.axis));
-    Some(Units { indices, body: pieces })
+    Some(Units { indices, body: pieces, head, fixed })
 }
 
 /// Whether every launch the search may pick has blocks of whole warps (any shape).
@@ -384,6 +464,8 @@ pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> 
                 }
             }
             "pointer_expression" | "field_expression" => out.push(("*".to_string(), t)),
+            // A macro or call as the target (`AT(y, r, c) = v`): its arguments stand for the index.
+            "call_expression" => out.push((format!("{}()", t.child_by_field_name("function").map_or("", |f| k.text_of(f))), t)),
             _ => {}
         }
     }

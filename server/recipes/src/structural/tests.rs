@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 
 const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "GridStrideMap"];
 
+/// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), anything else this crate's fixtures/structural.
 fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/structural").join(name);
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = match name.strip_prefix("naive/") {
+        Some(rest) => crate_dir.join("../../tests/fixtures/naive").join(rest),
+        None => crate_dir.join("fixtures/structural").join(name),
+    };
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -17,7 +22,7 @@ fn recipe(name: &str) -> Box<dyn Recipe> {
     all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
 }
 
-/// (fixture, kernel, the structural rewrites that apply with their candidate counts).
+/// (fixture, kernel, the structural rewrites that apply with their candidate counts; empty: none).
 const CORPUS: &[(&str, &str, &str)] = &[
     ("layernorm_rowptr.cu", "layernorm", "WarpUnits x8"),
     ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8"),
@@ -28,6 +33,64 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x4"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
+    // The shared naive corpus: every naive style gets its class's rewrite; clean and expert
+    // twins get none; templates, shared-memory tree reductions and histograms are other recipes' (or not yet).
+    ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
+    ("naive/argmax/argmax_rowptr.cu", "argmax_rows_v1", "WarpUnits x4"),
+    ("naive/argmax/argmax_template_macro.cu", "argmax_kernel", ""),
+    ("naive/argmax/clean_argmax_block.cu", "argmax_block_row", ""),
+    ("naive/argmax/expert_argmax_warp.cu", "argmax_warp_row", ""),
+    ("naive/block_reduce/clean_reduce_sequential.cu", "reduce_sequential", ""),
+    ("naive/block_reduce/expert_reduce_shuffle.cu", "reduce_shuffle", ""),
+    ("naive/block_reduce/reduce_bitmask_template.cu", "block_reduce", ""),
+    ("naive/block_reduce/reduce_interleaved_index.cu", "block_sum_strided", ""),
+    ("naive/block_reduce/reduce_interleaved_mod.cu", "reduce0", ""),
+    ("naive/embedding/clean_encoder_channel.cu", "encoder_channel", "GridStrideMap x4"),
+    ("naive/embedding/embedding_2d_sizet.cu", "embedding_lookup", "WarpUnits x4"),
+    ("naive/embedding/encoder_rowptr.cu", "encoder_forward_v1", "WarpUnits x4"),
+    ("naive/embedding/expert_encoder_vec4.cu", "encoder_vec4", "GridStrideMap x4"),
+    ("naive/embedding/gather_template_gridstride.cu", "gather_rows", ""),
+    ("naive/histogram/clean_hist_shared_bins.cu", "byte_histogram_shared", ""),
+    ("naive/histogram/expert_hist_warp_private_u4.cu", "byte_histogram_private", ""),
+    ("naive/histogram/hist_image_2d_sizet.cu", "image_hist", ""),
+    ("naive/histogram/hist_int_shift.cu", "histo_shift", ""),
+    ("naive/histogram/hist_u8_gridstride.cu", "byte_histogram", ""),
+    ("naive/layernorm/clean_layernorm_block.cu", "layernorm_block_row", ""),
+    ("naive/layernorm/expert_layernorm_warp.cu", "layernorm_warp_row", ""),
+    ("naive/layernorm/layernorm_btc2d_sizet.cu", "ln_fwd_btc", "WarpUnits x4"),
+    ("naive/layernorm/layernorm_macro_double.cu", "layer_norm_kernel", "WarpUnits x8"),
+    ("naive/layernorm/layernorm_rowptr.cu", "layernorm_forward_v1", "WarpUnits x4"),
+    ("naive/linear/clean_linear_tiled16.cu", "linear_tiled16", ""),
+    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4"),
+    ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
+    ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x2"),
+    ("naive/linear/linear_template_gelu.cu", "linear_gelu", ""),
+    ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
+    ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
+    ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8"),
+    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4"),
+    ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x2"),
+    ("naive/rmsnorm/clean_rmsnorm_block.cu", "rmsnorm_block_row", ""),
+    ("naive/rmsnorm/expert_rmsnorm_warp_vec4.cu", "rmsnorm_warp_vec4", ""),
+    ("naive/rmsnorm/rmsnorm_gridstride_sizet.cu", "rms_norm_kernel", "WarpUnits x4"),
+    ("naive/rmsnorm/rmsnorm_rowptr_long.cu", "rmsnorm_fwd", "WarpUnits x4"),
+    ("naive/rmsnorm/rmsnorm_template_rowy.cu", "rms_norm", ""),
+    ("naive/softmax/clean_softmax_block.cu", "softmax_block_row", ""),
+    ("naive/softmax/expert_softmax_online_warp.cu", "softmax_online_warp", ""),
+    ("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits x4"),
+    ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8"),
+    ("naive/softmax/softmax_template_grid.cu", "softmax_naive", ""),
+    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", ""),
+    ("naive/sum/count_gridstride_int_sizet.cu", "total_kernel", "BlockReduce x4"),
+    ("naive/sum/expert_sum_shuffle_gridstride.cu", "sum_shuffle", ""),
+    ("naive/sum/reduce_template_grid2d_long.cu", "reduce_sum_atomic", ""),
+    ("naive/sum/sum_atomic_1d.cu", "sum_atomic", "BlockReduce x4"),
+    ("naive/sum/sumsq_double_atomic.cu", "sumsq", "BlockReduce x4"),
+    ("naive/transpose/clean_transpose_tile.cu", "transpose_tile32", ""),
+    ("naive/transpose/expert_transpose_tile_rows.cu", "transpose_tile_rows", ""),
+    ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "GridStrideMap x4"),
+    ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "GridStrideMap x4"),
+    ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "GridStrideMap x4"),
 ];
 
 fn applied(file: &str, kernel: &str) -> String {
@@ -96,44 +159,39 @@ fn check(file: &str, kernel: &str, name: &str, expected: Expect) {
 
 #[test]
 fn snapshots() {
+    // Batch on blockIdx.y kept from the launch; tokens on x walked by warps.
     check(
-        "layernorm_rowptr.cu",
-        "layernorm",
+        "naive/layernorm/layernorm_btc2d_sizet.cu",
+        "ln_fwd_btc",
         "WarpUnits",
         expect![[r#"
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
-        ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
-        __global__ void layernorm(float* y, const float* x, const float* w, const float* b, int rows, int cols) {
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(SEQ, 8), 132 * 16), BATCH)
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(SEQ, 4), 132 * 32), BATCH)
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(SEQ, 16), 132 * 8), BATCH)
+        __global__ void ln_fwd_btc(float* out, const float* inp, const float* gamma, const float* beta, int T, int C) {
           // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+          const int bidx = (int)blockIdx.y;
           const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
-          const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
-          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
-            const int row = (int)(kp_u);
-            const float* xr = x + row * cols;
-            float* yr = y + row * cols;
-            float sum = 0.0f;
+          const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+          for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(T); kp_u += kp_warps) {
+            const int t = (int)(kp_u);
+            size_t base = ((size_t)bidx * T + t) * C;
+            float sum = 0.f, sumsq = 0.f;
             if (kp_lane != 0) sum = 0;
-            for (int c = 0 + kp_lane; c < cols; c += 32) {
-              sum += xr[c];
+            if (kp_lane != 0) sumsq = 0;
+            for (int c = 0 + kp_lane; c < C; c += 32) {
+              float v = inp[base + c]; // expect: UncoalescedAccess|RowWalk
+              sum += v;
+              sumsq += v * v;
             }
             for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
-            float mean = sum / cols;
-            float var = 0.0f;
-            if (kp_lane != 0) var = 0;
-            for (int c = 0 + kp_lane; c < cols; c += 32) {
-              float d = xr[c] - mean;
-              var += d * d;
-            }
-            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) var += __shfl_xor_sync(0xffffffffu, var, kp_o);
-            float rstd = 1.0f / sqrt(var / cols + 1e-5f);
-            for (int c = 0 + kp_lane; c < cols; c += 32) {
-              yr[c] = (float)((xr[c] - mean) * rstd) * w[c] + b[c];
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sumsq += __shfl_xor_sync(0xffffffffu, sumsq, kp_o);
+            float mu = sum / C;
+            float var = sumsq / C - mu * mu;
+            float inv = rsqrtf(var + 1e-5f);
+            for (int c = 0 + kp_lane; c < C; c += 32) {
+              out[base + c] = (inp[base + c] - mu) * inv * gamma[c] + beta[c];
             }
             __syncwarp();
           }
@@ -141,37 +199,81 @@ fn snapshots() {
     "#]],
     );
     check(
+        "layernorm_rowptr.cu",
+        "layernorm",
+        "WarpUnits",
+        expect![[r#"
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            __global__ void layernorm(float* y, const float* x, const float* w, const float* b, int rows, int cols) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) >> 5;
+              for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+                const int row = (int)(kp_u);
+                const float* xr = x + row * cols;
+                float* yr = y + row * cols;
+                float sum = 0.0f;
+                if (kp_lane != 0) sum = 0;
+                for (int c = 0 + kp_lane; c < cols; c += 32) {
+                  sum += xr[c];
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
+                float mean = sum / cols;
+                float var = 0.0f;
+                if (kp_lane != 0) var = 0;
+                for (int c = 0 + kp_lane; c < cols; c += 32) {
+                  float d = xr[c] - mean;
+                  var += d * d;
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) var += __shfl_xor_sync(0xffffffffu, var, kp_o);
+                float rstd = 1.0f / sqrt(var / cols + 1e-5f);
+                for (int c = 0 + kp_lane; c < cols; c += 32) {
+                  yr[c] = (float)((xr[c] - mean) * rstd) * w[c] + b[c];
+                }
+                __syncwarp();
+              }
+            }
+        "#]],
+    );
+    check(
         "argmax_long.cu",
         "argmax_rows",
         "WarpUnits",
         expect![[r#"
-        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions
-        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
-        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
-        ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
-        __global__ void argmax_rows(int* idx_out, const float* x, long rows, long cols) {
-          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
-          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
-          const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
-          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
-            const long r = (long)(kp_u);
-            float best = x[r * cols];
-            int arg = 0;
-            for (long c = 1 + kp_lane; c < cols; c += 32) {
-              float v = x[r * cols + c];
-              if (v > best) {
-                best = v;
-                arg = c;
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            __global__ void argmax_rows(int* idx_out, const float* x, long rows, long cols) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) >> 5;
+              for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+                const long r = (long)(kp_u);
+                float best = x[r * cols];
+                int arg = 0;
+                for (long c = 1 + kp_lane; c < cols; c += 32) {
+                  float v = x[r * cols + c];
+                  if (v > best) {
+                    best = v;
+                    arg = c;
+                  }
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, best, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, arg, kp_o); if (kp_t > best || (kp_t == best && kp_j < arg)) { best = kp_t; arg = kp_j; } }
+                if (kp_lane == 0) {
+                  idx_out[r] = arg;
+                }
+                __syncwarp();
               }
             }
-            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, best, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, arg, kp_o); if (kp_t > best || (kp_t == best && kp_j < arg)) { best = kp_t; arg = kp_j; } }
-            if (kp_lane == 0) {
-              idx_out[r] = arg;
-            }
-            __syncwarp();
-          }
-        }
-    "#]],
+        "#]],
     );
     check(
         "linear_bias.cu",
@@ -279,4 +381,38 @@ fn snapshots() {
         }
     "#]],
     );
+}
+
+/// Which structural rewrites apply to every kernel of the `.cu` files under
+/// `KP_PROBE_DIR` (a corpus not in the repo: public kernels, another branch's tasks).
+#[test]
+#[ignore = "a probe over a directory named by KP_PROBE_DIR"]
+fn probe_dir() {
+    let dir = PathBuf::from(std::env::var("KP_PROBE_DIR").expect("KP_PROBE_DIR"));
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "cu") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for k in kernelpro_source::parse(&text).kernels() {
+            let got: Vec<String> = STRUCTURAL
+                .iter()
+                .filter_map(|name| {
+                    let n = recipe(name).rewrite(&text, &k.name).len();
+                    (n > 0).then(|| format!("{name} x{n}"))
+                })
+                .collect();
+            println!("{} {}: {}", f.display(), k.name, if got.is_empty() { "-".to_string() } else { got.join(", ") });
+        }
+    }
 }

@@ -17,9 +17,9 @@
 //! A second rewrite turns `double` accumulators and casts into `float` when
 //! the kernel's buffers hold no doubles.
 
+use super::BLOCK_TID;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps};
-use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, statements};
 use crate::{Recipe, Rewrite};
@@ -348,9 +348,11 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
     for l in &lines {
         inner.push_str(&format!("{ind2}{l}\n"));
     }
+    let prologue = u.prologue(k, &ind)?;
     let mut text = format!(
-        "{{\n{ind}// One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).\n{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * {BLOCK_THREADS}) >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
-        super::GRID_TID,
+        "{{\n{ind}// One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).\n{prologue}{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
+        u.grid_threads(),
+        u.grid_tid(),
         u.count()
     );
     if float_acc {
