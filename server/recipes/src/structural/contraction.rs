@@ -298,6 +298,6 @@ impl Recipe for TiledContraction {
         &["MissedReuse", "SharedMemTiling", "UncoalescedAccess", "MemoryCoalescing"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
     }
 }

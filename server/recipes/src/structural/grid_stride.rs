@@ -56,11 +56,110 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
         };
         lines.push(text);
     }
+    let mut out = Vec::new();
+    if let Some(text) = vectorized(k, &u, &lines) {
+        let mut source = k.text.to_string();
+        source.replace_range(k.body().byte_range(), &text);
+        let note = format!("grid-stride map over ({}), four units a step through 128-bit streaming loads and stores", u.names().join(", "));
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Threads));
+    }
     let text = unit_loop(k, &u, &lines, "", "", "grid-stride over the units");
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
     let note = format!("grid-stride map over ({})", u.names().join(", "));
-    launch_variants(k, &Rewrite { source, note }, &u, Tuning::Threads)
+    out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Threads));
+    out
+}
+
+/// The map with four consecutive units a step: every buffer is `float` and
+/// touched only at the unit's own index (`x[i]`), stores are unconditional
+/// top-level `y[i] = e;` and a stored buffer is read only before its first
+/// store. Loads become one `float4` (`__ldcs`), each unit's statements run on
+/// its component, stores gather into a `float4` (`__stcs`); the units past the
+/// last multiple of four run the original statements. `lines` is the scalar
+/// body for that tail.
+fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
+    let [index] = &u.indices[..] else { return None };
+    if !u.fixed.is_empty() {
+        return None;
+    }
+    let i = index.name.as_str();
+    let nodes: Vec<Node> = u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
+    let mut reads: Vec<String> = Vec::new();
+    let mut writes: Vec<(String, usize)> = Vec::new();
+    let mut edits_of: Vec<Vec<(std::ops::Range<usize>, String)>> = vec![Vec::new(); nodes.len()];
+    for (at, n) in nodes.iter().enumerate() {
+        if descendants(*n).iter().any(|d| matches!(d.kind(), "return_statement" | "continue_statement" | "break_statement" | "goto_statement" | "pointer_expression" | "update_expression")) {
+            return None;
+        }
+        for d in descendants(*n) {
+            if d.kind() == "assignment_expression" && d.child_by_field_name("left").is_some_and(|l| l.kind() == "subscript_expression") {
+                let top = d.parent().is_some_and(|p| p.kind() == "expression_statement" && p == *n);
+                if !top || d.child_by_field_name("operator").is_none_or(|o| k.text_of(o) != "=") {
+                    return None;
+                }
+            }
+            if d.kind() != "subscript_expression" {
+                continue;
+            }
+            let p = k.text_of(d.child_by_field_name("argument")?);
+            let idx = d.child_by_field_name("indices").and_then(|x| x.named_child(0)).map(|x| super::recognize::flat(k, x))?;
+            if idx != i || k.param(p).is_none_or(|q| !q.pointer || q.base != "float") {
+                return None;
+            }
+            let stored = d.parent().is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(d));
+            if stored {
+                if !writes.iter().any(|(w, _)| w == p) {
+                    writes.push((p.to_string(), d.parent()?.end_byte()));
+                }
+                edits_of[at].push((d.byte_range(), format!("kp_o_{p}.kp_c")));
+            } else {
+                if writes.iter().any(|(w, end)| w == p && d.start_byte() > *end) {
+                    return None;
+                }
+                if !reads.iter().any(|r| r == p) {
+                    reads.push(p.to_string());
+                }
+                edits_of[at].push((d.byte_range(), format!("kp_i_{p}.kp_c")));
+            }
+        }
+    }
+    if writes.is_empty() {
+        return None;
+    }
+    let outer = indent_at(k.text, k.body().start_byte());
+    let ind = format!("{outer}  ");
+    let ind2 = format!("{ind}  ");
+    let ind3 = format!("{ind2}  ");
+    let units = u.count();
+    let mut step = String::new();
+    for r in &reads {
+        step.push_str(&format!("{ind2}const float4 kp_i_{r} = __ldcs(reinterpret_cast<const float4*>({r}) + kp_v);\n"));
+    }
+    for (w, _) in &writes {
+        step.push_str(&format!("{ind2}float4 kp_o_{w};\n"));
+    }
+    for c in ["x", "y", "z", "w"] {
+        let lane = ["x", "y", "z", "w"].iter().position(|l| *l == c).expect("component");
+        step.push_str(&format!("{ind2}{{\n{ind3}const {} {i} = ({})(kp_v * 4 + {lane});\n", index.ty, index.ty));
+        for (at, n) in nodes.iter().enumerate() {
+            let edits: Vec<_> = edits_of[at].iter().map(|(r, w)| (r.clone(), w.replace("kp_c", c))).collect();
+            step.push_str(&format!("{ind3}{}\n", render(k, Piece::Node(*n), &edits, &ind3)?));
+        }
+        step.push_str(&format!("{ind2}}}\n"));
+    }
+    for (w, _) in &writes {
+        step.push_str(&format!("{ind2}__stcs(reinterpret_cast<float4*>({w}) + kp_v, kp_o_{w});\n"));
+    }
+    let tail: String = u.rebind("kp_u").lines().map(str::to_string).chain(lines.iter().cloned()).map(|l| format!("{ind2}{l}\n")).collect();
+    Some(format!(
+        "{{\n{ind}// grid-stride over the units, four a step through float4 (kernelpro).\n{}{ind}for (long long kp_v = {}; kp_v < ({units}) / 4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = ({units}) / 4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
+        u.prologue(k, &ind)?,
+        u.grid_tid(),
+        u.grid_threads(),
+        u.grid_tid(),
+        u.grid_threads()
+    ))
 }
 
 /// A `for` bounded by an integer literal below 64.
@@ -138,7 +237,7 @@ impl Recipe for GridStrideMap {
         &["TailEffect", "LaunchOverhead", "OccupancyLimiter"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else {
+        let Some(k) = Kernel::find_generic(text, kernel) else {
             return Vec::new();
         };
         // Kernels that store through an atomic are BlockReduce's or the histogram recipe's.
@@ -157,6 +256,6 @@ impl Recipe for BlockReduce {
         &["AtomicContention", "WarpStall"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find(text, kernel).map(|k| reduce_rewrites(&k)).unwrap_or_default()
+        Kernel::find_generic(text, kernel).map(|k| reduce_rewrites(&k)).unwrap_or_default()
     }
 }

@@ -224,7 +224,19 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         if let Some(d) = index_decls(k, first) {
             indices.extend(d);
         } else if first.kind() == "declaration" && !thread_bound(k, first) {
-            if indices.is_empty() { head.push(first) } else { pre.push(first) }
+            // Uniform declarations (scalar parameters and earlier uniform names only) go before the unit loop.
+            let head_names: Vec<String> = head.iter().flat_map(|h| declared_in(k, *h)).collect();
+            let mut cursor = first.walk();
+            let values: Vec<Node> = first.children_by_field_name("declarator", &mut cursor).filter_map(|d| d.child_by_field_name("value")).collect();
+            let uniform = !values.is_empty()
+                && values.iter().all(|v| {
+                    descendants(*v).into_iter().all(|n| match n.kind() {
+                        "identifier" => k.param(k.text_of(n)).is_some_and(|p| !p.pointer) || head_names.iter().any(|h| h == k.text_of(n)),
+                        "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "pointer_expression" => false,
+                        _ => true,
+                    })
+                });
+            if indices.is_empty() || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(first) }
         } else if first.kind() == "declaration" && is_stride_decl(k, first) {
             strides.extend(declared_in(k, first));
         } else {

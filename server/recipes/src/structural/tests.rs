@@ -31,10 +31,10 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x2"),
     ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x2"),
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
-    ("gelu_map.cu", "gelu_forward", "GridStrideMap x4"),
+    ("gelu_map.cu", "gelu_forward", "GridStrideMap x8"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
     // The shared naive corpus: every naive style gets its class's rewrite; clean and expert
-    // twins get none; templates, shared-memory tree reductions and histograms are other recipes' (or not yet).
+    // twins get none; shared-memory tree reductions and histograms are other recipes' (or not yet).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
     ("naive/argmax/argmax_rowptr.cu", "argmax_rows_v1", "WarpUnits x4"),
     ("naive/argmax/argmax_template_macro.cu", "argmax_kernel", ""),
@@ -49,7 +49,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/embedding/embedding_2d_sizet.cu", "embedding_lookup", "WarpUnits x4"),
     ("naive/embedding/encoder_rowptr.cu", "encoder_forward_v1", "WarpUnits x4"),
     ("naive/embedding/expert_encoder_vec4.cu", "encoder_vec4", "GridStrideMap x4"),
-    ("naive/embedding/gather_template_gridstride.cu", "gather_rows", ""),
+    ("naive/embedding/gather_template_gridstride.cu", "gather_rows", "WarpUnits x4"),
     ("naive/histogram/clean_hist_shared_bins.cu", "byte_histogram_shared", ""),
     ("naive/histogram/expert_hist_warp_private_u4.cu", "byte_histogram_private", ""),
     ("naive/histogram/hist_image_2d_sizet.cu", "image_hist", ""),
@@ -64,7 +64,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4"),
     ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
     ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x2"),
-    ("naive/linear/linear_template_gelu.cu", "linear_gelu", ""),
+    ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4"),
     ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
     ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
     ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8"),
@@ -74,12 +74,12 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/rmsnorm/expert_rmsnorm_warp_vec4.cu", "rmsnorm_warp_vec4", ""),
     ("naive/rmsnorm/rmsnorm_gridstride_sizet.cu", "rms_norm_kernel", "WarpUnits x4"),
     ("naive/rmsnorm/rmsnorm_rowptr_long.cu", "rmsnorm_fwd", "WarpUnits x4"),
-    ("naive/rmsnorm/rmsnorm_template_rowy.cu", "rms_norm", ""),
+    ("naive/rmsnorm/rmsnorm_template_rowy.cu", "rms_norm", "WarpUnits x4"),
     ("naive/softmax/clean_softmax_block.cu", "softmax_block_row", ""),
     ("naive/softmax/expert_softmax_online_warp.cu", "softmax_online_warp", ""),
     ("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits x4"),
     ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8"),
-    ("naive/softmax/softmax_template_grid.cu", "softmax_naive", ""),
+    ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4"),
     ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", ""),
     ("naive/sum/count_gridstride_int_sizet.cu", "total_kernel", "BlockReduce x4"),
     ("naive/sum/expert_sum_shuffle_gridstride.cu", "sum_shuffle", ""),
@@ -159,6 +159,59 @@ fn check(file: &str, kernel: &str, name: &str, expected: Expect) {
 
 #[test]
 fn snapshots() {
+    check(
+        "gelu_map.cu",
+        "gelu_forward",
+        "GridStrideMap",
+        expect![[r#"
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
+        ## grid-stride map over (i)
+        ## grid-stride map over (i); launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
+        ## grid-stride map over (i); launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
+        ## grid-stride map over (i); launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
+        __global__ void gelu_forward(float* out, const float* inp, int N_) {
+          // grid-stride over the units, four a step through float4 (kernelpro).
+          for (long long kp_v = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_v < ((long long)(N_)) / 4; kp_v += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const float4 kp_i_inp = __ldcs(reinterpret_cast<const float4*>(inp) + kp_v);
+            float4 kp_o_out;
+            {
+              const int i = (int)(kp_v * 4 + 0);
+              float xi = kp_i_inp.x;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.x = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            {
+              const int i = (int)(kp_v * 4 + 1);
+              float xi = kp_i_inp.y;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.y = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            {
+              const int i = (int)(kp_v * 4 + 2);
+              float xi = kp_i_inp.z;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.z = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            {
+              const int i = (int)(kp_v * 4 + 3);
+              float xi = kp_i_inp.w;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.w = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            __stcs(reinterpret_cast<float4*>(out) + kp_v, kp_o_out);
+          }
+          for (long long kp_u = ((long long)(N_)) / 4 * 4 + (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(N_); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const int i = (int)(kp_u);
+            float xi = inp[i];
+            float cube = 0.044715f * xi * xi * xi;
+            out[i] = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+          }
+        }
+    "#]],
+    );
     // Batch on blockIdx.y kept from the launch; tokens on x walked by warps.
     check(
         "naive/layernorm/layernorm_btc2d_sizet.cu",
@@ -413,6 +466,17 @@ fn probe_dir() {
                 })
                 .collect();
             println!("{} {}: {}", f.display(), k.name, if got.is_empty() { "-".to_string() } else { got.join(", ") });
+            if std::env::var_os("KP_PROBE_COMPILE").is_some() {
+                for name in STRUCTURAL {
+                    for rw in recipe(name).rewrite(&text, &k.name).iter().step_by(4) {
+                        let dir = tempfile::tempdir().unwrap();
+                        let cu = dir.path().join("k.cu");
+                        std::fs::write(&cu, &rw.source).unwrap();
+                        let out = std::process::Command::new(nvcc()).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
+                        println!("  {name} ({}): {}", rw.note, if out.status.success() { "compiles".to_string() } else { String::from_utf8_lossy(&out.stderr).to_string() });
+                    }
+                }
+            }
         }
     }
 }

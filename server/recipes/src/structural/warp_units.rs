@@ -304,6 +304,10 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
             continue;
         };
         if let Some((c, init, step)) = walk_loop(k, n) {
+            // A `break` ends the walk at an element another lane may not have reached.
+            if descendants(n).iter().any(|d| d.kind() == "break_statement") {
+                return None;
+            }
             let carried = carries(k, n, &c)?;
             if !iterations_independent(k, n, &c) || u.names().contains(&c.as_str()) {
                 return None;
@@ -332,7 +336,9 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
             };
             t.map(strip_parens).is_some_and(|t| t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t)))
         });
-        if outer_assigned || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
+        // Lane 0 alone may not leave the unit: the others would meet the next shuffle without it.
+        let exits = descendants(n).iter().any(|d| matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement"));
+        if outer_assigned || exits || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
             return None;
         }
         lines.push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
@@ -444,6 +450,6 @@ impl Recipe for WarpUnits {
         &["RowWalk", "UncoalescedAccess", "Uncoalesced", "MemoryCoalescing", "Fp64Promotion"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
     }
 }
