@@ -14,6 +14,8 @@
 //! - [`TiledContraction`]: a dot-product loop per output becomes a SIMT
 //!   register-tiled product with shared-memory tiles, in any layout, with the
 //!   user's epilogue.
+//! - [`TiledTranspose`]: a thread-per-element copy whose load and store run
+//!   along different indices goes through a 32x33 shared tile.
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
@@ -21,10 +23,12 @@ mod contraction;
 mod grid_stride;
 mod launch;
 mod recognize;
+mod transpose;
 mod warp_units;
 
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
+pub use transpose::TiledTranspose;
 pub use warp_units::WarpUnits;
 
 /// The calling thread's index within its block, for any block shape.
