@@ -158,7 +158,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let pre = d.pre.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
+    let pre: String = d.pre.iter().map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n"))).collect::<Option<_>>()?;
     let epi = d.epilogue.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
     // The declarations an operand needs (row pointers), re-emitted where it is loaded.
     let needs = |e: Node| -> Option<String> {
@@ -213,8 +213,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
 {ind}      kp_acc[kp_a][kp_b] = 0;
 {ind}      if ({iname} < {m} && {jname} < {n}) {{
-{deep}{pre}
-{deep}kp_acc[kp_a][kp_b] = {acc};
+{pre}{deep}kp_acc[kp_a][kp_b] = {acc};
 {ind}      }}
 {ind}    }}
 {ind}  }}
@@ -253,8 +252,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
 {ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
 {ind}      if (!({iname} < {m} && {jname} < {n})) continue;
-{deep}{pre}
-{deep}{acc} = kp_acc[kp_a][kp_b];
+{pre}{deep}{acc} = kp_acc[kp_a][kp_b];
 {deep}{epi}
 {ind}    }}
 {ind}  }}

@@ -79,7 +79,7 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
     let outer = indent_at(k.text, k.body().start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let decls = before.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
+    let decls: String = before.iter().map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n"))).collect::<Option<_>>()?;
     let load_text = k.text_of(load);
     let stmt = render(k, Piece::Node(*last), &[(load.byte_range(), "kp_tile[kp_r][kp_c]".to_string())], &deep)?;
     // Phase 1 lanes walk the load's contiguous index, phase 2 the store's; the tile is [i][j].
@@ -108,8 +108,7 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
 {ind}    const {ti} {iname} = ({ti})(kp_i0 + kp_r);
 {ind}    const {tj} {jname} = ({tj})(kp_j0 + kp_c);
 {ind}    if ({iname} < {mi} && {jname} < {nj}) {{
-{deep}{decls}
-{deep}{stmt}
+{decls}{deep}{stmt}
 {ind}    }}
 {ind}  }}
 {ind}  __syncthreads();
