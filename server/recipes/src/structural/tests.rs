@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 
 const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "TiledTranspose", "GridStrideMap"];
 
-/// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), anything else this crate's fixtures/structural.
+/// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
 fn fixture(name: &str) -> String {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = match name.strip_prefix("naive/") {
-        Some(rest) => crate_dir.join("../../tests/fixtures/naive").join(rest),
-        None => crate_dir.join("fixtures/structural").join(name),
+    let path = match (name.strip_prefix("naive/"), name.strip_prefix("kbench/")) {
+        (Some(rest), _) => crate_dir.join("../../tests/fixtures/naive").join(rest),
+        (_, Some(rest)) => crate_dir.join("../../bench/kernelbench/tasks").join(rest),
+        _ => crate_dir.join("fixtures/structural").join(name),
     };
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -91,6 +92,28 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "GridStrideMap x4"),
     ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "GridStrideMap x4"),
+    // KernelBench level-1 tasks: pointer-walking reductions (48), convolutions and scans get none yet.
+    ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
+    ("kbench/19_ReLU.cu", "relu", "GridStrideMap x8"),
+    ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x2"),
+    ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x8"),
+    ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8"),
+    ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8"),
+    ("kbench/25_Swish.cu", "swish", "GridStrideMap x8"),
+    ("kbench/26_GELU.cu", "gelu", "GridStrideMap x8"),
+    ("kbench/30_Softsign.cu", "softsign", "GridStrideMap x8"),
+    ("kbench/36_RMSNorm.cu", "rms_norm", "WarpUnits x4"),
+    ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8"),
+    ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "WarpUnits x4"),
+    ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4"),
+    ("kbench/48_Mean_reduction.cu", "mean_dim1", ""),
+    ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
+    ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
+    ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
+    ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x8"),
+    ("kbench/89_cumsum.cu", "cumsum_rows", ""),
+    ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", ""),
+    ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
 ];
 
 fn applied(file: &str, kernel: &str) -> String {
