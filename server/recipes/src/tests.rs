@@ -735,17 +735,19 @@ fn proposer_puts_answering_recipes_first() {
     expect![[r#"
         FloatLiterals answers=Some("Fp64Promotion") note="float literals (1) and float math calls (0)"
         VectorizeLoads answers=Some("Vectorization") note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
+        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
         PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
         RestrictConst answers=None note="__restrict__ y, __restrict__ x"
         Ldg answers=None note="__ldg loads of x"
+        GridStrideMap answers=None note="grid-stride map over (i)"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &["Fp64Promotion", "Vectorization"], 10));
     expect![[r#"
+        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
         TuneParameter answers=Some("TailEffect") note="tune B = 256"
         PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
-        VectorizeLoads answers=None note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
     "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));
     expect![[r#"
+        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
         FloatLiterals answers=None note="float literals (1) and float math calls (0)"
-        PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &[], 2));
 }

@@ -33,8 +33,11 @@ pub use warp_reduce::WarpShuffleReduce;
 pub use warp_rows::WarpRows;
 
 use crate::Recipe;
+use crate::structural::{BlockReduce, GridStrideMap, TiledContraction, TiledTranspose, WarpUnits};
 
-/// Every built-in recipe. Within the recipes answering one finding (and
+/// Every built-in recipe. The structural rewrites come first (the kernel's
+/// parallel pattern recognised from what its threads touch, rewritten into
+/// the expert form with launch variants: `crate::structural`). Within the recipes answering one finding (and
 /// when there are no findings) this is the order they are tried in: the
 /// launch tuning and FP64 fix, then the structural rewrites that change how
 /// threads map to data (where the large wins are: 3-80x on the benchmark
@@ -42,6 +45,11 @@ use crate::Recipe;
 /// is verified, so order only decides what a small budget reaches.
 pub fn all() -> Vec<Box<dyn Recipe>> {
     vec![
+        Box::new(WarpUnits),
+        Box::new(TiledContraction),
+        Box::new(BlockReduce),
+        Box::new(TiledTranspose),
+        Box::new(GridStrideMap),
         Box::new(TuneParameter),
         Box::new(FloatLiterals),
         Box::new(LoopInterchange),

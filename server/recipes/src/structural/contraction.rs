@@ -1,0 +1,301 @@
+//! SIMT register-tiled contractions. A kernel with one thread per output
+//! `(i, j)` whose body is declarations (the accumulator and its initial value,
+//! e.g. `float acc = b ? b[j] : 0`, row pointers), one dot-product loop
+//! `for (p = 0; p < K; ++p) acc += A * B` where `A` names `i` but not `j` and
+//! `B` names `j` but not `i`, and an epilogue (the store, a scale, an
+//! activation) becomes a 64x64-tiled product: 256 threads each own 4x4
+//! outputs, 16-deep slices of both operands go through shared memory, and the
+//! user's own operand expressions load them, evaluated with the user's index
+//! names re-bound to the tile element (so any layout and any row-pointer
+//! spelling works). Each output still adds its products in `p` order from the
+//! user's initial value, so results match the original up to FMA contraction.
+//! Tiles are walked with a grid stride: correct under any grid of 256-thread
+//! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
+//! recipe's.
+
+use super::launch::{Tuning, launch_variants};
+use super::recognize::{Piece, Units, declared_in, flat, names_in, render, strip_parens, units};
+use super::{BLOCK_TID, GRID_THREADS};
+use crate::kernel::Kernel;
+use crate::syntax::{descendants, indent_at, single_statement, statements};
+use crate::{Recipe, Rewrite};
+use tree_sitter::Node;
+
+pub struct TiledContraction;
+
+const TILE: u32 = 64;
+const DEPTH: u32 = 16;
+const THREADS: u32 = 256;
+
+struct Dot<'t> {
+    acc: String,
+    acc_ty: String,
+    p: String,
+    p_ty: String,
+    k: String,
+    /// The operand that follows `i` (and `p`), and the one that follows `j`.
+    a: Node<'t>,
+    b: Node<'t>,
+    pre: Vec<Node<'t>>,
+    epilogue: Vec<Node<'t>>,
+}
+
+/// `for (T p = 0; p < K; ++p) acc += A * B;` → (p, T, K, acc, A, B).
+fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, String, Node<'t>, Node<'t>)> {
+    let init = f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let p = k.text_of(decl.child_by_field_name("declarator")?).to_string();
+    let p_ty = k.text_of(init.child_by_field_name("type")?).to_string();
+    let cond = strip_parens(f.child_by_field_name("condition")?);
+    if flat(k, decl.child_by_field_name("value")?) != "0"
+        || cond.kind() != "binary_expression"
+        || k.text_of(cond.child_by_field_name("operator")?) != "<"
+        || k.text_of(cond.child_by_field_name("left")?) != p
+    {
+        return None;
+    }
+    let bound = k.text_of(cond.child_by_field_name("right")?).to_string();
+    let step = flat(k, f.child_by_field_name("update")?);
+    if ![format!("++{p}"), format!("{p}++"), format!("{p}+=1")].contains(&step) {
+        return None;
+    }
+    let st = single_statement(f.child_by_field_name("body")?)?;
+    let a = st.named_child(0).filter(|e| st.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+    let acc = k.text_of(a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?).to_string();
+    let right = strip_parens(a.child_by_field_name("right")?);
+    let product = match k.text_of(a.child_by_field_name("operator")?) {
+        "+=" => right,
+        "=" if right.kind() == "binary_expression" && k.text_of(right.child_by_field_name("operator")?) == "+" && k.text_of(strip_parens(right.child_by_field_name("left")?)) == acc => {
+            strip_parens(right.child_by_field_name("right")?)
+        }
+        _ => return None,
+    };
+    if product.kind() != "binary_expression" || k.text_of(product.child_by_field_name("operator")?) != "*" {
+        return None;
+    }
+    Some((p, p_ty, bound, acc, product.child_by_field_name("left")?, product.child_by_field_name("right")?))
+}
+
+fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
+    let [i, j] = &u.indices[..] else { return None };
+    if !u.fixed.is_empty() {
+        return None;
+    }
+    let mut pre = Vec::new();
+    let mut found = None;
+    let mut epilogue = Vec::new();
+    for piece in &u.body {
+        let Piece::Node(n) = *piece else { return None };
+        if found.is_none() {
+            if n.kind() == "declaration" {
+                pre.push(n);
+                continue;
+            }
+            found = Some(dot_loop(k, n)?);
+            continue;
+        }
+        if descendants(n).into_iter().any(super::recognize::is_loop) {
+            return None;
+        }
+        epilogue.push(n);
+    }
+    let (p, p_ty, bound, acc, x, y) = found?;
+    // The bound is uniform: parameters and literals only.
+    if bound.chars().any(|c| !(c.is_alphanumeric() || c == '_' || " +-*/()".contains(c)))
+        || bound.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| !w.is_empty() && !w.chars().next().unwrap().is_ascii_digit() && k.param(w).is_none_or(|q| q.pointer))
+    {
+        return None;
+    }
+    // Which pre declarations follow i, j.
+    let locals: Vec<(String, Node)> = pre.iter().flat_map(|d| declared_in(k, *d).into_iter().map(move |n| (n, *d))).collect();
+    let follows = |e: Node, idx: &str| -> bool {
+        let mut seen = vec![e];
+        let mut at = 0;
+        while at < seen.len() {
+            let names = names_in(k, seen[at]);
+            if names.contains(&idx) {
+                return true;
+            }
+            for (l, d) in &locals {
+                if names.contains(&l.as_str()) && !seen.contains(d) {
+                    seen.push(*d);
+                }
+            }
+            at += 1;
+        }
+        false
+    };
+    let acc_decl = locals.iter().find(|(l, _)| *l == acc)?.1;
+    let acc_ty = k.text_of(acc_decl.child_by_field_name("type")?).replace("const ", "").trim().to_string();
+    if !["float", "double"].contains(&acc_ty.as_str()) {
+        return None;
+    }
+    let (a, b) = match (follows(x, &i.name), follows(x, &j.name), follows(y, &i.name), follows(y, &j.name)) {
+        (true, false, false, true) => (x, y),
+        (false, true, true, false) => (y, x),
+        _ => return None,
+    };
+    // Operands only load (no writes, no accumulator).
+    for e in [a, b] {
+        if names_in(k, e).contains(&acc.as_str()) || descendants(e).iter().any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression")) {
+            return None;
+        }
+    }
+    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue })
+}
+
+/// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
+fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
+    descendants(e).into_iter().filter(|d| d.kind() == "subscript_expression").any(|s| {
+        let idx = s.child_by_field_name("indices").and_then(|i| i.named_child(0)).map(|i| flat(k, i)).unwrap_or_default();
+        idx.split('+').any(|t| t.trim_matches(|c| c == '(' || c == ')') == p)
+    })
+}
+
+fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
+    let [i, j] = &u.indices[..] else { return None };
+    let body = k.body();
+    let outer = indent_at(k.text, body.start_byte());
+    let ind = format!("{outer}  ");
+    let deep = format!("{ind}      ");
+    let pre: String = d.pre.iter().map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n"))).collect::<Option<_>>()?;
+    let epi = d.epilogue.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
+    // The declarations an operand needs (row pointers), re-emitted where it is loaded.
+    let needs = |e: Node| -> Option<String> {
+        let mut out = Vec::new();
+        let mut want: Vec<&str> = names_in(k, e);
+        for n in d.pre.iter().rev() {
+            let names = declared_in(k, *n);
+            if names.iter().any(|x| want.contains(&x.as_str())) {
+                if names.contains(&d.acc) {
+                    return None;
+                }
+                want.extend(names_in(k, *n));
+                out.push(render(k, Piece::Node(*n), &[], "")?);
+            }
+        }
+        out.reverse();
+        Some(out.join(" "))
+    };
+    let line = |s: String| {
+        if s.is_empty() { s } else { format!("{ind}      {s}\n") }
+    };
+    let (a_pre, b_pre) = (line(needs(d.a)?), line(needs(d.b)?));
+    let (t, m, n, kk) = (&d.acc_ty, &i.bound, &j.bound, &d.k);
+    let (ti, tj, tp) = (&i.ty, &j.ty, &d.p_ty);
+    let (iname, jname, p) = (&i.name, &j.name, &d.p);
+    let (ea, eb) = (k.text_of(d.a), k.text_of(d.b));
+    let prologue = u.prologue(k, &ind)?;
+    // Consecutive threads walk the operand's contiguous axis.
+    let order = |contig_p: bool| {
+        if contig_p { ("kp_e % 16", "kp_e / 16") } else { ("kp_e / 64", "kp_e % 64") }
+    };
+    let (a_kk, a_mm) = order(contiguous_in(k, d.a, p));
+    let (b_kk, b_nn) = order(contiguous_in(k, d.b, p));
+    let s = format!(
+        r#"{{
+{ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {TILE}x{TILE} tiles, {DEPTH} deep, 4x4 outputs a thread, {THREADS} threads a block.
+{prologue}{ind}__shared__ {t} kp_As[{DEPTH}][{TILE} + 4];
+{ind}__shared__ {t} kp_Bs[{DEPTH}][{TILE} + 4];
+{ind}const int kp_tid = (int){BLOCK_TID};
+{ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
+{ind}const long long kp_tiles_n = ((long long)({n}) + {TILE} - 1) / {TILE};
+{ind}const long long kp_tiles = ((long long)({m}) + {TILE} - 1) / {TILE} * kp_tiles_n;
+{ind}const long long kp_blocks = {GRID_THREADS} / (blockDim.x * blockDim.y * blockDim.z);
+{ind}for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += kp_blocks) {{
+{ind}  const long long kp_m0 = kp_t / kp_tiles_n * {TILE}, kp_n0 = kp_t % kp_tiles_n * {TILE};
+{ind}  {t} kp_acc[4][4];
+{ind}  #pragma unroll
+{ind}  for (int kp_a = 0; kp_a < 4; ++kp_a) {{
+{ind}    #pragma unroll
+{ind}    for (int kp_b = 0; kp_b < 4; ++kp_b) {{
+{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
+{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
+{ind}      kp_acc[kp_a][kp_b] = 0;
+{ind}      if ({iname} < {m} && {jname} < {n}) {{
+{pre}{deep}kp_acc[kp_a][kp_b] = {acc};
+{ind}      }}
+{ind}    }}
+{ind}  }}
+{ind}  for (long long kp_k0 = 0; kp_k0 < (long long)({kk}); kp_k0 += {DEPTH}) {{
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += {THREADS}) {{
+{ind}      const int kp_kk = {a_kk}, kp_mm = {a_mm};
+{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_mm);
+{ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
+{a_pre}{ind}      kp_As[kp_kk][kp_mm] = ({iname} < {m} && {p} < {kk}) ? ({t})({ea}) : ({t})0;
+{ind}    }}
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += {THREADS}) {{
+{ind}      const int kp_kk = {b_kk}, kp_nn = {b_nn};
+{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_nn);
+{ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
+{b_pre}{ind}      kp_Bs[kp_kk][kp_nn] = ({jname} < {n} && {p} < {kk}) ? ({t})({eb}) : ({t})0;
+{ind}    }}
+{ind}    __syncthreads();
+{ind}    #pragma unroll
+{ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
+{ind}      {t} kp_x[4], kp_y[4];
+{ind}      #pragma unroll
+{ind}      for (int kp_a = 0; kp_a < 4; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
+{ind}      #pragma unroll
+{ind}      for (int kp_b = 0; kp_b < 4; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
+{ind}      #pragma unroll
+{ind}      for (int kp_a = 0; kp_a < 4; ++kp_a)
+{ind}        #pragma unroll
+{ind}        for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
+{ind}    }}
+{ind}    __syncthreads();
+{ind}  }}
+{ind}  #pragma unroll
+{ind}  for (int kp_a = 0; kp_a < 4; ++kp_a) {{
+{ind}    #pragma unroll
+{ind}    for (int kp_b = 0; kp_b < 4; ++kp_b) {{
+{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
+{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
+{ind}      if (!({iname} < {m} && {jname} < {n})) continue;
+{pre}{deep}{acc} = kp_acc[kp_a][kp_b];
+{deep}{epi}
+{ind}    }}
+{ind}  }}
+{ind}}}
+{outer}}}"#,
+        acc = d.acc
+    );
+    Some(s)
+}
+
+fn rewrites(k: &Kernel) -> Vec<Rewrite> {
+    let Some(u) = units(k) else { return Vec::new() };
+    // The 4x4-a-thread mapping needs 256-thread blocks in every launch the search may pick.
+    let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] == THREADS));
+    let Some(d) = recognise(k, &u).filter(|_| ok) else {
+        return Vec::new();
+    };
+    if u.body.iter().any(|p| matches!(p, Piece::Node(n) if statements(*n).iter().any(|s| s.kind() == "return_statement"))) {
+        return Vec::new();
+    }
+    let Some(mut text) = generate(k, &u, &d) else {
+        return Vec::new();
+    };
+    // Float buffers: a `double` accumulator becomes float (double tiles would halve the tile's reuse).
+    let float_acc = k.func.params.iter().all(|p| !p.base.contains("double")) && text.contains("double");
+    if float_acc {
+        text = super::warp_units::to_float(&text);
+    }
+    let mut source = k.text.to_string();
+    source.replace_range(k.body().byte_range(), &text);
+    let fp = if float_acc { ", double accumulator as float" } else { "" };
+    let note = format!("{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}", u.indices[0].name, u.indices[1].name, d.p);
+    launch_variants(k, &Rewrite { source, note }, &u, Tuning::Tiles { threads: THREADS, units: TILE * TILE })
+}
+
+impl Recipe for TiledContraction {
+    fn name(&self) -> &'static str {
+        "TiledContraction"
+    }
+    fn answers(&self) -> &'static [&'static str] {
+        &["MissedReuse", "SharedMemTiling", "UncoalescedAccess", "MemoryCoalescing"]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+    }
+}

@@ -1,0 +1,135 @@
+//! The launch tuner: a structural rewrite walks its work units with a grid
+//! stride, so any launch is correct; this proposes, besides the rewrite under
+//! the user's own launch, variants that also rewrite the spec's `grid` and
+//! `block` lines. Grids are written in the spec's own names (the unit count
+//! from the bindings of the guard's bounds) and capped at a multiple of the
+//! SM count, e.g. `grid = min(ceil_div(ROWS, 8), 132 * 16)`.
+
+use super::recognize::Units;
+use crate::Rewrite;
+use crate::kernel::Kernel;
+
+/// Streaming multiprocessors of the target (H100/H200 SXM).
+pub(crate) const SMS: u32 = 132;
+
+/// How many units a block takes in one step.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tuning {
+    /// A warp per unit.
+    Warps,
+    /// A thread per unit (maps).
+    Threads,
+    /// A thread per unit, few blocks (one atomic per block).
+    Reduce,
+    /// `units` units (output elements) per block of `threads`: one launch only.
+    Tiles { threads: u32, units: u32 },
+}
+
+impl Tuning {
+    /// (block threads, units per block, grid cap in multiples of the SM count).
+    fn choices(self) -> Vec<(u32, u32, u32)> {
+        match self {
+            Tuning::Warps => vec![(256, 8, 16), (128, 4, 32), (512, 16, 8)],
+            Tuning::Threads => vec![(256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
+            Tuning::Reduce => vec![(512, 512, 2), (256, 256, 4), (1024, 1024, 1)],
+            Tuning::Tiles { threads, units } => vec![(threads, units, 0)],
+        }
+    }
+}
+
+/// The unit count in the spec's names: each bound's scalar parameter replaced by its binding.
+fn spec_units(k: &Kernel, u: &Units) -> Option<String> {
+    let mut factors = Vec::new();
+    for i in &u.indices {
+        let mut out = String::new();
+        let b = &i.bound;
+        let mut chars = b.char_indices().peekable();
+        while let Some((at, ch)) = chars.next() {
+            if ch.is_alphabetic() || ch == '_' {
+                let mut end = at + ch.len_utf8();
+                while let Some((e, c)) = chars.peek().copied().filter(|(_, c)| c.is_alphanumeric() || *c == '_') {
+                    end = e + c.len_utf8();
+                    chars.next();
+                }
+                let name = &b[at..end];
+                let binding = k.spec_lines().iter().find_map(|l| l.text.split_once('=').filter(|(lhs, _)| lhs.trim() == name).map(|(_, rhs)| rhs.trim().to_string()));
+                let p = k.param(name).filter(|p| !p.pointer)?;
+                let _ = p;
+                let binding = binding?;
+                let simple = binding.chars().all(|c| c.is_alphanumeric() || c == '_');
+                out.push_str(&if simple { binding } else { format!("({binding})") });
+            } else if ch.is_ascii_digit() || " +-*/()".contains(ch) {
+                out.push(ch);
+            } else {
+                return None;
+            }
+        }
+        factors.push(out.trim().to_string());
+    }
+    if factors.len() == 1 {
+        return factors.pop();
+    }
+    Some(factors.iter().map(|f| format!("({f})")).collect::<Vec<_>>().join(" * "))
+}
+
+/// The rewrite under the user's launch, then one variant per launch choice.
+pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tuning) -> Vec<Rewrite> {
+    let mut out = vec![base.clone()];
+    let lines = k.spec_lines();
+    let grid = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("grid"));
+    let block = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("block"));
+    let (Some(grid), Some(block)) = (grid, block) else {
+        return out;
+    };
+    let units = spec_units(k, u);
+    for (threads, per_block, cap) in tuning.choices() {
+        let g = match (&units, cap) {
+            (Some(n), 0) => format!("ceil_div({n}, {per_block})"),
+            (Some(n), cap) => format!("min(ceil_div({n}, {per_block}), {SMS} * {cap})"),
+            (None, 0) => continue,
+            (None, cap) => format!("{SMS} * {cap}"),
+        };
+        // Fixed block indices keep the launch's y (and z): only the x extent changes.
+        let g = if u.fixed.is_empty() {
+            g
+        } else {
+            let Some(rest) = grid.text.split_once('=').map(|(_, r)| r.trim()) else { continue };
+            let Some(parts) = tuple_parts(rest) else { continue };
+            format!("({})", std::iter::once(g).chain(parts.into_iter().skip(1)).collect::<Vec<_>>().join(", "))
+        };
+        let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
+        let mut source = base.source.clone();
+        // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text; the later one first.
+        let mut edits = [(g_at, grid.text.len(), format!("grid = {g}")), (b_at, block.text.len(), format!("block = {threads}"))];
+        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+        for (at, len, with) in edits {
+            source.replace_range(at..at + len, &with);
+        }
+        if source == base.source {
+            continue;
+        }
+        out.push(Rewrite { source, note: format!("{}; launch block = {threads}, grid = {g}", base.note) });
+    }
+    out
+}
+
+/// `(a, b[, c])` split at its top-level commas.
+fn tuple_parts(text: &str) -> Option<Vec<String>> {
+    let inner = text.strip_prefix('(')?.strip_suffix(')')?;
+    let (mut parts, mut depth, mut cur) = (Vec::new(), 0i32, String::new());
+    for ch in inner.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(ch);
+    }
+    parts.push(cur.trim().to_string());
+    (parts.len() >= 2).then_some(parts)
+}

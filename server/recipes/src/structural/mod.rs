@@ -1,0 +1,44 @@
+//! Structural rewrites: each recognises the kernel's parallel pattern from
+//! what its threads touch ([`recognize`]: the work units, their guard and the
+//! per-unit body) and generates the expert form for it, carrying the user's
+//! own per-element statements, names and types over. Every generated kernel
+//! walks its work units with a grid stride, so it is correct under the user's
+//! old launch as well as under the launches [`launch`] proposes.
+//!
+//! - [`WarpUnits`]: a thread walking a long loop per unit (row reductions and
+//!   the maps after them, gathers, dot products along a contiguous axis)
+//!   becomes a warp per unit, lanes splitting the loop, accumulators combined
+//!   by shuffle all-reductions.
+//! - [`BlockReduce`]: one atomic per element into one address becomes a
+//!   grid-stride sum, warp shuffles, shared memory and one atomic per block.
+//! - [`TiledContraction`]: a dot-product loop per output becomes a SIMT
+//!   register-tiled product with shared-memory tiles, in any layout, with the
+//!   user's epilogue.
+//! - [`TiledTranspose`]: a thread-per-element copy whose load and store run
+//!   along different indices goes through a 32x33 shared tile.
+//! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
+//!   whose grid the launch tuner sizes to the machine.
+
+mod contraction;
+mod grid_stride;
+mod launch;
+mod recognize;
+mod transpose;
+mod warp_units;
+
+pub use contraction::TiledContraction;
+pub use grid_stride::{BlockReduce, GridStrideMap};
+pub use transpose::TiledTranspose;
+pub use warp_units::WarpUnits;
+
+/// The calling thread's index within its block, for any block shape.
+const BLOCK_TID: &str = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))";
+/// Threads per block.
+const BLOCK_THREADS: &str = "(blockDim.x * blockDim.y * blockDim.z)";
+/// The calling thread's index within the grid, 64-bit, for any grid and block shape.
+const GRID_TID: &str = "(((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)))";
+/// Threads in the grid, 64-bit.
+const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
+
+#[cfg(test)]
+mod tests;

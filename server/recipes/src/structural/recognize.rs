@@ -1,0 +1,503 @@
+//! The kernel's work units, recognised from what each thread touches rather
+//! than from one spelling: the global thread indices it declares (1D or 2D,
+//! any axis, any integer type, casts and operand order free), the bounds its
+//! guard puts on them (`if (i >= n) return;`, `if (r < R && c < C) { ... }`),
+//! and the per-unit statements left once those are taken away. Every
+//! structural rewrite starts from this: it re-binds the user's index names
+//! from a grid-stride unit counter, so the rewritten kernel is correct under
+//! any launch.
+
+use crate::kernel::Kernel;
+use crate::syntax::{compact, descendants, single_statement, statements};
+use tree_sitter::Node;
+
+/// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
+const THREAD_BOUND: &[&str] = &["threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shfl", "__shared__", "warpSize", "cooperative_groups", "__ballot", "__activemask"];
+
+/// Cast spellings stripped before an index value is compared (after whitespace removal).
+const CASTS: &[&str] = &[
+    "(int)",
+    "(unsigned)",
+    "(unsignedint)",
+    "(long)",
+    "(longlong)",
+    "(unsignedlong)",
+    "(unsignedlonglong)",
+    "(size_t)",
+    "(int64_t)",
+    "(uint64_t)",
+    "(int32_t)",
+    "(uint32_t)",
+    "(ptrdiff_t)",
+    "(longint)",
+];
+
+/// One global thread index of the kernel (`T NAME = blockIdx.A * blockDim.A + threadIdx.A`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexVar {
+    pub name: String,
+    pub ty: String,
+    pub axis: char,
+    /// The exclusive bound the guard puts on it, as kernel-side text.
+    pub bound: String,
+}
+
+/// A statement of the per-unit body: a node of the kernel, or generated text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Piece<'t> {
+    Node(Node<'t>),
+    /// A guard atom the original returned on (`!(cond)` of a wrapping guard): the unit is skipped.
+    Skip(Node<'t>, bool),
+}
+
+/// A kernel written as one thread per work unit.
+pub(crate) struct Units<'t> {
+    /// Slowest-varying first; the `x` index is last, so neighbouring units are neighbouring `x` indices as before.
+    pub indices: Vec<IndexVar>,
+    pub body: Vec<Piece<'t>>,
+    /// Declarations before the indices that are the same for every thread (`int N = B * T;`): emitted once, before the unit loop.
+    pub head: Vec<Node<'t>>,
+    /// Indices that are a block index alone (`int b = blockIdx.y;`): (name, type, axis). They keep the
+    /// launch's own `y`/`z` extent, so the unit loop strides over the `x` blocks only.
+    pub fixed: Vec<(String, String, char)>,
+}
+
+impl Units<'_> {
+    /// The unit count as a C expression (64-bit).
+    pub fn count(&self) -> String {
+        self.indices.iter().map(|i| format!("(long long)({})", i.bound)).collect::<Vec<_>>().join(" * ")
+    }
+
+    /// Declarations re-binding the user's index names from the unit counter `u`.
+    pub fn rebind(&self, u: &str) -> String {
+        let mut out = String::new();
+        let mut divisor = String::new();
+        for (n, i) in self.indices.iter().enumerate().rev() {
+            let base = if divisor.is_empty() { u.to_string() } else { format!("({u} / ({divisor}))") };
+            let value = if n == 0 { base } else { format!("{base} % ({})", i.bound) };
+            out.push_str(&format!("const {} {} = ({})({});\n", i.ty, i.name, i.ty, value));
+            divisor = if divisor.is_empty() { format!("(long long)({})", i.bound) } else { format!("{divisor} * (long long)({})", i.bound) };
+        }
+        out
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.indices.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    /// The calling thread's index among the threads that walk the units (64-bit).
+    pub fn grid_tid(&self) -> String {
+        if self.fixed.is_empty() { super::GRID_TID.to_string() } else { format!("((long long)blockIdx.x * {} + {})", super::BLOCK_THREADS, super::BLOCK_TID) }
+    }
+
+    /// How many threads walk the units (64-bit).
+    pub fn grid_threads(&self) -> String {
+        if self.fixed.is_empty() { super::GRID_THREADS.to_string() } else { format!("((long long)gridDim.x * {})", super::BLOCK_THREADS) }
+    }
+
+    /// The head declarations and the fixed indices, as lines at indentation `to`, emitted before the unit loop.
+    pub fn prologue(&self, k: &Kernel, to: &str) -> Option<String> {
+        let mut out = String::new();
+        for n in &self.head {
+            out.push_str(&format!("{to}{}\n", render(k, Piece::Node(*n), &[], to)?));
+        }
+        for (name, ty, axis) in &self.fixed {
+            out.push_str(&format!("{to}const {ty} {name} = ({ty})blockIdx.{axis};\n"));
+        }
+        Some(out)
+    }
+}
+
+/// The compact text with casts and parentheses removed.
+fn bare(text: &str) -> String {
+    let mut s = text.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    for cast in CASTS {
+        s = s.replace(cast, "");
+    }
+    while let Some(start) = s.find("static_cast<") {
+        let Some(end) = s[start..].find('>') else {
+            break;
+        };
+        s.replace_range(start..start + end + 1, "");
+    }
+    s.replace(['(', ')'], "")
+}
+
+/// The axis of `blockIdx.A * blockDim.A + threadIdx.A` in any order, with casts.
+pub(crate) fn global_index_axis(value: &str) -> Option<char> {
+    let s = bare(value);
+    let terms: Vec<&str> = s.split('+').collect();
+    let [a, b] = terms[..] else { return None };
+    for axis in ['x', 'y', 'z'] {
+        let t = format!("threadIdx.{axis}");
+        let products = [format!("blockIdx.{axis}*blockDim.{axis}"), format!("blockDim.{axis}*blockIdx.{axis}")];
+        if (a == t && products.contains(&b.to_string())) || (b == t && products.contains(&a.to_string())) {
+            return Some(axis);
+        }
+    }
+    None
+}
+
+/// The index declarations of a `declaration` statement: all its declarators, or `None` when any is not one.
+fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
+    if st.kind() != "declaration" {
+        return None;
+    }
+    let ty = k.text_of(st.child_by_field_name("type")?).to_string();
+    let mut cursor = st.walk();
+    let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
+    let mut out = Vec::new();
+    for d in decls {
+        let name = d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
+        let value = k.text_of(d.child_by_field_name("value")?);
+        // A block index alone is a fixed index, marked by an upper-case axis.
+        let axis = global_index_axis(value).or_else(|| ['x', 'y', 'z'].into_iter().find(|a| bare(value) == format!("blockIdx.{a}")).map(|a| a.to_ascii_uppercase()))?;
+        out.push((k.text_of(name).to_string(), ty.clone(), axis));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Splits `a OP b OP c` (one operator, `||` or `&&`) into its atoms, through parentheses.
+fn atoms<'t>(k: &Kernel, cond: Node<'t>, op: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![cond];
+    while let Some(n) = stack.pop() {
+        let n = strip_parens(n);
+        let is_op = n.kind() == "binary_expression" && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == op);
+        if is_op {
+            stack.extend([n.child_by_field_name("right"), n.child_by_field_name("left")].into_iter().flatten());
+        } else {
+            out.push(n);
+        }
+    }
+    out
+}
+
+pub(crate) fn strip_parens(mut n: Node) -> Node {
+    while n.kind() == "parenthesized_expression" && n.named_child_count() == 1 {
+        n = n.named_child(0).expect("one child");
+    }
+    n
+}
+
+/// `X OUT B` (or `B IN X`) with X one of `names`: (X, B). `out` is the out-of-range operator (`>=`), `flipped` its mirror (`<=`).
+fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped: &str) -> Option<(String, Node<'t>)> {
+    if atom.kind() != "binary_expression" {
+        return None;
+    }
+    let op = k.text_of(atom.child_by_field_name("operator")?);
+    let (l, r) = (atom.child_by_field_name("left")?, atom.child_by_field_name("right")?);
+    let (x, b) = if op == out {
+        (l, r)
+    } else if op == flipped {
+        (r, l)
+    } else {
+        return None;
+    };
+    let x = bare(k.text_of(x));
+    names.contains(&x.as_str()).then_some((x, b))
+}
+
+/// Whether `node` names a built-in of the original thread mapping.
+pub(crate) fn thread_bound(k: &Kernel, node: Node) -> bool {
+    descendants(node).into_iter().any(|n| {
+        (n.kind() == "identifier" || n.kind() == "field_identifier" || n.kind() == "type_identifier" || n.kind() == "primitive_type" || n.kind().contains("specifier"))
+            && THREAD_BOUND.iter().any(|b| k.text_of(n).starts_with(b))
+    }) || k.text_of(node).contains("__shared__")
+}
+
+/// Identifiers named in `node` (not field names).
+pub(crate) fn names_in<'t>(k: &Kernel<'t>, node: Node) -> Vec<&'t str> {
+    descendants(node).into_iter().filter(|n| n.kind() == "identifier").map(|n| k.text_of(n)).collect()
+}
+
+/// The kernel's work units, or `None` when it is not one thread per unit with a bounding guard.
+pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
+    let body = k.body();
+    let mut sts = statements(body);
+    let mut indices: Vec<(String, String, char)> = Vec::new();
+    let mut head = Vec::new();
+    let mut strides: Vec<String> = Vec::new();
+    // Index declarations first; uniform declarations before them are the head, after them the unit's own.
+    let mut pre = Vec::new();
+    while let Some(first) = sts.first().copied() {
+        if let Some(d) = index_decls(k, first) {
+            indices.extend(d);
+        } else if first.kind() == "declaration" && !thread_bound(k, first) {
+            // Uniform declarations (scalar parameters and earlier uniform names only) go before the unit loop.
+            let head_names: Vec<String> = head.iter().flat_map(|h| declared_in(k, *h)).collect();
+            let mut cursor = first.walk();
+            let values: Vec<Node> = first.children_by_field_name("declarator", &mut cursor).filter_map(|d| d.child_by_field_name("value")).collect();
+            let uniform = !values.is_empty()
+                && values.iter().all(|v| {
+                    descendants(*v).into_iter().all(|n| match n.kind() {
+                        "identifier" => k.param(k.text_of(n)).is_some_and(|p| !p.pointer) || head_names.iter().any(|h| h == k.text_of(n)),
+                        "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "pointer_expression" => false,
+                        _ => true,
+                    })
+                });
+            if indices.is_empty() || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(first) }
+        } else if first.kind() == "declaration" && is_stride_decl(k, first) {
+            strides.extend(declared_in(k, first));
+        } else {
+            break;
+        }
+        sts.remove(0);
+    }
+    let fixed: Vec<(String, String, char)> =
+        indices.iter().filter(|i| i.2.is_ascii_uppercase()).map(|(n, t, a)| (n.clone(), t.replace("const ", "").trim().to_string(), a.to_ascii_lowercase())).collect();
+    indices.retain(|i| !i.2.is_ascii_uppercase());
+    // A grid-stride loop over one index, as the whole rest of the body.
+    if indices.is_empty()
+        && let [f] = sts[..]
+        && let Some((name, ty, axis, bound)) = grid_stride_loop(k, f, &strides)
+    {
+        let inner = f.child_by_field_name("body")?;
+        let body: Vec<Piece> = match inner.kind() {
+            "compound_statement" => statements(inner).into_iter().map(Piece::Node).collect(),
+            _ => vec![Piece::Node(inner)],
+        };
+        let index = IndexVar { name, ty, axis, bound: k.text_of(bound).to_string() };
+        return finish(k, vec![index], body, head, fixed, &[bound]);
+    }
+    if indices.is_empty() || !strides.is_empty() || indices.iter().enumerate().any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0)) {
+        return None;
+    }
+    let names: Vec<&str> = indices.iter().map(|i| i.0.as_str()).collect();
+    let mut bounds: Vec<Option<Node>> = vec![None; indices.len()];
+    let mut pieces: Vec<Piece> = pre.into_iter().map(Piece::Node).collect();
+    let guard = sts.first().copied().filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
+    let guard = guard?;
+    let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
+    let then = guard.child_by_field_name("consequence")?;
+    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
+    let mut record = |atom: Node<'t>, out: &str, flipped: &str, skip_when_true: bool| -> Option<Piece<'t>> {
+        if let Some((x, b)) = bound_atom(k, atom, &names, out, flipped) {
+            let at = names.iter().position(|n| *n == x).expect("named");
+            if bounds[at].is_none() {
+                bounds[at] = Some(b);
+                return None;
+            }
+        }
+        Some(Piece::Skip(atom, skip_when_true))
+    };
+    if returns {
+        for atom in atoms(k, cond, "||") {
+            if let Some(p) = record(atom, ">=", "<=", true) {
+                pieces.push(p);
+            }
+        }
+        pieces.extend(sts[1..].iter().copied().map(Piece::Node));
+    } else if sts.len() == 1 {
+        for atom in atoms(k, cond, "&&") {
+            if let Some(p) = record(atom, "<", ">", false) {
+                pieces.push(p);
+            }
+        }
+        match then.kind() {
+            "compound_statement" => pieces.extend(statements(then).into_iter().map(Piece::Node)),
+            _ => pieces.push(Piece::Node(then)),
+        }
+    } else {
+        return None;
+    }
+    let bounds: Vec<Node> = bounds.into_iter().collect::<Option<_>>()?;
+    let indices: Vec<IndexVar> =
+        indices.into_iter().zip(&bounds).map(|((name, ty, axis), b)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(*b).to_string() }).collect();
+    finish(k, indices, pieces, head, fixed, &bounds)
+}
+
+/// `T s = gridDim.x * blockDim.x;` (any order, casts): a grid stride's declaration.
+fn is_stride_decl(k: &Kernel, st: Node) -> bool {
+    let Some(d) = st.child_by_field_name("declarator").and_then(|d| d.child_by_field_name("value")) else { return false };
+    let b = bare(k.text_of(d));
+    ["gridDim.x*blockDim.x", "blockDim.x*gridDim.x"].contains(&b.as_str())
+}
+
+/// `for (T i = <global index>; i < B; i += <grid stride>)`: (i, T, axis, B).
+fn grid_stride_loop<'t>(k: &Kernel, f: Node<'t>, strides: &[String]) -> Option<(String, String, char, Node<'t>)> {
+    let init = f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let [(name, ty, axis)] = &index_decls(k, init)?[..] else { return None };
+    if axis.is_ascii_uppercase() {
+        return None;
+    }
+    let cond = strip_parens(f.child_by_field_name("condition")?);
+    let (x, bound) = bound_atom(k, cond, &[name.as_str()], "<", ">")?;
+    let step = f.child_by_field_name("update")?;
+    let rhs = step.child_by_field_name("right").filter(|_| step.kind() == "assignment_expression" && step.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+="))?;
+    let r = bare(k.text_of(rhs));
+    let stride_ok = strides.contains(&r) || [format!("gridDim.{axis}*blockDim.{axis}"), format!("blockDim.{axis}*gridDim.{axis}")].contains(&r);
+    (stride_ok && x == *name && k.text_of(step.child_by_field_name("left")?) == name).then(|| (name.clone(), ty.replace("const ", "").trim().to_string(), *axis, bound))
+}
+
+/// The checks shared by both forms: uniform bounds, a unit body free of the original mapping.
+fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, head: Vec<Node<'t>>, fixed: Vec<(String, String, char)>, bounds: &[Node]) -> Option<Units<'t>> {
+    let names: Vec<&str> = indices.iter().map(|i| i.name.as_str()).chain(fixed.iter().map(|f| f.0.as_str())).collect();
+    let local_names: Vec<String> = pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Node(n) => Some(*n),
+            _ => None,
+        })
+        .flat_map(|n| declared_in(k, n))
+        .collect();
+    for b in bounds {
+        // A bound must be the same for every unit: no index, no local, no load.
+        let uniform = descendants(*b).into_iter().all(|n| match n.kind() {
+            "identifier" => {
+                let name = k.text_of(n);
+                !names.contains(&name) && !local_names.iter().any(|l| l == name) && k.param(name).is_none_or(|p| !p.pointer)
+            }
+            "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "ERROR" => false,
+            _ => true,
+        });
+        if !uniform {
+            return None;
+        }
+    }
+    // The unit body may not depend on the original mapping, nor assign an index.
+    for p in &pieces {
+        let (Piece::Node(n) | Piece::Skip(n, _)) = p;
+        if thread_bound(k, *n) {
+            return None;
+        }
+        for d in descendants(*n) {
+            let target = match d.kind() {
+                "assignment_expression" => d.child_by_field_name("left"),
+                "update_expression" => d.child_by_field_name("argument"),
+                _ => None,
+            };
+            if target.is_some_and(|t| names.contains(&k.text_of(t))) {
+                return None;
+            }
+        }
+    }
+    // Fixed indices keep the launch's y/z: the units then run along x only.
+    if !fixed.is_empty() && (indices.iter().any(|i| i.axis != 'x') || fixed.iter().any(|f| f.2 == 'x')) {
+        return None;
+    }
+    // x last (fastest), then y, then z.
+    indices.sort_by_key(|i| std::cmp::Reverse(i.axis));
+    Some(Units { indices, body: pieces, head, fixed })
+}
+
+/// Whether every launch the search may pick has blocks of whole warps (any shape).
+pub(crate) fn whole_warps(k: &Kernel) -> bool {
+    k.all_launches().is_some_and(|ls| ls.iter().all(|l| (l.block[0] * l.block[1] * l.block[2]) % 32 == 0))
+}
+
+/// `node`'s text with `edits` (file ranges inside it) applied.
+pub(crate) fn edited(k: &Kernel, node: Node, edits: &[(std::ops::Range<usize>, String)]) -> String {
+    let mut edits = edits.to_vec();
+    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = k.text_of(node).to_string();
+    for (r, with) in edits {
+        out.replace_range(r.start - node.start_byte()..r.end - node.start_byte(), &with);
+    }
+    out
+}
+
+/// `text` re-indented: its first line as is, later lines shifted from `from` (the original indentation) to `to`.
+pub(crate) fn reindent(text: &str, from: &str, to: &str) -> String {
+    let mut lines = text.lines();
+    let mut out = lines.next().unwrap_or("").to_string();
+    for l in lines {
+        out.push('\n');
+        out.push_str(to);
+        out.push_str(l.strip_prefix(from).unwrap_or(l.trim_start()));
+    }
+    out
+}
+
+/// The compact text of `node` (whitespace removed).
+pub(crate) fn flat(k: &Kernel, node: Node) -> String {
+    compact(k.text, node)
+}
+
+/// Whether `n` is a loop statement.
+pub(crate) fn is_loop(n: Node) -> bool {
+    matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop")
+}
+
+/// A unit-body piece as text at indentation `to`: a skipped-unit guard as
+/// `continue`, a node with `edits` applied and each `return;` (outside any
+/// loop of the piece) as `continue;`. `None` when a `return` sits in a loop.
+pub(crate) fn render(k: &Kernel, piece: Piece, edits: &[(std::ops::Range<usize>, String)], to: &str) -> Option<String> {
+    let node = match piece {
+        Piece::Skip(atom, true) => return Some(format!("if ({}) continue;", k.text_of(atom))),
+        Piece::Skip(atom, false) => return Some(format!("if (!({})) continue;", k.text_of(atom))),
+        Piece::Node(n) => n,
+    };
+    let mut all = edits.to_vec();
+    for r in descendants(node).into_iter().filter(|d| d.kind() == "return_statement") {
+        if r.named_child_count() != 0 {
+            return None;
+        }
+        let mut up = Some(r);
+        while let Some(n) = up {
+            if is_loop(n) {
+                return None;
+            }
+            if n == node {
+                break;
+            }
+            up = n.parent();
+        }
+        all.push((r.byte_range(), "continue;".to_string()));
+    }
+    let from = crate::syntax::indent_at(k.text, node.start_byte());
+    Some(reindent(&edited(k, node, &all), from, to))
+}
+
+/// Stores under `node`: assignments to and increments of subscripts and
+/// dereferences, and atomic calls, as (pointer text, index node or the call).
+pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> {
+    let mut out = Vec::new();
+    for d in descendants(node) {
+        let target = match d.kind() {
+            "assignment_expression" => d.child_by_field_name("left"),
+            "update_expression" => d.child_by_field_name("argument"),
+            "call_expression" => {
+                let f = d.child_by_field_name("function").map(|f| k.text_of(f)).unwrap_or("");
+                if f.starts_with("atomic") {
+                    out.push((f.to_string(), d));
+                }
+                None
+            }
+            _ => None,
+        };
+        let Some(t) = target.map(strip_parens) else {
+            continue;
+        };
+        match t.kind() {
+            "subscript_expression" => {
+                if let (Some(a), Some(i)) = (t.child_by_field_name("argument"), t.child_by_field_name("indices").and_then(|i| i.named_child(0))) {
+                    out.push((k.text_of(a).to_string(), i));
+                }
+            }
+            "pointer_expression" | "field_expression" => out.push(("*".to_string(), t)),
+            // A macro or call as the target (`AT(y, r, c) = v`): its arguments stand for the index.
+            "call_expression" => out.push((format!("{}()", t.child_by_field_name("function").map_or("", |f| k.text_of(f))), t)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Names declared under `node` (declarations, parameters of loops).
+pub(crate) fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in descendants(node) {
+        if d.kind() == "declaration" {
+            let mut cursor = d.walk();
+            for decl in d.children_by_field_name("declarator", &mut cursor) {
+                let mut name = decl;
+                while let Some(inner) = name.child_by_field_name("declarator") {
+                    name = inner;
+                }
+                out.push(k.text_of(name).to_string());
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,541 @@
+//! The structural rewrites on naive kernels written in several styles: which
+//! rewrites apply to each (as data), every rewrite compiled with the real
+//! nvcc, and snapshots of generated kernels.
+
+use crate::{Recipe, all};
+use expect_test::{Expect, expect};
+use std::path::{Path, PathBuf};
+
+const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "TiledTranspose", "GridStrideMap"];
+
+/// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
+fn fixture(name: &str) -> String {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = match (name.strip_prefix("naive/"), name.strip_prefix("kbench/")) {
+        (Some(rest), _) => crate_dir.join("../../tests/fixtures/naive").join(rest),
+        (_, Some(rest)) => crate_dir.join("../../bench/kernelbench/tasks").join(rest),
+        _ => crate_dir.join("fixtures/structural").join(name),
+    };
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn recipe(name: &str) -> Box<dyn Recipe> {
+    all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
+}
+
+/// (fixture, kernel, the structural rewrites that apply with their candidate counts; empty: none).
+const CORPUS: &[(&str, &str, &str)] = &[
+    ("layernorm_rowptr.cu", "layernorm", "WarpUnits x8"),
+    ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8"),
+    ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
+    ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
+    ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x2"),
+    ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x2"),
+    ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
+    ("gelu_map.cu", "gelu_forward", "GridStrideMap x8"),
+    ("row_loss.cu", "crossentropy", "WarpUnits x4"),
+    // The shared naive corpus: every naive style gets its class's rewrite; clean and expert
+    // twins get none; shared-memory tree reductions and histograms are other recipes' (or not yet).
+    ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
+    ("naive/argmax/argmax_rowptr.cu", "argmax_rows_v1", "WarpUnits x4"),
+    ("naive/argmax/argmax_template_macro.cu", "argmax_kernel", ""),
+    ("naive/argmax/clean_argmax_block.cu", "argmax_block_row", ""),
+    ("naive/argmax/expert_argmax_warp.cu", "argmax_warp_row", ""),
+    ("naive/block_reduce/clean_reduce_sequential.cu", "reduce_sequential", ""),
+    ("naive/block_reduce/expert_reduce_shuffle.cu", "reduce_shuffle", ""),
+    ("naive/block_reduce/reduce_bitmask_template.cu", "block_reduce", ""),
+    ("naive/block_reduce/reduce_interleaved_index.cu", "block_sum_strided", ""),
+    ("naive/block_reduce/reduce_interleaved_mod.cu", "reduce0", ""),
+    ("naive/embedding/clean_encoder_channel.cu", "encoder_channel", "GridStrideMap x4"),
+    ("naive/embedding/embedding_2d_sizet.cu", "embedding_lookup", "WarpUnits x4"),
+    ("naive/embedding/encoder_rowptr.cu", "encoder_forward_v1", "WarpUnits x4"),
+    ("naive/embedding/expert_encoder_vec4.cu", "encoder_vec4", "GridStrideMap x4"),
+    ("naive/embedding/gather_template_gridstride.cu", "gather_rows", "WarpUnits x4"),
+    ("naive/histogram/clean_hist_shared_bins.cu", "byte_histogram_shared", ""),
+    ("naive/histogram/expert_hist_warp_private_u4.cu", "byte_histogram_private", ""),
+    ("naive/histogram/hist_image_2d_sizet.cu", "image_hist", ""),
+    ("naive/histogram/hist_int_shift.cu", "histo_shift", ""),
+    ("naive/histogram/hist_u8_gridstride.cu", "byte_histogram", ""),
+    ("naive/layernorm/clean_layernorm_block.cu", "layernorm_block_row", ""),
+    ("naive/layernorm/expert_layernorm_warp.cu", "layernorm_warp_row", ""),
+    ("naive/layernorm/layernorm_btc2d_sizet.cu", "ln_fwd_btc", "WarpUnits x4"),
+    ("naive/layernorm/layernorm_macro_double.cu", "layer_norm_kernel", "WarpUnits x8"),
+    ("naive/layernorm/layernorm_rowptr.cu", "layernorm_forward_v1", "WarpUnits x4"),
+    ("naive/linear/clean_linear_tiled16.cu", "linear_tiled16", ""),
+    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4"),
+    ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
+    ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x2"),
+    ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4"),
+    ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
+    ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
+    ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8"),
+    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4"),
+    ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x2"),
+    ("naive/rmsnorm/clean_rmsnorm_block.cu", "rmsnorm_block_row", ""),
+    ("naive/rmsnorm/expert_rmsnorm_warp_vec4.cu", "rmsnorm_warp_vec4", ""),
+    ("naive/rmsnorm/rmsnorm_gridstride_sizet.cu", "rms_norm_kernel", "WarpUnits x4"),
+    ("naive/rmsnorm/rmsnorm_rowptr_long.cu", "rmsnorm_fwd", "WarpUnits x4"),
+    ("naive/rmsnorm/rmsnorm_template_rowy.cu", "rms_norm", "WarpUnits x4"),
+    ("naive/softmax/clean_softmax_block.cu", "softmax_block_row", ""),
+    ("naive/softmax/expert_softmax_online_warp.cu", "softmax_online_warp", ""),
+    ("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits x4"),
+    ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8"),
+    ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4"),
+    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", ""),
+    ("naive/sum/count_gridstride_int_sizet.cu", "total_kernel", "BlockReduce x4"),
+    ("naive/sum/expert_sum_shuffle_gridstride.cu", "sum_shuffle", ""),
+    ("naive/sum/reduce_template_grid2d_long.cu", "reduce_sum_atomic", ""),
+    ("naive/sum/sum_atomic_1d.cu", "sum_atomic", "BlockReduce x4"),
+    ("naive/sum/sumsq_double_atomic.cu", "sumsq", "BlockReduce x4"),
+    ("naive/transpose/clean_transpose_tile.cu", "transpose_tile32", ""),
+    ("naive/transpose/expert_transpose_tile_rows.cu", "transpose_tile_rows", ""),
+    ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "GridStrideMap x4"),
+    ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "TiledTranspose x2, GridStrideMap x4"),
+    ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "GridStrideMap x4"),
+    // KernelBench level-1 tasks: pointer-walking reductions (48), convolutions and scans get none yet.
+    ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
+    ("kbench/19_ReLU.cu", "relu", "GridStrideMap x8"),
+    ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x2"),
+    ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x8"),
+    ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8"),
+    ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8"),
+    ("kbench/25_Swish.cu", "swish", "GridStrideMap x8"),
+    ("kbench/26_GELU.cu", "gelu", "GridStrideMap x8"),
+    ("kbench/30_Softsign.cu", "softsign", "GridStrideMap x8"),
+    ("kbench/36_RMSNorm.cu", "rms_norm", "WarpUnits x4"),
+    ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8"),
+    ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "WarpUnits x4"),
+    ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4"),
+    ("kbench/48_Mean_reduction.cu", "mean_dim1", ""),
+    ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
+    ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
+    ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
+    ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x8"),
+    ("kbench/89_cumsum.cu", "cumsum_rows", ""),
+    ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", ""),
+    ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
+];
+
+fn applied(file: &str, kernel: &str) -> String {
+    let text = fixture(file);
+    STRUCTURAL
+        .iter()
+        .filter_map(|name| {
+            let n = recipe(name).rewrite(&text, kernel).len();
+            (n > 0).then(|| format!("{name} x{n}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn each_kernel_gets_its_structural_rewrite() {
+    let got: Vec<(&str, &str, String)> = CORPUS.iter().map(|(f, k, _)| (*f, *k, applied(f, k))).collect();
+    let want: Vec<(&str, &str, String)> = CORPUS.iter().map(|(f, k, w)| (*f, *k, w.to_string())).collect();
+    assert_eq!(got, want);
+}
+
+fn nvcc() -> PathBuf {
+    let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"));
+    assert!(path.exists(), "nvcc not found at {}: set KERNELPRO_NVCC", path.display());
+    path
+}
+
+#[test]
+fn every_structural_rewrite_compiles_for_sm_90() {
+    let nvcc = nvcc();
+    let dir = tempfile::tempdir().unwrap();
+    for (file, kernel, _) in CORPUS {
+        let text = fixture(file);
+        for name in STRUCTURAL {
+            // The launch variants differ only in spec comments: compile each recipe's distinct bodies.
+            let mut seen = std::collections::HashSet::new();
+            for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
+                let code: String = rw.source.lines().filter(|l| !l.trim_start().starts_with("// kernelpro:")).collect::<Vec<_>>().join("\n");
+                if !seen.insert(code) {
+                    continue;
+                }
+                let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
+                std::fs::write(&cu, &rw.source).unwrap();
+                let out = std::process::Command::new(&nvcc).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
+                assert!(out.status.success(), "{name} on {kernel} ({}) does not compile:\n{}\n{}", rw.note, String::from_utf8_lossy(&out.stderr), rw.source);
+            }
+        }
+    }
+}
+
+/// The first rewrite's kernel (from its spec block on) and every rewrite's note.
+fn generated(file: &str, kernel: &str, name: &str) -> String {
+    let text = fixture(file);
+    let rws = recipe(name).rewrite(&text, kernel);
+    let Some(first) = rws.first() else {
+        return "no rewrite\n".into();
+    };
+    let notes: String = rws.iter().map(|r| format!("## {}\n", r.note)).collect();
+    let start = first.source.find("__global__").unwrap_or(0);
+    format!("{notes}{}", &first.source[start..])
+}
+
+fn check(file: &str, kernel: &str, name: &str, expected: Expect) {
+    expected.assert_eq(&generated(file, kernel, name));
+}
+
+#[test]
+fn snapshots() {
+    check(
+        "naive/transpose/transpose_2d_naive.cu",
+        "transpose_v1",
+        "TiledTranspose",
+        expect![[r#"
+            ## 32x33 shared tiles: loads along col, stores along row
+            ## 32x33 shared tiles: loads along col, stores along row; launch block = 256, grid = ceil_div((ROWS) * (COLS), 1024)
+            __global__ void transpose_v1(float* out, const float* inp, int rows, int cols) {
+              // 32x32 tiles through shared memory padded to 33 columns (kernelpro TiledTranspose).
+              __shared__ float kp_tile[32][33];
+              const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+              const int kp_threads = (int)(blockDim.x * blockDim.y * blockDim.z);
+              const long long kp_tiles_j = ((long long)(cols) + 31) / 32;
+              const long long kp_tiles = ((long long)(rows) + 31) / 32 * kp_tiles_j;
+              for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += (long long)gridDim.x * gridDim.y * gridDim.z) {
+                const long long kp_i0 = kp_t / kp_tiles_j * 32, kp_j0 = kp_t % kp_tiles_j * 32;
+                for (int kp_e = kp_tid; kp_e < 1024; kp_e += kp_threads) {
+                  const int kp_r = kp_e / 32, kp_c = kp_e % 32;
+                  const int row = (int)(kp_i0 + kp_r);
+                  const int col = (int)(kp_j0 + kp_c);
+                  if (row < rows && col < cols) kp_tile[kp_r][kp_c] = inp[row * cols + col];
+                }
+                __syncthreads();
+                for (int kp_e = kp_tid; kp_e < 1024; kp_e += kp_threads) {
+                  const int kp_r = kp_e % 32, kp_c = kp_e / 32;
+                  const int row = (int)(kp_i0 + kp_r);
+                  const int col = (int)(kp_j0 + kp_c);
+                  if (row < rows && col < cols) {
+                    out[col * rows + row] = kp_tile[kp_r][kp_c];
+                  }
+                }
+                __syncthreads();
+              }
+            }
+        "#]],
+    );
+    check(
+        "gelu_map.cu",
+        "gelu_forward",
+        "GridStrideMap",
+        expect![[r#"
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
+        ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
+        ## grid-stride map over (i)
+        ## grid-stride map over (i); launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
+        ## grid-stride map over (i); launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
+        ## grid-stride map over (i); launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
+        __global__ void gelu_forward(float* out, const float* inp, int N_) {
+          // grid-stride over the units, four a step through float4 (kernelpro).
+          for (long long kp_v = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_v < ((long long)(N_)) / 4; kp_v += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const float4 kp_i_inp = __ldcs(reinterpret_cast<const float4*>(inp) + kp_v);
+            float4 kp_o_out;
+            {
+              const int i = (int)(kp_v * 4 + 0);
+              float xi = kp_i_inp.x;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.x = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            {
+              const int i = (int)(kp_v * 4 + 1);
+              float xi = kp_i_inp.y;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.y = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            {
+              const int i = (int)(kp_v * 4 + 2);
+              float xi = kp_i_inp.z;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.z = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            {
+              const int i = (int)(kp_v * 4 + 3);
+              float xi = kp_i_inp.w;
+              float cube = 0.044715f * xi * xi * xi;
+              kp_o_out.w = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+            }
+            __stcs(reinterpret_cast<float4*>(out) + kp_v, kp_o_out);
+          }
+          for (long long kp_u = ((long long)(N_)) / 4 * 4 + (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(N_); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const int i = (int)(kp_u);
+            float xi = inp[i];
+            float cube = 0.044715f * xi * xi * xi;
+            out[i] = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));
+          }
+        }
+    "#]],
+    );
+    // Batch on blockIdx.y kept from the launch; tokens on x walked by warps.
+    check(
+        "naive/layernorm/layernorm_btc2d_sizet.cu",
+        "ln_fwd_btc",
+        "WarpUnits",
+        expect![[r#"
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(SEQ, 8), 132 * 16), BATCH)
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(SEQ, 4), 132 * 32), BATCH)
+        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(SEQ, 16), 132 * 8), BATCH)
+        __global__ void ln_fwd_btc(float* out, const float* inp, const float* gamma, const float* beta, int T, int C) {
+          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+          const int bidx = (int)blockIdx.y;
+          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+          const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+          for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(T); kp_u += kp_warps) {
+            const int t = (int)(kp_u);
+            size_t base = ((size_t)bidx * T + t) * C;
+            float sum = 0.f, sumsq = 0.f;
+            if (kp_lane != 0) sum = 0;
+            if (kp_lane != 0) sumsq = 0;
+            for (int c = 0 + kp_lane; c < C; c += 32) {
+              float v = inp[base + c]; // expect: UncoalescedAccess|RowWalk
+              sum += v;
+              sumsq += v * v;
+            }
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sumsq += __shfl_xor_sync(0xffffffffu, sumsq, kp_o);
+            float mu = sum / C;
+            float var = sumsq / C - mu * mu;
+            float inv = rsqrtf(var + 1e-5f);
+            for (int c = 0 + kp_lane; c < C; c += 32) {
+              out[base + c] = (inp[base + c] - mu) * inv * gamma[c] + beta[c];
+            }
+            __syncwarp();
+          }
+        }
+    "#]],
+    );
+    check(
+        "layernorm_rowptr.cu",
+        "layernorm",
+        "WarpUnits",
+        expect![[r#"
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            __global__ void layernorm(float* y, const float* x, const float* w, const float* b, int rows, int cols) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) >> 5;
+              for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+                const int row = (int)(kp_u);
+                const float* xr = x + row * cols;
+                float* yr = y + row * cols;
+                float sum = 0.0f;
+                if (kp_lane != 0) sum = 0;
+                for (int c = 0 + kp_lane; c < cols; c += 32) {
+                  sum += xr[c];
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
+                float mean = sum / cols;
+                float var = 0.0f;
+                if (kp_lane != 0) var = 0;
+                for (int c = 0 + kp_lane; c < cols; c += 32) {
+                  float d = xr[c] - mean;
+                  var += d * d;
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) var += __shfl_xor_sync(0xffffffffu, var, kp_o);
+                float rstd = 1.0f / sqrt(var / cols + 1e-5f);
+                for (int c = 0 + kp_lane; c < cols; c += 32) {
+                  yr[c] = (float)((xr[c] - mean) * rstd) * w[c] + b[c];
+                }
+                __syncwarp();
+              }
+            }
+        "#]],
+    );
+    check(
+        "argmax_long.cu",
+        "argmax_rows",
+        "WarpUnits",
+        expect![[r#"
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            __global__ void argmax_rows(int* idx_out, const float* x, long rows, long cols) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) >> 5;
+              for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+                const long r = (long)(kp_u);
+                float best = x[r * cols];
+                int arg = 0;
+                for (long c = 1 + kp_lane; c < cols; c += 32) {
+                  float v = x[r * cols + c];
+                  if (v > best) {
+                    best = v;
+                    arg = c;
+                  }
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, best, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, arg, kp_o); if (kp_t > best || (kp_t == best && kp_j < arg)) { best = kp_t; arg = kp_j; } }
+                if (kp_lane == 0) {
+                  idx_out[r] = arg;
+                }
+                __syncwarp();
+              }
+            }
+        "#]],
+    );
+    check(
+        "linear_bias.cu",
+        "linear_forward",
+        "TiledContraction",
+        expect![[r#"
+            ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction
+            ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 4096)
+            __global__ void linear_forward(float* y, const float* x, const float* w, const float* b, int m, int k, int n) {
+              // SIMT register-tiled contraction (kernelpro TiledContraction): 64x64 tiles, 16 deep, 4x4 outputs a thread, 256 threads a block.
+              __shared__ float kp_As[16][64 + 4];
+              __shared__ float kp_Bs[16][64 + 4];
+              const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+              const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
+              const long long kp_tiles_n = ((long long)(n) + 64 - 1) / 64;
+              const long long kp_tiles = ((long long)(m) + 64 - 1) / 64 * kp_tiles_n;
+              const long long kp_blocks = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) / (blockDim.x * blockDim.y * blockDim.z);
+              for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += kp_blocks) {
+                const long long kp_m0 = kp_t / kp_tiles_n * 64, kp_n0 = kp_t % kp_tiles_n * 64;
+                float kp_acc[4][4];
+                #pragma unroll
+                for (int kp_a = 0; kp_a < 4; ++kp_a) {
+                  #pragma unroll
+                  for (int kp_b = 0; kp_b < 4; ++kp_b) {
+                    const int i = (int)(kp_m0 + kp_tr + 16 * kp_a);
+                    const int j = (int)(kp_n0 + kp_tc + 16 * kp_b);
+                    kp_acc[kp_a][kp_b] = 0;
+                    if (i < m && j < n) {
+                    float acc = b ? b[j] : 0.0f;
+                    kp_acc[kp_a][kp_b] = acc;
+                    }
+                  }
+                }
+                for (long long kp_k0 = 0; kp_k0 < (long long)(k); kp_k0 += 16) {
+                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += 256) {
+                    const int kp_kk = kp_e % 16, kp_mm = kp_e / 16;
+                    const int i = (int)(kp_m0 + kp_mm);
+                    const int p = (int)(kp_k0 + kp_kk);
+                    kp_As[kp_kk][kp_mm] = (i < m && p < k) ? (float)(x[i * k + p]) : (float)0;
+                  }
+                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += 256) {
+                    const int kp_kk = kp_e % 16, kp_nn = kp_e / 16;
+                    const int j = (int)(kp_n0 + kp_nn);
+                    const int p = (int)(kp_k0 + kp_kk);
+                    kp_Bs[kp_kk][kp_nn] = (j < n && p < k) ? (float)(w[j * k + p]) : (float)0;
+                  }
+                  __syncthreads();
+                  #pragma unroll
+                  for (int kp_kk = 0; kp_kk < 16; ++kp_kk) {
+                    float kp_x[4], kp_y[4];
+                    #pragma unroll
+                    for (int kp_a = 0; kp_a < 4; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
+                    #pragma unroll
+                    for (int kp_b = 0; kp_b < 4; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
+                    #pragma unroll
+                    for (int kp_a = 0; kp_a < 4; ++kp_a)
+                      #pragma unroll
+                      for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
+                  }
+                  __syncthreads();
+                }
+                #pragma unroll
+                for (int kp_a = 0; kp_a < 4; ++kp_a) {
+                  #pragma unroll
+                  for (int kp_b = 0; kp_b < 4; ++kp_b) {
+                    const int i = (int)(kp_m0 + kp_tr + 16 * kp_a);
+                    const int j = (int)(kp_n0 + kp_tc + 16 * kp_b);
+                    if (!(i < m && j < n)) continue;
+                    float acc = b ? b[j] : 0.0f;
+                    acc = kp_acc[kp_a][kp_b];
+                    y[i * n + j] = acc;
+                  }
+                }
+              }
+            }
+        "#]],
+    );
+    check(
+        "sum_atomic.cu",
+        "sum_squares",
+        "BlockReduce",
+        expect![[r#"
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
+        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
+        __global__ void sum_squares(float* total, const float* x, long long n) {
+          // grid-stride sum, warp shuffles, one atomic per block (kernelpro).
+          float kp_acc = 0;
+          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(n); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const unsigned long long i = (unsigned long long)(kp_u);
+            float v = x[i];
+            kp_acc += v * v;
+          }
+          __shared__ float kp_part[32];
+          const unsigned kp_tid = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+          for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_acc += __shfl_down_sync(0xffffffffu, kp_acc, kp_o);
+          if ((kp_tid & 31u) == 0) kp_part[kp_tid >> 5] = kp_acc;
+          __syncthreads();
+          if (kp_tid < 32u) {
+            float kp_v = kp_tid < (blockDim.x * blockDim.y * blockDim.z) / 32u ? kp_part[kp_tid] : (float)0;
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+            if (kp_tid == 0) atomicAdd(&total[0], kp_v);
+          }
+        }
+    "#]],
+    );
+}
+
+/// Which structural rewrites apply to every kernel of the `.cu` files under
+/// `KP_PROBE_DIR` (a corpus not in the repo: public kernels, another branch's tasks).
+#[test]
+#[ignore = "a probe over a directory named by KP_PROBE_DIR"]
+fn probe_dir() {
+    let dir = PathBuf::from(std::env::var("KP_PROBE_DIR").expect("KP_PROBE_DIR"));
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "cu") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for k in kernelpro_source::parse(&text).kernels() {
+            let got: Vec<String> = STRUCTURAL
+                .iter()
+                .filter_map(|name| {
+                    let n = recipe(name).rewrite(&text, &k.name).len();
+                    (n > 0).then(|| format!("{name} x{n}"))
+                })
+                .collect();
+            println!("{} {}: {}", f.display(), k.name, if got.is_empty() { "-".to_string() } else { got.join(", ") });
+            if std::env::var_os("KP_PROBE_COMPILE").is_some() {
+                for name in STRUCTURAL {
+                    for rw in recipe(name).rewrite(&text, &k.name).iter().step_by(4) {
+                        let dir = tempfile::tempdir().unwrap();
+                        let cu = dir.path().join("k.cu");
+                        std::fs::write(&cu, &rw.source).unwrap();
+                        let out = std::process::Command::new(nvcc()).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
+                        println!("  {name} ({}): {}", rw.note, if out.status.success() { "compiles".to_string() } else { String::from_utf8_lossy(&out.stderr).to_string() });
+                    }
+                }
+            }
+        }
+    }
+}

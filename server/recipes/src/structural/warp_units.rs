@@ -1,0 +1,455 @@
+//! A warp per work unit. A kernel whose thread walks a loop for its unit
+//! (a row of a norm, softmax or loss; the channels of a gathered token; the
+//! `k` of a dot product) gives each unit to one warp: every top-level loop
+//! whose bound is not a small constant is split across the lanes
+//! (`c = start + lane; c += 32`), and each value the loop carries is combined
+//! after it with a shuffle all-reduction, so every lane sees the unit's
+//! total as the user's later statements expect. Carried values may be sums
+//! (`s += e`, `s = s + e`, `n++`), extrema (`m = fmaxf(m, e)`,
+//! `if (e > m) m = e;`) and arg-extrema (`if (e > best) { best = e; idx = c; }`,
+//! first index kept on ties). Statements outside the loops run on every lane
+//! (they see the same values); the ones that store run on lane 0, followed by
+//! `__syncwarp()` so later loops see them. Anything else a loop does to a value
+//! declared outside it, a store whose index does not follow the loop variable,
+//! or a load of a buffer the loop writes at another index, and the rewrite
+//! does not apply.
+//!
+//! A second rewrite turns `double` accumulators and casts into `float` when
+//! the kernel's buffers hold no doubles.
+
+use super::BLOCK_TID;
+use super::launch::{Tuning, launch_variants};
+use super::recognize::{Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps};
+use crate::kernel::Kernel;
+use crate::syntax::{descendants, indent_at, statements};
+use crate::{Recipe, Rewrite};
+use tree_sitter::Node;
+
+pub struct WarpUnits;
+
+const EXTREMA: &[&str] = &["fmaxf", "fmax", "max", "fminf", "fmin", "min", "std::max", "std::min"];
+/// A loop bounded by a literal below this stays serial: a warp would idle most of its lanes.
+const MIN_SPLIT_TRIPS: i64 = 64;
+
+/// How a value carried by a split loop is combined across the lanes.
+#[derive(Debug, Clone, PartialEq)]
+enum Carry {
+    Sum(String),
+    /// `v = f(v, e)`.
+    Call(String, String),
+    /// `if (e OP v) v = e;` with `greater` for a maximum.
+    Compare(String, bool),
+    /// `if (e OP best) { best = e; idx = c; }`: (best, idx, greater, strict).
+    Arg(String, String, bool, bool),
+}
+
+impl Carry {
+    fn names(&self) -> Vec<&str> {
+        match self {
+            Carry::Sum(v) | Carry::Call(v, _) | Carry::Compare(v, _) => vec![v],
+            Carry::Arg(b, i, ..) => vec![b, i],
+        }
+    }
+
+    /// Statement run on every lane before the loop (only sums need one: the initial value counts once).
+    fn before(&self) -> Option<String> {
+        match self {
+            Carry::Sum(v) => Some(format!("if (kp_lane != 0) {v} = 0;")),
+            _ => None,
+        }
+    }
+
+    /// The butterfly all-reduction after the loop.
+    fn after(&self) -> String {
+        let head = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1)";
+        let sh = |v: &str| format!("__shfl_xor_sync(0xffffffffu, {v}, kp_o)");
+        match self {
+            Carry::Sum(v) => format!("{head} {v} += {};", sh(v)),
+            Carry::Call(v, f) => format!("{head} {v} = {f}({v}, {});", sh(v)),
+            Carry::Compare(v, greater) => {
+                let op = if *greater { '>' } else { '<' };
+                format!("{head} {{ const auto kp_t = {}; if (kp_t {op} {v}) {v} = kp_t; }}", sh(v))
+            }
+            Carry::Arg(b, i, greater, strict) => {
+                let op = if *greater { '>' } else { '<' };
+                // The original keeps the first index on ties when it compares strictly, else the last.
+                let tie = if *strict { '<' } else { '>' };
+                format!("{head} {{ const auto kp_t = {}; const auto kp_j = {}; if (kp_t {op} {b} || (kp_t == {b} && kp_j {tie} {i})) {{ {b} = kp_t; {i} = kp_j; }} }}", sh(b), sh(i))
+            }
+        }
+    }
+}
+
+/// `for (T c = START; c < END; ++c)`: (c, the init value node, the update node), when END is not a small literal.
+fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
+    if f.kind() != "for_statement" {
+        return None;
+    }
+    let init = f.child_by_field_name("initializer").filter(|d| d.kind() == "declaration")?;
+    let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let c = k.text_of(decl.child_by_field_name("declarator")?).to_string();
+    let cond = strip_parens(f.child_by_field_name("condition")?);
+    let op = k.text_of(cond.child_by_field_name("operator")?);
+    let (l, r) = (cond.child_by_field_name("left")?, cond.child_by_field_name("right")?);
+    if cond.kind() != "binary_expression" || !["<", "<="].contains(&op) || k.text_of(l) != c {
+        return None;
+    }
+    if let Ok(n) = k.text_of(r).trim().parse::<i64>()
+        && n < MIN_SPLIT_TRIPS
+    {
+        return None;
+    }
+    let step = f.child_by_field_name("update")?;
+    let steps = [format!("++{c}"), format!("{c}++"), format!("{c}+=1"), format!("{c}={c}+1")];
+    steps.contains(&flat(k, step)).then(|| (c, decl.child_by_field_name("value").expect("init value"), step))
+}
+
+/// `e` with identifier `v` occurrences (by byte start).
+fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
+    descendants(node).into_iter().filter(|n| n.kind() == "identifier" && k.text_of(*n) == v).map(|n| n.start_byte()).collect()
+}
+
+fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
+    !occurrences(k, node, v).is_empty()
+}
+
+/// The loop's carried values, or `None` when it does anything else to a value declared outside it.
+fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
+    let body = f.child_by_field_name("body")?;
+    let inner = declared_in(k, f);
+    let mut out: Vec<Carry> = Vec::new();
+    let mut owned: Vec<usize> = Vec::new();
+    let mut handled: Vec<usize> = Vec::new();
+    // Compare-and-replace ifs first: their assignments are not updates by themselves.
+    for st in descendants(body).into_iter().filter(|n| n.kind() == "if_statement") {
+        if st.child_by_field_name("alternative").is_some() {
+            continue;
+        }
+        let Some(cond) = st.child_by_field_name("condition").and_then(|c| c.child_by_field_name("value")).map(strip_parens) else {
+            continue;
+        };
+        let Some(then) = st.child_by_field_name("consequence") else {
+            continue;
+        };
+        let assigns: Vec<Node> = match then.kind() {
+            "compound_statement" => statements(then),
+            _ => vec![then],
+        }
+        .into_iter()
+        .map(|s| s.named_child(0).filter(|e| s.kind() == "expression_statement" && e.kind() == "assignment_expression"))
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+        if assigns.is_empty() || cond.kind() != "binary_expression" {
+            continue;
+        }
+        let Some(op) = cond.child_by_field_name("operator").map(|o| k.text_of(o)) else {
+            continue;
+        };
+        let (Some(l), Some(r)) = (cond.child_by_field_name("left"), cond.child_by_field_name("right")) else {
+            continue;
+        };
+        // Normalise to `e OP v`.
+        let (e, v, op) = if l.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(l)) && !mentions(k, r, k.text_of(l)) {
+            let mirrored = match op {
+                ">" => "<",
+                ">=" => "<=",
+                "<" => ">",
+                "<=" => ">=",
+                _ => continue,
+            };
+            (r, k.text_of(l), mirrored)
+        } else if r.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(r)) && !mentions(k, l, k.text_of(r)) {
+            (l, k.text_of(r), op)
+        } else {
+            continue;
+        };
+        if ![">", ">=", "<", "<="].contains(&op) {
+            continue;
+        }
+        let (greater, strict) = (op.starts_with('>'), op.len() == 1);
+        let mut idx = None;
+        let mut ok = true;
+        for a in &assigns {
+            let (Some(t), Some(o), Some(rhs)) = (a.child_by_field_name("left"), a.child_by_field_name("operator"), a.child_by_field_name("right")) else {
+                ok = false;
+                break;
+            };
+            if k.text_of(o) != "=" || t.kind() != "identifier" {
+                ok = false;
+                break;
+            }
+            if k.text_of(t) == v && flat(k, rhs) == flat(k, e) {
+                continue;
+            }
+            if k.text_of(t) != v && flat(k, rhs) == c && idx.is_none() && !inner.iter().any(|n| n == k.text_of(t)) {
+                idx = Some(k.text_of(t).to_string());
+                continue;
+            }
+            ok = false;
+        }
+        if !ok || !assigns.iter().any(|a| a.child_by_field_name("left").is_some_and(|t| k.text_of(t) == v)) {
+            continue;
+        }
+        handled.extend(assigns.iter().map(|a| a.start_byte()));
+        owned.extend(occurrences(k, cond, v));
+        for a in &assigns {
+            owned.extend(a.child_by_field_name("left").map(|t| t.start_byte()));
+        }
+        out.push(match idx {
+            Some(i) => Carry::Arg(v.to_string(), i, greater, strict),
+            None => Carry::Compare(v.to_string(), greater),
+        });
+    }
+    for d in descendants(body) {
+        let (target, op, right) = match d.kind() {
+            "assignment_expression" if !handled.contains(&d.start_byte()) => (d.child_by_field_name("left")?, k.text_of(d.child_by_field_name("operator")?), d.child_by_field_name("right")),
+            "update_expression" => (d.child_by_field_name("argument")?, "++", None),
+            _ => continue,
+        };
+        let target = strip_parens(target);
+        if target.kind() != "identifier" {
+            continue; // a store: checked by the caller
+        }
+        let v = k.text_of(target);
+        if inner.iter().any(|n| n == v) {
+            continue;
+        }
+        let carry = match (op, right.map(strip_parens)) {
+            ("++", _) => Carry::Sum(v.to_string()),
+            ("+=" | "-=", Some(r)) if !mentions(k, r, v) => Carry::Sum(v.to_string()),
+            ("=", Some(r)) if r.kind() == "binary_expression" && r.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+") => {
+                let (a, b) = (r.child_by_field_name("left")?, r.child_by_field_name("right")?);
+                let own = |x: Node, y: Node| strip_parens(x).kind() == "identifier" && k.text_of(strip_parens(x)) == v && !mentions(k, y, v);
+                if own(a, b) {
+                    owned.push(strip_parens(a).start_byte());
+                } else if own(b, a) {
+                    owned.push(strip_parens(b).start_byte());
+                } else {
+                    return None;
+                }
+                Carry::Sum(v.to_string())
+            }
+            ("=", Some(r)) if r.kind() == "call_expression" => {
+                let f = k.text_of(r.child_by_field_name("function")?);
+                let [a, b] = statements(r.child_by_field_name("arguments")?)[..] else {
+                    return None;
+                };
+                let (own, e) = if k.text_of(a) == v { (a, b) } else { (b, a) };
+                if !EXTREMA.contains(&f) || k.text_of(own) != v || mentions(k, e, v) {
+                    return None;
+                }
+                owned.push(own.start_byte());
+                Carry::Call(v.to_string(), f.to_string())
+            }
+            _ => return None,
+        };
+        owned.push(target.start_byte());
+        if d.kind() == "update_expression" && !["++", "--"].iter().any(|o| k.text_of(d).contains(o)) {
+            return None;
+        }
+        if let Some(prev) = out.iter().find(|p| p.names().contains(&v)) {
+            if *prev != carry {
+                return None;
+            }
+        } else {
+            out.push(carry);
+        }
+    }
+    // Every other mention of a carried value would read a lane's partial.
+    for carry in &out {
+        for v in carry.names() {
+            if occurrences(k, body, v).iter().any(|at| !owned.contains(at)) {
+                return None;
+            }
+        }
+    }
+    let header_ok = [f.child_by_field_name("condition"), f.child_by_field_name("initializer")].into_iter().flatten().all(|h| out.iter().all(|cv| cv.names().iter().all(|v| !mentions(k, h, v))));
+    header_ok.then_some(out)
+}
+
+/// Whether the loop's stores follow its variable and its loads of stored buffers read what the same iteration stores.
+fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
+    let inner = declared_in(k, f);
+    let follows = |n: Node| names_in(k, n).iter().any(|x| *x == c || (inner.iter().any(|i| i == x) && *x != c));
+    let st = stores(k, f);
+    let mut stored: Vec<(String, String)> = Vec::new();
+    for (p, at) in &st {
+        if p == "*" || (p.starts_with("atomic") && !k.text_of(*at).contains(c)) || (!p.starts_with("atomic") && !follows(*at)) {
+            return false;
+        }
+        if !p.starts_with("atomic") {
+            stored.push((p.clone(), flat(k, *at)));
+        }
+    }
+    descendants(f).into_iter().filter(|n| n.kind() == "subscript_expression").all(|s| {
+        let (Some(a), Some(i)) = (s.child_by_field_name("argument"), s.child_by_field_name("indices").and_then(|i| i.named_child(0))) else {
+            return false;
+        };
+        let p = k.text_of(a);
+        let same: Vec<&(String, String)> = stored.iter().filter(|(q, _)| q == p).collect();
+        same.is_empty() || same.iter().any(|(_, at)| *at == flat(k, i))
+    })
+}
+
+fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
+    let body = k.body();
+    let outer = indent_at(k.text, body.start_byte());
+    let ind = format!("{outer}  ");
+    let ind2 = format!("{ind}  ");
+    let mut lines: Vec<String> = Vec::new();
+    let mut split = 0;
+    for piece in &u.body {
+        let Piece::Node(n) = *piece else {
+            lines.push(render(k, *piece, &[], &ind2)?);
+            continue;
+        };
+        if let Some((c, init, step)) = walk_loop(k, n) {
+            // A `break` ends the walk at an element another lane may not have reached.
+            if descendants(n).iter().any(|d| d.kind() == "break_statement") {
+                return None;
+            }
+            let carried = carries(k, n, &c)?;
+            if !iterations_independent(k, n, &c) || u.names().contains(&c.as_str()) {
+                return None;
+            }
+            lines.extend(carried.iter().filter_map(Carry::before));
+            let edits = [(init.byte_range(), format!("{} + kp_lane", k.text_of(init))), (step.byte_range(), format!("{c} += 32"))];
+            lines.push(render(k, *piece, &edits, &ind2)?);
+            lines.extend(carried.iter().map(Carry::after));
+            if !stores(k, n).is_empty() {
+                lines.push("__syncwarp();".to_string());
+            }
+            split += 1;
+            continue;
+        }
+        let st = stores(k, n);
+        if st.is_empty() {
+            lines.push(render(k, *piece, &[], &ind2)?);
+            continue;
+        }
+        // A statement that stores runs once, on lane 0; it may not also set values the others read later.
+        let outer_assigned = descendants(n).into_iter().any(|d| {
+            let t = match d.kind() {
+                "assignment_expression" => d.child_by_field_name("left"),
+                "update_expression" => d.child_by_field_name("argument"),
+                _ => None,
+            };
+            t.map(strip_parens).is_some_and(|t| t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t)))
+        });
+        // Lane 0 alone may not leave the unit: the others would meet the next shuffle without it.
+        let exits = descendants(n).iter().any(|d| matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement"));
+        if outer_assigned || exits || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
+            return None;
+        }
+        lines.push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
+        lines.push("__syncwarp();".to_string());
+    }
+    if split == 0 {
+        return None;
+    }
+    let mut inner = String::new();
+    for l in u.rebind("kp_u").lines() {
+        inner.push_str(&format!("{ind2}{l}\n"));
+    }
+    for l in &lines {
+        inner.push_str(&format!("{ind2}{l}\n"));
+    }
+    let prologue = u.prologue(k, &ind)?;
+    let mut text = format!(
+        "{{\n{ind}// One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).\n{prologue}{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
+        u.grid_threads(),
+        u.grid_tid(),
+        u.count()
+    );
+    if float_acc {
+        text = to_float(&text);
+    }
+    Some((text, split))
+}
+
+/// `double` as a type word (declarations, casts) becomes `float`.
+pub(super) fn to_float(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("double") {
+        let before_ok = rest[..at].chars().last().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+        let after_ok = rest[at + 6..].chars().next().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+        out.push_str(&rest[..at]);
+        out.push_str(if before_ok && after_ok { "float" } else { "double" });
+        rest = &rest[at + 6..];
+    }
+    out.push_str(rest);
+    float_literals(&out)
+}
+
+/// Unsuffixed floating literals (`1.0`, `1e-5`) get an `f`, so float math stays float.
+fn float_literals(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        let starts = b[i].is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        if !starts {
+            out.push(b[i] as char);
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        let mut float = false;
+        while j < b.len()
+            && (b[j].is_ascii_digit()
+                || b[j] == b'.'
+                || ((b[j] == b'e' || b[j] == b'E') && !text[i..j].starts_with("0x"))
+                || ((b[j] == b'-' || b[j] == b'+') && j > i && (b[j - 1] == b'e' || b[j - 1] == b'E')))
+        {
+            float |= matches!(b[j], b'.' | b'e' | b'E');
+            j += 1;
+        }
+        let suffixed = j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_');
+        out.push_str(&text[i..j]);
+        if float && !suffixed && !text[i..j].starts_with("0x") {
+            out.push('f');
+        }
+        i = j;
+    }
+    out
+}
+
+fn rewrites(k: &Kernel) -> Vec<Rewrite> {
+    let Some(u) = units(k) else { return Vec::new() };
+    if !whole_warps(k) {
+        return Vec::new();
+    }
+    let body = k.body();
+    let no_double_buffers = k.func.params.iter().all(|p| !p.base.contains("double"));
+    let uses_double = k.text_of(body).contains("double");
+    let mut out = Vec::new();
+    let mut variants = vec![false];
+    if no_double_buffers && uses_double {
+        variants.insert(0, true);
+    }
+    for float_acc in variants {
+        let Some((text, split)) = generate(k, &u, float_acc) else {
+            return Vec::new();
+        };
+        let mut source = k.text.to_string();
+        source.replace_range(body.byte_range(), &text);
+        let names = u.names().join(", ");
+        let fp = if float_acc { ", double accumulators as float" } else { "" };
+        let note = format!("one warp per unit ({names}): {split} loop(s) split across lanes, shuffle all-reductions{fp}");
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Warps));
+    }
+    out
+}
+
+impl Recipe for WarpUnits {
+    fn name(&self) -> &'static str {
+        "WarpUnits"
+    }
+    fn answers(&self) -> &'static [&'static str] {
+        &["RowWalk", "UncoalescedAccess", "Uncoalesced", "MemoryCoalescing", "Fp64Promotion"]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+    }
+}
