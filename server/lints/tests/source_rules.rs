@@ -18,7 +18,7 @@ fn check(src: &str, expected: Expect) {
         sass: None,
         resources: &[],
         arch: "sm_90",
-        block_sizes: &no_launch,
+        launches: &no_launch,
         default_block: 256,
     };
     expected.assert_eq(&render(&run_all(&input)));

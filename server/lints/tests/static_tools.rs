@@ -183,9 +183,10 @@ fn findings_carry_evidence_guidance_and_doc() {
           guidance: Pad the inner dimension by one element: `__shared__ float tile[32][33]`.
           doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#sharedbankconflict
         OccupancyLimit [info] kernelpro kernel=many_registers
-          block size = 256
+          block size = 256 (from the blockSize setting: no launch spec, `<<<…>>>` launch or `__launch_bounds__` says)
           registers = 72
           shared memory (B) = 0
+          dynamic shared memory (B) = unknown
           blocks per SM = 3
           active warps = 24/64
           guidance: At most 64 registers per thread (now 72) fit 4 blocks per SM: keep fewer values live, or cap registers with `__launch_bounds__(256, 4)` and check that it does not spill.

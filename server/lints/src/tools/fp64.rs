@@ -9,6 +9,7 @@ use crate::locate::{lines_with, listing, sass_functions};
 use crate::syntax::{Syntax, descendants, is_double_literal};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
+use kernelpro_sass::cost::is_fp64;
 use kernelpro_sass::disasm::Instruction;
 use kernelpro_source::{FnKind, span_of};
 use std::collections::{BTreeMap, HashSet};
@@ -24,16 +25,6 @@ const MATH: &[&str] = &[
     "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf",
     "fabs", "floor", "ceil", "round", "trunc", "fmod", "fmin", "fmax", "fma", "hypot",
 ];
-
-fn is_fp64(instruction: &Instruction) -> bool {
-    let op = instruction.opcode.as_str();
-    matches!(
-        instruction.base_opcode(),
-        "DADD" | "DMUL" | "DFMA" | "DSETP" | "DMNMX" | "DSET"
-    ) || (matches!(instruction.base_opcode(), "F2F" | "I2F" | "F2I") && op.contains("F64"))
-        || op.starts_with("MUFU.RCP64")
-        || op.starts_with("MUFU.RSQ64")
-}
 
 /// Why a line computes in double, with the node to underline.
 enum Cause<'t> {
