@@ -111,7 +111,12 @@ pub async fn run(
 
 /// `file:line:col: severity: message [code]`, then the guidance on its own line.
 pub fn compiler_line(path: &Path, f: &Finding) -> String {
-    let file = f.file.as_deref().unwrap_or(path);
+    // A header's findings name the header, relative to the working directory when under it.
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let file = match f.file.as_deref() {
+        Some(header) => header.strip_prefix(&cwd).unwrap_or(header),
+        None => path,
+    };
     let col = if f.span.start.col == u32::MAX {
         1
     } else {
@@ -145,6 +150,13 @@ fn file_json(path: &Path, a: &FileAnalysis) -> serde_json::Value {
             "name": k.name,
             "line": k.span.start.line + 1,
             "summary": a.kernel_summary(&k.name),
+        })).chain(a.headers.iter().flat_map(|h| {
+            kernelpro_core::source::parse(&h.text).kernels().map(|k| serde_json::json!({
+                "name": k.name,
+                "file": h.path,
+                "line": k.span.start.line + 1,
+                "summary": a.kernel_summary(&k.name),
+            })).collect::<Vec<_>>()
         })).collect::<Vec<_>>(),
     })
 }

@@ -5,6 +5,7 @@
 use crate::cache::{MemoCache, key_of};
 use crate::compile::{CompileInput, CompileOutput, compile};
 use crate::process::ToolError;
+use crate::headers::ProjectHeader;
 use crate::settings::Settings;
 use crate::source::{self, SourceFile};
 use crate::toolchain::{self, Env, Found};
@@ -41,6 +42,9 @@ pub struct FileAnalysis {
     /// The cache key of this version (text, path, flags, compiler).
     pub key: crate::cache::Key,
     pub nvcc: Option<PathBuf>,
+    /// The project headers the file includes (`crate::headers`): their kernels
+    /// are analysed with this file's compile, their findings carry `file`.
+    pub headers: Vec<ProjectHeader>,
 }
 
 impl FileAnalysis {
@@ -182,15 +186,26 @@ impl Analyzer {
             .and_then(|m| m.modified())
             .map(|t| format!("{t:?}"))
             .unwrap_or_default();
-        let key = key_of(&[
+        let toolkit = nvcc.path.parent().and_then(Path::parent);
+        let headers = crate::headers::project_headers(path, text, &input.flags, toolkit);
+        // A header edited on disk changes the result as much as the file does.
+        let header_parts: Vec<&[u8]> = headers
+            .iter()
+            .flat_map(|h| [h.path.as_os_str().as_encoded_bytes(), h.text.as_bytes()])
+            .collect();
+        let flags = input.flags.join("\0");
+        let mut parts: Vec<&[u8]> = vec![
             text.as_bytes(),
             path.as_os_str().as_encoded_bytes(),
             input.arch.as_bytes(),
-            input.flags.join("\0").as_bytes(),
+            flags.as_bytes(),
             nvcc.path.as_os_str().as_encoded_bytes(),
             stamp.as_bytes(),
-            &settings.block_size.to_le_bytes(),
-        ]);
+        ];
+        let block = settings.block_size.to_le_bytes();
+        parts.push(&block);
+        parts.extend(header_parts);
+        let key = key_of(&parts);
         // Checked before anything is parsed: an unchanged save costs this hash.
         if let Some(done) = self.complete.get(&key) {
             let mut again = (*done).clone();
@@ -200,6 +215,7 @@ impl Analyzer {
         let mut analysis = FileAnalysis::without_tools(path, text, settings);
         analysis.key = key;
         analysis.nvcc = Some(nvcc.path.clone());
+        analysis.headers = headers;
         let compiled = match self.compiles.get(&key) {
             Some(hit) => {
                 analysis.cached = true;
@@ -278,6 +294,7 @@ impl Analyzer {
             default_block: first.default_block_size,
         };
         analysis.findings.extend(kernelpro_lints::run_all(&input));
+        analysis.findings.extend(header_findings(first, text, &input));
         analysis.compile = Some(full);
         analysis.complete = true;
         self.complete.insert(first.key, Arc::new(analysis.clone()));
@@ -385,6 +402,77 @@ impl FileAnalysis {
         }
         Some(s)
     }
+}
+
+/// The static tools over each included project header that defines kernels,
+/// findings on the header (`file`), and one summary per `#include` line of
+/// this file: `3 kernels in kernels.cuh: 5 findings`.
+fn header_findings(first: &FileAnalysis, text: &str, main: &kernelpro_lints::LintInput) -> Vec<Finding> {
+    let main_sites = kernelpro_lints::launch::launch_sites(text, &first.source);
+    let mut out = Vec::new();
+    // include line → (header name, kernels, findings, warnings), in include order.
+    let mut summaries: Vec<(u32, Vec<(String, usize, Vec<Finding>)>)> = Vec::new();
+    for header in &first.headers {
+        let source = source::parse(&header.text);
+        let kernels = source.kernels().count();
+        if kernels == 0 {
+            continue;
+        }
+        let mut launches = kernelpro_lints::launch::in_file(&header.text, &source, source.kernels());
+        for (k, site) in &main_sites {
+            let theirs = launches.get(k).is_some_and(|l| matches!(l.from, LaunchFrom::Site { .. }));
+            if source.kernel(k).is_some() && !theirs {
+                launches.insert(k.clone(), *site);
+            }
+        }
+        let lookup = |k: &str| launches.get(k).copied();
+        let path = header.path.display().to_string();
+        let input = kernelpro_lints::LintInput { path: &path, text: &header.text, source: &source, launches: &lookup, ..*main };
+        let mut found = kernelpro_lints::run_all(&input);
+        for f in &mut found {
+            f.file = Some(header.path.clone());
+        }
+        let name = header.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match summaries.iter_mut().find(|(line, _)| *line == header.include_line) {
+            Some((_, list)) => list.push((name, kernels, found.clone())),
+            None => summaries.push((header.include_line, vec![(name, kernels, found.clone())])),
+        }
+        out.extend(found);
+    }
+    for (line, list) in summaries {
+        let parts: Vec<String> = list
+            .iter()
+            .map(|(name, kernels, found)| {
+                let k = if *kernels == 1 { "1 kernel".to_string() } else { format!("{kernels} kernels") };
+                let warnings = found.iter().filter(|f| matches!(f.severity, Severity::Error | Severity::Warning)).count();
+                let f = match (found.len(), warnings) {
+                    (0, _) => "no findings".to_string(),
+                    (1, _) => "1 finding".to_string(),
+                    (n, 0) => format!("{n} findings"),
+                    (n, w) => format!("{n} findings ({w} warning{})", if w == 1 { "" } else { "s" }),
+                };
+                format!("{k} in {name}: {f}")
+            })
+            .collect();
+        let mut summary = Finding::new("kernelpro", Severity::Information, line_span(text, line), parts.join("; ")).with_code("header-kernels");
+        for (_, _, found) in &list {
+            for f in found.iter().take(5) {
+                if let Some(file) = &f.file {
+                    summary.related.push(kernelpro_model::Related { file: file.clone(), span: f.span, message: f.message.clone() });
+                }
+            }
+        }
+        out.push(summary);
+    }
+    out
+}
+
+/// The non-blank part of a 0-based line.
+fn line_span(text: &str, line: u32) -> Span {
+    let content = text.lines().nth(line as usize).unwrap_or("");
+    let start = content.len() - content.trim_start().len();
+    let end = content.trim_end().len().max(start);
+    Span::new(kernelpro_model::Pos::new(line, start as u32), kernelpro_model::Pos::new(line, end as u32))
 }
 
 pub fn limiter_name(l: Limiter) -> &'static str {

@@ -15,6 +15,7 @@ pub mod compile_db;
 pub mod analysis;
 pub mod doctor;
 pub mod harness;
+pub mod headers;
 pub mod hover;
 pub mod launch;
 pub mod profiling;

@@ -126,6 +126,6 @@ fn unknown_architectures_stay_silent() {
         "sm_70",
         expect![[r#"
 
-    "#]],
+        "#]],
     );
 }
