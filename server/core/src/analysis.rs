@@ -4,8 +4,8 @@
 
 use crate::cache::{MemoCache, key_of};
 use crate::compile::{CompileInput, CompileOutput, compile};
-use crate::process::ToolError;
 use crate::headers::ProjectHeader;
+use crate::process::ToolError;
 use crate::settings::Settings;
 use crate::source::{self, SourceFile};
 use crate::toolchain::{self, Env, Found};
@@ -294,7 +294,9 @@ impl Analyzer {
             default_block: first.default_block_size,
         };
         analysis.findings.extend(kernelpro_lints::run_all(&input));
-        analysis.findings.extend(header_findings(first, text, &input));
+        analysis
+            .findings
+            .extend(header_findings(first, text, &input));
         analysis.compile = Some(full);
         analysis.complete = true;
         self.complete.insert(first.key, Arc::new(analysis.clone()));
@@ -407,7 +409,11 @@ impl FileAnalysis {
 /// The static tools over each included project header that defines kernels,
 /// findings on the header (`file`), and one summary per `#include` line of
 /// this file: `3 kernels in kernels.cuh: 5 findings`.
-fn header_findings(first: &FileAnalysis, text: &str, main: &kernelpro_lints::LintInput) -> Vec<Finding> {
+fn header_findings(
+    first: &FileAnalysis,
+    text: &str,
+    main: &kernelpro_lints::LintInput,
+) -> Vec<Finding> {
     let main_sites = kernelpro_lints::launch::launch_sites(text, &first.source);
     let mut out = Vec::new();
     // include line → (header name, kernels, findings, warnings), in include order.
@@ -418,22 +424,38 @@ fn header_findings(first: &FileAnalysis, text: &str, main: &kernelpro_lints::Lin
         if kernels == 0 {
             continue;
         }
-        let mut launches = kernelpro_lints::launch::in_file(&header.text, &source, source.kernels());
+        let mut launches =
+            kernelpro_lints::launch::in_file(&header.text, &source, source.kernels());
         for (k, site) in &main_sites {
-            let theirs = launches.get(k).is_some_and(|l| matches!(l.from, LaunchFrom::Site { .. }));
+            let theirs = launches
+                .get(k)
+                .is_some_and(|l| matches!(l.from, LaunchFrom::Site { .. }));
             if source.kernel(k).is_some() && !theirs {
                 launches.insert(k.clone(), *site);
             }
         }
         let lookup = |k: &str| launches.get(k).copied();
         let path = header.path.display().to_string();
-        let input = kernelpro_lints::LintInput { path: &path, text: &header.text, source: &source, launches: &lookup, ..*main };
+        let input = kernelpro_lints::LintInput {
+            path: &path,
+            text: &header.text,
+            source: &source,
+            launches: &lookup,
+            ..*main
+        };
         let mut found = kernelpro_lints::run_all(&input);
         for f in &mut found {
             f.file = Some(header.path.clone());
         }
-        let name = header.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        match summaries.iter_mut().find(|(line, _)| *line == header.include_line) {
+        let name = header
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match summaries
+            .iter_mut()
+            .find(|(line, _)| *line == header.include_line)
+        {
             Some((_, list)) => list.push((name, kernels, found.clone())),
             None => summaries.push((header.include_line, vec![(name, kernels, found.clone())])),
         }
@@ -443,22 +465,42 @@ fn header_findings(first: &FileAnalysis, text: &str, main: &kernelpro_lints::Lin
         let parts: Vec<String> = list
             .iter()
             .map(|(name, kernels, found)| {
-                let k = if *kernels == 1 { "1 kernel".to_string() } else { format!("{kernels} kernels") };
-                let warnings = found.iter().filter(|f| matches!(f.severity, Severity::Error | Severity::Warning)).count();
+                let k = if *kernels == 1 {
+                    "1 kernel".to_string()
+                } else {
+                    format!("{kernels} kernels")
+                };
+                let warnings = found
+                    .iter()
+                    .filter(|f| matches!(f.severity, Severity::Error | Severity::Warning))
+                    .count();
                 let f = match (found.len(), warnings) {
                     (0, _) => "no findings".to_string(),
                     (1, _) => "1 finding".to_string(),
                     (n, 0) => format!("{n} findings"),
-                    (n, w) => format!("{n} findings ({w} warning{})", if w == 1 { "" } else { "s" }),
+                    (n, w) => format!(
+                        "{n} findings ({w} warning{})",
+                        if w == 1 { "" } else { "s" }
+                    ),
                 };
                 format!("{k} in {name}: {f}")
             })
             .collect();
-        let mut summary = Finding::new("kernelpro", Severity::Information, line_span(text, line), parts.join("; ")).with_code("header-kernels");
+        let mut summary = Finding::new(
+            "kernelpro",
+            Severity::Information,
+            line_span(text, line),
+            parts.join("; "),
+        )
+        .with_code("header-kernels");
         for (_, _, found) in &list {
             for f in found.iter().take(5) {
                 if let Some(file) = &f.file {
-                    summary.related.push(kernelpro_model::Related { file: file.clone(), span: f.span, message: f.message.clone() });
+                    summary.related.push(kernelpro_model::Related {
+                        file: file.clone(),
+                        span: f.span,
+                        message: f.message.clone(),
+                    });
                 }
             }
         }
@@ -472,7 +514,10 @@ fn line_span(text: &str, line: u32) -> Span {
     let content = text.lines().nth(line as usize).unwrap_or("");
     let start = content.len() - content.trim_start().len();
     let end = content.trim_end().len().max(start);
-    Span::new(kernelpro_model::Pos::new(line, start as u32), kernelpro_model::Pos::new(line, end as u32))
+    Span::new(
+        kernelpro_model::Pos::new(line, start as u32),
+        kernelpro_model::Pos::new(line, end as u32),
+    )
 }
 
 pub fn limiter_name(l: Limiter) -> &'static str {
