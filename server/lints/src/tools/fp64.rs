@@ -157,9 +157,21 @@ fn describe<'t>(syntax: &Syntax, cause: &Cause<'t>) -> (Node<'t>, String, String
         }
         Cause::DoubleLocal(n) => {
             let text = syntax.text(*n);
+            let accumulates = n.parent().is_some_and(|p| {
+                p.kind() == "assignment_expression"
+                    && p.child_by_field_name("left") == Some(*n)
+                    && syntax.operator(p).is_some_and(|op| op != "=")
+            });
+            let what = if accumulates {
+                format!(
+                    "`{text}` is a `double` accumulator: each update converts to double and runs on the FP64 pipe"
+                )
+            } else {
+                format!("`{text}` is declared `double`")
+            };
             (
                 *n,
-                format!("`{text}` is declared `double`"),
+                what,
                 format!("Declare `{text}` as `float` unless it really needs double precision."),
             )
         }
