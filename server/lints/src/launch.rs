@@ -56,8 +56,17 @@ impl Launch {
 /// The launches this file's text shows for its own kernels: a launch site
 /// with a constant block (the first such site), else `__launch_bounds__`.
 /// `kernels` must be this text's (their byte offsets are looked up in it).
-pub fn in_file<'k>(text: &str, source: &SourceFile, kernels: impl IntoIterator<Item = &'k Function>) -> HashMap<String, Launch> {
-    let Some(syntax) = Syntax::parse(text) else { return HashMap::new() };
+pub fn in_file<'k>(
+    text: &str,
+    source: &SourceFile,
+    kernels: impl IntoIterator<Item = &'k Function>,
+) -> HashMap<String, Launch> {
+    if !text.contains("<<<") && !text.contains("__launch_bounds__") {
+        return HashMap::new();
+    }
+    let Some(syntax) = Syntax::parse(text) else {
+        return HashMap::new();
+    };
     let constants = syntax.constants();
     let sites = sites(&syntax, source, &constants);
     let mut out = HashMap::new();
@@ -65,7 +74,14 @@ pub fn in_file<'k>(text: &str, source: &SourceFile, kernels: impl IntoIterator<I
         if let Some(site) = sites.get(&kernel.name) {
             out.insert(kernel.name.clone(), *site);
         } else if let Some(max) = launch_bounds(&syntax, kernel, &constants) {
-            out.insert(kernel.name.clone(), Launch { block: max, smem: None, from: LaunchFrom::LaunchBounds });
+            out.insert(
+                kernel.name.clone(),
+                Launch {
+                    block: max,
+                    smem: None,
+                    from: LaunchFrom::LaunchBounds,
+                },
+            );
         }
     }
     out
@@ -74,15 +90,33 @@ pub fn in_file<'k>(text: &str, source: &SourceFile, kernels: impl IntoIterator<I
 /// The first `<<<…>>>` launch with a constant block of each kernel this text
 /// launches, by plain name (kernels defined elsewhere included).
 pub fn launch_sites(text: &str, source: &SourceFile) -> HashMap<String, Launch> {
-    let Some(syntax) = Syntax::parse(text) else { return HashMap::new() };
+    if !text.contains("<<<") {
+        return HashMap::new();
+    }
+    let Some(syntax) = Syntax::parse(text) else {
+        return HashMap::new();
+    };
     let constants = syntax.constants();
     sites(&syntax, source, &constants)
 }
 
-fn sites(syntax: &Syntax, source: &SourceFile, constants: &HashMap<String, i64>) -> HashMap<String, Launch> {
+fn sites(
+    syntax: &Syntax,
+    source: &SourceFile,
+    constants: &HashMap<String, i64>,
+) -> HashMap<String, Launch> {
     let mut sites: HashMap<String, Launch> = HashMap::new();
-    for call in descendants(syntax.tree.root_node()).into_iter().filter(|n| n.kind() == "kernel_call_syntax") {
-        let Some(callee) = call.parent().and_then(|c| c.named_child(0)).filter(|c| c.id() != call.id()) else { continue };
+    for call in descendants(syntax.tree.root_node())
+        .into_iter()
+        .filter(|n| n.kind() == "kernel_call_syntax")
+    {
+        let Some(callee) = call
+            .parent()
+            .and_then(|c| c.named_child(0))
+            .filter(|c| c.id() != call.id())
+        else {
+            continue;
+        };
         let name = kernelpro_sass::symbol::plain_name(syntax.text(callee)).to_string();
         if sites.contains_key(&name) {
             continue;
@@ -90,12 +124,23 @@ fn sites(syntax: &Syntax, source: &SourceFile, constants: &HashMap<String, i64>)
         let scope = local_scope(syntax, source, call, constants);
         let mut cursor = call.walk();
         let config: Vec<Node> = call.named_children(&mut cursor).collect();
-        let Some(block) = config.get(1).and_then(|b| dims(syntax, *b, &scope)) else { continue };
+        let Some(block) = config.get(1).and_then(|b| dims(syntax, *b, &scope)) else {
+            continue;
+        };
         let smem = match config.get(2) {
             None => Some(0),
             Some(s) => syntax.eval(*s, &scope).and_then(|v| u32::try_from(v).ok()),
         };
-        sites.insert(name, Launch { block, smem, from: LaunchFrom::Site { line: call.start_position().row as u32 } });
+        sites.insert(
+            name,
+            Launch {
+                block,
+                smem,
+                from: LaunchFrom::Site {
+                    line: call.start_position().row as u32,
+                },
+            },
+        );
     }
     sites
 }

@@ -30,7 +30,8 @@ impl StaticTool for LocalMemorySpill {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let syntax = Syntax::parse(input.text);
+        // Parsed only once a kernel has local-memory lines to explain.
+        let syntax = std::cell::OnceCell::new();
         let mut findings = Vec::new();
         for kernel in input.source.kernels() {
             // The instantiation that spills most (or has the largest stack).
@@ -98,6 +99,7 @@ impl StaticTool for LocalMemorySpill {
                     (
                         *line,
                         syntax
+                            .get_or_init(|| Syntax::parse(input.text))
                             .as_ref()
                             .and_then(|s| cause_on_line(s, input.source, line - 1))
                             // With spills, arrays and math are spilled like the rest: only say what spills cannot explain.
