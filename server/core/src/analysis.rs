@@ -4,14 +4,17 @@
 
 use crate::cache::{MemoCache, key_of};
 use crate::compile::{CompileInput, CompileOutput, compile};
+use crate::headers::ProjectHeader;
 use crate::process::ToolError;
 use crate::settings::Settings;
 use crate::source::{self, SourceFile};
 use crate::toolchain::{self, Env, Found};
+use kernelpro_lints::launch::{Launch, LaunchFrom};
 use kernelpro_model::{Finding, Severity, Span};
 use kernelpro_sass::disasm::Disassembly;
 use kernelpro_sass::occupancy::{ArchLimits, Limiter, Occupancy, occupancy};
 use kernelpro_sass::ptxas::KernelResources;
+use kernelpro_sass::symbol::plain_name;
 use kernelpro_spec::{LaunchSpec, ResolveOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,8 +32,9 @@ pub struct FileAnalysis {
     /// The compile came from the cache (a save that changed nothing).
     pub cached: bool,
     pub arch: String,
-    /// Launch block size per kernel, from launch specs.
-    pub block_sizes: HashMap<String, u32>,
+    /// Each kernel's launch where something says it: its spec, an in-file
+    /// `<<<…>>>` launch, its `__launch_bounds__` (`kernelpro_lints::launch`).
+    pub launches: HashMap<String, Launch>,
     pub default_block_size: u32,
     pub launch_specs: HashMap<String, LaunchSpec>,
     /// SASS and the static tools are in (step two ran, or was not needed).
@@ -38,6 +42,9 @@ pub struct FileAnalysis {
     /// The cache key of this version (text, path, flags, compiler).
     pub key: crate::cache::Key,
     pub nvcc: Option<PathBuf>,
+    /// The project headers the file includes (`crate::headers`): their kernels
+    /// are analysed with this file's compile, their findings carry `file`.
+    pub headers: Vec<ProjectHeader>,
 }
 
 impl FileAnalysis {
@@ -45,10 +52,22 @@ impl FileAnalysis {
     /// This is all an untrusted workspace gets.
     pub fn without_tools(path: &Path, text: &str, settings: &Settings) -> FileAnalysis {
         let source = source::parse(text);
-        let (specs, spec_findings) = crate::launch::resolve_all(text, &source, &ResolveOptions::default());
+        let (specs, spec_findings) =
+            crate::launch::resolve_all(text, &source, &ResolveOptions::default());
+        let mut launches = kernelpro_lints::launch::in_file(text, &source, source.kernels());
+        for (k, s) in &specs {
+            launches.insert(
+                k.clone(),
+                Launch {
+                    block: s.block.iter().product(),
+                    smem: Some(s.smem),
+                    from: LaunchFrom::Spec,
+                },
+            );
+        }
         FileAnalysis {
             path: path.to_path_buf(),
-            block_sizes: specs.iter().map(|(k, s)| (k.clone(), s.block.iter().product())).collect(),
+            launches,
             launch_specs: specs,
             findings: spec_findings,
             source,
@@ -59,7 +78,9 @@ impl FileAnalysis {
     }
 
     pub fn has_errors(&self) -> bool {
-        self.findings.iter().any(|f| f.severity == Severity::Error && f.file.is_none())
+        self.findings
+            .iter()
+            .any(|f| f.severity == Severity::Error && f.file.is_none())
     }
 }
 
@@ -78,7 +99,10 @@ pub struct Analyzer {
 
 impl Default for Analyzer {
     fn default() -> Self {
-        Analyzer { compiles: MemoCache::new(64), complete: MemoCache::new(64) }
+        Analyzer {
+            compiles: MemoCache::new(64),
+            complete: MemoCache::new(64),
+        }
     }
 }
 
@@ -94,7 +118,13 @@ impl Analyzer {
     }
 
     /// Both steps: compile, then SASS and the static tools.
-    pub async fn analyze(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
+    pub async fn analyze(
+        &self,
+        path: &Path,
+        text: &str,
+        settings: &Settings,
+        cancel: &CancellationToken,
+    ) -> Result<FileAnalysis, AnalysisError> {
         let first = self.compile_step(path, text, settings, cancel).await?;
         if first.complete {
             return Ok(first);
@@ -105,12 +135,30 @@ impl Analyzer {
     /// Step one: the compiler's messages and the ptxas resources. When the same
     /// text was fully analysed before, the whole earlier result comes back
     /// (`complete` is then true and step two is not needed).
-    pub async fn compile_step(&self, path: &Path, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
+    pub async fn compile_step(
+        &self,
+        path: &Path,
+        text: &str,
+        settings: &Settings,
+        cancel: &CancellationToken,
+    ) -> Result<FileAnalysis, AnalysisError> {
+        // nvcc runs in the file's directory with `-I` that directory: a relative
+        // path (`check dir/file.cu`) would apply `dir` twice to `#include "…"`.
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let path = absolute.as_path();
         let Some(nvcc) = Self::find_nvcc(settings) else {
             let mut analysis = FileAnalysis::without_tools(path, text, settings);
             analysis.findings.push(
-                Finding::new("kernelpro", Severity::Warning, Span::line(0), format!("nvcc was not found, so this file is not compiled. {}", toolchain::NVCC_INSTALL_HINT))
-                    .with_code("no-nvcc"),
+                Finding::new(
+                    "kernelpro",
+                    Severity::Warning,
+                    Span::line(0),
+                    format!(
+                        "nvcc was not found, so this file is not compiled. {}",
+                        toolchain::NVCC_INSTALL_HINT
+                    ),
+                )
+                .with_code("no-nvcc"),
             );
             analysis.complete = true;
             return Ok(analysis);
@@ -124,8 +172,30 @@ impl Analyzer {
             flags: flags.kept,
             timeout: Duration::from_secs(settings.compile_timeout_secs.max(1)),
         };
-        let stamp = std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
-        let key = key_of(&[text.as_bytes(), path.as_os_str().as_encoded_bytes(), input.arch.as_bytes(), input.flags.join("\0").as_bytes(), nvcc.path.as_os_str().as_encoded_bytes(), stamp.as_bytes(), &settings.block_size.to_le_bytes()]);
+        let stamp = std::fs::metadata(&nvcc.path)
+            .and_then(|m| m.modified())
+            .map(|t| format!("{t:?}"))
+            .unwrap_or_default();
+        let toolkit = nvcc.path.parent().and_then(Path::parent);
+        let headers = crate::headers::project_headers(path, text, &input.flags, toolkit);
+        // A header edited on disk changes the result as much as the file does.
+        let header_parts: Vec<&[u8]> = headers
+            .iter()
+            .flat_map(|h| [h.path.as_os_str().as_encoded_bytes(), h.text.as_bytes()])
+            .collect();
+        let flags = input.flags.join("\0");
+        let mut parts: Vec<&[u8]> = vec![
+            text.as_bytes(),
+            path.as_os_str().as_encoded_bytes(),
+            input.arch.as_bytes(),
+            flags.as_bytes(),
+            nvcc.path.as_os_str().as_encoded_bytes(),
+            stamp.as_bytes(),
+        ];
+        let block = settings.block_size.to_le_bytes();
+        parts.push(&block);
+        parts.extend(header_parts);
+        let key = key_of(&parts);
         // Checked before anything is parsed: an unchanged save costs this hash.
         if let Some(done) = self.complete.get(&key) {
             let mut again = (*done).clone();
@@ -135,6 +205,7 @@ impl Analyzer {
         let mut analysis = FileAnalysis::without_tools(path, text, settings);
         analysis.key = key;
         analysis.nvcc = Some(nvcc.path.clone());
+        analysis.headers = headers;
         let compiled = match self.compiles.get(&key) {
             Some(hit) => {
                 analysis.cached = true;
@@ -148,7 +219,15 @@ impl Analyzer {
                 }
                 Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
                 Err(e) => {
-                    analysis.findings.push(Finding::new("kernelpro", Severity::Error, Span::line(0), format!("compile failed: {e}")).with_code("compile-failed"));
+                    analysis.findings.push(
+                        Finding::new(
+                            "kernelpro",
+                            Severity::Error,
+                            Span::line(0),
+                            format!("compile failed: {e}"),
+                        )
+                        .with_code("compile-failed"),
+                    );
                     analysis.complete = true;
                     return Ok(analysis);
                 }
@@ -164,22 +243,39 @@ impl Analyzer {
     }
 
     /// Step two: SASS with source lines, then the static tools over it.
-    pub async fn machine_code_step(&self, first: &FileAnalysis, text: &str, settings: &Settings, cancel: &CancellationToken) -> Result<FileAnalysis, AnalysisError> {
+    pub async fn machine_code_step(
+        &self,
+        first: &FileAnalysis,
+        text: &str,
+        settings: &Settings,
+        cancel: &CancellationToken,
+    ) -> Result<FileAnalysis, AnalysisError> {
         let mut analysis = first.clone();
-        let (Some(compiled), Some(nvcc)) = (first.compile.clone(), first.nvcc.clone()) else { return Ok(analysis) };
+        let (Some(compiled), Some(nvcc)) = (first.compile.clone(), first.nvcc.clone()) else {
+            return Ok(analysis);
+        };
         let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
-        let full = match crate::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel).await {
+        let full = match crate::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel)
+            .await
+        {
             Ok(out) => Arc::new(out),
             Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
             Err(e) => {
-                analysis.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("no SASS for this file: {e}")));
+                analysis.findings.push(Finding::new(
+                    "kernelpro",
+                    Severity::Information,
+                    Span::line(0),
+                    format!("no SASS for this file: {e}"),
+                ));
                 return Ok(analysis);
             }
         };
         analysis.findings = first.findings.clone();
-        analysis.findings.extend(full.findings.iter().skip(compiled.findings.len()).cloned());
+        analysis
+            .findings
+            .extend(full.findings.iter().skip(compiled.findings.len()).cloned());
         let path_str = first.path.display().to_string();
-        let blocks = |k: &str| first.block_sizes.get(k).copied();
+        let launches = |k: &str| first.launches.get(k).copied();
         let input = kernelpro_lints::LintInput {
             path: &path_str,
             text,
@@ -187,10 +283,13 @@ impl Analyzer {
             sass: full.disassembly.as_ref(),
             resources: &full.resources,
             arch: &first.arch,
-            block_sizes: &blocks,
+            launches: &launches,
             default_block: first.default_block_size,
         };
         analysis.findings.extend(kernelpro_lints::run_all(&input));
+        analysis
+            .findings
+            .extend(header_findings(first, text, &input));
         analysis.compile = Some(full);
         analysis.complete = true;
         self.complete.insert(first.key, Arc::new(analysis.clone()));
@@ -199,31 +298,219 @@ impl Analyzer {
 }
 
 impl FileAnalysis {
+    /// The resources of a kernel compiled once (not a template, or a template
+    /// with one instantiation); see [`FileAnalysis::instantiations`] for all.
     pub fn resources(&self, kernel: &str) -> Option<&KernelResources> {
-        self.compile.as_ref()?.resources.iter().find(|r| r.entry && r.name == kernel)
+        match self.instantiations(kernel).as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+    /// Every compiled version of a kernel: one per template instantiation (or
+    /// overload), matched by the plain name (`scale<float>` → `scale`).
+    pub fn instantiations(&self, kernel: &str) -> Vec<&KernelResources> {
+        let Some(compile) = self.compile.as_ref() else {
+            return Vec::new();
+        };
+        compile
+            .resources
+            .iter()
+            .filter(|r| r.entry && plain_name(&r.name) == kernel)
+            .collect()
     }
     pub fn disassembly(&self) -> Option<&Disassembly> {
         self.compile.as_ref()?.disassembly.as_ref()
     }
-    /// The block size a kernel is launched with: its launch spec, else the setting.
+    /// The launch a kernel's occupancy is computed for: its own, else the setting's block size.
+    pub fn launch(&self, kernel: &str) -> Launch {
+        self.launches
+            .get(kernel)
+            .copied()
+            .unwrap_or(Launch::assumed(self.default_block_size))
+    }
+    /// The block size a kernel is launched with (see [`FileAnalysis::launch`]).
     pub fn block_size(&self, kernel: &str) -> u32 {
-        self.block_sizes.get(kernel).copied().unwrap_or(self.default_block_size)
+        self.launch(kernel).block
+    }
+    /// Occupancy of one compiled version under the kernel's launch (static plus known dynamic shared memory).
+    pub fn occupancy_of(&self, kernel: &str, r: &KernelResources) -> Option<Occupancy> {
+        let limits = ArchLimits::for_arch(&self.arch)?;
+        let launch = self.launch(kernel);
+        Some(occupancy(
+            &limits,
+            launch.block,
+            r.registers,
+            r.shared_static + launch.smem.unwrap_or(0),
+        ))
     }
     pub fn occupancy(&self, kernel: &str) -> Option<Occupancy> {
-        let r = self.resources(kernel)?;
-        let limits = ArchLimits::for_arch(&self.arch)?;
-        Some(occupancy(&limits, self.block_size(kernel), r.registers, r.shared_static))
+        self.occupancy_of(kernel, self.resources(kernel)?)
     }
     /// One line for the kernel's code lens, once resources are known:
-    /// `32 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)`.
+    /// `32 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)`, and for
+    /// a template `3 instantiations · 32–40 regs · 0 B spill · … · occupancy 75–100%`.
     pub fn kernel_summary(&self, kernel: &str) -> Option<String> {
-        let r = self.resources(kernel)?;
-        let mut s = format!("{} regs · {} spill · {} smem", r.registers, bytes(r.spill_stores + r.spill_loads), bytes(r.shared_static));
-        if let Some(o) = self.occupancy(kernel) {
-            s.push_str(&format!(" · occupancy {:.0}% (limit: {})", o.percent, limiter_name(o.limiter)));
+        let all = self.instantiations(kernel);
+        if let [r] = all.as_slice() {
+            let mut s = format!(
+                "{} regs · {} spill · {} smem",
+                r.registers,
+                bytes(r.spill_stores + r.spill_loads),
+                bytes(r.shared_static)
+            );
+            if let Some(o) = self.occupancy_of(kernel, r) {
+                s.push_str(&format!(
+                    " · occupancy {:.0}% (limit: {})",
+                    o.percent,
+                    limiter_name(o.limiter)
+                ));
+            }
+            return Some(s);
+        }
+        let range = |values: Vec<u32>, show: &dyn Fn(u32) -> String| {
+            let (lo, hi) = (values.iter().min().copied()?, values.iter().max().copied()?);
+            Some(if lo == hi {
+                show(lo)
+            } else {
+                format!("{}–{}", show(lo), show(hi))
+            })
+        };
+        let regs = range(all.iter().map(|r| r.registers).collect(), &|v| {
+            v.to_string()
+        })?;
+        let spill = range(
+            all.iter().map(|r| r.spill_stores + r.spill_loads).collect(),
+            &|v| bytes(v),
+        )?;
+        let smem = range(all.iter().map(|r| r.shared_static).collect(), &|v| bytes(v))?;
+        let mut s = format!(
+            "{} instantiations · {regs} regs · {spill} spill · {smem} smem",
+            all.len()
+        );
+        let occ: Vec<u32> = all
+            .iter()
+            .filter_map(|r| self.occupancy_of(kernel, r))
+            .map(|o| o.percent.round() as u32)
+            .collect();
+        if let Some(o) = range(occ, &|v| v.to_string()) {
+            s.push_str(&format!(" · occupancy {o}%"));
         }
         Some(s)
     }
+}
+
+/// The static tools over each included project header that defines kernels,
+/// findings on the header (`file`), and one summary per `#include` line of
+/// this file: `3 kernels in kernels.cuh: 5 findings`.
+fn header_findings(
+    first: &FileAnalysis,
+    text: &str,
+    main: &kernelpro_lints::LintInput,
+) -> Vec<Finding> {
+    let main_sites = kernelpro_lints::launch::launch_sites(text, &first.source);
+    let mut out = Vec::new();
+    // include line → (header name, kernels, findings, warnings), in include order.
+    let mut summaries: Vec<(u32, Vec<(String, usize, Vec<Finding>)>)> = Vec::new();
+    for header in &first.headers {
+        let source = source::parse(&header.text);
+        let kernels = source.kernels().count();
+        if kernels == 0 {
+            continue;
+        }
+        let mut launches =
+            kernelpro_lints::launch::in_file(&header.text, &source, source.kernels());
+        for (k, site) in &main_sites {
+            let theirs = launches
+                .get(k)
+                .is_some_and(|l| matches!(l.from, LaunchFrom::Site { .. }));
+            if source.kernel(k).is_some() && !theirs {
+                launches.insert(k.clone(), *site);
+            }
+        }
+        let lookup = |k: &str| launches.get(k).copied();
+        let path = header.path.display().to_string();
+        let input = kernelpro_lints::LintInput {
+            path: &path,
+            text: &header.text,
+            source: &source,
+            launches: &lookup,
+            ..*main
+        };
+        let mut found = kernelpro_lints::run_all(&input);
+        for f in &mut found {
+            f.file = Some(header.path.clone());
+        }
+        let name = header
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match summaries
+            .iter_mut()
+            .find(|(line, _)| *line == header.include_line)
+        {
+            Some((_, list)) => list.push((name, kernels, found.clone())),
+            None => summaries.push((header.include_line, vec![(name, kernels, found.clone())])),
+        }
+        out.extend(found);
+    }
+    for (line, list) in summaries {
+        let parts: Vec<String> = list
+            .iter()
+            .map(|(name, kernels, found)| {
+                let k = if *kernels == 1 {
+                    "1 kernel".to_string()
+                } else {
+                    format!("{kernels} kernels")
+                };
+                let warnings = found
+                    .iter()
+                    .filter(|f| matches!(f.severity, Severity::Error | Severity::Warning))
+                    .count();
+                let f = match (found.len(), warnings) {
+                    (0, _) => "no findings".to_string(),
+                    (1, _) => "1 finding".to_string(),
+                    (n, 0) => format!("{n} findings"),
+                    (n, w) => format!(
+                        "{n} findings ({w} warning{})",
+                        if w == 1 { "" } else { "s" }
+                    ),
+                };
+                format!("{k} in {name}: {f}")
+            })
+            .collect();
+        let mut summary = Finding::new(
+            "kernelpro",
+            Severity::Information,
+            line_span(text, line),
+            parts.join("; "),
+        )
+        .with_code("header-kernels");
+        for (_, _, found) in &list {
+            for f in found.iter().take(5) {
+                if let Some(file) = &f.file {
+                    summary.related.push(kernelpro_model::Related {
+                        file: file.clone(),
+                        span: f.span,
+                        message: f.message.clone(),
+                    });
+                }
+            }
+        }
+        out.push(summary);
+    }
+    out
+}
+
+/// The non-blank part of a 0-based line.
+fn line_span(text: &str, line: u32) -> Span {
+    let content = text.lines().nth(line as usize).unwrap_or("");
+    let start = content.len() - content.trim_start().len();
+    let end = content.trim_end().len().max(start);
+    Span::new(
+        kernelpro_model::Pos::new(line, start as u32),
+        kernelpro_model::Pos::new(line, end as u32),
+    )
 }
 
 pub fn limiter_name(l: Limiter) -> &'static str {

@@ -1,17 +1,28 @@
-//! Hover text (Markdown) for a position: a kernel's resources on its name,
-//! the SASS of a source line elsewhere, with what each opcode does and costs.
+//! Hover text (Markdown) for a position: a kernel's resources on its name
+//! (one row per template instantiation), the SASS of a source line elsewhere:
+//! a per-line summary, the costly instructions first, capped, with what each
+//! opcode does and costs. The full listing is [`sass_listing`] (the Show SASS
+//! command, `kernelpro check --sass LINE`).
 
 use crate::analysis::{FileAnalysis, bytes, limiter_name};
 use kernelpro_model::Pos;
-use kernelpro_sass::disasm::Instruction;
+use kernelpro_sass::cost::{CostClass, classify};
+use kernelpro_sass::disasm::{Function, Instruction};
 use kernelpro_sass::opcodes;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// At most this many instructions per kernel are listed; the rest are counted.
+/// At most this many instructions per kernel are listed in a hover; the rest are counted.
 const MAX_INSTRUCTIONS: usize = 16;
 
+/// Where the uncapped listing is, said under a capped one.
+const FULL_LISTING: &str = "the full listing: the **Show SASS for Line** command (`:KernelProSass` in Neovim) or `kernelpro check FILE --sass LINE`";
+
 pub fn hover_markdown(analysis: &FileAnalysis, pos: Pos) -> Option<String> {
-    if let Some(k) = analysis.source.kernels().find(|k| k.name_span.start.line == pos.line && k.name_span.start.col <= pos.col && pos.col <= k.name_span.end.col) {
+    if let Some(k) = analysis.source.kernels().find(|k| {
+        k.name_span.start.line == pos.line
+            && k.name_span.start.col <= pos.col
+            && pos.col <= k.name_span.end.col
+    }) {
         return kernel_hover(analysis, &k.name);
     }
     line_hover(analysis, pos.line)
@@ -19,34 +30,93 @@ pub fn hover_markdown(analysis: &FileAnalysis, pos: Pos) -> Option<String> {
 
 pub fn kernel_hover(a: &FileAnalysis, kernel: &str) -> Option<String> {
     let mut s = format!("**{kernel}** · `__global__` · {}\n\n", a.arch);
-    let Some(r) = a.resources(kernel) else {
-        s.push_str("Save the file to compile it and see its resources.");
+    let all = a.instantiations(kernel);
+    if all.is_empty() {
+        s.push_str(not_compiled(a, kernel));
         return Some(s);
+    }
+    let launch = a.launch(kernel);
+    let several = all.len() > 1;
+    s.push_str(if several { "| instantiation | registers | stack | spill stores / loads | shared (static) | barriers | occupancy |\n|---|---|---|---|---|---|---|\n" } else { "| registers | stack | spill stores / loads | shared (static) | barriers |\n|---|---|---|---|---|\n" });
+    for r in &all {
+        let row = format!(
+            "{} | {} | {} / {} | {} | {}",
+            r.registers,
+            bytes(r.stack_frame),
+            bytes(r.spill_stores),
+            bytes(r.spill_loads),
+            bytes(r.shared_static),
+            r.barriers
+        );
+        if several {
+            let occ = a.occupancy_of(kernel, r).map_or("—".to_string(), |o| {
+                format!("{:.0}% ({})", o.percent, limiter_name(o.limiter))
+            });
+            s.push_str(&format!("| `{}` | {row} | {occ} |\n", r.name));
+        } else {
+            s.push_str(&format!("| {row} |\n"));
+        }
+    }
+    let dynamic = match launch.smem {
+        Some(0) => String::new(),
+        Some(b) => format!(" and {} of dynamic shared memory", bytes(b)),
+        None => " (dynamic shared memory unknown: not counted)".to_string(),
     };
-    s.push_str(&format!(
-        "| registers | stack | spill stores / loads | shared (static) | barriers |\n|---|---|---|---|---|\n| {} | {} | {} / {} | {} | {} |\n",
-        r.registers,
-        bytes(r.stack_frame),
-        bytes(r.spill_stores),
-        bytes(r.spill_loads),
-        bytes(r.shared_static),
-        r.barriers
-    ));
-    if let Some(o) = a.occupancy(kernel) {
+    let from = launch.from.describe();
+    if several {
         s.push_str(&format!(
-            "\nTheoretical occupancy at {} threads/block: **{:.0}%** ({} of {} warps, {} blocks/SM), limited by **{}**.\n",
-            a.block_size(kernel),
+            "\nTheoretical occupancy at {} threads/block{dynamic}, from {from}.\n",
+            launch.block
+        ));
+    } else if let Some(o) = a.occupancy_of(kernel, all[0]) {
+        s.push_str(&format!(
+            "\nTheoretical occupancy at {} threads/block{dynamic}: **{:.0}%** ({} of {} warps, {} blocks/SM), limited by **{}**. Block size from {from}.\n",
+            launch.block,
             o.percent,
             o.active_warps,
             o.max_warps,
             o.blocks_per_sm,
             limiter_name(o.limiter)
         ));
+    } else {
+        s.push_str(&format!("\nOccupancy is not known for {}.\n", a.arch));
     }
     Some(s)
 }
 
+/// Why a kernel has no resources to show.
+fn not_compiled(a: &FileAnalysis, kernel: &str) -> &'static str {
+    let template = a.source.kernel(kernel).is_some_and(|k| k.is_template);
+    match &a.compile {
+        Some(c) if !c.ok => "The last compile failed: see the errors.",
+        Some(_) if template => {
+            "No instantiation of this template was compiled: launch it (`kernel<float><<<…>>>`) or instantiate it explicitly (`template __global__ void kernel<float>(…);`) in this file."
+        }
+        Some(_) => "ptxas reported no resources for this kernel.",
+        None if a
+            .findings
+            .iter()
+            .any(|f| matches!(f.code.as_deref(), Some("no-nvcc" | "compile-failed"))) =>
+        {
+            "Not compiled: see the message at the top of the file."
+        }
+        None => {
+            "Not compiled yet: save the file (in a trusted workspace) to compile it and see its resources."
+        }
+    }
+}
+
+/// The hover of a source line: a summary per kernel, the costly instructions first, capped.
 pub fn line_hover(a: &FileAnalysis, line: u32) -> Option<String> {
+    sass_markdown(a, line, Some(MAX_INSTRUCTIONS))
+}
+
+/// Every instruction of a line, in program order (the Show SASS command, `check --sass`).
+pub fn sass_listing(a: &FileAnalysis, line: u32) -> Option<String> {
+    sass_markdown(a, line, None)
+}
+
+fn sass_markdown(a: &FileAnalysis, line: u32, cap: Option<usize>) -> Option<String> {
     let dis = a.disassembly()?;
     let path = a.path.display().to_string();
     let mut s = String::new();
@@ -56,17 +126,29 @@ pub fn line_hover(a: &FileAnalysis, line: u32) -> Option<String> {
         if idx.is_empty() {
             continue;
         }
-        s.push_str(&format!("SASS of line {} in `{}` ({} instructions)\n```sass\n", line + 1, f.name, idx.len()));
-        for &i in idx.iter().take(MAX_INSTRUCTIONS) {
+        s.push_str(&format!(
+            "SASS of line {} in `{}`: {}\n```sass\n",
+            line + 1,
+            f.name,
+            line_summary(f, idx)
+        ));
+        let shown: Vec<usize> = match cap {
+            Some(cap) => costly_first(f, idx).into_iter().take(cap).collect(),
+            None => idx.to_vec(),
+        };
+        for &i in &shown {
             let ins = &f.instructions[i];
             s.push_str(&instruction_line(ins));
             s.push('\n');
             seen.insert(ins.opcode.clone());
         }
-        if idx.len() > MAX_INSTRUCTIONS {
-            s.push_str(&format!("// … and {} more\n", idx.len() - MAX_INSTRUCTIONS));
+        if idx.len() > shown.len() {
+            s.push_str(&format!("// … and {} more\n", idx.len() - shown.len()));
         }
         s.push_str("```\n");
+        if idx.len() > shown.len() {
+            s.push_str(&format!("Costly instructions first; {FULL_LISTING}.\n\n"));
+        }
     }
     if s.is_empty() {
         return None;
@@ -83,9 +165,70 @@ pub fn line_hover(a: &FileAnalysis, line: u32) -> Option<String> {
     Some(s)
 }
 
+/// `225 instructions: 48 FP64 (DFMA, DMUL, F2F), 12 global loads, 2 barriers`.
+pub fn line_summary(f: &Function, idx: &[usize]) -> String {
+    let mut classes: BTreeMap<CostClass, (usize, BTreeSet<&str>)> = BTreeMap::new();
+    for &i in idx {
+        let ins = &f.instructions[i];
+        let entry = classes.entry(classify(ins)).or_default();
+        entry.0 += 1;
+        entry.1.insert(ins.base_opcode());
+    }
+    let parts: Vec<String> = classes
+        .iter()
+        .filter(|(c, _)| **c != CostClass::Other)
+        .map(|(c, (n, ops))| {
+            let named = matches!(
+                c,
+                CostClass::Fp64
+                    | CostClass::LocalMemory
+                    | CostClass::Atomic
+                    | CostClass::Conversion
+            );
+            let ops = if named {
+                format!(" ({})", ops.iter().copied().collect::<Vec<_>>().join(", "))
+            } else {
+                String::new()
+            };
+            let label = c.label();
+            let label = if *n == 1 {
+                label.strip_suffix('s').unwrap_or(label)
+            } else {
+                label
+            };
+            format!("{n} {label}{ops}")
+        })
+        .collect();
+    let total = match idx.len() {
+        1 => "1 instruction".to_string(),
+        n => format!("{n} instructions"),
+    };
+    if parts.is_empty() {
+        total
+    } else {
+        format!("{total}: {}", parts.join(", "))
+    }
+}
+
+/// The instructions of a line with the costly classes first, each group in program order.
+fn costly_first(f: &Function, idx: &[usize]) -> Vec<usize> {
+    let (mut costly, rest): (Vec<usize>, Vec<usize>) = idx
+        .iter()
+        .partition(|&&i| classify(&f.instructions[i]).is_costly());
+    costly.extend(rest);
+    costly
+}
+
 fn instruction_line(ins: &Instruction) -> String {
-    let pred = ins.predicate.as_ref().map(|p| format!("@{p} ")).unwrap_or_default();
-    let mut l = format!("/*{:04x}*/ {pred}{} {};", ins.offset, ins.opcode, ins.operands);
+    let pred = ins
+        .predicate
+        .as_ref()
+        .map(|p| format!("@{p} "))
+        .unwrap_or_default();
+    let mut l = format!(
+        "/*{:04x}*/ {pred}{} {};",
+        ins.offset, ins.opcode, ins.operands
+    );
     if let Some(c) = &ins.control {
         l = format!("{l:<56} // {}", c.describe());
     }

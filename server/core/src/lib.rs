@@ -16,6 +16,7 @@ pub mod nvcc_flags;
 pub mod analysis;
 pub mod doctor;
 pub mod harness;
+pub mod headers;
 pub mod hover;
 pub mod launch;
 pub mod profiling;

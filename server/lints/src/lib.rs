@@ -9,6 +9,7 @@
 //! Tool names double as doc anchors in `docs/tools.md`, so they differ from the
 //! ncu tools' (`RegisterSpill`, `Vectorization`): `LocalMemorySpill`, `ScalarLoads`.
 
+pub mod launch;
 mod locate;
 mod syntax;
 mod tools;
@@ -34,15 +35,19 @@ pub struct LintInput<'a> {
     pub resources: &'a [KernelResources],
     /// `sm_90` etc.
     pub arch: &'a str,
-    /// The launch block size (threads) of a kernel when a launch spec gives one.
-    pub block_sizes: &'a dyn Fn(&str) -> Option<u32>,
-    /// Block size for kernels without a launch spec.
+    /// A kernel's launch when something says it (spec, launch site,
+    /// `__launch_bounds__`: see [`launch`]).
+    pub launches: &'a dyn Fn(&str) -> Option<launch::Launch>,
+    /// Block size for kernels whose launch nothing says.
     pub default_block: u32,
 }
 
 impl LintInput<'_> {
+    pub fn launch(&self, kernel: &str) -> launch::Launch {
+        (self.launches)(kernel).unwrap_or(launch::Launch::assumed(self.default_block))
+    }
     pub fn block_size(&self, kernel: &str) -> u32 {
-        (self.block_sizes)(kernel).unwrap_or(self.default_block)
+        self.launch(kernel).block
     }
 }
 

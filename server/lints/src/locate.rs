@@ -11,11 +11,7 @@ pub fn sass_functions<'s>(sass: &'s Disassembly, kernel: &str) -> Vec<&'s Functi
         .collect()
 }
 
-/// The source-level name of a demangled symbol: `ns::scale<256>` → `scale`.
-pub fn short_name(demangled: &str) -> &str {
-    let without_args = demangled.split('<').next().unwrap_or(demangled);
-    without_args.rsplit("::").next().unwrap_or(without_args)
-}
+pub use kernelpro_sass::symbol::plain_name as short_name;
 
 /// Whether a path recorded by nvcc names the analysed file: equal, one a
 /// `/`-suffix of the other, or the same file name.

@@ -87,21 +87,37 @@ impl<'a> Syntax<'a> {
         constants
     }
 
-    /// Folds integer literals, known constants and `+ - * / %`.
+    /// Folds integer literals, known constants, `sizeof` of the built-in types,
+    /// casts and `+ - * / % << >>`. Nested past [`MAX_EVAL_DEPTH`] gives `None`.
     pub fn eval(&self, node: Node, constants: &HashMap<String, i64>) -> Option<i64> {
+        self.eval_at(node, constants, 0)
+    }
+
+    fn eval_at(&self, node: Node, constants: &HashMap<String, i64>, depth: usize) -> Option<i64> {
+        if depth > MAX_EVAL_DEPTH {
+            return None;
+        }
+        let sub = |n: Node| self.eval_at(n, constants, depth + 1);
         match node.kind() {
             "number_literal" => parse_int(self.text(node)),
             "identifier" => constants.get(self.text(node)).copied(),
-            "parenthesized_expression" => self.eval(node.named_child(0)?, constants),
+            "parenthesized_expression" => sub(node.named_child(0)?),
+            "cast_expression" => sub(node.child_by_field_name("value")?),
+            "sizeof_expression" => {
+                let ty = node.child_by_field_name("type")?;
+                type_size(self.text(ty))
+            }
             "binary_expression" => {
-                let l = self.eval(node.child_by_field_name("left")?, constants)?;
-                let r = self.eval(node.child_by_field_name("right")?, constants)?;
+                let l = sub(node.child_by_field_name("left")?)?;
+                let r = sub(node.child_by_field_name("right")?)?;
                 match self.operator(node)? {
                     "+" => l.checked_add(r),
                     "-" => l.checked_sub(r),
                     "*" => l.checked_mul(r),
                     "/" => l.checked_div(r),
                     "%" => l.checked_rem(r),
+                    "<<" => u32::try_from(r).ok().and_then(|r| l.checked_shl(r)),
+                    ">>" => u32::try_from(r).ok().and_then(|r| l.checked_shr(r)),
                     _ => None,
                 }
             }
@@ -203,6 +219,27 @@ impl<'a> Syntax<'a> {
             _ => None,
         }
     }
+}
+
+/// How deep [`Syntax::eval`] folds nested expressions.
+const MAX_EVAL_DEPTH: usize = 64;
+
+/// Bytes of a built-in type named in `sizeof(...)`.
+fn type_size(ty: &str) -> Option<i64> {
+    let words: Vec<&str> = ty
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "unsigned" | "signed"))
+        .collect();
+    Some(match words.join(" ").as_str() {
+        "char" | "int8_t" | "uint8_t" | "bool" => 1,
+        "short" | "half" | "__half" | "__nv_bfloat16" | "int16_t" | "uint16_t" => 2,
+        "int" | "float" | "" | "int32_t" | "uint32_t" | "half2" | "__half2" | "__nv_bfloat162" => 4,
+        "double" | "long" | "long long" | "size_t" | "int64_t" | "uint64_t" | "float2" | "int2" => {
+            8
+        }
+        "float4" | "int4" | "double2" | "uint4" => 16,
+        _ => return None,
+    })
 }
 
 /// Every node under `node`, itself included, in source order.

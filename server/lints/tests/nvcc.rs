@@ -113,3 +113,35 @@ fn nvcc_matches_recordings() {
         std::fs::remove_dir_all(&work).unwrap();
     }
 }
+
+/// Local memory from `printf`, a `volatile` local and a run-time indexed array,
+/// each named on its line, and a `double` accumulator on the line that
+/// accumulates: compiled with the real nvcc, so the causes are what nvcc does.
+#[test]
+fn local_memory_causes_and_double_accumulator() {
+    let Some(nvcc) = find_nvcc() else {
+        assert_eq!(
+            std::env::var("KERNELPRO_NO_NVCC_TESTS").as_deref(),
+            Ok("1"),
+            "nvcc not found"
+        );
+        return;
+    };
+    let work = std::env::temp_dir().join(format!("kernelpro-lints-causes-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let fresh = compile(&nvcc, "lints/local_causes.cu", &work);
+    std::fs::remove_dir_all(&work).unwrap();
+    let found = findings(&fresh, true, &Thresholds::default());
+    expect_test::expect![[r#"
+        LocalMemorySpill 4:17-4:28 `with_printf` uses local memory (16 B stack frame) without register spills
+        LocalMemorySpill 6:3-6:69 2 local-memory accesses (LDL/STL) from this line in `with_printf`: `printf` stores its arguments to a buffer in local memory (the stack) for `vprintf`
+        LocalMemorySpill 9:17-9:30 `with_volatile` uses local memory (8 B stack frame) without register spills
+        LocalMemorySpill 10:3-10:30 2 local-memory accesses (LDL/STL) from this line in `with_volatile`: `guard` is `volatile`, so it lives in local memory and every access goes there
+        LocalMemorySpill 11:3-11:51 58 local-memory accesses (LDL/STL) from this line in `with_volatile`: `guard` is `volatile`, so it lives in local memory and every access goes there
+        LocalMemorySpill 21:17-21:35 `with_indexed_array` uses local memory (256 B stack frame) without register spills
+        LocalMemorySpill 23:3-23:47 16 local-memory accesses (LDL/STL) from this line in `with_indexed_array`: the per-thread array `table` is indexed at run time, so it lives in local memory
+        LocalMemorySpill 24:3-24:86 128 local-memory accesses (LDL/STL) from this line in `with_indexed_array`: the per-thread array `table` is indexed at run time, so it lives in local memory
+        ScalarLoads 24:81-24:85 each thread reads `x[k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+        LocalMemorySpill 25:3-25:44 1 local-memory accesses (LDL/STL) from this line in `with_indexed_array`: the per-thread array `table` is indexed at run time, so it lives in local memory
+        Fp64Promotion 30:53-30:56 FP64 in float kernel `double_accumulator`: `acc` is a `double` accumulator: each update converts to double and runs on the FP64 pipe"#]].assert_eq(&render(&found));
+}

@@ -6,6 +6,7 @@
 //! spawns the CUDA tools or reads files; the core crate runs them.
 
 pub mod control;
+pub mod cost;
 pub mod disasm;
 pub mod occupancy;
 pub mod opcodes;

@@ -1,10 +1,12 @@
 //! Theoretical occupancy, computed the way `cuda_occupancy.h` (the CUDA
-//! Occupancy Calculator) does for compute capability 8.x and 9.0:
+//! Occupancy Calculator) does, for every architecture nvcc 13 compiles for
+//! (`nvcc --list-gpu-code`: sm_75 to sm_121):
 //!
 //! - registers are allocated per warp in units of 256 and per SM sub-partition
 //!   (4 per SM), so warps/SM by registers = 4 · ⌊(65536 / 4) / ⌈regs·32⌉₂₅₆⌋;
-//! - shared memory per block = requested + 1 KB reserved by the driver, rounded
-//!   up to 128 B, against the largest carveout the SM supports;
+//! - shared memory per block = requested + 1 KB reserved by the driver (8.0
+//!   and later; none on 7.5), rounded up to 128 B (256 B on 7.5), against the
+//!   largest carveout the SM supports;
 //! - the block's warps are also bounded by max warps/SM and max blocks/SM.
 
 use serde::{Deserialize, Serialize};
@@ -30,8 +32,11 @@ pub struct ArchLimits {
 const KB: u32 = 1024;
 
 impl ArchLimits {
-    /// Limits for `sm_80`, `sm_86`, `sm_89` and `sm_90` (also `sm_90a`), from the
-    /// CUDA C++ Programming Guide's compute-capability table and `cuda_occupancy.h`.
+    /// Limits for every `sm_XY` nvcc 13.2 targets, with or without the `a`/`f`
+    /// suffix (`sm_90a`, `sm_100f`): blocks per SM, shared-memory carveouts and
+    /// allocation units from CUDA 13.2's `cuda_occupancy.h`; warps per SM,
+    /// shared memory per SM and per block from the CUDA C++ Programming Guide's
+    /// compute-capability table. `None` for anything else (no guessing).
     pub fn for_arch(arch: &str) -> Option<ArchLimits> {
         let base = ArchLimits {
             arch: "sm_80",
@@ -47,34 +52,67 @@ impl ArchLimits {
             reserved_shared_per_block: KB,
             shared_alloc_unit: 128,
         };
+        // 1536 threads and 100 KB of shared memory per SM: GA10x, Ada, consumer Blackwell.
         let small_sm = ArchLimits {
             max_warps_per_sm: 48,
             shared_per_sm: 100 * KB,
             max_shared_per_block: 99 * KB,
             ..base
         };
-        match arch.trim_end_matches('a') {
-            "sm_80" => Some(base),
-            "sm_86" => Some(ArchLimits {
-                arch: "sm_86",
+        let big_smem = ArchLimits {
+            shared_per_sm: 228 * KB,
+            max_shared_per_block: 227 * KB,
+            ..base
+        };
+        let name = arch.strip_suffix(['a', 'f']).unwrap_or(arch);
+        let limits = match name {
+            "sm_75" => ArchLimits {
+                max_warps_per_sm: 32,
+                max_blocks_per_sm: 16,
+                shared_per_sm: 64 * KB,
+                max_shared_per_block: 64 * KB,
+                reserved_shared_per_block: 0,
+                shared_alloc_unit: 256,
+                ..base
+            },
+            "sm_80" => base,
+            "sm_86" | "sm_88" => ArchLimits {
                 max_blocks_per_sm: 16,
                 ..small_sm
-            }),
-            "sm_89" => Some(ArchLimits {
-                arch: "sm_89",
+            },
+            // Orin: 1536 threads per SM with the A100's 164 KB carveout.
+            "sm_87" => ArchLimits {
+                max_warps_per_sm: 48,
+                max_blocks_per_sm: 16,
+                ..base
+            },
+            "sm_89" => ArchLimits {
                 max_blocks_per_sm: 24,
                 ..small_sm
-            }),
-            "sm_90" => Some(ArchLimits {
-                arch: "sm_90",
-                shared_per_sm: 228 * KB,
-                max_shared_per_block: 227 * KB,
-                ..base
-            }),
-            _ => None,
-        }
+            },
+            "sm_90" | "sm_100" | "sm_103" => big_smem,
+            // Thor (sm_101 before CUDA 13): 1536 threads and 24 blocks per SM, 228 KB.
+            "sm_110" => ArchLimits {
+                max_warps_per_sm: 48,
+                max_blocks_per_sm: 24,
+                ..big_smem
+            },
+            "sm_120" | "sm_121" => ArchLimits {
+                max_blocks_per_sm: 24,
+                ..small_sm
+            },
+            _ => return None,
+        };
+        let arch = KNOWN.iter().find(|k| **k == name).copied()?;
+        Some(ArchLimits { arch, ..limits })
     }
 }
+
+/// The architectures [`ArchLimits::for_arch`] knows, as nvcc 13.2 lists them.
+pub const KNOWN: [&str; 12] = [
+    "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110",
+    "sm_120", "sm_121",
+];
 
 /// The resource that caps blocks per SM. When several give the same cap the
 /// hardware limits (warps, blocks) are named first: raising a resource would not help.
@@ -157,7 +195,11 @@ fn blocks_by_shared(limits: &ArchLimits, smem_per_block_bytes: u32) -> u32 {
     if allocated > limits.max_shared_per_block + limits.reserved_shared_per_block {
         return 0;
     }
-    limits.shared_per_sm / allocated
+    // No shared memory at all (7.5 reserves none): shared memory does not limit.
+    limits
+        .shared_per_sm
+        .checked_div(allocated)
+        .unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -265,11 +307,43 @@ mod tests {
     }
 
     #[test]
+    fn sm_75() {
+        // W 8: by warps 32/8 = 4; regs/warp 1024 → 64 warps → 8 blocks; 4 blocks = 32 warps (100 %).
+        check("sm_75", 256, 32, 0, (4, 32, Warps));
+        // No reserved 1 KB; 256 B units: 20000 → 20224; ⌊65536/20224⌋ = 3 blocks × 4 warps (37.5 %).
+        check("sm_75", 128, 32, 20000, (3, 12, SharedMemory));
+        // W 1: max 16 blocks (50 %).
+        check("sm_75", 32, 16, 0, (16, 16, Blocks));
+    }
+
+    #[test]
+    fn blackwell_and_thor() {
+        // sm_100 is sm_90's SM: 227 KB + 1 KB fits once.
+        check("sm_100a", 128, 32, 227 * 1024, (1, 4, SharedMemory));
+        check("sm_103", 256, 32, 0, (8, 64, Warps));
+        // sm_110: 48 warps, 24 blocks: W 1 → 24 warps (50 %).
+        check("sm_110", 32, 16, 0, (24, 24, Blocks));
+        // sm_120: 48 warps; W 8 → 6 blocks (100 %); 64 KB + 1 KB → ⌊102400/66560⌋ = 1 block.
+        check("sm_120", 256, 32, 0, (6, 48, Warps));
+        check("sm_121", 256, 32, 64 * 1024, (1, 8, SharedMemory));
+        // More than 99 KB per block does not launch on sm_120.
+        check("sm_120f", 128, 32, 100 * 1024, (0, 0, SharedMemory));
+    }
+
+    #[test]
     fn known_architectures() {
         assert_eq!(
             ArchLimits::for_arch("sm_90a").map(|l| l.arch),
             Some("sm_90")
         );
-        assert_eq!(ArchLimits::for_arch("sm_75"), None);
+        assert_eq!(
+            ArchLimits::for_arch("sm_100f").map(|l| l.arch),
+            Some("sm_100")
+        );
+        assert_eq!(ArchLimits::for_arch("sm_70"), None);
+        assert_eq!(ArchLimits::for_arch("compute_90"), None);
+        for arch in KNOWN {
+            assert_eq!(ArchLimits::for_arch(arch).map(|l| l.arch), Some(arch));
+        }
     }
 }

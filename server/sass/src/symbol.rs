@@ -29,6 +29,18 @@ pub fn names(mangled: &str) -> Names {
     }
 }
 
+/// The name source code uses for a demangled symbol: `ns::scale<256>` and
+/// `scale<float>` → `scale`. Template instantiations and overloads of one
+/// kernel share it.
+pub fn plain_name(demangled: &str) -> &str {
+    let without_args = demangled.split('<').next().unwrap_or(demangled);
+    without_args
+        .rsplit("::")
+        .next()
+        .unwrap_or(without_args)
+        .trim()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,10 +68,29 @@ mod tests {
             "kernel<float, 4>",
         );
         check("plain_c_kernel", "plain_c_kernel", "plain_c_kernel");
+        // nvcc 13.2: `template <typename T> __global__ void add(T*, const T*, int)` for float.
+        check(
+            "_Z3addIfEvPT_PKS0_i",
+            "void add<float>(float*, float const*, int)",
+            "add<float>",
+        );
         check(
             "$__internal_0_$__cuda_sm20_rem_s64",
             "$__internal_0_$__cuda_sm20_rem_s64",
             "$__internal_0_$__cuda_sm20_rem_s64",
         );
+    }
+
+    #[test]
+    fn plain_names() {
+        for (name, plain) in [
+            ("add<float>", "add"),
+            ("ns::scale<256>", "scale"),
+            ("kernel<float, tile<4> >", "kernel"),
+            ("saxpy", "saxpy"),
+            ("a::b::k", "k"),
+        ] {
+            assert_eq!(plain_name(name), plain);
+        }
     }
 }

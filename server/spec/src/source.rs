@@ -1,6 +1,9 @@
 //! Finds `// kernelpro: ...` lines in a source file and groups them: a block
-//! directly above a `__global__` function belongs to that kernel, any other
-//! block holds file-wide `let`s.
+//! directly above a `__global__` function belongs to that kernel. A block with
+//! more than `let`s also reaches the next kernel across blank, preprocessor
+//! (`#define`, with its continuation lines), comment, `template <…>` and
+//! attribute lines; one that reaches no kernel is `detached` (a diagnostic).
+//! Any other block holds file-wide `let`s.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +45,9 @@ pub struct FileSpecs {
     pub kernels: Vec<KernelSpecRaw>,
     /// Spec lines not directly above a kernel; only `let` is valid there.
     pub file_lets: Vec<SpecLine>,
+    /// Blocks with more than `let`s that attach to no kernel.
+    #[serde(default)]
+    pub detached: Vec<SpecLine>,
 }
 
 impl FileSpecs {
@@ -54,7 +60,14 @@ impl FileSpecs {
 const MAX_DECL_LINES: usize = 12;
 
 /// Attribute-like macros that take parentheses before the kernel's name.
-const ATTRIBUTES: [&str; 6] = ["__launch_bounds__", "__attribute__", "__align__", "__declspec", "alignas", "__cluster_dims__"];
+const ATTRIBUTES: [&str; 6] = [
+    "__launch_bounds__",
+    "__attribute__",
+    "__align__",
+    "__declspec",
+    "alignas",
+    "__cluster_dims__",
+];
 
 pub fn parse_file(source: &str) -> FileSpecs {
     let lines: Vec<&str> = source.lines().collect();
@@ -74,21 +87,68 @@ pub fn parse_file(source: &str) -> FileSpecs {
             }
             i += 1;
         }
-        match kernel_after(&lines, i) {
-            Some((kernel, kernel_line, template_params)) => {
-                specs.kernels.push(KernelSpecRaw { kernel, kernel_line, template_params, lines: block })
+        let only_lets = block
+            .iter()
+            .all(|l| l.text.starts_with("let ") || l.text.is_empty());
+        let kernel = kernel_after(&lines, i).or_else(|| {
+            if only_lets {
+                None
+            } else {
+                kernel_after(&lines, next_code_line(&lines, i)?)
             }
-            None => specs.file_lets.extend(block),
+        });
+        match kernel {
+            Some((kernel, kernel_line, template_params)) => specs.kernels.push(KernelSpecRaw {
+                kernel,
+                kernel_line,
+                template_params,
+                lines: block,
+            }),
+            None if only_lets => specs.file_lets.extend(block),
+            None => specs.detached.extend(block),
         }
     }
     specs
 }
 
+/// The first line from `start` that is code: blank, comment and preprocessor
+/// lines (with `\` continuations) are skipped; another spec line ends the search.
+fn next_code_line(lines: &[&str], start: usize) -> Option<usize> {
+    let mut i = start;
+    let mut in_comment = false;
+    while i < lines.len() {
+        let t = lines[i].trim();
+        if in_comment {
+            in_comment = !t.contains("*/");
+        } else if spec_line(i, lines[i]).is_some() {
+            return None;
+        } else if t.starts_with("/*") {
+            in_comment = !t.contains("*/");
+        } else if t.starts_with('#') {
+            while lines[i].trim_end().ends_with('\\') && i + 1 < lines.len() {
+                i += 1;
+            }
+        } else if !t.is_empty() && !t.starts_with("//") {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
 fn spec_line(index: usize, line: &str) -> Option<SpecLine> {
-    let body = line.trim_start().strip_prefix("//")?.trim_start().strip_prefix("kernelpro:")?;
+    let body = line
+        .trim_start()
+        .strip_prefix("//")?
+        .trim_start()
+        .strip_prefix("kernelpro:")?;
     let text = body.trim();
     let col = line.len() - body.trim_start().len();
-    Some(SpecLine { line: index as u32, col: col as u32, text: text.to_string() })
+    Some(SpecLine {
+        line: index as u32,
+        col: col as u32,
+        text: text.to_string(),
+    })
 }
 
 /// The kernel declared starting at line `start`: its name, the line of the
@@ -112,20 +172,33 @@ fn kernel_after(lines: &[&str], start: usize) -> Option<(String, u32, Vec<String
     let decl = &decl[..decl.find(['{', ';']).unwrap_or(decl.len())];
     let (template_params, rest_at) = template_header(decl);
     let rest = &decl[rest_at..];
-    if !rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "__global__") {
+    if !rest
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .any(|w| w == "__global__")
+    {
         return None;
     }
     let name_at = rest_at + function_name_offset(rest)?;
-    let name_len = decl[name_at..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(0);
+    let name_len = decl[name_at..]
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(0);
     let line = start + line_starts.iter().rposition(|s| *s <= name_at).unwrap_or(0);
-    Some((decl[name_at..name_at + name_len].to_string(), line as u32, template_params))
+    Some((
+        decl[name_at..name_at + name_len].to_string(),
+        line as u32,
+        template_params,
+    ))
 }
 
 /// Parameter names of a leading `template <...>` and the offset after it.
 fn template_header(decl: &str) -> (Vec<String>, usize) {
     let trimmed = decl.trim_start();
-    let Some(after_kw) = trimmed.strip_prefix("template") else { return (Vec::new(), 0) };
-    let Some(open) = after_kw.find('<') else { return (Vec::new(), 0) };
+    let Some(after_kw) = trimmed.strip_prefix("template") else {
+        return (Vec::new(), 0);
+    };
+    let Some(open) = after_kw.find('<') else {
+        return (Vec::new(), 0);
+    };
     let mut depth = 0;
     let mut close = None;
     for (i, c) in after_kw.char_indices().skip(open) {
@@ -141,12 +214,17 @@ fn template_header(decl: &str) -> (Vec<String>, usize) {
             _ => {}
         }
     }
-    let Some(close) = close else { return (Vec::new(), 0) };
+    let Some(close) = close else {
+        return (Vec::new(), 0);
+    };
     let params = split_top_level(&after_kw[open + 1..close])
         .into_iter()
         .filter_map(|(_, part)| {
             let declarator = part.split('=').next().unwrap_or("");
-            declarator.split(|c: char| !(c.is_alphanumeric() || c == '_')).rfind(|w| !w.is_empty()).map(str::to_string)
+            declarator
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .rfind(|w| !w.is_empty())
+                .map(str::to_string)
         })
         .collect();
     let header_end = decl.len() - trimmed.len() + "template".len() + close + 1;
@@ -163,7 +241,9 @@ fn function_name_offset(decl: &str) -> Option<usize> {
             continue;
         }
         let before = decl[..i].trim_end();
-        let ident_start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+        let ident_start = before
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |p| p + 1);
         let ident = &before[ident_start..];
         if !ATTRIBUTES.contains(&ident) {
             return (!ident.is_empty()).then_some(ident_start);
@@ -216,7 +296,10 @@ mod tests {
         let specs = parse_file(source);
         let mut out = String::new();
         for k in &specs.kernels {
-            out += &format!("kernel {} at line {} template {:?}\n", k.kernel, k.kernel_line, k.template_params);
+            out += &format!(
+                "kernel {} at line {} template {:?}\n",
+                k.kernel, k.kernel_line, k.template_params
+            );
             for l in &k.lines {
                 out += &format!("  {}:{} {}\n", l.line, l.col, l.text);
             }
@@ -224,16 +307,38 @@ mod tests {
         for l in &specs.file_lets {
             out += &format!("file {}:{} {}\n", l.line, l.col, l.text);
         }
+        for l in &specs.detached {
+            out += &format!("detached {}:{} {}\n", l.line, l.col, l.text);
+        }
         expected.assert_eq(&out);
     }
 
     #[test]
     fn launch_parts_are_the_launch_directives_only() {
-        let parts: Vec<_> = ["grid = 4", "block = (16, 16)", " smem=1024", "blocks = 4", "B = in float[N]", "let grid_n = 2", "seed = 1"]
-            .into_iter()
-            .map(launch_part)
-            .collect();
-        assert_eq!(parts, [Some("grid"), Some("block"), Some("smem"), None, None, None, None]);
+        let parts: Vec<_> = [
+            "grid = 4",
+            "block = (16, 16)",
+            " smem=1024",
+            "blocks = 4",
+            "B = in float[N]",
+            "let grid_n = 2",
+            "seed = 1",
+        ]
+        .into_iter()
+        .map(launch_part)
+        .collect();
+        assert_eq!(
+            parts,
+            [
+                Some("grid"),
+                Some("block"),
+                Some("smem"),
+                None,
+                None,
+                None,
+                None
+            ]
+        );
     }
 
     #[test]
@@ -254,7 +359,46 @@ mod tests {
                   3:14 grid = ceil_div(N, 256)
                   4:18 block = 256
                 file 0:14 let N = 1 << 20
-                file 8:14 grid = 1
+                detached 8:14 grid = 1
+            "#]],
+        );
+    }
+
+    #[test]
+    fn specs_reach_their_kernel_across_defines_templates_and_attributes() {
+        check(
+            "// kernelpro: let N = 1 << 20\n\
+             #include <cstdio>\n\
+             \n\
+             // kernelpro: grid = N / 256\n\
+             // kernelpro: block = 256\n\
+             #define TILE 32\n\
+             #define SCALE(x) \\\n\
+               ((x) * 2)\n\
+             \n\
+             /* the kernel */\n\
+             template <typename T>\n\
+             __launch_bounds__(256)\n\
+             __global__ void scale(T* x, int n) {}\n\
+             // kernelpro: block = 128\n\
+             #define AFTER 1\n\
+             __device__ float helper(float v) { return v; }\n\
+             // kernelpro: grid = 1\n\
+             #if 0\n\
+             #endif\n\
+             // kernelpro: block = 64\n\
+             __global__ void next(float* y) {}\n\
+             // kernelpro: y = out float[4]\n",
+            expect![[r#"
+                kernel scale at line 12 template ["T"]
+                  3:14 grid = N / 256
+                  4:14 block = 256
+                kernel next at line 20 template []
+                  19:14 block = 64
+                file 0:14 let N = 1 << 20
+                detached 13:14 block = 128
+                detached 16:14 grid = 1
+                detached 21:14 y = out float[4]
             "#]],
         );
     }

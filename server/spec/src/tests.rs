@@ -289,7 +289,7 @@ __global__ void k(int n)
         "int n",
         expect![[r#"
             3:14-20 [unknown-directive] `launch` unknown directive `launch`: a spec line is one of let, tune, grid, block, smem, seed, check, instantiate, op, or PARAM = ...
-            1:22-24 [misplaced-directive] `32` only `let` may stand away from a kernel: move this line directly above the `__global__` function it is for
+            6:18-19 [bad-expression] `N` bad expression in the value of `n`: unknown name `N`: define it with `let N = ...` above this line (no names are defined yet)
         "#]],
     );
 }

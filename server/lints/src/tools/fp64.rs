@@ -9,6 +9,7 @@ use crate::locate::{lines_with, listing, sass_functions};
 use crate::syntax::{Syntax, descendants, is_double_literal};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
+use kernelpro_sass::cost::is_fp64;
 use kernelpro_sass::disasm::Instruction;
 use kernelpro_source::{FnKind, span_of};
 use std::collections::{BTreeMap, HashSet};
@@ -24,16 +25,6 @@ const MATH: &[&str] = &[
     "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf",
     "fabs", "floor", "ceil", "round", "trunc", "fmod", "fmin", "fmax", "fma", "hypot",
 ];
-
-fn is_fp64(instruction: &Instruction) -> bool {
-    let op = instruction.opcode.as_str();
-    matches!(
-        instruction.base_opcode(),
-        "DADD" | "DMUL" | "DFMA" | "DSETP" | "DMNMX" | "DSET"
-    ) || (matches!(instruction.base_opcode(), "F2F" | "I2F" | "F2I") && op.contains("F64"))
-        || op.starts_with("MUFU.RCP64")
-        || op.starts_with("MUFU.RSQ64")
-}
 
 /// Why a line computes in double, with the node to underline.
 enum Cause<'t> {
@@ -166,9 +157,21 @@ fn describe<'t>(syntax: &Syntax, cause: &Cause<'t>) -> (Node<'t>, String, String
         }
         Cause::DoubleLocal(n) => {
             let text = syntax.text(*n);
+            let accumulates = n.parent().is_some_and(|p| {
+                p.kind() == "assignment_expression"
+                    && p.child_by_field_name("left") == Some(*n)
+                    && syntax.operator(p).is_some_and(|op| op != "=")
+            });
+            let what = if accumulates {
+                format!(
+                    "`{text}` is a `double` accumulator: each update converts to double and runs on the FP64 pipe"
+                )
+            } else {
+                format!("`{text}` is declared `double`")
+            };
             (
                 *n,
-                format!("`{text}` is declared `double`"),
+                what,
                 format!("Declare `{text}` as `float` unless it really needs double precision."),
             )
         }

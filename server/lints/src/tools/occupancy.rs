@@ -1,5 +1,7 @@
 //! Theoretical occupancy limited by registers or shared memory for the
-//! launch's block size, with the figure that would let one more block fit.
+//! kernel's real launch (spec, launch site, `__launch_bounds__`, else the
+//! setting, and said which), with the figure that would let one more block
+//! fit. Each template instantiation is checked with its own resources.
 
 use super::finding;
 use crate::locate::short_name;
@@ -25,60 +27,65 @@ impl StaticTool for OccupancyLimit {
         };
         let mut findings = Vec::new();
         for kernel in input.source.kernels() {
-            let Some(r) = input.resources.iter().find(|r| {
+            let launch = input.launch(&kernel.name);
+            let block = launch.block;
+            let dynamic = launch.smem.unwrap_or(0);
+            for r in input.resources.iter().filter(|r| {
                 r.entry
                     && short_name(&r.name) == kernel.name
                     && (r.arch.is_empty() || r.arch == input.arch)
-            }) else {
-                continue;
-            };
-            let block = input.block_size(&kernel.name);
-            let occ = occupancy(&limits, block, r.registers, r.shared_static);
-            if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory)
-                || occ.percent >= self.min_percent
-            {
-                continue;
-            }
-            let wanted = occ.blocks_per_sm + 1;
-            let (what, guidance) = if occ.limiter == Limiter::Registers {
-                let fits = (1..r.registers).rev().find(|&regs| {
-                    occupancy(&limits, block, regs, r.shared_static).blocks_per_sm >= wanted
-                });
-                let change = match fits {
-                    Some(regs) => format!(
-                        "At most {regs} registers per thread (now {}) fit {wanted} blocks per SM",
-                        r.registers
-                    ),
-                    None => "Fewer registers per thread raise it".to_string(),
-                };
-                (
-                    format!("{} registers per thread", r.registers),
-                    format!(
-                        "{change}: keep fewer values live, or cap registers with `__launch_bounds__({block}, {wanted})` and check that it does not spill."
-                    ),
-                )
-            } else {
-                let fits = (0..r.shared_static / 128)
-                    .rev()
-                    .map(|units| units * 128)
-                    .find(|&bytes| {
-                        occupancy(&limits, block, r.registers, bytes).blocks_per_sm >= wanted
+            }) {
+                let shared = r.shared_static + dynamic;
+                let occ = occupancy(&limits, block, r.registers, shared);
+                if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory)
+                    || occ.percent >= self.min_percent
+                {
+                    continue;
+                }
+                let wanted = occ.blocks_per_sm + 1;
+                let (what, guidance) = if occ.limiter == Limiter::Registers {
+                    let fits = (1..r.registers).rev().find(|&regs| {
+                        occupancy(&limits, block, regs, shared).blocks_per_sm >= wanted
                     });
-                let change = match fits {
-                    Some(bytes) => format!(
-                        "At most {bytes} B of shared memory per block (now {}) fit {wanted} blocks per SM",
-                        r.shared_static
-                    ),
-                    None => "Less shared memory per block raises it".to_string(),
+                    let change = match fits {
+                        Some(regs) => format!(
+                            "At most {regs} registers per thread (now {}) fit {wanted} blocks per SM",
+                            r.registers
+                        ),
+                        None => "Fewer registers per thread raise it".to_string(),
+                    };
+                    (
+                        format!("{} registers per thread", r.registers),
+                        format!(
+                            "{change}: keep fewer values live, or cap registers with `__launch_bounds__({block}, {wanted})` and check that it does not spill."
+                        ),
+                    )
+                } else {
+                    let fits = (0..shared / 128)
+                        .rev()
+                        .map(|units| units * 128)
+                        .find(|&bytes| {
+                            occupancy(&limits, block, r.registers, bytes).blocks_per_sm >= wanted
+                        });
+                    let change = match fits {
+                        Some(bytes) => format!(
+                            "At most {bytes} B of shared memory per block (now {shared}) fit {wanted} blocks per SM"
+                        ),
+                        None => "Less shared memory per block raises it".to_string(),
+                    };
+                    let parts = if dynamic > 0 {
+                        format!(" ({} static + {dynamic} dynamic)", r.shared_static)
+                    } else {
+                        String::new()
+                    };
+                    (
+                        format!("{shared} B of shared memory per block{parts}"),
+                        format!(
+                            "{change}: use smaller tiles or stage the data in several passes, or give each block more threads so the same shared memory serves more warps."
+                        ),
+                    )
                 };
-                (
-                    format!("{} B of shared memory per block", r.shared_static),
-                    format!(
-                        "{change}: use smaller tiles or stage the data in several passes, or give each block more threads so the same shared memory serves more warps."
-                    ),
-                )
-            };
-            findings.push(
+                findings.push(
                 finding(
                     NAME,
                     Severity::Information,
@@ -86,16 +93,21 @@ impl StaticTool for OccupancyLimit {
                     &kernel.name,
                     format!(
                         "`{}` reaches {:.1}% occupancy on {} with {block}-thread blocks, limited by {what}",
-                        kernel.name, occ.percent, limits.arch
+                        r.name, occ.percent, limits.arch
                     ),
                 )
-                .with_evidence("block size", block)
+                .with_evidence("block size", format!("{block} (from {})", launch.from.describe()))
                 .with_evidence("registers", r.registers)
-                .with_evidence("shared memory (B)", r.shared_static)
+                .with_evidence("shared memory (B)", shared)
+                .with_evidence(
+                    "dynamic shared memory (B)",
+                    launch.smem.map_or("unknown".to_string(), |b| b.to_string()),
+                )
                 .with_evidence("blocks per SM", occ.blocks_per_sm)
                 .with_evidence("active warps", format!("{}/{}", occ.active_warps, occ.max_warps))
                 .with_guidance(guidance),
             );
+            }
         }
         findings
     }

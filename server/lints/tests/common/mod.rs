@@ -1,6 +1,7 @@
 //! Fixture loading and rendering shared by the static-tool tests.
 #![allow(dead_code)]
 
+use kernelpro_lints::launch::{Launch, LaunchFrom};
 use kernelpro_lints::{LintInput, Thresholds, run_all, run_all_with};
 use kernelpro_model::Finding;
 use kernelpro_sass::{disasm::parse_sass, ptxas::parse_ptxas};
@@ -44,19 +45,21 @@ impl Fixture {
     }
 }
 
-/// Launch block sizes from the fixtures' own launches (h200-probe `main`) or their comments.
-pub fn block_size(kernel: &str) -> Option<u32> {
-    match kernel {
-        "transpose_conflicts" => Some(1024),
-        "big_shared" => Some(128),
-        _ => None,
-    }
-}
-
 pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> Vec<Finding> {
     let source = kernelpro_source::parse(&fixture.cu);
     let sass = parse_sass(&fixture.sass);
     let resources = parse_ptxas(&fixture.ptxas);
+    // The fixtures' own launches (h200-probe's `main`), and a spec's for big_shared.
+    let in_file = kernelpro_lints::launch::in_file(&fixture.cu, &source, source.kernels());
+    let launches = |k: &str| {
+        in_file.get(k).copied().or_else(|| {
+            (k == "big_shared").then_some(Launch {
+                block: 128,
+                smem: Some(0),
+                from: LaunchFrom::Spec,
+            })
+        })
+    };
     let input = LintInput {
         path: fixture.path,
         text: &fixture.cu,
@@ -64,7 +67,7 @@ pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> 
         sass: with_sass.then_some(&sass),
         resources: &resources,
         arch: "sm_90",
-        block_sizes: &block_size,
+        launches: &launches,
         default_block: 256,
     };
     if *thresholds == Thresholds::default() {

@@ -14,7 +14,7 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
             let analysis = docs.get(&uri).and_then(|d| d.current_analysis()).cloned();
             drop(docs);
             let text = analysis
-                .and_then(|a| kernelpro_core::hover::hover_markdown(&a, kernelpro_model::Pos::new(line, 0)))
+                .and_then(|a| kernelpro_core::hover::sass_listing(&a, line))
                 .unwrap_or_else(|| "No SASS for this line (save the file to compile it).".into());
             Ok(Some(serde_json::json!(text)))
         }

@@ -54,7 +54,8 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     }
     let headers = server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
     for h in headers {
-        server.client.publish_diagnostics(h, Vec::new(), None).await;
+        let view = header_view(&server.state, &h);
+        server.client.publish_diagnostics(h, view, None).await;
     }
 }
 
@@ -204,11 +205,15 @@ async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, m
         map.insert(uri.clone(), headers.keys().cloned().collect()).unwrap_or_default()
     };
     for old in previous.into_iter().filter(|h| !headers.contains_key(h)) {
-        client.publish_diagnostics(old, Vec::new(), None).await;
+        let view = header_view(state, &old);
+        client.publish_diagnostics(old, view, None).await;
     }
-    for (h, diags) in headers {
-        client.publish_diagnostics(h, diags, None).await;
+    for h in headers.into_keys() {
+        let view = header_view(state, &h);
+        client.publish_diagnostics(h, view, None).await;
     }
+    let mut main = main;
+    merge(&mut main, found_by_includers(state, uri));
     client.publish_diagnostics(uri.clone(), main, version).await;
     // Lenses come from the same analysis: ask the client to fetch them again.
     // Not awaited here: a client slow to answer must not hold up publishing.
@@ -217,5 +222,35 @@ async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, m
         tokio::spawn(async move {
             let _ = client.code_lens_refresh().await;
         });
+    }
+}
+
+/// What to publish on a header: its own diagnostics when it is open itself,
+/// plus what the analysis of every open file that includes it found in it
+/// (kernels defined in project headers are analysed with the `.cu` that
+/// compiles them), without duplicates, so one includer never hides another.
+fn header_view(state: &State, header: &Uri) -> Vec<Diagnostic> {
+    let mut view = state.docs().get(header).map(|d| diagnostics_of(d).0).unwrap_or_default();
+    merge(&mut view, found_by_includers(state, header));
+    view
+}
+
+/// The findings other open documents' analyses placed in `uri`'s file.
+fn found_by_includers(state: &State, uri: &Uri) -> Vec<Diagnostic> {
+    let path = path_of(uri);
+    let docs = state.docs();
+    docs.iter()
+        .filter(|(other, _)| *other != uri)
+        .filter_map(|(_, doc)| doc.analysis.as_ref())
+        .flat_map(|(_, a)| a.findings.iter().filter(|f| f.file.as_deref() == Some(path.as_path())))
+        .map(|f| convert::diagnostic(f, None))
+        .collect()
+}
+
+fn merge(into: &mut Vec<Diagnostic>, more: Vec<Diagnostic>) {
+    for d in more {
+        if !into.iter().any(|o| o.range == d.range && o.message == d.message) {
+            into.push(d);
+        }
     }
 }
