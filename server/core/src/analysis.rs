@@ -178,6 +178,7 @@ impl Analyzer {
         analysis.findings.extend(full.findings.iter().skip(compiled.findings.len()).cloned());
         let path_str = first.path.display().to_string();
         let blocks = |k: &str| first.block_sizes.get(k).copied();
+        let block_dims = |k: &str| first.launch_specs.get(k).map(|s| s.block);
         let input = kernelpro_lints::LintInput {
             path: &path_str,
             text,
@@ -187,6 +188,7 @@ impl Analyzer {
             arch: &first.arch,
             block_sizes: &blocks,
             default_block: first.default_block_size,
+            block_dims: &block_dims,
         };
         analysis.findings.extend(kernelpro_lints::run_all(&input));
         analysis.compile = Some(full);

@@ -20,6 +20,7 @@ fn check(src: &str, expected: Expect) {
         arch: "sm_90",
         block_sizes: &no_launch,
         default_block: 256,
+        block_dims: &|_: &str| None,
     };
     expected.assert_eq(&render(&run_all(&input)));
 }
@@ -38,7 +39,8 @@ __global__ void k(float* a, float* b, float* c, float* d, float* e, float* f, co
 "#,
         expect![[r#"
             MissingRestrict 2:69-2:77 `f` is only read in `k` but is declared without `const` and `__restrict__`
-            MissingRestrict 2:79-2:93 `g` is only read in `k` but is declared without `__restrict__`"#]],
+            MissingRestrict 2:79-2:93 `g` is only read in `k` but is declared without `__restrict__`
+            AtomicContention 3:3-3:24 `atomicAdd(&a[0], 1.f)`: every thread of the block atomically updates the same address `a[0]`: the updates serialize (32 lanes on one address per warp request)"#]],
     );
 }
 
@@ -88,9 +90,8 @@ __global__ void k(float* __restrict__ out) {
 }
 "#,
         expect![[r#"
-            SharedBankConflict 9:12-9:19 `g[t][0]`: threads of a warp read a column of `g`, whose rows are 64 words apart: they share banks (up to 32-way conflicts)
-            SharedBankConflict 9:22-9:39 `d[threadIdx.x][1]`: threads of a warp read a column of `d`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
-            SharedBankConflict 10:12-10:25 `s[t * 64 + 3]`: neighbouring threads are 64 words apart, so they all hit the same bank (32-way conflict)"#]],
+            SharedBankConflict 9:12-9:19 `g[t][0]`: lanes are 64 words apart in `g`: 32-way bank conflict (the request is replayed 32 times)
+            SharedBankConflict 10:12-10:25 `s[t * 64 + 3]`: lanes are 64 words apart in `s`: 32-way bank conflict (the request is replayed 32 times)"#]],
     );
 }
 
@@ -107,7 +108,10 @@ fn contiguous_per_thread_loads() {
 }
 "#,
         expect![[r#"
-            ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) where 1 64-bit load would do
-            ScalarLoads 6:36-6:49 each thread reads `in[k + i * n]` one element per iteration of `k`: contiguous scalar loads a vector load would cover"#]],
+            ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) per thread, lanes 2 elements apart: 1 64-bit load would do
+            MissedReuse 4:36-4:45 `in[i + k]`: neighbouring threads read overlapping windows of `in` (lane `l` reads elements `l + k` over the loop): each element is loaded from global memory by up to `n` threads
+            UncoalescedAccess 5:39-5:52 `in[i * n + k]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4
+            RowWalk 6:3-6:50 each thread walks a row of `in` alone along `k` (`n` elements, one per iteration) while neighbouring lanes are `n` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
+            UncoalescedAccess 6:36-6:49 `in[k + i * n]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4"#]],
     );
 }

@@ -66,6 +66,7 @@ pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> 
         arch: "sm_90",
         block_sizes: &block_size,
         default_block: 256,
+        block_dims: &|_: &str| None,
     };
     if *thresholds == Thresholds::default() {
         run_all(&input)

@@ -84,6 +84,8 @@ struct Walker<'a> {
     statement: usize,
     /// Operands of a `*` being evaluated (outside indices).
     product_depth: usize,
+    /// Evaluating the right side of an accumulation into a variable (`acc += …`).
+    accumulating: usize,
     /// Inside a macro expansion: accesses are placed on the use site.
     site: Option<(Span, String)>,
     /// Evaluating for a value only: record nothing.
@@ -116,6 +118,7 @@ pub fn model_kernel(
         }],
         model: KernelModel {
             name: kernel.name.clone(),
+            is_kernel: kernel.kind == crate::FnKind::Kernel,
             name_span: kernel.name_span,
             launch,
             thread_values: Vec::new(),
@@ -130,6 +133,7 @@ pub fn model_kernel(
         branch_stack: Vec::new(),
         statement: 0,
         product_depth: 0,
+        accumulating: 0,
         site: None,
         dry: 0,
         lane_modulo: None,
@@ -1482,7 +1486,18 @@ impl<'a> Walker<'a> {
             return Value::Num(Poly::zero());
         };
         let op = op_text(self.src, n);
+        let accumulates = l.kind() == "identifier" && {
+            let name = self.text(l);
+            matches!(op, "+=" | "-=")
+                || (op == "="
+                    && self
+                        .text(r)
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|w| w == name))
+        };
+        self.accumulating += accumulates as usize;
         let rv = self.expr(r, depth + 1);
+        self.accumulating -= accumulates as usize;
         match self.place(l, depth) {
             Place::Var(name) => {
                 let old = self.lookup(&name).map(|(_, v)| v.clone());
@@ -1617,6 +1632,7 @@ impl<'a> Walker<'a> {
             branches: self.branch_stack.clone(),
             statement: self.statement,
             in_product: self.product_depth > 0,
+            accumulated: self.accumulating > 0,
         });
     }
 

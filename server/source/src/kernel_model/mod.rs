@@ -70,6 +70,8 @@ pub struct Access {
     pub statement: usize,
     /// Under a `*` with another operand (a product of loads: a dot product's term).
     pub in_product: bool,
+    /// Read into an accumulation (`acc += …`, `acc = acc + …`).
+    pub accumulated: bool,
 }
 
 impl Access {
@@ -236,6 +238,8 @@ pub struct Launch {
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelModel {
     pub name: String,
+    /// A `__global__` function (else a `__device__` one, modelled with uniform parameters).
+    pub is_kernel: bool,
     pub name_span: Span,
     pub launch: Launch,
     /// Named values of the body whose value depends on the thread (for hover and tools): `name = poly`.
@@ -267,7 +271,7 @@ impl KernelModel {
     }
 }
 
-/// The model of every kernel in `text`. `block` gives a kernel's launch block
+/// The model of every kernel (and device function) in `text`. `block` gives a kernel's launch block
 /// (a launch spec's) when the caller knows it; in-file launch sites are used otherwise.
 pub fn model_file(
     text: &str,
@@ -280,7 +284,9 @@ pub fn model_file(
     let macros = macros::Macros::collect(&tree, text);
     let sites = launch::launch_sites(&tree, text, &macros);
     source
-        .kernels()
+        .functions
+        .iter()
+        .filter(|f| f.kind != crate::FnKind::Host)
         .filter_map(|kernel| {
             let mut launch = launch::launch_of(kernel, &tree, text, &sites, &macros);
             if let Some(b) = block(&kernel.name) {

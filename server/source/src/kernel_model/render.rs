@@ -22,7 +22,12 @@ pub fn render(m: &KernelModel) -> String {
         .max_threads
         .map(|t| format!(" launch_bounds={t}"))
         .unwrap_or_default();
-    let _ = writeln!(out, "kernel {}{launch}{bounds}", m.name);
+    let _ = writeln!(
+        out,
+        "{} {}{launch}{bounds}",
+        if m.is_kernel { "kernel" } else { "device fn" },
+        m.name
+    );
     for (name, value) in &m.thread_values {
         let _ = writeln!(out, "  let {name} = {value}");
     }
@@ -110,7 +115,12 @@ pub fn render(m: &KernelModel) -> String {
         } else {
             format!(" in {}", loops.join(","))
         };
-        let product = if a.in_product { " product" } else { "" };
+        let product = match (a.in_product, a.accumulated) {
+            (true, true) => " product accumulated",
+            (true, false) => " product",
+            (false, true) => " accumulated",
+            _ => "",
+        };
         let _ = writeln!(
             out,
             "  L{} {space} {kind} {}[{}] {} {size}{form}{loops}{product}",

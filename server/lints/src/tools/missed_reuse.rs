@@ -1,0 +1,167 @@
+//! Neighbouring threads re-reading the same global data:
+//! - a stencil or convolution: lane `l` reads `x[l + k]` over a loop `k` (or
+//!   `x[i - 1]`, `x[i]`, `x[i + 1]`), so each element is loaded by several
+//!   neighbouring threads;
+//! - a dot-product loop without tiling: `acc += a[row * K + k] * b[k * N + col]`
+//!   where one operand is the same for every lane of a warp (and the other for
+//!   every row), so each element is fetched again by every thread that needs it.
+//!
+//! Kernels that stage the array through shared memory are left alone.
+
+use super::finding;
+use crate::model::{Lines, models};
+use crate::{LintInput, StaticTool};
+use kernelpro_model::{Finding, Severity};
+use kernelpro_source::kernel_model::{Access, KernelModel, Poly, Space};
+use std::collections::BTreeSet;
+
+pub struct MissedReuse;
+
+const NAME: &str = "MissedReuse";
+
+impl StaticTool for MissedReuse {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn analyze(&self, input: &LintInput) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        let mut lines = Lines::default();
+        for model in models(input) {
+            let mut found: Vec<(&Access, String, String, String)> = Vec::new();
+            found.extend(stencils(&model));
+            found.extend(contractions(&model));
+            found.sort_by_key(|f| f.0.line());
+            for (a, message, evidence, guidance) in found {
+                if !lines.first(&model.name, a.line()) {
+                    continue;
+                }
+                findings.push(
+                    finding(NAME, Severity::Warning, a.span, &model.name, message)
+                        .with_evidence("overlap", evidence)
+                        .with_guidance(guidance),
+                );
+            }
+        }
+        findings
+    }
+}
+
+/// Global reads of `base` whose values a statement of the kernel stores into shared memory (already tiled).
+fn staged(model: &KernelModel, base: &str) -> bool {
+    model.accesses.iter().any(|r| {
+        r.base == base
+            && r.space == Space::Global
+            && model
+                .accesses
+                .iter()
+                .any(|w| w.space == Space::Shared && !w.is_read() && w.statement == r.statement)
+    })
+}
+
+fn reads(model: &KernelModel) -> impl Iterator<Item = &Access> {
+    model.accesses.iter().filter(|a| {
+        a.space == Space::Global
+            && a.kind == kernelpro_source::kernel_model::AccessKind::Read
+            && a.index.is_affine()
+            && !a.is_irregular()
+    })
+}
+
+const STENCIL_FIX: &str = "Load the block's elements plus the halo once into shared memory (a tile of blockDim.x + 2·radius elements, `__syncthreads()`), then compute every output from the tile.";
+
+fn stencils(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    let mut out = Vec::new();
+    // `x[i + k]` over a loop `k` that moves the index as the lane does.
+    for a in reads(model) {
+        let lane = a.lane_coefficient();
+        if lane.is_zero() || staged(model, &a.base) {
+            continue;
+        }
+        for l in model.loops_of(a) {
+            let Some(atom) = &l.atom else { continue };
+            let k = a.index.coefficient(atom);
+            if k.is_zero() || (k != lane && k != lane.neg()) {
+                continue;
+            }
+            let var = l.var.as_deref().unwrap_or("?");
+            out.push((
+                a,
+                format!("`{}`: neighbouring threads read overlapping windows of `{}` (lane `l` reads elements `l + {var}` over the loop): each element is loaded from global memory by up to `{}` threads", a.text, a.base, l.bound.as_ref().map(|b| b.to_string()).unwrap_or_else(|| "window".into())),
+                format!("index {} moves with the lane and with `{var}` alike", a.index),
+                STENCIL_FIX.to_string(),
+            ));
+        }
+    }
+    // `x[i - 1]`, `x[i]`, `x[i + 1]`: three or more offsets of one lane-varying index.
+    let mut groups: Vec<(String, Poly, BTreeSet<i64>, &Access)> = Vec::new();
+    for a in reads(model).filter(|a| !a.lane_coefficient().is_zero() && !staged(model, &a.base)) {
+        let c = a.index.constant_term();
+        let rest = a.index.sub(&Poly::constant(c));
+        match groups.iter_mut().find(|g| g.0 == a.base && g.1 == rest) {
+            Some(g) => {
+                g.2.insert(c);
+            }
+            None => groups.push((a.base.clone(), rest, BTreeSet::from([c]), a)),
+        }
+    }
+    for (base, _, offsets, a) in groups {
+        let span = offsets.last().unwrap_or(&0) - offsets.first().unwrap_or(&0);
+        // Neighbours' windows overlap only when the offsets reach past the lane stride
+        // (`x[4*i + 0..3]` is each thread's own quad, not a stencil).
+        let overlaps = a
+            .lane_coefficient()
+            .as_constant()
+            .is_some_and(|k| span >= k.abs());
+        if offsets.len() >= 3 && span <= 64 && overlaps {
+            out.push((
+                a,
+                format!("`{}`: every thread reads {} neighbouring elements of `{base}` (offsets {:?}) that its neighbours read too: each element is loaded {} times", a.text, offsets.len(), offsets, offsets.len()),
+                format!("{} reads of `{base}` at one index plus constant offsets", offsets.len()),
+                STENCIL_FIX.to_string(),
+            ));
+        }
+    }
+    out
+}
+
+fn contractions(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    let mut out = Vec::new();
+    for a in reads(model).filter(|a| a.in_product && a.accumulated) {
+        if staged(model, &a.base) {
+            continue;
+        }
+        for l in model.loops_of(a) {
+            let Some(atom) = &l.atom else { continue };
+            if a.index.coefficient(atom).is_zero() {
+                continue;
+            }
+            // The same element for every lane along threadIdx.x…
+            if !a.lane_coefficient().is_zero() {
+                continue;
+            }
+            // …multiplied by an operand that differs between lanes, in the same statement.
+            let Some(b) = reads(model).find(|b| {
+                b.statement == a.statement
+                    && b.base != a.base
+                    && b.in_product
+                    && !b.index.coefficient(atom).is_zero()
+                    && !b.lane_coefficient().is_zero()
+            }) else {
+                continue;
+            };
+            let var = l.var.as_deref().unwrap_or("?");
+            out.push((
+                a,
+                format!(
+                    "dot-product loop over `{var}` without tiling: the lanes along threadIdx.x all read the same `{}` and each reads its own `{}`, so every element of `{}` and `{}` is fetched again by each thread that uses it",
+                    a.text, b.text, a.base, b.base
+                ),
+                format!("`{}` is the same for all lanes; `{}` differs by {} elements between lanes", a.text, b.text, b.lane_coefficient()),
+                "Tile the contraction: load blocks of both operands into shared memory (e.g. 32×32 tiles, `__syncthreads()` between loading and using them) so each element comes from global memory once per block, and let each thread compute several outputs (register blocking); for 16-bit inputs use tensor cores (CUTLASS/CuTe, cuBLAS).".to_string(),
+            ));
+            break;
+        }
+    }
+    out
+}
