@@ -2,7 +2,9 @@
 //! source crate's model) and the wording the model-based tools share.
 
 use crate::LintInput;
-use kernelpro_source::kernel_model::{ElemType, KernelModel, Poly, WarpGeometry, model_file};
+use kernelpro_source::kernel_model::{
+    Access, Atom, Dim, ElemType, KernelModel, Poly, WarpGeometry, model_file,
+};
 use std::collections::HashSet;
 
 pub fn models(input: &LintInput) -> Vec<KernelModel> {
@@ -47,5 +49,16 @@ pub struct Lines(HashSet<(String, u32)>);
 impl Lines {
     pub fn first(&mut self, kernel: &str, line: u32) -> bool {
         self.0.insert((kernel.to_string(), line))
+    }
+}
+
+/// What neighbouring lanes' indices differ by: along threadIdx.x, or along
+/// threadIdx.y when x does not move the index (lanes spanning rows, or a (1, N) block).
+pub fn lane_step(a: &Access) -> Poly {
+    let lane = a.lane_coefficient();
+    if lane.is_zero() {
+        a.index.coefficient(&Atom::Tid(Dim::Y))
+    } else {
+        lane
     }
 }

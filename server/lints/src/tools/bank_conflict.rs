@@ -11,12 +11,16 @@ use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_source::kernel_model::{
-    Access, KernelModel, SharedArray, Space, bank_conflict_ways, poly::gcd,
+    Access, Atom, KernelModel, SharedArray, Space, bank_conflict_ways, poly::gcd,
 };
 
 pub struct SharedBankConflict;
 
 const NAME: &str = "SharedBankConflict";
+
+/// Fires from a 4-way conflict: a 2-way one (a 16-wide tile padded to 17 on
+/// 16×16 blocks) costs one replay and is not worth a rewrite.
+const MIN_WAYS: u32 = 4;
 
 /// An n-way conflict, exact or a lower bound (symbolic stride).
 struct Conflict {
@@ -96,7 +100,7 @@ fn conflict(model: &KernelModel, a: &Access) -> Option<Conflict> {
         None => format!("`{}`", lane.scale(words_per_elem)),
     };
     if let Some(ways) = bank_conflict_ways(&model.geometry(), &a.index, bytes) {
-        return (ways >= 2).then_some(Conflict {
+        return (ways >= MIN_WAYS).then_some(Conflict {
             ways,
             at_least: false,
             stride_words,
@@ -107,7 +111,11 @@ fn conflict(model: &KernelModel, a: &Access) -> Option<Conflict> {
         return None;
     }
     let ways = gcd(lane.content() * words_per_elem, 32) as u32;
-    (ways >= 2).then_some(Conflict {
+    // A stride that scales with a loop counter (`2 * s * tid`) grows to 32-way.
+    let grows = lane
+        .atoms()
+        .any(|a| matches!(a, Atom::Loop(_) | Atom::Opaque { .. }));
+    (ways >= MIN_WAYS || (ways >= 2 && grows)).then_some(Conflict {
         ways,
         at_least: true,
         stride_words,

@@ -6,7 +6,7 @@
 
 use super::finding;
 use super::uncoalesced::uncoalesced;
-use crate::model::{Lines, models, stride};
+use crate::model::{Lines, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_source::kernel_model::{AccessKind, Step};
@@ -71,11 +71,10 @@ impl StaticTool for RowWalk {
                 let writes = walked.iter().any(|u| u.access.kind != AccessKind::Read);
                 let a = first.access;
                 let message = format!(
-                    "each thread walks a row of {} alone along `{var}` ({bound} elements, one per iteration) while neighbouring lanes are {} apart: a warp reads 32 rows at once, {} sectors per request instead of {}",
+                    "each thread walks a row of {} alone along `{var}` ({bound} elements, one per iteration) while neighbouring lanes are {} apart: a warp reads 32 rows at once, {}",
                     arrays.join(", "),
-                    stride(&a.lane_coefficient(), &a.elem),
-                    first.sectors,
-                    first.ideal
+                    stride(&lane_step(a), &a.elem),
+                    first.sectors_text()
                 );
                 let fix = if reduces {
                     format!(
@@ -101,7 +100,7 @@ impl StaticTool for RowWalk {
                                 .collect::<Vec<_>>()
                                 .join(", "),
                         )
-                        .with_evidence("lane stride (elements)", a.lane_coefficient().to_string())
+                        .with_evidence("lane stride (elements)", lane_step(a).to_string())
                         .with_guidance(fix),
                 );
             }

@@ -2,7 +2,10 @@
 //! cover, only where the warp's lanes are already contiguous as a group:
 //! - reads `p[s*i + 0]`, …, `p[s*i + s-1]` of one index, whose lanes are `s`
 //!   elements apart (each thread owns `s` neighbouring elements);
-//! - a loop of constant trip count `s` with unit step reading `p[s*i + k]`.
+//! - a loop of constant trip count `s` with unit step reading `p[s*i + k]`;
+//! - an elementwise map (every access `p[i]` with lanes one element apart, no
+//!   loop but a grid-stride one): one element per thread, where 128-bit loads
+//!   of 4 elements per thread move the same bytes with a quarter of the instructions.
 //!
 //! An access whose lanes are far apart (a row walk) is UncoalescedAccess's,
 //! not this; atomic targets are never loads. With SASS, a candidate fires only
@@ -45,6 +48,7 @@ impl StaticTool for ScalarLoads {
         for model in models(input).iter().filter(|m| m.is_kernel) {
             let mut candidates = neighbouring_offsets(model);
             candidates.extend(short_loops(model));
+            candidates.extend(elementwise_map(model));
             let sass = input.sass.map(|s| sass_functions(s, &model.name));
             for c in candidates {
                 let line = c.load.line() + 1;
@@ -187,4 +191,44 @@ fn short_loops(model: &KernelModel) -> Vec<Candidate<'_>> {
         }
     }
     out
+}
+
+/// An elementwise map: its first load, when every global access is `p[i]`-like
+/// (lanes one 4-byte element apart) and the only loops are grid-stride ones.
+fn elementwise_map(model: &KernelModel) -> Vec<Candidate<'_>> {
+    let global: Vec<&Access> = model
+        .accesses
+        .iter()
+        .filter(|a| a.space != Space::Local)
+        .collect();
+    let contiguous = |a: &&Access| {
+        a.space == Space::Global
+            && !a.is_atomic()
+            && a.elem.bytes == Some(4)
+            && !a.elem.name.ends_with(char::is_numeric)
+            && a.lane_coefficient().as_constant() == Some(1)
+    };
+    let map = !global.is_empty()
+        && global.iter().all(contiguous)
+        && global.iter().any(|a| !a.is_read())
+        && model.loops.iter().all(|l| l.grid_stride);
+    let Some(first) = global.iter().find(|a| a.kind == AccessKind::Read) else {
+        return Vec::new();
+    };
+    if !map {
+        return Vec::new();
+    }
+    vec![Candidate {
+        load: first,
+        message: format!(
+            "`{}`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
+            first.text
+        ),
+        guidance: format!(
+            "Process 4 elements per thread: load `reinterpret_cast<const {}*>({})[i]` (16-byte aligned, with a scalar tail when the length is not a multiple of 4), apply the expression to each component, store a `{}` back; keep a grid-stride loop so any launch stays correct.",
+            vector_type(first, 4),
+            first.base,
+            vector_type(first, 4)
+        ),
+    }]
 }

@@ -4,7 +4,7 @@
 //! thread-per-row `x[r * C + c]` touches 32 sectors where 4 would do.
 
 use super::finding;
-use crate::model::{Lines, geometry_note, models, stride};
+use crate::model::{Lines, geometry_note, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_source::kernel_model::{
@@ -24,7 +24,26 @@ const MIN_RATIO: u32 = 3;
 pub struct Uncoalesced<'m> {
     pub access: &'m Access,
     pub sectors: u32,
+    /// The fewest sectors (the most, over element sizes up to 8 bytes, when the type is a template parameter).
     pub ideal: u32,
+    pub elem_known: bool,
+}
+
+impl Uncoalesced<'_> {
+    /// `32 sectors per request instead of 4`.
+    pub fn sectors_text(&self) -> String {
+        if self.elem_known {
+            format!(
+                "{} sectors per request instead of {}",
+                self.sectors, self.ideal
+            )
+        } else {
+            format!(
+                "at least {} sectors per request instead of at most {} (`{}` is a template parameter)",
+                self.sectors, self.ideal, self.access.elem.name
+            )
+        }
+    }
 }
 
 /// The model's global accesses that waste sectors (atomics are AtomicContention's).
@@ -34,13 +53,27 @@ pub fn uncoalesced(model: &KernelModel) -> Vec<Uncoalesced<'_>> {
         .accesses
         .iter()
         .filter(|a| a.space == Space::Global && !a.is_atomic() && !covered_by_neighbours(model, a))
-        .filter_map(|a| {
-            let (sectors, ideal) = sectors_per_request(&geometry, &a.index, a.elem.bytes?)?;
-            (sectors >= MIN_RATIO * ideal).then_some(Uncoalesced {
-                access: a,
-                sectors,
-                ideal,
-            })
+        .filter_map(|a| match a.elem.bytes {
+            Some(bytes) => {
+                let (sectors, ideal) = sectors_per_request(&geometry, &a.index, bytes)?;
+                (sectors >= MIN_RATIO * ideal).then_some(Uncoalesced {
+                    access: a,
+                    sectors,
+                    ideal,
+                    elem_known: true,
+                })
+            }
+            // A template element: count with 1-byte elements (a lower bound) and
+            // fire only when that alone is far past any type's fewest (8, for 8 bytes).
+            None => {
+                let (sectors, _) = sectors_per_request(&geometry, &a.index, 1)?;
+                (sectors >= MIN_RATIO * 8).then_some(Uncoalesced {
+                    access: a,
+                    sectors,
+                    ideal: 8,
+                    elem_known: false,
+                })
+            }
         })
         .collect()
 }
@@ -49,7 +82,7 @@ pub fn uncoalesced(model: &KernelModel) -> Vec<Uncoalesced<'_>> {
 /// the gap between lanes (`x[4*i + 0]` … `x[4*i + 3]`): the warp reads a
 /// contiguous range (ScalarLoads' case, not this one).
 fn covered_by_neighbours(model: &KernelModel, a: &Access) -> bool {
-    let Some(stride) = a.lane_coefficient().as_constant() else {
+    let Some(stride) = lane_step(a).as_constant().filter(|s| *s != 0) else {
         return false;
     };
     let rest = a.index.sub(&Poly::constant(a.index.constant_term()));
@@ -99,11 +132,10 @@ impl StaticTool for UncoalescedAccess {
                     _ => "writes",
                 };
                 let message = format!(
-                    "`{}` {what} `{}` where {apart}: {} sectors per request instead of {}{}",
+                    "`{}` {what} `{}` where {apart}: {}{}",
                     a.text,
                     a.base,
-                    u.sectors,
-                    u.ideal,
+                    u.sectors_text(),
                     geometry_note(&geometry)
                 );
                 findings.push(

@@ -1363,7 +1363,13 @@ impl<'a> Walker<'a> {
                     }
                 });
                 match k.filter(|k| *k > 0) {
+                    Some(k) if k % 32 != 0 && k > 32 && lane_contiguous(&a) => {
+                        Value::Num(self.quotient(l, r))
+                    }
                     Some(k) => self.divide(n, &a, k),
+                    None if op == "/" && b.dep() == Dep::Uniform && lane_contiguous(&a) => {
+                        Value::Num(self.quotient(l, r))
+                    }
                     None => self.opaque_of(n, &[&a, &b]),
                 }
             }
@@ -1376,7 +1382,13 @@ impl<'a> Walker<'a> {
             }
             "%" => {
                 let (a, b) = (as_poly(&lv), as_poly(&rv));
-                self.modulo(n, &a, &b, self.text(r))
+                let v = self.modulo(n, &a, &b, self.text(r));
+                // `idx % C` of a lane-contiguous index: `idx - C * (idx / C)`.
+                let wide = b.as_constant().is_none_or(|k| k > 32 && k % 32 != 0);
+                if b.dep() == Dep::Uniform && wide && lane_contiguous(&a) {
+                    return Value::Num(a.sub(&b.mul(&self.quotient(l, r))));
+                }
+                v
             }
             "&" => {
                 let (a, b) = (as_poly(&lv), as_poly(&rv));
@@ -1404,6 +1416,16 @@ impl<'a> Walker<'a> {
                 self.opaque_of(n, &[&a, &b])
             }
         }
+    }
+
+    /// `idx / C` of a lane-contiguous index by a uniform divisor (a row of
+    /// `idx = row * C + col`): taken as uniform within a warp, which holds for
+    /// every warp that does not straddle a multiple of `C` (all of them when
+    /// `C` is a multiple of 32). `idx % C` uses the same atom, so the pair
+    /// recombines to `idx` where the code recombines them.
+    fn quotient(&self, l: Node, r: Node) -> Poly {
+        let squash = |n: Node| self.text(n).split_whitespace().collect::<String>();
+        Poly::opaque(&format!("{}/{}", squash(l), squash(r)), Dep::Warp, false)
     }
 
     /// `a / k` for a constant `k`: exact, a warp id, or opaque.
@@ -1602,6 +1624,13 @@ impl<'a> Walker<'a> {
                     _ => Place::Unknown,
                 }
             }
+            "call_expression" => match self.expand(n, depth, |w, body| w.place(body, depth + 4)) {
+                Some(place) => place,
+                None => {
+                    self.expr(n, depth + 1);
+                    Place::Unknown
+                }
+            },
             _ => {
                 self.expr(n, depth + 1);
                 Place::Unknown
@@ -1636,6 +1665,42 @@ impl<'a> Walker<'a> {
         });
     }
 
+    /// A function-like macro call `M(a, b)`: `f` on the body with the
+    /// parameters bound to the arguments' values; `None` when `n` is not one.
+    fn expand<T>(
+        &mut self,
+        n: Node<'a>,
+        depth: usize,
+        f: impl FnOnce(&mut Self, Node<'a>) -> T,
+    ) -> Option<T> {
+        let name = self.text(n.child_by_field_name("function")?);
+        let args: Vec<Node> = {
+            let list = n.child_by_field_name("arguments")?;
+            let mut cursor = list.walk();
+            list.named_children(&mut cursor)
+                .filter(|c| c.kind() != "comment")
+                .collect()
+        };
+        let macros = self.macros;
+        let m = macros
+            .get(name)
+            .filter(|m| m.params.as_ref().is_some_and(|p| p.len() == args.len()))?;
+        let body = m.expr()?;
+        if self.lookup(name).is_some() {
+            return None;
+        }
+        let params = m.params.clone().unwrap_or_default();
+        let values: Vec<Value> = args.iter().map(|a| self.expr(*a, depth + 1)).collect();
+        self.scopes.push(Scope {
+            vars: params.into_iter().zip(values).collect(),
+            loop_depth: self.loop_stack.len(),
+            inductions: Vec::new(),
+        });
+        let out = self.in_macro(n, &m.text, |w| f(w, body));
+        self.scopes.pop();
+        Some(out)
+    }
+
     fn call(&mut self, n: Node<'a>, depth: usize) -> Value {
         let Some(function) = n.child_by_field_name("function") else {
             return Value::Num(Poly::zero());
@@ -1668,22 +1733,7 @@ impl<'a> Walker<'a> {
             }
         }
         let name = self.text(function).to_string();
-        if let Some(m) = self
-            .macros
-            .get(&name)
-            .filter(|m| m.params.as_ref().is_some_and(|p| p.len() == args.len()))
-            && let Some(body) = m.expr()
-            && self.lookup(&name).is_none()
-        {
-            let params = m.params.clone().unwrap_or_default();
-            let values: Vec<Value> = args.iter().map(|a| self.expr(*a, depth + 1)).collect();
-            self.scopes.push(Scope {
-                vars: params.into_iter().zip(values).collect(),
-                loop_depth: self.loop_stack.len(),
-                inductions: Vec::new(),
-            });
-            let out = self.in_macro(n, &m.text, |w| w.expr(body, depth + 4));
-            self.scopes.pop();
+        if let Some(out) = self.expand(n, depth, |w, body| w.expr(body, depth + 4)) {
             return out;
         }
         if BARRIERS.contains(&name.as_str()) {
@@ -1788,6 +1838,18 @@ fn add(v: Value, k: Poly) -> Value {
         }
         Value::Num(p) => Value::Num(p.add(&k)),
     }
+}
+
+/// Neighbouring lanes hold neighbouring values: `tid.x` (or the lane) with
+/// coefficient 1 and no other lane-varying term.
+fn lane_contiguous(p: &Poly) -> bool {
+    let lane = p
+        .coefficient(&Atom::Tid(Dim::X))
+        .add(&p.coefficient(&Atom::Lane));
+    lane.as_constant() == Some(1)
+        && p.without(|a| matches!(a, Atom::Tid(Dim::X) | Atom::Lane))
+            .dep()
+            != Dep::Thread
 }
 
 fn lane_varying(p: &Poly) -> bool {
