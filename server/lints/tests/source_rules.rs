@@ -90,8 +90,8 @@ __global__ void k(float* __restrict__ out) {
 }
 "#,
         expect![[r#"
-            SharedBankConflict 9:12-9:19 `g[t][0]`: lanes are 64 words apart in `g`: 32-way bank conflict (the request is replayed 32 times)
-            SharedBankConflict 10:12-10:25 `s[t * 64 + 3]`: lanes are 64 words apart in `s`: 32-way bank conflict (the request is replayed 32 times)"#]],
+            SharedBankConflict 9:12-9:19 `g[t][0]`: lanes are 64 words apart in `g`: 32-way bank conflict (the request is served in 32 passes)
+            SharedBankConflict 10:12-10:25 `s[t * 64 + 3]`: lanes are 64 words apart in `s`: 32-way bank conflict (the request is served in 32 passes)"#]],
     );
 }
 

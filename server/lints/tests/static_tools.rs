@@ -53,7 +53,7 @@ fn h200_probe_real_recording() {
             MissingRestrict 17:46-17:60 `B` is only read in `matmul_naive` but is declared without `__restrict__`
             MissedReuse 22:40-22:54 dot-product loop over `k` without tiling: the lanes along threadIdx.x all read the same `A[row * N + k]` and each reads its own `B[k * N + col]`, so every element of `A` and `B` is fetched again by each thread that uses it
             MissingRestrict 27:49-27:64 `in` is only read in `transpose_conflicts` but is declared without `__restrict__`
-            SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is replayed 32 times)
+            SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
             LocalMemorySpill 36:17-36:26 `divergent` uses local memory (32 B stack frame) without register spills
             MissingRestrict 36:37-36:51 `x` is only read in `divergent` but is declared without `__restrict__`
             LocalMemorySpill 40:3-40:84 5 local-memory accesses (LDL/STL) from this line in `divergent`
@@ -102,8 +102,8 @@ fn planted_kernels() {
             MissingRestrict 54:40-54:49 `in` is only read in `scale_copy` but is declared without `const` and `__restrict__`
             ScalarLoads 56:27-56:32 `in[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
             SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
-            SharedBankConflict 77:39-77:50 `tile[tx][k]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is replayed 32 times)
-            SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is replayed 32 times)
+            SharedBankConflict 77:39-77:50 `tile[tx][k]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
+            SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is served in 32 passes)
             OccupancyLimit 90:17-90:31 `many_registers` reaches 37.5% occupancy on sm_90 with 256-thread blocks, limited by 72 registers per thread
             OccupancyLimit 105:17-105:27 `big_shared` reaches 25.0% occupancy on sm_90 with 128-thread blocks, limited by 49152 B of shared memory per block"#]],
     );
@@ -228,8 +228,8 @@ fn without_sass_only_source_and_resource_tools_fire() {
         MissingRestrict 54:40-54:49 `in` is only read in `scale_copy` but is declared without `const` and `__restrict__`
         ScalarLoads 56:27-56:32 `in[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
-        SharedBankConflict 77:39-77:50 `tile[tx][k]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is replayed 32 times)
-        SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is replayed 32 times)
+        SharedBankConflict 77:39-77:50 `tile[tx][k]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
+        SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is served in 32 passes)
         OccupancyLimit 90:17-90:31 `many_registers` reaches 37.5% occupancy on sm_90 with 256-thread blocks, limited by 72 registers per thread
         OccupancyLimit 105:17-105:27 `big_shared` reaches 25.0% occupancy on sm_90 with 128-thread blocks, limited by 49152 B of shared memory per block"#]].assert_eq(&render(&found));
 }

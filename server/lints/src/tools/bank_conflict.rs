@@ -61,7 +61,14 @@ impl StaticTool for SharedBankConflict {
                     Severity::Warning,
                     a.span,
                     &model.name,
-                    format!("`{}`: lanes are {} words apart in `{}`: {ways} bank conflict (the request is replayed {} times)", a.text, c.stride_words, a.base, c.ways),
+                    format!(
+                        "`{}`: lanes are {} words apart in `{}`: {ways} bank conflict (the request is served in {}{} passes)",
+                        a.text,
+                        c.stride_words,
+                        a.base,
+                        if c.at_least { "at least " } else { "" },
+                        c.ways
+                    ),
                 )
                 .with_evidence("index (elements)", a.index.to_string())
                 .with_evidence("stride between lanes (words)", c.stride_words.clone())

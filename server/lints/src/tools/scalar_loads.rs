@@ -208,7 +208,14 @@ fn elementwise_map(model: &KernelModel) -> Vec<Candidate<'_>> {
             && !a.elem.name.ends_with(char::is_numeric)
             && a.lane_coefficient().as_constant() == Some(1)
     };
-    let map = !global.is_empty()
+    // One index per array: several offsets of one array are a stencil (MissedReuse's).
+    let one_index = global.iter().all(|a| {
+        global
+            .iter()
+            .all(|b| b.base != a.base || b.index == a.index)
+    });
+    let map = one_index
+        && !global.is_empty()
         && global.iter().all(contiguous)
         && global.iter().any(|a| !a.is_read())
         && model.loops.iter().all(|l| l.grid_stride);

@@ -1797,7 +1797,22 @@ impl<'a> Walker<'a> {
             let refs: Vec<&Poly> = rest.iter().collect();
             return self.opaque_of(n, &refs);
         }
-        let values: Vec<Poly> = args.iter().map(|a| self.num(*a, depth + 1)).collect();
+        // `fmaf(a, b, acc)` multiplies its first two operands.
+        let fma = matches!(
+            name.as_str(),
+            "fma" | "fmaf" | "__fmaf_rn" | "__fma_rn" | "__fmaf_rz" | "__fmul_rn"
+        );
+        let values: Vec<Poly> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let product = fma && i < 2;
+                self.product_depth += product as usize;
+                let v = self.num(*a, depth + 1);
+                self.product_depth -= product as usize;
+                v
+            })
+            .collect();
         let refs: Vec<&Poly> = values.iter().collect();
         let mut v = self.opaque_of(n, &refs);
         // A shuffle's result comes from another lane.
