@@ -1,8 +1,9 @@
 //! The model-based tools over the naive-kernel corpus (`tests/fixtures/naive/`,
 //! no compile): every naive kernel's `// expect: A|B` line gets one of its
 //! codes, and a `// corpus: clean` or `expert` file gets at most one warning.
-//! Prints a per-file table; fails below 90% of expectations met. Skips when
-//! the corpus is absent.
+//! Prints a per-file table; fails below 90% of expectations met. Also prints
+//! how often the model's pattern matches a file's `// class:` line. Skips
+//! when the corpus is absent.
 
 mod common;
 
@@ -53,6 +54,7 @@ fn naive_corpus_names_the_main_problem() {
     files.sort();
     let (mut hits, mut expected, mut noisy) = (0, 0, Vec::new());
     let mut table = String::new();
+    let (mut classes, mut patterns) = ((0usize, 0usize), String::new());
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();
         let source = kernelpro_source::parse(&text);
@@ -71,6 +73,27 @@ fn naive_corpus_names_the_main_problem() {
             block_dims: &dims,
         };
         let found = run_all(&input);
+        if let Some(class) = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("// class:"))
+            .map(str::trim)
+        {
+            let models = kernelpro_source::kernel_model::model_file(&text, &source, &dims);
+            let got: Vec<&str> = models
+                .iter()
+                .filter(|m| m.is_kernel)
+                .filter_map(|m| m.pattern())
+                .map(|p| p.pattern.name())
+                .collect();
+            classes.0 += 1;
+            classes.1 += got.contains(&class) as usize;
+            patterns.push_str(&format!(
+                "{:<6} {class:<16} {:<24} {}\n",
+                if got.contains(&class) { "ok" } else { "OTHER" },
+                got.join(","),
+                path.strip_prefix(&root).unwrap().display()
+            ));
+        }
         let name = path.strip_prefix(&root).unwrap().display().to_string();
         let warnings: Vec<String> = found
             .iter()
@@ -114,6 +137,10 @@ fn naive_corpus_names_the_main_problem() {
         }
     }
     println!("{table}{hits}/{expected} expectations met; noisy clean/expert files: {noisy:?}");
+    println!(
+        "{patterns}{}/{} `// class:` lines match the model's pattern",
+        classes.1, classes.0
+    );
     assert!(
         expected == 0 || hits * 10 >= expected * 9,
         "{hits}/{expected} expectations met"

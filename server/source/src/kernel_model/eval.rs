@@ -1508,15 +1508,27 @@ impl<'a> Walker<'a> {
             return Value::Num(Poly::zero());
         };
         let op = op_text(self.src, n);
-        let accumulates = l.kind() == "identifier" && {
-            let name = self.text(l);
-            matches!(op, "+=" | "-=")
-                || (op == "="
-                    && self
-                        .text(r)
-                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                        .any(|w| w == name))
-        };
+        // Into a variable, or an element of a per-thread array (`acc[i][j] += a * b`).
+        let mut base = l;
+        while base.kind() == "subscript_expression" {
+            match base.child_by_field_name("argument") {
+                Some(a) => base = a,
+                None => break,
+            }
+        }
+        let local_elem = l.kind() == "subscript_expression"
+            && base.kind() == "identifier"
+            && matches!(self.lookup(self.text(base)), Some((_, Value::Ptr(p))) if p.space == Space::Local);
+        let accumulates = (local_elem && matches!(op, "+=" | "-="))
+            || l.kind() == "identifier" && {
+                let name = self.text(l);
+                matches!(op, "+=" | "-=")
+                    || (op == "="
+                        && self
+                            .text(r)
+                            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .any(|w| w == name))
+            };
         self.accumulating += accumulates as usize;
         let rv = self.expr(r, depth + 1);
         self.accumulating -= accumulates as usize;

@@ -14,11 +14,13 @@ mod eval;
 pub mod lanes;
 mod launch;
 mod macros;
+pub mod pattern;
 pub mod poly;
 mod render;
 pub mod types;
 
 pub use lanes::{WarpGeometry, bank_conflict_ways, sectors_per_request};
+pub use pattern::{Pattern, Recognised};
 pub use poly::{Atom, Dep, Dim, Poly};
 pub use types::ElemType;
 
@@ -258,12 +260,16 @@ impl KernelModel {
         WarpGeometry::new(self.launch.block)
     }
     /// Every loop enclosing `access` (innermost last).
-    pub fn loops_of<'a>(&'a self, access: &'a Access) -> impl Iterator<Item = &'a Loop> {
+    pub fn loops_of<'a>(&'a self, access: &'a Access) -> impl DoubleEndedIterator<Item = &'a Loop> {
         access.loops.iter().map(|&i| &self.loops[i])
     }
     /// Every branch enclosing `access` (innermost last).
     pub fn branches_of<'a>(&'a self, access: &'a Access) -> impl Iterator<Item = &'a Branch> {
         access.branches.iter().map(|&i| &self.branches[i])
+    }
+    /// The kernel's parallel pattern (map, row reduction, contraction, …), when a rule recognises it.
+    pub fn pattern(&self) -> Option<Recognised> {
+        pattern::recognise(self)
     }
     /// The compact text form the unit tests snapshot.
     pub fn render(&self) -> String {

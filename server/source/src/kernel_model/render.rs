@@ -28,6 +28,9 @@ pub fn render(m: &KernelModel) -> String {
         if m.is_kernel { "kernel" } else { "device fn" },
         m.name
     );
+    if let Some(p) = m.pattern() {
+        let _ = writeln!(out, "  pattern {}: {}", p.pattern.name(), p.because);
+    }
     for (name, value) in &m.thread_values {
         let _ = writeln!(out, "  let {name} = {value}");
     }
