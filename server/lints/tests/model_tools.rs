@@ -107,3 +107,34 @@ fn clean_kernels_get_no_warning() {
         .collect();
     assert_eq!(render(&warnings), "");
 }
+
+/// Regression: neighbouring atomic targets are not loads to vectorize (issue 18,
+/// seen under `--use_fast_math`), and a shared broadcast is no bank conflict.
+#[test]
+fn atomic_targets_and_broadcasts_stay_silent() {
+    let src = "__global__ void k(float* __restrict__ out, const float* __restrict__ x, int n) {\n  __shared__ float s[64];\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  s[threadIdx.x % 64] = x[i];\n  __syncthreads();\n  float v = s[0] + s[7];\n  atomicAdd(&out[4 * i + 0], v);\n  atomicAdd(&out[4 * i + 1], v);\n  atomicAdd(&out[4 * i + 2], v);\n  atomicAdd(&out[4 * i + 3], v);\n}\n";
+    let source = kernelpro_source::parse(src);
+    let none = |_: &str| None;
+    let no_dims = |_: &str| None;
+    let input = LintInput {
+        path: "k.cu",
+        text: src,
+        source: &source,
+        sass: None,
+        resources: &[],
+        arch: "sm_90",
+        block_sizes: &none,
+        default_block: 256,
+        block_dims: &no_dims,
+    };
+    let found: Vec<Finding> = run_all(&input)
+        .into_iter()
+        .filter(|f| {
+            matches!(
+                f.code.as_deref(),
+                Some("ScalarLoads" | "SharedBankConflict")
+            )
+        })
+        .collect();
+    assert_eq!(render(&found), "");
+}

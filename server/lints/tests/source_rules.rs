@@ -109,7 +109,7 @@ fn contiguous_per_thread_loads() {
 "#,
         expect![[r#"
             ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) per thread, lanes 2 elements apart: 1 64-bit load would do
-            MissedReuse 4:36-4:45 `in[i + k]`: neighbouring threads read overlapping windows of `in` (lane `l` reads elements `l + k` over the loop): each element is loaded from global memory by up to `n` threads
+            MissedReuse 4:36-4:45 `in[i + k]`: neighbouring threads read overlapping elements of `in`, so each element is loaded from global memory by several threads (`in[i + k]` moves with the lane and with `k` alike: lane `l` reads elements `l + k` over the loop)
             UncoalescedAccess 5:39-5:52 `in[i * n + k]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4
             RowWalk 6:3-6:50 each thread walks a row of `in` alone along `k` (`n` elements, one per iteration) while neighbouring lanes are `n` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
             UncoalescedAccess 6:36-6:49 `in[k + i * n]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4"#]],

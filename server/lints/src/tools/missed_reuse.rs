@@ -12,8 +12,8 @@ use super::finding;
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
-use kernelpro_source::kernel_model::{Access, KernelModel, Poly, Space};
-use std::collections::BTreeSet;
+use kernelpro_source::kernel_model::pattern::stencil_read;
+use kernelpro_source::kernel_model::{Access, KernelModel, Space};
 
 pub struct MissedReuse;
 
@@ -71,56 +71,23 @@ fn reads(model: &KernelModel) -> impl Iterator<Item = &Access> {
 const STENCIL_FIX: &str = "Load the block's elements plus the halo once into shared memory (a tile of blockDim.x + 2·radius elements, `__syncthreads()`), then compute every output from the tile.";
 
 fn stencils(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    // The first stencil read of each array, by the model's one definition of a stencil.
+    let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    // `x[i + k]` over a loop `k` that moves the index as the lane does.
     for a in reads(model) {
-        let lane = a.lane_coefficient();
-        if lane.is_zero() || staged(model, &a.base) {
+        if seen.contains(&a.base.as_str()) || staged(model, &a.base) {
             continue;
         }
-        for l in model.loops_of(a) {
-            let Some(atom) = &l.atom else { continue };
-            let k = a.index.coefficient(atom);
-            if k.is_zero() || (k != lane && k != lane.neg()) {
-                continue;
-            }
-            let var = l.var.as_deref().unwrap_or("?");
-            out.push((
-                a,
-                format!("`{}`: neighbouring threads read overlapping windows of `{}` (lane `l` reads elements `l + {var}` over the loop): each element is loaded from global memory by up to `{}` threads", a.text, a.base, l.bound.as_ref().map(|b| b.to_string()).unwrap_or_else(|| "window".into())),
-                format!("index {} moves with the lane and with `{var}` alike", a.index),
-                STENCIL_FIX.to_string(),
-            ));
-        }
-    }
-    // `x[i - 1]`, `x[i]`, `x[i + 1]`: three or more offsets of one lane-varying index.
-    let mut groups: Vec<(String, Poly, BTreeSet<i64>, &Access)> = Vec::new();
-    for a in reads(model).filter(|a| !a.lane_coefficient().is_zero() && !staged(model, &a.base)) {
-        let c = a.index.constant_term();
-        let rest = a.index.sub(&Poly::constant(c));
-        match groups.iter_mut().find(|g| g.0 == a.base && g.1 == rest) {
-            Some(g) => {
-                g.2.insert(c);
-            }
-            None => groups.push((a.base.clone(), rest, BTreeSet::from([c]), a)),
-        }
-    }
-    for (base, _, offsets, a) in groups {
-        let span = offsets.last().unwrap_or(&0) - offsets.first().unwrap_or(&0);
-        // Neighbours' windows overlap only when the offsets reach past the lane stride
-        // (`x[4*i + 0..3]` is each thread's own quad, not a stencil).
-        let overlaps = a
-            .lane_coefficient()
-            .as_constant()
-            .is_some_and(|k| span >= k.abs());
-        if offsets.len() >= 3 && span <= 64 && overlaps {
-            out.push((
-                a,
-                format!("`{}`: every thread reads {} neighbouring elements of `{base}` (offsets {:?}) that its neighbours read too: each element is loaded {} times", a.text, offsets.len(), offsets, offsets.len()),
-                format!("{} reads of `{base}` at one index plus constant offsets", offsets.len()),
-                STENCIL_FIX.to_string(),
-            ));
-        }
+        let Some(why) = stencil_read(model, a) else {
+            continue;
+        };
+        seen.push(&a.base);
+        out.push((
+            a,
+            format!("`{}`: neighbouring threads read overlapping elements of `{}`, so each element is loaded from global memory by several threads ({why})", a.text, a.base),
+            why,
+            STENCIL_FIX.to_string(),
+        ));
     }
     out
 }

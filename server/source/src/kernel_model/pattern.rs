@@ -58,47 +58,14 @@ pub fn recognise(m: &KernelModel) -> Option<Recognised> {
             format!("`{}` updates a data-chosen address", a.text),
         );
     }
-    // A stencil: a read whose loop counter moves it as the lane does, or 3+
-    // reads of one array (in the same loops) at uniform distances that reach
-    // a neighbour's elements (`x[i - 1]`, `x[i]`, `x[i + 1]`; rows `±ny`).
-    for a in m
+    // A stencil (see [`stencil_read`]).
+    if let Some((_, because)) = m
         .accesses
         .iter()
         .filter(|a| a.is_read() && a.space != Space::Local)
+        .find_map(|a| Some((a, stencil_read(m, a)?)))
     {
-        let lane = a.lane_coefficient();
-        if lane.is_zero() || !a.index.is_affine() {
-            continue;
-        }
-        if m.loops_of(a)
-            .any(|l| l.atom.as_ref().is_some_and(|k| stencil_like(a, k)))
-        {
-            return found(
-                Pattern::Stencil,
-                format!("`{}` moves with the lane and the loop alike", a.text),
-            );
-        }
-        let mut distances: Vec<Poly> = m
-            .accesses
-            .iter()
-            .filter(|b| b.is_read() && b.base == a.base && b.loops == a.loops)
-            .map(|b| b.index.sub(&a.index))
-            .filter(|d| d.dep() == Dep::Uniform && !d.atoms().any(|x| matches!(x, Atom::Loop(_))))
-            .collect();
-        distances.sort();
-        distances.dedup();
-        // A distance reaches a neighbour lane's elements: about one lane stride, or a constant at least one.
-        let reaches = |d: &Poly| {
-            (lane.as_constant().is_none()
-                && (d.sub(&lane).as_constant().is_some() || d.add(&lane).as_constant().is_some()))
-                || matches!((d.as_constant(), lane.as_constant()), (Some(d), Some(k)) if d != 0 && d.abs() >= k.abs())
-        };
-        if distances.len() >= 3 && distances.iter().any(reaches) {
-            return found(
-                Pattern::Stencil,
-                format!("{} reads of `{}` around one index", distances.len(), a.base),
-            );
-        }
+        return found(Pattern::Stencil, because);
     }
     // A product of two loads accumulated in a loop (dot products, register tiles).
     for a in m
@@ -279,4 +246,48 @@ fn long(l: &super::Loop) -> bool {
     l.bound
         .as_ref()
         .is_none_or(|b| b.as_constant().is_none_or(|k| k.abs() > 32))
+}
+
+/// Why `a` is a stencil's read, when it is one: its loop counter moves it as
+/// the lane does (`x[i + k]`), or it is one of 3+ reads of the array (in the
+/// same loops) at uniform distances that reach a neighbour lane's elements
+/// (`x[i - 1]`, `x[i]`, `x[i + 1]`; rows `±ny` of a 2D grid). A thread's own
+/// quad (`x[4*i + 0..3]`) reaches no neighbour and is not one.
+pub fn stencil_read(m: &KernelModel, a: &Access) -> Option<String> {
+    let lane = a.lane_coefficient();
+    if lane.is_zero() || !a.index.is_affine() || !a.is_read() {
+        return None;
+    }
+    if let Some(l) = m
+        .loops_of(a)
+        .find(|l| l.atom.as_ref().is_some_and(|k| stencil_like(a, k)))
+    {
+        return Some(format!(
+            "`{}` moves with the lane and with `{}` alike: lane `l` reads elements `l + {}` over the loop",
+            a.text,
+            l.var.as_deref().unwrap_or("?"),
+            l.var.as_deref().unwrap_or("?")
+        ));
+    }
+    let mut distances: Vec<Poly> = m
+        .accesses
+        .iter()
+        .filter(|b| b.is_read() && b.base == a.base && b.loops == a.loops)
+        .map(|b| b.index.sub(&a.index))
+        .filter(|d| d.dep() == Dep::Uniform && !d.atoms().any(|x| matches!(x, Atom::Loop(_))))
+        .collect();
+    distances.sort();
+    distances.dedup();
+    let reaches = |d: &Poly| {
+        (lane.as_constant().is_none()
+            && (d.sub(&lane).as_constant().is_some() || d.add(&lane).as_constant().is_some()))
+            || matches!((d.as_constant(), lane.as_constant()), (Some(d), Some(k)) if d != 0 && d.abs() >= k.abs())
+    };
+    (distances.len() >= 3 && distances.iter().any(reaches)).then(|| {
+        format!(
+            "{} reads of `{}` around one index reach the neighbouring threads' elements",
+            distances.len(),
+            a.base
+        )
+    })
 }
