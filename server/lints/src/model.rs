@@ -5,10 +5,36 @@ use crate::LintInput;
 use kernelpro_source::kernel_model::{
     Access, Atom, Dim, ElemType, KernelModel, Poly, WarpGeometry, model_file,
 };
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
-pub fn models(input: &LintInput) -> Vec<KernelModel> {
-    model_file(input.text, input.source, input.block_dims)
+/// The models of the input's kernels. Every model tool asks for them, so the
+/// last file's models are kept (per thread), keyed by the text and each
+/// kernel's launch block: a parse of a large file costs milliseconds.
+pub fn models(input: &LintInput) -> Rc<Vec<KernelModel>> {
+    let mut hasher = DefaultHasher::new();
+    input.text.hash(&mut hasher);
+    for f in &input.source.functions {
+        (f.name.as_str(), (input.block_dims)(&f.name)).hash(&mut hasher);
+    }
+    let key = hasher.finish();
+    LAST.with(|last| {
+        if let Some((k, models)) = &*last.borrow()
+            && *k == key
+        {
+            return models.clone();
+        }
+        let models = Rc::new(model_file(input.text, input.source, input.block_dims));
+        *last.borrow_mut() = Some((key, models.clone()));
+        models
+    })
+}
+
+thread_local! {
+    static LAST: RefCell<Option<(u64, Rc<Vec<KernelModel>>)>> = const { RefCell::new(None) };
 }
 
 /// `floats`, `doubles`, … for a stride message.

@@ -22,7 +22,7 @@ impl StaticTool for AtomicContention {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             for a in model.accesses.iter().filter(|a| a.space == Space::Global) {
                 let AccessKind::Atomic(function) = &a.kind else {
                     continue;

@@ -38,7 +38,7 @@ impl StaticTool for SharedBankConflict {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             let mut found: Vec<(&Access, Conflict)> = model
                 .accesses
                 .iter()

@@ -23,7 +23,7 @@ impl StaticTool for DivergentBranch {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             for (id, b) in model.branches.iter().enumerate() {
                 let BranchKind::LaneModulo { modulus } = &b.kind else {
                     continue;

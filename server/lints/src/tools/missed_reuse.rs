@@ -27,7 +27,7 @@ impl StaticTool for MissedReuse {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             let mut found: Vec<(&Access, String, String, String)> = Vec::new();
             found.extend(stencils(&model));
             found.extend(contractions(&model));

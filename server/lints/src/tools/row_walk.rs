@@ -26,7 +26,7 @@ impl StaticTool for RowWalk {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             let bad = uncoalesced(&model);
             for (id, l) in model.loops.iter().enumerate() {
                 let Some(atom) = &l.atom else { continue };

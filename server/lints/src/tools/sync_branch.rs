@@ -24,7 +24,7 @@ impl StaticTool for SyncInDivergentBranch {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             for barrier in &model.barriers {
                 let Some(branch) = barrier
                     .branches

@@ -107,7 +107,7 @@ impl StaticTool for UncoalescedAccess {
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
-        for model in models(input) {
+        for model in models(input).iter() {
             let mut found = uncoalesced(&model);
             // The worst access of a line speaks for it.
             found.sort_by_key(|u| (u.access.line(), std::cmp::Reverse(u.sectors)));
