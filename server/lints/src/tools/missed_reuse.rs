@@ -6,6 +6,9 @@
 //!   where one operand is the same for every lane of a warp (and the other for
 //!   every row), so each element is fetched again by every thread that needs it.
 //!
+//! - a reduction every thread recomputes: each lane along `threadIdx.x` walks
+//!   the same row (`max(X[row * w + i])` over `i`) to produce its own element.
+//!
 //! Kernels that stage the array through shared memory are left alone.
 
 use super::finding;
@@ -31,6 +34,7 @@ impl StaticTool for MissedReuse {
             let mut found: Vec<(&Access, String, String, String)> = Vec::new();
             found.extend(stencils(&model));
             found.extend(contractions(&model));
+            found.extend(recomputed(&model));
             found.sort_by_key(|f| f.0.line());
             for (a, message, evidence, guidance) in found {
                 if !lines.first(&model.name, a.line()) {
@@ -129,6 +133,46 @@ fn contractions(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
             ));
             break;
         }
+    }
+    out
+}
+
+/// A row reduction that every lane along `threadIdx.x` repeats: an accumulated
+/// read walking a long loop with the same address for all those lanes, in a
+/// kernel whose lanes write different elements.
+fn recomputed(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    let lanes_write_apart = model
+        .accesses
+        .iter()
+        .any(|w| w.space == Space::Global && !w.is_read() && !w.lane_coefficient().is_zero());
+    if !model.is_kernel || !lanes_write_apart {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for a in reads(model).filter(|a| {
+        a.accumulated && !a.in_product && a.lane_coefficient().is_zero() && !staged(model, &a.base)
+    }) {
+        let walked = model.loops_of(a).find(|l| {
+            !l.grid_stride
+                && l.bound
+                    .as_ref()
+                    .is_none_or(|b| b.as_constant().is_none_or(|k| k.abs() > 32))
+                && l.atom
+                    .as_ref()
+                    .is_some_and(|k| !a.index.coefficient(k).is_zero())
+        });
+        let Some(l) = walked else { continue };
+        let var = l.var.as_deref().unwrap_or("?");
+        out.push((
+            a,
+            format!(
+                "`{}`: every lane along threadIdx.x reads the same elements over `{var}` and reduces them again, though each writes its own output: the reduction is recomputed by every thread of the row",
+                a.text
+            ),
+            format!("`{}` does not depend on threadIdx.x; the loop over `{var}` walks it", a.text),
+            "Reduce each row once (a warp or block per row with `__shfl_xor_sync`, or a separate pass into a per-row buffer), then let the threads of the row read the result.".to_string(),
+        ));
+        break;
     }
     out
 }

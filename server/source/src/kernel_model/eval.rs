@@ -19,6 +19,8 @@ use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
 const MAX_DEPTH: usize = 128;
+/// Device-function calls walked inside one another at most this deep.
+const MAX_CALL_DEPTH: usize = 4;
 
 const BARRIERS: &[&str] = &[
     "__syncthreads",
@@ -93,10 +95,18 @@ struct Walker<'a> {
     /// A modulo of a lane-varying value seen while evaluating (its modulus).
     lane_modulo: Option<String>,
     block: Option<[u32; 3]>,
+    /// The file's `__device__` functions: their bodies are walked at each
+    /// call with the parameters bound to the arguments' values.
+    callees: HashMap<String, (Node<'a>, Vec<crate::Param>)>,
+    /// The function being walked and its callers (no recursion, bounded depth).
+    calls: Vec<String>,
+    /// File-scope constants and arrays: all a callee sees besides its parameters.
+    file_vars: HashMap<String, Value>,
 }
 
 pub fn model_kernel(
     kernel: &Function,
+    functions: &[Function],
     tree: &Tree,
     text: &str,
     macros: &Macros,
@@ -138,8 +148,21 @@ pub fn model_kernel(
         dry: 0,
         lane_modulo: None,
         block,
+        callees: functions
+            .iter()
+            .filter(|f| matches!(f.kind, crate::FnKind::Device | crate::FnKind::HostDevice))
+            .filter_map(|f| {
+                let (s, e) = f.body_bytes?;
+                let body = tree.root_node().descendant_for_byte_range(s, e)?;
+                (body.kind() == "compound_statement")
+                    .then(|| (f.name.clone(), (body, f.params.clone())))
+            })
+            .collect(),
+        calls: vec![kernel.name.clone()],
+        file_vars: HashMap::new(),
     };
     w.file_scope(tree.root_node());
+    w.file_vars = w.scopes[0].vars.clone();
     for p in &kernel.params {
         let value = if p.pointer {
             Value::Ptr(Pointer {
@@ -216,6 +239,7 @@ impl<'a> Walker<'a> {
     fn bind(&mut self, name: &str, value: Value) {
         if self.dry == 0
             && self.site.is_none()
+            && self.calls.len() == 1
             && let Value::Num(p) = &value
             && p.dep() != Dep::Uniform
             && !self.model.thread_values.iter().any(|(n, _)| n == name)
@@ -1713,6 +1737,46 @@ impl<'a> Walker<'a> {
         Some(out)
     }
 
+    /// A call of a `__device__` function of the file: its body walked with the
+    /// parameters bound to the arguments (its accesses stay on its own lines,
+    /// in the caller's loops and branches). The result is opaque.
+    fn inline_call(
+        &mut self,
+        n: Node<'a>,
+        name: &str,
+        args: &[Node<'a>],
+        depth: usize,
+    ) -> Option<Value> {
+        if self.calls.len() > MAX_CALL_DEPTH
+            || self.calls.iter().any(|c| c == name)
+            || self.site.is_some()
+        {
+            return None;
+        }
+        let (body, params) = self.callees.get(name).cloned()?;
+        let values: Vec<Value> = args.iter().map(|a| self.expr(*a, depth + 1)).collect();
+        let dep = values.iter().map(Value::dep).max().unwrap_or(Dep::Uniform);
+        let mut vars = self.file_vars.clone();
+        for (p, v) in params.iter().zip(values) {
+            vars.insert(p.name.clone(), v);
+        }
+        let scopes = std::mem::replace(
+            &mut self.scopes,
+            vec![Scope {
+                vars,
+                loop_depth: self.loop_stack.len(),
+                inductions: Vec::new(),
+            }],
+        );
+        let branches = self.branch_stack.len();
+        self.calls.push(name.to_string());
+        self.stmt(body, depth + 1);
+        self.calls.pop();
+        self.branch_stack.truncate(branches);
+        self.scopes = scopes;
+        Some(Value::Num(Poly::opaque(self.text(n), dep, true)))
+    }
+
     fn call(&mut self, n: Node<'a>, depth: usize) -> Value {
         let Some(function) = n.child_by_field_name("function") else {
             return Value::Num(Poly::zero());
@@ -1808,6 +1872,9 @@ impl<'a> Walker<'a> {
             }
             let refs: Vec<&Poly> = rest.iter().collect();
             return self.opaque_of(n, &refs);
+        }
+        if let Some(v) = self.inline_call(n, &name, &args, depth) {
+            return v;
         }
         // `fmaf(a, b, acc)` multiplies its first two operands.
         let fma = matches!(

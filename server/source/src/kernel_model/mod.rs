@@ -299,7 +299,7 @@ pub fn model_file(
                 launch.block = Some(b);
                 launch.source = Some(LaunchSource::Spec);
             }
-            eval::model_kernel(kernel, &tree, text, &macros, launch)
+            eval::model_kernel(kernel, &source.functions, &tree, text, &macros, launch)
         })
         .collect()
 }
