@@ -276,6 +276,7 @@ impl Analyzer {
             .extend(full.findings.iter().skip(compiled.findings.len()).cloned());
         let path_str = first.path.display().to_string();
         let launches = |k: &str| first.launches.get(k).copied();
+        let block_dims = |k: &str| first.launch_specs.get(k).map(|s| s.block);
         let input = kernelpro_lints::LintInput {
             path: &path_str,
             text,
@@ -285,6 +286,7 @@ impl Analyzer {
             arch: &first.arch,
             launches: &launches,
             default_block: first.default_block_size,
+            block_dims: &block_dims,
         };
         analysis.findings.extend(kernelpro_lints::run_all(&input));
         analysis

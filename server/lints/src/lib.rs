@@ -1,4 +1,5 @@
-//! Static micro-profiling tools: each reads the source (tree-sitter), the SASS
+//! Static micro-profiling tools: each reads the source (the kernel model of
+//! `kernelpro_source::kernel_model`, or tree-sitter), the SASS
 //! with line info and the ptxas resource report of one file, and reports what
 //! the GPU will do badly, where, on what evidence, and what to change.
 //!
@@ -11,6 +12,7 @@
 
 pub mod launch;
 mod locate;
+mod model;
 mod syntax;
 mod tools;
 
@@ -21,8 +23,9 @@ use kernelpro_source::SourceFile;
 use serde::{Deserialize, Serialize};
 
 pub use tools::{
-    Fp64Promotion, LocalMemorySpill, MissingRestrict, OccupancyLimit, ScalarLoads,
-    SharedBankConflict, SyncInDivergentBranch,
+    AtomicContention, DivergentBranch, Fp64Promotion, LocalMemorySpill, MissedReuse,
+    MissingRestrict, OccupancyLimit, RowWalk, ScalarLoads, SharedBankConflict,
+    SyncInDivergentBranch, UncoalescedAccess,
 };
 
 /// Everything the tools may look at for one `.cu` file and one architecture.
@@ -40,6 +43,9 @@ pub struct LintInput<'a> {
     pub launches: &'a dyn Fn(&str) -> Option<launch::Launch>,
     /// Block size for kernels whose launch nothing says.
     pub default_block: u32,
+    /// The launch block shape (x, y, z) of a kernel when a launch spec gives one;
+    /// the kernel model uses it to place a warp's lanes (2D blocks).
+    pub block_dims: &'a dyn Fn(&str) -> Option<[u32; 3]>,
 }
 
 impl LintInput<'_> {
@@ -87,6 +93,11 @@ pub fn registry(thresholds: &Thresholds) -> Vec<Box<dyn StaticTool>> {
         Box::new(MissingRestrict),
         Box::new(SyncInDivergentBranch),
         Box::new(SharedBankConflict),
+        Box::new(UncoalescedAccess),
+        Box::new(RowWalk),
+        Box::new(AtomicContention),
+        Box::new(DivergentBranch),
+        Box::new(MissedReuse),
         Box::new(OccupancyLimit {
             min_percent: thresholds.occupancy_percent,
         }),

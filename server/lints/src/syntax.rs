@@ -1,9 +1,10 @@
-//! Tree-sitter queries the source-side tools share: function bodies, node
-//! walks, which variables carry the thread index, and small constant folding
-//! for array sizes written with `#define`s.
+//! Tree-sitter queries the syntax-based tools share: function bodies, node
+//! walks and small constant folding for sizes written with `#define`s. What
+//! each thread touches (thread-dependent values, index strides) is the
+//! kernel model's (`kernelpro_source::kernel_model`), not this module's.
 
-use kernelpro_source::{FnKind, Function, SourceFile};
-use std::collections::{HashMap, HashSet};
+use kernelpro_source::Function;
+use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
 /// A parsed file with its text, so node text is one call away.
@@ -34,19 +35,8 @@ impl<'a> Syntax<'a> {
         (node.kind() == "compound_statement").then_some(node)
     }
 
-    /// Bodies of the device-side functions (kernels, `__device__`, `__host__ __device__`).
-    pub fn device_bodies<'s>(
-        &'s self,
-        source: &'s SourceFile,
-    ) -> impl Iterator<Item = (&'s Function, Node<'s>)> {
-        source
-            .functions
-            .iter()
-            .filter(|f| f.kind != FnKind::Host)
-            .filter_map(|f| Some((f, self.body(f)?)))
-    }
-
     /// Integer values of `#define NAME 32` and `const int NAME = 32;` anywhere in the file.
+    #[allow(dead_code)] // constant folding for the syntax-based tools (launch sites, array sizes)
     pub fn constants(&self) -> HashMap<String, i64> {
         let mut constants = HashMap::new();
         for node in descendants(self.tree.root_node()) {
@@ -126,98 +116,9 @@ impl<'a> Syntax<'a> {
     }
 
     /// The operator token of a binary, assignment or update expression.
+    #[allow(dead_code)] // constant folding for the syntax-based tools (launch sites, array sizes)
     pub fn operator(&self, node: Node) -> Option<&'a str> {
         node.child_by_field_name("operator").map(|op| self.text(op))
-    }
-
-    /// Variables of `body` whose value derives from `threadIdx.<dim>` for one of
-    /// `dims`, directly or through other such variables (to a fixed point).
-    pub fn thread_dependent(&self, body: Node, dims: &[&str]) -> HashSet<String> {
-        let mut assignments = Vec::new();
-        for node in descendants(body) {
-            let (target, value) = match node.kind() {
-                "init_declarator" => (
-                    node.child_by_field_name("declarator"),
-                    node.child_by_field_name("value"),
-                ),
-                "assignment_expression" => (
-                    node.child_by_field_name("left"),
-                    node.child_by_field_name("right"),
-                ),
-                _ => continue,
-            };
-            if let (Some(target), Some(value)) = (target, value)
-                && target.kind() == "identifier"
-            {
-                assignments.push((self.text(target).to_string(), value));
-            }
-        }
-        let mut tainted = HashSet::new();
-        loop {
-            let before = tainted.len();
-            for (name, value) in &assignments {
-                if !tainted.contains(name) && self.mentions_thread(*value, dims, &tainted) {
-                    tainted.insert(name.clone());
-                }
-            }
-            if tainted.len() == before {
-                return tainted;
-            }
-        }
-    }
-
-    /// Whether `node` reads `threadIdx.<dim>` or a variable in `tainted`.
-    pub fn mentions_thread(&self, node: Node, dims: &[&str], tainted: &HashSet<String>) -> bool {
-        descendants(node).into_iter().any(|n| match n.kind() {
-            "field_expression" => {
-                let arg = n.child_by_field_name("argument").map(|a| self.text(a));
-                let field = n.child_by_field_name("field").map(|f| self.text(f));
-                arg == Some("threadIdx") && field.is_some_and(|f| dims.contains(&f))
-            }
-            "identifier" => tainted.contains(self.text(n)),
-            _ => false,
-        })
-    }
-
-    /// The stride between neighbouring threads of `index` when it is affine in a
-    /// thread-dependent variable (`tx * 32 + k` → 32), `None` when unknown.
-    pub fn thread_stride(
-        &self,
-        index: Node,
-        tainted: &HashSet<String>,
-        constants: &HashMap<String, i64>,
-    ) -> Option<i64> {
-        let depends = |n: Node| self.mentions_thread(n, &["x"], tainted);
-        if !depends(index) {
-            return Some(0);
-        }
-        match index.kind() {
-            "identifier" | "field_expression" => Some(1),
-            "parenthesized_expression" => {
-                self.thread_stride(index.named_child(0)?, tainted, constants)
-            }
-            "binary_expression" => {
-                let (l, r) = (
-                    index.child_by_field_name("left")?,
-                    index.child_by_field_name("right")?,
-                );
-                match self.operator(index)? {
-                    "+" | "-" => Some(
-                        self.thread_stride(l, tainted, constants)?
-                            + self.thread_stride(r, tainted, constants)?,
-                    ),
-                    "*" if depends(l) && !depends(r) => {
-                        Some(self.thread_stride(l, tainted, constants)? * self.eval(r, constants)?)
-                    }
-                    "*" if depends(r) && !depends(l) => {
-                        Some(self.thread_stride(r, tainted, constants)? * self.eval(l, constants)?)
-                    }
-                    "%" if !depends(r) => self.thread_stride(l, tainted, constants),
-                    _ => None,
-                }
-            }
-            _ => None,
-        }
     }
 }
 
@@ -255,6 +156,7 @@ pub fn descendants(node: Node) -> Vec<Node> {
     out
 }
 
+#[allow(dead_code)]
 /// `32`, `0x20`, `32u` as an integer; floating literals give `None`.
 fn parse_int(literal: &str) -> Option<i64> {
     let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']);

@@ -20,6 +20,7 @@ fn check(src: &str, expected: Expect) {
         arch: "sm_90",
         launches: &no_launch,
         default_block: 256,
+        block_dims: &|_: &str| None,
     };
     expected.assert_eq(&render(&run_all(&input)));
 }
@@ -111,9 +112,8 @@ __global__ void k(float* __restrict__ out) {
 }
 "#,
         expect![[r#"
-            SharedBankConflict 9:12-9:19 `g[t][0]`: threads of a warp read a column of `g`, whose rows are 64 words apart: they share banks (up to 32-way conflicts)
-            SharedBankConflict 9:22-9:39 `d[threadIdx.x][1]`: threads of a warp read a column of `d`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
-            SharedBankConflict 10:12-10:25 `s[t * 64 + 3]`: neighbouring threads are 64 words apart, so they all hit the same bank (32-way conflict)"#]],
+            SharedBankConflict 9:12-9:19 `g[t][0]`: lanes are 64 words apart in `g`: 32-way bank conflict (the request is served in 32 passes)
+            SharedBankConflict 10:12-10:25 `s[t * 64 + 3]`: lanes are 64 words apart in `s`: 32-way bank conflict (the request is served in 32 passes)"#]],
     );
 }
 
@@ -130,7 +130,10 @@ fn contiguous_per_thread_loads() {
 }
 "#,
         expect![[r#"
-            ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) where 1 64-bit load would do
-            ScalarLoads 6:36-6:49 each thread reads `in[k + i * n]` one element per iteration of `k`: contiguous scalar loads a vector load would cover"#]],
+            ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) per thread, lanes 2 elements apart: 1 64-bit load would do
+            MissedReuse 4:36-4:45 `in[i + k]`: neighbouring threads read overlapping elements of `in`, so each element is loaded from global memory by several threads (`in[i + k]` moves with the lane and with `k` alike: lane `l` reads elements `l + k` over the loop)
+            UncoalescedAccess 5:39-5:52 `in[i * n + k]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4
+            RowWalk 6:3-6:50 each thread walks a row of `in` alone along `k` (`n` elements, one per iteration) while neighbouring lanes are `n` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
+            UncoalescedAccess 6:36-6:49 `in[k + i * n]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4"#]],
     );
 }

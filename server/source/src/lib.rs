@@ -2,6 +2,8 @@
 //! host functions, their parameters and spans. Parse errors never block
 //! anything: tree-sitter recovers and nvcc stays the judge of errors.
 
+pub mod kernel_model;
+
 use kernelpro_model::{Pos, Span};
 use serde::Serialize;
 use tree_sitter::{Node, Parser, Tree};
@@ -65,22 +67,35 @@ impl SourceFile {
     }
     /// The innermost function whose definition covers the 0-based line.
     pub fn function_at_line(&self, line: u32) -> Option<&Function> {
-        self.functions.iter().filter(|f| f.span.contains_line(line)).min_by_key(|f| f.span.end.line - f.span.start.line)
+        self.functions
+            .iter()
+            .filter(|f| f.span.contains_line(line))
+            .min_by_key(|f| f.span.end.line - f.span.start.line)
     }
 }
 
 pub fn parse_tree(text: &str) -> Option<Tree> {
     let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_cuda::LANGUAGE.into()).ok()?;
+    parser
+        .set_language(&tree_sitter_cuda::LANGUAGE.into())
+        .ok()?;
     parser.parse(text, None)
 }
 
 pub fn parse(text: &str) -> SourceFile {
-    let Some(tree) = parse_tree(text) else { return SourceFile::default() };
+    let Some(tree) = parse_tree(text) else {
+        return SourceFile::default();
+    };
     let root = tree.root_node();
-    let mut file = SourceFile { has_syntax_errors: root.has_error(), ..Default::default() };
+    let mut file = SourceFile {
+        has_syntax_errors: root.has_error(),
+        ..Default::default()
+    };
     collect(root, text, &mut file);
-    file.has_main = file.functions.iter().any(|f| f.name == "main" && f.kind == FnKind::Host);
+    file.has_main = file
+        .functions
+        .iter()
+        .any(|f| f.name == "main" && f.kind == FnKind::Host);
     file
 }
 
@@ -99,15 +114,25 @@ fn collect(node: Node, text: &str, file: &mut SourceFile) {
 
 pub fn span_of(node: Node) -> Span {
     let (s, e) = (node.start_position(), node.end_position());
-    Span::new(Pos::new(s.row as u32, s.column as u32), Pos::new(e.row as u32, e.column as u32))
+    Span::new(
+        Pos::new(s.row as u32, s.column as u32),
+        Pos::new(e.row as u32, e.column as u32),
+    )
 }
 
 fn function(node: Node, text: &str) -> Option<Function> {
     let declarator = find_function_declarator(node.child_by_field_name("declarator")?)?;
     let name_node = declarator.child_by_field_name("declarator")?;
-    let name = text[name_node.byte_range()].rsplit("::").next()?.trim().to_string();
+    let name = text[name_node.byte_range()]
+        .rsplit("::")
+        .next()?
+        .trim()
+        .to_string();
     let head = &text[node.start_byte()..declarator.start_byte()];
-    let has = |w: &str| head.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|t| t == w);
+    let has = |w: &str| {
+        head.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|t| t == w)
+    };
     let kind = if has("__global__") {
         FnKind::Kernel
     } else if has("__device__") && has("__host__") {
@@ -125,7 +150,10 @@ fn function(node: Node, text: &str) -> Option<Function> {
         .child_by_field_name("parameters")
         .map(|list| {
             let mut cursor = list.walk();
-            list.named_children(&mut cursor).filter(|p| p.kind() == "parameter_declaration").filter_map(|p| param(p, text)).collect()
+            list.named_children(&mut cursor)
+                .filter(|p| p.kind() == "parameter_declaration")
+                .filter_map(|p| param(p, text))
+                .collect()
         })
         .unwrap_or_default();
     let body = node.child_by_field_name("body");
@@ -148,7 +176,8 @@ fn find_function_declarator(node: Node) -> Option<Node> {
         return Some(node);
     }
     let mut cursor = node.walk();
-    node.named_children(&mut cursor).find_map(find_function_declarator)
+    node.named_children(&mut cursor)
+        .find_map(find_function_declarator)
 }
 
 fn param(node: Node, text: &str) -> Option<Param> {
@@ -164,18 +193,28 @@ fn param(node: Node, text: &str) -> Option<Param> {
                 name_range = Some(d.byte_range());
                 break;
             }
-            "pointer_declarator" | "array_declarator" | "abstract_pointer_declarator" => pointer = true,
+            "pointer_declarator" | "array_declarator" | "abstract_pointer_declarator" => {
+                pointer = true
+            }
             _ => {}
         }
         decl = d.child_by_field_name("declarator").or_else(|| {
             let mut c = d.walk();
-            d.named_children(&mut c).find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
+            d.named_children(&mut c)
+                .find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
         });
     }
-    let base = node.child_by_field_name("type").map(|t| text[t.byte_range()].to_string()).unwrap_or_default();
+    let base = node
+        .child_by_field_name("type")
+        .map(|t| text[t.byte_range()].to_string())
+        .unwrap_or_default();
     // The type is the declaration with the name's own bytes cut out.
     let ty = match name_range {
-        Some(r) => format!("{}{}", &text[node.start_byte()..r.start], &text[r.end..node.end_byte()]),
+        Some(r) => format!(
+            "{}{}",
+            &text[node.start_byte()..r.start],
+            &text[r.end..node.end_byte()]
+        ),
         None => full.to_string(),
     };
     let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -205,12 +244,36 @@ mod tests {
                 let params: Vec<String> = f
                     .params
                     .iter()
-                    .map(|p| format!("{}: {}{}{}{}", p.name, p.base, if p.pointer { "*" } else { "" }, if p.is_const { " const" } else { "" }, if p.restrict { " restrict" } else { "" }))
+                    .map(|p| {
+                        format!(
+                            "{}: {}{}{}{}",
+                            p.name,
+                            p.base,
+                            if p.pointer { "*" } else { "" },
+                            if p.is_const { " const" } else { "" },
+                            if p.restrict { " restrict" } else { "" }
+                        )
+                    })
                     .collect();
-                format!("{:?} {} L{}-{} name@{}:{} tpl={} ({})", f.kind, f.name, f.span.start.line, f.span.end.line, f.name_span.start.line, f.name_span.start.col, f.is_template, params.join(", "))
+                format!(
+                    "{:?} {} L{}-{} name@{}:{} tpl={} ({})",
+                    f.kind,
+                    f.name,
+                    f.span.start.line,
+                    f.span.end.line,
+                    f.name_span.start.line,
+                    f.name_span.start.col,
+                    f.is_template,
+                    params.join(", ")
+                )
             })
             .collect();
-        expected.assert_eq(&format!("main={} errors={}\n{}", file.has_main, file.has_syntax_errors, got.join("\n")));
+        expected.assert_eq(&format!(
+            "main={} errors={}\n{}",
+            file.has_main,
+            file.has_syntax_errors,
+            got.join("\n")
+        ));
     }
 
     #[test]

@@ -1,30 +1,33 @@
-//! Shared-memory bank conflicts visible in the index expression. Shared memory
-//! has 32 banks of 4-byte words, so neighbouring threads conflict when their
-//! addresses are a multiple of 32 words apart:
-//! - `tile[tx][k]` on a `[N][M]` array whose row is a multiple of 32 words
-//!   (column access: `threadIdx.x` in the first, slow index);
-//! - `buf[tx * S + k]` with `S` words a multiple of 32.
+//! Shared-memory bank conflicts from the kernel model's index form. Shared
+//! memory has 32 banks of 4-byte words; the lanes of a warp (placed by the
+//! block shape) are evaluated and the most distinct words one bank must serve
+//! is the n-way conflict. All lanes on one word is a broadcast, no conflict.
+//! A lane stride that is symbolic (`2 * s` words) is judged by its constant
+//! factor: an even factor guarantees at least a 2-way conflict.
 
 use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
-use crate::syntax::{Syntax, descendants};
+use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
-use kernelpro_source::span_of;
-use std::collections::HashMap;
-use tree_sitter::Node;
+use kernelpro_source::kernel_model::{
+    Access, Atom, KernelModel, SharedArray, Space, bank_conflict_ways, poly::gcd,
+};
 
 pub struct SharedBankConflict;
 
 const NAME: &str = "SharedBankConflict";
 
-/// A `__shared__` array: its name, 4-byte words per element and dimensions.
-#[derive(Clone)]
-struct SharedArray {
-    name: String,
-    element: String,
-    words: i64,
-    dims: Vec<i64>,
+/// Fires from a 4-way conflict: a 2-way one (a 16-wide tile padded to 17 on
+/// 16×16 blocks) costs one replay and is not worth a rewrite.
+const MIN_WAYS: u32 = 4;
+
+/// An n-way conflict, exact or a lower bound (symbolic stride).
+struct Conflict {
+    ways: u32,
+    at_least: bool,
+    /// Lane stride in 4-byte words, as written.
+    stride_words: String,
 }
 
 impl StaticTool for SharedBankConflict {
@@ -33,58 +36,54 @@ impl StaticTool for SharedBankConflict {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(syntax) = Syntax::parse(input.text) else {
-            return Vec::new();
-        };
-        let constants = syntax.constants();
-        let global_arrays = shared_arrays(&syntax, syntax.tree.root_node(), &constants, false);
         let mut findings = Vec::new();
-        for (function, body) in syntax.device_bodies(input.source) {
-            let tainted = syntax.thread_dependent(body, &["x"]);
-            let mut arrays = shared_arrays(&syntax, body, &constants, true);
-            arrays.extend(global_arrays.iter().cloned());
-            for access in descendants(body)
-                .into_iter()
-                .filter(|n| is_outer_subscript(*n))
-            {
-                let (base, indices) = subscript_chain(access);
-                let Some(array) = arrays.iter().find(|a| syntax.text(base) == a.name) else {
+        let mut lines = Lines::default();
+        for model in models(input).iter() {
+            let mut found: Vec<(&Access, Conflict)> = model
+                .accesses
+                .iter()
+                .filter(|a| a.space == Space::Shared)
+                .filter_map(|a| Some((a, conflict(&model, a)?)))
+                .collect();
+            found.sort_by_key(|(a, c)| (a.line(), std::cmp::Reverse(c.ways)));
+            for (a, c) in found {
+                if !lines.first(&model.name, a.line()) {
                     continue;
+                }
+                let array = model.shared.iter().find(|s| s.name == a.base);
+                let ways = if c.at_least {
+                    format!("at least {}-way", c.ways)
+                } else {
+                    format!("{}-way", c.ways)
                 };
-                let Some(conflict) = conflict(&syntax, array, &indices, &tainted, &constants)
-                else {
-                    continue;
-                };
-                let line = access.start_position().row as u32 + 1;
-                let sass: Vec<_> = input
-                    .sass
-                    .map(|s| instructions_on(&sass_functions(s, &function.name), input.path, line))
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|i| matches!(i.base_opcode(), "LDS" | "STS"))
-                    .collect();
                 let mut f = finding(
                     NAME,
                     Severity::Warning,
-                    span_of(access),
-                    &function.name,
-                    format!("`{}`: {}", syntax.text(access), conflict.0),
-                )
-                .with_evidence(
-                    "shared array",
+                    a.span,
+                    &model.name,
                     format!(
-                        "__shared__ {} {}{}",
-                        array.element,
-                        array.name,
-                        array
-                            .dims
-                            .iter()
-                            .map(|d| format!("[{d}]"))
-                            .collect::<String>()
+                        "`{}`: lanes are {} words apart in `{}`: {ways} bank conflict (the request is served in {}{} passes)",
+                        a.text,
+                        c.stride_words,
+                        a.base,
+                        if c.at_least { "at least " } else { "" },
+                        c.ways
                     ),
                 )
-                .with_evidence("stride between threads (words)", conflict.1)
-                .with_guidance(conflict.2);
+                .with_evidence("index (elements)", a.index.to_string())
+                .with_evidence("stride between lanes (words)", c.stride_words.clone())
+                .with_guidance(guidance(array, &c));
+                if let Some(s) = array {
+                    f = f.with_evidence("shared array", declaration(s, None));
+                }
+                let line = a.line() + 1;
+                let sass: Vec<_> = input
+                    .sass
+                    .map(|s| instructions_on(&sass_functions(s, &model.name), input.path, line))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|i| matches!(i.base_opcode(), "LDS" | "STS" | "ATOMS"))
+                    .collect();
                 if !sass.is_empty() {
                     f = f.with_evidence("sass", listing(&sass, 4));
                 }
@@ -95,153 +94,63 @@ impl StaticTool for SharedBankConflict {
     }
 }
 
-/// Message, stride in words and guidance when `indices` (outermost first) conflict.
-fn conflict(
-    syntax: &Syntax,
-    array: &SharedArray,
-    indices: &[Node],
-    tainted: &std::collections::HashSet<String>,
-    constants: &HashMap<String, i64>,
-) -> Option<(String, i64, String)> {
-    let depends = |n: &Node| syntax.mentions_thread(*n, &["x"], tainted);
-    if let ([first, .., last], [.., row]) = (indices, array.dims.as_slice()) {
-        let row_words = row * array.words;
-        let column_access = depends(first) && !depends(last) && row_words % 32 == 0;
-        if !column_access {
-            return None;
-        }
-        let mut padded: Vec<String> = array.dims.iter().map(|d| format!("[{d}]")).collect();
-        if let Some(inner) = padded.last_mut() {
-            *inner = format!("[{}]", row + 1);
-        }
-        return Some((
-            format!(
-                "threads of a warp read a column of `{}`, whose rows are {row_words} words apart: they share banks (up to 32-way conflicts)",
-                array.name
-            ),
-            row_words,
-            format!(
-                "Pad the inner dimension by one element: `__shared__ {} {}{}`.",
-                array.element,
-                array.name,
-                padded.concat()
-            ),
-        ));
-    }
-    let [index] = indices else { return None };
-    let stride = syntax.thread_stride(*index, tainted, constants)? * array.words;
-    if stride == 0 || stride % 32 != 0 {
+fn conflict(model: &KernelModel, a: &Access) -> Option<Conflict> {
+    let bytes = a.elem.bytes?;
+    if bytes % 4 != 0 && bytes > 4 {
         return None;
     }
-    Some((
-        format!(
-            "neighbouring threads are {stride} words apart, so they all hit the same bank (32-way conflict)"
-        ),
-        stride,
-        format!(
-            "Use an odd stride (e.g. {} words: pad each thread's row by one element) or let consecutive threads read consecutive words.",
-            stride / array.words * array.words + array.words
-        ),
-    ))
-}
-
-/// `__shared__` array declarations directly in `scope` (file scope when `nested` is false).
-fn shared_arrays(
-    syntax: &Syntax,
-    scope: Node,
-    constants: &HashMap<String, i64>,
-    nested: bool,
-) -> Vec<SharedArray> {
-    let declarations = if nested {
-        descendants(scope)
-    } else {
-        (0..scope.named_child_count())
-            .filter_map(|i| scope.named_child(i))
-            .collect()
+    let lane = a.lane_coefficient();
+    let words_per_elem = (bytes / 4).max(1) as i64;
+    let stride_words = match lane.as_constant() {
+        Some(k) => (k * words_per_elem).to_string(),
+        None if words_per_elem == 1 => format!("`{lane}`"),
+        None => format!("`{}`", lane.scale(words_per_elem)),
     };
-    let mut arrays = Vec::new();
-    for declaration in declarations
-        .into_iter()
-        .filter(|n| n.kind() == "declaration")
-    {
-        let shared = (0..declaration.child_count())
-            .filter_map(|i| declaration.child(i))
-            .any(|c| syntax.text(c) == "__shared__");
-        let Some(ty) = declaration.child_by_field_name("type") else {
-            continue;
-        };
-        let Some(words) = element_words(syntax.text(ty)) else {
-            continue;
-        };
-        if !shared {
-            continue;
-        }
-        let mut cursor = declaration.walk();
-        for declarator in declaration.children_by_field_name("declarator", &mut cursor) {
-            let mut dims = Vec::new();
-            let mut node = declarator;
-            while node.kind() == "array_declarator" {
-                dims.push(
-                    node.child_by_field_name("size")
-                        .and_then(|s| syntax.eval(s, constants)),
-                );
-                let Some(inner) = node.child_by_field_name("declarator") else {
-                    break;
-                };
-                node = inner;
-            }
-            // Array declarators nest outermost-last: `t[A][B]` is (t[A])[B].
-            dims.reverse();
-            if node.kind() == "identifier"
-                && !dims.is_empty()
-                && let Some(dims) = dims.into_iter().collect::<Option<Vec<i64>>>()
-            {
-                arrays.push(SharedArray {
-                    name: syntax.text(node).to_string(),
-                    element: syntax.text(ty).to_string(),
-                    words,
-                    dims,
-                });
-            }
-        }
+    if let Some(ways) = bank_conflict_ways(&model.geometry(), &a.index, bytes) {
+        return (ways >= MIN_WAYS).then_some(Conflict {
+            ways,
+            at_least: false,
+            stride_words,
+        });
     }
-    arrays
+    // A symbolic stride: its constant factor's power of two divides every lane difference.
+    if !a.index.is_affine() || bytes < 4 || lane.is_zero() {
+        return None;
+    }
+    let ways = gcd(lane.content() * words_per_elem, 32) as u32;
+    // A stride that scales with a loop counter (`2 * s * tid`) grows to 32-way.
+    let grows = lane
+        .atoms()
+        .any(|a| matches!(a, Atom::Loop(_) | Atom::Opaque { .. }));
+    (ways >= MIN_WAYS || (ways >= 2 && grows)).then_some(Conflict {
+        ways,
+        at_least: true,
+        stride_words,
+    })
 }
 
-/// 4-byte words per element; sub-word types (half, char) are left out.
-fn element_words(ty: &str) -> Option<i64> {
-    match ty {
-        "float" | "int" | "unsigned" | "unsigned int" | "uint32_t" | "int32_t" => Some(1),
-        "double" | "long long" | "unsigned long long" | "int64_t" | "uint64_t" | "float2"
-        | "int2" => Some(2),
-        "float4" | "int4" | "double2" => Some(4),
-        _ => None,
+fn guidance(array: Option<&SharedArray>, c: &Conflict) -> String {
+    match array {
+        Some(s) if s.dims.len() >= 2 && s.dims.iter().all(|d| d.is_some()) => format!(
+            "Pad the inner dimension by one element so a column's words fall in different banks: `{}`.",
+            declaration(s, Some(1))
+        ),
+        _ if c.at_least => "Make neighbouring lanes touch neighbouring words: index the active threads contiguously (`sdata[tid] += sdata[tid + s]` with `tid < s`) instead of scaling the thread index by a stride.".to_string(),
+        _ => "Use an odd stride between lanes (pad each lane's row by one word, e.g. 33 instead of 32) or let consecutive lanes touch consecutive words.".to_string(),
     }
 }
 
-fn is_outer_subscript(node: Node) -> bool {
-    node.kind() == "subscript_expression"
-        && !node.parent().is_some_and(|p| {
-            p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node)
+/// `__shared__ float tile[32][33]`, with `pad` added to the inner dimension.
+fn declaration(s: &SharedArray, pad: Option<i64>) -> String {
+    let n = s.dims.len();
+    let dims: String = s
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match d {
+            Some(v) => format!("[{}]", v + if i + 1 == n { pad.unwrap_or(0) } else { 0 }),
+            None => "[]".to_string(),
         })
-}
-
-/// `t[a][b]` → (`t`, [a, b]).
-fn subscript_chain(access: Node) -> (Node, Vec<Node>) {
-    let mut indices = Vec::new();
-    let mut node = access;
-    while node.kind() == "subscript_expression" {
-        if let Some(index) = node
-            .child_by_field_name("indices")
-            .and_then(|l| l.named_child(0))
-        {
-            indices.push(index);
-        }
-        let Some(inner) = node.child_by_field_name("argument") else {
-            break;
-        };
-        node = inner;
-    }
-    indices.reverse();
-    (node, indices)
+        .collect();
+    format!("__shared__ {} {}{dims}", s.elem.name, s.name)
 }

@@ -1,20 +1,30 @@
 //! The tools, one module each, and the finding shape they share.
 
+mod atomic_contention;
 mod bank_conflict;
+mod divergent_branch;
 mod fp64;
 mod local_memory;
+mod missed_reuse;
 mod occupancy;
 mod restrict;
+mod row_walk;
 mod scalar_loads;
 mod sync_branch;
+mod uncoalesced;
 
+pub use atomic_contention::AtomicContention;
 pub use bank_conflict::SharedBankConflict;
+pub use divergent_branch::DivergentBranch;
 pub use fp64::Fp64Promotion;
 pub use local_memory::LocalMemorySpill;
+pub use missed_reuse::MissedReuse;
 pub use occupancy::OccupancyLimit;
 pub use restrict::MissingRestrict;
+pub use row_walk::RowWalk;
 pub use scalar_loads::ScalarLoads;
 pub use sync_branch::SyncInDivergentBranch;
+pub use uncoalesced::UncoalescedAccess;
 
 use kernelpro_model::{Finding, Severity, Span, tool_doc_url};
 

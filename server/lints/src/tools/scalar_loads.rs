@@ -1,32 +1,28 @@
-//! Scalar global loads where one thread reads contiguous elements that one
-//! vector load (`LDG.E.64`/`LDG.E.128`) would fetch:
-//! - neighbouring constant offsets off one base: `p[4*i+0]`, `p[4*i+1]`, …;
-//! - a loop with unit step walking `p[base + k]` per thread.
+//! Scalar global loads that one vector load (`LDG.E.64`/`LDG.E.128`) would
+//! cover, only where the warp's lanes are already contiguous as a group:
+//! - reads `p[s*i + 0]`, …, `p[s*i + s-1]` of one index, whose lanes are `s`
+//!   elements apart (each thread owns `s` neighbouring elements);
+//! - a loop of constant trip count `s` with unit step reading `p[s*i + k]`;
+//! - an elementwise map (every access `p[i]` with lanes one element apart, no
+//!   loop but a grid-stride one): one element per thread, where 128-bit loads
+//!   of 4 elements per thread move the same bytes with a quarter of the instructions.
 //!
-//! With SASS, a candidate fires only if its line really issues scalar `LDG.E`.
+//! An access whose lanes are far apart (a row walk) is UncoalescedAccess's,
+//! not this; atomic targets are never loads. With SASS, a candidate fires only
+//! if its line really issues scalar `LDG.E`.
 
 use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
-use crate::syntax::{Syntax, descendants};
+use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
 use kernelpro_sass::disasm::Instruction;
-use kernelpro_source::{Function, span_of};
-use std::collections::{BTreeMap, HashSet};
-use tree_sitter::Node;
+use kernelpro_source::kernel_model::{Access, AccessKind, KernelModel, Poly, Space, Step};
+use std::collections::BTreeMap;
 
 pub struct ScalarLoads;
 
 const NAME: &str = "ScalarLoads";
-
-/// Scalar element types a thread could load several of at once, with their size in bytes.
-fn element_bytes(base: &str) -> Option<u32> {
-    match base {
-        "float" | "int" | "unsigned" | "unsigned int" | "uint32_t" | "int32_t" => Some(4),
-        "double" | "long long" | "int64_t" | "uint64_t" => Some(8),
-        _ => None,
-    }
-}
 
 fn is_scalar_global_load(instruction: &Instruction) -> bool {
     instruction.base_opcode() == "LDG"
@@ -35,8 +31,8 @@ fn is_scalar_global_load(instruction: &Instruction) -> bool {
 }
 
 /// One candidate: the load to underline, what it does and the vector width that would do.
-struct Candidate<'t> {
-    load: Node<'t>,
+struct Candidate<'m> {
+    load: &'m Access,
     message: String,
     guidance: String,
 }
@@ -47,40 +43,29 @@ impl StaticTool for ScalarLoads {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(syntax) = Syntax::parse(input.text) else {
-            return Vec::new();
-        };
         let mut findings = Vec::new();
-        for kernel in input.source.kernels() {
-            let Some(body) = syntax.body(kernel) else {
-                continue;
-            };
-            let loads = global_loads(&syntax, kernel, body);
-            let mut candidates = neighbouring_offsets(&syntax, &loads);
-            candidates.extend(unit_stride_loops(&syntax, &loads, body));
-            let sass = input.sass.map(|s| sass_functions(s, &kernel.name));
-            let mut seen_lines = HashSet::new();
+        let mut lines = Lines::default();
+        for model in models(input).iter().filter(|m| m.is_kernel) {
+            let mut candidates = neighbouring_offsets(model);
+            candidates.extend(short_loops(model));
+            candidates.extend(elementwise_map(model));
+            let sass = input.sass.map(|s| sass_functions(s, &model.name));
             for c in candidates {
-                let line = c.load.start_position().row as u32 + 1;
-                if !seen_lines.insert(line) {
+                let line = c.load.line() + 1;
+                if !lines.first(&model.name, c.load.line()) {
                     continue;
                 }
                 let mut f = finding(
                     NAME,
                     Severity::Information,
-                    span_of(c.load),
-                    &kernel.name,
+                    c.load.span,
+                    &model.name,
                     c.message,
                 )
                 .with_guidance(c.guidance);
                 if let Some(functions) = &sass {
-                    let lds: Vec<&Instruction> = instructions_on(functions, input.path, line)
+                    let scalar: Vec<&Instruction> = instructions_on(functions, input.path, line)
                         .into_iter()
-                        .filter(|i| i.base_opcode() == "LDG")
-                        .collect();
-                    let scalar: Vec<&Instruction> = lds
-                        .iter()
-                        .copied()
                         .filter(|i| is_scalar_global_load(i))
                         .collect();
                     if scalar.is_empty() {
@@ -97,188 +82,160 @@ impl StaticTool for ScalarLoads {
     }
 }
 
-/// A load `p[index]` from a pointer parameter, with the element size.
-struct Load<'t> {
-    pointer: String,
-    bytes: u32,
-    access: Node<'t>,
-    index: Node<'t>,
+/// Plain global reads of a 4- or 8-byte scalar type.
+fn scalar_reads(model: &KernelModel) -> impl Iterator<Item = &Access> {
+    model.accesses.iter().filter(|a| {
+        a.space == Space::Global
+            && a.kind == AccessKind::Read
+            && matches!(a.elem.bytes, Some(4 | 8))
+            && !a.elem.name.ends_with(char::is_numeric)
+            && a.index.is_affine()
+    })
 }
 
-/// Subscripts of scalar pointer parameters that are read, not written.
-fn global_loads<'t>(syntax: &Syntax, kernel: &Function, body: Node<'t>) -> Vec<Load<'t>> {
-    descendants(body)
-        .into_iter()
-        .filter(|n| n.kind() == "subscript_expression")
-        .filter_map(|access| {
-            let pointer = syntax.text(access.child_by_field_name("argument")?);
-            let param = kernel
-                .params
-                .iter()
-                .find(|p| p.pointer && p.name == pointer)?;
-            let bytes = element_bytes(&param.base)?;
-            let written = access.parent().is_some_and(|p| {
-                (p.kind() == "assignment_expression"
-                    && p.child_by_field_name("left") == Some(access))
-                    || p.kind() == "update_expression"
-            });
-            let index = access.child_by_field_name("indices")?.named_child(0)?;
-            (!written).then(|| Load {
-                pointer: pointer.to_string(),
-                bytes,
-                access,
-                index,
-            })
-        })
-        .collect()
+fn vector_type(a: &Access, width: i64) -> String {
+    let base = if a.elem.bytes == Some(8) {
+        "double"
+    } else if a.elem.name.starts_with("int") {
+        "int"
+    } else {
+        "float"
+    };
+    format!("{base}{width}")
 }
 
-/// `index` as `base + constant` (a bare index has offset 0).
-fn split_offset<'a>(syntax: &Syntax<'a>, index: Node) -> (String, i64) {
-    let squash = |n: Node| syntax.text(n).split_whitespace().collect::<String>();
-    if index.kind() == "binary_expression"
-        && syntax.operator(index) == Some("+")
-        && let (Some(l), Some(r)) = (
-            index.child_by_field_name("left"),
-            index.child_by_field_name("right"),
-        )
-        && let Some(c) = syntax.eval(r, &Default::default())
-    {
-        return (squash(l), c);
-    }
-    (squash(index), 0)
-}
-
-/// Loads of one pointer at `base + 0`, `base + 1`, … in the same kernel.
-fn neighbouring_offsets<'t>(syntax: &Syntax, loads: &[Load<'t>]) -> Vec<Candidate<'t>> {
-    let mut groups: BTreeMap<(String, String), Vec<(i64, &Load<'t>)>> = BTreeMap::new();
-    for load in loads {
-        let (base, offset) = split_offset(syntax, load.index);
+/// `p[s*i + 0]` … `p[s*i + s-1]` with lanes `s` apart.
+fn neighbouring_offsets(model: &KernelModel) -> Vec<Candidate<'_>> {
+    let mut groups: BTreeMap<(String, Poly), BTreeMap<i64, &Access>> = BTreeMap::new();
+    for a in scalar_reads(model) {
+        let c = a.index.constant_term();
         groups
-            .entry((load.pointer.clone(), base))
+            .entry((a.base.clone(), a.index.sub(&Poly::constant(c))))
             .or_default()
-            .push((offset, load));
+            .entry(c)
+            .or_insert(a);
     }
-    let mut candidates = Vec::new();
-    for ((pointer, _), mut group) in groups {
-        group.sort_by_key(|(offset, load)| (*offset, load.access.start_byte()));
-        group.dedup_by_key(|(offset, _)| *offset);
-        let run = group
-            .windows(2)
-            .take_while(|w| w[1].0 == w[0].0 + 1)
-            .count()
-            + 1;
-        if run < 2 {
+    let mut out = Vec::new();
+    for ((base, _), offsets) in groups {
+        let Some((&lo, first)) = offsets.iter().next() else {
+            continue;
+        };
+        let run = offsets
+            .keys()
+            .zip(lo..)
+            .take_while(|(k, want)| **k == *want)
+            .count() as i64;
+        let lane = first.lane_coefficient().as_constant();
+        // Lanes must be exactly one run apart: together the warp reads a contiguous range.
+        if run < 2 || lane != Some(run) {
             continue;
         }
-        let (first, last) = (group[0].1, group[run - 1].1);
         let width = if run >= 4 { 4 } else { 2 };
-        let vector_bits = width as u32 * first.bytes * 8;
-        candidates.push(Candidate {
-            load: first.access,
+        let last = offsets[&(lo + run - 1)];
+        let bytes = first.elem.bytes.unwrap_or(4) as i64;
+        out.push(Candidate {
+            load: first,
             message: format!(
-                "{run} scalar loads of neighbouring elements of `{pointer}` (`{}` … `{}`) where {} would do",
-                syntax.text(first.access),
-                syntax.text(last.access),
-                if vector_bits <= 128 { format!("{} {vector_bits}-bit load", run / width) } else { "wider loads".to_string() }
+                "{run} scalar loads of neighbouring elements of `{base}` (`{}` … `{}`) per thread, lanes {run} elements apart: {} {}-bit load{} would do",
+                first.text,
+                last.text,
+                run / width,
+                width * bytes * 8,
+                if run / width > 1 { "s" } else { "" }
             ),
             guidance: format!(
-                "Load {width} elements at once through a vector type, e.g. `reinterpret_cast<const {}{width}*>({pointer})[i]` (the address must be {}-byte aligned).",
-                if first.bytes == 8 { "double" } else { "float" },
-                width as u32 * first.bytes
+                "Load {width} elements at once through a vector type, e.g. `reinterpret_cast<const {}*>({base})[i]` (the address must be {}-byte aligned).",
+                vector_type(first, width),
+                width * bytes
             ),
         });
     }
-    candidates
+    out
 }
 
-/// Loads `p[base + k]` inside `for (…; …; ++k)` where `base` does not depend on `k`
-/// and is not itself `threadIdx.x`-contiguous (that access is already coalesced).
-fn unit_stride_loops<'t>(
-    syntax: &Syntax,
-    loads: &[Load<'t>],
-    body: Node<'t>,
-) -> Vec<Candidate<'t>> {
-    let tainted_x = syntax.thread_dependent(body, &["x"]);
-    let mut candidates = Vec::new();
-    for looped in descendants(body)
-        .into_iter()
-        .filter(|n| n.kind() == "for_statement")
-    {
-        let Some(var) = unit_step_variable(syntax, looped) else {
-            continue;
-        };
-        let Some(loop_body) = looped.child_by_field_name("body") else {
-            continue;
-        };
-        let inside = |n: Node| {
-            loop_body.start_byte() <= n.start_byte() && n.end_byte() <= loop_body.end_byte()
-        };
-        for load in loads.iter().filter(|l| inside(l.access)) {
-            let Some(base) = additive_rest(syntax, load.index, &var) else {
+/// `for (k = 0; k < s; ++k) … p[s*i + k]` with lanes `s` apart.
+fn short_loops(model: &KernelModel) -> Vec<Candidate<'_>> {
+    let mut out = Vec::new();
+    for a in scalar_reads(model) {
+        for l in model.loops_of(a) {
+            let (Some(atom), Some(trip)) =
+                (&l.atom, l.bound.as_ref().and_then(|b| b.as_constant()))
+            else {
                 continue;
             };
-            let mentions_var = |n: Node| {
-                descendants(n)
-                    .into_iter()
-                    .any(|d| d.kind() == "identifier" && syntax.text(d) == var)
-            };
-            if base.is_some_and(|b| {
-                mentions_var(b)
-                    || syntax.thread_stride(b, &tainted_x, &Default::default()) == Some(1)
-            }) {
+            if !matches!(&l.step, Step::Add(s) if s.as_constant() == Some(1))
+                || !matches!(l.init.as_ref().and_then(|i| i.as_constant()), Some(0))
+            {
                 continue;
             }
-            candidates.push(Candidate {
-                load: load.access,
-                message: format!(
-                    "each thread reads `{}` one element per iteration of `{var}`: contiguous scalar loads a vector load would cover",
-                    syntax.text(load.access)
-                ),
+            if a.index.coefficient(atom).as_constant() != Some(1)
+                || a.lane_coefficient().as_constant() != Some(trip)
+                || !(2..=8).contains(&trip)
+            {
+                continue;
+            }
+            let width = if trip % 4 == 0 { 4 } else { 2 };
+            let var = l.var.as_deref().unwrap_or("k");
+            out.push(Candidate {
+                load: a,
+                message: format!("each thread reads `{}` one element per iteration of `{var}` ({trip} neighbouring elements, lanes {trip} apart): contiguous scalar loads a vector load would cover", a.text),
                 guidance: format!(
-                    "Step `{var}` by 4 and load a `float4` (`reinterpret_cast<const float4*>(&{})`) when the row length is a multiple of 4 and the base 16-byte aligned, or stage the rows through shared memory.",
-                    syntax.text(load.access)
+                    "Step `{var}` by {width} and load a `{}` (`reinterpret_cast<const {}*>(&{})`) when the base is {}-byte aligned.",
+                    vector_type(a, width),
+                    vector_type(a, width),
+                    a.text,
+                    width * a.elem.bytes.unwrap_or(4) as i64
                 ),
             });
+            break;
         }
     }
-    candidates
+    out
 }
 
-/// The loop variable of `for (…; …; ++k)` / `k++` / `k += 1`.
-fn unit_step_variable(syntax: &Syntax, looped: Node) -> Option<String> {
-    let update = looped.child_by_field_name("update")?;
-    let target = match update.kind() {
-        "update_expression" if syntax.text(update).contains("++") => {
-            update.child_by_field_name("argument")?
-        }
-        "assignment_expression"
-            if syntax.operator(update) == Some("+=")
-                && syntax.text(update.child_by_field_name("right")?) == "1" =>
-        {
-            update.child_by_field_name("left")?
-        }
-        _ => return None,
+/// An elementwise map: its first load, when every global access is `p[i]`-like
+/// (lanes one 4-byte element apart) and the only loops are grid-stride ones.
+fn elementwise_map(model: &KernelModel) -> Vec<Candidate<'_>> {
+    let global: Vec<&Access> = model
+        .accesses
+        .iter()
+        .filter(|a| a.space != Space::Local)
+        .collect();
+    let contiguous = |a: &&Access| {
+        a.space == Space::Global
+            && !a.is_atomic()
+            && a.elem.bytes == Some(4)
+            && !a.elem.name.ends_with(char::is_numeric)
+            && a.lane_coefficient().as_constant() == Some(1)
     };
-    (target.kind() == "identifier").then(|| syntax.text(target).to_string())
-}
-
-/// For `index` = `base + var` or `var + base` (or just `var`): `Some(base)`, `Some(None)` for bare `var`.
-fn additive_rest<'t>(syntax: &Syntax, index: Node<'t>, var: &str) -> Option<Option<Node<'t>>> {
-    if index.kind() == "identifier" && syntax.text(index) == var {
-        return Some(None);
+    // One index per array: several offsets of one array are a stencil (MissedReuse's).
+    let one_index = global.iter().all(|a| {
+        global
+            .iter()
+            .all(|b| b.base != a.base || b.index == a.index)
+    });
+    let map = one_index
+        && !global.is_empty()
+        && global.iter().all(contiguous)
+        && global.iter().any(|a| !a.is_read())
+        && model.loops.iter().all(|l| l.grid_stride);
+    let Some(first) = global.iter().find(|a| a.kind == AccessKind::Read) else {
+        return Vec::new();
+    };
+    if !map {
+        return Vec::new();
     }
-    if index.kind() != "binary_expression" || syntax.operator(index) != Some("+") {
-        return None;
-    }
-    let (l, r) = (
-        index.child_by_field_name("left")?,
-        index.child_by_field_name("right")?,
-    );
-    let is_var = |n: Node| n.kind() == "identifier" && syntax.text(n) == var;
-    match (is_var(l), is_var(r)) {
-        (false, true) => Some(Some(l)),
-        (true, false) => Some(Some(r)),
-        _ => None,
-    }
+    vec![Candidate {
+        load: first,
+        message: format!(
+            "`{}`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
+            first.text
+        ),
+        guidance: format!(
+            "Process 4 elements per thread: load `reinterpret_cast<const {}*>({})[i]` (16-byte aligned, with a scalar tail when the length is not a multiple of 4), apply the expression to each component, store a `{}` back; keep a grid-stride loop so any launch stays correct.",
+            vector_type(first, 4),
+            first.base,
+            vector_type(first, 4)
+        ),
+    }]
 }

@@ -1,26 +1,20 @@
-//! `__syncthreads()` under a condition that depends on the thread index:
-//! threads that skip the branch never reach the barrier, so the block may hang
-//! or read unsynchronised data. Uniform conditions (loop counters, `blockIdx`)
-//! are fine and do not fire.
+//! `__syncthreads()` under a condition that differs between the threads of a
+//! block (the kernel model's branch kinds, not variable names): threads that
+//! skip the branch never reach the barrier, so the block may hang or read
+//! unsynchronised data. Block-uniform conditions (loop counters, `blockIdx`,
+//! parameters) are fine, whatever the variables are called; a thread-dependent
+//! early `return` before a barrier counts too.
 
 use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
-use crate::syntax::{Syntax, descendants};
+use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Finding, Severity};
-use kernelpro_source::span_of;
-use tree_sitter::Node;
+use kernelpro_source::kernel_model::BranchSource;
 
 pub struct SyncInDivergentBranch;
 
 const NAME: &str = "SyncInDivergentBranch";
-
-const BARRIERS: &[&str] = &[
-    "__syncthreads",
-    "__syncthreads_count",
-    "__syncthreads_and",
-    "__syncthreads_or",
-];
 
 impl StaticTool for SyncInDivergentBranch {
     fn name(&self) -> &'static str {
@@ -28,41 +22,58 @@ impl StaticTool for SyncInDivergentBranch {
     }
 
     fn analyze(&self, input: &LintInput) -> Vec<Finding> {
-        let Some(syntax) = Syntax::parse(input.text) else {
-            return Vec::new();
-        };
-        let dims = ["x", "y", "z"];
         let mut findings = Vec::new();
-        for (function, body) in syntax.device_bodies(input.source) {
-            let tainted = syntax.thread_dependent(body, &dims);
-            for call in descendants(body)
-                .into_iter()
-                .filter(|n| is_barrier(&syntax, *n))
-            {
-                let Some(condition) = enclosing_conditions(call, body)
-                    .into_iter()
-                    .find(|c| syntax.mentions_thread(*c, &dims, &tainted))
+        let mut lines = Lines::default();
+        for model in models(input).iter() {
+            for barrier in &model.barriers {
+                let Some(branch) = barrier
+                    .branches
+                    .iter()
+                    .rev()
+                    .map(|&i| &model.branches[i])
+                    .find(|b| b.kind.splits_block())
                 else {
                     continue;
                 };
-                let line = call.start_position().row as u32 + 1;
+                if !lines.first(&model.name, barrier.span.start.line) {
+                    continue;
+                }
+                let line = barrier.span.start.line + 1;
                 let sass: Vec<_> = input
                     .sass
-                    .map(|s| instructions_on(&sass_functions(s, &function.name), input.path, line))
+                    .map(|s| instructions_on(&sass_functions(s, &model.name), input.path, line))
                     .unwrap_or_default()
                     .into_iter()
                     .filter(|i| i.base_opcode() == "BAR")
                     .collect();
+                let (place, guidance) = if branch.source == BranchSource::EarlyExit {
+                    (
+                        "after an early exit on the thread index",
+                        "Keep every thread alive to the barrier: instead of `return`, guard only the work (`if (in range) { … }`) and let all threads reach `__syncthreads()`.",
+                    )
+                } else {
+                    (
+                        "inside a branch on the thread index",
+                        "Move the barrier out of the branch so every thread of the block reaches it: guard only the work (`if (cond) { … }` then `__syncthreads();`).",
+                    )
+                };
                 let mut f = finding(
                     NAME,
                     Severity::Warning,
-                    span_of(call),
-                    &function.name,
-                    format!("`{}` inside a branch on the thread index (`{}`): threads that skip it never reach the barrier", syntax.text(call), syntax.text(condition)),
+                    barrier.span,
+                    &model.name,
+                    format!(
+                        "`{}` {place} (`{}`): threads that skip it never reach the barrier",
+                        barrier.text, branch.condition
+                    ),
                 )
-                .with_evidence("condition", syntax.text(condition))
-                .with_evidence("condition line", condition.start_position().row + 1)
-                .with_guidance("Move the barrier out of the branch so every thread of the block reaches it: guard only the work (`if (cond) { … }` then `__syncthreads();`).");
+                .with_evidence("condition", branch.condition.clone())
+                .with_evidence("condition line", branch.span.start.line + 1)
+                .with_evidence(
+                    "condition varies",
+                    format!("{:?}", branch.kind).to_lowercase(),
+                )
+                .with_guidance(guidance);
                 if !sass.is_empty() {
                     f = f.with_evidence("sass", listing(&sass, 4));
                 }
@@ -71,44 +82,4 @@ impl StaticTool for SyncInDivergentBranch {
         }
         findings
     }
-}
-
-fn is_barrier(syntax: &Syntax, node: Node) -> bool {
-    node.kind() == "call_expression"
-        && node
-            .child_by_field_name("function")
-            .is_some_and(|f| BARRIERS.contains(&syntax.text(f)))
-}
-
-/// Conditions of the branches and loops around `node`, innermost first, up to `body`.
-fn enclosing_conditions<'t>(node: Node<'t>, body: Node<'t>) -> Vec<Node<'t>> {
-    let mut conditions = Vec::new();
-    let mut child = node;
-    while let Some(parent) = child.parent() {
-        if parent.id() == body.id() {
-            break;
-        }
-        let condition = match parent.kind() {
-            "if_statement"
-            | "while_statement"
-            | "do_statement"
-            | "for_statement"
-            | "switch_statement"
-            | "conditional_expression" => parent.child_by_field_name("condition"),
-            _ => None,
-        };
-        // `if (c)` holds its expression in a condition clause; report the expression.
-        let condition = condition.map(|c| {
-            if c.kind() == "condition_clause" {
-                c.child_by_field_name("value").unwrap_or(c)
-            } else {
-                c
-            }
-        });
-        if let Some(c) = condition.filter(|c| c.id() != child.id()) {
-            conditions.push(c);
-        }
-        child = parent;
-    }
-    conditions
 }

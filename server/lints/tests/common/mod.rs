@@ -69,6 +69,7 @@ pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> 
         arch: "sm_90",
         launches: &launches,
         default_block: 256,
+        block_dims: &|_: &str| None,
     };
     if *thresholds == Thresholds::default() {
         run_all(&input)

@@ -1,0 +1,178 @@
+//! Neighbouring threads re-reading the same global data:
+//! - a stencil or convolution: lane `l` reads `x[l + k]` over a loop `k` (or
+//!   `x[i - 1]`, `x[i]`, `x[i + 1]`), so each element is loaded by several
+//!   neighbouring threads;
+//! - a dot-product loop without tiling: `acc += a[row * K + k] * b[k * N + col]`
+//!   where one operand is the same for every lane of a warp (and the other for
+//!   every row), so each element is fetched again by every thread that needs it.
+//!
+//! - a reduction every thread recomputes: each lane along `threadIdx.x` walks
+//!   the same row (`max(X[row * w + i])` over `i`) to produce its own element.
+//!
+//! Kernels that stage the array through shared memory are left alone.
+
+use super::finding;
+use crate::model::{Lines, models};
+use crate::{LintInput, StaticTool};
+use kernelpro_model::{Finding, Severity};
+use kernelpro_source::kernel_model::pattern::stencil_read;
+use kernelpro_source::kernel_model::{Access, KernelModel, Space};
+
+pub struct MissedReuse;
+
+const NAME: &str = "MissedReuse";
+
+impl StaticTool for MissedReuse {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn analyze(&self, input: &LintInput) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        let mut lines = Lines::default();
+        for model in models(input).iter() {
+            let mut found: Vec<(&Access, String, String, String)> = Vec::new();
+            found.extend(stencils(&model));
+            found.extend(contractions(&model));
+            found.extend(recomputed(&model));
+            found.sort_by_key(|f| f.0.line());
+            for (a, message, evidence, guidance) in found {
+                if !lines.first(&model.name, a.line()) {
+                    continue;
+                }
+                findings.push(
+                    finding(NAME, Severity::Warning, a.span, &model.name, message)
+                        .with_evidence("overlap", evidence)
+                        .with_guidance(guidance),
+                );
+            }
+        }
+        findings
+    }
+}
+
+/// Global reads of `base` whose values a statement of the kernel stores into shared memory (already tiled).
+fn staged(model: &KernelModel, base: &str) -> bool {
+    model.accesses.iter().any(|r| {
+        r.base == base
+            && r.space == Space::Global
+            && model
+                .accesses
+                .iter()
+                .any(|w| w.space == Space::Shared && !w.is_read() && w.statement == r.statement)
+    })
+}
+
+fn reads(model: &KernelModel) -> impl Iterator<Item = &Access> {
+    model.accesses.iter().filter(|a| {
+        a.space == Space::Global
+            && a.kind == kernelpro_source::kernel_model::AccessKind::Read
+            && a.index.is_affine()
+            && !a.is_irregular()
+    })
+}
+
+const STENCIL_FIX: &str = "Load the block's elements plus the halo once into shared memory (a tile of blockDim.x + 2·radius elements, `__syncthreads()`), then compute every output from the tile.";
+
+fn stencils(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    // The first stencil read of each array, by the model's one definition of a stencil.
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for a in reads(model) {
+        if seen.contains(&a.base.as_str()) || staged(model, &a.base) {
+            continue;
+        }
+        let Some(why) = stencil_read(model, a) else {
+            continue;
+        };
+        seen.push(&a.base);
+        out.push((
+            a,
+            format!("`{}`: neighbouring threads read overlapping elements of `{}`, so each element is loaded from global memory by several threads ({why})", a.text, a.base),
+            why,
+            STENCIL_FIX.to_string(),
+        ));
+    }
+    out
+}
+
+fn contractions(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    let mut out = Vec::new();
+    for a in reads(model).filter(|a| a.in_product && a.accumulated) {
+        if staged(model, &a.base) {
+            continue;
+        }
+        for l in model.loops_of(a) {
+            let Some(atom) = &l.atom else { continue };
+            if a.index.coefficient(atom).is_zero() {
+                continue;
+            }
+            // The same element for every lane along threadIdx.x…
+            if !a.lane_coefficient().is_zero() {
+                continue;
+            }
+            // …multiplied by an operand that differs between lanes, in the same statement.
+            let Some(b) = reads(model).find(|b| {
+                b.statement == a.statement
+                    && b.base != a.base
+                    && b.in_product
+                    && !b.index.coefficient(atom).is_zero()
+                    && !b.lane_coefficient().is_zero()
+            }) else {
+                continue;
+            };
+            let var = l.var.as_deref().unwrap_or("?");
+            out.push((
+                a,
+                format!(
+                    "dot-product loop over `{var}` without tiling: the lanes along threadIdx.x all read the same `{}` and each reads its own `{}`, so every element of `{}` and `{}` is fetched again by each thread that uses it",
+                    a.text, b.text, a.base, b.base
+                ),
+                format!("`{}` is the same for all lanes; `{}` differs by {} elements between lanes", a.text, b.text, b.lane_coefficient()),
+                "Tile the contraction: load blocks of both operands into shared memory (e.g. 32×32 tiles, `__syncthreads()` between loading and using them) so each element comes from global memory once per block, and let each thread compute several outputs (register blocking); for 16-bit inputs use tensor cores (CUTLASS/CuTe, cuBLAS).".to_string(),
+            ));
+            break;
+        }
+    }
+    out
+}
+
+/// A row reduction that every lane along `threadIdx.x` repeats: an accumulated
+/// read walking a long loop with the same address for all those lanes, in a
+/// kernel whose lanes write different elements.
+fn recomputed(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    let lanes_write_apart = model
+        .accesses
+        .iter()
+        .any(|w| w.space == Space::Global && !w.is_read() && !w.lane_coefficient().is_zero());
+    if !model.is_kernel || !lanes_write_apart {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for a in reads(model).filter(|a| {
+        a.accumulated && !a.in_product && a.lane_coefficient().is_zero() && !staged(model, &a.base)
+    }) {
+        let walked = model.loops_of(a).find(|l| {
+            !l.grid_stride
+                && l.bound
+                    .as_ref()
+                    .is_none_or(|b| b.as_constant().is_none_or(|k| k.abs() > 32))
+                && l.atom
+                    .as_ref()
+                    .is_some_and(|k| !a.index.coefficient(k).is_zero())
+        });
+        let Some(l) = walked else { continue };
+        let var = l.var.as_deref().unwrap_or("?");
+        out.push((
+            a,
+            format!(
+                "`{}`: every lane along threadIdx.x reads the same elements over `{var}` and reduces them again, though each writes its own output: the reduction is recomputed by every thread of the row",
+                a.text
+            ),
+            format!("`{}` does not depend on threadIdx.x; the loop over `{var}` walks it", a.text),
+            "Reduce each row once (a warp or block per row with `__shfl_xor_sync`, or a separate pass into a per-row buffer), then let the threads of the row read the result.".to_string(),
+        ));
+        break;
+    }
+    out
+}
