@@ -183,12 +183,12 @@ impl Analyzer {
             .iter()
             .flat_map(|h| [h.path.as_os_str().as_encoded_bytes(), h.text.as_bytes()])
             .collect();
-        let flags = input.flags.join("\0");
+        let joined_flags = input.flags.join("\0");
         let mut parts: Vec<&[u8]> = vec![
             text.as_bytes(),
             path.as_os_str().as_encoded_bytes(),
             input.arch.as_bytes(),
-            flags.as_bytes(),
+            joined_flags.as_bytes(),
             nvcc.path.as_os_str().as_encoded_bytes(),
             stamp.as_bytes(),
         ];

@@ -71,6 +71,7 @@ fn check_occupancy(src: &str, ptxas: &str, arch: &str, expected: Expect) {
         arch,
         launches: &launches,
         default_block: 256,
+        block_dims: &|_: &str| None,
     };
     let tool = OccupancyLimit { min_percent: 50.0 };
     let findings = tool.analyze(&input);
@@ -132,6 +133,7 @@ fn unknown_architectures_stay_silent() {
         arch: "sm_70",
         launches: &no_launch,
         default_block: 1024,
+        block_dims: &|_: &str| None,
     };
     assert!(OccupancyLimit { min_percent: 50.0 }.analyze(&input).is_empty());
 }

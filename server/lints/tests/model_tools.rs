@@ -43,7 +43,9 @@ fn model_findings(name: &str) -> (String, Vec<Finding>) {
         .collect();
     let source = kernelpro_source::parse(&text);
     let dims = |k: &str| blocks.iter().find(|(n, _)| n == k).map(|(_, b)| *b);
-    let sizes = |k: &str| dims(k).map(|b| b.iter().product());
+    let launches = |k: &str| {
+        dims(k).map(|b| kernelpro_lints::launch::Launch { block: b.iter().product(), smem: None, from: kernelpro_lints::launch::LaunchFrom::Spec })
+    };
     let input = LintInput {
         path: name,
         text: &text,
@@ -51,7 +53,7 @@ fn model_findings(name: &str) -> (String, Vec<Finding>) {
         sass: None,
         resources: &[],
         arch: "sm_90",
-        block_sizes: &sizes,
+        launches: &launches,
         default_block: 256,
         block_dims: &dims,
     };
@@ -123,7 +125,7 @@ fn atomic_targets_and_broadcasts_stay_silent() {
         sass: None,
         resources: &[],
         arch: "sm_90",
-        block_sizes: &none,
+        launches: &none,
         default_block: 256,
         block_dims: &no_dims,
     };

@@ -59,7 +59,9 @@ fn naive_corpus_names_the_main_problem() {
         let text = std::fs::read_to_string(path).unwrap();
         let source = kernelpro_source::parse(&text);
         let block = spec_block(&text);
-        let sizes = |_: &str| block.map(|b| b.iter().product());
+        let launches = |_: &str| {
+            block.map(|b| kernelpro_lints::launch::Launch { block: b.iter().product(), smem: None, from: kernelpro_lints::launch::LaunchFrom::Spec })
+        };
         let dims = |_: &str| block;
         let input = LintInput {
             path: "k.cu",
@@ -68,7 +70,7 @@ fn naive_corpus_names_the_main_problem() {
             sass: None,
             resources: &[],
             arch: "sm_90",
-            block_sizes: &sizes,
+            launches: &launches,
             default_block: 256,
             block_dims: &dims,
         };

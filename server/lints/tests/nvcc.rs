@@ -138,10 +138,11 @@ fn local_memory_causes_and_double_accumulator() {
         LocalMemorySpill 9:17-9:30 `with_volatile` uses local memory (8 B stack frame) without register spills
         LocalMemorySpill 10:3-10:30 2 local-memory accesses (LDL/STL) from this line in `with_volatile`: `guard` is `volatile`, so it lives in local memory and every access goes there
         LocalMemorySpill 11:3-11:51 58 local-memory accesses (LDL/STL) from this line in `with_volatile`: `guard` is `volatile`, so it lives in local memory and every access goes there
+        ScalarLoads 18:15-18:19 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         LocalMemorySpill 21:17-21:35 `with_indexed_array` uses local memory (256 B stack frame) without register spills
         LocalMemorySpill 23:3-23:47 16 local-memory accesses (LDL/STL) from this line in `with_indexed_array`: the per-thread array `table` is indexed at run time, so it lives in local memory
         LocalMemorySpill 24:3-24:86 128 local-memory accesses (LDL/STL) from this line in `with_indexed_array`: the per-thread array `table` is indexed at run time, so it lives in local memory
-        ScalarLoads 24:81-24:85 each thread reads `x[k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+        MissedReuse 24:81-24:85 `x[k]`: every lane along threadIdx.x reads the same elements over `k` and reduces them again, though each writes its own output: the reduction is recomputed by every thread of the row
         LocalMemorySpill 25:3-25:44 1 local-memory accesses (LDL/STL) from this line in `with_indexed_array`: the per-thread array `table` is indexed at run time, so it lives in local memory
         Fp64Promotion 30:53-30:56 FP64 in float kernel `double_accumulator`: `acc` is a `double` accumulator: each update converts to double and runs on the FP64 pipe"#]].assert_eq(&render(&found));
 }

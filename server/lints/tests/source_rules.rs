@@ -65,14 +65,14 @@ __global__ void all_restrict(float* __restrict__ y, const float* __restrict__ x,
 }
 "#,
         expect![[r#"
-            ScalarLoads 8:38-8:42 each thread reads `x[k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+            ScalarLoads 4:21-4:25 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
+            MissedReuse 8:38-8:42 `x[k]`: every lane along threadIdx.x reads the same elements over `k` and reduces them again, though each writes its own output: the reduction is recomputed by every thread of the row
             MissingRestrict 11:42-11:56 `x` is loaded in the same loop as a store through `y`, and neither is `__restrict__`: the compiler must assume they overlap
             MissingRestrict 15:34-15:42 `x` is loaded in the same loop as a store through `y`, and `y` is not `__restrict__`: the compiler must assume they overlap
             MissingRestrict 20:47-20:55 `x` is loaded 2 times around a store through `y`, and neither is `__restrict__`: the compiler must assume they overlap
             MissingRestrict 24:38-24:53 `keys` is loaded in the same loop as a store through `hist`, and neither is `__restrict__`: the compiler must assume they overlap
-            MissingRestrict 27:41-27:55 `b` is loaded in the same loop as a store through `a`, and neither is `__restrict__`: the compiler must assume they overlap
-            ScalarLoads 28:44-28:48 each thread reads `b[j]` one element per iteration of `j`: contiguous scalar loads a vector load would cover
-            ScalarLoads 31:38-31:42 each thread reads `x[j]` one element per iteration of `j`: contiguous scalar loads a vector load would cover"#]],
+            AtomicContention 25:53-25:81 `atomicAdd(&hist[keys[j]], 1)`: lanes update bins chosen by the data (`hist[⟨keys[j]⟩]`): lanes with equal values serialize on one address, and every update goes to global memory
+            MissingRestrict 27:41-27:55 `b` is loaded in the same loop as a store through `a`, and neither is `__restrict__`: the compiler must assume they overlap"#]],
     );
 }
 

@@ -45,11 +45,13 @@ fn h200_probe_real_recording() {
     check(
         &fixture,
         expect![[r#"
+            ScalarLoads 9:25-9:29 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
             Fp64Promotion 9:39-9:42 FP64 in float kernel `saxpy_fp64`: the double literal `2.0` promotes this expression to double
-            ScalarLoads 22:40-22:54 each thread reads `A[row * N + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
-            SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: threads of a warp read a column of `tile`, whose rows are 32 words apart: they share banks (up to 32-way conflicts)
+            MissedReuse 22:40-22:54 dot-product loop over `k` without tiling: the lanes along threadIdx.x all read the same `A[row * N + k]` and each reads its own `B[k * N + col]`, so every element of `A` and `B` is fetched again by each thread that uses it
+            SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
             LocalMemorySpill 36:17-36:26 `divergent` uses local memory (32 B stack frame) without register spills
             LocalMemorySpill 40:3-40:84 5 local-memory accesses (LDL/STL) from this line in `divergent`: `sinf`'s slow path for large arguments (range reduction) keeps a local array
+            DivergentBranch 40:7-40:27 `threadIdx.x % 2 == 0` splits every warp: it depends on the lane modulo `2`, so each warp runs both paths with the lanes of the other path idle
             LocalMemorySpill 41:3-41:63 5 local-memory accesses (LDL/STL) from this line in `divergent`: `cosf`'s slow path for large arguments (range reduction) keeps a local array"#]],
     );
 }
@@ -88,9 +90,11 @@ fn planted_kernels() {
             LocalMemorySpill 24:3-24:93 45 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
             LocalMemorySpill 28:5-28:109 385 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
             LocalMemorySpill 31:3-31:72 27 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
-            ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
-            ScalarLoads 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+            ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) per thread, lanes 4 elements apart: 1 128-bit load would do
+            RowWalk 49:3-49:58 each thread walks a row of `in` alone along `k` (`cols` elements, one per iteration) while neighbouring lanes are `cols` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
+            UncoalescedAccess 49:39-49:57 `in[row * cols + k]` reads `in` where lanes are `cols` floats apart: 32 sectors per request instead of 4
             MissingRestrict 54:40-54:49 `in` is loaded in the same loop as a store through `out`, and neither is `__restrict__`: the compiler must assume they overlap
+            ScalarLoads 56:18-56:23 `in[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
             SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
             SharedBankConflict 77:39-77:50 `tile[tx][k]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
             SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is served in 32 passes)
@@ -214,9 +218,11 @@ fn without_sass_only_source_and_resource_tools_fire() {
         ScalarLoads 9:18-9:22 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         ScalarLoads 17:26-17:30 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         LocalMemorySpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
-        ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) where 1 128-bit load would do
-        ScalarLoads 49:39-49:57 each thread reads `in[row * cols + k]` one element per iteration of `k`: contiguous scalar loads a vector load would cover
+        ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) per thread, lanes 4 elements apart: 1 128-bit load would do
+        RowWalk 49:3-49:58 each thread walks a row of `in` alone along `k` (`cols` elements, one per iteration) while neighbouring lanes are `cols` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
+        UncoalescedAccess 49:39-49:57 `in[row * cols + k]` reads `in` where lanes are `cols` floats apart: 32 sectors per request instead of 4
         MissingRestrict 54:40-54:49 `in` is loaded in the same loop as a store through `out`, and neither is `__restrict__`: the compiler must assume they overlap
+        ScalarLoads 56:18-56:23 `in[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
         SharedBankConflict 77:39-77:50 `tile[tx][k]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
         SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is served in 32 passes)
