@@ -99,16 +99,23 @@ pub fn parse(text: &str) -> SourceFile {
     file
 }
 
-fn collect(node: Node, text: &str, file: &mut SourceFile) {
-    if node.kind() == "function_definition" {
-        if let Some(f) = function(node, text) {
-            file.functions.push(f);
+/// Every function definition under `root`, in source order. An explicit stack,
+/// not recursion: nesting depth is the user's (10,000 namespaces or braces must
+/// not overflow a thread's stack), and each node carries its parent so no
+/// `Node::parent` (a walk down from the root, quadratic over a file) is needed.
+fn collect(root: Node, text: &str, file: &mut SourceFile) {
+    let mut stack = vec![(root, None)];
+    let mut cursor = root.walk();
+    while let Some((node, parent)) = stack.pop() {
+        if node.kind() == "function_definition" {
+            if let Some(f) = function(node, parent, text) {
+                file.functions.push(f);
+            }
+            continue;
         }
-        return;
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        collect(child, text, file);
+        let at = stack.len();
+        stack.extend(node.children(&mut cursor).map(|c| (c, Some(node))));
+        stack[at..].reverse();
     }
 }
 
@@ -120,7 +127,7 @@ pub fn span_of(node: Node) -> Span {
     )
 }
 
-fn function(node: Node, text: &str) -> Option<Function> {
+fn function<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str) -> Option<Function> {
     let declarator = find_function_declarator(node.child_by_field_name("declarator")?)?;
     let name_node = declarator.child_by_field_name("declarator")?;
     let name = text[name_node.byte_range()]
@@ -142,7 +149,7 @@ fn function(node: Node, text: &str) -> Option<Function> {
     } else {
         FnKind::Host
     };
-    let outer = match node.parent() {
+    let outer = match parent {
         Some(p) if p.kind() == "template_declaration" => p,
         _ => node,
     };
@@ -171,13 +178,20 @@ fn function(node: Node, text: &str) -> Option<Function> {
     })
 }
 
+/// The first `function_declarator` at or under `node`, in source order (a
+/// declarator may nest in parentheses as deep as the user writes them).
 fn find_function_declarator(node: Node) -> Option<Node> {
-    if node.kind() == "function_declarator" {
-        return Some(node);
-    }
+    let mut stack = vec![node];
     let mut cursor = node.walk();
-    node.named_children(&mut cursor)
-        .find_map(find_function_declarator)
+    while let Some(n) = stack.pop() {
+        if n.kind() == "function_declarator" {
+            return Some(n);
+        }
+        let at = stack.len();
+        stack.extend(n.named_children(&mut cursor));
+        stack[at..].reverse();
+    }
+    None
 }
 
 fn param(node: Node, text: &str) -> Option<Param> {
@@ -288,6 +302,85 @@ mod tests {
                 Host main L3-3 name@3:4 tpl=false ()
                 Kernel inner L4-4 name@4:31 tpl=false (p: int*)"#]],
         );
+    }
+
+    /// Runs `f` on a thread with a tokio worker's stack (2 MiB), where the server parses.
+    fn on_worker_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .expect("no stack overflow")
+    }
+
+    /// A kernel after 100,000 levels of nesting of each kind: tree-sitter and the
+    /// walks above must neither overflow the stack nor lose the kernel.
+    #[test]
+    fn deep_nesting_does_not_overflow_the_stack() {
+        const DEPTH: usize = 100_000;
+        let tail = "__global__ void after(float* y) { y[0] = 1; }\n";
+        let cases = [
+            (
+                "parentheses in a body",
+                format!(
+                    "__global__ void k(float* y) {{ y[0] = {}1{}; }}\n",
+                    "(".repeat(DEPTH),
+                    ")".repeat(DEPTH)
+                ),
+            ),
+            (
+                "braces in a body",
+                format!(
+                    "__global__ void k(float* y) {{ {} }}\n",
+                    "{".repeat(DEPTH) + &"}".repeat(DEPTH)
+                ),
+            ),
+            (
+                "top-level parentheses",
+                format!("{}{};\n", "(".repeat(DEPTH), ")".repeat(DEPTH)),
+            ),
+            (
+                "top-level braces",
+                format!("{}{}\n", "{".repeat(DEPTH), "}".repeat(DEPTH)),
+            ),
+            (
+                "namespaces",
+                format!(
+                    "{}{}\n",
+                    "namespace a { ".repeat(DEPTH / 10),
+                    "}".repeat(DEPTH / 10)
+                ),
+            ),
+            (
+                "a declarator in parentheses",
+                format!(
+                    "__device__ int {}f{}(int x) {{ return x; }}\n",
+                    "(".repeat(DEPTH),
+                    ")".repeat(DEPTH)
+                ),
+            ),
+            (
+                "a long sum",
+                format!(
+                    "__global__ void k(float* y) {{ y[0] = 1{}; }}\n",
+                    " + 1".repeat(DEPTH)
+                ),
+            ),
+        ];
+        for (what, text) in cases {
+            let text = text + tail;
+            let file = on_worker_stack(move || parse(&text));
+            assert!(
+                file.kernel("after").is_some(),
+                "{what}: the kernel after it is lost"
+            );
+        }
+        // Unclosed: tree-sitter may swallow the rest, but nothing overflows.
+        for open in ["(", "{", "[", "namespace a { "] {
+            let text = open.repeat(DEPTH) + tail;
+            on_worker_stack(move || parse(&text));
+        }
     }
 
     #[test]
