@@ -1,7 +1,7 @@
 //! Turns a kernel's spec lines into a [`LaunchSpec`], checking them against
 //! the kernel's signature; every problem becomes a finding on its spec line.
 
-use crate::directive::{self, Directive, Dims, InitSyntax, Piece};
+use crate::directive::{self, Dims, Directive, InitSyntax, Piece};
 use crate::expr::{self, ExprError, ExprErrorKind, Scope};
 use crate::launch::*;
 use crate::source::{KernelSpecRaw, SpecLine, split_top_level};
@@ -35,7 +35,10 @@ pub struct ResolveOptions {
 
 impl Default for ResolveOptions {
     fn default() -> Self {
-        ResolveOptions { memory_cap_bytes: 8 << 30, overrides: BTreeMap::new() }
+        ResolveOptions {
+            memory_cap_bytes: 8 << 30,
+            overrides: BTreeMap::new(),
+        }
     }
 }
 
@@ -56,6 +59,7 @@ pub mod code {
     pub const LAUNCH_RANGE: &str = "launch-range";
     pub const EMPTY_TUNE: &str = "empty-tune";
     pub const BAD_TEMPLATE: &str = "bad-instantiation";
+    pub const BAD_OP: &str = "bad-op";
 }
 
 /// Launch limits shared by every GPU since Volta.
@@ -77,7 +81,11 @@ struct Resolver<'a> {
 impl Resolver<'_> {
     fn report(&mut self, code: &str, line: u32, start: u32, end: u32, message: String) {
         let span = Span::new(Pos::new(line, start), Pos::new(line, end.max(start + 1)));
-        self.findings.push(Finding::new("spec", Severity::Error, span, message).with_code(code).with_kernel(self.kernel));
+        self.findings.push(
+            Finding::new("spec", Severity::Error, span, message)
+                .with_code(code)
+                .with_kernel(self.kernel),
+        );
     }
 
     fn report_at(&mut self, code: &str, line: u32, at: Piece, message: String) {
@@ -86,7 +94,11 @@ impl Resolver<'_> {
 
     fn report_line(&mut self, code: &str, line: u32, message: String) {
         let span = Span::line(line);
-        self.findings.push(Finding::new("spec", Severity::Error, span, message).with_code(code).with_kernel(self.kernel));
+        self.findings.push(
+            Finding::new("spec", Severity::Error, span, message)
+                .with_code(code)
+                .with_kernel(self.kernel),
+        );
     }
 
     fn expr_error(&mut self, line: u32, at: Piece, what: &str, e: ExprError) {
@@ -96,17 +108,33 @@ impl Resolver<'_> {
             ExprErrorKind::Syntax | ExprErrorKind::UnknownName => code::BAD_EXPRESSION,
         };
         let (s, t) = (at.col + e.start as u32, at.col + e.end as u32);
-        self.report(code, line, s, t, format!("bad expression in {what}: {}", e.message));
+        self.report(
+            code,
+            line,
+            s,
+            t,
+            format!("bad expression in {what}: {}", e.message),
+        );
     }
 
     fn eval(&mut self, line: u32, at: Piece, what: &str) -> Option<i64> {
-        expr::eval(at.text, &self.scope).map_err(|e| self.expr_error(line, at, what, e)).ok()
+        expr::eval(at.text, &self.scope)
+            .map_err(|e| self.expr_error(line, at, what, e))
+            .ok()
     }
 
     fn define(&mut self, line: u32, name: Piece, value: i64) {
         if let Some(first) = self.defined_at.get(name.text) {
             let first = first + 1;
-            self.report_at(code::DUPLICATE, line, name, format!("`{}` is already defined on line {first}: rename one of them", name.text));
+            self.report_at(
+                code::DUPLICATE,
+                line,
+                name,
+                format!(
+                    "`{}` is already defined on line {first}: rename one of them",
+                    name.text
+                ),
+            );
             return;
         }
         self.defined_at.insert(name.text.to_string(), line);
@@ -115,16 +143,35 @@ impl Resolver<'_> {
 }
 
 /// Resolves `spec` (with the file-wide `let`s) against the kernel's signature.
-pub fn resolve(spec: &KernelSpecRaw, file_lets: &[SpecLine], signature: &KernelSignature, opts: &ResolveOptions) -> Result<LaunchSpec, Vec<Finding>> {
-    let anchor = spec.lines.last().map_or(spec.kernel_line.saturating_sub(1), |l| l.line);
-    let mut r = Resolver { kernel: &spec.kernel, anchor, findings: Vec::new(), scope: Scope::default(), defined_at: HashMap::new() };
+pub fn resolve(
+    spec: &KernelSpecRaw,
+    file_lets: &[SpecLine],
+    signature: &KernelSignature,
+    opts: &ResolveOptions,
+) -> Result<LaunchSpec, Vec<Finding>> {
+    let anchor = spec
+        .lines
+        .last()
+        .map_or(spec.kernel_line.saturating_sub(1), |l| l.line);
+    let mut r = Resolver {
+        kernel: &spec.kernel,
+        anchor,
+        findings: Vec::new(),
+        scope: Scope::default(),
+        defined_at: HashMap::new(),
+    };
 
     let file: Vec<(u32, Directive)> = parse_lines(&mut r, file_lets);
     let own: Vec<(u32, Directive)> = parse_lines(&mut r, &spec.lines);
 
     let instantiate = resolve_instantiation(&mut r, spec, &own);
     let template_args: HashMap<&str, &str> = match &instantiate {
-        Some(inst) => spec.template_params.iter().map(String::as_str).zip(inst.args.iter().map(String::as_str)).collect(),
+        Some(inst) => spec
+            .template_params
+            .iter()
+            .map(String::as_str)
+            .zip(inst.args.iter().map(String::as_str))
+            .collect(),
         None => HashMap::new(),
     };
     for (name, arg) in &template_args {
@@ -152,11 +199,12 @@ pub fn resolve(spec: &KernelSpecRaw, file_lets: &[SpecLine], signature: &KernelS
         }
     }
     let tunables = resolve_lets(&mut r, &own, opts);
-    let launch = resolve_launch(&mut r, &own);
+    let launch = resolve_launch(&mut r, &own, signature);
     let args = resolve_args(&mut r, &own, signature, &template_args, opts);
 
     if r.findings.is_empty() {
-        let (grid, block, smem, check, seed, op) = launch.expect("no findings means every launch field resolved");
+        let (grid, block, smem, check, seed, op) =
+            launch.expect("no findings means every launch field resolved");
         Ok(LaunchSpec {
             kernel: spec.kernel.clone(),
             grid,
@@ -181,7 +229,11 @@ fn parse_lines<'a>(r: &mut Resolver, lines: &'a [SpecLine]) -> Vec<(u32, Directi
         match directive::parse(l) {
             Ok(d) => out.push((l.line, d)),
             Err(e) => {
-                let code = if e.message.starts_with("unknown directive") { code::UNKNOWN_DIRECTIVE } else { code::SYNTAX };
+                let code = if e.message.starts_with("unknown directive") {
+                    code::UNKNOWN_DIRECTIVE
+                } else {
+                    code::SYNTAX
+                };
                 r.report(code, l.line, e.start, e.end, e.message);
             }
         }
@@ -194,7 +246,9 @@ fn directive_head<'a>(d: &Directive<'a>) -> Piece<'a> {
     match d {
         Directive::Let { name, .. } | Directive::Tune { name, .. } => *name,
         Directive::Dims { exprs, .. } => exprs[0],
-        Directive::Smem(p) | Directive::Seed(p) | Directive::Instantiate(p) | Directive::Op(p) => *p,
+        Directive::Smem(p) | Directive::Seed(p) | Directive::Instantiate(p) | Directive::Op(p) => {
+            *p
+        }
         Directive::Check { rtol, atol } => rtol.or(*atol).expect("check has a tolerance"),
         Directive::Buffer { param, .. } | Directive::Scalar { param, .. } => *param,
     }
@@ -212,38 +266,186 @@ fn resolve_lets(r: &mut Resolver, own: &[(u32, Directive)], opts: &ResolveOption
             }
             Directive::Tune { name, values, list } => {
                 if values.is_empty() {
-                    r.report_at(code::EMPTY_TUNE, *line, *list, format!("`tune {}` has no values: list at least one, e.g. `[128, 256]`", name.text));
+                    r.report_at(
+                        code::EMPTY_TUNE,
+                        *line,
+                        *list,
+                        format!(
+                            "`tune {}` has no values: list at least one, e.g. `[128, 256]`",
+                            name.text
+                        ),
+                    );
                     continue;
                 }
                 let what = format!("a value of `tune {}`", name.text);
-                let candidates: Vec<i64> = values.iter().filter_map(|v| r.eval(*line, *v, &what)).collect();
+                let candidates: Vec<i64> = values
+                    .iter()
+                    .filter_map(|v| r.eval(*line, *v, &what))
+                    .collect();
                 if candidates.len() != values.len() {
                     continue;
                 }
-                let value = opts.overrides.get(name.text).copied().unwrap_or(candidates[0]);
+                let value = opts
+                    .overrides
+                    .get(name.text)
+                    .copied()
+                    .unwrap_or(candidates[0]);
                 r.define(*line, *name, value);
-                tunables.push(Tunable { name: name.text.to_string(), candidates, value });
+                tunables.push(Tunable {
+                    name: name.text.to_string(),
+                    candidates,
+                    value,
+                });
             }
             _ => {}
         }
     }
-    for name in opts.overrides.keys().filter(|n| !tunables.iter().any(|t| &t.name == *n)) {
+    for name in opts
+        .overrides
+        .keys()
+        .filter(|n| !tunables.iter().any(|t| &t.name == *n))
+    {
         let anchor = r.anchor;
-        r.report_line(code::UNKNOWN_DIRECTIVE, anchor, format!("the optimizer set `{name}`, but this kernel has no `tune {name} in [...]`"));
+        r.report_line(
+            code::UNKNOWN_DIRECTIVE,
+            anchor,
+            format!("the optimizer set `{name}`, but this kernel has no `tune {name} in [...]`"),
+        );
     }
     tunables
 }
 
-type Launch = ([u32; 3], [u32; 3], u32, Option<Tolerance>, u64, Option<String>);
+type Launch = (
+    [u32; 3],
+    [u32; 3],
+    u32,
+    Option<Tolerance>,
+    u64,
+    Option<String>,
+);
 
-fn resolve_launch(r: &mut Resolver, own: &[(u32, Directive)]) -> Option<Launch> {
+/// Checks `op = gemm M N K [layout]`: each size an integer parameter of the
+/// kernel or an expression (without spaces) of at least 1, the layout `row`,
+/// `col`, `A,B` or `A,B,C` of those. Returns the hint as written.
+fn resolve_op(
+    r: &mut Resolver,
+    line: u32,
+    p: Piece,
+    signature: &KernelSignature,
+) -> Option<String> {
+    const SHAPE: &str = "write `op = gemm M N K [layout]`, e.g. `op = gemm M N K row`";
+    let mut words = Vec::new();
+    let mut rest = p;
+    while !rest.text.is_empty() {
+        let len = rest
+            .text
+            .find(char::is_whitespace)
+            .unwrap_or(rest.text.len());
+        let word = Piece {
+            text: &rest.text[..len],
+            col: rest.col,
+        };
+        words.push(word);
+        let after = &rest.text[len..];
+        let lead = after.len() - after.trim_start().len();
+        rest = Piece {
+            text: after.trim_start(),
+            col: rest.col + (len + lead) as u32,
+        };
+    }
+    let Some((kind, sizes)) = words.split_first() else {
+        return None;
+    };
+    if kind.text != "gemm" {
+        r.report_at(
+            code::BAD_OP,
+            line,
+            *kind,
+            format!(
+                "unknown op `{}`: the one op is gemm; {SHAPE}",
+                expr::shown(kind.text)
+            ),
+        );
+        return None;
+    }
+    if sizes.len() < 3 {
+        r.report_at(
+            code::BAD_OP,
+            line,
+            p,
+            format!(
+                "`op = gemm` needs three sizes, M N K (got {}): {SHAPE}",
+                sizes.len()
+            ),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for (size, dim) in sizes[..3].iter().zip(["M", "N", "K"]) {
+        let param = signature
+            .params
+            .iter()
+            .any(|q| q.name == size.text && !q.pointer);
+        if param && !r.scope.contains(size.text) {
+            continue; // the kernel's own size parameter: its binding is checked with the arguments
+        }
+        match r.eval(line, *size, &format!("the gemm size {dim}")) {
+            Some(v) if v >= 1 => {}
+            Some(v) => {
+                r.report_at(
+                    code::BAD_OP,
+                    line,
+                    *size,
+                    format!("the gemm size {dim} is {v}: sizes are at least 1"),
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some(layout) = sizes.get(3) {
+        let parts: Vec<&str> = layout.text.split(',').collect();
+        if parts.len() > 3 || parts.iter().any(|w| !matches!(*w, "row" | "col")) {
+            r.report_at(code::BAD_OP, line, *layout, format!("`{}` is not a layout: write `row`, `col`, or one per matrix as `A,B` or `A,B,C` (e.g. `row,col`)", expr::shown(layout.text)));
+            ok = false;
+        }
+    }
+    if let Some(extra) = sizes.get(4) {
+        let tail = Piece {
+            text: &p.text[(extra.col - p.col) as usize..],
+            col: extra.col,
+        };
+        r.report_at(
+            code::BAD_OP,
+            line,
+            tail,
+            format!(
+                "unexpected `{}` after the layout: {SHAPE}",
+                expr::shown(tail.text)
+            ),
+        );
+        ok = false;
+    }
+    ok.then(|| p.text.to_string())
+}
+
+fn resolve_launch(
+    r: &mut Resolver,
+    own: &[(u32, Directive)],
+    signature: &KernelSignature,
+) -> Option<Launch> {
     let (mut grid, mut block) = (None, None);
-    let (mut smem, mut seed, mut check, mut op) = (Some(0u32), Some(DEFAULT_SEED), Some(None), None);
+    let (mut smem, mut seed, mut check, mut op) =
+        (Some(0u32), Some(DEFAULT_SEED), Some(None), Some(None));
     let mut seen: HashMap<&str, u32> = HashMap::new();
     for (line, d) in own {
         let key = match d {
-            Directive::Dims { which: Dims::Grid, .. } => "grid",
-            Directive::Dims { which: Dims::Block, .. } => "block",
+            Directive::Dims {
+                which: Dims::Grid, ..
+            } => "grid",
+            Directive::Dims {
+                which: Dims::Block, ..
+            } => "block",
             Directive::Smem(_) => "smem",
             Directive::Seed(_) => "seed",
             Directive::Check { .. } => "check",
@@ -252,13 +454,22 @@ fn resolve_launch(r: &mut Resolver, own: &[(u32, Directive)]) -> Option<Launch> 
         };
         if let Some(first) = seen.insert(key, *line) {
             let first = first + 1;
-            r.report_at(code::DUPLICATE, *line, directive_head(d), format!("`{key}` is already given on line {first}: keep one"));
+            r.report_at(
+                code::DUPLICATE,
+                *line,
+                directive_head(d),
+                format!("`{key}` is already given on line {first}: keep one"),
+            );
             continue;
         }
         match d {
             Directive::Dims { which, exprs } => {
                 let dims = resolve_dims(r, *line, *which, exprs);
-                if *which == Dims::Grid { grid = dims } else { block = dims }
+                if *which == Dims::Grid {
+                    grid = dims
+                } else {
+                    block = dims
+                }
             }
             Directive::Smem(p) => {
                 smem = r.eval(*line, *p, "`smem`").and_then(|v| {
@@ -273,7 +484,12 @@ fn resolve_launch(r: &mut Resolver, own: &[(u32, Directive)]) -> Option<Launch> 
             Directive::Seed(p) => {
                 seed = r.eval(*line, *p, "`seed`").and_then(|v| {
                     if v < 0 {
-                        r.report_at(code::LAUNCH_RANGE, *line, *p, format!("seed = {v} is negative: use a number >= 0"));
+                        r.report_at(
+                            code::LAUNCH_RANGE,
+                            *line,
+                            *p,
+                            format!("seed = {v} is negative: use a number >= 0"),
+                        );
                     }
                     u64::try_from(v).ok()
                 });
@@ -284,25 +500,36 @@ fn resolve_launch(r: &mut Resolver, own: &[(u32, Directive)]) -> Option<Launch> 
                     match expr::number(p.text, &Scope::default()) {
                         Ok(v) if v >= 0.0 => Some(v),
                         _ => {
-                            r.report_at(code::BAD_EXPRESSION, *line, *p, format!("{name} must be a number >= 0, e.g. `{name}=1e-5`"));
+                            r.report_at(
+                                code::BAD_EXPRESSION,
+                                *line,
+                                *p,
+                                format!("{name} must be a number >= 0, e.g. `{name}=1e-5`"),
+                            );
                             None
                         }
                     }
                 };
                 let (rt, at) = (tol(rtol, "rtol"), tol(atol, "atol"));
-                check = rt.zip(at).map(|(rtol, atol)| Some(Tolerance { rtol, atol }));
+                check = rt
+                    .zip(at)
+                    .map(|(rtol, atol)| Some(Tolerance { rtol, atol }));
             }
-            Directive::Op(p) => op = Some(p.text.to_string()),
+            Directive::Op(p) => op = resolve_op(r, *line, *p, signature).map(Some),
             _ => unreachable!("filtered above"),
         }
     }
     for (key, value) in [("grid", grid.is_some()), ("block", block.is_some())] {
         if !value && !seen.contains_key(key) {
             let anchor = r.anchor;
-            r.report_line(code::MISSING, anchor, format!("no `{key}`: add `// kernelpro: {key} = ...` above the kernel"));
+            r.report_line(
+                code::MISSING,
+                anchor,
+                format!("no `{key}`: add `// kernelpro: {key} = ...` above the kernel"),
+            );
         }
     }
-    Some((grid?, block?, smem?, check?, seed?, op))
+    Some((grid?, block?, smem?, check?, seed?, op?))
 }
 
 fn resolve_dims(r: &mut Resolver, line: u32, which: Dims, exprs: &[Piece]) -> Option<[u32; 3]> {
@@ -317,7 +544,15 @@ fn resolve_dims(r: &mut Resolver, line: u32, which: Dims, exprs: &[Piece]) -> Op
         match r.eval(line, *p, &format!("`{name}`")) {
             Some(v) if v >= 1 && (v as u64) <= max[i] => dims[i] = v as u32,
             Some(v) => {
-                r.report_at(code::LAUNCH_RANGE, line, *p, format!("{name}.{axis} = {v} is outside 1..={}: CUDA rejects such a launch", max[i]));
+                r.report_at(
+                    code::LAUNCH_RANGE,
+                    line,
+                    *p,
+                    format!(
+                        "{name}.{axis} = {v} is outside 1..={}: CUDA rejects such a launch",
+                        max[i]
+                    ),
+                );
                 ok = false;
             }
             None => ok = false,
@@ -340,7 +575,11 @@ fn resolve_dims(r: &mut Resolver, line: u32, which: Dims, exprs: &[Piece]) -> Op
     ok.then_some(dims)
 }
 
-fn resolve_instantiation(r: &mut Resolver, spec: &KernelSpecRaw, own: &[(u32, Directive)]) -> Option<Instantiation> {
+fn resolve_instantiation(
+    r: &mut Resolver,
+    spec: &KernelSpecRaw,
+    own: &[(u32, Directive)],
+) -> Option<Instantiation> {
     let found = own.iter().find_map(|(line, d)| match d {
         Directive::Instantiate(p) => Some((*line, *p)),
         _ => None,
@@ -348,38 +587,87 @@ fn resolve_instantiation(r: &mut Resolver, spec: &KernelSpecRaw, own: &[(u32, Di
     let Some((line, p)) = found else {
         if !spec.template_params.is_empty() {
             let anchor = r.anchor;
-            let example = format!("{}<{}>", spec.kernel, spec.template_params.iter().map(|t| format!("{t}_VALUE")).collect::<Vec<_>>().join(", "));
-            r.report_line(code::BAD_TEMPLATE, anchor, format!("`{}` is a template: add `// kernelpro: instantiate = {example}`", spec.kernel));
+            let example = format!(
+                "{}<{}>",
+                spec.kernel,
+                spec.template_params
+                    .iter()
+                    .map(|t| format!("{t}_VALUE"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            r.report_line(
+                code::BAD_TEMPLATE,
+                anchor,
+                format!(
+                    "`{}` is a template: add `// kernelpro: instantiate = {example}`",
+                    spec.kernel
+                ),
+            );
         }
         return None;
     };
-    let parsed = p.text.find('<').filter(|_| p.text.ends_with('>')).map(|open| {
-        let name = p.text[..open].trim();
-        let args: Vec<String> = split_top_level(&p.text[open + 1..p.text.len() - 1]).into_iter().map(|(_, a)| a.trim().to_string()).collect();
-        (name, args)
-    });
+    let parsed = p
+        .text
+        .find('<')
+        .filter(|_| p.text.ends_with('>'))
+        .map(|open| {
+            let name = p.text[..open].trim();
+            let args: Vec<String> = split_top_level(&p.text[open + 1..p.text.len() - 1])
+                .into_iter()
+                .map(|(_, a)| a.trim().to_string())
+                .collect();
+            (name, args)
+        });
     let Some((name, args)) = parsed else {
-        r.report_at(code::BAD_TEMPLATE, line, p, format!("expected `instantiate = {}<ARGS>`", spec.kernel));
+        r.report_at(
+            code::BAD_TEMPLATE,
+            line,
+            p,
+            format!("expected `instantiate = {}<ARGS>`", spec.kernel),
+        );
         return None;
     };
     if name != spec.kernel {
-        r.report_at(code::BAD_TEMPLATE, line, p, format!("`{name}` is not this kernel: write `instantiate = {}<...>`", spec.kernel));
+        r.report_at(
+            code::BAD_TEMPLATE,
+            line,
+            p,
+            format!(
+                "`{name}` is not this kernel: write `instantiate = {}<...>`",
+                spec.kernel
+            ),
+        );
         return None;
     }
     if args.len() != spec.template_params.len() {
         let want = spec.template_params.len();
         let params = spec.template_params.join(", ");
-        r.report_at(code::BAD_TEMPLATE, line, p, format!("{} template arguments given, `{}` takes {want} ({params})", args.len(), spec.kernel));
+        r.report_at(
+            code::BAD_TEMPLATE,
+            line,
+            p,
+            format!(
+                "{} template arguments given, `{}` takes {want} ({params})",
+                args.len(),
+                spec.kernel
+            ),
+        );
         return None;
     }
-    Some(Instantiation { name: name.to_string(), args })
+    Some(Instantiation {
+        name: name.to_string(),
+        args,
+    })
 }
 
 /// A parameter's C type with template arguments substituted (`const T` → `const float`).
 fn concrete_type(ty: &str, template_args: &HashMap<&str, &str>) -> String {
     ty.split_inclusive(|c: char| !(c.is_alphanumeric() || c == '_'))
         .map(|piece| {
-            let word_len = piece.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(piece.len());
+            let word_len = piece
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(piece.len());
             let (word, tail) = piece.split_at(word_len);
             format!("{}{tail}", template_args.get(word).copied().unwrap_or(word))
         })
@@ -405,11 +693,24 @@ fn resolve_args(
                 code::UNKNOWN_PARAMETER,
                 *line,
                 param,
-                format!("`{}` has no parameter `{}`: its parameters are {}", signature.name, param.text, names.join(", ")),
+                format!(
+                    "`{}` has no parameter `{}`: its parameters are {}",
+                    signature.name,
+                    param.text,
+                    names.join(", ")
+                ),
             );
         } else if let Some((first, _)) = bindings.insert(param.text, (*line, d)) {
             let first = first + 1;
-            r.report_at(code::DUPLICATE, *line, param, format!("`{}` is already bound on line {first}: keep one", param.text));
+            r.report_at(
+                code::DUPLICATE,
+                *line,
+                param,
+                format!(
+                    "`{}` is already bound on line {first}: keep one",
+                    param.text
+                ),
+            );
         }
     }
     let mut args = Vec::new();
@@ -424,16 +725,42 @@ fn resolve_args(
                 format!("{} = N", p.name)
             };
             let anchor = r.anchor;
-            r.report_line(code::UNBOUND_PARAMETER, anchor, format!("parameter `{}` ({ty}{}) is not bound: add `// kernelpro: {example}`", p.name, if p.pointer { "*" } else { "" }));
+            r.report_line(
+                code::UNBOUND_PARAMETER,
+                anchor,
+                format!(
+                    "parameter `{}` ({ty}{}) is not bound: add `// kernelpro: {example}`",
+                    p.name,
+                    if p.pointer { "*" } else { "" }
+                ),
+            );
             continue;
         };
         let arg = match d {
-            Directive::Buffer { param, dir, ty: elem, count, init } => {
+            Directive::Buffer {
+                param,
+                dir,
+                ty: elem,
+                count,
+                init,
+            } => {
                 if !p.pointer {
                     r.report_at(code::TYPE_MISMATCH, line, *param, format!("`{}` is a `{ty}` value, not a pointer: bind it to a number, e.g. `{} = N`", p.name, p.name));
                     continue;
                 }
-                resolve_buffer(r, line, p, &ty, *dir, *elem, *count, init.as_ref(), opts, &mut total_bytes).map(Arg::Buffer)
+                resolve_buffer(
+                    r,
+                    line,
+                    p,
+                    &ty,
+                    *dir,
+                    *elem,
+                    *count,
+                    init.as_ref(),
+                    opts,
+                    &mut total_bytes,
+                )
+                .map(Arg::Buffer)
             }
             Directive::Scalar { param, value } => {
                 if p.pointer {
@@ -465,7 +792,16 @@ fn resolve_buffer(
 ) -> Option<BufferArg> {
     let Some(elem_ty) = ElemType::from_spec_name(elem.text) else {
         let names: Vec<&str> = ElemType::ALL.iter().map(|t| t.spec_name()).collect();
-        r.report_at(code::TYPE_MISMATCH, line, elem, format!("unknown element type `{}`: use one of {}", elem.text, names.join(", ")));
+        r.report_at(
+            code::TYPE_MISMATCH,
+            line,
+            elem,
+            format!(
+                "unknown element type `{}`: use one of {}",
+                elem.text,
+                names.join(", ")
+            ),
+        );
         return None;
     };
     if let Some(param_elem) = ElemType::from_c(c_type).filter(|t| *t != elem_ty) {
@@ -473,27 +809,56 @@ fn resolve_buffer(
             code::TYPE_MISMATCH,
             line,
             elem,
-            format!("`{}[...]` does not match parameter `{}` of type `{c_type}*`: write `{}[...]`", elem.text, p.name, param_elem.spec_name()),
+            format!(
+                "`{}[...]` does not match parameter `{}` of type `{c_type}*`: write `{}[...]`",
+                elem.text,
+                p.name,
+                param_elem.spec_name()
+            ),
         );
         return None;
     }
     if dir.is_output() && c_type.split_whitespace().any(|w| w == "const") {
-        r.report_at(code::TYPE_MISMATCH, line, elem, format!("`{}` points to const data, so the kernel cannot write it: make it `in`", p.name));
+        r.report_at(
+            code::TYPE_MISMATCH,
+            line,
+            elem,
+            format!(
+                "`{}` points to const data, so the kernel cannot write it: make it `in`",
+                p.name
+            ),
+        );
         return None;
     }
     let init = resolve_init(r, line, elem_ty, dir, init)?;
     let n = r.eval(line, count, &format!("the element count of `{}`", p.name))?;
     if n < 1 {
-        r.report_at(code::LAUNCH_RANGE, line, count, format!("`{}` has {n} elements: a buffer needs at least 1", p.name));
+        r.report_at(
+            code::LAUNCH_RANGE,
+            line,
+            count,
+            format!("`{}` has {n} elements: a buffer needs at least 1", p.name),
+        );
         return None;
     }
     let Some(bytes) = (n as u64).checked_mul(elem_ty.size_bytes()) else {
-        r.report_at(code::OVERFLOW, line, count, format!("{n} elements of {} overflow a 64-bit byte count", elem_ty.spec_name()));
+        r.report_at(
+            code::OVERFLOW,
+            line,
+            count,
+            format!(
+                "{n} elements of {} overflow a 64-bit byte count",
+                elem_ty.spec_name()
+            ),
+        );
         return None;
     };
     *total_bytes = total_bytes.saturating_add(bytes);
     if *total_bytes > opts.memory_cap_bytes {
-        let (gib, cap) = (*total_bytes as f64 / (1u64 << 30) as f64, opts.memory_cap_bytes as f64 / (1u64 << 30) as f64);
+        let (gib, cap) = (
+            *total_bytes as f64 / (1u64 << 30) as f64,
+            opts.memory_cap_bytes as f64 / (1u64 << 30) as f64,
+        );
         r.report_at(
             code::MEMORY_CAP,
             line,
@@ -502,12 +867,30 @@ fn resolve_buffer(
         );
         return None;
     }
-    Some(BufferArg { name: p.name.clone(), dir, elem: elem_ty, count: n as u64, init })
+    Some(BufferArg {
+        name: p.name.clone(),
+        dir,
+        elem: elem_ty,
+        count: n as u64,
+        init,
+    })
 }
 
-fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Option<&InitSyntax>) -> Option<Init> {
-    let default = if elem.is_float() { Init::Uniform { lo: -1.0, hi: 1.0 } } else { default_randint(elem) };
-    let Some(init) = init else { return Some(default) };
+fn resolve_init(
+    r: &mut Resolver,
+    line: u32,
+    elem: ElemType,
+    dir: Dir,
+    init: Option<&InitSyntax>,
+) -> Option<Init> {
+    let default = if elem.is_float() {
+        Init::Uniform { lo: -1.0, hi: 1.0 }
+    } else {
+        default_randint(elem)
+    };
+    let Some(init) = init else {
+        return Some(default);
+    };
     if dir == Dir::Out {
         r.report_at(
             code::SYNTAX,
@@ -522,17 +905,37 @@ fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Opt
             return true;
         }
         let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
-        r.report_at(code::SYNTAX, line, init.name, format!("`{}` takes {} arguments, not {}", init.name.text, want.join(" or "), init.args.len()));
+        r.report_at(
+            code::SYNTAX,
+            line,
+            init.name,
+            format!(
+                "`{}` takes {} arguments, not {}",
+                init.name.text,
+                want.join(" or "),
+                init.args.len()
+            ),
+        );
         false
     };
     let scope = r.scope.clone();
     let number = |r: &mut Resolver, p: Piece| -> Option<f64> {
-        expr::number(p.text, &scope).map_err(|e| r.expr_error(line, p, &format!("`{}`", init.name.text), e)).ok()
+        expr::number(p.text, &scope)
+            .map_err(|e| r.expr_error(line, p, &format!("`{}`", init.name.text), e))
+            .ok()
     };
     match init.name.text {
         "uniform" => {
             if !elem.is_float() {
-                r.report_at(code::TYPE_MISMATCH, line, init.name, format!("`uniform` fills floating types; for {} use `randint(lo, hi)`", elem.spec_name()));
+                r.report_at(
+                    code::TYPE_MISMATCH,
+                    line,
+                    init.name,
+                    format!(
+                        "`uniform` fills floating types; for {} use `randint(lo, hi)`",
+                        elem.spec_name()
+                    ),
+                );
                 return None;
             }
             if !arity(r, &[0, 2]) {
@@ -543,7 +946,12 @@ fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Opt
             }
             let (lo, hi) = (number(r, init.args[0])?, number(r, init.args[1])?);
             if lo > hi {
-                r.report_at(code::BAD_EXPRESSION, line, init.args[0], format!("uniform({lo}, {hi}): lo is above hi"));
+                r.report_at(
+                    code::BAD_EXPRESSION,
+                    line,
+                    init.args[0],
+                    format!("uniform({lo}, {hi}): lo is above hi"),
+                );
                 return None;
             }
             Some(Init::Uniform { lo, hi })
@@ -556,10 +964,25 @@ fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Opt
                 return Some(default_randint(elem));
             }
             let what = "`randint`";
-            let (lo, hi) = (r.eval(line, init.args[0], what)?, r.eval(line, init.args[1], what)?);
-            let (min, max) = if elem.is_float() { (-(1 << 24), 1 << 24) } else { elem.int_range() };
+            let (lo, hi) = (
+                r.eval(line, init.args[0], what)?,
+                r.eval(line, init.args[1], what)?,
+            );
+            let (min, max) = if elem.is_float() {
+                (-(1 << 24), 1 << 24)
+            } else {
+                elem.int_range()
+            };
             if lo > hi || lo < min || hi > max {
-                r.report_at(code::OVERFLOW, line, init.name, format!("randint({lo}, {hi}) must have lo <= hi within {min}..={max} for {}", elem.spec_name()));
+                r.report_at(
+                    code::OVERFLOW,
+                    line,
+                    init.name,
+                    format!(
+                        "randint({lo}, {hi}) must have lo <= hi within {min}..={max} for {}",
+                        elem.spec_name()
+                    ),
+                );
                 return None;
             }
             Some(Init::Randint { lo, hi })
@@ -576,7 +999,15 @@ fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Opt
             arity(r, &[1]).then_some(())?;
             let value = number(r, init.args[0])?;
             if !elem.is_float() && value.fract() != 0.0 {
-                r.report_at(code::TYPE_MISMATCH, line, init.args[0], format!("fill({value}) is not an integer, but the buffer holds {}", elem.spec_name()));
+                r.report_at(
+                    code::TYPE_MISMATCH,
+                    line,
+                    init.args[0],
+                    format!(
+                        "fill({value}) is not an integer, but the buffer holds {}",
+                        elem.spec_name()
+                    ),
+                );
                 return None;
             }
             Some(Init::Fill { value })
@@ -591,10 +1022,19 @@ fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Opt
 /// `randint` without bounds: small values that every integer type holds.
 fn default_randint(elem: ElemType) -> Init {
     let (min, _) = elem.int_range();
-    Init::Randint { lo: if min < 0 { -100 } else { 0 }, hi: 100 }
+    Init::Randint {
+        lo: if min < 0 { -100 } else { 0 },
+        hi: 100,
+    }
 }
 
-fn resolve_scalar(r: &mut Resolver, line: u32, p: &Param, c_type: &str, value: Piece) -> Option<ScalarArg> {
+fn resolve_scalar(
+    r: &mut Resolver,
+    line: u32,
+    p: &Param,
+    c_type: &str,
+    value: Piece,
+) -> Option<ScalarArg> {
     let Some(ty) = ScalarType::from_c(c_type) else {
         r.report_at(
             code::TYPE_MISMATCH,
@@ -606,19 +1046,49 @@ fn resolve_scalar(r: &mut Resolver, line: u32, p: &Param, c_type: &str, value: P
     };
     if let Some(f) = expr::float_literal(value.text) {
         if !ty.is_float() {
-            r.report_at(code::TYPE_MISMATCH, line, value, format!("`{}` is a float literal but `{}` is `{}`: write an integer", value.text, p.name, base_c_type(c_type)));
+            r.report_at(
+                code::TYPE_MISMATCH,
+                line,
+                value,
+                format!(
+                    "`{}` is a float literal but `{}` is `{}`: write an integer",
+                    value.text,
+                    p.name,
+                    base_c_type(c_type)
+                ),
+            );
             return None;
         }
-        return Some(ScalarArg { name: p.name.clone(), ty, value: ScalarValue::F64(f) });
+        return Some(ScalarArg {
+            name: p.name.clone(),
+            ty,
+            value: ScalarValue::F64(f),
+        });
     }
     let v = r.eval(line, value, &format!("the value of `{}`", p.name))?;
     if ty.is_float() {
-        return Some(ScalarArg { name: p.name.clone(), ty, value: ScalarValue::F64(v as f64) });
+        return Some(ScalarArg {
+            name: p.name.clone(),
+            ty,
+            value: ScalarValue::F64(v as f64),
+        });
     }
     let (min, max) = ty.int_range();
     if v < min || v > max {
-        r.report_at(code::OVERFLOW, line, value, format!("{v} does not fit in `{}` ({min}..={max})", base_c_type(c_type)));
+        r.report_at(
+            code::OVERFLOW,
+            line,
+            value,
+            format!(
+                "{v} does not fit in `{}` ({min}..={max})",
+                base_c_type(c_type)
+            ),
+        );
         return None;
     }
-    Some(ScalarArg { name: p.name.clone(), ty, value: ScalarValue::I64(v) })
+    Some(ScalarArg {
+        name: p.name.clone(),
+        ty,
+        value: ScalarValue::I64(v),
+    })
 }

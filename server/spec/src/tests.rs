@@ -10,26 +10,46 @@ fn signature(name: &str, params: &str) -> KernelSignature {
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
             let p = p.trim();
-            let split = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).expect("type and name");
+            let split = p
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .expect("type and name");
             let (ty, name) = (p[..=split].trim(), &p[split + 1..]);
             let pointer = ty.ends_with('*');
-            Param { name: name.to_string(), ty: ty.trim_end_matches('*').trim().to_string(), pointer }
+            Param {
+                name: name.to_string(),
+                ty: ty.trim_end_matches('*').trim().to_string(),
+                pointer,
+            }
         })
         .collect();
-    KernelSignature { name: name.to_string(), params }
+    KernelSignature {
+        name: name.to_string(),
+        params,
+    }
 }
 
 fn run(source: &str, params: &str, opts: &ResolveOptions) -> String {
     let specs = parse_file(source);
     let kernel = &specs.kernels[0];
-    match resolve(kernel, &specs.file_lets, &signature(&kernel.kernel, params), opts) {
+    match resolve(
+        kernel,
+        &specs.file_lets,
+        &signature(&kernel.kernel, params),
+        opts,
+    ) {
         Ok(spec) => serde_json::to_string_pretty(&spec).unwrap(),
         Err(findings) => findings
             .iter()
             .map(|f| {
-                let end = if f.span.end.col == u32::MAX { "end".to_string() } else { f.span.end.col.to_string() };
+                let end = if f.span.end.col == u32::MAX {
+                    "end".to_string()
+                } else {
+                    f.span.end.col.to_string()
+                };
                 let line = source.lines().nth(f.span.start.line as usize).unwrap_or("");
-                let marked = line.get(f.span.start.col as usize..f.span.end.col.min(line.len() as u32) as usize).unwrap_or(line);
+                let marked = line
+                    .get(f.span.start.col as usize..f.span.end.col.min(line.len() as u32) as usize)
+                    .unwrap_or(line);
                 format!(
                     "{}:{}-{} [{}] `{}` {}\n",
                     f.span.start.line,
@@ -149,12 +169,27 @@ fn resolves_the_issue_saxpy_example() {
 
 #[test]
 fn tune_overrides_change_the_launch() {
-    let opts = ResolveOptions { overrides: [("B".to_string(), 512)].into(), ..Default::default() };
+    let opts = ResolveOptions {
+        overrides: [("B".to_string(), 512)].into(),
+        ..Default::default()
+    };
     let spec = parse_file(SAXPY);
-    let launch = resolve(&spec.kernels[0], &spec.file_lets, &signature("saxpy", SAXPY_PARAMS), &opts).unwrap();
-    assert_eq!((launch.grid, launch.block, launch.tunables[0].value), ([32768, 1, 1], [512, 1, 1], 512));
+    let launch = resolve(
+        &spec.kernels[0],
+        &spec.file_lets,
+        &signature("saxpy", SAXPY_PARAMS),
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(
+        (launch.grid, launch.block, launch.tunables[0].value),
+        ([32768, 1, 1], [512, 1, 1], 512)
+    );
 
-    let opts = ResolveOptions { overrides: [("TILE".to_string(), 64)].into(), ..Default::default() };
+    let opts = ResolveOptions {
+        overrides: [("TILE".to_string(), 64)].into(),
+        ..Default::default()
+    };
     expect![[r#"
         7:0-end [unknown-directive] `// kernelpro: n = N` the optimizer set `TILE`, but this kernel has no `tune TILE in [...]`
     "#]]
@@ -496,4 +531,88 @@ __global__ void k(float* a, const int8_t* b, const float* c, const float* d)
             5:30-37 [spec-syntax] `uniform` `uniform` takes 0 or 2 arguments, not 1
         "#]],
     );
+}
+
+#[test]
+fn reports_bad_gemm_hints() {
+    let params = "int m";
+    let spec = |op: &str| {
+        format!(
+            "// kernelpro: let N = 64\n// kernelpro: grid = 1\n// kernelpro: block = 1\n// kernelpro: op = {op}\n// kernelpro: m = N\n__global__ void k(int m)\n"
+        )
+    };
+    // The issue's line: a negative size, a zero, a number past 64 bits, a word that is no layout.
+    check(
+        &spec("gemm -1 0 99999999999999999999 xx"),
+        params,
+        expect![[r#"
+            3:24-26 [bad-op] `-1` the gemm size M is -1: sizes are at least 1
+            3:27-28 [bad-op] `0` the gemm size N is 0: sizes are at least 1
+            3:29-49 [bad-expression] `99999999999999999999` bad expression in the gemm size K: `99999999999999999999` is not an integer: write a decimal or 0x-hex integer that fits in 64 bits
+            3:50-52 [bad-op] `xx` `xx` is not a layout: write `row`, `col`, or one per matrix as `A,B` or `A,B,C` (e.g. `row,col`)
+        "#]],
+    );
+    check(
+        &spec("conv N N N"),
+        params,
+        expect![[r#"
+            3:19-23 [bad-op] `conv` unknown op `conv`: the one op is gemm; write `op = gemm M N K [layout]`, e.g. `op = gemm M N K row`
+        "#]],
+    );
+    check(
+        &spec("gemm N N"),
+        params,
+        expect![[r#"
+            3:19-27 [bad-op] `gemm N N` `op = gemm` needs three sizes, M N K (got 2): write `op = gemm M N K [layout]`, e.g. `op = gemm M N K row`
+        "#]],
+    );
+    check(
+        &spec("gemm N N X row col"),
+        params,
+        expect![[r#"
+            3:28-29 [bad-expression] `X` bad expression in the gemm size K: unknown name `X`: define it with `let X = ...` above this line (defined names: N)
+            3:34-37 [bad-op] `col` unexpected `col` after the layout: write `op = gemm M N K [layout]`, e.g. `op = gemm M N K row`
+        "#]],
+    );
+    // Sizes may be the kernel's own integer parameters, expressions without spaces, and layouts per matrix.
+    let ok = run(
+        &spec("gemm m N*2 ceil_div(N,2) row,col"),
+        params,
+        &ResolveOptions::default(),
+    );
+    assert!(
+        ok.contains(r#""op": "gemm m N*2 ceil_div(N,2) row,col""#),
+        "{ok}"
+    );
+}
+
+#[test]
+fn caps_tune_lists_names_and_nesting() {
+    let values: Vec<String> = (1..=5000).map(|v| v.to_string()).collect();
+    let long = "n".repeat(100_000);
+    let source = format!(
+        "// kernelpro: tune B in [{}]\n// kernelpro: let {long} = 1\n// kernelpro: let D = {}1{}\n// kernelpro: grid = 1\n// kernelpro: block = 1\n__global__ void k()\n",
+        values.join(", "),
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
+    let got = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || run(&source, "", &ResolveOptions::default()))
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    // Each line is `L:C-C [code] `marked` message`; the marked text is long here.
+    let messages: Vec<&str> = got
+        .lines()
+        .filter_map(|l| l.split_once("] `")?.1.split_once("` ").map(|(_, m)| m))
+        .collect();
+    expect![[r#"
+        [
+            "`tune B` lists 5000 values: at most 64 (the optimizer tries each one)",
+            "`nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn…` is 100000 characters long: names have at most 256",
+            "bad expression in `let D`: the expression nests deeper than 64 levels of parentheses, calls or signs: simplify it, or name parts with `let`",
+        ]
+    "#]]
+    .assert_debug_eq(&messages);
 }
