@@ -137,3 +137,38 @@ fn contiguous_per_thread_loads() {
             UncoalescedAccess 6:36-6:49 `in[k + i * n]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4"#]],
     );
 }
+
+/// 20,000 levels of parentheses, or a sum of 20,000 terms, in a shared index
+/// and a constant: the folds give up instead of overflowing a 2 MiB stack (the
+/// recursive folds overflowed here; 100,000 levels pass too, in 28 s of debug
+/// build, most of it tree-sitter's parse).
+#[test]
+fn deep_expressions_do_not_overflow_the_stack() {
+    const DEPTH: usize = 20_000;
+    let (open, close) = ("(".repeat(DEPTH), ")".repeat(DEPTH));
+    let sum = " + 1".repeat(DEPTH);
+    let src = format!(
+        "const int W = {open}32{close};\nconst int S = 1{sum};\n__global__ void k(float* out) {{\n  __shared__ float s[1024];\n  s[{open}threadIdx.x * W{close}] = 1.f;\n  s[threadIdx.x * 32{sum}] = 2.f;\n  out[0] = s[0];\n}}\n"
+    );
+    let rendered = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let source = kernelpro_source::parse(&src);
+            let no_launch = |_: &str| None;
+            let input = LintInput {
+                path: "k.cu",
+                text: &src,
+                source: &source,
+                sass: None,
+                resources: &[],
+                arch: "sm_90",
+                block_sizes: &no_launch,
+                default_block: 256,
+            };
+            render(&run_all(&input))
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    assert!(!rendered.contains("panicked"), "{rendered}");
+}
