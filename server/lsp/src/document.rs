@@ -4,12 +4,14 @@
 use kernelpro_core::analysis::FileAnalysis;
 use kernelpro_model::{Pos, Span};
 use ropey::Rope;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 pub struct Document {
-    pub text: Rope,
+    text: Rope,
+    /// Where core lines start, computed once per text (see [`CoreLines`]).
+    lines: OnceLock<Arc<CoreLines>>,
     pub version: i32,
     /// The latest finished analysis and the version it was made from.
     pub analysis: Option<(i32, Arc<FileAnalysis>)>,
@@ -35,11 +37,42 @@ pub struct ProfileState {
 
 impl Document {
     pub fn new(text: &str, version: i32) -> Self {
-        Document { text: Rope::from_str(text), version, analysis: None, in_flight: None, generation: 0, profile: None }
+        Document {
+            text: Rope::from_str(text),
+            lines: OnceLock::new(),
+            version,
+            analysis: None,
+            in_flight: None,
+            generation: 0,
+            profile: None,
+        }
+    }
+
+    pub fn text(&self) -> &Rope {
+        &self.text
+    }
+
+    /// Replaces the whole text (a save that sent its text).
+    pub fn set_text(&mut self, text: &str) {
+        self.text = Rope::from_str(text);
+        self.lines = OnceLock::new();
+    }
+
+    /// The text and its line index as of now, to read without holding the
+    /// documents' lock (cheap: the rope is shared, not copied).
+    pub fn snapshot(&self) -> TextSnapshot {
+        TextSnapshot {
+            text: self.text.clone(),
+            lines: self
+                .lines
+                .get_or_init(|| Arc::new(CoreLines::of(&self.text)))
+                .clone(),
+        }
     }
 
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
         self.shift_profile(change);
+        self.lines = OnceLock::new();
         match change.range {
             None => self.text = Rope::from_str(&change.text),
             Some(range) => {
@@ -55,15 +88,26 @@ impl Document {
     /// move by the number of lines it added or removed; findings inside a
     /// replaced range stay at its start. Any edit marks the profile stale.
     fn shift_profile(&mut self, change: &TextDocumentContentChangeEvent) {
-        let Some(profile) = &mut self.profile else { return };
+        let Some(profile) = &mut self.profile else {
+            return;
+        };
         profile.stale = true;
         let Some(range) = change.range else { return };
-        let (start, end) = (range.start.line.min(range.end.line), range.end.line.max(range.start.line));
+        let (start, end) = (
+            range.start.line.min(range.end.line),
+            range.end.line.max(range.start.line),
+        );
         let added = change.text.matches('\n').count() as i64;
         let delta = added - (end - start) as i64;
         for f in &mut profile.findings {
             let line = f.span.start.line;
-            let moved = if line > end { (line as i64 + delta).max(0) as u32 } else if line > start { start } else { line };
+            let moved = if line > end {
+                (line as i64 + delta).max(0) as u32
+            } else if line > start {
+                start
+            } else {
+                line
+            };
             let height = f.span.end.line.saturating_sub(f.span.start.line);
             f.span.start.line = moved;
             f.span.end.line = moved + height;
@@ -73,29 +117,79 @@ impl Document {
     /// The char index of an LSP position, clamped into the document (a client
     /// that sends a position past the end gets the end, not a panic).
     pub fn char_index(&self, pos: Position) -> usize {
-        let line = pos.line as usize;
-        if line >= self.text.len_lines() {
-            return self.text.len_chars();
-        }
-        let slice = self.text.line(line);
-        let content_chars = line_content_chars(&slice);
-        let units = (pos.character as usize).min(slice.len_utf16_cu());
-        let within = slice.utf16_cu_to_char(units).min(content_chars);
-        self.text.line_to_char(line) + within
+        char_index(&self.text, pos)
     }
 
     /// LSP position for a 0-based line and UTF-8 byte column (clamped to the line).
-    /// Core lines (tree-sitter, nvcc) end at "\n" only; LSP and the rope also end
-    /// a line at a lone "\r", so such text takes the slow, exact path.
     pub fn position(&self, pos: Pos) -> Position {
-        if has_lone_cr(&self.text) {
-            let idx = self.text.byte_to_char(core_to_byte(&self.text.to_string(), pos));
-            let line = self.text.char_to_line(idx);
-            let col = self.text.slice(self.text.line_to_char(line)..idx).len_utf16_cu();
+        self.snapshot().position(pos)
+    }
+
+    pub fn range(&self, span: Span) -> Range {
+        self.snapshot().range(span)
+    }
+
+    /// UTF-8 byte column of an LSP position, for the core ("\n" lines).
+    pub fn pos(&self, position: Position) -> Pos {
+        self.snapshot().pos(position)
+    }
+
+    pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
+        self.analysis.as_ref().map(|(_, a)| a)
+    }
+}
+
+/// Core lines (tree-sitter, nvcc) end at "\n" only; LSP and the rope also end
+/// a line at a lone "\r". Where the text has one, the byte offset of each core
+/// line's start, so a conversion costs a binary search, not a copy of the text.
+#[derive(Debug)]
+pub struct CoreLines {
+    /// `None` when core lines are the rope's lines (no lone "\r").
+    starts: Option<Vec<usize>>,
+}
+
+impl CoreLines {
+    fn of(text: &Rope) -> CoreLines {
+        if !has_lone_cr(text) {
+            return CoreLines { starts: None };
+        }
+        let mut starts = vec![0];
+        let mut offset = 0;
+        for chunk in text.chunks() {
+            starts.extend(
+                chunk
+                    .bytes()
+                    .enumerate()
+                    .filter(|(_, b)| *b == b'\n')
+                    .map(|(i, _)| offset + i + 1),
+            );
+            offset += chunk.len();
+        }
+        CoreLines {
+            starts: Some(starts),
+        }
+    }
+}
+
+/// A document's text with its line index, detached from the document.
+#[derive(Clone)]
+pub struct TextSnapshot {
+    pub text: Rope,
+    lines: Arc<CoreLines>,
+}
+
+impl TextSnapshot {
+    /// LSP position for a 0-based line and UTF-8 byte column (clamped to the line).
+    pub fn position(&self, pos: Pos) -> Position {
+        let text = &self.text;
+        if let Some(starts) = &self.lines.starts {
+            let idx = text.byte_to_char(core_to_byte(text, starts, pos));
+            let line = text.char_to_line(idx);
+            let col = text.slice(text.line_to_char(line)..idx).len_utf16_cu();
             return Position::new(line as u32, col as u32);
         }
-        let line = (pos.line as usize).min(self.text.len_lines().saturating_sub(1));
-        let slice = self.text.line(line);
+        let line = (pos.line as usize).min(text.len_lines().saturating_sub(1));
+        let slice = text.line(line);
         let content_chars = line_content_chars(&slice);
         let content_bytes = slice.char_to_byte(content_chars);
         let byte = (pos.col as usize).min(content_bytes);
@@ -109,20 +203,28 @@ impl Document {
 
     /// UTF-8 byte column of an LSP position, for the core ("\n" lines).
     pub fn pos(&self, position: Position) -> Pos {
-        let idx = self.char_index(position);
-        if has_lone_cr(&self.text) {
-            let before = self.text.slice(..idx).to_string();
-            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-            return Pos::new(before.matches('\n').count() as u32, (before.len() - line_start) as u32);
+        let text = &self.text;
+        let idx = char_index(text, position);
+        let byte = text.char_to_byte(idx);
+        if let Some(starts) = &self.lines.starts {
+            let line = starts.partition_point(|s| *s <= byte) - 1;
+            return Pos::new(line as u32, (byte - starts[line]) as u32);
         }
-        let line = self.text.char_to_line(idx);
-        let col = self.text.char_to_byte(idx) - self.text.line_to_byte(line);
-        Pos::new(line as u32, col as u32)
+        let line = text.char_to_line(idx);
+        Pos::new(line as u32, (byte - text.line_to_byte(line)) as u32)
     }
+}
 
-    pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
-        self.analysis.as_ref().map(|(_, a)| a)
+fn char_index(text: &Rope, pos: Position) -> usize {
+    let line = pos.line as usize;
+    if line >= text.len_lines() {
+        return text.len_chars();
     }
+    let slice = text.line(line);
+    let content_chars = line_content_chars(&slice);
+    let units = (pos.character as usize).min(slice.len_utf16_cu());
+    let within = slice.utf16_cu_to_char(units).min(content_chars);
+    text.line_to_char(line) + within
 }
 
 /// Whether some "\r" is not followed by "\n" (a line break for LSP, not for the core).
@@ -142,17 +244,20 @@ fn has_lone_cr(text: &Rope) -> bool {
     after_cr
 }
 
-/// Byte offset of a core position in `text`, clamped to the end of its "\n" line
-/// (before a "\r\n") and down to a char boundary.
-fn core_to_byte(text: &str, pos: Pos) -> usize {
-    let start = if pos.line == 0 { 0 } else { text.match_indices('\n').nth(pos.line as usize - 1).map_or(text.len(), |(i, _)| i + 1) };
-    let rest = &text[start..];
-    let content = rest.find('\n').map_or(rest.len(), |i| if rest[..i].ends_with('\r') { i - 1 } else { i });
-    let mut byte = start + (pos.col as usize).min(content);
-    while !text.is_char_boundary(byte) {
-        byte -= 1;
+/// Byte offset of a core position, clamped to the end of its "\n" line
+/// (before a "\r\n"); `byte_to_char` then rounds it down to a char boundary.
+fn core_to_byte(text: &Rope, starts: &[usize], pos: Pos) -> usize {
+    let len = text.len_bytes();
+    let Some(&start) = starts.get(pos.line as usize) else {
+        return len;
+    };
+    let mut end = starts
+        .get(pos.line as usize + 1)
+        .map_or(len, |next| next - 1);
+    if end > start && text.byte(end - 1) == b'\r' && end < len {
+        end -= 1; // "\r\n": the "\r" is part of the line break
     }
-    byte
+    start + (pos.col as usize).min(end - start)
 }
 
 fn line_content_chars(slice: &ropey::RopeSlice) -> usize {
@@ -168,20 +273,48 @@ mod tests {
     use super::*;
 
     fn change(l0: u32, c0: u32, l1: u32, c1: u32, text: &str) -> TextDocumentContentChangeEvent {
-        TextDocumentContentChangeEvent { range: Some(Range::new(Position::new(l0, c0), Position::new(l1, c1))), range_length: None, text: text.into() }
+        TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(l0, c0), Position::new(l1, c1))),
+            range_length: None,
+            text: text.into(),
+        }
     }
 
     #[test]
     fn profile_findings_follow_their_lines() {
         let mut d = Document::new("a\nb\nc\nd\n", 1);
-        let at = |l| kernelpro_model::Finding::new("ncu", kernelpro_model::Severity::Warning, kernelpro_model::Span::line(l), "x");
-        d.profile = Some(ProfileState { findings: vec![at(0), at(2), at(3)], ..Default::default() });
+        let at = |l| {
+            kernelpro_model::Finding::new(
+                "ncu",
+                kernelpro_model::Severity::Warning,
+                kernelpro_model::Span::line(l),
+                "x",
+            )
+        };
+        d.profile = Some(ProfileState {
+            findings: vec![at(0), at(2), at(3)],
+            ..Default::default()
+        });
         d.apply_change(&change(1, 0, 1, 0, "new\nlines\n"));
-        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
+        let lines: Vec<u32> = d
+            .profile
+            .as_ref()
+            .unwrap()
+            .findings
+            .iter()
+            .map(|f| f.span.start.line)
+            .collect();
         assert_eq!(lines, [0, 4, 5]);
         assert!(d.profile.as_ref().unwrap().stale);
         d.apply_change(&change(3, 0, 5, 0, ""));
-        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
+        let lines: Vec<u32> = d
+            .profile
+            .as_ref()
+            .unwrap()
+            .findings
+            .iter()
+            .map(|f| f.span.start.line)
+            .collect();
         assert_eq!(lines, [0, 3, 3]);
     }
 
@@ -190,9 +323,9 @@ mod tests {
         let mut d = Document::new("a😀b\r\ncafé x\n", 1);
         // 😀 is two UTF-16 units: insert after it.
         d.apply_change(&change(0, 3, 0, 3, "Z"));
-        assert_eq!(d.text.to_string(), "a😀Zb\r\ncafé x\n");
+        assert_eq!(d.text().to_string(), "a😀Zb\r\ncafé x\n");
         d.apply_change(&change(1, 4, 1, 5, ""));
-        assert_eq!(d.text.to_string(), "a😀Zb\r\ncaféx\n");
+        assert_eq!(d.text().to_string(), "a😀Zb\r\ncaféx\n");
         // byte col 6 on line 1 ("café" is 5 bytes) -> UTF-16 col 5
         assert_eq!(d.position(Pos::new(1, 6)), Position::new(1, 5));
         assert_eq!(d.pos(Position::new(1, 5)), Pos::new(1, 6));
@@ -200,7 +333,7 @@ mod tests {
         assert_eq!(d.position(Pos::new(0, u32::MAX)), Position::new(0, 5));
         // positions past the end clamp
         d.apply_change(&change(99, 0, 99, 5, "!"));
-        assert_eq!(d.text.to_string(), "a😀Zb\r\ncaféx\n!");
+        assert_eq!(d.text().to_string(), "a😀Zb\r\ncaféx\n!");
     }
 
     #[test]
@@ -212,5 +345,50 @@ mod tests {
         assert_eq!(d.position(Pos::new(1, u32::MAX)), Position::new(2, 5));
         assert_eq!(d.pos(Position::new(2, 4)), Pos::new(1, 9));
         assert_eq!(d.pos(Position::new(0, 1)), Pos::new(0, 1));
+    }
+
+    /// The line index agrees with a direct reading of the text at every core
+    /// position (past line ends and the last line too), with lone "\r", "\r\n",
+    /// multi-byte and astral characters.
+    #[test]
+    fn line_index_matches_the_text() {
+        let text = "a\rb\r\ncé\r😀d\n\r\rx\ny\r";
+        let d = Document::new(text, 1);
+        let core: Vec<&str> = text.split('\n').collect();
+        for (line, content) in core.iter().enumerate() {
+            let content = content
+                .strip_suffix('\r')
+                .filter(|_| line + 1 < core.len())
+                .unwrap_or(content);
+            for col in 0..=content.len() + 2 {
+                let byte = core[..line].iter().map(|l| l.len() + 1).sum::<usize>()
+                    + col.min(content.len());
+                let byte = (0..=byte)
+                    .rev()
+                    .find(|b| text.is_char_boundary(*b))
+                    .unwrap();
+                let before = &text[..byte];
+                let lsp_line =
+                    before.matches(['\n', '\r']).count() - before.matches("\r\n").count();
+                let lsp_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+                let expected = Position::new(
+                    lsp_line as u32,
+                    before[lsp_start..].encode_utf16().count() as u32,
+                );
+                let got = d.position(Pos::new(line as u32, col as u32));
+                assert_eq!(got, expected, "core {line}:{col}");
+                if col <= content.len()
+                    && text.is_char_boundary(byte)
+                    && byte == core[..line].iter().map(|l| l.len() + 1).sum::<usize>() + col
+                {
+                    assert_eq!(
+                        d.pos(got),
+                        Pos::new(line as u32, col as u32),
+                        "back from {got:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(d.position(Pos::new(99, 0)), d.position(Pos::new(5, 99)));
     }
 }

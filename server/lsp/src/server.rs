@@ -18,7 +18,10 @@ pub struct Server {
 
 impl Server {
     pub fn new(client: Client) -> Self {
-        Server { client, state: Arc::new(State::default()) }
+        Server {
+            client,
+            state: Arc::new(State::default()),
+        }
     }
 }
 
@@ -34,9 +37,27 @@ async fn guard<T>(method: &str, fut: impl Future<Output = Result<T>>) -> Result<
     match AssertUnwindSafe(fut).catch_unwind().await {
         Ok(r) => r,
         Err(panic) => {
-            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-            Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: format!("{method} failed inside KernelPro: {what}").into(), data: None })
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Error {
+                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+                message: format!("{method} failed inside KernelPro: {what}").into(),
+                data: None,
+            })
         }
+    }
+}
+
+/// Runs CPU-heavy work (a parse of a large file) off the runtime's workers; a
+/// panic in it reaches the caller's guard like any other.
+pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("{e}"),
     }
 }
 
@@ -70,19 +91,40 @@ impl LanguageServer for Server {
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         guard_notification(handlers::text_sync::did_close(self, params)).await
     }
-    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
-        guard("textDocument/documentSymbol", async { handlers::document_symbol::document_symbol(self, params) }).await
+    async fn document_symbol(
+        &self,
+        params: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        guard(
+            "textDocument/documentSymbol",
+            handlers::document_symbol::document_symbol(self, params),
+        )
+        .await
     }
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
-        guard("textDocument/hover", async { handlers::hover::hover(self, params) }).await
+        guard("textDocument/hover", async {
+            handlers::hover::hover(self, params)
+        })
+        .await
     }
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        guard("textDocument/codeLens", async { handlers::code_lens::code_lens(self, params) }).await
+        guard("textDocument/codeLens", async {
+            handlers::code_lens::code_lens(self, params)
+        })
+        .await
     }
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        guard("textDocument/codeAction", async { handlers::code_action::code_action(self, params) }).await
+        guard(
+            "textDocument/codeAction",
+            handlers::code_action::code_action(self, params),
+        )
+        .await
     }
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
-        guard("workspace/executeCommand", handlers::execute_command::execute_command(self, params)).await
+        guard(
+            "workspace/executeCommand",
+            handlers::execute_command::execute_command(self, params),
+        )
+        .await
     }
 }

@@ -4,15 +4,28 @@ use crate::server::Server;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub fn code_action(server: &Server, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+pub async fn code_action(
+    server: &Server,
+    params: CodeActionParams,
+) -> Result<Option<CodeActionResponse>> {
     let uri = params.text_document.uri;
-    let docs = server.state.docs();
-    let Some(doc) = docs.get(&uri) else { return Ok(None) };
-    let line = doc.pos(params.range.start).line;
-    let file = kernelpro_core::source::parse(&doc.text.to_string());
+    let Some((text, version)) = server
+        .state
+        .docs()
+        .get(&uri)
+        .map(|d| (d.snapshot(), d.version))
+    else {
+        return Ok(None);
+    };
+    // The parse runs off the lock and the runtime's workers (see documentSymbol).
+    let line = text.pos(params.range.start).line;
+    let file =
+        crate::server::blocking(move || kernelpro_core::source::parse(&text.text.to_string()))
+            .await;
     let mut actions = Vec::new();
     if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {
-        if let Some(apply) = crate::handlers::optimize::apply_action(server, &uri, &k.name, doc.version) {
+        if let Some(apply) = crate::handlers::optimize::apply_action(server, &uri, &k.name, version)
+        {
             actions.push(CodeActionOrCommand::CodeAction(apply));
         }
         actions.push(CodeActionOrCommand::CodeAction(CodeAction {
@@ -21,7 +34,10 @@ pub fn code_action(server: &Server, params: CodeActionParams) -> Result<Option<C
             command: Some(Command {
                 title: format!("Optimize kernel {}", k.name),
                 command: "kernelpro.optimize".into(),
-                arguments: Some(vec![serde_json::json!(uri.as_str()), serde_json::json!(k.name)]),
+                arguments: Some(vec![
+                    serde_json::json!(uri.as_str()),
+                    serde_json::json!(k.name),
+                ]),
             }),
             ..Default::default()
         }));

@@ -1,17 +1,35 @@
 //! textDocument/documentSymbol: kernels, device functions and host functions.
+//!
+//! The parse and the position conversions run on a blocking thread from a
+//! snapshot of the text: a 1 MB file must hold up neither the documents' lock
+//! nor the runtime's workers, so requests on other files are answered meanwhile.
 
+use crate::document::TextSnapshot;
 use crate::server::Server;
 use kernelpro_core::source::{self, FnKind};
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub fn document_symbol(server: &Server, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
-    let docs = server.state.docs();
-    let Some(doc) = docs.get(&params.text_document.uri) else { return Ok(None) };
-    let file = source::parse(&doc.text.to_string());
+pub async fn document_symbol(
+    server: &Server,
+    params: DocumentSymbolParams,
+) -> Result<Option<DocumentSymbolResponse>> {
+    let Some(text) = server
+        .state
+        .docs()
+        .get(&params.text_document.uri)
+        .map(|d| d.snapshot())
+    else {
+        return Ok(None);
+    };
+    let symbols = crate::server::blocking(move || symbols(&text)).await;
+    Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+}
+
+fn symbols(text: &TextSnapshot) -> Vec<DocumentSymbol> {
+    let file = source::parse(&text.text.to_string());
     #[allow(deprecated)] // `deprecated` is a required field of the struct
-    let symbols = file
-        .functions
+    file.functions
         .iter()
         .map(|f| DocumentSymbol {
             name: f.name.clone(),
@@ -30,10 +48,9 @@ pub fn document_symbol(server: &Server, params: DocumentSymbolParams) -> Result<
             },
             tags: None,
             deprecated: None,
-            range: doc.range(f.span),
-            selection_range: doc.range(f.name_span),
+            range: text.range(f.span),
+            selection_range: text.range(f.name_span),
             children: None,
         })
-        .collect();
-    Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+        .collect()
 }

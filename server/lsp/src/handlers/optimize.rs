@@ -21,23 +21,40 @@ impl Drop for CancelOnDrop {
     }
 }
 
-pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<ProgressToken>) -> Result<LSPAny> {
+pub async fn start(
+    server: &Server,
+    uri: Uri,
+    kernel: String,
+    token: Option<ProgressToken>,
+) -> Result<LSPAny> {
     let settings = server.state.settings();
     if !settings.trusted {
-        return Err(Error::invalid_params("KernelPro does not compile or run code in an untrusted workspace"));
+        return Err(Error::invalid_params(
+            "KernelPro does not compile or run code in an untrusted workspace",
+        ));
     }
     let (text, version) = {
         let docs = server.state.docs();
-        let doc = docs.get(&uri).ok_or_else(|| Error::invalid_params("the document is not open"))?;
-        (doc.text.to_string(), doc.version)
+        let doc = docs
+            .get(&uri)
+            .ok_or_else(|| Error::invalid_params("the document is not open"))?;
+        (doc.text().to_string(), doc.version)
     };
-    if kernelpro_core::source::parse(&text).kernel(&kernel).is_none() {
-        return Err(Error::invalid_params(format!("no __global__ function named `{kernel}` in this file")));
+    if kernelpro_core::source::parse(&text)
+        .kernel(&kernel)
+        .is_none()
+    {
+        return Err(Error::invalid_params(format!(
+            "no __global__ function named `{kernel}` in this file"
+        )));
     }
     let token = match token {
         Some(t) => t,
         None => {
-            let t = ProgressToken::String(format!("kernelpro-optimize-{kernel}-{version}-{}", std::process::id()));
+            let t = ProgressToken::String(format!(
+                "kernelpro-optimize-{kernel}-{version}-{}",
+                std::process::id()
+            ));
             // Clients without progress support simply see no bar.
             let _ = server.client.create_work_done_progress(t.clone()).await;
             t
@@ -45,9 +62,20 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let key = token_key(&token);
-    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), cancel.clone());
+    server
+        .state
+        .progress_cancels
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key.clone(), cancel.clone());
     let _guard = CancelOnDrop(cancel.clone());
-    let progress = server.client.progress(token, format!("Optimizing {kernel}")).with_percentage(0).with_cancel_button().begin().await;
+    let progress = server
+        .client
+        .progress(token, format!("Optimizing {kernel}"))
+        .with_percentage(0)
+        .with_cancel_button()
+        .begin()
+        .await;
 
     let req = OptimizeRequest {
         path: crate::handlers::text_sync::path_of(&uri),
@@ -57,7 +85,13 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
         strategy: Strategy::Mcts,
         seed: 0,
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
-        llm_key: server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()).clone().or_else(kernelpro_llm::ApiKey::from_env),
+        llm_key: server
+            .state
+            .llm_key
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .or_else(kernelpro_llm::ApiKey::from_env),
         profile_import: None,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, f64)>();
@@ -70,14 +104,31 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     });
     while let Some((done, max, best)) = rx.recv().await {
         let pct = (done * 100).checked_div(max).unwrap_or(0).min(100) as u32;
-        progress.report_with_message(format!("{done}/{max} evaluations · best {best:.2}x"), pct, None).await;
+        progress
+            .report_with_message(
+                format!("{done}/{max} evaluations · best {best:.2}x"),
+                pct,
+                None,
+            )
+            .await;
     }
-    let result = search.await.unwrap_or_else(|e| Err(format!("the search failed: {e}")));
-    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    let result = search
+        .await
+        .unwrap_or_else(|e| Err(format!("the search failed: {e}")));
+    server
+        .state
+        .progress_cancels
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&key);
     match result {
         Err(e) => {
             progress.finish_with_message(format!("failed: {e}")).await;
-            Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
+            Err(Error {
+                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+                message: e.into(),
+                data: None,
+            })
         }
         Ok(outcome) => {
             progress.finish_with_message(outcome.title.clone()).await;
@@ -88,17 +139,32 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
                 "applicable": outcome.edit.is_some(),
                 "cancelled": cancel.load(Ordering::SeqCst),
             });
-            let mut message = if outcome.edit.is_some() { format!("{} — use the code action on the kernel to apply it.", outcome.title) } else { outcome.title.clone() };
+            let mut message = if outcome.edit.is_some() {
+                format!(
+                    "{} — use the code action on the kernel to apply it.",
+                    outcome.title
+                )
+            } else {
+                outcome.title.clone()
+            };
             // What the user must know before applying it (a new launch, an LLM that was not used).
             for note in &outcome.notes {
                 message.push(' ');
                 message.push_str(note);
             }
             {
-                let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
+                let mut all = server
+                    .state
+                    .optimizations
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
                 let list = all.entry(uri).or_default();
                 list.retain(|o| o.outcome.kernel != kernel);
-                list.push(StoredOptimization { version, original: text, outcome });
+                list.push(StoredOptimization {
+                    version,
+                    original: text,
+                    outcome,
+                });
             }
             server.client.show_message(MessageType::INFO, message).await;
             Ok(reply)
@@ -115,34 +181,89 @@ pub fn token_key(token: &ProgressToken) -> String {
 
 /// `window/workDoneProgress/cancel`: the user pressed Cancel on the progress bar.
 pub fn cancel(server: &Server, token: &ProgressToken) {
-    if let Some(flag) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
+    if let Some(flag) = server
+        .state
+        .progress_cancels
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&token_key(token))
+    {
         flag.store(true, Ordering::SeqCst);
     }
 }
 
 /// The code action that applies a finished search, if one exists for `kernel`.
-pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_version: i32) -> Option<CodeAction> {
-    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
+pub fn apply_action(
+    server: &Server,
+    uri: &Uri,
+    kernel: &str,
+    current_version: i32,
+) -> Option<CodeAction> {
+    let all = server
+        .state
+        .optimizations
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let edit = stored.outcome.edit.as_ref()?;
-    let mut action = CodeAction { title: stored.outcome.title.clone(), kind: Some(CodeActionKind::REFACTOR_REWRITE), is_preferred: Some(true), ..Default::default() };
+    let mut action = CodeAction {
+        title: stored.outcome.title.clone(),
+        kind: Some(CodeActionKind::REFACTOR_REWRITE),
+        is_preferred: Some(true),
+        ..Default::default()
+    };
     if stored.version != current_version {
-        action.disabled = Some(CodeActionDisabled { reason: "the file changed since the search started: run Optimize again".into() });
+        action.disabled = Some(CodeActionDisabled {
+            reason: "the file changed since the search started: run Optimize again".into(),
+        });
         return Some(action);
     }
-    let range = Range::new(Position::new(edit.start_line, 0), Position::new(edit.end_line, 0));
-    let changes = [(uri.clone(), vec![TextEdit { range, new_text: edit.text.clone() }])].into_iter().collect();
-    action.edit = Some(WorkspaceEdit { changes: Some(changes), ..Default::default() });
+    let range = Range::new(
+        Position::new(edit.start_line, 0),
+        Position::new(edit.end_line, 0),
+    );
+    let changes = [(
+        uri.clone(),
+        vec![TextEdit {
+            range,
+            new_text: edit.text.clone(),
+        }],
+    )]
+    .into_iter()
+    .collect();
+    action.edit = Some(WorkspaceEdit {
+        changes: Some(changes),
+        ..Default::default()
+    });
     Some(action)
 }
 
 /// The last search's notes, best path and a unified diff of its result, for the kernel's hover.
 pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str) -> Option<String> {
-    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
+    let all = server
+        .state
+        .optimizations
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let new_text = stored.outcome.new_text.as_ref()?;
     let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
-    let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();
-    let notes: String = stored.outcome.notes.iter().map(|n| format!("{n}\n\n")).collect();
-    Some(format!("**{}**\n\n{notes}{path}```diff\n{}```\n", stored.outcome.title, diff.unified_diff().context_radius(2)))
+    let path: String = stored
+        .outcome
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, st)| format!("{}. {st}\n", i + 1))
+        .collect();
+    let notes: String = stored
+        .outcome
+        .notes
+        .iter()
+        .map(|n| format!("{n}\n\n"))
+        .collect();
+    Some(format!(
+        "**{}**\n\n{notes}{path}```diff\n{}```\n",
+        stored.outcome.title,
+        diff.unified_diff().context_radius(2)
+    ))
 }

@@ -19,13 +19,18 @@ use tower_lsp_server::ls_types::*;
 
 pub fn did_open(server: &Server, params: DidOpenTextDocumentParams) {
     let doc = params.text_document;
-    server.state.docs().insert(doc.uri.clone(), Document::new(&doc.text, doc.version));
+    server
+        .state
+        .docs()
+        .insert(doc.uri.clone(), Document::new(&doc.text, doc.version));
     schedule(server, doc.uri);
 }
 
 pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     let mut docs = server.state.docs();
-    let Some(doc) = docs.get_mut(&params.text_document.uri) else { return };
+    let Some(doc) = docs.get_mut(&params.text_document.uri) else {
+        return;
+    };
     for change in &params.content_changes {
         doc.apply_change(change);
     }
@@ -35,11 +40,13 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
 pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
     {
         let mut docs = server.state.docs();
-        let Some(doc) = docs.get_mut(&params.text_document.uri) else { return };
+        let Some(doc) = docs.get_mut(&params.text_document.uri) else {
+            return;
+        };
         if let Some(text) = &params.text
-            && doc.text != text.as_str()
+            && *doc.text() != text.as_str()
         {
-            doc.text = ropey::Rope::from_str(text);
+            doc.set_text(text);
         }
     }
     schedule(server, params.text_document.uri);
@@ -52,7 +59,13 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     {
         t.cancel();
     }
-    let headers = server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
+    let headers = server
+        .state
+        .header_diagnostics
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&uri)
+        .unwrap_or_default();
     for h in headers {
         let view = header_view(&server.state, &h);
         server.client.publish_diagnostics(h, view, None).await;
@@ -70,20 +83,23 @@ pub fn path_of(uri: &Uri) -> PathBuf {
 pub fn schedule(server: &Server, uri: Uri) {
     let (text, version, generation, token) = {
         let mut docs = server.state.docs();
-        let Some(doc) = docs.get_mut(&uri) else { return };
+        let Some(doc) = docs.get_mut(&uri) else {
+            return;
+        };
         if let Some(old) = doc.in_flight.take() {
             old.cancel();
         }
         let token = CancellationToken::new();
         doc.in_flight = Some(token.clone());
         doc.generation += 1;
-        (doc.text.to_string(), doc.version, doc.generation, token)
+        (doc.text().to_string(), doc.version, doc.generation, token)
     };
     let state = server.state.clone();
     let client = server.client.clone();
     tokio::spawn(async move {
         let progress = begin_progress(&state, &client, &uri, generation).await;
-        let profile_now = analyse_and_publish(&state, &client, &uri, &text, version, generation, &token).await;
+        let profile_now =
+            analyse_and_publish(&state, &client, &uri, &text, version, generation, &token).await;
         if let Some(p) = progress {
             p.finish().await;
         }
@@ -95,27 +111,66 @@ pub fn schedule(server: &Server, uri: Uri) {
 
 /// A progress bar for one analysis, when the client shows them; it ends after
 /// the last publish, so clients (and tests) know the analysis has settled.
-async fn begin_progress(state: &State, client: &Client, uri: &Uri, generation: u64) -> Option<tower_lsp_server::OngoingProgress<tower_lsp_server::Unbounded, tower_lsp_server::NotCancellable>> {
-    if !state.settings().trusted || !state.work_done_progress.load(std::sync::atomic::Ordering::SeqCst) {
+async fn begin_progress(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    generation: u64,
+) -> Option<
+    tower_lsp_server::OngoingProgress<
+        tower_lsp_server::Unbounded,
+        tower_lsp_server::NotCancellable,
+    >,
+> {
+    if !state.settings().trusted
+        || !state
+            .work_done_progress
+            .load(std::sync::atomic::Ordering::SeqCst)
+    {
         return None;
     }
     let token = ProgressToken::String(format!("kernelpro-analysis:{}#{generation}", uri.as_str()));
-    let created = tokio::time::timeout(std::time::Duration::from_secs(2), client.create_work_done_progress(token.clone())).await;
+    let created = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        client.create_work_done_progress(token.clone()),
+    )
+    .await;
     if !matches!(created, Ok(Ok(()))) {
         return None;
     }
-    let name = path_of(uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Some(client.progress(token, "KernelPro").with_message(format!("compiling {name}")).begin().await)
+    let name = path_of(uri)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Some(
+        client
+            .progress(token, "KernelPro")
+            .with_message(format!("compiling {name}"))
+            .begin()
+            .await,
+    )
 }
 
 /// Runs both analysis steps, publishing after each; returns whether a profile should follow.
-async fn analyse_and_publish(state: &State, client: &Client, uri: &Uri, text: &str, version: i32, generation: u64, token: &CancellationToken) -> bool {
+async fn analyse_and_publish(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    text: &str,
+    version: i32,
+    generation: u64,
+    token: &CancellationToken,
+) -> bool {
     let settings = state.settings();
     let path = path_of(uri);
     let analysis = if settings.trusted {
         // The compiler's messages go out first; SASS and the static tools
         // (about half a compile more) follow in a second publish.
-        let first = match state.analyzer.compile_step(&path, text, &settings, token).await {
+        let first = match state
+            .analyzer
+            .compile_step(&path, text, &settings, token)
+            .await
+        {
             Ok(a) => a,
             Err(AnalysisError::Cancelled) => return false,
         };
@@ -123,28 +178,64 @@ async fn analyse_and_publish(state: &State, client: &Client, uri: &Uri, text: &s
             first
         } else {
             let first = Arc::new(first);
-            if !publish(state, client, uri, version, generation, first.clone(), false).await {
+            if !publish(
+                state,
+                client,
+                uri,
+                version,
+                generation,
+                first.clone(),
+                false,
+            )
+            .await
+            {
                 return false;
             }
-            match state.analyzer.machine_code_step(&first, text, &settings, token).await {
+            match state
+                .analyzer
+                .machine_code_step(&first, text, &settings, token)
+                .await
+            {
                 Ok(a) => a,
                 Err(AnalysisError::Cancelled) => return false,
             }
         }
     } else {
-        FileAnalysis::without_tools(&path, text, &settings)
+        // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
+        let (text, settings) = (text.to_string(), settings.clone());
+        crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings)).await
     };
     let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
-    publish(state, client, uri, version, generation, Arc::new(analysis), true).await && profile_now
+    publish(
+        state,
+        client,
+        uri,
+        version,
+        generation,
+        Arc::new(analysis),
+        true,
+    )
+    .await
+        && profile_now
 }
 
 /// Publishes unless a newer analysis has started; `last` ends this analysis.
 /// Returns whether it was still current.
-async fn publish(state: &State, client: &Client, uri: &Uri, version: i32, generation: u64, analysis: Arc<FileAnalysis>, last: bool) -> bool {
+async fn publish(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    version: i32,
+    generation: u64,
+    analysis: Arc<FileAnalysis>,
+    last: bool,
+) -> bool {
     let _order = state.publish.lock().await;
     let (main, headers) = {
         let mut docs = state.docs();
-        let Some(doc) = docs.get_mut(uri) else { return false };
+        let Some(doc) = docs.get_mut(uri) else {
+            return false;
+        };
         if doc.generation != generation {
             return false; // a newer analysis has started: this one is stale
         }
@@ -176,13 +267,20 @@ type Diagnostics = (Vec<Diagnostic>, HashMap<Uri, Vec<Diagnostic>>);
 fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
     let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
     let mut main = Vec::new();
-    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
+    let findings = doc
+        .analysis
+        .as_ref()
+        .map(|(_, a)| a.findings.as_slice())
+        .unwrap_or_default();
     for f in findings {
         match &f.file {
             None => main.push(convert::diagnostic(f, Some(doc))),
             Some(p) => {
                 if let Some(h) = Uri::from_file_path(p) {
-                    headers.entry(h).or_default().push(convert::diagnostic(f, None));
+                    headers
+                        .entry(h)
+                        .or_default()
+                        .push(convert::diagnostic(f, None));
                 }
             }
         }
@@ -191,7 +289,8 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
         for f in &profile.findings {
             let mut d = convert::diagnostic(f, Some(doc));
             if profile.stale {
-                d.message.push_str("\n(profiled before your latest edits: profile again to refresh)");
+                d.message
+                    .push_str("\n(profiled before your latest edits: profile again to refresh)");
             }
             main.push(d);
         }
@@ -199,10 +298,21 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
     (main, headers)
 }
 
-async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, main: Vec<Diagnostic>, headers: HashMap<Uri, Vec<Diagnostic>>) {
+async fn send(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    version: Option<i32>,
+    main: Vec<Diagnostic>,
+    headers: HashMap<Uri, Vec<Diagnostic>>,
+) {
     let previous = {
-        let mut map = state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner());
-        map.insert(uri.clone(), headers.keys().cloned().collect()).unwrap_or_default()
+        let mut map = state
+            .header_diagnostics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.insert(uri.clone(), headers.keys().cloned().collect())
+            .unwrap_or_default()
     };
     for old in previous.into_iter().filter(|h| !headers.contains_key(h)) {
         let view = header_view(state, &old);
@@ -217,7 +327,10 @@ async fn send(state: &State, client: &Client, uri: &Uri, version: Option<i32>, m
     client.publish_diagnostics(uri.clone(), main, version).await;
     // Lenses come from the same analysis: ask the client to fetch them again.
     // Not awaited here: a client slow to answer must not hold up publishing.
-    if state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
+    if state
+        .code_lens_refresh
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
         let client = client.clone();
         tokio::spawn(async move {
             let _ = client.code_lens_refresh().await;
