@@ -13,7 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "kernelpro", version, about = "Find and fix what makes CUDA kernels slow, from the editor or the command line.")]
+#[command(
+    name = "kernelpro",
+    version,
+    about = "Find and fix what makes CUDA kernels slow, from the editor or the command line."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -96,7 +100,9 @@ fn main() -> ExitCode {
         Some(c) => c,
         None if !std::io::stdin().is_terminal() => Command::Lsp,
         None => {
-            eprintln!("kernelpro: no command given; try `kernelpro --help` (the language server is `kernelpro lsp`)");
+            eprintln!(
+                "kernelpro: no command given; try `kernelpro --help` (the language server is `kernelpro lsp`)"
+            );
             return ExitCode::from(2);
         }
     };
@@ -107,14 +113,20 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     runtime.block_on(async {
+        end_children_on_signal();
         match command {
-            Command::Lsp => {
-                kernelpro_lsp::serve_stdio().await;
-                ExitCode::SUCCESS
-            }
-            Command::Check { files, format, sass, compile } => check::run(&files, format, sass, &compile).await,
+            Command::Lsp => kernelpro_lsp::serve_stdio().await,
+            Command::Check {
+                files,
+                format,
+                sass,
+                compile,
+            } => check::run(&files, format, sass, &compile).await,
             Command::Run(args) => run::run(&args).await,
             Command::Optimize(args) => optimize::run(&args).await,
             Command::Profile(args) => profile::run(&args).await,
@@ -133,4 +145,25 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+/// SIGTERM (an editor stopping the server, a service manager) and SIGINT
+/// (Ctrl-C) end this process, but not its children: each leads its own process
+/// group. Kill those groups first, then exit as the signal would have.
+fn end_children_on_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return;
+    };
+    tokio::spawn(async move {
+        let signal = tokio::select! {
+            _ = term.recv() => libc::SIGTERM,
+            _ = int.recv() => libc::SIGINT,
+        };
+        kernelpro_core::children::kill_all();
+        std::process::exit(128 + signal);
+    });
 }

@@ -5,8 +5,10 @@
 
 pub mod nvcc_diag;
 pub mod process;
+pub mod jobs;
 pub mod settings;
 pub use kernelpro_source as source;
+pub use kernelpro_gpu::children;
 pub mod toolchain;
 pub mod baseline;
 pub mod cache;

@@ -114,6 +114,8 @@ impl Drop for GroupGuard {
 pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
     let tool = cmd.tool_name();
     check_executable(&cmd.program, &tool)?;
+    // Waits for a place under the machine-wide job limit; a superseded run leaves the queue.
+    let Some(_slot) = crate::jobs::slot(cancel).await else { return Err(ToolError::Cancelled { tool }) };
     let mut command = tokio::process::Command::new(&cmd.program);
     command
         .args(&cmd.args)
@@ -144,6 +146,8 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
         std::io::ErrorKind::PermissionDenied => ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() },
         _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
     })?;
+    // Declared first, dropped last: registered until the guard has killed the group.
+    let _registered = child.id().map(|p| crate::children::register(p as i32));
     let mut guard = GroupGuard { pgid: child.id().map(|p| p as i32) };
     if let (Some(data), Some(mut stdin)) = (cmd.stdin.clone(), child.stdin.take()) {
         tokio::spawn(async move {

@@ -25,6 +25,7 @@
 //! thread per device. Energy is NVML's total-energy counter over a loop of
 //! `energy_window_ms` (1 s by default; 0 turns it off).
 
+pub mod children;
 mod data;
 mod device;
 mod job;

@@ -64,6 +64,8 @@ pub fn run_job(exe: &Path, job: &Job, timeout: Duration, runner_prefix: &[String
         .process_group(0)
         .spawn()
         .map_err(|source| HarnessError::Spawn { command: argv.join(" "), source })?;
+    // Dropped on every return, after the group is killed below.
+    let _registered = crate::children::register(child.id() as i32);
 
     let input = serde_json::to_vec(job).expect("a job always serializes");
     let mut stdin = child.stdin.take().expect("stdin is piped");
