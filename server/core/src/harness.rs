@@ -91,5 +91,7 @@ pub async fn run(kernel: &KernelJob, reference: Option<&KernelJob>, settings: &S
     // The kernels get the run timeout; energy adds its window, and the
     // buffers' set-up (filled and compared on the GPU) time in proportion to their bytes.
     let timeout = Duration::from_secs(settings.run_timeout_secs.max(1)) + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO } + job.setup_allowance();
+    // GPU jobs count against the same job limit as compiles.
+    let _slot = crate::jobs::slot(&tokio_util::sync::CancellationToken::new()).await;
     tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner)).await.unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
 }
