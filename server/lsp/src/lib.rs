@@ -6,14 +6,33 @@
 mod convert;
 mod document;
 mod handlers;
+mod protocol;
 mod server;
 mod state;
 
 pub use server::Server;
 use tower_lsp_server::{LspService, Server as Transport};
 
-/// Serve LSP over stdin/stdout until the client exits.
-pub async fn serve_stdio() {
-    let (service, socket) = LspService::build(Server::new).custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel).finish();
-    Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+/// Serve LSP over stdin/stdout until the client exits. The exit code is 1
+/// when `exit` came without `shutdown` before it (LSP), else 0 (an end of
+/// input or a broken frame included).
+pub async fn serve_stdio() -> std::process::ExitCode {
+    let (service, socket) = LspService::build(Server::new)
+        .custom_method(
+            "window/workDoneProgress/cancel",
+            Server::work_done_progress_cancel,
+        )
+        .finish();
+    let state = service.inner().state.clone();
+    let service = protocol::Protocol::new(service);
+    let exit_seen = service.exit_seen.clone();
+    Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+        .serve(service)
+        .await;
+    let shut_down = state.shut_down.load(std::sync::atomic::Ordering::SeqCst);
+    if exit_seen.load(std::sync::atomic::Ordering::SeqCst) && !shut_down {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }

@@ -4,8 +4,8 @@
 use crate::document::Document;
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::settings::Settings;
-use std::collections::HashMap;
 use kernelpro_optimize::OptimizeOutcome;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock};
@@ -21,6 +21,8 @@ pub struct State {
     /// Serializes publishing so a stale result can never overtake a newer one.
     pub publish: tokio::sync::Mutex<()>,
     pub warned_untrusted: AtomicBool,
+    /// `shutdown` was received (an `exit` without it exits with code 1).
+    pub shut_down: AtomicBool,
     /// The client asked to be told when code lenses change (`workspace/codeLens/refresh`).
     pub code_lens_refresh: AtomicBool,
     /// The client shows server-initiated progress (`window.workDoneProgress`).
@@ -46,7 +48,10 @@ impl State {
         self.docs.lock().unwrap_or_else(|p| p.into_inner())
     }
     pub fn settings(&self) -> Settings {
-        self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.settings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
     pub fn set_settings(&self, s: Settings) {
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = s;
