@@ -151,7 +151,10 @@ fn untrusted_workspace_compiles_nothing() {
     let (_d, path) = temp_copy("k.cu", "__global__ void k(float* y) { y[0] = broken; }\n");
     c.open(&uri(&path), "__global__ void k(float* y) { y[0] = broken; }\n", 1);
     let d = c.wait_publish(&uri(&path), LONG);
-    assert_eq!(d["diagnostics"], json!([]));
+    // No compiler message: only the one that says why (severity 3: information).
+    let diags = d["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!((diags[0]["code"].as_str(), diags[0]["severity"].as_u64()), (Some("Untrusted"), Some(3)), "{diags:?}");
 }
 
 /// Odd files get sensible answers and the server keeps serving.

@@ -58,17 +58,15 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
 pub async fn initialized(server: &Server) {
     let settings = server.state.settings();
     if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
-        server
-            .client
-            .show_message(
-                MessageType::INFO,
-                "KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. Trust it in your editor (VS Code) or set `trusted = true` in the server's init options (Neovim).",
-            )
-            .await;
+        let message = "KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. Trust it in your editor (VS Code) or set `trusted = true` in the server's init options (Neovim).";
+        // The log keeps it for clients that show no messages, or hide this one.
+        server.client.log_message(MessageType::INFO, message).await;
+        server.client.show_message(MessageType::INFO, message).await;
     }
 }
 
 pub fn shutdown(server: &Server) {
+    server.state.shut_down.store(true, Ordering::SeqCst);
     for doc in server.state.docs().values_mut() {
         if let Some(t) = doc.in_flight.take() {
             t.cancel();
@@ -98,10 +96,17 @@ pub async fn did_change_configuration(server: &Server, params: DidChangeConfigur
     apply_settings(&server.state, &server.client, &value).await;
 }
 
-async fn apply_settings(state: &crate::state::State, client: &tower_lsp_server::Client, value: &serde_json::Value) {
-    let (settings, problems) = Settings::from_json(&state.settings(), value);
+/// Takes new settings; when they differ (trust included), every open document
+/// is analysed again at once rather than at its next save.
+async fn apply_settings(state: &std::sync::Arc<crate::state::State>, client: &tower_lsp_server::Client, value: &serde_json::Value) {
+    let before = state.settings();
+    let (settings, problems) = Settings::from_json(&before, value);
+    let changed = settings != before;
     state.set_settings(settings);
     for p in problems {
         client.show_message(MessageType::WARNING, format!("KernelPro: {p}")).await;
+    }
+    if changed {
+        crate::handlers::text_sync::schedule_all(state, client);
     }
 }

@@ -10,6 +10,7 @@ use crate::document::Document;
 use crate::server::Server;
 use crate::state::State;
 use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
+use kernelpro_model::{Finding, Severity, Span};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,8 +82,20 @@ pub fn path_of(uri: &Uri) -> PathBuf {
 
 /// Start analysing the document's current text, cancelling the one in flight.
 pub fn schedule(server: &Server, uri: Uri) {
+    schedule_in(&server.state, &server.client, uri);
+}
+
+/// Re-analyses every open document (trust or settings changed).
+pub fn schedule_all(state: &Arc<State>, client: &Client) {
+    let uris: Vec<Uri> = state.docs().keys().cloned().collect();
+    for uri in uris {
+        schedule_in(state, client, uri);
+    }
+}
+
+fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
     let (text, version, generation, token) = {
-        let mut docs = server.state.docs();
+        let mut docs = state.docs();
         let Some(doc) = docs.get_mut(&uri) else {
             return;
         };
@@ -94,8 +107,8 @@ pub fn schedule(server: &Server, uri: Uri) {
         doc.generation += 1;
         (doc.text().to_string(), doc.version, doc.generation, token)
     };
-    let state = server.state.clone();
-    let client = server.client.clone();
+    let state = state.clone();
+    let client = client.clone();
     tokio::spawn(async move {
         let progress = begin_progress(&state, &client, &uri, generation).await;
         let profile_now =
@@ -203,7 +216,11 @@ async fn analyse_and_publish(
     } else {
         // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
         let (text, settings) = (text.to_string(), settings.clone());
-        crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings)).await
+        let mut analysis =
+            crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings))
+                .await;
+        analysis.findings.push(untrusted());
+        analysis
     };
     let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
     publish(
@@ -218,6 +235,20 @@ async fn analyse_and_publish(
     .await
         && profile_now
 }
+
+/// Why an untrusted document gets no compiler diagnostics, on the document
+/// itself: a client that shows no messages (or hid the one at start) still sees it.
+fn untrusted() -> Finding {
+    Finding::new(
+        "kernelpro",
+        Severity::Information,
+        Span::line(0),
+        UNTRUSTED_MESSAGE,
+    )
+    .with_code("Untrusted")
+}
+
+pub const UNTRUSTED_MESSAGE: &str = "workspace not trusted: set `trusted` to compile, check and profile this file (VS Code: trust the workspace; other editors: `trusted = true` in the server's settings or init options). Until then only the file's structure and launch specs are checked.";
 
 /// Publishes unless a newer analysis has started; `last` ends this analysis.
 /// Returns whether it was still current.
