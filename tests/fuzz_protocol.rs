@@ -16,7 +16,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
@@ -62,6 +62,8 @@ struct Server {
     frames: Option<SyncSender<Vec<u8>>>,
     responses: Receiver<Value>,
     notifications: Arc<Mutex<usize>>,
+    /// The last `publishDiagnostics` per URI.
+    published: Arc<Mutex<HashMap<String, Value>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -86,6 +88,8 @@ impl Server {
         let (resp_tx, responses) = channel();
         let notifications = Arc::new(Mutex::new(0));
         let n2 = notifications.clone();
+        let published = Arc::new(Mutex::new(HashMap::new()));
+        let p2 = published.clone();
         let replies = frames.clone();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -100,6 +104,9 @@ impl Server {
                         }
                     } else {
                         *n2.lock().unwrap() += 1;
+                        if msg["method"] == "textDocument/publishDiagnostics" {
+                            p2.lock().unwrap().insert(msg["params"]["uri"].as_str().unwrap_or_default().to_string(), msg["params"].clone());
+                        }
                     }
                 } else if resp_tx.send(msg).is_err() {
                     break;
@@ -118,7 +125,7 @@ impl Server {
                 e2.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
-        Server { child, frames: Some(frames), responses, notifications, stderr, writer: Some(writer) }
+        Server { child, frames: Some(frames), responses, notifications, published, stderr, writer: Some(writer) }
     }
 
     fn send(&self, bytes: Vec<u8>) {
@@ -309,10 +316,8 @@ impl Generator {
                 let method = format!("{}/{}", self.rng.pick(&["textDocument", "$", "kernelpro", "", "workspace"]), self.rng.below(1000));
                 if self.rng.chance(50) {
                     let id = self.id();
-                    // Known deviation: tower-lsp-server (service.rs) drops unknown "$/" requests
-                    // instead of answering MethodNotFound as LSP requires; they are not counted.
-                    let answered = (!method.starts_with("$/")).then(|| id.clone());
-                    (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": random_json(&mut self.rng, 2)}), answered)
+                    // "$/" requests too: MethodNotFound (tower-lsp-server drops them; the server answers).
+                    (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": random_json(&mut self.rng, 2)}), Some(id))
                 } else {
                     (json!({"jsonrpc": "2.0", "method": method}), None)
                 }
@@ -462,6 +467,114 @@ fn survivable_stream_of_100k_messages() {
     assert_eq!(panics, 0, "{stderr}");
     assert!(status.success(), "{status}");
     assert!(sent >= MESSAGES);
+}
+
+// ---------------------------------------------------------- nesting depth
+
+impl Server {
+    /// Waits for the server's last publication for `uri` to satisfy `pred`.
+    fn wait_published(&self, uri: &str, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        let deadline = Instant::now() + HANG;
+        while Instant::now() < deadline {
+            if let Some(p) = self.published.lock().unwrap().get(uri).filter(|p| pred(p)) {
+                return Some(p.clone());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    fn open(&self, uri: &str, text: &str) {
+        self.send_json(&json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1, "text": text}}}));
+    }
+}
+
+fn codes(publish: &Value) -> Vec<String> {
+    publish["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap_or("").to_string()).collect()
+}
+
+/// Files and spec expressions nested 100,000 deep (the issue: ~2,300
+/// parentheses, braces or `let` parentheses, or ~1,150 namespaces, overflowed a
+/// tokio worker's stack and killed the server): the real binary answers
+/// documentSymbol for each, reports the spec's nesting on its line, and still
+/// serves a small file after them all.
+#[test]
+fn deep_nesting_files_and_specs() {
+    const DEPTH: usize = 100_000;
+    let start = Instant::now();
+    let mut server = Server::spawn(SEED ^ 0xdee9);
+    server.initialize();
+    let tail = "__global__ void after(float* y) { y[0] = 1; }\n";
+    let (open, close) = ("(".repeat(DEPTH), ")".repeat(DEPTH));
+    let cases: Vec<(&str, String)> = vec![
+        ("parentheses in a body", format!("__global__ void k(float* y) {{ y[0] = {open}1{close}; }}\n{tail}")),
+        ("braces in a body", format!("__global__ void k(float* y) {{ {}{} }}\n{tail}", "{".repeat(DEPTH), "}".repeat(DEPTH))),
+        ("namespaces", format!("{}{}\n{tail}", "namespace a { ".repeat(DEPTH), "}".repeat(DEPTH))),
+        ("unclosed parentheses", format!("{open}\n{tail}")),
+        ("unclosed braces", format!("{}\n{tail}", "{".repeat(DEPTH))),
+        ("a declarator in parentheses", format!("__device__ int {open}f{close}(int x) {{ return x; }}\n{tail}")),
+        ("a sum of 100,000 terms", format!("__global__ void k(float* y) {{ y[0] = 1{}; }}\n{tail}", " + 1".repeat(DEPTH))),
+        ("spec expressions", format!("// kernelpro: let D = {open}1{close}\n// kernelpro: grid = {}1\n// kernelpro: block = ceil_div({})\n{tail}", "-".repeat(DEPTH), "ceil_div(".repeat(DEPTH))),
+    ];
+    let mut others = Vec::new();
+    for (i, (what, text)) in cases.iter().enumerate() {
+        let uri = format!("file:///fuzz/deep{i}.cu");
+        server.open(&uri, text);
+        let symbols = server.call(&format!("deep{i}"), "textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}), &mut others);
+        let symbols = symbols.unwrap_or_else(|| panic!("{what}: no answer; stderr: {}", server.stderr_text()));
+        assert!(symbols["result"].is_array(), "{what}: {symbols}");
+        assert!(server.child.try_wait().unwrap().is_none(), "{what}: the server died: {}", server.stderr_text());
+    }
+    // The spec's three lines each say how deep is too deep.
+    let spec_uri = format!("file:///fuzz/deep{}.cu", cases.len() - 1);
+    let publish = server.wait_published(&spec_uri, |p| codes(p).iter().filter(|c| *c == "spec-syntax" || *c == "bad-expression").count() >= 3).expect("the spec's findings");
+    let nesting: Vec<u64> = publish["diagnostics"].as_array().unwrap().iter().filter(|d| d["message"].as_str().unwrap().contains("nests deeper than 64 levels")).map(|d| d["range"]["start"]["line"].as_u64().unwrap()).collect();
+    assert_eq!(nesting, [0, 1, 2], "{publish}");
+    server.open("file:///fuzz/small.cu", KERNEL);
+    let symbols = server.call("small", "textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///fuzz/small.cu"}}), &mut others).expect("symbols after the deep files");
+    assert_eq!(symbols["result"].as_array().unwrap().len(), 3, "{symbols}");
+    assert!(server.call("bye", "shutdown", Value::Null, &mut others).is_some());
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "exit"}));
+    let status = server.wait_exit(Duration::from_secs(10)).expect("exit");
+    println!("deep nesting: {} files of depth {DEPTH} served, exit {status}, {:.1} s", cases.len(), start.elapsed().as_secs_f64());
+    assert!(status.success(), "{status}: {}", server.stderr_text());
+    assert_eq!(server.stderr_text().matches("panicked").count(), 0, "{}", server.stderr_text());
+}
+
+// ---------------------------------------------------------- protocol details
+
+/// What LSP says about `$/` methods and `exit`, and the spec's caps on hostile
+/// values, over the real binary.
+#[test]
+fn protocol_details() {
+    let mut server = Server::spawn(SEED ^ 0x12);
+    server.initialize();
+    let mut others = Vec::new();
+    // An unknown `$/` request: MethodNotFound. A `$/` notification: no answer at all.
+    let r = server.call("dollar", "$/kernelpro/unknown", json!({}), &mut others).expect("an answer");
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "$/kernelpro/unknown", "params": {}}));
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}}));
+    // The spec refuses the issue's values with a diagnostic on each line.
+    let values: Vec<String> = (1..=5000).map(|v| v.to_string()).collect();
+    let text = format!(
+        "// kernelpro: op = gemm -1 0 99999999999999999999 xx\n// kernelpro: tune B in [{}]\n// kernelpro: let {} = 1\n// kernelpro: grid = 1\n// kernelpro: block = 1\n__global__ void k() {{}}\n",
+        values.join(", "),
+        "n".repeat(100_000)
+    );
+    server.open("file:///fuzz/spec.cu", &text);
+    let publish = server.wait_published("file:///fuzz/spec.cu", |p| codes(p).iter().any(|c| c == "bad-op")).expect("the spec's findings");
+    let lines: Vec<(u64, String)> = publish["diagnostics"].as_array().unwrap().iter().filter(|d| d["severity"] == 1).map(|d| (d["range"]["start"]["line"].as_u64().unwrap(), d["code"].as_str().unwrap().to_string())).collect();
+    for (line, what) in [(0, "bad-op"), (0, "bad-expression"), (1, "spec-syntax"), (2, "spec-syntax")] {
+        assert!(lines.contains(&(line, what.to_string())), "no {what} on line {line}: {lines:?}");
+    }
+    let sync = server.call("sync", "textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///fuzz/spec.cu"}}), &mut others).expect("still serving");
+    assert!(sync["result"].is_array(), "{sync}");
+    assert!(others.is_empty(), "answers to notifications: {others:?}");
+    // `exit` without `shutdown`: exit code 1.
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "exit"}));
+    let status = server.wait_exit(Duration::from_secs(10)).expect("exit after `exit`");
+    assert_eq!(status.code(), Some(1), "{status}");
 }
 
 // ---------------------------------------------------------- fatal frame kinds
