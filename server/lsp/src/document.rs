@@ -140,34 +140,68 @@ impl Document {
 }
 
 /// Core lines (tree-sitter, nvcc) end at "\n" only; LSP and the rope also end
-/// a line at a lone "\r". Where the text has one, the byte offset of each core
-/// line's start, so a conversion costs a binary search, not a copy of the text.
+/// a line at a lone "\r". Built once per text: where each core line starts and
+/// its content ends, and whether it is ASCII (its byte columns are then its
+/// UTF-16 columns), so converting a position costs an index, or a binary
+/// search and a few rope lookups, never a scan or a copy of the text.
 #[derive(Debug)]
 pub struct CoreLines {
-    /// `None` when core lines are the rope's lines (no lone "\r").
-    starts: Option<Vec<usize>>,
+    /// Byte offset of each core line's start.
+    starts: Vec<usize>,
+    /// Byte offset where each core line's content ends (before "\n" or "\r\n").
+    ends: Vec<usize>,
+    /// The LSP line each core line starts on (after the lone "\r" above it).
+    lsp_lines: Vec<u32>,
+    /// The line's content is ASCII without "\r": byte columns are UTF-16 columns.
+    plain: Vec<bool>,
+    /// Some "\r" is not followed by "\n": rope lines are not core lines.
+    lone_cr: bool,
 }
 
 impl CoreLines {
     fn of(text: &Rope) -> CoreLines {
-        if !has_lone_cr(text) {
-            return CoreLines { starts: None };
-        }
-        let mut starts = vec![0];
-        let mut offset = 0;
+        let mut lines = CoreLines {
+            starts: vec![0],
+            ends: Vec::new(),
+            lsp_lines: vec![0],
+            plain: Vec::new(),
+            lone_cr: false,
+        };
+        let (mut offset, mut plain, mut after_cr, mut lone_crs) = (0, true, false, 0u32);
         for chunk in text.chunks() {
-            starts.extend(
-                chunk
-                    .bytes()
-                    .enumerate()
-                    .filter(|(_, b)| *b == b'\n')
-                    .map(|(i, _)| offset + i + 1),
-            );
+            for (i, b) in chunk.bytes().enumerate() {
+                if b == b'\n' {
+                    let at = offset + i;
+                    lines.ends.push(if after_cr { at - 1 } else { at });
+                    lines.plain.push(plain);
+                    lines.starts.push(at + 1);
+                    lines
+                        .lsp_lines
+                        .push(lines.starts.len() as u32 - 1 + lone_crs);
+                    plain = true;
+                } else {
+                    if after_cr {
+                        lone_crs += 1; // the "\r" before this byte broke an LSP line
+                        plain = false;
+                    }
+                    plain &= b < 0x80;
+                }
+                after_cr = b == b'\r';
+            }
             offset += chunk.len();
         }
-        CoreLines {
-            starts: Some(starts),
-        }
+        lines.ends.push(offset);
+        lines.plain.push(plain && !after_cr);
+        lines.lone_cr = lone_crs > 0 || after_cr;
+        lines
+    }
+
+    /// The LSP line, start and content end of core line `line` when it is plain: the fast case.
+    fn plain(&self, line: u32) -> Option<(u32, usize, usize)> {
+        let line = line as usize;
+        self.plain
+            .get(line)?
+            .then(|| (self.lsp_lines[line], self.starts[line], self.ends[line]))
     }
 }
 
@@ -182,8 +216,11 @@ impl TextSnapshot {
     /// LSP position for a 0-based line and UTF-8 byte column (clamped to the line).
     pub fn position(&self, pos: Pos) -> Position {
         let text = &self.text;
-        if let Some(starts) = &self.lines.starts {
-            let idx = text.byte_to_char(core_to_byte(text, starts, pos));
+        if let Some((line, start, end)) = self.lines.plain(pos.line) {
+            return Position::new(line, (pos.col as usize).min(end - start) as u32);
+        }
+        if self.lines.lone_cr {
+            let idx = text.byte_to_char(core_to_byte(text, &self.lines.starts, pos));
             let line = text.char_to_line(idx);
             let col = text.slice(text.line_to_char(line)..idx).len_utf16_cu();
             return Position::new(line as u32, col as u32);
@@ -203,10 +240,22 @@ impl TextSnapshot {
 
     /// UTF-8 byte column of an LSP position, for the core ("\n" lines).
     pub fn pos(&self, position: Position) -> Pos {
+        // Without a lone "\r", LSP lines are core lines.
+        if let Some((_, start, end)) = self
+            .lines
+            .plain(position.line)
+            .filter(|_| !self.lines.lone_cr)
+        {
+            return Pos::new(
+                position.line,
+                (position.character as usize).min(end - start) as u32,
+            );
+        }
         let text = &self.text;
         let idx = char_index(text, position);
         let byte = text.char_to_byte(idx);
-        if let Some(starts) = &self.lines.starts {
+        if self.lines.lone_cr {
+            let starts = &self.lines.starts;
             let line = starts.partition_point(|s| *s <= byte) - 1;
             return Pos::new(line as u32, (byte - starts[line]) as u32);
         }
@@ -225,23 +274,6 @@ fn char_index(text: &Rope, pos: Position) -> usize {
     let units = (pos.character as usize).min(slice.len_utf16_cu());
     let within = slice.utf16_cu_to_char(units).min(content_chars);
     text.line_to_char(line) + within
-}
-
-/// Whether some "\r" is not followed by "\n" (a line break for LSP, not for the core).
-fn has_lone_cr(text: &Rope) -> bool {
-    let mut after_cr = false;
-    for chunk in text.chunks() {
-        let b = chunk.as_bytes();
-        if after_cr && b.first() != Some(&b'\n') {
-            return true;
-        }
-        // `contains` is a memchr: most chunks have no "\r" at all.
-        after_cr = b.last() == Some(&b'\r');
-        if b.contains(&b'\r') && b.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n') {
-            return true;
-        }
-    }
-    after_cr
 }
 
 /// Byte offset of a core position, clamped to the end of its "\n" line
@@ -352,7 +384,16 @@ mod tests {
     /// multi-byte and astral characters.
     #[test]
     fn line_index_matches_the_text() {
-        let text = "a\rb\r\ncé\r😀d\n\r\rx\ny\r";
+        for text in [
+            "a\rb\r\ncé\r😀d\n\r\rx\ny\r",
+            "ab\r\ncd\n\nxyz",
+            "a\r\r\nb\rc\n",
+        ] {
+            check_line_index(text);
+        }
+    }
+
+    fn check_line_index(text: &str) {
         let d = Document::new(text, 1);
         let core: Vec<&str> = text.split('\n').collect();
         for (line, content) in core.iter().enumerate() {
@@ -389,6 +430,12 @@ mod tests {
                 }
             }
         }
-        assert_eq!(d.position(Pos::new(99, 0)), d.position(Pos::new(5, 99)));
+        // Past the last line: clamped onto it.
+        let lsp_last = text.matches(['\n', '\r']).count() - text.matches("\r\n").count();
+        assert_eq!(
+            d.position(Pos::new(99, 0)).line as usize,
+            lsp_last,
+            "{text:?}"
+        );
     }
 }
