@@ -159,6 +159,18 @@ impl Client {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// The exit status, once the server ends by itself within `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     pub fn shutdown(mut self) -> std::process::ExitStatus {
         let id = self.send_request("shutdown", Value::Null);
         self.response(id, Duration::from_secs(10));
