@@ -272,3 +272,34 @@ fn diagnostics_follow_edits() {
     assert_eq!(d["diagnostics"][0]["range"], expected, "{d}\ntext: {:?}", m.text);
     assert!(d["diagnostics"][0]["message"].as_str().unwrap().contains("undefined_name"));
 }
+
+/// An untrusted document says why it gets no compiler messages (one
+/// information diagnostic, code `Untrusted`; the log says it once for the
+/// session), and trusting the workspace re-analyses the open documents at once,
+/// without waiting for a save (or, before, forever for a client that never saves).
+#[test]
+fn trust_change_reanalyses_open_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Client::spawn(json!({}));
+    let uris: Vec<String> = (0..3).map(|i| uri(&dir.path().join(format!("u{i}.cu")))).collect();
+    for (i, u) in uris.iter().enumerate() {
+        let text = format!("__global__ void k{i}(float* y) {{\n  y[0] = undefined_{i};\n}}\n");
+        std::fs::write(dir.path().join(format!("u{i}.cu")), &text).unwrap();
+        c.open(u, &text, 1);
+        let d = c.wait_publish(u, Duration::from_secs(60));
+        let diags = d["diagnostics"].as_array().unwrap();
+        assert_eq!(diags.len(), 1, "{d}");
+        assert_eq!((diags[0]["code"].as_str(), diags[0]["severity"].as_u64()), (Some("Untrusted"), Some(3)), "{d}");
+        assert!(diags[0]["message"].as_str().unwrap().starts_with("workspace not trusted: set `trusted`"), "{d}");
+    }
+    let logs = c.transcript.iter().filter(|m| m.contains("window/logMessage") && m.contains("not trusted")).count();
+    assert_eq!(logs, 1, "one log message about trust");
+    // Trust arrives through the settings: every open document is compiled now, with no save.
+    c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernelpro": {"trusted": true}}}));
+    for (i, u) in uris.iter().enumerate() {
+        let d = c.wait_diagnostics(u, Duration::from_secs(180));
+        let messages: Vec<&str> = d["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap()).collect();
+        assert!(messages.iter().any(|m| m.contains(&format!("undefined_{i}"))), "{messages:?}");
+        assert!(!messages.iter().any(|m| m.contains("not trusted")), "{messages:?}");
+    }
+}
