@@ -162,8 +162,9 @@ fn deep_expressions_do_not_overflow_the_stack() {
                 sass: None,
                 resources: &[],
                 arch: "sm_90",
-                block_sizes: &no_launch,
+                launches: &no_launch,
                 default_block: 256,
+                block_dims: &|_: &str| None,
             };
             render(&run_all(&input))
         })
