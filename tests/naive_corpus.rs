@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Share of naive kernels whose main problem `check` names on its line. Measured 2026-12-03 with the tools
-/// of main at 969c3d2: 3 of 49 (only the `double` lines). The kernel-model tools raise it; the target
-/// is 0.9 (issue 18).
-const MIN_HIT_RATE: f64 = 0.06;
+/// Share of naive kernels whose main problem `check` names on its line: issue 18's goal. Measured
+/// 2026-12-03: 3 of 49 with the tools of 969c3d2 (only the `double` lines), 49 of 49 with the
+/// kernel-model tools.
+const MIN_HIT_RATE: f64 = 0.9;
 /// Warning-level findings allowed on any one clean or expert kernel (CODES.md).
 const MAX_CLEAN_WARNINGS: usize = 1;
 /// Corpus shape the issues ask for: naive kernels in all, naive styles per class.
