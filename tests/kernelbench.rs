@@ -1,9 +1,9 @@
 //! The KernelBench slice without a GPU (`bench/kernelbench/`): every task's
 //! naive kernel compiles clean with the real nvcc and its launch spec
 //! resolves; the harness script compiles; its dry run (no torch) generates a
-//! launcher for every task and planted cheat, and each launcher compiles with
-//! nvcc against stand-in torch headers, so the GPU run's `load_inline` builds
-//! only what was already checked here.
+//! launcher for every task and planted cheat, and each launcher builds into a
+//! shared library with the real nvcc and the GPU run's own arguments, so the
+//! GPU run builds only what was already checked here.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -87,39 +87,40 @@ fn the_harness_compiles_and_every_generated_launcher_builds_with_nvcc() {
 
     let launchers = cu_files(&out.path().join("dry-run"));
     assert_eq!(launchers.len(), tasks, "one naive launcher per task");
-    // The launcher calls the kernel with the spec's grid, block and arguments on PyTorch's stream.
+    // The launcher calls the kernel with the spec's grid, block and arguments on the caller's stream.
     let mse = std::fs::read_to_string(out.path().join("dry-run/94_MSELoss.naive.cu")).unwrap();
     let launcher = &mse[mse.find("#line 1 \"kernelpro-launcher\"").expect("launcher marker")..];
-    for want in ["void kp_launch_naive(torch::Tensor kp_out, torch::Tensor kp_p, torch::Tensor kp_t)", "kp_check(kp_out, \"out\", 8, 1LL);", "mse_loss<<<dim3(262144u, 1u, 1u), dim3(256u, 1u, 1u), 0, kp_stream>>>(", "static_cast<double*>(kp_out.data_ptr())", "static_cast<int>(67108864LL)"] {
+    for want in [
+        "extern \"C\" int kp_launch_naive(void* const* kp_buffers, void* kp_stream_handle)",
+        "cudaStream_t kp_stream = kp_caller_stream(kp_stream_handle);",
+        "mse_loss<<<dim3(262144u, 1u, 1u), dim3(256u, 1u, 1u), 0, kp_stream>>>(",
+        "static_cast<double*>(kp_buffers[0])",
+        "static_cast<int>(67108864LL)",
+        "return (int)cudaGetLastError();",
+    ] {
         assert!(launcher.contains(want), "`{want}` not in\n{launcher}");
     }
 
-    // Compile each launcher as load_inline would (its flags beside it), a few at a time.
+    // Build each launcher into a shared library exactly as the GPU run does (its nvcc
+    // arguments beside it), a few at a time.
     let nvcc = nvcc();
-    let stub = bench().join("stub");
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
     let failures: Vec<String> = std::thread::scope(|s| {
         let chunks: Vec<Vec<PathBuf>> = (0..threads).map(|i| launchers.iter().skip(i).step_by(threads).cloned().collect()).collect();
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {
-                let (nvcc, stub) = (&nvcc, &stub);
+                let nvcc = &nvcc;
                 s.spawn(move || {
                     let mut failed = Vec::new();
                     for cu in chunk {
-                        let flags = std::fs::read_to_string(cu.with_extension("flags")).unwrap();
-                        let obj = cu.with_extension("o");
-                        let o = Command::new(nvcc)
-                            .args(["-c", "-arch=sm_90", "-std=c++17", "-I"])
-                            .arg(stub)
-                            .args(flags.lines().next().unwrap_or("").split_whitespace())
-                            .arg(&cu)
-                            .arg("-o")
-                            .arg(&obj)
-                            .output()
-                            .unwrap();
+                        let args = std::fs::read_to_string(cu.with_extension("flags")).unwrap();
+                        let so = cu.with_extension("so");
+                        let o = Command::new(nvcc).args(args.lines()).arg(&cu).arg("-o").arg(&so).output().unwrap();
                         if !o.status.success() {
                             failed.push(format!("{}:\n{}", cu.display(), String::from_utf8_lossy(&o.stderr)));
+                        } else if std::fs::metadata(&so).map_or(0, |m| m.len()) == 0 {
+                            failed.push(format!("{}: empty library", cu.display()));
                         }
                     }
                     failed

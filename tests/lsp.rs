@@ -52,7 +52,8 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
             "2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
         ]
     );
-    // Fix the error in the buffer, save: only the warning is left, tagged with version 2.
+    // Fix the error in the buffer, save: the warning is left, tagged with version 2, and now
+    // that the kernel compiles the model's elementwise finding joins it.
     let fixed = text.replace("factor", "2.0f");
     c.change_all(&u, &fixed, 2);
     c.save(&u, &fixed);
@@ -62,6 +63,7 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
         summarize(&d),
         vec![
             "2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
+            "4:20-4:24 3 kernelpro [ScalarLoads] `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
         ]
     );
     assert!(c.shutdown().success());

@@ -19,8 +19,6 @@ mkdir -p "$RES"
 [ -d .cutlass/include ] && export CUTLASS_PATH=$PWD/.cutlass
 export KERNELPRO_ROOT=$PWD
 RUN="python3 bench/kernelbench/run.py"
-# load_inline builds with ninja.
-python3 -c 'import ninja' 2>/dev/null || command -v ninja >/dev/null || echo "warning: ninja not found (pip install ninja): torch's load_inline needs it" >&2
 
 copy_back() {
   $RUN --report-only --out "$RES" "$@" > "$RES/report.log" 2>&1

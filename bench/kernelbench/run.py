@@ -6,8 +6,9 @@ A task file is one .cu file with one kernel, its `// kernelpro:` launch spec and
 
 1. the naive kernel's resolved spec (`kernelpro spec`);
 2. `kernelpro optimize` with a fixed budget (built-in rewrites, no LLM, no ncu);
-3. the naive and the best kernel loaded into PyTorch (`load_inline`, with a C++
-   launcher generated from each file's own resolved spec);
+3. the naive and the best kernel built by nvcc into shared libraries, each with an
+   `extern "C"` launcher generated from the file's own resolved spec, and called from
+   PyTorch (ctypes) on its current stream;
 4. correctness against the `// torch:` reference on 5 fresh seeds at KernelBench's
    tolerances, with outputs poisoned before every call, read first on the caller's
    stream and then after a device-wide sync; a determinism re-run;
@@ -139,51 +140,40 @@ def c_scalar(arg, c_type):
 
 
 def launcher_source(spec, file_text, file_label, fn):
-    """The CUDA translation unit load_inline compiles: the task file verbatim, then a
-    launcher named `fn` that checks each tensor and launches the kernel exactly as
-    the resolved spec says, on PyTorch's current stream."""
+    """The CUDA translation unit nvcc builds into a shared library: the task file
+    verbatim, then `extern "C" int fn(void* const* buffers, void* stream)` that
+    launches the kernel exactly as the resolved spec says on the given stream (the
+    caller passes PyTorch's current one) and returns the launch's cudaError_t.
+    No torch headers: a build takes seconds, not a minute of load_inline."""
     launch = spec["launch"]
     params = {p["name"]: p for p in spec["params"]}
     bufs = buffers(spec)
-    sig = ", ".join(f"torch::Tensor kp_{b['name']}" for b in bufs)
-    body = []
-    for b in bufs:
-        body.append(f'  kp_check(kp_{b["name"]}, "{b["name"]}", {ELEM_SIZE[b["elem"]]}, {b["count"]}LL);')
-    first = f"kp_{bufs[0]['name']}" if bufs else None
-    if first:
-        body.append(f"  const c10::cuda::CUDAGuard kp_guard({first}.device());")
-    body.append("  cudaStream_t kp_stream = at::cuda::getCurrentCUDAStream();")
+    index = {b["name"]: i for i, b in enumerate(bufs)}
+    body = ["  cudaStream_t kp_stream = kp_caller_stream(kp_stream_handle);"]
     name = spec["launch_name"]
     smem = int(launch["smem"])
     if smem > 48 * 1024:
-        body.append(f"  C10_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&{name}), cudaFuncAttributeMaxDynamicSharedMemorySize, {smem}));")
+        body.append(f"  {{ cudaError_t kp_e = cudaFuncSetAttribute(reinterpret_cast<const void*>(&{name}), cudaFuncAttributeMaxDynamicSharedMemorySize, {smem}); if (kp_e != cudaSuccess) return (int)kp_e; }}")
     args = []
     for a in launch["args"]:
         c_type = params[a["name"]]["c_type"]
         if a["kind"] == "buffer":
-            args.append(f"static_cast<{c_type}*>(kp_{a['name']}.data_ptr())")
+            args.append(f"static_cast<{c_type}*>(kp_buffers[{index[a['name']]}])")
         else:
             args.append(c_scalar(a, c_type))
     g, bl = launch["grid"], launch["block"]
     body.append(f"  {name}<<<dim3({g[0]}u, {g[1]}u, {g[2]}u), dim3({bl[0]}u, {bl[1]}u, {bl[2]}u), {smem}, kp_stream>>>(")
     body.append("      " + ",\n      ".join(args) + ");" if args else "      );")
-    body.append("  C10_CUDA_KERNEL_LAUNCH_CHECK();")
+    body.append("  return (int)cudaGetLastError();")
     text = file_text if file_text.endswith("\n") else file_text + "\n"
     label = file_label.replace("\\", "/").replace('"', "")
-    cuda = (
-        "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
-        "static void kp_check(const torch::Tensor& t, const char* name, int64_t elem_size, int64_t count) {\n"
-        "  TORCH_CHECK(t.is_cuda(), name, \": not a CUDA tensor\");\n"
-        "  TORCH_CHECK(t.is_contiguous(), name, \": not contiguous\");\n"
-        "  TORCH_CHECK(t.element_size() == elem_size, name, \": element size \", t.element_size(), \", the spec says \", elem_size);\n"
-        "  TORCH_CHECK(t.numel() == count, name, \": \", t.numel(), \" elements, the spec says \", count);\n"
-        "}\n"
-        f'#line 1 "{label}"\n{text}'
-        f'#line 1 "kernelpro-launcher"\n'
-        f"void {fn}({sig}) {{\n" + "\n".join(body) + "\n}\n"
+    return (
+        LAUNCHER_PRELUDE
+        + f'#line 1 "{label}"\n{text}'
+        + '#line 1 "kernelpro-launcher"\n'
+        + f'extern "C" int {fn}(void* const* kp_buffers, void* kp_stream_handle) {{\n' + "\n".join(body) + "\n}\n"
+        + f'extern "C" const char* {fn}_error(int e) {{ return cudaGetErrorString(static_cast<cudaError_t>(e)); }}\n'
     )
-    decl = f"void {fn}({sig});"
-    return cuda, decl
 
 
 def reference_source(spec, torch_lines):
@@ -208,16 +198,18 @@ def module_name(stem, variant, source):
     return f"kp_{safe}_{variant}_{hashlib.sha1(source.encode()).hexdigest()[:10]}"
 
 
-def torch_arch_list(arch):
-    m = re.match(r"sm_(\d+)(\d)([a-z]?)$", arch)
-    return f"{m.group(1)}.{m.group(2)}{m.group(3)}" if m else None
+# Before the task's text. `kp_caller_stream` is a function, not a cast, so the
+# side-stream cheat can redirect the launch with a macro as real code could.
+LAUNCHER_PRELUDE = (
+    "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n"
+    "static inline cudaStream_t kp_caller_stream(void* h) { return static_cast<cudaStream_t>(h); }\n"
+)
+NVCC_FLAGS = ["-O3", "-shared", "-Xcompiler", "-fPIC", "-std=c++17"]
 
 
-# The headers load_inline puts before cuda_sources (kept here so a dry run writes
-# the same translation unit that the GPU run compiles).
-LOAD_INLINE_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
-NVCC_FLAGS = ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
-              "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__"]
+def nvcc_command(spec, cu, so):
+    flags = [f for f in spec.get("nvcc_flags", []) if not f.startswith("-arch") and not f.startswith("--gpu-architecture")]
+    return ["nvcc", f"-arch={spec['arch']}"] + NVCC_FLAGS + flags + [cu, "-o", so]
 
 
 # ---------------------------------------------------------------- GPU side (torch)
@@ -238,31 +230,46 @@ class Gpu:
         self.build_root = os.path.join(out_dir, "build")
         os.makedirs(self.build_root, exist_ok=True)
         self.flush_buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=self.dev)
+        self.libs = []
 
     # -- build
     def load(self, stem, variant, spec, text, label):
-        from torch.utils.cpp_extension import load_inline
+        """The kernel as a Python call on a dict of tensors, launched on PyTorch's current
+        stream. Built once per source (the library's name is the source's hash)."""
+        import ctypes
         fn = f"kp_launch_{variant}"
-        cuda, decl = launcher_source(spec, text, label, fn)
-        flags = NVCC_FLAGS + [f for f in spec.get("nvcc_flags", []) if not f.startswith("-arch")]
-        name = module_name(stem, variant, cuda + " ".join(flags) + spec["arch"])
-        bdir = os.path.join(self.build_root, name)
-        os.makedirs(bdir, exist_ok=True)
-        old = os.environ.get("TORCH_CUDA_ARCH_LIST")
-        arch = torch_arch_list(spec["arch"])
-        if arch:
-            os.environ["TORCH_CUDA_ARCH_LIST"] = arch
-        try:
-            mod = load_inline(name=name, cpp_sources=[decl], cuda_sources=[cuda], functions=[fn],
-                              extra_cuda_cflags=flags, build_directory=bdir, verbose=False)
-        finally:
-            if old is None:
-                os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
-            else:
-                os.environ["TORCH_CUDA_ARCH_LIST"] = old
-        f = getattr(mod, fn)
-        order = [b["name"] for b in buffers(spec)]
-        return lambda bufs: f(*[bufs[n] for n in order])
+        cuda = launcher_source(spec, text, label, fn)
+        name = module_name(stem, variant, cuda + " ".join(nvcc_command(spec, "", "")))
+        so = os.path.join(self.build_root, name + ".so")
+        if not os.path.exists(so):
+            cu = os.path.join(self.build_root, name + ".cu")
+            with open(cu, "w") as f:
+                f.write(cuda)
+            tmp = f"{so}.{os.getpid()}.tmp"
+            p = subprocess.run(nvcc_command(spec, cu, tmp), capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise TaskError(f"nvcc could not build {label}:\n{p.stderr.strip()[-3000:]}")
+            os.replace(tmp, so)
+        lib = ctypes.CDLL(so)
+        launch = getattr(lib, fn)
+        launch.restype, launch.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
+        error = getattr(lib, fn + "_error")
+        error.restype, error.argtypes = ctypes.c_char_p, [ctypes.c_int]
+        order = buffers(spec)
+        torch = self.torch
+
+        def call(bufs):
+            ptrs = (ctypes.c_void_p * max(1, len(order)))()
+            for i, b in enumerate(order):
+                t = bufs[b["name"]]
+                if not (t.is_cuda and t.is_contiguous() and t.element_size() == ELEM_SIZE[b["elem"]] and t.numel() == b["count"]):
+                    raise TaskError(f"`{b['name']}`: a contiguous CUDA tensor of {b['count']} {b['elem']} expected")
+                ptrs[i] = t.data_ptr()
+            rc = launch(ptrs, torch.cuda.current_stream().cuda_stream)
+            if rc != 0:
+                raise RuntimeError(f"CUDA error {rc} launching {spec['launch_name']}: {error(rc).decode()}")
+        self.libs.append(lib)  # keep the library loaded while its calls live
+        return call
 
     # -- data
     def dtype(self, elem):
@@ -914,11 +921,12 @@ def dry_run(args, kp, files, out_dir):
                 with open(best, encoding="utf-8") as f:
                     variants.append(("best", resolve_spec(kp, best, kernel=spec["kernel"], arch=args.arch), f.read(), best))
             for variant, s, text, label in variants:
-                cuda, decl = launcher_source(s, text, label, f"kp_launch_{variant}")
-                with open(os.path.join(ddir, f"{task['stem']}.{variant}.cu"), "w") as f:
-                    f.write(LOAD_INLINE_PRELUDE + cuda)
+                cu = os.path.join(ddir, f"{task['stem']}.{variant}.cu")
+                with open(cu, "w") as f:
+                    f.write(launcher_source(s, text, label, f"kp_launch_{variant}"))
+                # The GPU run's nvcc command, one argument per line (argv[0] and the paths last).
                 with open(os.path.join(ddir, f"{task['stem']}.{variant}.flags"), "w") as f:
-                    f.write(" ".join(NVCC_FLAGS + [x for x in s.get("nvcc_flags", []) if not x.startswith("-arch")]) + f"\n# TORCH_CUDA_ARCH_LIST={torch_arch_list(s['arch'])}\n")
+                    f.write("\n".join(nvcc_command(s, cu, cu[:-3] + ".so")[1:-3]) + "\n")
             if task["torch"]:
                 src = reference_source(spec, task["torch"])
                 compile(src, f"<{task['stem']} reference>", "exec")
@@ -971,15 +979,15 @@ def main():
     ap.add_argument("--seed", type=int, help="first correctness seed (default: random, recorded in the result)")
     ap.add_argument("--compile-mode", default="default", help="torch.compile mode (`off`: no torch.compile column)")
     ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--task-timeout", type=int, default=900, help="seconds before a task's worker process is killed")
-    ap.add_argument("--time-budget", type=float, help="seconds this invocation may take: a phase's task starts only while its worst case still fits (optimize: --optimize-time + 90 s, build: 240 s, measure: 150 s)")
+    ap.add_argument("--task-timeout", type=int, default=300, help="seconds before a task's worker process is killed")
+    ap.add_argument("--time-budget", type=float, help="seconds this invocation may take: a phase's task starts only while its worst case still fits (optimize: --optimize-time + 90 s, build: 90 s, measure: 150 s)")
     ap.add_argument("--dry-run", action="store_true", help="no torch/GPU: parse tasks, resolve specs, write launchers and references")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--selftest-cheats", action="store_true", help="run the planted cheats and say which check caught each")
     ap.add_argument("--cheats-dir", default=os.path.join(HERE, "cheats"))
     ap.add_argument("--phase", default="all", choices=["all", "optimize", "build", "measure"], help="run one phase over the tasks (all: optimize, build, measure)")
     ap.add_argument("--jobs-optimize", type=int, default=4, help="optimizer runs at a time (they share the GPU: only the choice of the best gets noisier)")
-    ap.add_argument("--jobs-build", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)), help="load_inline builds at a time")
+    ap.add_argument("--jobs-build", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)), help="builds (nvcc, torch.compile warm-up) at a time")
     ap.add_argument("--worker-task", help=argparse.SUPPRESS)
     ap.add_argument("--worker-optimize", help=argparse.SUPPRESS)
     ap.add_argument("--worker-build", help=argparse.SUPPRESS)
@@ -1060,7 +1068,7 @@ def run_pool(out_dir, label, items, jobs, gpus, cmd_for, timeout, deadline, t0, 
                 queue.clear()
                 break
             path = queue.pop(0)
-            env = dict(os.environ)
+            env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
             g = gpus[slot % len(gpus)] if gpus else None
             if g is not None:
                 env["CUDA_VISIBLE_DEVICES"] = g
@@ -1083,7 +1091,7 @@ def run_pool(out_dir, label, items, jobs, gpus, cmd_for, timeout, deadline, t0, 
 
 def run_all(args, kp, files, out_dir):
     """Three phases over all tasks, each resumable: optimize (kernelpro optimize, several at a time),
-    build (load_inline builds and a torch.compile warm-up, several at a time), measure (one task at a
+    build (nvcc builds and a torch.compile warm-up, several at a time), measure (one task at a
     time per GPU, so timings do not share a GPU)."""
     t0 = time.time()
     gpus = None
@@ -1118,7 +1126,7 @@ def run_all(args, kp, files, out_dir):
     if "build" in phases:
         todo = [f for f in files if args.force or not os.path.exists(marker(out_dir, f, "build.json"))]
         print(f"build: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to build, {args.jobs_build} at a time", flush=True)
-        run_pool(out_dir, "build", todo, args.jobs_build, gpus, lambda f: me + ["--worker-build", f] + common, 900, cutoff(240), t0, report_line)
+        run_pool(out_dir, "build", todo, args.jobs_build, gpus, lambda f: me + ["--worker-build", f] + common, 300, cutoff(90), t0, report_line)
     if "measure" in phases:
         todo = [f for f in files if args.force or not os.path.exists(marker(out_dir, f, "result.json"))]
         print(f"measure: {len(files) - len(todo)} of {len(files)} done before; {len(todo)} to measure", flush=True)

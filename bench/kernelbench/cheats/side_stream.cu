@@ -1,12 +1,17 @@
 // cheat: computes ReLU correctly, but the macro below turns the harness's launch (appended after
-// this file in the same translation unit) onto a side stream from PyTorch's pool, so the call
-// returns before the work is done and events on the caller's stream time almost nothing.
+// this file in the same translation unit) onto a side stream of its own, so the call returns
+// before the work is done and events on the caller's stream time almost nothing.
 // Caught twice: the output read on the caller's stream right after the call is still the poison,
 // and the time after a device-wide sync is far above the caller's stream time.
 // task: cheat_side_stream
 // class: map
 // torch: y = torch.relu(x)
-#define getCurrentCUDAStream() getStreamFromPool(false)
+static cudaStream_t side_stream() {
+  static cudaStream_t s = nullptr;
+  if (!s) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  return s;
+}
+#define kp_caller_stream(h) side_stream()
 // kernelpro: let N = 1 << 27
 // kernelpro: grid = ceil_div(N, 256)
 // kernelpro: block = 256

@@ -69,9 +69,13 @@ impl Job {
 pub struct Timing {
     pub runs: u32,
     pub warmup: u32,
+    #[serde(with = "crate::floats")]
     pub median_ms: f64,
+    #[serde(with = "crate::floats")]
     pub min_ms: f64,
+    #[serde(with = "crate::floats")]
     pub max_ms: f64,
+    #[serde(with = "crate::floats")]
     pub stddev_ms: f64,
 }
 
@@ -84,9 +88,12 @@ pub struct Clocks {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Energy {
+    #[serde(with = "crate::floats")]
     pub joules_per_launch: f64,
+    #[serde(with = "crate::floats")]
     pub average_watts: f64,
     pub launches: u64,
+    #[serde(with = "crate::floats")]
     pub window_s: f64,
 }
 
@@ -94,7 +101,9 @@ pub struct Energy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checksum {
     pub name: String,
+    #[serde(with = "crate::floats")]
     pub sum: f64,
+    #[serde(with = "crate::floats")]
     pub abs_sum: f64,
     /// Elements still NaN (floats) or the 0x7f sentinel (integers): likely never written.
     pub unwritten: u64,
@@ -112,8 +121,10 @@ pub struct KernelRun {
     pub energy: Result<Energy, String>,
     pub outputs: Vec<Checksum>,
     /// Bytes of all buffers (in and out read or written once, inout twice) over the median time.
+    #[serde(with = "crate::floats")]
     pub dram_gbps_estimate: f64,
     /// From `op = gemm M N K`, when given.
+    #[serde(default, with = "crate::floats::option")]
     pub tflops: Option<f64>,
 }
 
@@ -121,7 +132,9 @@ pub struct KernelRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Mismatch {
     pub index: u64,
+    #[serde(with = "crate::floats")]
     pub reference: f64,
+    #[serde(with = "crate::floats")]
     pub got: f64,
 }
 
@@ -129,7 +142,9 @@ pub struct Mismatch {
 pub struct BufferComparison {
     pub name: String,
     /// The tolerance used: the spec's, or wider for a nondeterministic original (see `basis`).
+    #[serde(with = "crate::floats")]
     pub rtol: f64,
+    #[serde(with = "crate::floats")]
     pub atol: f64,
     /// Elements outside the tolerance.
     pub bad: u64,
@@ -137,7 +152,9 @@ pub struct BufferComparison {
     /// The element with the largest error beyond tolerance (`None` when all pass).
     pub worst: Option<Mismatch>,
     /// The spec's tolerance for this buffer.
+    #[serde(with = "crate::floats")]
     pub spec_rtol: f64,
+    #[serde(with = "crate::floats")]
     pub spec_atol: f64,
     /// Where `rtol`/`atol` came from ([`crate::tolerance_used`]).
     pub basis: ToleranceBasis,
@@ -162,12 +179,16 @@ pub struct JobResult {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Phases {
     /// CUDA context, loading the code, allocating the buffers.
+    #[serde(with = "crate::floats")]
     pub setup_ms: f64,
     /// Filling the inputs on the GPU, every time (before each correctness and timing run).
+    #[serde(with = "crate::floats")]
     pub fill_ms: f64,
     /// Correctness launches, checksums, the original's repeat runs and the comparisons.
+    #[serde(with = "crate::floats")]
     pub verify_ms: f64,
     /// Timed launches and the energy loop.
+    #[serde(with = "crate::floats")]
     pub timing_ms: f64,
 }
 

@@ -27,6 +27,7 @@
 
 pub mod children;
 mod data;
+mod floats;
 mod device;
 mod job;
 mod metrics;

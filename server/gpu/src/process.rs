@@ -94,9 +94,12 @@ pub fn run_job(exe: &Path, job: &Job, timeout: Duration, runner_prefix: &[String
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
     match parse_reply(&stdout) {
-        Some(Reply::Done(result)) => Ok(*result),
-        Some(Reply::Failed(message)) => Err(HarnessError::Worker(message)),
-        None => Err(HarnessError::Crashed { status: describe(status), stderr }),
+        Ok(Reply::Done(result)) => Ok(*result),
+        Ok(Reply::Failed(message)) => Err(HarnessError::Worker(message)),
+        Err(Some(e)) if status.success() => Err(HarnessError::Worker(format!(
+            "the GPU worker finished but its reply could not be read ({e}); the worker and the server are different versions, or this is a KernelPro bug"
+        ))),
+        Err(_) => Err(HarnessError::Crashed { status: describe(status), stderr }),
     }
 }
 
@@ -117,8 +120,20 @@ fn kill_group(pid: u32) {
 
 /// The last stdout line that ends in a reply; runners (ssh banners, srun) may
 /// print before it, even on the same line.
-fn parse_reply(stdout: &str) -> Option<Reply> {
-    stdout.lines().rev().find_map(|l| l.find('{').and_then(|at| serde_json::from_str(l[at..].trim()).ok()))
+/// The last line of stdout that reads as a reply; otherwise why the last
+/// JSON-looking line did not read (`None`: there was none).
+fn parse_reply(stdout: &str) -> Result<Reply, Option<String>> {
+    let mut first_error = None;
+    for l in stdout.lines().rev() {
+        let Some(at) = l.find('{') else { continue };
+        match serde_json::from_str(l[at..].trim()) {
+            Ok(reply) => return Ok(reply),
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    Err(first_error)
 }
 
 fn describe(status: ExitStatus) -> String {
@@ -213,5 +228,67 @@ mod tests {
         let text = serde_json::to_string(&j).unwrap();
         assert_eq!(serde_json::from_str::<Job>(&text).unwrap(), j);
         expect_test::expect![[r#"{"device":0,"kernel":{"image":{"ptx":".version 8.0"},"function":"k","launch":{"kernel":"k","grid":[1,1,1],"block":[32,1,1],"smem":0,"args":[],"check":null,"seed":42,"tunables":[],"instantiate":null,"op":null,"lets":{}}},"reference":null,"warmup":3,"runs":50,"flush_l2":true,"energy_window_ms":1000}"#]].assert_eq(&text);
+    }
+
+    /// A result a real kernel can produce: outputs summing to NaN and
+    /// infinity, a NaN worst element. It must reach the parent intact.
+    fn result_with_non_finite_values() -> JobResult {
+        use crate::job::{BufferComparison, Checksum, KernelRun, Mismatch, Phases, Timing};
+        let run = KernelRun {
+            function: "k".into(),
+            timing: Timing { runs: 20, warmup: 3, median_ms: 0.5, min_ms: 0.4, max_ms: f64::INFINITY, stddev_ms: f64::NAN },
+            clocks: None,
+            energy: Err("no NVML".into()),
+            outputs: vec![
+                Checksum { name: "y".into(), sum: f64::NAN, abs_sum: f64::INFINITY, unwritten: 3, hash: "00".into() },
+                Checksum { name: "z".into(), sum: f64::NEG_INFINITY, abs_sum: 1.5, unwritten: 0, hash: "01".into() },
+            ],
+            dram_gbps_estimate: 12.0,
+            tflops: Some(f64::NAN),
+        };
+        JobResult {
+            device_name: "GPU".into(),
+            compute_capability: (9, 0),
+            kernel: run.clone(),
+            reference: Some(run),
+            comparison: vec![BufferComparison {
+                name: "y".into(),
+                rtol: 1e-5,
+                atol: 1e-5,
+                bad: 1,
+                count: 4,
+                worst: Some(Mismatch { index: 2, reference: 1.0, got: f64::NAN }),
+                spec_rtol: 1e-5,
+                spec_atol: 1e-5,
+                basis: crate::verify::ToleranceBasis::Spec,
+                original_variation: None,
+            }],
+            phases: Phases::default(),
+        }
+    }
+
+    #[test]
+    fn non_finite_results_cross_the_pipe() {
+        let result = result_with_non_finite_values();
+        let line = serde_json::to_string(&Reply::Done(Box::new(result.clone()))).unwrap();
+        assert!(line.contains(r#""sum":"NaN","abs_sum":"inf""#), "{line}");
+        assert!(line.contains(r#""sum":"-inf""#), "{line}");
+        let Ok(Reply::Done(back)) = parse_reply(&line) else { panic!("unreadable: {line}") };
+        // NaN != NaN, so compare the encodings.
+        assert_eq!(serde_json::to_string(&back).unwrap(), serde_json::to_string(&result).unwrap());
+        assert!(back.kernel.outputs[0].sum.is_nan());
+        assert_eq!(back.kernel.outputs[1].sum, f64::NEG_INFINITY);
+        assert!(back.kernel.tflops.unwrap().is_nan());
+        // Plain numbers still read as numbers.
+        assert_eq!(back.kernel.timing.median_ms, 0.5);
+    }
+
+    #[test]
+    fn an_unreadable_reply_from_a_worker_that_succeeded_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = fake_worker(dir.path(), r#"cat > /dev/null; echo '{"Done":{"device_name":null}}'; exit 0"#);
+        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &[]).unwrap_err();
+        assert!(matches!(err, HarnessError::Worker(_)), "{err:?}");
+        assert!(err.to_string().starts_with("the GPU worker finished but its reply could not be read"), "{err}");
     }
 }

@@ -52,8 +52,10 @@ pub struct Variation {
     pub differing: u64,
     /// Elements NaN in one run and not in another.
     pub one_nan: u64,
+    #[serde(with = "crate::floats")]
     pub max_abs_diff: f64,
     /// The largest finite |value| of the first run, the scale of `max_abs_diff`.
+    #[serde(with = "crate::floats")]
     pub max_abs: f64,
 }
 

@@ -36,6 +36,11 @@ pub fn worker_main() -> i32 {
     };
     let code = if matches!(reply, Reply::Done(_)) { 0 } else { 1 };
     let mut line = serde_json::to_string(&reply).expect("replies serialize");
+    // The parent must be able to read what we send; say so here rather than
+    // let it see an unreadable line and call the worker crashed.
+    if let Err(e) = serde_json::from_str::<Reply>(&line) {
+        line = serde_json::to_string(&Reply::Failed(format!("the GPU worker's result could not be encoded ({e}); this is a KernelPro bug, please report it with the kernel and its spec"))).expect("replies serialize");
+    }
     line.push('\n');
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
