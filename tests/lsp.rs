@@ -95,6 +95,23 @@ fn symbols_hover_and_lenses() {
     let titles: Vec<&str> = lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"14 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)"), "{titles:?}");
     assert!(titles.contains(&"⚡ Optimize"));
+    let lens_lines = |lenses: &Value| -> Vec<(u64, String)> {
+        lenses["result"].as_array().unwrap().iter().map(|l| (l["range"]["start"]["line"].as_u64().unwrap(), l["command"]["title"].as_str().unwrap().to_string())).collect()
+    };
+    let before = lens_lines(&lenses);
+
+    // Two lines typed above everything, not saved: hover and lenses follow their lines.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// one\n// two\n"}]}),
+    );
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 10, "character": 20}}));
+    let md = h["result"]["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("F2F.F64.F32"), "the moved line's SASS: {md}");
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 1, "character": 3}}));
+    assert!(h["result"].is_null(), "a typed line has no SASS yet: {h}");
+    let after = lens_lines(&c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}})));
+    assert_eq!(after, before.iter().map(|(l, t)| (l + 2, t.clone())).collect::<Vec<_>>());
 }
 
 /// A compile that is overtaken by a newer save is cancelled and never published.

@@ -32,10 +32,11 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     let Some(doc) = docs.get_mut(&params.text_document.uri) else {
         return;
     };
+    // The version first: each change is recorded as made by it.
+    doc.version = params.text_document.version;
     for change in &params.content_changes {
         doc.apply_change(change);
     }
-    doc.version = params.text_document.version;
 }
 
 pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
@@ -270,7 +271,7 @@ async fn publish(
         if doc.generation != generation {
             return false; // a newer analysis has started: this one is stale
         }
-        doc.analysis = Some((version, analysis));
+        doc.set_analysis(version, analysis);
         if last {
             doc.in_flight = None;
         }
