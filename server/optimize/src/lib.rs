@@ -361,20 +361,25 @@ mod tests {
         drop(watch);
     }
 
-    /// With a stub evaluator (one candidate, no GPU) the recorded profile decides
-    /// the first rewrite: strided_copy's measured `Uncoalesced` puts LoopInterchange
-    /// first; without it the static `MissingRestrict` leads.
+    /// A recorded profile orders the recipes within each tier. The search
+    /// (stub evaluator, no GPU) takes strided_copy's structural rewrite first
+    /// with or without it; after the structural tier, the measured
+    /// `Uncoalesced` puts LoopInterchange first, where without it the static
+    /// findings lead.
     #[test]
     fn a_recorded_profile_orders_the_recipes() {
+        use kernelpro_search::{NodeId, ProposeContext, SearchMemory};
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let path = root.join("bench/kernels/strided_copy.cu");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let recorded = root.join("tests/fixtures/h200-kernelpro/strided_copy");
         let first_step = |import: Option<PathBuf>| {
             let rt = tokio::runtime::Runtime::new().unwrap();
             let mut settings = Settings { trusted: true, ..Default::default() };
             (settings.optimize.evaluator, settings.optimize.budget) = ("stub:1.5".into(), 2);
             let req = OptimizeRequest {
                 path: path.clone(),
-                text: std::fs::read_to_string(&path).unwrap(),
+                text: text.clone(),
                 kernel: "strided_copy".into(),
                 settings,
                 strategy: Strategy::Greedy,
@@ -385,10 +390,21 @@ mod tests {
             };
             let out = optimize(&req, rt.handle().clone(), Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
             assert!(out.notes.is_empty(), "{:?}", out.notes);
-            (out.steps[0].recipe.clone(), out.steps[0].answers.clone())
+            out.steps[0].recipe.clone()
         };
-        let recorded = first_step(Some(root.join("tests/fixtures/h200-kernelpro/strided_copy")));
-        assert_eq!(recorded, ("LoopInterchange".to_string(), Some("Uncoalesced".to_string())));
-        assert_ne!(first_step(None), recorded);
+        assert_eq!(first_step(Some(recorded.clone())), "GridStrideMap");
+        assert_eq!(first_step(None), "GridStrideMap");
+
+        let report = Exports::from_dir(&recorded).and_then(|e| analyze_exports(&e, &text, &Thresholds::default())).unwrap();
+        let first_rewrite = |findings: &[FindingNote]| {
+            let memory = SearchMemory::default();
+            let ctx = ProposeContext { parent: NodeId::ROOT, source: &text, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings, failure: None, memory: &memory, wanted: 100 };
+            let structural: Vec<&str> = kernelpro_recipes::all().iter().filter(|r| r.tier() == kernelpro_recipes::Tier::Structural).map(|r| r.name()).collect();
+            let p = kernelpro_recipes::RecipeProposer::new("strided_copy").propose(&ctx).into_iter().find(|p| !structural.contains(&p.recipe.as_str())).expect("a rewrite past the structural tier");
+            (p.recipe, p.answers)
+        };
+        let measured = first_rewrite(&notes_of(&report));
+        assert_eq!(measured, ("LoopInterchange".to_string(), Some("Uncoalesced".to_string())));
+        assert_ne!(first_rewrite(&[]), measured);
     }
 }
