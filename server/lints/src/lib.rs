@@ -16,7 +16,7 @@ mod model;
 mod syntax;
 mod tools;
 
-use kernelpro_model::Finding;
+use kernelpro_model::{Code, Finding};
 use kernelpro_sass::disasm::Disassembly;
 use kernelpro_sass::ptxas::KernelResources;
 use kernelpro_source::SourceFile;
@@ -57,9 +57,13 @@ impl LintInput<'_> {
     }
 }
 
-/// One pluggable static tool. `name` is also the finding code and the doc anchor.
+/// One pluggable static tool. Its code (from the registry in
+/// `kernelpro_model::CODES`) is its name, the finding code and the doc anchor.
 pub trait StaticTool {
-    fn name(&self) -> &'static str;
+    fn code(&self) -> Code;
+    fn name(&self) -> &'static str {
+        self.code().as_str()
+    }
     fn analyze(&self, input: &LintInput) -> Vec<Finding>;
 }
 

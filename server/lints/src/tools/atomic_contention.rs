@@ -7,15 +7,15 @@
 use super::finding;
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::{AccessKind, BranchKind, Dep, Space};
 
 pub struct AtomicContention;
 
-const NAME: &str = "AtomicContention";
+const NAME: Code = Code::AtomicContention;
 
 impl StaticTool for AtomicContention {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -8,18 +8,18 @@ use super::finding;
 use super::uncoalesced::uncoalesced;
 use crate::model::{Lines, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::{AccessKind, Step};
 
 pub struct RowWalk;
 
-const NAME: &str = "RowWalk";
+const NAME: Code = Code::RowWalk;
 
 /// A loop with a constant bound this short is a vector's width, not a row.
 const SHORT_ROW: i64 = 32;
 
 impl StaticTool for RowWalk {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 
