@@ -17,6 +17,9 @@ pub struct OccupancyLimit {
 const NAME: &str = "OccupancyLimit";
 
 impl StaticTool for OccupancyLimit {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Resources
+    }
     fn name(&self) -> &'static str {
         NAME
     }
