@@ -177,8 +177,9 @@ async fn analyse_and_publish(
     let settings = state.settings();
     let path = path_of(uri);
     let analysis = if settings.trusted {
-        // The compiler's messages go out first; SASS and the static tools
-        // (about half a compile more) follow in a second publish.
+        // The compiler's messages and the source tools' findings go out first;
+        // SASS and the tools that read it (nvdisasm costs about a compile of a
+        // small file) follow in a second publish.
         let first = match state
             .analyzer
             .compile_step(&path, text, &settings, token)
@@ -191,16 +192,17 @@ async fn analyse_and_publish(
             first
         } else {
             let first = Arc::new(first);
-            if !publish(
-                state,
-                client,
-                uri,
-                version,
-                generation,
-                first.clone(),
-                false,
-            )
-            .await
+            // Until step two replaces them, the last SASS findings stay on the
+            // lines this save left alone: a save never blanks them.
+            let previous = state
+                .docs()
+                .get(uri)
+                .and_then(|d| d.current_analysis().cloned());
+            let shown = match previous {
+                Some(p) => Arc::new(first.keeping_sass_findings_of(&p)),
+                None => first.clone(),
+            };
+            if !publish(state, client, uri, version, generation, shown, false).await
             {
                 return false;
             }
