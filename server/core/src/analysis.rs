@@ -238,21 +238,30 @@ impl Analyzer {
             again.cached = true;
             return Ok(again);
         }
-        let mut analysis = FileAnalysis::without_tools(path, text, settings);
-        analysis.key = key;
-        analysis.nvcc = Some(nvcc.path.clone());
-        analysis.headers = headers;
-        // The source tools (kernel model) need no compile: they run beside nvcc
-        // and are published with its messages.
-        let source_tools = {
-            let snapshot = analysis.clone();
+        // The file's structure, its specs and the source tools (kernel model)
+        // need no compile: a blocking thread works them out while nvcc runs,
+        // and they are published with its messages.
+        let prepared = {
+            let (path, text, settings) = (path.to_path_buf(), text.to_string(), settings.clone());
+            let nvcc = nvcc.path.clone();
             tokio::task::spawn_blocking(move || {
-                static_findings(&snapshot, None, &[], |n| n == Needs::Source)
+                let mut analysis = FileAnalysis::without_tools(&path, &text, &settings);
+                analysis.key = key;
+                analysis.nvcc = Some(nvcc);
+                analysis.headers = headers;
+                let found = static_findings(&analysis, None, &[], |n| n == Needs::Source);
+                (analysis, found)
             })
         };
+        let prepared = async {
+            prepared
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        };
+        let mut cached = false;
         let compiled = match self.compiles.get(&key) {
             Some(hit) => {
-                analysis.cached = true;
+                cached = true;
                 hit
             }
             None => match compile(&input, cancel).await {
@@ -263,6 +272,7 @@ impl Analyzer {
                 }
                 Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
                 Err(e) => {
+                    let (mut analysis, _) = prepared.await;
                     analysis.findings.push(
                         Finding::new(
                             "kernelpro",
@@ -277,6 +287,8 @@ impl Analyzer {
                 }
             },
         };
+        let (mut analysis, source_found) = prepared.await;
+        analysis.cached = cached;
         analysis.findings.extend(compiled.findings.iter().cloned());
         for r in &flags.rejected {
             analysis.findings.push(Finding::new("kernelpro", Severity::Warning, Span::line(0), crate::nvcc_flags::rejection_message(r)).with_code("flag-rejected"));
@@ -285,7 +297,7 @@ impl Analyzer {
         analysis.complete = !compiled.ok;
         // A file that does not compile gets the compiler's word only.
         if compiled.ok {
-            let mut found = source_tools.await.unwrap_or_default();
+            let mut found = source_found;
             found.extend(static_findings(&analysis, None, &compiled.resources, |n| {
                 n == Needs::Resources
             }));

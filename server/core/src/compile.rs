@@ -125,7 +125,8 @@ pub async fn disassemble(compiled: &CompileOutput, nvcc: &Path, real_path: &Path
 
 fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Path, cwd: &Path) -> Vec<Finding> {
     let lines: Vec<&str> = input.text.lines().collect();
-    let source = crate::source::parse(&input.text);
+    // Parsed only for a message that names a kernel and no line (most compiles have none).
+    let source = std::cell::OnceCell::new();
     let mut out = Vec::new();
     for m in messages {
         let code = m.code.clone();
@@ -163,6 +164,7 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
             }
             _ => {
                 // ptxas names kernels by mangled name: put it on that kernel.
+                let source = source.get_or_init(|| crate::source::parse(&input.text));
                 if let Some(k) = source.kernels().find(|k| mentions_kernel(&m.message, &k.name)) {
                     span = k.name_span;
                 }

@@ -202,15 +202,18 @@ async fn analyse_and_publish(
                 Some(p) => Arc::new(first.keeping_sass_findings_of(&p)),
                 None => first.clone(),
             };
-            if !publish(state, client, uri, version, generation, shown, false).await
-            {
+            // nvdisasm starts while the first publish goes out; the second
+            // publish waits for both, so it always comes after the first.
+            let (current, second) = tokio::join!(
+                publish(state, client, uri, version, generation, shown, false),
+                state
+                    .analyzer
+                    .machine_code_step(&first, text, &settings, token)
+            );
+            if !current {
                 return false;
             }
-            match state
-                .analyzer
-                .machine_code_step(&first, text, &settings, token)
-                .await
-            {
+            match second {
                 Ok(a) => a,
                 Err(AnalysisError::Cancelled) => return false,
             }
