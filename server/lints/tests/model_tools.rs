@@ -160,3 +160,15 @@ fn public_code_atomics() {
     let kernels: Vec<&str> = atomics.iter().filter_map(|f| f.kernel.as_deref()).collect();
     assert_eq!(kernels, ["total"], "{}", render(&atomics));
 }
+
+/// Regression from public code (SGEMM_CUDA's 2D block tiling): a loop bounded
+/// by a template value (`n < TN`) is a register tile's width, not a row walk.
+#[test]
+fn public_code_register_tiles_are_no_row_walks() {
+    let (_, found) = model_findings("public_code.cu");
+    let walks: Vec<Finding> = found
+        .into_iter()
+        .filter(|f| f.code.as_deref() == Some("RowWalk"))
+        .collect();
+    assert_eq!(render(&walks), "");
+}
