@@ -301,12 +301,27 @@ fn optimize_command_then_apply_code_action() {
     assert!(shown.contains("Apply optimized saxpy") && shown.contains(note) && shown.contains("1. ") && shown.contains("1.50x") && shown.contains("```diff"), "{hover}");
     // The file on disk is untouched until the client applies the edit.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-    // After an edit of the buffer, the stale result is offered disabled, with the reason.
+    // A line typed above the kernel: the result still applies, one line lower.
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// edited\n"}]}));
-    let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line + 1, "character": 0}, "end": {"line": kernel_line + 1, "character": 0}}, "context": {"diagnostics": []}}));
-    let stale = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized")).expect("stale action").clone();
-    assert!(stale["disabled"]["reason"].as_str().unwrap().contains("changed"), "{stale}");
+    let apply_at = |c: &mut Client, line: usize| -> Value {
+        let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}, "context": {"diagnostics": []}}));
+        actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized")).expect("apply action").clone()
+    };
+    let moved = apply_at(&mut c, kernel_line + 1);
+    let moved_edit = &moved["edit"]["changes"][u.as_str()][0];
+    assert_eq!(moved_edit["range"]["start"]["line"].as_u64().unwrap() as usize, start + 1, "{moved}");
+    assert_eq!(moved_edit["newText"], edit["newText"]);
+    // A change inside the lines it replaces (their first, one lower now): offered disabled, with the reason.
+    let sig = start + 1;
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 3}, "contentChanges": [{"range": {"start": {"line": sig, "character": 0}, "end": {"line": sig, "character": 0}}, "text": "/*x*/"}]}));
+    let stale = apply_at(&mut c, kernel_line + 1);
+    assert!(stale["disabled"]["reason"].as_str().unwrap().contains("changed since the search"), "{stale}");
     assert!(stale.get("edit").is_none_or(|e| e.is_null()));
+    // Undo that change: offered again.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 4}, "contentChanges": [{"range": {"start": {"line": sig, "character": 0}, "end": {"line": sig, "character": 5}}, "text": ""}]}));
+    let again = apply_at(&mut c, kernel_line + 1);
+    assert!(again["disabled"].is_null(), "{again}");
+    assert_eq!(again["edit"]["changes"][u.as_str()][0]["range"]["start"]["line"].as_u64().unwrap() as usize, start + 1);
 }
 
 /// Cancel on the progress bar stops the search and returns the best so far.
