@@ -66,6 +66,22 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
             "4:20-4:24 3 kernelpro [ScalarLoads] `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
         ]
     );
+    // Two lines typed above, not saved: the findings move with their lines at once.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 3}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// a\n// b\n"}]}));
+    let d = c.wait_publish(&u, LONG);
+    assert_eq!(d["version"], 3);
+    assert_eq!(
+        summarize(&d),
+        vec![
+            "4:6-4:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
+            "6:20-6:24 3 kernelpro [ScalarLoads] `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
+        ]
+    );
+    // The finding's line rewritten: its finding goes until the next analysis says otherwise.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 4}, "contentChanges": [{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 7, "character": 0}}, "text": "  if (i < n) y[i] = 0.0f;\n"}]}));
+    let d = c.wait_publish(&u, LONG);
+    assert_eq!(d["version"], 4);
+    assert_eq!(summarize(&d), vec!["4:6-4:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced"]);
     assert!(c.shutdown().success());
 }
 

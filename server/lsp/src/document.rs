@@ -25,8 +25,6 @@ pub struct Document {
     /// Line changes not yet seen by the stored analysis, with the version each
     /// made, so hover and lenses stay on their lines until the next analysis.
     edits: Vec<(i32, LineChange)>,
-    /// The version of the last full-text replacement (nothing before it maps).
-    replaced_at: Option<i32>,
 }
 
 /// Findings and per-kernel verdicts of the last profile of a document.
@@ -52,7 +50,6 @@ impl Document {
             generation: 0,
             profile: None,
             edits: Vec::new(),
-            replaced_at: None,
         }
     }
 
@@ -63,7 +60,8 @@ impl Document {
     /// Replaces the whole text (a save that sent its text).
     pub fn set_text(&mut self, text: &str) {
         if self.text != text {
-            self.replaced_at = Some(self.version);
+            let old = self.text.to_string();
+            self.record_replacement(&old, text);
         }
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
@@ -85,7 +83,10 @@ impl Document {
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
         self.shift_profile(change);
         match change.range {
-            None => self.replaced_at = Some(self.version),
+            None => {
+                let old = self.text.to_string();
+                self.record_replacement(&old, &change.text);
+            }
             Some(r) => self.edits.push((
                 self.version,
                 LineChange::from_range((r.start.line, r.start.character), (r.end.line, r.end.character), &change.text),
@@ -157,6 +158,22 @@ impl Document {
         self.analysis.as_ref().map(|(_, a)| a)
     }
 
+    /// A whole-text change (clients without incremental sync send one per
+    /// keystroke): its line changes, from a line diff, so findings still move
+    /// with their lines. A diff that runs out of time is coarser, never wrong.
+    fn record_replacement(&mut self, old: &str, new: &str) {
+        let diff = similar::TextDiff::configure().timeout(std::time::Duration::from_millis(50)).diff_lines(old, new);
+        // Last first: each change's lines are still those of `old`.
+        for op in diff.ops().iter().rev() {
+            let (o, n) = (op.old_range(), op.new_range());
+            if matches!(op.tag(), similar::DiffTag::Equal) {
+                continue;
+            }
+            let inserted = "\n".repeat(n.len());
+            self.edits.push((self.version, LineChange::from_range((o.start as u32, 0), (o.end as u32, 0), &inserted)));
+        }
+    }
+
     /// Stores a finished analysis of `version`; edits up to it are now in it.
     pub fn set_analysis(&mut self, version: i32, analysis: Arc<FileAnalysis>) {
         self.edits.retain(|(v, _)| *v > version);
@@ -167,10 +184,6 @@ impl Document {
     pub fn edits_since_analysis(&self) -> EditLog {
         let since = self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v);
         let mut log = EditLog::new();
-        if self.replaced_at.is_some_and(|v| v > since) {
-            log.replace_all();
-            return log;
-        }
         for (_, c) in self.edits.iter().filter(|(v, _)| *v > since) {
             log.push(*c);
         }

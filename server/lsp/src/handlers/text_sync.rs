@@ -33,10 +33,30 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
         return;
     };
     // The version first: each change is recorded as made by it.
+    let before = finding_lines(doc);
     doc.version = params.text_document.version;
     for change in &params.content_changes {
         doc.apply_change(change);
     }
+    // Findings on lines that moved or were rewritten: publish them where they
+    // are now (or not at all) instead of leaving them on the wrong code until
+    // the next save.
+    if finding_lines(doc) != before {
+        drop(docs);
+        let (state, client, uri) = (server.state.clone(), server.client.clone(), params.text_document.uri);
+        tokio::spawn(async move {
+            let _order = state.publish.lock().await;
+            let Some((version, (main, headers))) = state.docs().get(&uri).map(|d| (d.version, diagnostics_of(d))) else { return };
+            send(&state, &client, &uri, Some(version), main, headers).await;
+        });
+    }
+}
+
+/// Where the stored analysis's findings in this file are now (`None`: rewritten).
+fn finding_lines(doc: &crate::document::Document) -> Vec<Option<u32>> {
+    let edits = doc.edits_since_analysis();
+    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
+    findings.iter().filter(|f| f.file.is_none()).map(|f| edits.to_current(f.span.start.line)).collect()
 }
 
 pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
@@ -268,7 +288,7 @@ async fn publish(
     last: bool,
 ) -> bool {
     let _order = state.publish.lock().await;
-    let (main, headers) = {
+    let (now, (main, headers)) = {
         let mut docs = state.docs();
         let Some(doc) = docs.get_mut(uri) else {
             return false;
@@ -280,9 +300,11 @@ async fn publish(
         if last {
             doc.in_flight = None;
         }
-        diagnostics_of(doc)
+        // Positions are mapped to the text as it is now: tag them with its version.
+        let now = doc.version;
+        (now, diagnostics_of(doc))
     };
-    send(state, client, uri, Some(version), main, headers).await;
+    send(state, client, uri, Some(now), main, headers).await;
     true
 }
 
@@ -293,7 +315,7 @@ pub async fn republish(state: &State, client: &Client, uri: &Uri) {
         let docs = state.docs();
         let Some(doc) = docs.get(uri) else { return };
         let (main, headers) = diagnostics_of(doc);
-        (doc.analysis.as_ref().map(|(v, _)| *v), main, headers)
+        (Some(doc.version), main, headers)
     };
     send(state, client, uri, version, main, headers).await;
 }
@@ -309,9 +331,18 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
         .as_ref()
         .map(|(_, a)| a.findings.as_slice())
         .unwrap_or_default();
+    // Main-file findings move with the edits made since the analysis; those on
+    // rewritten lines are dropped until the next analysis.
+    let edits = doc.edits_since_analysis();
     for f in findings {
         match &f.file {
-            None => main.push(convert::diagnostic(f, Some(doc))),
+            None => {
+                let Some(line) = edits.to_current(f.span.start.line) else { continue };
+                let mut moved = f.clone();
+                moved.span.end.line = line + f.span.end.line.saturating_sub(f.span.start.line);
+                moved.span.start.line = line;
+                main.push(convert::diagnostic(&moved, Some(doc)))
+            }
             Some(p) => {
                 if let Some(h) = Uri::from_file_path(p) {
                     headers
