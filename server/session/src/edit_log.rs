@@ -24,9 +24,9 @@ impl LineChange {
         }
         if first == last && added == 0 {
             // Within one line: still the same statement (a typo fixed, a qualifier added).
-            return LineChange { keep_before: first + 1, old_after: first + 1, delta: 0 };
+            return LineChange { keep_before: first.saturating_add(1), old_after: first.saturating_add(1), delta: 0 };
         }
-        LineChange { keep_before: first, old_after: last + 1, delta: added as i64 - (last - first) as i64 }
+        LineChange { keep_before: first, old_after: last.saturating_add(1), delta: added as i64 - (last - first) as i64 }
     }
 
     /// Where `line` (before the change) is after it; `None` when the change rewrote it.
@@ -34,7 +34,7 @@ impl LineChange {
         if line < self.keep_before {
             Some(line)
         } else if line >= self.old_after {
-            Some((line as i64 + self.delta) as u32)
+            Some((line as i64 + self.delta).clamp(0, u32::MAX as i64) as u32)
         } else {
             None
         }
@@ -45,7 +45,7 @@ impl LineChange {
         if line < self.keep_before {
             Some(line)
         } else if line as i64 >= self.old_after as i64 + self.delta {
-            Some((line as i64 - self.delta) as u32)
+            Some((line as i64 - self.delta).clamp(0, u32::MAX as i64) as u32)
         } else {
             None
         }
@@ -160,6 +160,17 @@ mod tests {
         check(4, &[((1, 0), (1, 0), "a\nb\n"), ((1, 0), (3, 0), "")], expect![[r#"
             forward 0 1 2 3
             back    0 1 2 3 4 5"#]]);
+    }
+
+    #[test]
+    fn positions_past_any_real_line_do_not_overflow() {
+        let mut log = EditLog::new();
+        log.push(LineChange::from_range((u32::MAX, 7), (u32::MAX, 7), "x"));
+        log.push(LineChange::from_range((u32::MAX - 1, 0), (u32::MAX, 3), "\n\n\n"));
+        assert_eq!(log.to_current(3), Some(3));
+        assert_eq!(log.to_original(3), Some(3));
+        let _ = log.to_current(u32::MAX);
+        let _ = log.to_original(u32::MAX);
     }
 
     #[test]
