@@ -7,6 +7,7 @@ pub mod nvcc_diag;
 pub mod process;
 pub mod jobs;
 pub mod settings;
+pub mod editor;
 pub use kernelpro_source as source;
 pub use kernelpro_gpu::children;
 pub mod toolchain;

@@ -40,7 +40,15 @@ pub struct Settings {
     /// used only while `trusted` (see `toolchain::Env::for_settings`).
     #[serde(skip)]
     pub project_roots: Vec<PathBuf>,
+    /// The editor the messages are written for (LSP `clientInfo`). Never a setting.
+    #[serde(skip)]
+    pub editor: crate::editor::Editor,
 }
+
+/// Members of the settings object that are not settings: the LLM key travels
+/// in `initializationOptions` beside them, and `kernelpro` is the section name
+/// of clients that nest the settings in it.
+const NOT_SETTINGS: [&str; 2] = ["llmKey", "kernelpro"];
 
 /// Settings taken only from user-level configuration: they decide where the
 /// LLM key and the kernel source are sent.
@@ -65,6 +73,7 @@ impl Default for Settings {
             llm: LlmSettings::default(),
             optimize: OptimizeSettings::default(),
             project_roots: Vec::new(),
+            editor: crate::editor::Editor::default(),
         }
     }
 }
@@ -134,7 +143,9 @@ impl Settings {
         ];
         for (name, _) in changed.iter().filter(|(_, c)| *c) {
             problems.push(format!(
-                "setting kernelpro.{name} is read only from user settings when the server starts (it decides where your key and code go); restart the server to apply it"
+                "{} is read only from user settings when the server starts (it decides where your key and code go); {}",
+                base.editor.setting(name),
+                base.editor.restart_hint()
             ));
         }
         (settings, problems)
@@ -154,7 +165,16 @@ impl Settings {
         let target = merged.as_object_mut().expect("object");
         for (key, val) in obj {
             if !target.contains_key(key) {
+                if !NOT_SETTINGS.contains(&key.as_str()) {
+                    problems.push(format!("unknown setting `{key}` ignored (a typo, or a setting of another KernelPro version?)"));
+                }
                 continue;
+            }
+            // Unknown members of a section are named too (`llm.modle`).
+            if let (Some(old), Some(new)) = (target[key].as_object(), val.as_object()) {
+                for member in new.keys().filter(|m| !old.contains_key(*m)) {
+                    problems.push(format!("unknown setting `{key}.{member}` ignored (a typo, or a setting of another KernelPro version?)"));
+                }
             }
             // A section (`llm`, `optimize`) is updated member by member, so
             // `{"llm": {"model": ...}}` keeps the other `llm` settings.
@@ -172,11 +192,12 @@ impl Settings {
                 Ok(_) => {
                     target.insert(key.clone(), val);
                 }
-                Err(e) => problems.push(format!("setting kernelpro.{key} ignored: {e}")),
+                Err(e) => problems.push(format!("{} ignored: {e}", base.editor.setting(key))),
             }
         }
         let mut settings: Settings = serde_json::from_value(merged).unwrap_or_else(|_| base.clone());
         settings.project_roots = base.project_roots.clone();
+        settings.editor = base.editor;
         (settings, problems)
     }
 }

@@ -48,6 +48,9 @@ pub async fn start(
             "no __global__ function named `{kernel}` in this file"
         )));
     }
+    // A client that gives its own token shows the progress and renders the
+    // reply's `message` itself; the others are also told by window/showMessage.
+    let client_renders = token.is_some();
     let token = match token {
         Some(t) => t,
         None => {
@@ -131,27 +134,20 @@ pub async fn start(
             })
         }
         Ok(outcome) => {
-            progress.finish_with_message(outcome.title.clone()).await;
+            let cancelled = cancel.load(Ordering::SeqCst);
+            let message = result_message(&outcome, cancelled);
+            progress
+                .finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() })
+                .await;
             let reply = serde_json::json!({
                 "kernel": outcome.kernel,
                 "title": outcome.title,
                 "speedup": outcome.speedup,
                 "applicable": outcome.edit.is_some(),
-                "cancelled": cancel.load(Ordering::SeqCst),
+                "cancelled": cancelled,
+                "evaluations": outcome.evaluations,
+                "message": message,
             });
-            let mut message = if outcome.edit.is_some() {
-                format!(
-                    "{} — use the code action on the kernel to apply it.",
-                    outcome.title
-                )
-            } else {
-                outcome.title.clone()
-            };
-            // What the user must know before applying it (a new launch, an LLM that was not used).
-            for note in &outcome.notes {
-                message.push(' ');
-                message.push_str(note);
-            }
             {
                 let mut all = server
                     .state
@@ -166,10 +162,37 @@ pub async fn start(
                     outcome,
                 });
             }
-            server.client.show_message(MessageType::INFO, message).await;
+            if !client_renders {
+                server.client.show_message(MessageType::INFO, message).await;
+            }
             Ok(reply)
         }
     }
+}
+
+/// The finished search in words. A cancelled run says so first; what it
+/// found before the cancel is offered as its own sentence, never as if the
+/// run had finished.
+pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool) -> String {
+    let kernel = &outcome.kernel;
+    let mut message = match (cancelled, outcome.edit.is_some()) {
+        (false, true) => format!("{} — apply it with the code action (Quick Fix) on the kernel.", outcome.title),
+        (false, false) => format!("{}.", outcome.title),
+        (true, true) => format!(
+            "Optimize {kernel} was cancelled after {} evaluations. The best verified version so far is {:.2}x faster: apply it with the code action (Quick Fix) on the kernel if you want it.",
+            outcome.evaluations, outcome.speedup
+        ),
+        (true, false) => format!(
+            "Optimize {kernel} was cancelled after {} evaluations, before any verified faster version was found.",
+            outcome.evaluations
+        ),
+    };
+    // What the user must know before applying it (a new launch, an LLM that was not used).
+    for note in &outcome.notes {
+        message.push(' ');
+        message.push_str(note);
+    }
+    message
 }
 
 pub fn token_key(token: &ProgressToken) -> String {
