@@ -16,6 +16,7 @@ import { findServer } from './binary';
 import { CPP_EXTENSIONS, type HoverMode, shouldHover } from './hover';
 import { ENV_KEY, llmKey } from './secrets';
 import { initializationOptions, serverSettings } from './settings';
+import { Jobs } from './jobs';
 import { gpuFromDoctor, type Status } from './status';
 
 export const DOCUMENT_SELECTOR = [{ scheme: 'file', language: 'cuda-cpp' }];
@@ -53,6 +54,10 @@ function hoverMiddleware(client: () => LanguageClient | undefined): Middleware['
 
 export class KernelProClient {
   client: LanguageClient | undefined;
+  /** Optimize / profile runs, each with its own cancellable notification. */
+  readonly jobs = new Jobs(() => this.client);
+  /** Server commands the extension runs itself (commands.ts), code lenses' included. */
+  readonly serverCommands = new Map<string, (args: unknown[]) => Promise<unknown>>();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -107,6 +112,12 @@ export class KernelProClient {
           next(uri, diagnostics);
           const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
           if (doc) this.client?.getFeature(CodeLensRequest.method)?.getProvider(doc)?.onDidChangeCodeLensEmitter.fire();
+        },
+        // A lens's Optimize / Profile gets the same cancellable notification
+        // and message as the palette's.
+        executeCommand: (command, args, next) => {
+          const run = this.serverCommands.get(command);
+          return run ? run(args) : next(command, args);
         },
         // The server offers no completion; never add any beside clangd / cpptools.
         provideCompletionItem: () => [],

@@ -47,6 +47,7 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
   let proc: ChildProcess;
   let conn: ProtocolConnection;
   const published: PublishDiagnosticsParams[] = [];
+  const progress: { token: string; value: { kind: string; cancellable?: boolean } }[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'kp-proto-'));
   const file = join(dir, 'kernels.cu');
   const uri = pathToFileURL(file).href;
@@ -76,9 +77,11 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     conn.onRequest(ConfigurationRequest.type, (p) => p.items.map(() => serverSettings(settings, true)));
     conn.onRequest(WorkDoneProgressCreateRequest.type, () => null);
     conn.onRequest(RegistrationRequest.type, () => null);
+    conn.onNotification('$/progress', (p: { token: string; value: { kind: string; cancellable?: boolean } }) => progress.push(p));
     conn.listen();
     const init = await conn.sendRequest(InitializeRequest.type, {
       processId: process.pid,
+      clientInfo: { name: 'Visual Studio Code', version: '1.90.0' },
       rootUri: pathToFileURL(dir).href,
       capabilities: {
         workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
@@ -151,5 +154,20 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     })) as CodeAction[];
     const apply = actions.find((a) => a.title.startsWith('Apply optimized saxpy_fp64'));
     expect(apply?.edit?.changes?.[uri] ?? apply?.edit?.documentChanges).toBeTruthy();
+  });
+
+  it('profiles on the extension\'s own cancellable token and answers in words, naming VS Code\'s settings', async () => {
+    const reply = (await conn.sendRequest(ExecuteCommandRequest.type, {
+      command: 'kernelpro.profile',
+      arguments: [uri],
+      workDoneToken: 'kp-profile-1',
+    })) as { message?: string; error?: string };
+    const mine = progress.filter((p) => p.token === 'kp-profile-1').map((p) => p.value);
+    expect(mine[0]).toMatchObject({ kind: 'begin', cancellable: true });
+    expect(mine.at(-1)?.kind).toBe('end');
+    expect(typeof reply.message).toBe('string');
+    expect(reply.message).not.toMatch(/^\{/);
+    // Without ncu here, the reason names VS Code's setting (clientInfo says which editor this is).
+    if (reply.error && reply.message?.includes('ncu was not found')) expect(reply.message).toContain('`kernelpro.ncu`');
   });
 });

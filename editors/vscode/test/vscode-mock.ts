@@ -24,7 +24,18 @@ export const state = {
   extensions: new Set<string>(),
   configChanged: new Emitter<{ affectsConfiguration: (s: string) => boolean }>(),
   trustGranted: new Emitter<void>(),
+  progress: [] as ProgressShown[],
+  /** The buttons offered with each of `messages`. */
+  buttons: [] as string[][],
 };
+
+/** A withProgress notification: its options, what was reported, and its Cancel button. */
+export interface ProgressShown {
+  options: { location: number; title: string; cancellable: boolean };
+  reports: { message?: string; increment?: number }[];
+  cancel: () => Promise<void>;
+  done: boolean;
+}
 
 export function reset(): void {
   state.trusted = true;
@@ -36,6 +47,8 @@ export function reset(): void {
   state.extensions = new Set();
   state.configChanged = new Emitter();
   state.trustGranted = new Emitter();
+  state.progress = [];
+  state.buttons = [];
 }
 
 /** Change settings as the Settings editor would, firing the change event. */
@@ -68,8 +81,9 @@ export const workspace = {
 };
 
 function message(kind: string) {
-  return async (text: string) => {
+  return async (text: string, ...buttons: unknown[]) => {
     state.messages.push({ kind, text });
+    state.buttons.push(buttons.filter((b) => typeof b === 'string') as string[]);
     return undefined;
   };
 }
@@ -88,6 +102,19 @@ export const window = {
   showWarningMessage: message('warning'),
   showInformationMessage: message('info'),
   showInputBox: async () => undefined,
+  withProgress: async <T>(
+    options: ProgressShown['options'],
+    task: (p: { report(v: { message?: string; increment?: number }): void }, t: unknown) => Promise<T>,
+  ): Promise<T> => {
+    const cancelled = new Emitter<void>();
+    const shown: ProgressShown = { options, reports: [], cancel: () => cancelled.fire(), done: false };
+    state.progress.push(shown);
+    try {
+      return await task({ report: (v) => shown.reports.push(v) }, { onCancellationRequested: cancelled.event });
+    } finally {
+      shown.done = true;
+    }
+  },
   showTextDocument: async (doc: unknown) => {
     state.executed.push(['showTextDocument', doc]);
   },
@@ -110,6 +137,26 @@ export const extensions = {
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
+}
+export enum ProgressLocation {
+  Notification = 15,
+}
+export class Uri {
+  constructor(readonly value: string) {}
+  static parse(value: string) {
+    return new Uri(value);
+  }
+  toString() {
+    return this.value;
+  }
+}
+export class Range {
+  constructor(
+    readonly startLine: number,
+    readonly startCharacter: number,
+    readonly endLine: number,
+    readonly endCharacter: number,
+  ) {}
 }
 export enum ViewColumn {
   Beside = -2,
