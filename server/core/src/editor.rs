@@ -49,6 +49,15 @@ impl Editor {
         }
     }
 
+    /// How to apply a code action offered on the kernel.
+    pub fn code_action_hint(self) -> &'static str {
+        match self {
+            Editor::VsCode => "the Quick Fix (Ctrl+.) on the kernel",
+            Editor::Neovim => "vim.lsp.buf.code_action() on the kernel",
+            _ => "the code action on the kernel",
+        }
+    }
+
     /// What to do after changing a setting that is read only at start-up.
     pub fn restart_hint(self) -> &'static str {
         match self {

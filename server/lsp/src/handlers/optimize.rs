@@ -125,6 +125,22 @@ pub async fn start(
         .unwrap_or_else(|p| p.into_inner())
         .remove(&key);
     match result {
+        // A cancel before anything was measured (the original's own compile
+        // or run stopped) is still a cancel, not a failure.
+        Err(_) if cancel.load(Ordering::SeqCst) => {
+            progress.finish_with_message("cancelled".to_string()).await;
+            let message = format!("Optimize {kernel} was cancelled before any candidate was measured.");
+            if !client_renders {
+                server.client.show_message(MessageType::INFO, message.clone()).await;
+            }
+            Ok(serde_json::json!({
+                "kernel": kernel,
+                "applicable": false,
+                "cancelled": true,
+                "evaluations": 0,
+                "message": message,
+            }))
+        }
         Err(e) => {
             progress.finish_with_message(format!("failed: {e}")).await;
             Err(Error {
@@ -135,7 +151,7 @@ pub async fn start(
         }
         Ok(outcome) => {
             let cancelled = cancel.load(Ordering::SeqCst);
-            let message = result_message(&outcome, cancelled);
+            let message = result_message(&outcome, cancelled, settings.editor);
             progress
                 .finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() })
                 .await;
@@ -173,18 +189,19 @@ pub async fn start(
 /// The finished search in words. A cancelled run says so first; what it
 /// found before the cancel is offered as its own sentence, never as if the
 /// run had finished.
-pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool) -> String {
+pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool, editor: kernelpro_core::editor::Editor) -> String {
     let kernel = &outcome.kernel;
+    let apply = editor.code_action_hint();
     let mut message = match (cancelled, outcome.edit.is_some()) {
-        (false, true) => format!("{} — apply it with the code action (Quick Fix) on the kernel.", outcome.title),
+        (false, true) => format!("{} — apply it with {apply}.", outcome.title),
         (false, false) => format!("{}.", outcome.title),
         (true, true) => format!(
-            "Optimize {kernel} was cancelled after {} evaluations. The best verified version so far is {:.2}x faster: apply it with the code action (Quick Fix) on the kernel if you want it.",
-            outcome.evaluations, outcome.speedup
+            "Optimize {kernel} was cancelled after {}. The best verified version so far is {:.2}x faster: apply it with {apply} if you want it.",
+            evaluations(outcome.evaluations), outcome.speedup
         ),
         (true, false) => format!(
-            "Optimize {kernel} was cancelled after {} evaluations, before any verified faster version was found.",
-            outcome.evaluations
+            "Optimize {kernel} was cancelled after {}, before any verified faster version was found.",
+            evaluations(outcome.evaluations)
         ),
     };
     // What the user must know before applying it (a new launch, an LLM that was not used).
@@ -193,6 +210,10 @@ pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: 
         message.push_str(note);
     }
     message
+}
+
+fn evaluations(n: usize) -> String {
+    if n == 1 { "1 evaluation".into() } else { format!("{n} evaluations") }
 }
 
 pub fn token_key(token: &ProgressToken) -> String {
