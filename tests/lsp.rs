@@ -326,7 +326,11 @@ fn counter_permission_error_says_how_to_fix_it() {
     let msg = d["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "profile-unavailable").expect("a profile-unavailable diagnostic")["message"].as_str().unwrap().to_string();
     assert!(msg.contains("ERR_NVGPUCTRPERM") && msg.contains("CAP_PERFMON") && msg.contains("Compile, SASS and timing still work"), "{msg}");
     // The compile-time findings are still there.
-    assert!(d["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "Fp64Promotion"));
+    let fp64 = d["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Fp64Promotion").expect("Fp64Promotion").clone();
+    // Its link opens the docs installed beside the server (here: this checkout's docs/tools.md).
+    let href = fp64["codeDescription"]["href"].as_str().unwrap_or_default();
+    let (file, anchor) = href.strip_prefix("file://").and_then(|h| h.split_once('#')).unwrap_or_else(|| panic!("a file: link with an anchor: {fp64}"));
+    assert!(std::path::Path::new(file).ends_with("docs/tools.md") && std::path::Path::new(file).is_file() && anchor == "fp64promotion", "{href}");
 }
 
 /// A loopback HTTP server that counts requests and answers 400 with the

@@ -8,6 +8,7 @@ pub mod process;
 pub mod jobs;
 pub mod settings;
 pub mod editor;
+pub mod docs;
 pub use kernelpro_source as source;
 pub use kernelpro_gpu::children;
 pub mod toolchain;
