@@ -169,7 +169,7 @@ describe('activate', () => {
     expect(last().notifications).toEqual([
       {
         type: 'didChangeConfiguration',
-        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5', devices: [0] } }) } },
+        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5', energy: true, devices: [0], profileOriginal: true } }) } },
       },
     ]);
     await vscode.changeSettings({ serverPath: executable() });

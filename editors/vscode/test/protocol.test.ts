@@ -47,6 +47,7 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
   let proc: ChildProcess;
   let conn: ProtocolConnection;
   const published: PublishDiagnosticsParams[] = [];
+  const shownMessages: string[] = [];
   const progress: { token: string; value: { kind: string; cancellable?: boolean } }[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'kp-proto-'));
   const file = join(dir, 'kernels.cu');
@@ -77,6 +78,7 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     conn.onRequest(ConfigurationRequest.type, (p) => p.items.map(() => serverSettings(settings, true)));
     conn.onRequest(WorkDoneProgressCreateRequest.type, () => null);
     conn.onRequest(RegistrationRequest.type, () => null);
+    conn.onNotification('window/showMessage', (p: { message: string }) => shownMessages.push(p.message));
     conn.onNotification('$/progress', (p: { token: string; value: { kind: string; cancellable?: boolean } }) => progress.push(p));
     conn.listen();
     const init = await conn.sendRequest(InitializeRequest.type, {
@@ -92,6 +94,9 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
       workspaceFolders: [{ uri: pathToFileURL(dir).href, name: 'w' }],
     });
     expect(init.serverInfo?.name).toBe('kernelpro');
+    // Every setting the extension sends is one the server knows (it warns on others).
+    await new Promise((r) => setTimeout(r, 200));
+    expect(shownMessages.filter((m) => m.includes('unknown setting'))).toEqual([]);
     await conn.sendNotification(InitializedNotification.type, {});
   });
 

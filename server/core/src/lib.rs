@@ -7,6 +7,7 @@ pub mod nvcc_diag;
 pub mod process;
 pub mod jobs;
 pub mod settings;
+pub mod settings_doc;
 pub mod editor;
 pub mod docs;
 pub use kernelpro_source as source;

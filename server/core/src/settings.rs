@@ -229,6 +229,7 @@ pub fn init_section(options: &serde_json::Value) -> &serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::editor::Editor;
 
     #[test]
     fn bad_field_keeps_the_others() {
@@ -282,6 +283,27 @@ mod tests {
         let (off, _) = Settings::from_json(&Settings::default(), &serde_json::json!({"trusted": true}));
         let (on, problems) = Settings::from_json(&off, &serde_json::json!({"llm": {"enabled": true, "endpoint": "http://evil.example"}}));
         assert!(!on.llm.enabled && on.llm.endpoint.is_none() && problems.len() == 2, "{on:?} {problems:?}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named_and_the_key_is_not_one() {
+        let (s, problems) = Settings::from_init_options(
+            &Settings::default(),
+            &serde_json::json!({"arhc": "sm_80", "llm": {"modle": "m"}, "llmKey": "sk-1", "arch": "sm_80"}),
+        );
+        assert_eq!(s.arch, "sm_80");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("unknown setting `arhc`") && problems[1].contains("unknown setting `llm.modle`"), "{problems:?}");
+    }
+
+    #[test]
+    fn problems_name_the_users_editor_settings() {
+        for (editor, name) in [(Editor::VsCode, "`kernelpro.blockSize`"), (Editor::Neovim, "`settings.blockSize` in require('kernelpro').setup()")] {
+            let base = Settings { editor, ..Settings::default() };
+            let (s, problems) = Settings::from_json(&base, &serde_json::json!({"blockSize": "big"}));
+            assert_eq!(s.editor, editor);
+            assert!(problems.len() == 1 && problems[0].contains(name), "{problems:?}");
+        }
     }
 
     #[test]
