@@ -143,9 +143,14 @@ try {
   await page.keyboard.type('KernelPro: Optimize Kernel at Cursor');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Optimize Kernel at Cursor' }).first().waitFor();
   await page.keyboard.press('Enter');
-  const toast = page.locator('.notification-toast', { hasText: `optimize ${report.kernel}` });
+  // While it runs: a notification with its progress and a Cancel button.
+  const running = page.locator('.notification-toast', { hasText: `optimizing ${report.kernel}` });
+  await running.first().waitFor();
+  report.optimize_progress = await running.first().innerText().catch(() => null);
+  const toast = page.locator('.notification-toast', { hasText: `optimized ${report.kernel}` });
   await toast.first().waitFor();
   report.optimize_message = await toast.first().innerText();
+  await page.keyboard.press('Escape');
 
   await editor.locator('.view-lines').click();
   await goToLine(signature);
@@ -171,6 +176,44 @@ try {
   const saved = readFileSync(source, 'utf8').split('\n');
   report.applied_lines = saved.filter((l, i) => l !== lines[i]);
 
+  // A long optimize, cancelled from its notification: said as cancelled, the
+  // best so far offered by its own button.
+  const settingsFile = join(userData, 'User', 'settings.json');
+  const userSettings = JSON.parse(readFileSync(settingsFile, 'utf8'));
+  writeFileSync(settingsFile, JSON.stringify({ ...userSettings, 'kernelpro.optimize.budget': 500 }));
+  await new Promise((r) => setTimeout(r, 3000)); // the settings reach the server; the file is re-analysed
+  await editor.locator('.view-lines').click();
+  await goToLine(signature + 1);
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Optimize Kernel at Cursor');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Optimize Kernel at Cursor' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  const long = page.locator('.notification-toast', { hasText: 'evaluations' });
+  await long.first().waitFor();
+  report.cancel_progress = await long.first().innerText();
+  await long.first().hover();
+  await long.first().locator('.monaco-button, a.monaco-button', { hasText: 'Cancel' }).first().click();
+  const cancelled = page.locator('.notification-toast', { hasText: 'was cancelled' });
+  await cancelled.first().waitFor();
+  report.cancelled_message = await cancelled.first().innerText();
+  await page.keyboard.press('Escape');
+
+  // Profile: a notification while it runs, then its outcome in words (here: no ncu).
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Profile File');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Profile File' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled)/ });
+  await profiled.first().waitFor();
+  report.profile_message = await profiled.first().innerText();
+
+  report.checks.optimize_notification = (report.optimize_progress ?? '').includes(report.kernel);
+  report.checks.optimize_cancelled =
+    report.cancelled_message.includes(`Optimize ${report.kernel} was cancelled after`) &&
+    !report.cancelled_message.includes('Apply optimized') &&
+    report.cancelled_message.includes('Apply the best so far');
+  report.checks.profile_words = !/[{}]/.test(report.profile_message);
   report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
   report.checks.problems = report.problems.some((t) => /kernelpro|nvcc/.test(t));
   report.checks.status_bar = /KernelPro/.test(report.status_bar ?? '');
