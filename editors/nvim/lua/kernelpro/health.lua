@@ -37,7 +37,7 @@ local function check_server()
   local path = vim.fn.exepath(bin)
   if path == '' then
     health.error(('server binary `%s` not found'):format(bin), {
-      'build it with `cargo build --release -p kernelpro-cli` and put target/release on PATH',
+      'build it with `cargo build --release -p kernelpro` and put target/release on PATH',
       "or pass its path: require('kernelpro').setup({ server_path = '/path/to/kernelpro' })",
     })
     return nil
