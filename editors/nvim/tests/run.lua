@@ -203,6 +203,66 @@ for _, d in ipairs(vim.diagnostic.get(bufnr)) do
 end
 report.hover_line = hover(finding_line, 2)
 
+-- A code line without a finding that KernelPro alone does hover (its SASS).
+local plain_line, plain_col, plain_alone = 0, 0, nil
+for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+  if #vim.diagnostic.get(bufnr, { lnum = i - 1 }) == 0 and line:match('^%s+%w') and not line:find('__global__', 1, true) then
+    local h = hover(i - 1, #line:match('^%s*'))
+    if type(h.text) == 'string' and h.text ~= '' then
+      plain_line, plain_col, plain_alone = i - 1, #line:match('^%s*'), h
+      break
+    end
+  end
+end
+-- Beside clangd, KernelPro hovers only on findings' lines and kernel names.
+local fake_clangd = vim.lsp.start({
+  name = 'clangd',
+  root_dir = project,
+  cmd = function(dispatchers)
+    local closing, id = false, 0
+    local function close()
+      if not closing then
+        closing = true
+        vim.schedule(function()
+          dispatchers.on_exit(0, 0)
+        end)
+      end
+    end
+    return {
+      request = function(method, _, callback)
+        id = id + 1
+        vim.schedule(function()
+          callback(nil, method == 'initialize' and { capabilities = { hoverProvider = true } } or nil)
+        end)
+        return true, id
+      end,
+      notify = function(method)
+        if method == 'exit' then
+          close()
+        end
+        return true
+      end,
+      is_closing = function()
+        return closing
+      end,
+      terminate = close,
+    }
+  end,
+}, { bufnr = bufnr })
+wait_for('the fake clangd to attach', function()
+  return #vim.lsp.get_clients({ name = 'clangd', bufnr = bufnr }) > 0
+end)
+report.quiet_hover = {
+  plain_alone = plain_alone,
+  plain = hover(plain_line, plain_col),
+  kernel = hover(kernel_line, kernel_col + 1),
+  finding = hover(finding_line, 2),
+}
+vim.lsp.stop_client(fake_clangd, true)
+wait_for('the fake clangd to stop', function()
+  return #vim.lsp.get_clients({ name = 'clangd' }) == 0
+end)
+
 -- SASS for that line, through the plugin's command (opens a float).
 vim.api.nvim_win_set_cursor(0, { finding_line + 1, 0 })
 vim.cmd('KernelProSass')
@@ -324,48 +384,6 @@ wait_for('the profile result in words', function()
   return false
 end)
 
--- Beside clangd, KernelPro hovers only on findings' lines and kernel names.
-local fake_clangd = vim.lsp.start({
-  name = 'clangd',
-  root_dir = project,
-  cmd = function()
-    local closing, id = false, 0
-    return {
-      request = function(method, _, callback)
-        id = id + 1
-        vim.schedule(function()
-          callback(nil, method == 'initialize' and { capabilities = { hoverProvider = true } } or nil)
-        end)
-        return true, id
-      end,
-      notify = function(method)
-        closing = closing or method == 'exit'
-        return true
-      end,
-      is_closing = function()
-        return closing
-      end,
-      terminate = function()
-        closing = true
-      end,
-    }
-  end,
-}, { bufnr = bufnr })
-wait_for('the fake clangd to attach', function()
-  return #vim.lsp.get_clients({ name = 'clangd', bufnr = bufnr }) > 0
-end)
-local plain_line
-for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
-  if #vim.diagnostic.get(bufnr, { lnum = i - 1 }) == 0 and line:match('^%s+%w') and not line:find('__global__', 1, true) then
-    plain_line = i - 1
-    break
-  end
-end
-report.quiet_hover = {
-  plain = hover(plain_line, 4),
-  kernel = hover(kernel_line, kernel_col + 1),
-}
-vim.lsp.stop_client(fake_clangd, true)
 
 -- :checkhealth kernelpro, as a user would read it.
 vim.cmd('checkhealth kernelpro')
@@ -421,7 +439,8 @@ check('optimize_cancelled', words(report.cancelled_message)
 check('profile_words', words(report.profile_message)
   and (not report.profile_message:find('ncu was not found', 1, true) or report.profile_message:find('settings.ncu', 1, true) ~= nil)
   and not report.profile_message:find('kernelpro.ncu', 1, true))
-check('quiet_hover_beside_clangd', report.quiet_hover.plain.text == nil
+check('quiet_hover_beside_clangd', report.quiet_hover.plain_alone ~= nil and report.quiet_hover.plain.text == nil
+  and type(report.quiet_hover.finding.text) == 'string' and report.quiet_hover.finding.text ~= ''
   and type(report.quiet_hover.kernel.text) == 'string' and report.quiet_hover.kernel.text:find(kernel_name, 1, true) ~= nil)
 check('doctor_missing_binary', type(report.doctor_missing) == 'string'
   and report.doctor_missing:find('no-such-kernelpro', 1, true) ~= nil

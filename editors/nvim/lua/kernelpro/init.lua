@@ -78,11 +78,9 @@ end
 
 --- Is `pos` (0-based) on a line with a KernelPro finding, or on a kernel's name?
 local function adds_something(client, bufnr, pos)
-  for _, d in ipairs(vim.diagnostic.get(bufnr, { lnum = pos.line })) do
-    local ns = vim.diagnostic.get_namespace(d.namespace)
-    if ns and ns.name and ns.name:find('kernelpro', 1, true) or d.source == 'kernelpro' or d.source == 'ncu' then
-      return true
-    end
+  local ns = vim.lsp.diagnostic.get_namespace(client.id)
+  if #vim.diagnostic.get(bufnr, { namespace = ns, lnum = pos.line }) > 0 then
+    return true
   end
   local line = vim.api.nvim_buf_get_lines(bufnr, pos.line, pos.line + 1, false)[1] or ''
   local s = pos.character + 1
