@@ -159,6 +159,25 @@ fn untrusted_workspace_compiles_nothing() {
     assert_eq!((diags[0]["code"].as_str(), diags[0]["severity"].as_u64()), (Some("Untrusted"), Some(3)), "{diags:?}");
 }
 
+/// Messages name the user's editor (clientInfo): a Neovim user is told about
+/// :KernelProTrust and Neovim's settings, never VS Code's; VS Code's extension
+/// says the trust message itself, so the server only logs it there.
+#[test]
+fn messages_speak_the_clients_editor() {
+    let mut nvim = Client::spawn_as("Neovim", json!({"blockSize": "big", "arhc": "sm_80"}));
+    let mut shown = Vec::new();
+    while let Some(m) = nvim.wait(Duration::from_secs(2), |m| m["method"] == "window/showMessage") {
+        shown.push(m["params"]["message"].as_str().unwrap().to_string());
+    }
+    let all = shown.join("\n");
+    assert!(all.contains(":KernelProTrust") && all.contains("`settings.blockSize` in require('kernelpro').setup()") && all.contains("unknown setting `arhc`"), "{all}");
+    assert!(!all.contains("kernelpro.") && !all.contains("VS Code") && !all.contains("Workspace Trust"), "{all}");
+
+    let mut code = Client::spawn_as("Visual Studio Code", json!({}));
+    assert!(code.wait(LONG, |m| m["method"] == "window/logMessage" && m["params"]["message"].as_str().is_some_and(|t| t.contains("not trusted"))).is_some());
+    assert!(code.wait(Duration::from_secs(1), |m| m["method"] == "window/showMessage").is_none(), "one toast: the extension's");
+}
+
 /// Odd files get sensible answers and the server keeps serving.
 #[test]
 fn bad_input_files() {

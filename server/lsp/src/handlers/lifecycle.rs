@@ -64,7 +64,11 @@ pub async fn initialized(server: &Server) {
         let message = format!("KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. To allow it: {}.", settings.editor.trust_hint());
         // The log keeps it for clients that show no messages, or hide this one.
         server.client.log_message(MessageType::INFO, &message).await;
-        server.client.show_message(MessageType::INFO, message).await;
+        // The VS Code extension says it in its own words (with a button to
+        // manage trust): one toast, not two.
+        if settings.editor != Editor::VsCode {
+            server.client.show_message(MessageType::INFO, message).await;
+        }
     }
 }
 
