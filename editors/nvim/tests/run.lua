@@ -421,6 +421,10 @@ check('code_lens_displayed', report.code_lens_displayed > 0)
 check('optimize_action', report.optimize.command ~= nil)
 check('optimize_applied', report.optimize.buffer_changed == true)
 check('health', report.health:find('kernelpro: server', 1, true) ~= nil)
+-- :checkhealth agrees with itself: the running server's doctor, in Neovim's words.
+check('health_consistent', report.health:find('doctor (the running server)', 1, true) ~= nil
+  and not report.health:find('not found in settings.nvcc', 1, true)
+  and not report.health:find('kernelpro.ncu', 1, true))
 -- Words, not data: no Lua table in any message; nothing left on the command line after a save.
 local function words(msg)
   return type(msg) == 'string' and not msg:find('{', 1, true) and not msg:find(' = ', 1, true)
