@@ -199,6 +199,24 @@ try {
   report.profile_message = await profiled.first().innerText();
   await shot('vscode-profile-words.png');
 
+  // Show SASS for Line: a read-only virtual document; closing it asks nothing.
+  await page.keyboard.press('Escape');
+  await editor.locator('.view-lines').click();
+  await goToLine(signature + 2);
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Show SASS for Line');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show SASS for Line' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  const sassTab = page.locator('.tabs-container .tab', { hasText: 'SASS ' });
+  await sassTab.first().waitFor();
+  report.sass_tab = await sassTab.first().innerText();
+  report.sass_tab_dirty = await sassTab.first().evaluate((t) => t.classList.contains('dirty'));
+  await sassTab.first().click();
+  await page.keyboard.press('Control+W');
+  await page.waitForTimeout(500);
+  report.sass_close_dialog = await page.locator('.monaco-dialog-box').count();
+  report.checks.sass_read_only = /SASS .* line \d+/.test(report.sass_tab) && !report.sass_tab_dirty && report.sass_close_dialog === 0;
+
   report.checks.optimize_notification = (report.optimize_progress ?? '').includes(`optimizing ${report.kernel}`) && report.optimize_progress.includes('Cancel');
   report.checks.optimize_cancelled =
     report.cancelled_message.includes(`Optimize ${report.kernel} was cancelled after`) &&

@@ -6,6 +6,7 @@ import type { KernelProClient } from './client';
 import { UNTRUSTED_MESSAGE } from './client';
 import { SECRET_KEY } from './secrets';
 import { optimizeMessage, profileMessage, type Shown } from './messages';
+import { SASS_SCHEME, SassView } from './sassView';
 import { kernelAt } from './symbols';
 
 /** A server command's text answer (showSass), or a word when it has none. */
@@ -115,13 +116,15 @@ export function registerCommands(
     if (n === 0) void vscode.window.showInformationMessage('KernelPro: nothing to cancel (no optimize or profile is running).');
   });
 
+  const sassView = new SassView();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(SASS_SCHEME, sassView));
   register('kernelpro.showSassForLine', async () => {
     const editor = cudaEditor();
     if (!editor) return;
     const line = editor.selection.active.line;
-    const sass = await serverCommand('kernelpro.showSass', [editor.document.uri.toString(), line]);
-    const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: describe(sass) });
-    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true });
+    const source = editor.document.uri.toString();
+    const sass = await serverCommand('kernelpro.showSass', [source, line]);
+    await sassView.show(source, line, describe(sass));
   });
 
   register('kernelpro.restartServer', () => kp.restart());

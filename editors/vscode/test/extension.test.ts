@@ -325,7 +325,11 @@ describe('activate', () => {
       type: 'executeCommand',
       params: { command: 'kernelpro.showSass', arguments: ['file:///w/kernels.cu', 8] },
     });
-    expect(vscode.state.executed.at(-1)).toEqual(['showTextDocument', expect.objectContaining({ language: 'markdown' })]);
+    // A read-only virtual Markdown document, not an Untitled one that asks to be saved.
+    const [what, doc] = vscode.state.executed.at(-1) as [string, { uri: { value: string }; content: string }];
+    expect(what).toBe('showTextDocument');
+    expect(doc.uri.value).toMatch(/^kernelpro-sass:\/SASS kernels\.cu line 9\.md\?/);
+    expect(doc.content).toContain('FFMA R1, R2, R3, R4');
   });
 });
 

@@ -77,7 +77,17 @@ export const workspace = {
     state.configChanged.event(l),
   onDidGrantWorkspaceTrust: (l: Listener<void>) => state.trustGranted.event(l),
   textDocuments: [] as { uri: { toString(): string } }[],
-  openTextDocument: async (init: { language: string; content: string }) => ({ ...init, uri: 'untitled:1' }),
+  providers: new Map<string, { provideTextDocumentContent(uri: unknown): string }>(),
+  registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: unknown): string }) {
+    this.providers.set(scheme, provider);
+    return { dispose: () => this.providers.delete(scheme) };
+  },
+  /** An untitled document from `init`, or a virtual one from its scheme's provider. */
+  openTextDocument: async (init: { language: string; content: string } | Uri) => {
+    if (!(init instanceof Uri)) return { ...init, uri: 'untitled:1' };
+    const provider = workspace.providers.get(init.value.split(':')[0]);
+    return { uri: init, content: provider?.provideTextDocumentContent(init) };
+  },
 };
 
 function message(kind: string) {
@@ -137,6 +147,14 @@ export const extensions = {
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
+}
+export class EventEmitter<T> {
+  private readonly inner = new Emitter<T>();
+  event = this.inner.event;
+  fire(e: T) {
+    void this.inner.fire(e);
+  }
+  dispose() {}
 }
 export enum ProgressLocation {
   Notification = 15,
