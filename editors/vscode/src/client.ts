@@ -17,7 +17,7 @@ import { CPP_EXTENSIONS, type HoverMode, shouldHover } from './hover';
 import { ENV_KEY, llmKey } from './secrets';
 import { initializationOptions, serverSettings } from './settings';
 import { Jobs } from './jobs';
-import { gpuFromDoctor, type Status } from './status';
+import { type Status, summaryFromDoctor } from './status';
 
 export const DOCUMENT_SELECTOR = [{ scheme: 'file', language: 'cuda-cpp' }];
 
@@ -151,7 +151,7 @@ export class KernelProClient {
     this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, await this.gpu());
   }
 
-  /** The GPU the server sees, from `kernelpro.doctor`. */
+  /** The GPU the server sees (or "no nvcc"), from `kernelpro.doctor`. */
   private async gpu(): Promise<string | undefined> {
     try {
       const doctor = await this.client?.sendRequest(ExecuteCommandRequest.type, {
@@ -159,7 +159,7 @@ export class KernelProClient {
         arguments: [],
       });
       if (typeof doctor === 'string') this.output.appendLine(doctor);
-      return gpuFromDoctor(typeof doctor === 'string' ? doctor : undefined);
+      return summaryFromDoctor(typeof doctor === 'string' ? doctor : undefined);
     } catch (e) {
       this.output.appendLine(`kernelpro.doctor failed: ${e}`);
       return undefined;
