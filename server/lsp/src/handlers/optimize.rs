@@ -262,19 +262,15 @@ pub fn apply_action(
         });
         return Some(action);
     }
-    let range = Range::new(
-        Position::new(edit.start_line, 0),
-        Position::new(edit.end_line, 0),
-    );
-    let changes = [(
-        uri.clone(),
-        vec![TextEdit {
-            range,
-            new_text: edit.text.clone(),
-        }],
-    )]
-    .into_iter()
-    .collect();
+    // The kernel's region, and the file's launch sites when the launch changed.
+    let edits = std::iter::once(edit)
+        .chain(&stored.outcome.launch_site_edits)
+        .map(|e| TextEdit {
+            range: Range::new(Position::new(e.start_line, 0), Position::new(e.end_line, 0)),
+            new_text: e.text.clone(),
+        })
+        .collect();
+    let changes = [(uri.clone(), edits)].into_iter().collect();
     action.edit = Some(WorkspaceEdit {
         changes: Some(changes),
         ..Default::default()

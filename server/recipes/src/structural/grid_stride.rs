@@ -10,6 +10,7 @@
 //! shuffles, a shared array of warp sums and one atomic per block: on a 16M
 //! element sum, 16M atomics on one address become a few hundred.
 
+use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, names_in, render, stores, units, whole_warps};
 use super::{BLOCK_THREADS, BLOCK_TID};
@@ -233,8 +234,11 @@ impl Recipe for GridStrideMap {
     fn name(&self) -> &'static str {
         "GridStrideMap"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["TailEffect", "LaunchOverhead", "OccupancyLimiter"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::TailEffect, Code::LaunchOverhead, Code::OccupancyLimiter]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find_generic(text, kernel) else {
@@ -252,8 +256,11 @@ impl Recipe for BlockReduce {
     fn name(&self) -> &'static str {
         "BlockReduce"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["AtomicContention", "WarpStall"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::AtomicContention, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         Kernel::find_generic(text, kernel).map(|k| reduce_rewrites(&k)).unwrap_or_default()
