@@ -34,8 +34,17 @@ impl Client {
         Self::spawn_in(cmd, init_options, &std::env::temp_dir())
     }
 
+    /// A server whose client says it is `name` (`clientInfo`: "Neovim", "Visual Studio Code").
+    pub fn spawn_as(name: &str, init_options: Value) -> Client {
+        Self::start(Command::new(bin()), init_options, &std::env::temp_dir(), Some(name))
+    }
+
     /// A server whose client names `root` as its workspace folder.
-    pub fn spawn_in(mut cmd: Command, init_options: Value, root: &Path) -> Client {
+    pub fn spawn_in(cmd: Command, init_options: Value, root: &Path) -> Client {
+        Self::start(cmd, init_options, root, None)
+    }
+
+    fn start(mut cmd: Command, init_options: Value, root: &Path, name: Option<&str>) -> Client {
         let mut child = cmd.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn kernelpro lsp");
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -49,7 +58,11 @@ impl Client {
             }
         });
         let mut c = Client { child, stdin, rx, next_id: 1, backlog: Vec::new(), transcript: Vec::new() };
-        c.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {"window": {"workDoneProgress": true}}, "initializationOptions": init_options, "workspaceFolders": [{"uri": format!("file://{}", root.display()), "name": "tmp"}]}));
+        let mut params = json!({"processId": null, "rootUri": null, "capabilities": {"window": {"workDoneProgress": true}}, "initializationOptions": init_options, "workspaceFolders": [{"uri": format!("file://{}", root.display()), "name": "tmp"}]});
+        if let Some(name) = name {
+            params["clientInfo"] = json!({"name": name});
+        }
+        c.request("initialize", params);
         c.notify("initialized", json!({}));
         c
     }

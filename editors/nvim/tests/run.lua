@@ -93,6 +93,28 @@ require('kernelpro').setup({
   settings = { optimize = { evaluator = 'stub:1.5', budget = 4, timeSecs = 120 } },
 })
 
+-- What the user reads: every vim.notify and every echo on the command line.
+report.notified = {}
+vim.notify = function(msg, level)
+  table.insert(report.notified, { msg = msg, level = level })
+end
+report.echoed = {}
+local real_echo = vim.api.nvim_echo
+vim.api.nvim_echo = function(chunks, history, opts)
+  table.insert(report.echoed, table.concat(vim.tbl_map(function(c)
+    return c[1]
+  end, chunks)))
+  return real_echo(chunks, history, opts)
+end
+--- The first message notified after `count` that contains `needle`.
+local function notified_after(count, needle)
+  for i = count + 1, #report.notified do
+    if report.notified[i].msg:find(needle, 1, true) then
+      return report.notified[i].msg
+    end
+  end
+end
+
 vim.cmd.edit(vim.fn.fnameescape(source))
 local bufnr = vim.api.nvim_get_current_buf()
 report.filetype = vim.bo[bufnr].filetype
@@ -112,6 +134,9 @@ vim.cmd.write()
 wait_for('diagnostics after save', function()
   return settled_after(before_save)() and #vim.diagnostic.get(bufnr) > 0
 end)
+
+-- The analysis's progress ends without leaving "KernelPro end" behind.
+report.echo_after_save = report.echoed[#report.echoed]
 
 local function to_report(d)
   return {
@@ -178,6 +203,66 @@ for _, d in ipairs(vim.diagnostic.get(bufnr)) do
 end
 report.hover_line = hover(finding_line, 2)
 
+-- A code line without a finding that KernelPro alone does hover (its SASS).
+local plain_line, plain_col, plain_alone = 0, 0, nil
+for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+  if #vim.diagnostic.get(bufnr, { lnum = i - 1 }) == 0 and line:match('^%s+%w') and not line:find('__global__', 1, true) then
+    local h = hover(i - 1, #line:match('^%s*'))
+    if type(h.text) == 'string' and h.text ~= '' then
+      plain_line, plain_col, plain_alone = i - 1, #line:match('^%s*'), h
+      break
+    end
+  end
+end
+-- Beside clangd, KernelPro hovers only on findings' lines and kernel names.
+local fake_clangd = vim.lsp.start({
+  name = 'clangd',
+  root_dir = project,
+  cmd = function(dispatchers)
+    local closing, id = false, 0
+    local function close()
+      if not closing then
+        closing = true
+        vim.schedule(function()
+          dispatchers.on_exit(0, 0)
+        end)
+      end
+    end
+    return {
+      request = function(method, _, callback)
+        id = id + 1
+        vim.schedule(function()
+          callback(nil, method == 'initialize' and { capabilities = { hoverProvider = true } } or nil)
+        end)
+        return true, id
+      end,
+      notify = function(method)
+        if method == 'exit' then
+          close()
+        end
+        return true
+      end,
+      is_closing = function()
+        return closing
+      end,
+      terminate = close,
+    }
+  end,
+}, { bufnr = bufnr })
+wait_for('the fake clangd to attach', function()
+  return #vim.lsp.get_clients({ name = 'clangd', bufnr = bufnr }) > 0
+end)
+report.quiet_hover = {
+  plain_alone = plain_alone,
+  plain = hover(plain_line, plain_col),
+  kernel = hover(kernel_line, kernel_col + 1),
+  finding = hover(finding_line, 2),
+}
+vim.lsp.stop_client(fake_clangd, true)
+wait_for('the fake clangd to stop', function()
+  return #vim.lsp.get_clients({ name = 'clangd' }) == 0
+end)
+
 -- SASS for that line, through the plugin's command (opens a float).
 vim.api.nvim_win_set_cursor(0, { finding_line + 1, 0 })
 vim.cmd('KernelProSass')
@@ -233,11 +318,13 @@ local optimize = find(actions, 'Optimize kernel')
 if optimize then
   local command = type(optimize.command) == 'table' and optimize.command or optimize
   report.optimize.command = { command = command.command, arguments = command.arguments }
-  local before_optimize = publishes
-  report.optimize.result, report.optimize.error = request(client, 'workspace/executeCommand', {
-    command = command.command,
-    arguments = command.arguments,
-  }, bufnr, true)
+  local before_optimize, notes_before = publishes, #report.notified
+  -- As choosing the code action does: the plugin's handler runs the command and says the result.
+  vim.lsp.commands[command.command](command, { bufnr = bufnr, client_id = client.id })
+  wait_for('the optimize result in words', function()
+    report.optimize.message = notified_after(notes_before, 'saxpy')
+    return report.optimize.message ~= nil and not report.optimize.message:find('optimizing', 1, true)
+  end)
   wait_for('the server to settle after optimize', function()
     return next(active_progress) == nil
   end)
@@ -259,9 +346,64 @@ if optimize then
   end
 end
 
+-- A long optimize, cancelled with :KernelProCancel once it reports progress:
+-- said as cancelled, never as "Apply optimized …".
+local before_settings = publishes
+kp.update_settings({ settings = { optimize = { budget = 500 } } })
+-- A settings change re-analyses the file; start once that has settled.
+wait_for('the re-analysis after a settings change', settled_after(before_settings))
+local notes_before = #report.notified
+vim.cmd('KernelProOptimize ' .. kernel_name)
+local echoes_before = #report.echoed
+wait_for('optimize progress with a best so far, to cancel', function()
+  for i = echoes_before + 1, #report.echoed do
+    if report.echoed[i]:find('evaluations · best 1.50x', 1, true) then
+      return true
+    end
+  end
+  return false
+end)
+vim.cmd('KernelProCancel')
+wait_for('the cancelled optimize in words', function()
+  report.cancelled_message = notified_after(notes_before, 'cancelled')
+  return report.cancelled_message ~= nil
+end)
+kp.update_settings({ settings = { optimize = { budget = 4 } } })
+
+-- Profile: progress, then the reply in words (here: why it could not run), naming Neovim's settings.
+notes_before = #report.notified
+vim.cmd('KernelProProfile')
+wait_for('the profile result in words', function()
+  for i = notes_before + 1, #report.notified do
+    local msg = report.notified[i].msg
+    if msg:find('rofil', 1, true) and not msg:find('KernelProCancel', 1, true) then
+      report.profile_message = msg
+      return true
+    end
+  end
+  return false
+end)
+
+
 -- :checkhealth kernelpro, as a user would read it.
 vim.cmd('checkhealth kernelpro')
 report.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+
+-- No server binary: :KernelProDoctor says what is missing and how to fix it.
+for _, c in ipairs(vim.lsp.get_clients({ name = kp.name })) do
+  c:stop(true)
+end
+wait_for('the server to stop', function()
+  return #vim.lsp.get_clients({ name = kp.name }) == 0
+end)
+kp.options.server_path = project .. '/no-such-kernelpro'
+for _, win in ipairs(vim.api.nvim_list_wins()) do
+  if vim.api.nvim_win_get_config(win).relative ~= '' then
+    vim.api.nvim_win_close(win, true)
+  end
+end
+vim.cmd('KernelProDoctor')
+report.doctor_missing = float_text()
 
 local function check(name, ok)
   report.checks[name] = ok and true or false
@@ -279,6 +421,34 @@ check('code_lens_displayed', report.code_lens_displayed > 0)
 check('optimize_action', report.optimize.command ~= nil)
 check('optimize_applied', report.optimize.buffer_changed == true)
 check('health', report.health:find('kernelpro: server', 1, true) ~= nil)
+-- :checkhealth agrees with itself: the running server's doctor, in Neovim's words.
+check('health_consistent', report.health:find('doctor (the running server)', 1, true) ~= nil
+  and not report.health:find('not found in settings.nvcc', 1, true)
+  and not report.health:find('kernelpro.ncu', 1, true))
+-- Words, not data: no Lua table in any message; nothing left on the command line after a save.
+local function words(msg)
+  return type(msg) == 'string' and not msg:find('{', 1, true) and not msg:find(' = ', 1, true)
+end
+check('notify_words', vim.iter(report.notified):all(function(n)
+  return words(n.msg)
+end))
+check('optimize_message', words(report.optimize.message) and report.optimize.message:find('Apply optimized', 1, true) ~= nil)
+check('no_progress_end_left', report.echo_after_save == '' and not vim.iter(report.echoed):any(function(e)
+  return e:find('KernelPro end', 1, true) ~= nil
+end))
+check('optimize_cancelled', words(report.cancelled_message)
+  and report.cancelled_message:find('was cancelled after', 1, true) ~= nil
+  and report.cancelled_message:find('best verified version so far is 1.50x', 1, true) ~= nil
+  and not report.cancelled_message:find('Apply optimized', 1, true))
+check('profile_words', words(report.profile_message)
+  and (not report.profile_message:find('ncu was not found', 1, true) or report.profile_message:find('settings.ncu', 1, true) ~= nil)
+  and not report.profile_message:find('kernelpro.ncu', 1, true))
+check('quiet_hover_beside_clangd', report.quiet_hover.plain_alone ~= nil and report.quiet_hover.plain.text == nil
+  and type(report.quiet_hover.finding.text) == 'string' and report.quiet_hover.finding.text ~= ''
+  and type(report.quiet_hover.kernel.text) == 'string' and report.quiet_hover.kernel.text:find(kernel_name, 1, true) ~= nil)
+check('doctor_missing_binary', type(report.doctor_missing) == 'string'
+  and report.doctor_missing:find('no-such-kernelpro', 1, true) ~= nil
+  and report.doctor_missing:find('server_path', 1, true) ~= nil)
 
 local failed = vim.tbl_filter(function(name)
   return not report.checks[name]

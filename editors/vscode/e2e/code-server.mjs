@@ -2,7 +2,8 @@
 // driven through headless Debian Chromium by playwright-core. Opens a copy of the
 // fixture, edits and saves it, then reads the diagnostics from the Problems panel
 // and the code lenses from the editor; then optimizes the first kernel (stub
-// evaluator) and applies the result from the Quick Fix menu.
+// evaluator) in a cancellable notification, cancels it once a faster version is
+// found, and applies that best-so-far from the Quick Fix menu; then profiles.
 //   CODE_SERVER  code-server binary      VSIX        extension package
 //   KERNELPRO_BIN, KP_FIXTURE, KP_OUT (JSON report), KP_SCREENSHOT (PNG, optional)
 // Exit 0: checks passed; 1: a check failed; 2: timeout or error.
@@ -36,7 +37,7 @@ writeFileSync(
   JSON.stringify({
     'kernelpro.serverPath': server,
     'kernelpro.optimize.evaluator': 'stub:1.5',
-    'kernelpro.optimize.budget': 4,
+    'kernelpro.optimize.budget': 500, // long enough to cancel: the best so far is then applied
     'security.workspace.trust.enabled': false, // the fixture's workspace counts as trusted
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
@@ -143,10 +144,26 @@ try {
   await page.keyboard.type('KernelPro: Optimize Kernel at Cursor');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Optimize Kernel at Cursor' }).first().waitFor();
   await page.keyboard.press('Enter');
-  const toast = page.locator('.notification-toast', { hasText: `optimize ${report.kernel}` });
-  await toast.first().waitFor();
-  report.optimize_message = await toast.first().innerText();
-
+  // While it runs: a notification with its progress and a Cancel button.
+  // Once a faster version is found, Cancel: the run is reported as cancelled,
+  // and the best so far is offered by its own button (and as the Quick Fix below).
+  // KP_SHOTS=DIR: screenshots of these states.
+  const shot = async (name) => {
+    if (!process.env.KP_SHOTS) return;
+    await page.waitForTimeout(800); // let the notification finish sliding in
+    await page.screenshot({ path: join(process.env.KP_SHOTS, name) });
+  };
+  const running = page.locator('.notification-toast', { hasText: 'best 1.50x' });
+  await running.first().waitFor();
+  report.optimize_progress = await running.first().innerText();
+  await shot('vscode-optimize-cancellable.png');
+  await running.first().hover();
+  await running.first().locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+  const cancelled = page.locator('.notification-toast', { hasText: 'was cancelled' });
+  await cancelled.first().waitFor();
+  report.cancelled_message = await cancelled.first().innerText();
+  await shot('vscode-optimize-cancelled.png');
+  await page.keyboard.press('Escape');
   await editor.locator('.view-lines').click();
   await goToLine(signature);
   await page.keyboard.press('Control+.');
@@ -171,6 +188,41 @@ try {
   const saved = readFileSync(source, 'utf8').split('\n');
   report.applied_lines = saved.filter((l, i) => l !== lines[i]);
 
+  // Profile: a notification while it runs, then its outcome in words (here: no ncu).
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Profile File');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Profile File' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled)/ });
+  await profiled.first().waitFor();
+  report.profile_message = await profiled.first().innerText();
+  await shot('vscode-profile-words.png');
+
+  // Show SASS for Line: a read-only virtual document; closing it asks nothing.
+  await page.keyboard.press('Escape');
+  await editor.locator('.view-lines').click();
+  await goToLine(signature + 2);
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Show SASS for Line');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show SASS for Line' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  const sassTab = page.locator('.tabs-container .tab', { hasText: 'SASS ' });
+  await sassTab.first().waitFor();
+  report.sass_tab = await sassTab.first().innerText();
+  report.sass_tab_dirty = await sassTab.first().evaluate((t) => t.classList.contains('dirty'));
+  await sassTab.first().click();
+  await page.keyboard.press('Control+W');
+  await page.waitForTimeout(500);
+  report.sass_close_dialog = await page.locator('.monaco-dialog-box').count();
+  report.checks.sass_read_only = /SASS .* line \d+/.test(report.sass_tab) && !report.sass_tab_dirty && report.sass_close_dialog === 0;
+
+  report.checks.optimize_notification = (report.optimize_progress ?? '').includes(`optimizing ${report.kernel}`) && report.optimize_progress.includes('Cancel');
+  report.checks.optimize_cancelled =
+    report.cancelled_message.includes(`Optimize ${report.kernel} was cancelled after`) &&
+    !report.cancelled_message.includes('Apply optimized') &&
+    report.cancelled_message.includes('Apply the best so far');
+  report.checks.profile_words = !/[{}]/.test(report.profile_message);
   report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
   report.checks.problems = report.problems.some((t) => /kernelpro|nvcc/.test(t));
   report.checks.status_bar = /KernelPro/.test(report.status_bar ?? '');

@@ -16,7 +16,8 @@ import { findServer } from './binary';
 import { CPP_EXTENSIONS, type HoverMode, shouldHover } from './hover';
 import { ENV_KEY, llmKey } from './secrets';
 import { initializationOptions, serverSettings } from './settings';
-import { gpuFromDoctor, type Status } from './status';
+import { Jobs } from './jobs';
+import { type Status, summaryFromDoctor } from './status';
 
 export const DOCUMENT_SELECTOR = [{ scheme: 'file', language: 'cuda-cpp' }];
 
@@ -53,6 +54,10 @@ function hoverMiddleware(client: () => LanguageClient | undefined): Middleware['
 
 export class KernelProClient {
   client: LanguageClient | undefined;
+  /** Optimize / profile runs, each with its own cancellable notification. */
+  readonly jobs = new Jobs(() => this.client);
+  /** Server commands the extension runs itself (commands.ts), code lenses' included. */
+  readonly serverCommands = new Map<string, (args: unknown[]) => Promise<unknown>>();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -108,6 +113,12 @@ export class KernelProClient {
           const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
           if (doc) this.client?.getFeature(CodeLensRequest.method)?.getProvider(doc)?.onDidChangeCodeLensEmitter.fire();
         },
+        // A lens's Optimize / Profile gets the same cancellable notification
+        // and message as the palette's.
+        executeCommand: (command, args, next) => {
+          const run = this.serverCommands.get(command);
+          return run ? run(args) : next(command, args);
+        },
         // The server offers no completion; never add any beside clangd / cpptools.
         provideCompletionItem: () => [],
         workspace: {
@@ -140,7 +151,7 @@ export class KernelProClient {
     this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, await this.gpu());
   }
 
-  /** The GPU the server sees, from `kernelpro.doctor`. */
+  /** The GPU the server sees (or "no nvcc"), from `kernelpro.doctor`. */
   private async gpu(): Promise<string | undefined> {
     try {
       const doctor = await this.client?.sendRequest(ExecuteCommandRequest.type, {
@@ -148,7 +159,7 @@ export class KernelProClient {
         arguments: [],
       });
       if (typeof doctor === 'string') this.output.appendLine(doctor);
-      return gpuFromDoctor(typeof doctor === 'string' ? doctor : undefined);
+      return summaryFromDoctor(typeof doctor === 'string' ? doctor : undefined);
     } catch (e) {
       this.output.appendLine(`kernelpro.doctor failed: ${e}`);
       return undefined;

@@ -5,14 +5,40 @@ import { DocumentSymbolRequest, ExecuteCommandRequest } from 'vscode-languagecli
 import type { KernelProClient } from './client';
 import { UNTRUSTED_MESSAGE } from './client';
 import { SECRET_KEY } from './secrets';
+import { optimizeMessage, profileMessage, type Shown } from './messages';
+import { SASS_SCHEME, SassView } from './sassView';
 import { kernelAt } from './symbols';
 
-/** A server command's answer in one line: its text, its `title`, or its JSON. */
+/** A server command's text answer (showSass), or a word when it has none. */
 function describe(result: unknown): string {
-  if (result === null || result === undefined) return 'done';
   if (typeof result === 'string') return result;
-  const title = (result as { title?: unknown }).title;
-  return typeof title === 'string' ? title : JSON.stringify(result);
+  const title = (result as { title?: unknown } | null)?.title;
+  return typeof title === 'string' ? title : 'done';
+}
+
+/** Shows a rendered reply; resolves to the button chosen, if any. */
+function show(shown: Shown): Thenable<string | undefined> {
+  const buttons = shown.apply ? [shown.apply] : [];
+  return shown.kind === 'warning'
+    ? vscode.window.showWarningMessage(shown.text, ...buttons)
+    : vscode.window.showInformationMessage(shown.text, ...buttons);
+}
+
+/** Applies the server's "Apply optimized KERNEL" code action, the same edit Quick Fix offers. */
+async function applyOptimized(uri: string, kernel: string): Promise<void> {
+  const target = vscode.Uri.parse(uri);
+  const doc = await vscode.workspace.openTextDocument(target);
+  const whole = new vscode.Range(0, 0, doc.lineCount, 0);
+  const actions =
+    (await vscode.commands.executeCommand<vscode.CodeAction[]>('vscode.executeCodeActionProvider', target, whole)) ?? [];
+  const action = actions.find((a) => a.title.startsWith(`Apply optimized ${kernel}`));
+  if (action?.edit && !action.disabled) {
+    await vscode.workspace.applyEdit(action.edit);
+  } else {
+    void vscode.window.showWarningMessage(
+      `KernelPro: the result for ${kernel} cannot be applied: ${action?.disabled?.reason ?? 'it is no longer offered'}.`,
+    );
+  }
 }
 
 export function registerCommands(
@@ -34,6 +60,34 @@ export function registerCommands(
   const serverCommand = (command: string, args: unknown[]) =>
     kp.client!.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
 
+  // Optimize and Profile, from the palette and from code lenses alike (the
+  // client's middleware sends the lenses' commands here): a cancellable
+  // notification, then the reply in words.
+  const failed = (what: string) => (e: unknown) =>
+    void vscode.window.showErrorMessage(`KernelPro: ${what} failed: ${(e as Error)?.message ?? e}`);
+  const optimize = async (uri: string, kernel: string): Promise<unknown> => {
+    try {
+      const reply = await kp.jobs.run(`KernelPro: optimizing ${kernel}`, 'kernelpro.optimize', [uri, kernel]);
+      void show(optimizeMessage(kernel, reply)).then((choice) => (choice ? applyOptimized(uri, kernel) : undefined));
+      return reply;
+    } catch (e) {
+      failed(`optimize ${kernel}`)(e);
+      return undefined;
+    }
+  };
+  const profile = async (uri: string): Promise<unknown> => {
+    try {
+      const reply = await kp.jobs.run('KernelPro: profiling', 'kernelpro.profile', [uri]);
+      void show(profileMessage(reply));
+      return reply;
+    } catch (e) {
+      failed('profile')(e);
+      return undefined;
+    }
+  };
+  kp.serverCommands.set('kernelpro.optimize', (args) => optimize(String(args[0]), String(args[1])));
+  kp.serverCommands.set('kernelpro.profile', (args) => profile(String(args[0])));
+
   const register = (id: string, run: () => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, run));
 
@@ -48,26 +102,29 @@ export function registerCommands(
       void vscode.window.showWarningMessage('KernelPro: the cursor is not inside a __global__ kernel.');
       return;
     }
-    const result = await serverCommand('kernelpro.optimize', [uri, kernel]);
-    void vscode.window.showInformationMessage(
-      `KernelPro: optimize ${kernel}: ${describe(result)}. Apply it from the Quick Fix menu.`,
-    );
+    await optimize(uri, kernel);
   });
 
   register('kernelpro.profileFile', async () => {
     const editor = cudaEditor();
     if (!editor || needsTrust()) return;
-    const result = await serverCommand('kernelpro.profile', [editor.document.uri.toString()]);
-    void vscode.window.showInformationMessage(`KernelPro: profile: ${describe(result)}`);
+    await profile(editor.document.uri.toString());
   });
 
+  register('kernelpro.cancel', () => {
+    const n = kp.jobs.cancelAll();
+    if (n === 0) void vscode.window.showInformationMessage('KernelPro: nothing to cancel (no optimize or profile is running).');
+  });
+
+  const sassView = new SassView();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(SASS_SCHEME, sassView));
   register('kernelpro.showSassForLine', async () => {
     const editor = cudaEditor();
     if (!editor) return;
     const line = editor.selection.active.line;
-    const sass = await serverCommand('kernelpro.showSass', [editor.document.uri.toString(), line]);
-    const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: describe(sass) });
-    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true });
+    const source = editor.document.uri.toString();
+    const sass = await serverCommand('kernelpro.showSass', [source, line]);
+    await sassView.show(source, line, describe(sass));
   });
 
   register('kernelpro.restartServer', () => kp.restart());

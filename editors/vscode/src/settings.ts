@@ -1,5 +1,8 @@
 // The server's settings object (protocol.md: initializationOptions and the
 // "kernelpro" workspace/configuration section) built from VS Code settings.
+// Their defaults and descriptions are defined once, in the server
+// (server/core/src/settings_doc.rs generates package.json's); the tests
+// check that these fallbacks are package.json's defaults.
 
 /** The part of vscode.WorkspaceConfiguration we read. */
 export interface ConfigReader {
@@ -19,8 +22,9 @@ export interface ServerSettings {
   clockControl: string;
   runner: string[];
   runTimeoutSecs: number;
+  profileTimeoutSecs: number;
   llm: { enabled: boolean; provider: string; endpoint: string | null; model: string | null };
-  optimize: { budget: number; timeSecs: number; evaluator: string; devices: number[] };
+  optimize: { budget: number; timeSecs: number; evaluator: string; energy: boolean; devices: number[]; profileOriginal: boolean };
 }
 
 /** Settings only the client reads; they never reach the server. */
@@ -45,6 +49,7 @@ export function serverSettings(c: ConfigReader, trusted: boolean): ServerSetting
     clockControl: or(c.get<string>('clockControl'), 'none'),
     runner: or(c.get<string[]>('runner'), []),
     runTimeoutSecs: or(c.get<number>('runTimeoutSecs'), 10),
+    profileTimeoutSecs: or(c.get<number>('profileTimeoutSecs'), 300),
     llm: {
       enabled: trusted && or(c.get<boolean>('llm.enabled'), false),
       provider: or(c.get<string>('llm.provider'), 'openai'),
@@ -55,7 +60,9 @@ export function serverSettings(c: ConfigReader, trusted: boolean): ServerSetting
       budget: or(c.get<number>('optimize.budget'), 60),
       timeSecs: or(c.get<number>('optimize.timeSecs'), 600),
       evaluator: or(c.get<string>('optimize.evaluator'), 'gpu'),
+      energy: or(c.get<boolean>('optimize.energy'), true),
       devices: or(c.get<number[]>('optimize.devices'), [0]),
+      profileOriginal: or(c.get<boolean>('optimize.profileOriginal'), true),
     },
   };
 }

@@ -23,6 +23,15 @@ export function gpuFromDoctor(doctor: string | undefined): string | undefined {
   return undefined;
 }
 
+/**
+ * What the status bar says after "KernelPro": "no nvcc" when the compiler is
+ * missing (nothing is compiled, whatever the GPU), else the GPU.
+ */
+export function summaryFromDoctor(doctor: string | undefined): string | undefined {
+  const nvccMissing = (doctor ?? '').split('\n').some((line) => /^!!\s+nvcc:/.test(line.trim()));
+  return nvccMissing ? 'no nvcc' : gpuFromDoctor(doctor);
+}
+
 export class Status {
   readonly item: vscode.StatusBarItem;
 

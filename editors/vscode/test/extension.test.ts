@@ -39,8 +39,17 @@ class FakeClient {
   isRunning() {
     return this.running;
   }
+  progressHandlers = new Map<string, (v: unknown) => void>();
+  onProgress(_type: unknown, token: string, handler: (v: unknown) => void) {
+    this.progressHandlers.set(token, handler);
+    return { dispose: () => this.progressHandlers.delete(token) };
+  }
+  /** Replaces the server's answer to executeCommand COMMAND (given the params). */
+  static answers = new Map<string, (c: FakeClient, params: any) => Promise<unknown>>();
   async sendRequest(type: string, params: any) {
     this.requests.push({ type, params });
+    const answer = FakeClient.answers.get(params.command);
+    if (answer) return answer(this, params);
     if (type === 'documentSymbol') return [
       { name: 'saxpy_fp64', detail: '__global__', kind: 24, range: { start: { line: 6, character: 0 }, end: { line: 9, character: 1 } } },
     ];
@@ -48,8 +57,10 @@ class FakeClient {
     if (params.command === 'kernelpro.optimize') return { kernel: 'saxpy_fp64', speedup: 1.5, title: 'Apply optimized saxpy_fp64: 1.50x faster' };
     return '```sass\nFFMA R1, R2, R3, R4\n```';
   }
+  onCancel: (token: string) => unknown = () => {};
   async sendNotification(type: string, params: any) {
     this.notifications.push({ type, params });
+    if (type === 'window/workDoneProgress/cancel') this.onCancel(params.token);
   }
 }
 
@@ -61,6 +72,8 @@ vi.mock('vscode-languageclient/node', () => ({
   DocumentSymbolRequest: { type: 'documentSymbol' },
   CodeLensRequest: { method: 'textDocument/codeLens' },
   DidChangeConfigurationNotification: { type: 'didChangeConfiguration' },
+  WorkDoneProgress: { type: '$/progress' },
+  WorkDoneProgressCancelNotification: { type: 'window/workDoneProgress/cancel' },
 }));
 
 const { activate } = await import('../src/extension');
@@ -87,6 +100,7 @@ afterEach(() => {
 beforeEach(() => {
   vscode.reset();
   clients.length = 0;
+  FakeClient.answers.clear();
   process.env.KERNELPRO_LLM_KEY = 'sk-env';
   vscode.state.settings = { serverPath: executable() };
 });
@@ -155,7 +169,7 @@ describe('activate', () => {
     expect(last().notifications).toEqual([
       {
         type: 'didChangeConfiguration',
-        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5', devices: [0] } }) } },
+        params: { settings: { kernelpro: expect.objectContaining({ trusted: true, arch: 'sm_80', optimize: { budget: 60, timeSecs: 600, evaluator: 'stub:1.5', energy: true, devices: [0], profileOriginal: true } }) } },
       },
     ]);
     await vscode.changeSettings({ serverPath: executable() });
@@ -215,11 +229,92 @@ describe('activate', () => {
     await vscode.state.commands.get('kernelpro.optimizeAtCursor')!();
     expect(last().requests.slice(-2)).toEqual([
       { type: 'documentSymbol', params: { textDocument: { uri: 'file:///w/kernels.cu' } } },
-      { type: 'executeCommand', params: { command: 'kernelpro.optimize', arguments: ['file:///w/kernels.cu', 'saxpy_fp64'] } },
+      {
+        type: 'executeCommand',
+        params: { command: 'kernelpro.optimize', arguments: ['file:///w/kernels.cu', 'saxpy_fp64'], workDoneToken: expect.stringMatching(/^kernelpro-job-/) },
+      },
     ]);
-    expect(vscode.state.messages).toEqual([
-      { kind: 'info', text: 'KernelPro: optimize saxpy_fp64: Apply optimized saxpy_fp64: 1.50x faster. Apply it from the Quick Fix menu.' },
+    expect(vscode.state.messages).toEqual([{ kind: 'info', text: 'KernelPro: Apply optimized saxpy_fp64: 1.50x faster.' }]);
+  });
+
+  it('shows optimize as a cancellable notification; Cancel reports a cancelled run, the best so far offered apart', async () => {
+    FakeClient.answers.set('kernelpro.optimize', (c, params) => {
+      const progress = c.progressHandlers.get(params.workDoneToken)!;
+      progress({ kind: 'begin', title: 'Optimizing saxpy_fp64', percentage: 0 });
+      progress({ kind: 'report', message: '3/60 evaluations · best 1.50x', percentage: 5 });
+      progress({ kind: 'report', message: '6/60 evaluations · best 1.50x', percentage: 10 });
+      // The server answers once the cancel for this token has arrived.
+      return new Promise((resolve) => {
+        c.onCancel = (token) =>
+          token === params.workDoneToken &&
+          resolve({
+            kernel: 'saxpy_fp64', title: 'Apply optimized saxpy_fp64: 1.50x faster', speedup: 1.5, applicable: true, cancelled: true, evaluations: 6,
+            message: 'Optimize saxpy_fp64 was cancelled after 6 evaluations. The best verified version so far is 1.50x faster: apply it with the code action (Quick Fix) on the kernel if you want it.',
+          });
+      });
+    });
+    await activate(context() as never);
+    vscode.state.activeTextEditor = editor(8);
+    const running = vscode.state.commands.get('kernelpro.optimizeAtCursor')!();
+    await vi.waitFor(() => expect(vscode.state.progress.length).toBe(1));
+    const shown = vscode.state.progress[0];
+    expect(shown.options).toEqual({ location: vscode.ProgressLocation.Notification, title: 'KernelPro: optimizing saxpy_fp64', cancellable: true });
+    expect(shown.reports).toEqual([
+      { message: undefined, increment: 0 },
+      { message: '3/60 evaluations · best 1.50x', increment: 5 },
+      { message: '6/60 evaluations · best 1.50x', increment: 5 },
     ]);
+    // KernelPro: Cancel (the notification's own Cancel button sends the same).
+    await vscode.state.commands.get('kernelpro.cancel')!();
+    await running;
+    const token = last().requests.at(-1)!.params.workDoneToken;
+    expect(last().notifications).toEqual([{ type: 'window/workDoneProgress/cancel', params: { token } }]);
+    expect(shown.done).toBe(true);
+    expect(vscode.state.messages).toEqual([{ kind: 'info', text: expect.stringMatching(/^KernelPro: Optimize saxpy_fp64 was cancelled after 6 evaluations\./) }]);
+    expect(vscode.state.messages[0].text).not.toContain('Apply optimized');
+    expect(vscode.state.buttons).toEqual([['Apply the best so far (1.50x faster)']]);
+    // Nothing runs any more: Cancel says so.
+    await vscode.state.commands.get('kernelpro.cancel')!();
+    expect(vscode.state.messages[1]).toEqual({ kind: 'info', text: expect.stringContaining('nothing to cancel') });
+  });
+
+  it('the notification\'s Cancel button cancels that run', async () => {
+    FakeClient.answers.set('kernelpro.profile', (c, params) => new Promise((resolve) => {
+      c.onCancel = (token) => token === params.workDoneToken && resolve({ cancelled: true, message: 'Profiling was cancelled; the findings of the last finished profile (if any) stay.' });
+    }));
+    await activate(context() as never);
+    vscode.state.activeTextEditor = editor(8);
+    const running = vscode.state.commands.get('kernelpro.profileFile')!();
+    await vi.waitFor(() => expect(vscode.state.progress.length).toBe(1));
+    await vscode.state.progress[0].cancel();
+    await running;
+    expect(vscode.state.messages).toEqual([{ kind: 'info', text: 'KernelPro: Profiling was cancelled; the findings of the last finished profile (if any) stay.' }]);
+  });
+
+  it('says in words why Profile could not run, never as JSON; a lens\'s Profile gets the same', async () => {
+    const error = 'ncu was not found. Nsight Compute (ncu) ships with the CUDA toolkit on GPU machines; set the `kernelpro.ncu` setting or KERNELPRO_NCU to its path, or add it to PATH.';
+    FakeClient.answers.set('kernelpro.profile', async () => ({ error: `Profiling is unavailable: ${error}`, message: `Profiling is unavailable: ${error}` }));
+    await activate(context() as never);
+    const next = vi.fn();
+    await last().clientOptions.middleware.executeCommand('kernelpro.profile', ['file:///w/kernels.cu'], next);
+    expect(next).not.toHaveBeenCalled();
+    expect(vscode.state.progress.map((p) => p.options.title)).toEqual(['KernelPro: profiling']);
+    expect(vscode.state.messages).toEqual([{ kind: 'warning', text: `KernelPro: Profiling is unavailable: ${error}` }]);
+    expect(vscode.state.messages[0].text).not.toMatch(/[{}"]/);
+    // Other server commands go to the server as they are.
+    await last().clientOptions.middleware.executeCommand('kernelpro.showSass', ['file:///w/kernels.cu', 1], next);
+    expect(next).toHaveBeenCalledWith('kernelpro.showSass', ['file:///w/kernels.cu', 1]);
+  });
+
+  it('ends a profile with its summary', async () => {
+    FakeClient.answers.set('kernelpro.profile', async () => ({
+      kernels: [{ kernel: 'saxpy_fp64', summary: 'memory-bound', findings: 2 }],
+      message: 'Profiled 1 kernel in 14 s, 2 findings. saxpy_fp64: memory-bound.',
+    }));
+    await activate(context() as never);
+    vscode.state.activeTextEditor = editor(8);
+    await vscode.state.commands.get('kernelpro.profileFile')!();
+    expect(vscode.state.messages).toEqual([{ kind: 'info', text: 'KernelPro: Profiled 1 kernel in 14 s, 2 findings. saxpy_fp64: memory-bound.' }]);
   });
 
   it('shows SASS for the cursor line beside the editor', async () => {
@@ -230,7 +325,11 @@ describe('activate', () => {
       type: 'executeCommand',
       params: { command: 'kernelpro.showSass', arguments: ['file:///w/kernels.cu', 8] },
     });
-    expect(vscode.state.executed.at(-1)).toEqual(['showTextDocument', expect.objectContaining({ language: 'markdown' })]);
+    // A read-only virtual Markdown document, not an Untitled one that asks to be saved.
+    const [what, doc] = vscode.state.executed.at(-1) as [string, { uri: { value: string }; content: string }];
+    expect(what).toBe('showTextDocument');
+    expect(doc.uri.value).toMatch(/^kernelpro-sass:\/SASS kernels\.cu line 9\.md\?/);
+    expect(doc.content).toContain('FFMA R1, R2, R3, R4');
   });
 });
 

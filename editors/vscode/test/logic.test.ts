@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { shouldHover } from '../src/hover';
 import { ENV_KEY, SECRET_KEY, llmKey } from '../src/secrets';
-import { gpuFromDoctor } from '../src/status';
+import { gpuFromDoctor, summaryFromDoctor } from '../src/status';
 import { kernelAt } from '../src/symbols';
 import { secretStorage } from './vscode-mock';
 
@@ -59,5 +59,10 @@ describe('gpuFromDoctor', () => {
       '!!  GPU: no NVIDIA GPU or driver visible (nvidia-smi did not answer)\n' +
       '      fix: run on a GPU machine\n';
     expect(gpuFromDoctor(doctor)).toBe('no GPU');
+  });
+  it('says "no nvcc" when the compiler is what is missing', () => {
+    const doctor = '!!  nvcc: not found\n      fix: Install the CUDA compiler wheels\nok  GPU: NVIDIA H200 (driver 575.51)\n';
+    expect(summaryFromDoctor(doctor)).toBe('no nvcc');
+    expect(summaryFromDoctor('ok  nvcc: /x/nvcc\nok  GPU: NVIDIA H200 (driver 575.51)\n')).toBe('NVIDIA H200');
   });
 });

@@ -47,6 +47,8 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
   let proc: ChildProcess;
   let conn: ProtocolConnection;
   const published: PublishDiagnosticsParams[] = [];
+  const shownMessages: string[] = [];
+  const progress: { token: string; value: { kind: string; cancellable?: boolean } }[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'kp-proto-'));
   const file = join(dir, 'kernels.cu');
   const uri = pathToFileURL(file).href;
@@ -76,9 +78,12 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     conn.onRequest(ConfigurationRequest.type, (p) => p.items.map(() => serverSettings(settings, true)));
     conn.onRequest(WorkDoneProgressCreateRequest.type, () => null);
     conn.onRequest(RegistrationRequest.type, () => null);
+    conn.onNotification('window/showMessage', (p: { message: string }) => shownMessages.push(p.message));
+    conn.onNotification('$/progress', (p: { token: string; value: { kind: string; cancellable?: boolean } }) => progress.push(p));
     conn.listen();
     const init = await conn.sendRequest(InitializeRequest.type, {
       processId: process.pid,
+      clientInfo: { name: 'Visual Studio Code', version: '1.90.0' },
       rootUri: pathToFileURL(dir).href,
       capabilities: {
         workspace: { configuration: true, didChangeConfiguration: { dynamicRegistration: true } },
@@ -89,6 +94,9 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
       workspaceFolders: [{ uri: pathToFileURL(dir).href, name: 'w' }],
     });
     expect(init.serverInfo?.name).toBe('kernelpro');
+    // Every setting the extension sends is one the server knows (it warns on others).
+    await new Promise((r) => setTimeout(r, 200));
+    expect(shownMessages.filter((m) => m.includes('unknown setting'))).toEqual([]);
     await conn.sendNotification(InitializedNotification.type, {});
   });
 
@@ -103,12 +111,17 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     });
     await diagnostics(0, () => true, 'publish after didOpen');
     const beforeSave = published.length;
+    const progressBefore = progress.length;
     await conn.sendNotification(DidSaveTextDocumentNotification.type, { textDocument: { uri } });
-    const saved = await diagnostics(beforeSave, (p) => p.diagnostics.length > 0, 'findings after didSave');
+    // A save publishes twice (the compile step, then the SASS step): wait for
+    // the settled one, with the SASS finding that saxpy_fp64 multiplies by the double literal 2.0.
+    const onFp64 = (p: PublishDiagnosticsParams) => p.diagnostics.some((d) => d.range.start.line === fp64Line && d.source === 'kernelpro');
+    const saved = await diagnostics(beforeSave, onFp64, 'the SASS step\'s findings after didSave');
+    // ... and for the analysis's progress to end: the SASS map is in place for Show SASS.
+    const analysed = () => progress.slice(progressBefore).some((p) => String(p.token).startsWith('kernelpro-analysis:') && p.value.kind === 'end');
+    for (let waited = 0; !analysed() && waited < 90_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
     const sources = new Set(saved.diagnostics.map((d) => d.source));
     expect([...sources].every((s) => ['nvcc', 'kernelpro', 'ncu', 'spec'].includes(s!))).toBe(true);
-    // saxpy_fp64 multiplies by the double literal 2.0.
-    expect(saved.diagnostics.some((d) => d.range.start.line === fp64Line && d.source === 'kernelpro')).toBe(true);
   });
 
   it('lists kernels and puts Profile / Optimize lenses above each', async () => {
@@ -151,5 +164,20 @@ describe.skipIf(!available)(`kernelpro lsp (${server})`, () => {
     })) as CodeAction[];
     const apply = actions.find((a) => a.title.startsWith('Apply optimized saxpy_fp64'));
     expect(apply?.edit?.changes?.[uri] ?? apply?.edit?.documentChanges).toBeTruthy();
+  });
+
+  it('profiles on the extension\'s own cancellable token and answers in words, naming VS Code\'s settings', async () => {
+    const reply = (await conn.sendRequest(ExecuteCommandRequest.type, {
+      command: 'kernelpro.profile',
+      arguments: [uri],
+      workDoneToken: 'kp-profile-1',
+    })) as { message?: string; error?: string };
+    const mine = progress.filter((p) => p.token === 'kp-profile-1').map((p) => p.value);
+    expect(mine[0]).toMatchObject({ kind: 'begin', cancellable: true });
+    expect(mine.at(-1)?.kind).toBe('end');
+    expect(typeof reply.message).toBe('string');
+    expect(reply.message).not.toMatch(/^\{/);
+    // Without ncu here, the reason names VS Code's setting (clientInfo says which editor this is).
+    if (reply.error && reply.message?.includes('ncu was not found')) expect(reply.message).toContain('`kernelpro.ncu`');
   });
 });

@@ -30,8 +30,9 @@ const defaults = {
   clockControl: 'none',
   runner: [],
   runTimeoutSecs: 10,
+  profileTimeoutSecs: 300,
   llm: { enabled: false, provider: 'openai', endpoint: null, model: null },
-  optimize: { budget: 60, timeSecs: 600, evaluator: 'gpu', devices: [0] },
+  optimize: { budget: 60, timeSecs: 600, evaluator: 'gpu', energy: true, devices: [0], profileOriginal: true },
 };
 
 describe('serverSettings', () => {
@@ -63,7 +64,7 @@ describe('serverSettings', () => {
       extraFlags: ['-O3'],
       runner: ['srun', '-G1'],
       llm: { enabled: true, provider: 'anthropic', endpoint: null, model: 'm' },
-      optimize: { budget: 4, timeSecs: 600, evaluator: 'stub:1.5', devices: [0, 1] },
+      optimize: { budget: 4, timeSecs: 600, evaluator: 'stub:1.5', energy: true, devices: [0, 1], profileOriginal: true },
     });
   });
 

@@ -24,7 +24,18 @@ export const state = {
   extensions: new Set<string>(),
   configChanged: new Emitter<{ affectsConfiguration: (s: string) => boolean }>(),
   trustGranted: new Emitter<void>(),
+  progress: [] as ProgressShown[],
+  /** The buttons offered with each of `messages`. */
+  buttons: [] as string[][],
 };
+
+/** A withProgress notification: its options, what was reported, and its Cancel button. */
+export interface ProgressShown {
+  options: { location: number; title: string; cancellable: boolean };
+  reports: { message?: string; increment?: number }[];
+  cancel: () => Promise<void>;
+  done: boolean;
+}
 
 export function reset(): void {
   state.trusted = true;
@@ -36,6 +47,8 @@ export function reset(): void {
   state.extensions = new Set();
   state.configChanged = new Emitter();
   state.trustGranted = new Emitter();
+  state.progress = [];
+  state.buttons = [];
 }
 
 /** Change settings as the Settings editor would, firing the change event. */
@@ -64,12 +77,23 @@ export const workspace = {
     state.configChanged.event(l),
   onDidGrantWorkspaceTrust: (l: Listener<void>) => state.trustGranted.event(l),
   textDocuments: [] as { uri: { toString(): string } }[],
-  openTextDocument: async (init: { language: string; content: string }) => ({ ...init, uri: 'untitled:1' }),
+  providers: new Map<string, { provideTextDocumentContent(uri: unknown): string }>(),
+  registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: unknown): string }) {
+    this.providers.set(scheme, provider);
+    return { dispose: () => this.providers.delete(scheme) };
+  },
+  /** An untitled document from `init`, or a virtual one from its scheme's provider. */
+  openTextDocument: async (init: { language: string; content: string } | Uri) => {
+    if (!(init instanceof Uri)) return { ...init, uri: 'untitled:1' };
+    const provider = workspace.providers.get(init.value.split(':')[0]);
+    return { uri: init, content: provider?.provideTextDocumentContent(init) };
+  },
 };
 
 function message(kind: string) {
-  return async (text: string) => {
+  return async (text: string, ...buttons: unknown[]) => {
     state.messages.push({ kind, text });
+    state.buttons.push(buttons.filter((b) => typeof b === 'string') as string[]);
     return undefined;
   };
 }
@@ -88,6 +112,19 @@ export const window = {
   showWarningMessage: message('warning'),
   showInformationMessage: message('info'),
   showInputBox: async () => undefined,
+  withProgress: async <T>(
+    options: ProgressShown['options'],
+    task: (p: { report(v: { message?: string; increment?: number }): void }, t: unknown) => Promise<T>,
+  ): Promise<T> => {
+    const cancelled = new Emitter<void>();
+    const shown: ProgressShown = { options, reports: [], cancel: () => cancelled.fire(), done: false };
+    state.progress.push(shown);
+    try {
+      return await task({ report: (v) => shown.reports.push(v) }, { onCancellationRequested: cancelled.event });
+    } finally {
+      shown.done = true;
+    }
+  },
   showTextDocument: async (doc: unknown) => {
     state.executed.push(['showTextDocument', doc]);
   },
@@ -110,6 +147,34 @@ export const extensions = {
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
+}
+export class EventEmitter<T> {
+  private readonly inner = new Emitter<T>();
+  event = this.inner.event;
+  fire(e: T) {
+    void this.inner.fire(e);
+  }
+  dispose() {}
+}
+export enum ProgressLocation {
+  Notification = 15,
+}
+export class Uri {
+  constructor(readonly value: string) {}
+  static parse(value: string) {
+    return new Uri(value);
+  }
+  toString() {
+    return this.value;
+  }
+}
+export class Range {
+  constructor(
+    readonly startLine: number,
+    readonly startCharacter: number,
+    readonly endLine: number,
+    readonly endCharacter: number,
+  ) {}
 }
 export enum ViewColumn {
   Beside = -2,

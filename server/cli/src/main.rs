@@ -139,7 +139,7 @@ fn main() -> ExitCode {
             Command::GpuWorker => unreachable!("handled before the runtime starts"),
             Command::Doctor { json } => {
                 // The user runs it: trusted, with no project (the working directory is never searched).
-                let settings = kernelpro_core::settings::Settings { trusted: true, ..Default::default() };
+                let settings = kernelpro_core::settings::Settings { trusted: true, editor: kernelpro_core::editor::Editor::Cli, ..Default::default() };
                 let report = kernelpro_core::doctor::report(&settings).await;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&report).expect("json"));

@@ -191,7 +191,7 @@ impl Analyzer {
                     Span::line(0),
                     format!(
                         "nvcc was not found, so this file is not compiled. {}",
-                        toolchain::NVCC_INSTALL_HINT
+                        toolchain::nvcc_install_hint(settings.editor)
                     ),
                 )
                 .with_code("no-nvcc"),

@@ -67,13 +67,13 @@ pub async fn report(settings: &Settings) -> Report {
             name: "workspace trust".into(),
             ok: false,
             detail: format!("not trusted: nothing below was run (not even nvidia-smi: the GPU is not checked), and the workspace's own .venv is not searched ({})", search_order(&env)),
-            fix: Some("trust the workspace in your editor (VS Code), or set `trusted = true` in the server's init options (Neovim)".into()),
+            fix: Some(settings.editor.trust_hint().into()),
         });
     }
     let nvcc = toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &env);
     match &nvcc {
         Some(f) => checks.push(Check { name: "nvcc".into(), ok: true, detail: version_of(f, "--version", trusted).await, fix: None }),
-        None => checks.push(Check { name: "nvcc".into(), ok: false, detail: "not found".into(), fix: Some(toolchain::NVCC_INSTALL_HINT.into()) }),
+        None => checks.push(Check { name: "nvcc".into(), ok: false, detail: "not found".into(), fix: Some(toolchain::nvcc_install_hint(settings.editor)) }),
     }
     for tool in ["ptxas", "nvdisasm", "cuobjdump"] {
         let found = nvcc.as_ref().and_then(|n| toolchain::find_sibling(n, tool, &env));
@@ -84,7 +84,7 @@ pub async fn report(settings: &Settings) -> Report {
     }
     match toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env) {
         Some(f) => checks.push(Check { name: "ncu".into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None }),
-        None => checks.push(Check { name: "ncu".into(), ok: false, detail: "not found: profiling is off; compile, SASS and static findings still work".into(), fix: Some(toolchain::NCU_INSTALL_HINT.into()) }),
+        None => checks.push(Check { name: "ncu".into(), ok: false, detail: "not found: profiling is off; compile, SASS and static findings still work".into(), fix: Some(toolchain::ncu_install_hint(settings.editor)) }),
     }
     let smi = ToolCommand::new("nvidia-smi", Duration::from_secs(20)).args(["--query-gpu=name,driver_version", "--format=csv,noheader"]);
     // Untrusted: no GPU line at all (editors read the GPU's name from it).
@@ -95,7 +95,7 @@ pub async fn report(settings: &Settings) -> Report {
             name: "GPU".into(),
             ok: false,
             detail: "no NVIDIA GPU or driver visible (nvidia-smi did not answer)".into(),
-            fix: Some("run on a GPU machine, or set kernelpro.runner to reach one (e.g. [\"srun\", \"--gres=gpu:1\", \"--\"])".into()),
+            fix: Some(format!("run on a GPU machine, or set {} to reach one (e.g. [\"srun\", \"--gres=gpu:1\", \"--\"])", settings.editor.setting("runner"))),
         }),
     }
     let counters = std::fs::read_to_string("/proc/driver/nvidia/params").ok().and_then(|p| p.lines().find(|l| l.starts_with("RmProfilingAdminOnly")).map(|l| l.to_string()));

@@ -106,6 +106,22 @@ fn not_compiled(a: &FileAnalysis, kernel: &str) -> &'static str {
     }
 }
 
+/// Why Show SASS has nothing for `line` (0-based), in words that fit the file's state.
+pub fn no_sass(a: Option<&FileAnalysis>, line: u32) -> String {
+    let line = line + 1;
+    match a {
+        None => "No SASS yet: save the file (in a trusted workspace) to compile it.".into(),
+        Some(a) => match &a.compile {
+            Some(c) if !c.ok => format!("No SASS for line {line}: the last compile failed (see the errors)."),
+            Some(_) => format!("No SASS for line {line}: the compiler generated no instructions for it (a comment, a declaration, host code, or code optimized away)."),
+            None => {
+                let why = not_compiled(a, "");
+                format!("No SASS for line {line}: {}{}", why[..1].to_lowercase(), &why[1..])
+            }
+        },
+    }
+}
+
 /// The hover of a source line: a summary per kernel, the costly instructions first, capped.
 pub fn line_hover(a: &FileAnalysis, line: u32) -> Option<String> {
     sass_markdown(a, line, Some(MAX_INSTRUCTIONS))

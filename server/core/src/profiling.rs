@@ -313,7 +313,7 @@ pub struct FileProfileRequest {
 /// when the file has its own `main()` and no spec, the whole program.
 pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::Settings, analyzer: &crate::analysis::Analyzer, cancel: &CancellationToken) -> Result<ProfileReport, String> {
     let ncu = crate::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &crate::toolchain::Env::for_settings(settings))
-        .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::NCU_INSTALL_HINT))?;
+        .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::ncu_install_hint(settings.editor)))?;
     let clock_control = if settings.clock_control == "base" { ClockControl::Base } else { ClockControl::None };
     let timeout = Duration::from_secs(settings.profile_timeout_secs.max(1));
     let thresholds = Thresholds::default();
@@ -361,7 +361,7 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
 
 /// Compiles the file's own program (for files with a `main()`).
 async fn build_program(path: &Path, text: &str, settings: &crate::settings::Settings, dir: &Path, cancel: &CancellationToken) -> Result<PathBuf, String> {
-    let nvcc = crate::analysis::Analyzer::find_nvcc(settings).ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::NVCC_INSTALL_HINT))?;
+    let nvcc = crate::analysis::Analyzer::find_nvcc(settings).ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::nvcc_install_hint(settings.editor)))?;
     let name = path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "program.cu".into());
     let src = dir.join(&name);
     std::fs::write(&src, text).map_err(|e| e.to_string())?;

@@ -40,7 +40,15 @@ pub struct Settings {
     /// used only while `trusted` (see `toolchain::Env::for_settings`).
     #[serde(skip)]
     pub project_roots: Vec<PathBuf>,
+    /// The editor the messages are written for (LSP `clientInfo`). Never a setting.
+    #[serde(skip)]
+    pub editor: crate::editor::Editor,
 }
+
+/// Members of the settings object that are not settings: the LLM key travels
+/// in `initializationOptions` beside them, and `kernelpro` is the section name
+/// of clients that nest the settings in it.
+const NOT_SETTINGS: [&str; 2] = ["llmKey", "kernelpro"];
 
 /// Settings taken only from user-level configuration: they decide where the
 /// LLM key and the kernel source are sent.
@@ -65,6 +73,7 @@ impl Default for Settings {
             llm: LlmSettings::default(),
             optimize: OptimizeSettings::default(),
             project_roots: Vec::new(),
+            editor: crate::editor::Editor::default(),
         }
     }
 }
@@ -135,7 +144,9 @@ impl Settings {
         ];
         for (name, _) in changed.iter().filter(|(_, c)| *c) {
             problems.push(format!(
-                "setting kernelpro.{name} is read only from user settings when the server starts (it decides where your key and code go); restart the server to apply it"
+                "{} is read only from user settings when the server starts (it decides where your key and code go); {}",
+                base.editor.setting(name),
+                base.editor.restart_hint()
             ));
         }
         (settings, problems)
@@ -155,7 +166,16 @@ impl Settings {
         let target = merged.as_object_mut().expect("object");
         for (key, val) in obj {
             if !target.contains_key(key) {
+                if !NOT_SETTINGS.contains(&key.as_str()) {
+                    problems.push(format!("unknown setting `{key}` ignored (a typo, or a setting of another KernelPro version?)"));
+                }
                 continue;
+            }
+            // Unknown members of a section are named too (`llm.modle`).
+            if let (Some(old), Some(new)) = (target[key].as_object(), val.as_object()) {
+                for member in new.keys().filter(|m| !old.contains_key(*m)) {
+                    problems.push(format!("unknown setting `{key}.{member}` ignored (a typo, or a setting of another KernelPro version?)"));
+                }
             }
             // A section (`llm`, `optimize`) is updated member by member, so
             // `{"llm": {"model": ...}}` keeps the other `llm` settings.
@@ -173,11 +193,12 @@ impl Settings {
                 Ok(_) => {
                     target.insert(key.clone(), val);
                 }
-                Err(e) => problems.push(format!("setting kernelpro.{key} ignored: {e}")),
+                Err(e) => problems.push(format!("{} ignored: {e}", base.editor.setting(key))),
             }
         }
         let mut settings: Settings = serde_json::from_value(merged).unwrap_or_else(|_| base.clone());
         settings.project_roots = base.project_roots.clone();
+        settings.editor = base.editor;
         (settings, problems)
     }
 }
@@ -209,6 +230,7 @@ pub fn init_section(options: &serde_json::Value) -> &serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::editor::Editor;
 
     #[test]
     fn bad_field_keeps_the_others() {
@@ -262,6 +284,27 @@ mod tests {
         let (off, _) = Settings::from_json(&Settings::default(), &serde_json::json!({"trusted": true}));
         let (on, problems) = Settings::from_json(&off, &serde_json::json!({"llm": {"enabled": true, "endpoint": "http://evil.example"}}));
         assert!(!on.llm.enabled && on.llm.endpoint.is_none() && problems.len() == 2, "{on:?} {problems:?}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named_and_the_key_is_not_one() {
+        let (s, problems) = Settings::from_init_options(
+            &Settings::default(),
+            &serde_json::json!({"arhc": "sm_80", "llm": {"modle": "m"}, "llmKey": "sk-1", "arch": "sm_80"}),
+        );
+        assert_eq!(s.arch, "sm_80");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("unknown setting `arhc`") && problems[1].contains("unknown setting `llm.modle`"), "{problems:?}");
+    }
+
+    #[test]
+    fn problems_name_the_users_editor_settings() {
+        for (editor, name) in [(Editor::VsCode, "`kernelpro.blockSize`"), (Editor::Neovim, "`settings.blockSize` in require('kernelpro').setup()")] {
+            let base = Settings { editor, ..Settings::default() };
+            let (s, problems) = Settings::from_json(&base, &serde_json::json!({"blockSize": "big"}));
+            assert_eq!(s.editor, editor);
+            assert!(problems.len() == 1 && problems[0].contains(name), "{problems:?}");
+        }
     }
 
     #[test]

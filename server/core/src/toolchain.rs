@@ -11,12 +11,21 @@
 use std::path::{Path, PathBuf};
 
 /// How to install the compiler when none is found; shown to the user as is.
-pub const NVCC_INSTALL_HINT: &str = "Install the CUDA compiler with `bash scripts/setup.sh` (pip wheels into .venv), \
-or `pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-nvdisasm nvidia-cuda-cccl`, \
-or point the kernelpro.nvcc setting, KERNELPRO_NVCC or CUDA_HOME at an existing CUDA toolkit.";
+/// Editor-neutral; [`nvcc_install_hint`] names the user's own editor's setting.
+pub const NVCC_INSTALL_HINT: &str = "Install the CUDA compiler wheels into the project's .venv \
+(`pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-nvdisasm nvidia-cuda-cccl`), \
+or point the nvcc setting, KERNELPRO_NVCC or CUDA_HOME at an existing CUDA toolkit.";
 
 pub const NCU_INSTALL_HINT: &str = "Nsight Compute (ncu) ships with the CUDA toolkit on GPU machines; \
-set kernelpro.ncu or KERNELPRO_NCU to its path, or add it to PATH.";
+set the ncu setting or KERNELPRO_NCU to its path, or add it to PATH.";
+
+pub fn nvcc_install_hint(editor: crate::editor::Editor) -> String {
+    NVCC_INSTALL_HINT.replace("the nvcc setting", &editor.setting("nvcc"))
+}
+
+pub fn ncu_install_hint(editor: crate::editor::Editor) -> String {
+    NCU_INSTALL_HINT.replace("the ncu setting", &editor.setting("ncu"))
+}
 
 /// Where a tool was found, for `kernelpro doctor` and error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -183,6 +183,15 @@ fn kernel_without_resources_says_why() {
 
         Not compiled yet: save the file (in a trusted workspace) to compile it and see its resources."#]],
     );
+    // Show SASS on a line without any: the reason fits the file's state.
+    assert_eq!(
+        [kernelpro_core::hover::no_sass(Some(&failed), 0), kernelpro_core::hover::no_sass(Some(&uncompiled), 0), kernelpro_core::hover::no_sass(None, 0)],
+        [
+            "No SASS for line 1: the last compile failed (see the errors).".to_string(),
+            "No SASS for line 1: not compiled yet: save the file (in a trusted workspace) to compile it and see its resources.".to_string(),
+            "No SASS yet: save the file (in a trusted workspace) to compile it.".to_string(),
+        ]
+    );
     let no_instance = analysis(
         "t.cu",
         "template <typename T> __global__ void k(T* y) { y[0] = 1; }\n",

@@ -117,7 +117,9 @@ pub struct KernelRun {
     pub function: String,
     pub timing: Timing,
     pub clocks: Option<Clocks>,
-    /// `Err` says why energy could not be measured.
+    /// `Err` says why energy could not be measured. In JSON: `energy` and
+    /// `energy_error`, one of them null (`energy_field`).
+    #[serde(flatten, with = "crate::energy_field")]
     pub energy: Result<Energy, String>,
     pub outputs: Vec<Checksum>,
     /// Bytes of all buffers (in and out read or written once, inout twice) over the median time.

@@ -28,6 +28,7 @@
 pub mod children;
 mod data;
 mod floats;
+mod energy_field;
 mod device;
 mod job;
 mod metrics;

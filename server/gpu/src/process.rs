@@ -273,6 +273,8 @@ mod tests {
         let line = serde_json::to_string(&Reply::Done(Box::new(result.clone()))).unwrap();
         assert!(line.contains(r#""sum":"NaN","abs_sum":"inf""#), "{line}");
         assert!(line.contains(r#""sum":"-inf""#), "{line}");
+        // Energy as a plain field and an error field, never serde's `{"Err": …}`.
+        assert!(line.contains(r#""energy":null,"energy_error":"no NVML""#) && !line.contains(r#""Err""#), "{line}");
         let Ok(Reply::Done(back)) = parse_reply(&line) else { panic!("unreadable: {line}") };
         // NaN != NaN, so compare the encodings.
         assert_eq!(serde_json::to_string(&back).unwrap(), serde_json::to_string(&result).unwrap());

@@ -153,12 +153,12 @@ fn findings_carry_evidence_guidance_and_doc() {
           sass = 0x00d0 F2F.F64.F32
           fp64 instructions = 1
           guidance: Declare `scale` as `float` unless it really needs double precision.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#fp64promotion
+          doc: docs/tools.md#fp64promotion
         ScalarLoads [info] kernelpro kernel=fp64_promoted
           sass = 0x00c0 LDG.E.CONSTANT
           scalar LDG on line = 1
           guidance: Process 4 elements per thread: load `reinterpret_cast<const float4*>(x)[i]` (16-byte aligned, with a scalar tail when the length is not a multiple of 4), apply the expression to each component, store a `float4` back; keep a grid-stride loop so any launch stays correct.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#scalarloads
+          doc: docs/tools.md#scalarloads
         LocalMemorySpill [warning] kernelpro kernel=spill_accumulators
           registers = 32
           spill stores (B) = 888
@@ -166,40 +166,40 @@ fn findings_carry_evidence_guidance_and_doc() {
           stack frame (B) = 376
           LDL/STL instructions = 457
           guidance: Reduce live values per thread (smaller per-thread arrays, less unrolling, recompute instead of keeping), or relax `__launch_bounds__(256, 8)` (fewer minimum blocks per SM allows more registers).
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#localmemoryspill
+          doc: docs/tools.md#localmemoryspill
         RowWalk [warning] kernelpro kernel=row_sum
           loop = k: bound `cols`
           walked accesses = in[row * cols + k]
           lane stride (elements) = cols
           guidance: Give each row a warp (a block when rows are long): lanes stride the row together (`for (int k = lane; k < …; k += 32)`), reduce the partial results with `__shfl_xor_sync` (and shared memory across warps), and keep the per-element expression as it is.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#rowwalk
+          doc: docs/tools.md#rowwalk
         UncoalescedAccess [warning] kernelpro kernel=row_sum
           index = tid.x*cols + k + bid.x*bdim.x*cols
           lane stride (elements) = cols
           element = float (4 bytes)
           sectors per warp request = 32 (ideal 4)
           guidance: Each thread walks its own row, so a warp reads 32 rows at once. Give a row to a warp (or a block for long rows): lanes stride the row together (`for (int c = lane; c < n; c += 32)`, consecutive lanes on consecutive elements of `in`), and combine per-row results with `__shfl_xor_sync`.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#uncoalescedaccess
+          doc: docs/tools.md#uncoalescedaccess
         MissingRestrict [info] kernelpro kernel=scale_copy
           stored through = out
           loaded through = in
           where = load on line 56, store on line 56, in one loop
           guidance: If they never overlap, declare `const float* __restrict__ in` and `float* __restrict__ out` (every pointer parameter of `scale_copy` that never aliases another), so loads can be kept in registers, moved ahead of stores and use the read-only path.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#missingrestrict
+          doc: docs/tools.md#missingrestrict
         SyncInDivergentBranch [warning] kernelpro kernel=sync_in_branch
           condition = tid < n
           condition line = 63
           condition varies = bound
           sass = 0x0100 BAR.SYNC.DEFER_BLOCKING
           guidance: Move the barrier out of the branch so every thread of the block reaches it: guard only the work (`if (cond) { … }` then `__syncthreads();`).
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#syncindivergentbranch
+          doc: docs/tools.md#syncindivergentbranch
         SharedBankConflict [warning] kernelpro kernel=column_sum
           index (elements) = 32*tid.x + k
           stride between lanes (words) = 32
           shared array = __shared__ float tile[32][32]
           sass = 0x0100 LDS.128, 0x0110 LDS.128, 0x0120 LDS.128, 0x0130 LDS.128, … 4 more
           guidance: Pad the inner dimension by one element so a column's words fall in different banks: `__shared__ float tile[32][33]`.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#sharedbankconflict
+          doc: docs/tools.md#sharedbankconflict
         OccupancyLimit [info] kernelpro kernel=many_registers
           block size = 256 (from the blockSize setting: no launch spec, `<<<…>>>` launch or `__launch_bounds__` says)
           registers = 72
@@ -208,7 +208,7 @@ fn findings_carry_evidence_guidance_and_doc() {
           blocks per SM = 3
           active warps = 24/64
           guidance: At most 64 registers per thread (now 72) fit 4 blocks per SM: keep fewer values live, or cap registers with `__launch_bounds__(256, 4)` and check that it does not spill.
-          doc: https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#occupancylimit"#]].assert_eq(&details.join("\n"));
+          doc: docs/tools.md#occupancylimit"#]].assert_eq(&details.join("\n"));
 }
 
 #[test]

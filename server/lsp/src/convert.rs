@@ -15,6 +15,20 @@ pub fn severity(s: Severity) -> DiagnosticSeverity {
     }
 }
 
+/// A finding's documentation as a link that opens: a web address as is, a
+/// path in the KernelPro tree as a file: URI where the docs are installed.
+fn doc_href(doc: &str) -> Option<Uri> {
+    if doc.starts_with("https://") || doc.starts_with("http://") {
+        return doc.parse().ok();
+    }
+    let (file, anchor) = kernelpro_core::docs::resolve(doc)?;
+    let uri = Uri::from_file_path(&file)?;
+    match anchor {
+        Some(a) => format!("{}#{a}", uri.as_str()).parse().ok(),
+        None => Some(uri),
+    }
+}
+
 /// A finding as a diagnostic. `doc` is the document the range refers to, when open;
 /// other files (headers) get their byte columns as is.
 pub fn diagnostic(f: &Finding, doc: Option<&Document>) -> Diagnostic {
@@ -40,7 +54,7 @@ pub fn diagnostic(f: &Finding, doc: Option<&Document>) -> Diagnostic {
         range,
         severity: Some(severity(f.severity)),
         code: f.code.clone().map(NumberOrString::String),
-        code_description: f.doc_url.as_ref().and_then(|u| u.parse().ok()).map(|href| CodeDescription { href }),
+        code_description: f.doc_url.as_deref().and_then(doc_href).map(|href| CodeDescription { href }),
         source: Some(f.source.clone()),
         message,
         related_information: (!related.is_empty()).then_some(related),

@@ -159,7 +159,9 @@ impl Finding {
     }
 }
 
-/// Where a tool's documentation lives in the repository (`docs/tools.md`).
+/// Where a tool's documentation is, relative to the KernelPro tree (this
+/// repository, or the VS Code extension, which ships `docs/`): the LSP links
+/// it where the docs are installed beside the server (`core::docs`).
 pub fn tool_doc_url(tool: &str) -> String {
-    format!("https://github.com/kernelpro/kernelpro/blob/main/docs/tools.md#{}", tool.to_ascii_lowercase())
+    format!("docs/tools.md#{}", tool.to_ascii_lowercase())
 }

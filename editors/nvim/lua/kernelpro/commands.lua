@@ -8,14 +8,39 @@ local function notify(msg, level)
   vim.notify('KernelPro: ' .. msg, level or vim.log.levels.INFO)
 end
 
+--- Why no server is attached, and what to do about it, in words.
+function M.why_no_server()
+  local bin = kp.cmd()[1]
+  if vim.fn.executable(bin) == 0 then
+    return ('the server binary `%s` was not found. Build it (`cargo build --release -p kernelpro` in a KernelPro checkout) '
+      .. "and put target/release on PATH, or give its path: require('kernelpro').setup({ server_path = '/path/to/kernelpro' })"):format(bin)
+  end
+  local ft = vim.bo.filetype
+  if not vim.tbl_contains(kp.options.filetypes, ft) then
+    return ('no kernelpro server is attached: this buffer\'s filetype is `%s`, and KernelPro starts for %s'):format(
+      ft, table.concat(kp.options.filetypes, ', '))
+  end
+  return ('no kernelpro server is attached (`%s` exists): it may have exited; see :LspLog, or :checkhealth kernelpro'):format(bin)
+end
+
+local next_token = 0
+
 --- Run a server command (workspace/executeCommand); on_result(err, result).
-function M.execute(bufnr, command, arguments, on_result)
+--- With `progress`, the request carries its own work-done token: the server
+--- reports progress on it (:KernelProCancel can stop it) and leaves telling
+--- the result to us, so nothing is shown twice.
+function M.execute(bufnr, command, arguments, on_result, progress)
   local client = kp.client(bufnr)
   if not client then
-    notify('no kernelpro server is attached to this buffer', vim.log.levels.ERROR)
+    notify(M.why_no_server(), vim.log.levels.ERROR)
     return
   end
-  kp.request(client, 'workspace/executeCommand', { command = command, arguments = arguments }, function(err, result)
+  local params = { command = command, arguments = arguments }
+  if progress then
+    next_token = next_token + 1
+    params.workDoneToken = ('kernelpro-nvim-%d-%d'):format(vim.fn.getpid(), next_token)
+  end
+  kp.request(client, 'workspace/executeCommand', params, function(err, result)
     on_result(err, result)
   end, bufnr)
 end
@@ -91,14 +116,37 @@ function M.show_markdown(text, focus_id)
   })
 end
 
+--- A server command's reply in words for `what` ("optimize saxpy"), never a
+--- Lua table: the server's `message`, else what the reply says.
+function M.describe(what, result)
+  if type(result) == 'string' then
+    return result
+  end
+  if type(result) ~= 'table' then
+    return what .. ' finished'
+  end
+  if type(result.message) == 'string' and result.message ~= '' then
+    return result.message
+  end
+  if result.cancelled then
+    return what .. ' was cancelled'
+  end
+  if type(result.error) == 'string' then
+    return what .. ' failed: ' .. result.error
+  end
+  if type(result.title) == 'string' then
+    return result.title
+  end
+  return what .. ' finished'
+end
+
 local function report(what)
   return function(err, result)
     if err then
-      notify(what .. ' failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
-    elseif type(result) == 'string' then
-      notify(what .. ': ' .. result)
+      notify(what .. ' failed: ' .. (err.message or ('error ' .. tostring(err.code))), vim.log.levels.ERROR)
     else
-      notify(what .. ' finished' .. (result ~= nil and (': ' .. vim.inspect(result)) or ''))
+      local failed = type(result) == 'table' and result.error ~= nil
+      notify(M.describe(what, result), failed and vim.log.levels.WARN or vim.log.levels.INFO)
     end
   end
 end
@@ -110,7 +158,7 @@ function M.optimize(bufnr, kernel)
       return notify('the cursor is not inside a __global__ kernel', vim.log.levels.WARN)
     end
     notify('optimizing ' .. name .. ' (apply the result with a code action when it finishes)')
-    M.execute(bufnr, 'kernelpro.optimize', { uri, name }, report('optimize ' .. name))
+    M.execute(bufnr, 'kernelpro.optimize', { uri, name }, report('optimize ' .. name), true)
   end
   if kernel and kernel ~= '' then
     run(kernel)
@@ -120,7 +168,8 @@ function M.optimize(bufnr, kernel)
 end
 
 function M.profile(bufnr)
-  M.execute(bufnr, 'kernelpro.profile', { vim.uri_from_bufnr(bufnr) }, report('profile'))
+  notify('profiling (:KernelProCancel stops it)')
+  M.execute(bufnr, 'kernelpro.profile', { vim.uri_from_bufnr(bufnr) }, report('profile'), true)
 end
 
 function M.sass(bufnr, line0)
@@ -133,6 +182,10 @@ function M.sass(bufnr, line0)
 end
 
 function M.doctor(bufnr)
+  if not kp.client(bufnr) then
+    -- Say what is missing rather than only that nothing is attached.
+    return M.show_markdown('# KernelPro doctor\n\n' .. M.why_no_server(), 'kernelpro_doctor')
+  end
   M.execute(bufnr, 'kernelpro.doctor', {}, function(err, result)
     if err then
       return notify('doctor failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
@@ -143,6 +196,25 @@ end
 
 -- Progress tokens the server has begun and not ended: token -> {client_id, title}.
 M.active = {}
+
+--- The command-line text for one progress value, or nil to clear it: an
+--- analysis that ends without a message leaves nothing behind.
+function M.progress_line(title, value)
+  -- The per-save analysis is titled just "KernelPro".
+  local what = (title and title ~= '' and title ~= 'KernelPro') and title or nil
+  local message = value.message ~= '' and value.message or nil
+  if value.kind == 'end' then
+    if not message then
+      return nil
+    end
+    return 'KernelPro: ' .. (what and (what .. ': ') or '') .. message
+  end
+  local pct = value.percentage and (' (' .. value.percentage .. '%)') or ''
+  local text = table.concat(vim.tbl_filter(function(x)
+    return x ~= nil
+  end, { what, message }), ': ')
+  return 'KernelPro: ' .. (text ~= '' and text or 'working') .. pct
+end
 
 function M.watch_progress()
   vim.api.nvim_create_autocmd('LspProgress', {
@@ -160,8 +232,9 @@ function M.watch_progress()
       if value.kind == 'end' then
         M.active[token] = nil
       end
-      local pct = value.percentage and (' ' .. value.percentage .. '%') or ''
-      vim.api.nvim_echo({ { ('KernelPro: %s %s%s'):format(title, value.message or value.kind or '', pct) } }, false, {})
+      if kp.options.progress then
+        vim.api.nvim_echo({ { M.progress_line(title, value) or '' } }, false, {})
+      end
     end,
   })
 end
@@ -177,15 +250,18 @@ function M.cancel()
 end
 
 -- Server commands met in code lenses and code actions: forward, then show the result.
-local function forward(display)
+local function forward(display, progress)
   return function(command, ctx)
-    M.execute(ctx.bufnr, command.command, command.arguments, display)
+    M.execute(ctx.bufnr, command.command, command.arguments, display, progress)
   end
 end
 
 function M.register()
-  vim.lsp.commands['kernelpro.optimize'] = forward(report('optimize'))
-  vim.lsp.commands['kernelpro.profile'] = forward(report('profile'))
+  vim.lsp.commands['kernelpro.optimize'] = function(command, ctx)
+    local kernel = (command.arguments or {})[2]
+    forward(report('optimize' .. (kernel and (' ' .. kernel) or '')), true)(command, ctx)
+  end
+  vim.lsp.commands['kernelpro.profile'] = forward(report('profile'), true)
   vim.lsp.commands['kernelpro.showSass'] = forward(function(err, result)
     if not err then
       M.show_markdown(result, 'kernelpro_sass')

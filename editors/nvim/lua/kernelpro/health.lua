@@ -37,7 +37,7 @@ local function check_server()
   local path = vim.fn.exepath(bin)
   if path == '' then
     health.error(('server binary `%s` not found'):format(bin), {
-      'build it with `cargo build --release -p kernelpro-cli` and put target/release on PATH',
+      'build it with `cargo build --release -p kernelpro` and put target/release on PATH',
       "or pass its path: require('kernelpro').setup({ server_path = '/path/to/kernelpro' })",
     })
     return nil
@@ -53,14 +53,38 @@ local function check_server()
   return path
 end
 
---- The server's own view of the tools (same discovery it uses when compiling).
+--- The running server's doctor (its settings, trust and words for Neovim), or nil.
+local function server_doctor()
+  local client = kp.client()
+  if not client then
+    return nil
+  end
+  local params = { command = 'kernelpro.doctor', arguments = {} }
+  local ok, response
+  if vim.fn.has('nvim-0.11') == 1 then
+    ok, response = pcall(client.request_sync, client, 'workspace/executeCommand', params, 30000)
+  else
+    ok, response = pcall(client.request_sync, 'workspace/executeCommand', params, 30000)
+  end
+  if ok and response and not response.err and type(response.result) == 'string' then
+    return response.result
+  end
+end
+
+--- The server's own view of the tools (same discovery it uses when compiling):
+--- the running server's, else `kernelpro doctor`'s.
 local function check_doctor(path)
-  local out, code = run({ path, 'doctor' })
+  local out, code = server_doctor(), 0
+  local heading = 'kernelpro: doctor (the running server)'
+  if not out then
+    out, code = run({ path, 'doctor' })
+    heading = 'kernelpro: kernelpro doctor'
+  end
   if code ~= 0 then
     health.info('`kernelpro doctor` not available: ' .. out)
     return false
   end
-  health.start('kernelpro: kernelpro doctor')
+  health.start(heading)
   -- Each item is "ok  what: detail" or "!!  what: problem", then an indented "fix: ...".
   local items = {}
   for _, line in ipairs(vim.split(out, '\n', { trimempty = true })) do
@@ -132,7 +156,11 @@ function M.check()
   check_trust()
   local path = check_server()
   local doctor_ran = path and check_doctor(path) or false
-  check_tools(doctor_ran)
+  -- The server's doctor is what compiles and profiles use; Neovim's own PATH
+  -- search would only contradict it, so it runs only when the doctor could not.
+  if not doctor_ran then
+    check_tools(false)
+  end
 end
 
 return M

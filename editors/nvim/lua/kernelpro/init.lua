@@ -16,6 +16,10 @@ local defaults = {
   settings = {},
   codelens = true, -- show code lenses, refreshed when findings change
   progress = true, -- echo compile/profile/optimize progress
+  -- When to show KernelPro hovers. 'auto': everywhere, except that beside
+  -- clangd (or ccls) only on lines with a KernelPro finding and on kernel
+  -- names; 'always'; 'off'.
+  hover = 'auto',
   on_attach = nil,
   capabilities = nil,
 }
@@ -48,7 +52,79 @@ function M.cmd()
   return M.options.cmd or { M.options.server_path, 'lsp' }
 end
 
+-- Language servers that already explain C++ identifiers on hover.
+M.cpp_servers = { clangd = true, ccls = true }
+
+--- Whether KernelPro should answer a hover (the same rule as VS Code's hover.ts).
+function M.should_hover(mode, other_cpp, on_finding, on_kernel)
+  if mode == 'off' then
+    return false
+  end
+  if mode == 'always' or not other_cpp then
+    return true
+  end
+  return on_finding or on_kernel
+end
+
+--- Is a C++ server beside KernelPro on `bufnr`?
+local function other_cpp(bufnr)
+  for _, c in ipairs(vim.lsp.get_clients({ bufnr = bufnr })) do
+    if M.cpp_servers[c.name] then
+      return true
+    end
+  end
+  return false
+end
+
+--- Is `pos` (0-based) on a line with a KernelPro finding, or on a kernel's name?
+local function adds_something(client, bufnr, pos)
+  local ns = vim.lsp.diagnostic.get_namespace(client.id)
+  if #vim.diagnostic.get(bufnr, { namespace = ns, lnum = pos.line }) > 0 then
+    return true
+  end
+  local line = vim.api.nvim_buf_get_lines(bufnr, pos.line, pos.line + 1, false)[1] or ''
+  local s = pos.character + 1
+  while s > 1 and line:sub(s - 1, s - 1):match('[%w_]') do
+    s = s - 1
+  end
+  return line:sub(s, pos.character + 1):match('^[%w_]') ~= nil and line:sub(1, s - 1):find('__global__', 1, true) ~= nil
+end
+
+--- Beside clangd, hover only where KernelPro adds something: the client's
+--- hover requests elsewhere are answered with nothing, without the server.
+local function quiet_hover(client)
+  local request = client.request
+  local function filtered(method, params, handler, bufnr)
+    if method == 'textDocument/hover' and params and params.position then
+      bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+      if not M.should_hover(M.options.hover, other_cpp(bufnr), adds_something(client, bufnr, params.position), false) then
+        if handler then
+          vim.schedule(function()
+            handler(nil, nil, { method = method, client_id = client.id, bufnr = bufnr, params = params })
+          end)
+        end
+        return true, -1
+      end
+    end
+    return nil
+  end
+  -- Called as client:request(...) (0.11) or client.request(...) (0.10).
+  client.request = function(...)
+    local args = { ... }
+    local first = type(args[1]) == 'table' and 2 or 1
+    local ok, id = filtered(args[first], args[first + 1], args[first + 2], args[first + 3])
+    if ok then
+      return ok, id
+    end
+    return request(...)
+  end
+end
+
 local function on_attach(client, bufnr)
+  if not client._kernelpro_quiet_hover then
+    client._kernelpro_quiet_hover = true
+    quiet_hover(client)
+  end
   if M.options.codelens and client.server_capabilities.codeLensProvider then
     local group = vim.api.nvim_create_augroup('kernelpro_codelens_' .. bufnr, { clear = true })
     -- Lenses come from the same analysis as the findings, so a new publish
@@ -109,9 +185,19 @@ function M.setup(opts)
     start_legacy(config)
   end
   require('kernelpro.commands').register()
-  if M.options.progress then
-    require('kernelpro.commands').watch_progress()
-  end
+  -- Always watched (:KernelProCancel needs the running tokens); echoed only with `progress`.
+  require('kernelpro.commands').watch_progress()
+  -- A missing server binary would otherwise show nothing at all.
+  vim.api.nvim_create_autocmd('FileType', {
+    group = vim.api.nvim_create_augroup('kernelpro_missing', { clear = true }),
+    pattern = M.options.filetypes,
+    once = true,
+    callback = function()
+      if vim.fn.executable(M.cmd()[1]) == 0 then
+        vim.notify('KernelPro: ' .. require('kernelpro.commands').why_no_server(), vim.log.levels.WARN)
+      end
+    end,
+  })
 end
 
 --- The running KernelPro client attached to `bufnr` (or any, if none is).

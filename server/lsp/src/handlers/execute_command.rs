@@ -14,8 +14,9 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
             let analysis = docs.get(&uri).and_then(|d| d.current_analysis()).cloned();
             drop(docs);
             let text = analysis
-                .and_then(|a| kernelpro_core::hover::sass_listing(&a, line))
-                .unwrap_or_else(|| "No SASS for this line (save the file to compile it).".into());
+                .as_ref()
+                .and_then(|a| kernelpro_core::hover::sass_listing(a, line))
+                .unwrap_or_else(|| kernelpro_core::hover::no_sass(analysis.as_deref(), line));
             Ok(Some(serde_json::json!(text)))
         }
         "kernelpro.optimize" => {

@@ -1,6 +1,7 @@
 //! initialize, initialized, shutdown and configuration changes.
 
 use crate::server::Server;
+use kernelpro_core::editor::Editor;
 use kernelpro_core::settings::Settings;
 use std::sync::atomic::Ordering;
 use tower_lsp_server::jsonrpc::Result;
@@ -21,7 +22,9 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
         (_, Some(uri)) => local(uri).into_iter().collect(),
         _ => Vec::new(),
     };
-    server.state.set_settings(Settings { project_roots: roots, ..server.state.settings() });
+    // Messages name this editor's settings and commands (core::editor).
+    let editor = params.client_info.as_ref().map(|c| Editor::from_client_name(&c.name)).unwrap_or_default();
+    server.state.set_settings(Settings { project_roots: roots, editor, ..server.state.settings() });
     if let Some(opts) = &params.initialization_options {
         let opts = kernelpro_core::settings::init_section(opts);
         if let Some(key) = opts.get("llmKey").and_then(|k| k.as_str()).filter(|k| !k.is_empty()) {
@@ -58,10 +61,14 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
 pub async fn initialized(server: &Server) {
     let settings = server.state.settings();
     if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
-        let message = "KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. Trust it in your editor (VS Code) or set `trusted = true` in the server's init options (Neovim).";
+        let message = format!("KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. To allow it: {}.", settings.editor.trust_hint());
         // The log keeps it for clients that show no messages, or hide this one.
-        server.client.log_message(MessageType::INFO, message).await;
-        server.client.show_message(MessageType::INFO, message).await;
+        server.client.log_message(MessageType::INFO, &message).await;
+        // The VS Code extension says it in its own words (with a button to
+        // manage trust): one toast, not two.
+        if settings.editor != Editor::VsCode {
+            server.client.show_message(MessageType::INFO, message).await;
+        }
     }
 }
 

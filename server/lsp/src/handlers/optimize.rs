@@ -48,6 +48,9 @@ pub async fn start(
             "no __global__ function named `{kernel}` in this file"
         )));
     }
+    // A client that gives its own token shows the progress and renders the
+    // reply's `message` itself; the others are also told by window/showMessage.
+    let client_renders = token.is_some();
     let token = match token {
         Some(t) => t,
         None => {
@@ -122,6 +125,22 @@ pub async fn start(
         .unwrap_or_else(|p| p.into_inner())
         .remove(&key);
     match result {
+        // A cancel before anything was measured (the original's own compile
+        // or run stopped) is still a cancel, not a failure.
+        Err(_) if cancel.load(Ordering::SeqCst) => {
+            progress.finish_with_message("cancelled".to_string()).await;
+            let message = format!("Optimize {kernel} was cancelled before any candidate was measured.");
+            if !client_renders {
+                server.client.show_message(MessageType::INFO, message.clone()).await;
+            }
+            Ok(serde_json::json!({
+                "kernel": kernel,
+                "applicable": false,
+                "cancelled": true,
+                "evaluations": 0,
+                "message": message,
+            }))
+        }
         Err(e) => {
             progress.finish_with_message(format!("failed: {e}")).await;
             Err(Error {
@@ -131,27 +150,20 @@ pub async fn start(
             })
         }
         Ok(outcome) => {
-            progress.finish_with_message(outcome.title.clone()).await;
+            let cancelled = cancel.load(Ordering::SeqCst);
+            let message = result_message(&outcome, cancelled, settings.editor);
+            progress
+                .finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() })
+                .await;
             let reply = serde_json::json!({
                 "kernel": outcome.kernel,
                 "title": outcome.title,
                 "speedup": outcome.speedup,
                 "applicable": outcome.edit.is_some(),
-                "cancelled": cancel.load(Ordering::SeqCst),
+                "cancelled": cancelled,
+                "evaluations": outcome.evaluations,
+                "message": message,
             });
-            let mut message = if outcome.edit.is_some() {
-                format!(
-                    "{} — use the code action on the kernel to apply it.",
-                    outcome.title
-                )
-            } else {
-                outcome.title.clone()
-            };
-            // What the user must know before applying it (a new launch, an LLM that was not used).
-            for note in &outcome.notes {
-                message.push(' ');
-                message.push_str(note);
-            }
             {
                 let mut all = server
                     .state
@@ -166,10 +178,42 @@ pub async fn start(
                     outcome,
                 });
             }
-            server.client.show_message(MessageType::INFO, message).await;
+            if !client_renders {
+                server.client.show_message(MessageType::INFO, message).await;
+            }
             Ok(reply)
         }
     }
+}
+
+/// The finished search in words. A cancelled run says so first; what it
+/// found before the cancel is offered as its own sentence, never as if the
+/// run had finished.
+pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool, editor: kernelpro_core::editor::Editor) -> String {
+    let kernel = &outcome.kernel;
+    let apply = editor.code_action_hint();
+    let mut message = match (cancelled, outcome.edit.is_some()) {
+        (false, true) => format!("{} — apply it with {apply}.", outcome.title),
+        (false, false) => format!("{}.", outcome.title),
+        (true, true) => format!(
+            "Optimize {kernel} was cancelled after {}. The best verified version so far is {:.2}x faster: apply it with {apply} if you want it.",
+            evaluations(outcome.evaluations), outcome.speedup
+        ),
+        (true, false) => format!(
+            "Optimize {kernel} was cancelled after {}, before any verified faster version was found.",
+            evaluations(outcome.evaluations)
+        ),
+    };
+    // What the user must know before applying it (a new launch, an LLM that was not used).
+    for note in &outcome.notes {
+        message.push(' ');
+        message.push_str(note);
+    }
+    message
+}
+
+fn evaluations(n: usize) -> String {
+    if n == 1 { "1 evaluation".into() } else { format!("{n} evaluations") }
 }
 
 pub fn token_key(token: &ProgressToken) -> String {

@@ -7,6 +7,8 @@ use crate::state::State;
 use kernelpro_core::baseline::BaselineStore;
 use kernelpro_core::profiling::{FileProfileRequest, profile_file, unavailable};
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
@@ -19,10 +21,10 @@ pub async fn run(
 ) -> serde_json::Value {
     let settings = state.settings();
     if !settings.trusted {
-        return serde_json::json!({"error": "KernelPro does not run code in an untrusted workspace"});
+        return failed(format!("KernelPro does not run code in an untrusted workspace; to allow it, {}.", settings.editor.trust_hint()));
     }
     let Some(text) = state.docs().get(&uri).map(|d| d.text().to_string()) else {
-        return serde_json::json!({"error": "the document is not open"});
+        return failed("the document is not open".into());
     };
     let token = match token {
         Some(t) => t,
@@ -32,9 +34,28 @@ pub async fn run(
             t
         }
     };
+    // Cancel on the progress (window/workDoneProgress/cancel) stops ncu:
+    // dropping the runs kills their process groups.
+    let key = match &token {
+        ProgressToken::String(s) => s.clone(),
+        ProgressToken::Number(n) => n.to_string(),
+    };
+    let flag = Arc::new(AtomicBool::new(false));
+    state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), flag.clone());
+    let cancel = CancellationToken::new();
+    let watch = {
+        let (flag, cancel) = (flag.clone(), cancel.clone());
+        tokio::spawn(async move {
+            while !flag.load(Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            cancel.cancel();
+        })
+    };
     let progress = client
         .progress(token, "Profiling kernels")
         .with_message("stage 1: roofline triage")
+        .with_cancel_button()
         .begin()
         .await;
     let path = crate::handlers::text_sync::path_of(&uri);
@@ -46,7 +67,17 @@ pub async fn run(
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
         save_exports: None,
     };
-    let result = profile_file(&req, &settings, &state.analyzer, &CancellationToken::new()).await;
+    let result = tokio::select! {
+        r = profile_file(&req, &settings, &state.analyzer, &cancel) => r,
+        _ = cancel.cancelled() => Err("cancelled".into()),
+    };
+    watch.abort();
+    state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    if cancel.is_cancelled() {
+        // The findings of the last finished profile stay as they were.
+        progress.finish_with_message("cancelled").await;
+        return serde_json::json!({"cancelled": true, "message": "Profiling was cancelled; the findings of the last finished profile (if any) stay."});
+    }
     let mut profile = ProfileState::default();
     let reply = match result {
         Err(e) => {
@@ -54,7 +85,7 @@ pub async fn run(
                 .finish_with_message(format!("unavailable: {e}"))
                 .await;
             profile.findings.push(unavailable(&e));
-            serde_json::json!({"error": e})
+            failed(format!("Profiling is unavailable: {e}"))
         }
         Ok(report) => {
             progress
@@ -80,7 +111,8 @@ pub async fn run(
                 }
                 profile.findings.extend(k.findings.iter().cloned());
             }
-            serde_json::json!({"kernels": report.kernels.iter().map(|k| serde_json::json!({"kernel": k.kernel, "summary": k.triage.as_ref().map(|t| t.summary.clone()), "findings": k.findings.len()})).collect::<Vec<_>>()})
+            let kernels: Vec<_> = report.kernels.iter().map(|k| serde_json::json!({"kernel": k.kernel, "summary": k.triage.as_ref().map(|t| t.summary.clone()), "findings": k.findings.len()})).collect();
+            serde_json::json!({"kernels": kernels, "message": summary(&report)})
         }
     };
     if let Some(doc) = state.docs().get_mut(&uri) {
@@ -88,6 +120,33 @@ pub async fn run(
     }
     crate::handlers::text_sync::republish(state, client, &uri).await;
     reply
+}
+
+/// A reply a client shows as a warning: `message` in words, `error` kept for older clients.
+fn failed(message: String) -> serde_json::Value {
+    serde_json::json!({"error": message, "message": message})
+}
+
+/// The finished profile in words: per kernel its verdict and how many findings.
+pub fn summary(report: &kernelpro_core::profiling::ProfileReport) -> String {
+    if report.kernels.is_empty() {
+        return "Profiling finished, but ncu measured no kernel of this file (does the program launch them?).".into();
+    }
+    let total: usize = report.kernels.iter().map(|k| k.findings.len()).sum();
+    let secs = report.stage1_secs + report.stage2_secs + report.export_secs;
+    let mut s = format!(
+        "Profiled {} kernel{} in {secs:.0} s, {total} finding{}.",
+        report.kernels.len(),
+        if report.kernels.len() == 1 { "" } else { "s" },
+        if total == 1 { "" } else { "s" }
+    );
+    for k in &report.kernels {
+        match &k.triage {
+            Some(t) => s.push_str(&format!(" {}: {}.", k.kernel, t.summary.trim_end_matches('.'))),
+            None => s.push_str(&format!(" {}: no verdict (the SpeedOfLight metrics are missing).", k.kernel)),
+        }
+    }
+    s
 }
 
 /// Kernel name → the last profile's verdict and what changed, for lens and hover.

@@ -241,11 +241,12 @@ async fn analyse_and_publish(
         }
     } else {
         // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
+        let editor = settings.editor;
         let (text, settings) = (text.to_string(), settings.clone());
         let mut analysis =
             crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings))
                 .await;
-        analysis.findings.push(untrusted());
+        analysis.findings.push(untrusted(editor));
         analysis
     };
     let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
@@ -264,17 +265,20 @@ async fn analyse_and_publish(
 
 /// Why an untrusted document gets no compiler diagnostics, on the document
 /// itself: a client that shows no messages (or hid the one at start) still sees it.
-fn untrusted() -> Finding {
+fn untrusted(editor: kernelpro_core::editor::Editor) -> Finding {
     Finding::new(
         "kernelpro",
         Severity::Information,
         Span::line(0),
-        UNTRUSTED_MESSAGE,
+        untrusted_message(editor),
     )
     .with_code("Untrusted")
 }
 
-pub const UNTRUSTED_MESSAGE: &str = "workspace not trusted: set `trusted` to compile, check and profile this file (VS Code: trust the workspace; other editors: `trusted = true` in the server's settings or init options). Until then only the file's structure and launch specs are checked.";
+/// In the words of the user's editor (core::editor).
+pub fn untrusted_message(editor: kernelpro_core::editor::Editor) -> String {
+    format!("workspace not trusted: nothing is compiled, checked or profiled here until you {}. Until then only the file's structure and launch specs are checked.", editor.trust_hint())
+}
 
 /// Publishes unless a newer analysis has started; `last` ends this analysis.
 /// Returns whether it was still current.

@@ -1,0 +1,90 @@
+//! Which editor the user is in (from the LSP `clientInfo`, or the CLI), so
+//! that messages name the settings and commands of that editor, never
+//! another's: a Neovim user is not told about VS Code's Settings UI.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Editor {
+    VsCode,
+    Neovim,
+    /// The `kernelpro` command line.
+    Cli,
+    /// An LSP client we do not know: words that hold for any of them.
+    #[default]
+    Other,
+}
+
+impl Editor {
+    /// From `clientInfo.name`: VS Code's client sends the application's name
+    /// ("Visual Studio Code", "code-server", "VSCodium", ...), Neovim "Neovim".
+    pub fn from_client_name(name: &str) -> Editor {
+        let n = name.to_ascii_lowercase();
+        if n.contains("neovim") || n == "nvim" {
+            Editor::Neovim
+        } else if n.contains("visual studio code") || n.contains("code-server") || n.contains("vscode") || n.contains("vscodium") {
+            Editor::VsCode
+        } else {
+            Editor::Other
+        }
+    }
+
+    /// How the user names setting `key` (dotted, as in `llm.enabled`).
+    pub fn setting(self, key: &str) -> String {
+        match self {
+            Editor::VsCode => format!("the `kernelpro.{key}` setting"),
+            Editor::Neovim => format!("`settings.{key}` in require('kernelpro').setup()"),
+            Editor::Cli => format!("the `{key}` setting"),
+            Editor::Other => format!("the `{key}` setting (section \"kernelpro\")"),
+        }
+    }
+
+    /// What to do to let KernelPro compile and run code here.
+    pub fn trust_hint(self) -> &'static str {
+        match self {
+            Editor::VsCode => "trust the workspace (Manage Workspace Trust)",
+            Editor::Neovim => "run :KernelProTrust, or pass `trusted = true` to require('kernelpro').setup() for projects you trust",
+            Editor::Cli => "the command line always trusts the files it is given",
+            Editor::Other => "set `trusted = true` in the server's settings or initializationOptions",
+        }
+    }
+
+    /// How to apply a code action offered on the kernel.
+    pub fn code_action_hint(self) -> &'static str {
+        match self {
+            Editor::VsCode => "the Quick Fix (Ctrl+.) on the kernel",
+            Editor::Neovim => "vim.lsp.buf.code_action() on the kernel",
+            _ => "the code action on the kernel",
+        }
+    }
+
+    /// What to do after changing a setting that is read only at start-up.
+    pub fn restart_hint(self) -> &'static str {
+        match self {
+            Editor::VsCode => "run KernelPro: Restart Server to apply it",
+            Editor::Neovim => "restart the server (:LspRestart kernelpro, or restart Neovim) to apply it",
+            _ => "restart the server to apply it",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_names_and_their_words() {
+        let cases = [
+            ("Visual Studio Code", Editor::VsCode),
+            ("code-server", Editor::VsCode),
+            ("Neovim", Editor::Neovim),
+            ("helix", Editor::Other),
+        ];
+        for (name, editor) in cases {
+            assert_eq!(Editor::from_client_name(name), editor, "{name}");
+        }
+        assert!(!Editor::Neovim.setting("nvcc").contains("kernelpro.nvcc"));
+        assert!(!Editor::Neovim.trust_hint().contains("Workspace Trust"));
+        assert!(Editor::VsCode.setting("nvcc").contains("kernelpro.nvcc"));
+    }
+}
