@@ -25,7 +25,7 @@ pub struct BlockReduce;
 const SUM_TYPES: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int", "long long"];
 
 /// The unit loop around `lines` (each already indented text), re-binding the user's indices.
-fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
+pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");

@@ -16,19 +16,27 @@
 //!   user's epilogue.
 //! - [`TiledTranspose`]: a thread-per-element copy whose load and store run
 //!   along different indices goes through a 32x33 shared tile.
+//! - [`PrivateHistogram`]: one atomic per unit into a data-chosen bin becomes
+//!   per-block bins in shared memory and one atomic per bin per block.
+//! - [`ShuffleTree`]: an interleaved shared-memory tree reduction per block
+//!   becomes warp shuffles and one shared slot per warp.
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
 mod contraction;
 mod grid_stride;
+mod histogram;
 mod launch;
 mod recognize;
 mod transpose;
+mod tree;
 mod warp_units;
 
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
+pub use histogram::PrivateHistogram;
 pub use transpose::TiledTranspose;
+pub use tree::ShuffleTree;
 pub use warp_units::WarpUnits;
 
 /// The calling thread's index within its block, for any block shape.

@@ -6,7 +6,7 @@ use crate::{Recipe, all};
 use expect_test::{Expect, expect};
 use std::path::{Path, PathBuf};
 
-const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "TiledTranspose", "GridStrideMap"];
+const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "PrivateHistogram", "ShuffleTree", "TiledTranspose", "GridStrideMap"];
 
 /// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
 fn fixture(name: &str) -> String {
