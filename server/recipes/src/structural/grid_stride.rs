@@ -187,15 +187,24 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some((addr, value)) = atomic_add(k.text, st) else {
         return Vec::new();
     };
-    // The address is the same for every unit: parameters and literals only.
+    // The address is the same for every unit: parameters and literals only, or
+    // what the model sees as a constant offset from a buffer (`T* acc = result + 0;`).
     let addr_names = names_in(k, addr);
-    if addr_names.iter().any(|n| k.param(n).is_none()) || descendants(addr).iter().any(|d| d.kind() == "call_expression") {
-        return Vec::new();
-    }
-    let Some(ty) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)).map(|p| p.base.clone()) else {
-        return Vec::new();
+    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some()) && !descendants(addr).iter().any(|d| d.kind() == "call_expression") {
+        let Some(p) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)) else { return Vec::new() };
+        (k.text_of(addr).to_string(), p.name.clone())
+    } else {
+        let model = k.model();
+        let found = model.as_ref().and_then(|m| m.accesses.iter().find(|a| a.is_atomic() && a.text.split_whitespace().collect::<String>() == k.text_of(*call).split_whitespace().collect::<String>()));
+        let Some((base, c)) = found.and_then(|a| Some((a.base.clone(), a.index.as_constant()?))).filter(|(b, _)| k.param(b).is_some_and(|p| p.pointer)) else {
+            return Vec::new();
+        };
+        (format!("&{base}[{c}]"), base)
     };
-    if !SUM_TYPES.contains(&ty.as_str()) {
+    let Some(p) = k.param(&buffer) else { return Vec::new() };
+    // A template's element type is the one the spec instantiates.
+    let ty = p.base.clone();
+    if !SUM_TYPES.contains(&ty.as_str()) && !(k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t))) {
         return Vec::new();
     }
     let ind2 = format!("{}    ", indent_at(k.text, k.body().start_byte()));
@@ -213,7 +222,7 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
         lines.push(text);
     }
     let head = format!("{ty} kp_acc = 0;\n");
-    let addr = k.text_of(addr);
+    let addr = addr_text.as_str();
     let tail = format!(
         "__shared__ {ty} kp_part[32];\n\
          const unsigned kp_tid = {BLOCK_TID};\n\

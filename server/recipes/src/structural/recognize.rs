@@ -9,6 +9,7 @@
 
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, single_statement, statements};
+use kernelpro_source::kernel_model::{Atom, Dep, Dim, KernelModel, Poly};
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
@@ -48,6 +49,9 @@ pub(crate) enum Piece<'t> {
     Node(Node<'t>),
     /// A guard atom the original returned on (`!(cond)` of a wrapping guard): the unit is skipped.
     Skip(Node<'t>, bool),
+    /// A declaration the model sees as the global `x` index plus a block-uniform offset
+    /// (`int i = blockIdx.y * H + blockIdx.x * blockDim.x + threadIdx.x;`): re-declared from the unit's `kp_gx`.
+    Derived(Node<'t>),
 }
 
 /// A kernel written as one thread per work unit.
@@ -157,6 +161,84 @@ fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The name of the synthetic unit index that stands for `blockIdx.x * blockDim.x + threadIdx.x` where
+/// the kernel only uses that sum inside larger expressions.
+const GLOBAL_X: &str = "kp_gx";
+
+/// `blockIdx.x * blockDim.x + threadIdx.x` as the model writes it.
+fn global_x() -> Poly {
+    Poly::atom(Atom::Tid(Dim::X)).add(&Poly::atom(Atom::Bid(Dim::X)).mul(&Poly::atom(Atom::Bdim(Dim::X))))
+}
+
+/// How the model sees a declaration that is not an index by its spelling.
+enum ModelIndex {
+    /// The global thread index of 1D blocks on a 2D/3D grid, flattened
+    /// (`long b = blockIdx.y * gridDim.x + blockIdx.x; long i = b * blockDim.x + threadIdx.x;`): (name, type).
+    Flat(String, String),
+    /// The global `x` index plus a block-uniform offset: see [`Piece::Derived`].
+    Derived,
+}
+
+fn model_index(k: &Kernel, st: Node, model: &KernelModel) -> Option<ModelIndex> {
+    if st.kind() != "declaration" {
+        return None;
+    }
+    let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let name = k.text_of(d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?);
+    let (_, poly) = model.thread_values.iter().find(|(n, _)| n == name)?;
+    let rest = poly.sub(&global_x());
+    let flat = {
+        let (bx, gx) = (Poly::atom(Atom::Bdim(Dim::X)), Poly::atom(Atom::Gdim(Dim::X)));
+        let y = Poly::atom(Atom::Bid(Dim::Y)).mul(&bx).mul(&gx);
+        let z = Poly::atom(Atom::Bid(Dim::Z)).mul(&bx).mul(&gx).mul(&Poly::atom(Atom::Gdim(Dim::Y)));
+        rest == y || rest == y.add(&z)
+    };
+    // Without threadIdx.y/z in the value, a 2D block would run each index several times.
+    let one_d = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
+    if flat && one_d {
+        return Some(ModelIndex::Flat(name.to_string(), k.text_of(st.child_by_field_name("type")?).to_string()));
+    }
+    let offset_ok = !rest.is_zero()
+        && rest.dep() == Dep::Uniform
+        && !rest.data_dependent()
+        && rest.atoms().all(|a| !matches!(a, Atom::Bid(Dim::X) | Atom::Gdim(Dim::X) | Atom::Loop(_) | Atom::Opaque { data: true, .. }));
+    (offset_ok && derived_decl(k, st).is_some()).then_some(ModelIndex::Derived)
+}
+
+/// The derived declaration re-written from [`GLOBAL_X`]: the value's `+` terms
+/// `blockIdx.x * blockDim.x` and `threadIdx.x` become `kp_gx`, block indices
+/// of `y`/`z` the fixed `kp_by`/`kp_bz`; `None` when the value is not such a sum.
+fn derived_decl(k: &Kernel, st: Node) -> Option<String> {
+    let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let value = d.child_by_field_name("value")?;
+    let terms = atoms(k, value, "+");
+    let tid = terms.iter().position(|t| bare(k.text_of(*t)) == "threadIdx.x")?;
+    let block = terms.iter().position(|t| ["blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x"].contains(&bare(k.text_of(*t)).as_str()))?;
+    let mut rest = Vec::new();
+    for (i, t) in terms.iter().enumerate() {
+        if i == tid || i == block {
+            continue;
+        }
+        let text = k.text_of(*t);
+        if ["threadIdx", "blockDim", "gridDim", "blockIdx.x", "__"].iter().any(|b| text.contains(b)) {
+            return None;
+        }
+        rest.push(format!("({})", text.replace("blockIdx.y", "kp_by").replace("blockIdx.z", "kp_bz")));
+    }
+    rest.push(GLOBAL_X.to_string());
+    Some(edited(k, st, &[(value.byte_range(), rest.join(" + "))]))
+}
+
+/// `T b = <block-uniform value>;` naming block or grid built-ins (`blockIdx.y * gridDim.x + blockIdx.x`):
+/// a helper of an index declaration the model recognises.
+fn block_helper(k: &Kernel, st: Node) -> bool {
+    st.kind() == "declaration"
+        && !k.text_of(st).contains("threadIdx")
+        && !k.text_of(st).contains("__shared__")
+        && descendants(st).into_iter().all(|n| !matches!(n.kind(), "subscript_expression" | "call_expression" | "pointer_expression"))
+        && descendants(st).into_iter().any(|n| n.kind() == "init_declarator")
+}
+
 /// Splits `a OP b OP c` (one operator, `||` or `&&`) into its atoms, through parentheses.
 fn atoms<'t>(k: &Kernel, cond: Node<'t>, op: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
@@ -194,7 +276,7 @@ fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped
     } else {
         return None;
     };
-    let x = bare(k.text_of(x));
+    let x = if names.contains(&GLOBAL_X) && global_index_axis(k.text_of(x)) == Some('x') { GLOBAL_X.to_string() } else { bare(k.text_of(x)) };
     names.contains(&x.as_str()).then_some((x, b))
 }
 
@@ -219,10 +301,21 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     let mut head = Vec::new();
     let mut strides: Vec<String> = Vec::new();
     // Index declarations first; uniform declarations before them are the head, after them the unit's own.
-    let mut pre = Vec::new();
+    let mut pre: Vec<Piece> = Vec::new();
+    let model = k.model();
+    let mut helpers: Vec<String> = Vec::new();
+    let mut derived = false;
     while let Some(first) = sts.first().copied() {
         if let Some(d) = index_decls(k, first) {
             indices.extend(d);
+        } else if let Some(mi) = model.as_ref().and_then(|m| model_index(k, first, m)) {
+            match mi {
+                ModelIndex::Flat(name, ty) => indices.push((name, ty, 'x')),
+                ModelIndex::Derived => {
+                    pre.push(Piece::Derived(first));
+                    derived = true;
+                }
+            }
         } else if first.kind() == "declaration" && !thread_bound(k, first) {
             // Uniform declarations (scalar parameters and earlier uniform names only) go before the unit loop.
             let head_names: Vec<String> = head.iter().flat_map(|h| declared_in(k, *h)).collect();
@@ -236,17 +329,32 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
                         _ => true,
                     })
                 });
-            if indices.is_empty() || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(first) }
+            if indices.is_empty() && !derived || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(Piece::Node(first)) }
         } else if first.kind() == "declaration" && is_stride_decl(k, first) {
             strides.extend(declared_in(k, first));
+        } else if block_helper(k, first) {
+            helpers.extend(declared_in(k, first));
         } else {
             break;
         }
         sts.remove(0);
     }
-    let fixed: Vec<(String, String, char)> =
+    let mut fixed: Vec<(String, String, char)> =
         indices.iter().filter(|i| i.2.is_ascii_uppercase()).map(|(n, t, a)| (n.clone(), t.replace("const ", "").trim().to_string(), a.to_ascii_lowercase())).collect();
     indices.retain(|i| !i.2.is_ascii_uppercase());
+    if derived {
+        // The derived declarations stand on a synthetic `x` index; their y/z block indices stay the launch's.
+        if indices.iter().any(|i| i.2 == 'x') {
+            return None;
+        }
+        indices.push((GLOBAL_X.to_string(), "long long".to_string(), 'x'));
+        let texts: Vec<String> = pre.iter().filter_map(|p| if let Piece::Derived(n) = p { derived_decl(k, *n) } else { None }).collect();
+        for (name, axis) in [("kp_by", 'y'), ("kp_bz", 'z')] {
+            if texts.iter().any(|t| t.contains(name)) {
+                fixed.push((name.to_string(), "long long".to_string(), axis));
+            }
+        }
+    }
     // A grid-stride loop over one index, as the whole rest of the body.
     if indices.is_empty()
         && let [f] = sts[..]
@@ -265,7 +373,7 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     }
     let names: Vec<&str> = indices.iter().map(|i| i.0.as_str()).collect();
     let mut bounds: Vec<Option<Node>> = vec![None; indices.len()];
-    let mut pieces: Vec<Piece> = pre.into_iter().map(Piece::Node).collect();
+    let mut pieces: Vec<Piece> = pre;
     let guard = sts.first().copied().filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
     let guard = guard?;
     let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
@@ -302,6 +410,10 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         return None;
     }
     let bounds: Vec<Node> = bounds.into_iter().collect::<Option<_>>()?;
+    // The helpers of recognised index declarations (`long b = blockIdx.y * gridDim.x + blockIdx.x;`) are not re-declared.
+    if pieces.iter().any(|p| matches!(p, Piece::Node(n) | Piece::Skip(n, _) if names_in(k, *n).iter().any(|x| helpers.iter().any(|h| h == x)))) {
+        return None;
+    }
     let indices: Vec<IndexVar> =
         indices.into_iter().zip(&bounds).map(|((name, ty, axis), b)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(*b).to_string() }).collect();
     finish(k, indices, pieces, head, fixed, &bounds)
@@ -336,7 +448,7 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
     let local_names: Vec<String> = pieces
         .iter()
         .filter_map(|p| match p {
-            Piece::Node(n) => Some(*n),
+            Piece::Node(n) | Piece::Derived(n) => Some(*n),
             _ => None,
         })
         .flat_map(|n| declared_in(k, n))
@@ -357,7 +469,7 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
     }
     // The unit body may not depend on the original mapping, nor assign an index.
     for p in &pieces {
-        let (Piece::Node(n) | Piece::Skip(n, _)) = p;
+        let (Piece::Node(n) | Piece::Skip(n, _)) = p else { continue };
         if thread_bound(k, *n) {
             return None;
         }
@@ -426,6 +538,7 @@ pub(crate) fn render(k: &Kernel, piece: Piece, edits: &[(std::ops::Range<usize>,
     let node = match piece {
         Piece::Skip(atom, true) => return Some(format!("if ({}) continue;", k.text_of(atom))),
         Piece::Skip(atom, false) => return Some(format!("if (!({})) continue;", k.text_of(atom))),
+        Piece::Derived(n) => return derived_decl(k, n),
         Piece::Node(n) => n,
     };
     let mut all = edits.to_vec();
