@@ -9,7 +9,7 @@
 
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, single_statement, statements};
-use kernelpro_source::kernel_model::{Atom, Dep, Dim, KernelModel, Poly};
+use kernelpro_source::kernel_model::{AccessKind, Atom, Dep, Dim, KernelModel, Poly, Space};
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
@@ -488,9 +488,37 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
     if !fixed.is_empty() && (indices.iter().any(|i| i.axis != 'x') || fixed.iter().any(|f| f.2 == 'x')) {
         return None;
     }
-    // x last (fastest), then y, then z.
+    // x last (fastest), then y, then z; but the index every store walks contiguously goes last
+    // whatever its axis (`out[r * C + c]` with `r` on x), so neighbouring units store to neighbouring elements.
     indices.sort_by_key(|i| std::cmp::Reverse(i.axis));
+    if let Some(fast) = contiguous_index(k, &indices) {
+        let i = indices.remove(fast);
+        indices.push(i);
+    }
     Some(Units { indices, body: pieces, head, fixed })
+}
+
+/// The one index (by position) that moves every global store by one element, from the kernel model;
+/// `None` with fewer than two indices, no stores, or no single such index.
+fn contiguous_index(k: &Kernel, indices: &[IndexVar]) -> Option<usize> {
+    if indices.len() < 2 {
+        return None;
+    }
+    let model = k.model()?;
+    let stores: Vec<&Poly> = model.accesses.iter().filter(|a| a.space == Space::Global && matches!(a.kind, AccessKind::Write | AccessKind::ReadWrite)).map(|a| &a.index).collect();
+    if stores.is_empty() {
+        return None;
+    }
+    let dim = |axis: char| match axis {
+        'x' => Dim::X,
+        'y' => Dim::Y,
+        _ => Dim::Z,
+    };
+    let unit: Vec<usize> = indices.iter().enumerate().filter(|(_, i)| stores.iter().all(|p| p.coefficient(&Atom::Tid(dim(i.axis))).as_constant() == Some(1))).map(|(n, _)| n).collect();
+    match unit[..] {
+        [one] => Some(one),
+        _ => None,
+    }
 }
 
 /// Whether every launch the search may pick has blocks of whole warps (any shape).
