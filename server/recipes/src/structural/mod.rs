@@ -20,6 +20,7 @@
 //!   per-block bins in shared memory and one atomic per bin per block.
 //! - [`ShuffleTree`]: an interleaved shared-memory tree reduction per block
 //!   becomes warp shuffles and one shared slot per warp.
+//! - [`StencilTile`]: a 1D stencil reads its input through a shared tile with a halo.
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
@@ -28,6 +29,7 @@ mod grid_stride;
 mod histogram;
 mod launch;
 mod recognize;
+mod stencil;
 mod transpose;
 mod tree;
 mod warp_units;
@@ -35,6 +37,7 @@ mod warp_units;
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
 pub use histogram::PrivateHistogram;
+pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
 pub use tree::ShuffleTree;
 pub use warp_units::WarpUnits;

@@ -6,7 +6,7 @@ use crate::{Recipe, all};
 use expect_test::{Expect, expect};
 use std::path::{Path, PathBuf};
 
-const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "PrivateHistogram", "ShuffleTree", "TiledTranspose", "GridStrideMap"];
+const STRUCTURAL: &[&str] = &["WarpUnits", "TiledContraction", "BlockReduce", "PrivateHistogram", "ShuffleTree", "StencilTile", "TiledTranspose", "GridStrideMap"];
 
 /// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
 fn fixture(name: &str) -> String {
@@ -96,8 +96,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8"),
     ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4"),
     ("naive/stencil/clean_conv1d_tile_halo.cu", "conv1d_tiled", ""),
-    ("naive/stencil/conv1d_template_gridstride.cu", "conv1d_same", "WarpUnits x4"),
-    ("naive/stencil/conv1d_v1.cu", "conv1d_v1", "WarpUnits x4"),
+    ("naive/stencil/conv1d_template_gridstride.cu", "conv1d_same", "StencilTile x4"),
+    ("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile x4"),
     ("naive/stencil/conv3x3_macro_2d.cu", "conv3x3", "GridStrideMap x4"),
     ("naive/stencil/expert_conv1d_tile_4out.cu", "conv1d_tile4", ""),
     ("naive/stencil/jacobi_rowx.cu", "jacobi_step", "GridStrideMap x4"),

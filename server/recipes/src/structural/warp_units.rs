@@ -420,6 +420,10 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     if !whole_warps(k) {
         return Vec::new();
     }
+    // A stencil's loop runs over its few taps (a warp would idle most lanes): StencilTile's case.
+    if k.model().and_then(|m| m.pattern()).is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::Stencil) {
+        return Vec::new();
+    }
     let body = k.body();
     let no_double_buffers = k.func.params.iter().all(|p| !p.base.contains("double"));
     let uses_double = k.text_of(body).contains("double");
