@@ -296,6 +296,6 @@ impl Recipe for TiledContraction {
         &["MissedReuse", "SharedMemTiling", "UncoalescedAccess", "MemoryCoalescing"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, rewrites)
     }
 }

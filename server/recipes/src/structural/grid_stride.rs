@@ -246,14 +246,13 @@ impl Recipe for GridStrideMap {
         &["TailEffect", "LaunchOverhead", "OccupancyLimiter"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find_generic(text, kernel) else {
-            return Vec::new();
-        };
-        // Kernels that store through an atomic are BlockReduce's or the histogram recipe's.
-        if units(&k).is_some_and(|u| u.body.iter().any(|p| matches!(p, Piece::Node(n) if stores(&k, *n).iter().any(|(f, _)| f.starts_with("atomic"))))) {
-            return Vec::new();
-        }
-        map_rewrites(&k)
+        super::with_units_view(text, kernel, |k| {
+            // Kernels that store through an atomic are BlockReduce's or the histogram recipe's.
+            if units(k).is_some_and(|u| u.body.iter().any(|p| matches!(p, Piece::Node(n) if stores(k, *n).iter().any(|(f, _)| f.starts_with("atomic"))))) {
+                return Vec::new();
+            }
+            map_rewrites(k)
+        })
     }
 }
 
@@ -265,6 +264,6 @@ impl Recipe for BlockReduce {
         &["AtomicContention", "WarpStall"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| reduce_rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, reduce_rewrites)
     }
 }

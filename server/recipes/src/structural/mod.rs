@@ -51,5 +51,20 @@ const GRID_TID: &str = "(((long long)blockIdx.x + (long long)gridDim.x * (blockI
 /// Threads in the grid, 64-bit.
 const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
 
+/// `f`'s rewrites of the kernel as the units recogniser reads it best: with a
+/// flat index split by `/` and `%` read as a row and a column
+/// ([`recognize::split_flat`]) where that gives any, else as written.
+fn with_units_view(text: &str, kernel: &str, f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>) -> Vec<crate::Rewrite> {
+    if let Some(split) = recognize::split_flat(text, kernel)
+        && let Some(k) = crate::kernel::Kernel::find_generic(&split, kernel)
+    {
+        let out = f(&k);
+        if !out.is_empty() {
+            return out;
+        }
+    }
+    crate::kernel::Kernel::find_generic(text, kernel).map(|k| f(&k)).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests;

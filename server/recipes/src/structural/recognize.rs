@@ -223,7 +223,8 @@ fn derived_decl(k: &Kernel, st: Node) -> Option<String> {
         if ["threadIdx", "blockDim", "gridDim", "blockIdx.x", "__"].iter().any(|b| text.contains(b)) {
             return None;
         }
-        rest.push(format!("({})", text.replace("blockIdx.y", "kp_by").replace("blockIdx.z", "kp_bz")));
+        let text = text.replace("blockIdx.y", "kp_by").replace("blockIdx.z", "kp_bz");
+        rest.push(if text.chars().all(|c| c.is_alphanumeric() || c == '_') { text } else { format!("({text})") });
     }
     rest.push(GLOBAL_X.to_string());
     Some(edited(k, st, &[(value.byte_range(), rest.join(" + "))]))
@@ -641,4 +642,107 @@ pub(crate) fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
         }
     }
     out
+}
+
+/// The file with kernel `name`'s flat index split by `/` and `%` read as two
+/// indices: `T idx = <global x>; if (idx >= M * N) return; T i = idx / N, j = idx % N;`
+/// (or the body under `if (idx < M * N) { ... }`) becomes `T j = <global x>;
+/// T i = <global y>; if (i >= M || j >= N) return;` and every other use of
+/// `idx` becomes `(i * (N) + j)`. The units are the same (`i = u / N`,
+/// `j = u % N` after a rewrite, as the original had them), but recipes that
+/// need a row and a column (tiles) now see them. Only a rewrite's view: every
+/// structural rewrite replaces the whole body, launch-agnostic.
+pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
+    let k = Kernel::find_generic(text, name)?;
+    let sts = statements(k.body());
+    let [(idx, _, 'x')] = &index_decls(&k, *sts.first()?)?[..] else { return None };
+    let guard = *sts.get(1)?;
+    let (cond, then) = (guard.child_by_field_name("condition")?.child_by_field_name("value")?, guard.child_by_field_name("consequence")?);
+    if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
+    let (out_op, rest): (&str, Vec<Node>) = if returns {
+        (">=", sts[2..].to_vec())
+    } else if sts.len() == 2 && then.kind() == "compound_statement" {
+        ("<", statements(then))
+    } else {
+        return None;
+    };
+    let c = strip_parens(cond);
+    if c.kind() != "binary_expression" || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op) || bare(k.text_of(c.child_by_field_name("left")?)) != *idx {
+        return None;
+    }
+    let bound = strip_parens(c.child_by_field_name("right")?);
+    if bound.kind() != "binary_expression" || bound.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
+        return None;
+    }
+    let (bl, br) = (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
+    // The declarations splitting idx: (name, type, is the row, divisor) from the first one or two statements.
+    let mut parts: Vec<(String, String, bool, String)> = Vec::new();
+    let mut split_sts = Vec::new();
+    for st in rest.iter().take(2) {
+        if st.kind() != "declaration" || parts.len() == 2 {
+            break;
+        }
+        let ty = k.text_of(st.child_by_field_name("type")?).to_string();
+        let mut cursor = st.walk();
+        let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
+        let mut got = Vec::new();
+        for d in decls {
+            let (n, v) = (d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier"), d.child_by_field_name("value"));
+            let (Some(n), Some(v)) = (n, v.map(strip_parens)) else { break };
+            let op = v.child_by_field_name("operator").filter(|_| v.kind() == "binary_expression").map(|o| k.text_of(o));
+            let left = v.child_by_field_name("left").map(|l| bare(k.text_of(l)));
+            match (op, left) {
+                (Some(op @ ("/" | "%")), Some(l)) if l == *idx => got.push((k.text_of(n).to_string(), ty.clone(), op == "/", compact(k.text, v.child_by_field_name("right")?))),
+                _ => break,
+            }
+        }
+        if got.is_empty() {
+            break;
+        }
+        if got.len() != st.named_children(&mut st.walk()).filter(|c| c.kind() == "init_declarator").count() {
+            return None;
+        }
+        parts.extend(got);
+        split_sts.push(*st);
+    }
+    let [a, b] = &parts[..] else { return None };
+    let (row, col) = if a.2 && !b.2 { (a, b) } else if b.2 && !a.2 { (b, a) } else { return None };
+    let divisor = row.3.trim_matches(|c| c == '(' || c == ')').to_string();
+    if row.3 != col.3 || !divisor.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let rows = if br == divisor { bl } else if bl == divisor { br } else { return None };
+    // idx is never assigned; its other uses become the recombined index.
+    let body = k.body();
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for d in descendants(body) {
+        if matches!(d.kind(), "assignment_expression" | "update_expression") && d.child_by_field_name("left").or(d.child_by_field_name("argument")).is_some_and(|t| k.text_of(t) == idx) {
+            return None;
+        }
+    }
+    let (r, c_) = (&row.0, &col.0);
+    let first = sts[0];
+    edits.push((first.byte_range(), format!("{} {c_} = blockIdx.x * blockDim.x + threadIdx.x;\n  {} {r} = blockIdx.y * blockDim.y + threadIdx.y;", col.1, row.1)));
+    // `(R) && c` would read as a cast of `&&c`: parentheses only around an expression.
+    let rows = if rows.chars().all(|ch| ch.is_alphanumeric() || ch == '_') { rows } else { format!("({rows})") };
+    let new_cond = if returns { format!("{r} >= {rows} || {c_} >= {divisor}") } else { format!("{r} < {rows} && {c_} < {divisor}") };
+    edits.push((cond.byte_range(), new_cond));
+    for st in &split_sts {
+        edits.push((st.byte_range(), String::new()));
+    }
+    for d in descendants(body) {
+        let inside = |n: Node| n.start_byte() >= first.end_byte() && !split_sts.iter().any(|s| s.byte_range().contains(&n.start_byte())) && !cond.byte_range().contains(&n.start_byte());
+        if d.kind() == "identifier" && k.text_of(d) == idx && inside(d) {
+            edits.push((d.byte_range(), format!("({r} * ({divisor}) + {c_})")));
+        }
+    }
+    let mut out = text.to_string();
+    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    for (range, with) in edits {
+        out.replace_range(range, &with);
+    }
+    Some(out)
 }

@@ -117,6 +117,6 @@ impl Recipe for StencilTile {
         &["MissedReuse", "UncoalescedAccess"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, rewrites)
     }
 }

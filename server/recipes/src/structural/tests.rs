@@ -67,7 +67,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/layernorm/layernorm_macro_double.cu", "layer_norm_kernel", "WarpUnits x8"),
     ("naive/layernorm/layernorm_rowptr.cu", "layernorm_forward_v1", "WarpUnits x4"),
     ("naive/linear/clean_linear_tiled16.cu", "linear_tiled16", ""),
-    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4"),
+    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4, TiledContraction x2"),
     ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
     ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x2"),
     ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4"),
@@ -110,7 +110,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/sum/sumsq_double_atomic.cu", "sumsq", "BlockReduce x4"),
     ("naive/transpose/clean_transpose_tile.cu", "transpose_tile32", ""),
     ("naive/transpose/expert_transpose_tile_rows.cu", "transpose_tile_rows", ""),
-    ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "GridStrideMap x4"),
+    ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "GridStrideMap x4"),
     // KernelBench level-1 tasks: pointer-walking reductions (48), convolutions and scans get none yet.

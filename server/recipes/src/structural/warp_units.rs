@@ -454,6 +454,6 @@ impl Recipe for WarpUnits {
         &["RowWalk", "UncoalescedAccess", "Uncoalesced", "MemoryCoalescing", "Fp64Promotion"]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, rewrites)
     }
 }
