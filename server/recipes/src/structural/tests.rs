@@ -566,6 +566,114 @@ fn snapshots() {
     );
 }
 
+#[test]
+fn snapshots_of_model_recognised_units() {
+    // The interleaved tree's root gets the block's sum; the user's last statement is kept.
+    check("naive/block_reduce/reduce_interleaved_mod.cu", "reduce0", "ShuffleTree", expect![[r#"
+        ## the interleaved tree over sdata as warp shuffles and one shared slot per warp
+        __global__ void reduce0(float* partial, const float* x, int n) {
+          extern __shared__ float sdata[];
+          unsigned int tid = threadIdx.x;
+          unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+          // Warp shuffles, one shared slot per warp, the first warp finishes (kernelpro ShuffleTree).
+          float kp_v = (i < n) ? x[i] : 0.0f;
+          for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+          __shared__ float kp_warp[32];
+          if ((threadIdx.x & 31u) == 0) kp_warp[threadIdx.x >> 5] = kp_v;
+          __syncthreads();
+          if (threadIdx.x < 32u) {
+            kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : (float)0;
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+            if (threadIdx.x == 0) sdata[0] = kp_v;
+          }
+          __syncthreads();
+          if (tid == 0) partial[blockIdx.x] = sdata[0];
+        }
+    "#]]);
+    // The bin chosen through pointer arithmetic (`hist + bin`) goes to a per-block copy.
+    check("naive/histogram/hist_int_shift.cu", "histo_shift", "PrivateHistogram", expect![[r#"
+        ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block
+        ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
+        ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
+        ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
+        __global__ void histo_shift(int* hist, const int* vals, int count) {
+          // 256 bins of hist per block in shared memory, one atomic per bin per block (kernelpro).
+          __shared__ int kp_bins[256];
+          for (int kp_j = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); kp_j < 256; kp_j += (blockDim.x * blockDim.y * blockDim.z)) kp_bins[kp_j] = 0;
+          __syncthreads();
+          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(count); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const int tid = (int)(kp_u);
+            int bin = vals[tid] >> 2;
+            { const long long kp_b = (long long)(bin); if (kp_b >= 0 && kp_b < 256) atomicAdd(&kp_bins[kp_b], 1); else atomicAdd(&hist[kp_b], 1); }
+          }
+          __syncthreads();
+          for (int kp_j = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); kp_j < 256; kp_j += (blockDim.x * blockDim.y * blockDim.z)) {
+            const int kp_c = kp_bins[kp_j];
+            if (kp_c != 0) atomicAdd(&hist[kp_j], kp_c);
+          }
+        }
+    "#]]);
+    // Reads of x at i + j - r go through the tile; the guard on them stays the user's.
+    check("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile", expect![[r#"
+        ## 1D stencil over (i) reading x through a shared tile with a halo of 32
+        ## 1D stencil over (i) reading x through a shared tile with a halo of 32; launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
+        ## 1D stencil over (i) reading x through a shared tile with a halo of 32; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
+        ## 1D stencil over (i) reading x through a shared tile with a halo of 32; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
+        __global__ void conv1d_v1(float* y, const float* x, const float* w, int n, int k) {
+          // A shared tile of each block step's inputs and a halo of 32 either side (kernelpro StencilTile).
+          __shared__ float kp_tile[1024 + 2 * 32];
+          const long long kp_n = (long long)(n);
+          const long long kp_threads = (blockDim.x * blockDim.y * blockDim.z);
+          for (long long kp_base = (long long)blockIdx.x * kp_threads; kp_base < kp_n; kp_base += (long long)gridDim.x * kp_threads) {
+            const long long kp_lo = kp_base - 32 < 0 ? 0 : kp_base - 32;
+            const long long kp_hi = kp_base + kp_threads + 32 > (long long)(n) ? (long long)(n) : kp_base + kp_threads + 32;
+            __syncthreads();
+            for (long long kp_q = kp_lo + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); kp_q < kp_hi; kp_q += kp_threads) kp_tile[kp_q - kp_lo] = x[kp_q];
+            __syncthreads();
+            auto kp_x = [&](long long kp_q) -> float { return kp_q >= kp_lo && kp_q < kp_hi ? kp_tile[kp_q - kp_lo] : x[kp_q]; };
+            for (long long kp_u = kp_base + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); kp_u < kp_n && kp_u < kp_base + kp_threads; kp_u += kp_threads) {
+              const int i = (int)(kp_u);
+              int r = k / 2;
+              float acc = 0.0f;
+              for (int j = 0; j < k; j++) {
+                int p = i + j - r;
+                if (p >= 0 && p < n) acc += kp_x(p) * w[j]; // expect: MissedReuse
+              }
+              y[i] = acc;
+            }
+          }
+        }
+    "#]]);
+    // `i = blockIdx.y * (nrow / 2) + <global x>` with the guard on the global x alone: a synthetic unit index.
+    check("naive/argmax/argmax_template_macro.cu", "argmax_kernel", "WarpUnits", expect![[r#"
+        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions
+        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(ROWS / 2, 8), 132 * 16), 2)
+        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(ROWS / 2, 4), 132 * 32), 2)
+        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(ROWS / 2, 16), 132 * 8), 2)
+        __global__ void argmax_kernel(int* out, const T* vals, int nrow, int ncol) {
+          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+          const long long kp_by = (long long)blockIdx.y;
+          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+          const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+          for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(nrow / 2); kp_u += kp_warps) {
+            const long long kp_gx = (long long)(kp_u);
+            int i = (kp_by * (nrow / 2)) + kp_gx;
+            T m = ELEM(i, 0);
+            int a = 0;
+            for (int j = 1 + kp_lane; j < ncol; j += 32) {
+              T v = ELEM(i, j); // expect: UncoalescedAccess|RowWalk
+              if (v > m) { m = v; a = j; }
+            }
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, m, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, a, kp_o); if (kp_t > m || (kp_t == m && kp_j < a)) { m = kp_t; a = kp_j; } }
+            if (kp_lane == 0) {
+              out[i] = a;
+            }
+            __syncwarp();
+          }
+        }
+    "#]]);
+}
+
 /// Which structural rewrites apply to every kernel of the `.cu` files under
 /// `KP_PROBE_DIR` (a corpus not in the repo: public kernels, another branch's tasks).
 #[test]
