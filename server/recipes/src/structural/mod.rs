@@ -54,16 +54,24 @@ const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * bloc
 /// `f`'s rewrites of the kernel as the units recogniser reads it best: with a
 /// flat index split by `/` and `%` read as a row and a column
 /// ([`recognize::split_flat`]) where that gives any, else as written.
+/// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
+/// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen.
 fn with_units_view(text: &str, kernel: &str, f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>) -> Vec<crate::Rewrite> {
-    if let Some(split) = recognize::split_flat(text, kernel)
-        && let Some(k) = crate::kernel::Kernel::find_generic(&split, kernel)
-    {
-        let out = f(&k);
-        if !out.is_empty() {
-            return out;
+    let expanded = recognize::expand_macros(text, kernel);
+    let mut views: Vec<String> = Vec::new();
+    for t in std::iter::once(text).chain(expanded.as_deref()) {
+        views.extend(recognize::split_flat(t, kernel));
+        views.push(t.to_string());
+    }
+    for view in &views {
+        if let Some(k) = crate::kernel::Kernel::find_generic(view, kernel) {
+            let out = f(&k);
+            if !out.is_empty() {
+                return out;
+            }
         }
     }
-    crate::kernel::Kernel::find_generic(text, kernel).map(|k| f(&k)).unwrap_or_default()
+    Vec::new()
 }
 
 #[cfg(test)]

@@ -746,3 +746,85 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
     }
     Some(out)
 }
+
+/// Expansion rounds for macros that use macros.
+const MACRO_DEPTH: usize = 4;
+
+/// The file with the function-like macro calls in kernel `name`'s body
+/// expanded as the preprocessor would (`EL(lhs, r, k)` with `#define EL(m, r, c)
+/// m[(r) * dim + (c)]` becomes `lhs[((r)) * dim + ((k))]`), so recipes that
+/// look for subscripts see them; `None` when the body calls no such macro.
+/// Single-line `#define`s only, none that stringize or paste.
+pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
+    let mut macros: Vec<(String, Vec<String>, String)> = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("define")) else { continue };
+        let rest = rest.trim_start();
+        let Some(open) = rest.find('(') else { continue };
+        let mname = &rest[..open];
+        if mname.is_empty() || !mname.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            continue; // an object-like macro (`#define N (4)`) has a space before its parenthesis
+        }
+        let Some(close) = rest[open..].find(')') else { continue };
+        let params: Vec<String> = rest[open + 1..open + close].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+        let body = rest[open + close + 1..].trim();
+        if body.is_empty() || body.contains('#') || body.ends_with('\\') || params.iter().any(|p| p == "...") {
+            continue;
+        }
+        macros.push((mname.to_string(), params, body.to_string()));
+    }
+    if macros.is_empty() {
+        return None;
+    }
+    let mut out = text.to_string();
+    let mut changed = false;
+    for _ in 0..MACRO_DEPTH {
+        let k = Kernel::find_generic(&out, name)?;
+        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+        for call in descendants(k.body()).into_iter().filter(|n| n.kind() == "call_expression") {
+            let Some(f) = call.child_by_field_name("function").filter(|f| f.kind() == "identifier") else { continue };
+            let Some((_, params, body)) = macros.iter().find(|m| m.0 == k.text_of(f)) else { continue };
+            // Outermost calls first; the ones inside are expanded in the next round.
+            if edits.iter().any(|(r, _)| r.contains(&call.start_byte())) {
+                continue;
+            }
+            let args: Vec<&str> = statements(call.child_by_field_name("arguments")?).into_iter().map(|a| k.text_of(a)).collect();
+            if args.len() != params.len() {
+                continue;
+            }
+            let mut expanded = String::new();
+            let mut word = String::new();
+            let flush = |word: &mut String, expanded: &mut String| {
+                match params.iter().position(|p| p == word) {
+                    Some(i) => expanded.push_str(&format!("({})", args[i])),
+                    None => expanded.push_str(word),
+                }
+                word.clear();
+            };
+            for ch in body.chars() {
+                if ch.is_alphanumeric() || ch == '_' {
+                    word.push(ch);
+                } else {
+                    flush(&mut word, &mut expanded);
+                    expanded.push(ch);
+                }
+            }
+            flush(&mut word, &mut expanded);
+            // A subscript stays one (it may be stored to); anything else keeps its grouping.
+            let subscript = {
+                let head: String = expanded.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                !head.is_empty() && expanded[head.len()..].starts_with('[') && expanded.ends_with(']') && expanded[head.len()..].matches('[').count() == 1
+            };
+            edits.push((call.byte_range(), if subscript { expanded } else { format!("({expanded})") }));
+        }
+        if edits.is_empty() {
+            break;
+        }
+        changed = true;
+        edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+        for (r, with) in edits {
+            out.replace_range(r, &with);
+        }
+    }
+    changed.then_some(out)
+}

@@ -79,7 +79,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/map/swish_gridstride_sizet.cu", "swish_kernel", "GridStrideMap x8"),
     ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
     ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
-    ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8"),
+    ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8, TiledContraction x2"),
     ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4"),
     ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x2"),
     ("naive/rmsnorm/clean_rmsnorm_block.cu", "rmsnorm_block_row", ""),
@@ -112,7 +112,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/transpose/expert_transpose_tile_rows.cu", "transpose_tile_rows", ""),
     ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "TiledTranspose x2, GridStrideMap x4"),
-    ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "GridStrideMap x4"),
+    ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "TiledTranspose x2, GridStrideMap x4"),
     // KernelBench level-1 tasks: pointer-walking reductions (48), convolutions and scans get none yet.
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
     ("kbench/19_ReLU.cu", "relu", "GridStrideMap x8"),
