@@ -645,6 +645,35 @@ fn snapshots_of_model_recognised_units() {
         }
     "#]]);
     // `i = blockIdx.y * (nrow / 2) + <global x>` with the guard on the global x alone: a synthetic unit index.
+    // A maximum's walk and the walk summing exp(e - max) become one online pass, one paired shuffle.
+    check("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits", expect![[r#"
+        ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass
+        ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass; launch block = 256, grid = (min(ceil_div(SEQ, 8), 132 * 16), BH)
+        ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass; launch block = 128, grid = (min(ceil_div(SEQ, 4), 132 * 32), BH)
+        ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass; launch block = 512, grid = (min(ceil_div(SEQ, 16), 132 * 8), BH)
+        __global__ void attn_softmax(float* att, const float* pre, int T) {
+          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+          const long h = (long)blockIdx.y;
+          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+          const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+          for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(T); kp_u += kp_warps) {
+            const int q = (int)(kp_u);
+            long off = (h * T + q) * T;
+            float mx = -1e30f;
+            float denom = 0.f;
+            if (kp_lane != 0) denom = 0;
+            for (int k = 0 + kp_lane; k < T; k += 32) {
+              const auto kp_m0 = mx;
+              mx = fmaxf(mx, pre[off + k]);
+              if (mx != kp_m0 && denom != 0) denom *= __expf(kp_m0 - mx);
+              denom += __expf(pre[off + k] - mx);
+            }
+            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_om = __shfl_xor_sync(0xffffffffu, mx, kp_o); const auto kp_os = __shfl_xor_sync(0xffffffffu, denom, kp_o); const auto kp_nm = fmaxf(mx, kp_om); denom = (denom != 0 ? denom * __expf(mx - kp_nm) : denom) + (kp_os != 0 ? kp_os * __expf(kp_om - kp_nm) : kp_os); mx = kp_nm; }
+            for (int k = 0 + kp_lane; k < T; k += 32) att[off + k] = __expf(pre[off + k] - mx) / denom;
+            __syncwarp();
+          }
+        }
+    "#]]);
     check("naive/argmax/argmax_template_macro.cu", "argmax_kernel", "WarpUnits", expect![[r#"
         ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions
         ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(ROWS / 2, 8), 132 * 16), 2)

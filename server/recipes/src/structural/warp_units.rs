@@ -298,7 +298,17 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
     let ind2 = format!("{ind}  ");
     let mut lines: Vec<String> = Vec::new();
     let mut split = 0;
-    for piece in &u.body {
+    let mut skip_to = 0;
+    for (at, piece) in u.body.iter().enumerate() {
+        if at < skip_to {
+            continue;
+        }
+        if let Some((merged, next)) = online(k, u, at, &ind2) {
+            lines.extend(merged);
+            split += 2;
+            skip_to = next;
+            continue;
+        }
         let Piece::Node(n) = *piece else {
             lines.push(render(k, *piece, &[], &ind2)?);
             continue;
@@ -365,6 +375,97 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
         text = to_float(&text);
     }
     Some((text, split))
+}
+
+/// Functions whose value of `e - m` is `exp(e) / exp(m)`.
+const EXPS: &[&str] = &["expf", "__expf", "exp"];
+
+/// A walk for a maximum followed by a walk summing `exp(e - m)` of it (softmax's
+/// two first passes) as one online pass: each lane keeps its running maximum and
+/// its sum scaled to it (`s *= exp(m_old - m)` when the maximum grows), and one
+/// shuffle all-reduction combines both pairs. `u.body[at]` is the maximum's loop;
+/// the declarations between the loops go before them. Returns the lines and
+/// the index of the piece after the sum's loop.
+fn online(k: &Kernel, u: &Units, at: usize, ind: &str) -> Option<(Vec<String>, usize)> {
+    let node = |i: usize| if let Some(Piece::Node(n)) = u.body.get(i) { Some(*n) } else { None };
+    let a = node(at)?;
+    let (c, init, step) = walk_loop(k, a)?;
+    let (m, max) = match carries(k, a, &c)?[..] {
+        [Carry::Call(ref m, ref f)] if ["fmaxf", "fmax", "max", "std::max"].contains(&f.as_str()) => (m.clone(), Some(f.clone())),
+        [Carry::Compare(ref m, true)] => (m.clone(), None),
+        _ => return None,
+    };
+    // Declarations between the loops, not reading the maximum.
+    let mut j = at + 1;
+    while let Some(d) = node(j).filter(|d| d.kind() == "declaration") {
+        if mentions(k, d, &m) || descendants(d).into_iter().any(|x| matches!(x.kind(), "call_expression" | "subscript_expression")) {
+            return None;
+        }
+        j += 1;
+    }
+    let b = node(j)?;
+    let (c2, _, _) = walk_loop(k, b)?;
+    let header = |f: Node| Some(flat(k, f.child_by_field_name("initializer")?) + &flat(k, f.child_by_field_name("condition")?) + &flat(k, f.child_by_field_name("update")?));
+    if c2 != c || header(a)? != header(b)? || !stores(k, b).is_empty() || !stores(k, a).is_empty() || !iterations_independent(k, a, &c) {
+        return None;
+    }
+    let [Carry::Sum(ref s)] = carries(k, b, &c)?[..] else { return None };
+    if s == &m || descendants(a).iter().chain(descendants(b).iter()).any(|d| matches!(d.kind(), "break_statement" | "continue_statement" | "return_statement")) {
+        return None;
+    }
+    // Every read of the maximum in the sum's loop is `EXP(e - m)`: the sum rescales by `EXP(m_old - m)`.
+    let mut exp = None;
+    for at in occurrences(k, b, &m) {
+        let mut up = b.descendant_for_byte_range(at, at)?;
+        let mut minus = false;
+        while let Some(p) = up.parent() {
+            match p.kind() {
+                "parenthesized_expression" | "cast_expression" => {}
+                "binary_expression" if !minus && p.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "-") && p.child_by_field_name("right").is_some_and(|r| r.byte_range().contains(&at)) => minus = true,
+                "argument_list" if minus => {
+                    let f = p.parent().and_then(|call| call.child_by_field_name("function")).map(|f| k.text_of(f))?;
+                    if !EXPS.contains(&f) || exp.is_some_and(|e| e != f) {
+                        return None;
+                    }
+                    exp = Some(f);
+                    break;
+                }
+                _ => return None,
+            }
+            up = p;
+        }
+        exp?;
+    }
+    let exp = exp?;
+    let combine = |x: &str, y: &str| match &max {
+        Some(f) => format!("{f}({x}, {y})"),
+        None => format!("({y} > {x} ? {y} : {x})"),
+    };
+    let mut out: Vec<String> = (at + 1..j).map(|i| render(k, Piece::Node(node(i).expect("declaration")), &[], ind)).collect::<Option<_>>()?;
+    out.push(format!("if (kp_lane != 0) {s} = 0;"));
+    let ind2 = format!("{ind}  ");
+    let body_a = render(k, Piece::Node(a.child_by_field_name("body")?), &[], &ind2)?;
+    let body_b = render(k, Piece::Node(b.child_by_field_name("body")?), &[], &ind2)?;
+    let head = &k.text[a.start_byte()..a.child_by_field_name("body")?.start_byte()];
+    let mut head = head.to_string();
+    // The header with the lane's start and stride, as the other split loops get.
+    let (i0, s0) = (init.start_byte() - a.start_byte(), step.start_byte() - a.start_byte());
+    let (i1, s1) = (init.end_byte() - a.start_byte(), step.end_byte() - a.start_byte());
+    head.replace_range(s0..s1, &format!("{c} += 32"));
+    head.replace_range(i0..i1, &format!("{} + kp_lane", k.text_of(init)));
+    out.push(format!(
+        "{head}{{
+{ind2}const auto kp_m0 = {m};
+{ind2}{body_a}
+{ind2}if ({m} != kp_m0 && {s} != 0) {s} *= {exp}(kp_m0 - {m});
+{ind2}{body_b}
+{ind}}}"
+    ));
+    out.push(format!(
+        "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) {{ const auto kp_om = __shfl_xor_sync(0xffffffffu, {m}, kp_o); const auto kp_os = __shfl_xor_sync(0xffffffffu, {s}, kp_o); const auto kp_nm = {}; {s} = ({s} != 0 ? {s} * {exp}({m} - kp_nm) : {s}) + (kp_os != 0 ? kp_os * {exp}(kp_om - kp_nm) : kp_os); {m} = kp_nm; }}",
+        combine(&m, "kp_om")
+    ));
+    Some((out, j + 1))
 }
 
 /// `double` as a type word (declarations, casts) becomes `float`.
@@ -440,7 +541,8 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         source.replace_range(body.byte_range(), &text);
         let names = u.names().join(", ");
         let fp = if float_acc { ", double accumulators as float" } else { "" };
-        let note = format!("one warp per unit ({names}): {split} loop(s) split across lanes, shuffle all-reductions{fp}");
+        let on = if text.contains("kp_m0") { ", online max and sum in one pass" } else { "" };
+        let note = format!("one warp per unit ({names}): {split} loop(s) split across lanes, shuffle all-reductions{on}{fp}");
         out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Warps));
     }
     out
