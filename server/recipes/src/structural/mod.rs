@@ -9,6 +9,7 @@
 //!   the maps after them, gathers, dot products along a contiguous axis)
 //!   becomes a warp per unit, lanes splitting the loop, accumulators combined
 //!   by shuffle all-reductions.
+//! - [`BlockUnits`]: the same with a block per unit, for few long units.
 //! - [`BlockReduce`]: one atomic per element into one address becomes a
 //!   grid-stride sum, warp shuffles, shared memory and one atomic per block.
 //! - [`TiledContraction`]: a dot-product loop per output becomes a SIMT
@@ -40,7 +41,7 @@ pub use histogram::PrivateHistogram;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
 pub use tree::ShuffleTree;
-pub use warp_units::WarpUnits;
+pub use warp_units::{BlockUnits, WarpUnits};
 
 /// The calling thread's index within its block, for any block shape.
 const BLOCK_TID: &str = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))";
