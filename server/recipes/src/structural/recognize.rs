@@ -412,7 +412,7 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     }
     let bounds: Vec<Node> = bounds.into_iter().collect::<Option<_>>()?;
     // The helpers of recognised index declarations (`long b = blockIdx.y * gridDim.x + blockIdx.x;`) are not re-declared.
-    if pieces.iter().any(|p| matches!(p, Piece::Node(n) | Piece::Skip(n, _) if names_in(k, *n).iter().any(|x| helpers.iter().any(|h| h == x)))) {
+    if pieces.iter().any(|p| matches!(p, Piece::Node(n) | Piece::Skip(n, _) | Piece::Derived(n) if names_in(k, *n).iter().any(|x| helpers.iter().any(|h| h == x)))) {
         return None;
     }
     let indices: Vec<IndexVar> =

@@ -17,7 +17,7 @@ use tree_sitter::Node;
 pub struct ShuffleTree;
 
 /// Element types `__shfl_down_sync` takes.
-const REDUCIBLE: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "long long", "unsigned long long", "T"];
+const REDUCIBLE: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "long long", "unsigned long long"];
 
 /// Whether `name` is `threadIdx.x` or a local initialised to it (casts allowed).
 fn is_thread_x(k: &Kernel, name: &str) -> bool {
@@ -133,7 +133,9 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
         let tid = interleaved_tree(k, *f, &sd, size.as_deref())?;
         Some((at, *f, sd, ty, tid))
     })?;
-    if !REDUCIBLE.contains(&ty.as_str()) {
+    // A template's element type is whatever the instantiation names (the spec's, compiled with it).
+    let template_param = k.func.is_template && ty.chars().all(|c| c.is_alphanumeric() || c == '_') && !["half", "__half", "char", "short", "bool"].contains(&ty.as_str());
+    if !REDUCIBLE.contains(&ty.as_str()) && !template_param {
         return None;
     }
     // Before it: `S[tid] = E;` then barriers only.
