@@ -460,6 +460,17 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
         return None;
     }
     let [Carry::Sum(ref s)] = carries(k, b, &c)?[..] else { return None };
+    // The sum starts at zero between the loops: a non-zero start would be rescaled with the rest.
+    let zero_start = (at + 1..j).filter_map(node).any(|d| {
+        descendants(d).into_iter().any(|x| {
+            x.kind() == "init_declarator"
+                && x.child_by_field_name("declarator").is_some_and(|n| k.text_of(n) == s)
+                && x.child_by_field_name("value").is_some_and(|v| k.text_of(v).trim_end_matches(['f', 'F']).parse::<f64>().is_ok_and(|z| z == 0.0))
+        })
+    });
+    if !zero_start {
+        return None;
+    }
     if s == &m || descendants(a).iter().chain(descendants(b).iter()).any(|d| matches!(d.kind(), "break_statement" | "continue_statement" | "return_statement")) {
         return None;
     }
