@@ -70,7 +70,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4, TiledContraction x2"),
     ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
     ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x2"),
-    ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4"),
+    ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4, TiledContraction x2"),
     ("naive/map/clean_gelu_vec4.cu", "gelu_vec4", ""),
     ("naive/map/expert_gelu_vec4_gridstride.cu", "gelu_stream", ""),
     ("naive/map/gelu_double_literals.cu", "gelu_kernel", "GridStrideMap x8"),
@@ -80,7 +80,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
     ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
     ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8, TiledContraction x2"),
-    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4"),
+    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4, TiledContraction x2"),
     ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x2"),
     ("naive/rmsnorm/clean_rmsnorm_block.cu", "rmsnorm_block_row", ""),
     ("naive/rmsnorm/expert_rmsnorm_warp_vec4.cu", "rmsnorm_warp_vec4", ""),
@@ -471,6 +471,7 @@ fn snapshots() {
               __shared__ float kp_As[16][64 + 4];
               __shared__ float kp_Bs[16][64 + 4];
               const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+              const int kp_nt = (int)((blockDim.x * blockDim.y * blockDim.z));
               const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
               const long long kp_tiles_n = ((long long)(n) + 64 - 1) / 64;
               const long long kp_tiles = ((long long)(m) + 64 - 1) / 64 * kp_tiles_n;
@@ -492,19 +493,21 @@ fn snapshots() {
                   }
                 }
                 for (long long kp_k0 = 0; kp_k0 < (long long)(k); kp_k0 += 16) {
-                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += 256) {
+                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += kp_nt) {
                     const int kp_kk = kp_e % 16, kp_mm = kp_e / 16;
                     const int i = (int)(kp_m0 + kp_mm);
                     const int p = (int)(kp_k0 + kp_kk);
                     kp_As[kp_kk][kp_mm] = (i < m && p < k) ? (float)(x[i * k + p]) : (float)0;
                   }
-                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += 256) {
+                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += kp_nt) {
                     const int kp_kk = kp_e % 16, kp_nn = kp_e / 16;
                     const int j = (int)(kp_n0 + kp_nn);
                     const int p = (int)(kp_k0 + kp_kk);
                     kp_Bs[kp_kk][kp_nn] = (j < n && p < k) ? (float)(w[j * k + p]) : (float)0;
                   }
                   __syncthreads();
+                  // Threads past the first 256 (a larger block) only help load the tiles.
+                  if (kp_tid < 256) {
                   #pragma unroll
                   for (int kp_kk = 0; kp_kk < 16; ++kp_kk) {
                     float kp_x[4], kp_y[4];
@@ -517,9 +520,10 @@ fn snapshots() {
                       #pragma unroll
                       for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
                   }
+                  }
                   __syncthreads();
                 }
-                #pragma unroll
+                if (kp_tid < 256)
                 for (int kp_a = 0; kp_a < 4; ++kp_a) {
                   #pragma unroll
                   for (int kp_b = 0; kp_b < 4; ++kp_b) {
