@@ -41,6 +41,27 @@ impl<'a> Kernel<'a> {
         node
     }
 
+    /// The kernel model (thread-index values, accesses, loops) under the spec's launch block.
+    pub fn model(&self) -> Option<kernelpro_source::kernel_model::KernelModel> {
+        let block = self.launch().map(|l| l.block);
+        kernelpro_source::kernel_model::model_kernel(self.text, &kernelpro_source::parse(self.text), &self.func.name, block)
+    }
+
+    /// The C type of buffer parameter `name` as the spec's launch gives it (a template's `T` resolved).
+    pub fn buffer_type(&self, name: &str) -> Option<&'static str> {
+        use kernelpro_spec::ElemType;
+        let launch = self.launch()?;
+        let b = launch.buffers().find(|b| b.name == name)?;
+        Some(match b.elem {
+            ElemType::Float => "float",
+            ElemType::Double => "double",
+            ElemType::Int => "int",
+            ElemType::Unsigned => "unsigned",
+            ElemType::Int64 => "long long",
+            _ => return None,
+        })
+    }
+
     /// The `function_definition` node.
     pub fn definition(&self) -> Node<'_> {
         self.body().parent().expect("a body has a definition")

@@ -17,7 +17,7 @@ mod structural;
 mod syntax;
 
 pub use proposer::RecipeProposer;
-pub use structural::{BlockReduce, GridStrideMap, TiledContraction, TiledTranspose, WarpUnits};
+pub use structural::{BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpUnits};
 pub use recipes::{
     CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
     VectorizeLoads, WarpRows, WarpShuffleReduce, all,

@@ -33,7 +33,7 @@ pub use warp_reduce::WarpShuffleReduce;
 pub use warp_rows::WarpRows;
 
 use crate::Recipe;
-use crate::structural::{BlockReduce, GridStrideMap, TiledContraction, TiledTranspose, WarpUnits};
+use crate::structural::{BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpUnits};
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
 /// parallel pattern recognised from what its threads touch, rewritten into
@@ -46,8 +46,12 @@ use crate::structural::{BlockReduce, GridStrideMap, TiledContraction, TiledTrans
 pub fn all() -> Vec<Box<dyn Recipe>> {
     vec![
         Box::new(WarpUnits),
+        Box::new(BlockUnits),
         Box::new(TiledContraction),
         Box::new(BlockReduce),
+        Box::new(PrivateHistogram),
+        Box::new(ShuffleTree),
+        Box::new(StencilTile),
         Box::new(TiledTranspose),
         Box::new(GridStrideMap),
         Box::new(TuneParameter),

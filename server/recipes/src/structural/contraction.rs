@@ -9,14 +9,14 @@
 //! names re-bound to the tile element (so any layout and any row-pointer
 //! spelling works). Each output still adds its products in `p` order from the
 //! user's initial value, so results match the original up to FMA contraction.
-//! Tiles are walked with a grid stride: correct under any grid of 256-thread
+//! Tiles are walked with a grid stride: correct under any grid of 256-thread (or larger: the extra threads help load)
 //! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
 //! recipe's.
 
 use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, names_in, render, strip_parens, units};
-use super::{BLOCK_TID, GRID_THREADS};
+use super::{BLOCK_THREADS, BLOCK_TID, GRID_THREADS};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
@@ -128,7 +128,9 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     };
     let acc_decl = locals.iter().find(|(l, _)| *l == acc)?.1;
     let acc_ty = k.text_of(acc_decl.child_by_field_name("type")?).replace("const ", "").trim().to_string();
-    if !["float", "double"].contains(&acc_ty.as_str()) {
+    // A template's `T` is what the spec instantiates the buffers of that type with.
+    let resolved = k.func.params.iter().find(|q| q.pointer && q.base == acc_ty).and_then(|q| k.buffer_type(&q.name)).filter(|_| k.func.is_template);
+    if !["float", "double"].contains(&acc_ty.as_str()) && !resolved.is_some_and(|t| ["float", "double"].contains(&t)) {
         return None;
     }
     let (a, b) = match (follows(x, &i.name), follows(x, &j.name), follows(y, &i.name), follows(y, &j.name)) {
@@ -199,6 +201,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {prologue}{ind}__shared__ {t} kp_As[{DEPTH}][{TILE} + 4];
 {ind}__shared__ {t} kp_Bs[{DEPTH}][{TILE} + 4];
 {ind}const int kp_tid = (int){BLOCK_TID};
+{ind}const int kp_nt = (int)({BLOCK_THREADS});
 {ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
 {ind}const long long kp_tiles_n = ((long long)({n}) + {TILE} - 1) / {TILE};
 {ind}const long long kp_tiles = ((long long)({m}) + {TILE} - 1) / {TILE} * kp_tiles_n;
@@ -219,19 +222,21 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}    }}
 {ind}  }}
 {ind}  for (long long kp_k0 = 0; kp_k0 < (long long)({kk}); kp_k0 += {DEPTH}) {{
-{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += {THREADS}) {{
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += kp_nt) {{
 {ind}      const int kp_kk = {a_kk}, kp_mm = {a_mm};
 {ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_mm);
 {ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
 {a_pre}{ind}      kp_As[kp_kk][kp_mm] = ({iname} < {m} && {p} < {kk}) ? ({t})({ea}) : ({t})0;
 {ind}    }}
-{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += {THREADS}) {{
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += kp_nt) {{
 {ind}      const int kp_kk = {b_kk}, kp_nn = {b_nn};
 {ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_nn);
 {ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
 {b_pre}{ind}      kp_Bs[kp_kk][kp_nn] = ({jname} < {n} && {p} < {kk}) ? ({t})({eb}) : ({t})0;
 {ind}    }}
 {ind}    __syncthreads();
+{ind}    // Threads past the first {THREADS} (a larger block) only help load the tiles.
+{ind}    if (kp_tid < {THREADS}) {{
 {ind}    #pragma unroll
 {ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
 {ind}      {t} kp_x[4], kp_y[4];
@@ -244,9 +249,10 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}        #pragma unroll
 {ind}        for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
 {ind}    }}
+{ind}    }}
 {ind}    __syncthreads();
 {ind}  }}
-{ind}  #pragma unroll
+{ind}  if (kp_tid < {THREADS})
 {ind}  for (int kp_a = 0; kp_a < 4; ++kp_a) {{
 {ind}    #pragma unroll
 {ind}    for (int kp_b = 0; kp_b < 4; ++kp_b) {{
@@ -266,8 +272,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
-    // The 4x4-a-thread mapping needs 256-thread blocks in every launch the search may pick.
-    let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] == THREADS));
+    // The 4x4-a-thread mapping needs 256 threads a block in every launch the search may pick (more only help load).
+    let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] >= THREADS));
     let Some(d) = recognise(k, &u).filter(|_| ok) else {
         return Vec::new();
     };
@@ -300,6 +306,6 @@ impl Recipe for TiledContraction {
         &[Code::MissedReuse, Code::SharedMemTiling, Code::UncoalescedAccess, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, rewrites)
     }
 }

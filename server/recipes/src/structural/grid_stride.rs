@@ -26,7 +26,7 @@ pub struct BlockReduce;
 const SUM_TYPES: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int", "long long"];
 
 /// The unit loop around `lines` (each already indented text), re-binding the user's indices.
-fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
+pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
@@ -188,15 +188,24 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some((addr, value)) = atomic_add(k.text, st) else {
         return Vec::new();
     };
-    // The address is the same for every unit: parameters and literals only.
+    // The address is the same for every unit: parameters and literals only, or
+    // what the model sees as a constant offset from a buffer (`T* acc = result + 0;`).
     let addr_names = names_in(k, addr);
-    if addr_names.iter().any(|n| k.param(n).is_none()) || descendants(addr).iter().any(|d| d.kind() == "call_expression") {
-        return Vec::new();
-    }
-    let Some(ty) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)).map(|p| p.base.clone()) else {
-        return Vec::new();
+    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some()) && !descendants(addr).iter().any(|d| d.kind() == "call_expression") {
+        let Some(p) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)) else { return Vec::new() };
+        (k.text_of(addr).to_string(), p.name.clone())
+    } else {
+        let model = k.model();
+        let found = model.as_ref().and_then(|m| m.accesses.iter().find(|a| a.is_atomic() && a.text.split_whitespace().collect::<String>() == k.text_of(*call).split_whitespace().collect::<String>()));
+        let Some((base, c)) = found.and_then(|a| Some((a.base.clone(), a.index.as_constant()?))).filter(|(b, _)| k.param(b).is_some_and(|p| p.pointer)) else {
+            return Vec::new();
+        };
+        (format!("&{base}[{c}]"), base)
     };
-    if !SUM_TYPES.contains(&ty.as_str()) {
+    let Some(p) = k.param(&buffer) else { return Vec::new() };
+    // A template's element type is the one the spec instantiates.
+    let ty = p.base.clone();
+    if !SUM_TYPES.contains(&ty.as_str()) && !(k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t))) {
         return Vec::new();
     }
     let ind2 = format!("{}    ", indent_at(k.text, k.body().start_byte()));
@@ -214,7 +223,7 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
         lines.push(text);
     }
     let head = format!("{ty} kp_acc = 0;\n");
-    let addr = k.text_of(addr);
+    let addr = addr_text.as_str();
     let tail = format!(
         "__shared__ {ty} kp_part[32];\n\
          const unsigned kp_tid = {BLOCK_TID};\n\
@@ -241,14 +250,13 @@ impl Recipe for GridStrideMap {
         &[Code::TailEffect, Code::LaunchOverhead, Code::OccupancyLimiter]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find_generic(text, kernel) else {
-            return Vec::new();
-        };
-        // Kernels that store through an atomic are BlockReduce's or the histogram recipe's.
-        if units(&k).is_some_and(|u| u.body.iter().any(|p| matches!(p, Piece::Node(n) if stores(&k, *n).iter().any(|(f, _)| f.starts_with("atomic"))))) {
-            return Vec::new();
-        }
-        map_rewrites(&k)
+        super::with_units_view(text, kernel, |k| {
+            // Kernels that store through an atomic are BlockReduce's or the histogram recipe's.
+            if units(k).is_some_and(|u| u.body.iter().any(|p| matches!(p, Piece::Node(n) if stores(k, *n).iter().any(|(f, _)| f.starts_with("atomic"))))) {
+                return Vec::new();
+            }
+            map_rewrites(k)
+        })
     }
 }
 
@@ -263,6 +271,6 @@ impl Recipe for BlockReduce {
         &[Code::AtomicContention, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| reduce_rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, reduce_rewrites)
     }
 }

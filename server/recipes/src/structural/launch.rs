@@ -17,6 +17,8 @@ pub(crate) const SMS: u32 = 132;
 pub(crate) enum Tuning {
     /// A warp per unit.
     Warps,
+    /// A block per unit.
+    Blocks,
     /// A thread per unit (maps).
     Threads,
     /// A thread per unit, few blocks (one atomic per block).
@@ -30,6 +32,7 @@ impl Tuning {
     fn choices(self) -> Vec<(u32, u32, u32)> {
         match self {
             Tuning::Warps => vec![(256, 8, 16), (128, 4, 32), (512, 16, 8)],
+            Tuning::Blocks => vec![(512, 1, 4), (1024, 1, 2)],
             Tuning::Threads => vec![(256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
             Tuning::Reduce => vec![(512, 512, 2), (256, 256, 4), (1024, 1024, 1)],
             Tuning::Tiles { threads, units } => vec![(threads, units, 0)],

@@ -9,6 +9,7 @@
 //!   the maps after them, gathers, dot products along a contiguous axis)
 //!   becomes a warp per unit, lanes splitting the loop, accumulators combined
 //!   by shuffle all-reductions.
+//! - [`BlockUnits`]: the same with a block per unit, for few long units.
 //! - [`BlockReduce`]: one atomic per element into one address becomes a
 //!   grid-stride sum, warp shuffles, shared memory and one atomic per block.
 //! - [`TiledContraction`]: a dot-product loop per output becomes a SIMT
@@ -16,20 +17,31 @@
 //!   user's epilogue.
 //! - [`TiledTranspose`]: a thread-per-element copy whose load and store run
 //!   along different indices goes through a 32x33 shared tile.
+//! - [`PrivateHistogram`]: one atomic per unit into a data-chosen bin becomes
+//!   per-block bins in shared memory and one atomic per bin per block.
+//! - [`ShuffleTree`]: an interleaved shared-memory tree reduction per block
+//!   becomes warp shuffles and one shared slot per warp.
+//! - [`StencilTile`]: a 1D stencil reads its input through a shared tile with a halo.
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
 mod contraction;
 mod grid_stride;
+mod histogram;
 mod launch;
 mod recognize;
+mod stencil;
 mod transpose;
+mod tree;
 mod warp_units;
 
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
+pub use histogram::PrivateHistogram;
+pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
-pub use warp_units::WarpUnits;
+pub use tree::ShuffleTree;
+pub use warp_units::{BlockUnits, WarpUnits};
 
 /// The calling thread's index within its block, for any block shape.
 const BLOCK_TID: &str = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))";
@@ -39,6 +51,29 @@ const BLOCK_THREADS: &str = "(blockDim.x * blockDim.y * blockDim.z)";
 const GRID_TID: &str = "(((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)))";
 /// Threads in the grid, 64-bit.
 const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
+
+/// `f`'s rewrites of the kernel as the units recogniser reads it best: with a
+/// flat index split by `/` and `%` read as a row and a column
+/// ([`recognize::split_flat`]) where that gives any, else as written.
+/// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
+/// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen.
+fn with_units_view(text: &str, kernel: &str, f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>) -> Vec<crate::Rewrite> {
+    let expanded = recognize::expand_macros(text, kernel);
+    let mut views: Vec<String> = Vec::new();
+    for t in std::iter::once(text).chain(expanded.as_deref()) {
+        views.extend(recognize::split_flat(t, kernel));
+        views.push(t.to_string());
+    }
+    for view in &views {
+        if let Some(k) = crate::kernel::Kernel::find_generic(view, kernel) {
+            let out = f(&k);
+            if !out.is_empty() {
+                return out;
+            }
+        }
+    }
+    Vec::new()
+}
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@
 
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, single_statement, statements};
+use kernelpro_source::kernel_model::{AccessKind, Atom, Dep, Dim, KernelModel, Poly, Space};
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
@@ -48,6 +49,9 @@ pub(crate) enum Piece<'t> {
     Node(Node<'t>),
     /// A guard atom the original returned on (`!(cond)` of a wrapping guard): the unit is skipped.
     Skip(Node<'t>, bool),
+    /// A declaration the model sees as the global `x` index plus a block-uniform offset
+    /// (`int i = blockIdx.y * H + blockIdx.x * blockDim.x + threadIdx.x;`): re-declared from the unit's `kp_gx`.
+    Derived(Node<'t>),
 }
 
 /// A kernel written as one thread per work unit.
@@ -157,6 +161,85 @@ fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The name of the synthetic unit index that stands for `blockIdx.x * blockDim.x + threadIdx.x` where
+/// the kernel only uses that sum inside larger expressions.
+const GLOBAL_X: &str = "kp_gx";
+
+/// `blockIdx.x * blockDim.x + threadIdx.x` as the model writes it.
+fn global_x() -> Poly {
+    Poly::atom(Atom::Tid(Dim::X)).add(&Poly::atom(Atom::Bid(Dim::X)).mul(&Poly::atom(Atom::Bdim(Dim::X))))
+}
+
+/// How the model sees a declaration that is not an index by its spelling.
+enum ModelIndex {
+    /// The global thread index of 1D blocks on a 2D/3D grid, flattened
+    /// (`long b = blockIdx.y * gridDim.x + blockIdx.x; long i = b * blockDim.x + threadIdx.x;`): (name, type).
+    Flat(String, String),
+    /// The global `x` index plus a block-uniform offset: see [`Piece::Derived`].
+    Derived,
+}
+
+fn model_index(k: &Kernel, st: Node, model: &KernelModel) -> Option<ModelIndex> {
+    if st.kind() != "declaration" {
+        return None;
+    }
+    let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let name = k.text_of(d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?);
+    let (_, poly) = model.thread_values.iter().find(|(n, _)| n == name)?;
+    let rest = poly.sub(&global_x());
+    let flat = {
+        let (bx, gx) = (Poly::atom(Atom::Bdim(Dim::X)), Poly::atom(Atom::Gdim(Dim::X)));
+        let y = Poly::atom(Atom::Bid(Dim::Y)).mul(&bx).mul(&gx);
+        let z = Poly::atom(Atom::Bid(Dim::Z)).mul(&bx).mul(&gx).mul(&Poly::atom(Atom::Gdim(Dim::Y)));
+        rest == y || rest == y.add(&z)
+    };
+    // Without threadIdx.y/z in the value, a 2D block would run each index several times.
+    let one_d = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
+    if flat && one_d {
+        return Some(ModelIndex::Flat(name.to_string(), k.text_of(st.child_by_field_name("type")?).to_string()));
+    }
+    let offset_ok = !rest.is_zero()
+        && rest.dep() == Dep::Uniform
+        && !rest.data_dependent()
+        && rest.atoms().all(|a| !matches!(a, Atom::Bid(Dim::X) | Atom::Gdim(Dim::X) | Atom::Loop(_) | Atom::Opaque { data: true, .. }));
+    (offset_ok && derived_decl(k, st).is_some()).then_some(ModelIndex::Derived)
+}
+
+/// The derived declaration re-written from [`GLOBAL_X`]: the value's `+` terms
+/// `blockIdx.x * blockDim.x` and `threadIdx.x` become `kp_gx`, block indices
+/// of `y`/`z` the fixed `kp_by`/`kp_bz`; `None` when the value is not such a sum.
+fn derived_decl(k: &Kernel, st: Node) -> Option<String> {
+    let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let value = d.child_by_field_name("value")?;
+    let terms = atoms(k, value, "+");
+    let tid = terms.iter().position(|t| bare(k.text_of(*t)) == "threadIdx.x")?;
+    let block = terms.iter().position(|t| ["blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x"].contains(&bare(k.text_of(*t)).as_str()))?;
+    let mut rest = Vec::new();
+    for (i, t) in terms.iter().enumerate() {
+        if i == tid || i == block {
+            continue;
+        }
+        let text = k.text_of(*t);
+        if ["threadIdx", "blockDim", "gridDim", "blockIdx.x", "__"].iter().any(|b| text.contains(b)) {
+            return None;
+        }
+        let text = text.replace("blockIdx.y", "kp_by").replace("blockIdx.z", "kp_bz");
+        rest.push(if text.chars().all(|c| c.is_alphanumeric() || c == '_') { text } else { format!("({text})") });
+    }
+    rest.push(GLOBAL_X.to_string());
+    Some(edited(k, st, &[(value.byte_range(), rest.join(" + "))]))
+}
+
+/// `T b = <block-uniform value>;` naming block or grid built-ins (`blockIdx.y * gridDim.x + blockIdx.x`):
+/// a helper of an index declaration the model recognises.
+fn block_helper(k: &Kernel, st: Node) -> bool {
+    st.kind() == "declaration"
+        && !k.text_of(st).contains("threadIdx")
+        && !k.text_of(st).contains("__shared__")
+        && descendants(st).into_iter().all(|n| !matches!(n.kind(), "subscript_expression" | "call_expression" | "pointer_expression"))
+        && descendants(st).into_iter().any(|n| n.kind() == "init_declarator")
+}
+
 /// Splits `a OP b OP c` (one operator, `||` or `&&`) into its atoms, through parentheses.
 fn atoms<'t>(k: &Kernel, cond: Node<'t>, op: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
@@ -194,7 +277,7 @@ fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped
     } else {
         return None;
     };
-    let x = bare(k.text_of(x));
+    let x = if names.contains(&GLOBAL_X) && global_index_axis(k.text_of(x)) == Some('x') { GLOBAL_X.to_string() } else { bare(k.text_of(x)) };
     names.contains(&x.as_str()).then_some((x, b))
 }
 
@@ -219,10 +302,21 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     let mut head = Vec::new();
     let mut strides: Vec<String> = Vec::new();
     // Index declarations first; uniform declarations before them are the head, after them the unit's own.
-    let mut pre = Vec::new();
+    let mut pre: Vec<Piece> = Vec::new();
+    let model = k.model();
+    let mut helpers: Vec<String> = Vec::new();
+    let mut derived = false;
     while let Some(first) = sts.first().copied() {
         if let Some(d) = index_decls(k, first) {
             indices.extend(d);
+        } else if let Some(mi) = model.as_ref().and_then(|m| model_index(k, first, m)) {
+            match mi {
+                ModelIndex::Flat(name, ty) => indices.push((name, ty, 'x')),
+                ModelIndex::Derived => {
+                    pre.push(Piece::Derived(first));
+                    derived = true;
+                }
+            }
         } else if first.kind() == "declaration" && !thread_bound(k, first) {
             // Uniform declarations (scalar parameters and earlier uniform names only) go before the unit loop.
             let head_names: Vec<String> = head.iter().flat_map(|h| declared_in(k, *h)).collect();
@@ -236,17 +330,32 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
                         _ => true,
                     })
                 });
-            if indices.is_empty() || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(first) }
+            if indices.is_empty() && !derived || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(Piece::Node(first)) }
         } else if first.kind() == "declaration" && is_stride_decl(k, first) {
             strides.extend(declared_in(k, first));
+        } else if block_helper(k, first) {
+            helpers.extend(declared_in(k, first));
         } else {
             break;
         }
         sts.remove(0);
     }
-    let fixed: Vec<(String, String, char)> =
+    let mut fixed: Vec<(String, String, char)> =
         indices.iter().filter(|i| i.2.is_ascii_uppercase()).map(|(n, t, a)| (n.clone(), t.replace("const ", "").trim().to_string(), a.to_ascii_lowercase())).collect();
     indices.retain(|i| !i.2.is_ascii_uppercase());
+    if derived {
+        // The derived declarations stand on a synthetic `x` index; their y/z block indices stay the launch's.
+        if indices.iter().any(|i| i.2 == 'x') {
+            return None;
+        }
+        indices.push((GLOBAL_X.to_string(), "long long".to_string(), 'x'));
+        let texts: Vec<String> = pre.iter().filter_map(|p| if let Piece::Derived(n) = p { derived_decl(k, *n) } else { None }).collect();
+        for (name, axis) in [("kp_by", 'y'), ("kp_bz", 'z')] {
+            if texts.iter().any(|t| t.contains(name)) {
+                fixed.push((name.to_string(), "long long".to_string(), axis));
+            }
+        }
+    }
     // A grid-stride loop over one index, as the whole rest of the body.
     if indices.is_empty()
         && let [f] = sts[..]
@@ -265,7 +374,7 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     }
     let names: Vec<&str> = indices.iter().map(|i| i.0.as_str()).collect();
     let mut bounds: Vec<Option<Node>> = vec![None; indices.len()];
-    let mut pieces: Vec<Piece> = pre.into_iter().map(Piece::Node).collect();
+    let mut pieces: Vec<Piece> = pre;
     let guard = sts.first().copied().filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
     let guard = guard?;
     let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
@@ -302,6 +411,10 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         return None;
     }
     let bounds: Vec<Node> = bounds.into_iter().collect::<Option<_>>()?;
+    // The helpers of recognised index declarations (`long b = blockIdx.y * gridDim.x + blockIdx.x;`) are not re-declared.
+    if pieces.iter().any(|p| matches!(p, Piece::Node(n) | Piece::Skip(n, _) | Piece::Derived(n) if names_in(k, *n).iter().any(|x| helpers.iter().any(|h| h == x)))) {
+        return None;
+    }
     let indices: Vec<IndexVar> =
         indices.into_iter().zip(&bounds).map(|((name, ty, axis), b)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(*b).to_string() }).collect();
     finish(k, indices, pieces, head, fixed, &bounds)
@@ -336,7 +449,7 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
     let local_names: Vec<String> = pieces
         .iter()
         .filter_map(|p| match p {
-            Piece::Node(n) => Some(*n),
+            Piece::Node(n) | Piece::Derived(n) => Some(*n),
             _ => None,
         })
         .flat_map(|n| declared_in(k, n))
@@ -357,7 +470,7 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
     }
     // The unit body may not depend on the original mapping, nor assign an index.
     for p in &pieces {
-        let (Piece::Node(n) | Piece::Skip(n, _)) = p;
+        let (Piece::Node(n) | Piece::Skip(n, _)) = p else { continue };
         if thread_bound(k, *n) {
             return None;
         }
@@ -376,9 +489,37 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
     if !fixed.is_empty() && (indices.iter().any(|i| i.axis != 'x') || fixed.iter().any(|f| f.2 == 'x')) {
         return None;
     }
-    // x last (fastest), then y, then z.
+    // x last (fastest), then y, then z; but the index every store walks contiguously goes last
+    // whatever its axis (`out[r * C + c]` with `r` on x), so neighbouring units store to neighbouring elements.
     indices.sort_by_key(|i| std::cmp::Reverse(i.axis));
+    if let Some(fast) = contiguous_index(k, &indices) {
+        let i = indices.remove(fast);
+        indices.push(i);
+    }
     Some(Units { indices, body: pieces, head, fixed })
+}
+
+/// The one index (by position) that moves every global store by one element, from the kernel model;
+/// `None` with fewer than two indices, no stores, or no single such index.
+fn contiguous_index(k: &Kernel, indices: &[IndexVar]) -> Option<usize> {
+    if indices.len() < 2 {
+        return None;
+    }
+    let model = k.model()?;
+    let stores: Vec<&Poly> = model.accesses.iter().filter(|a| a.space == Space::Global && matches!(a.kind, AccessKind::Write | AccessKind::ReadWrite)).map(|a| &a.index).collect();
+    if stores.is_empty() {
+        return None;
+    }
+    let dim = |axis: char| match axis {
+        'x' => Dim::X,
+        'y' => Dim::Y,
+        _ => Dim::Z,
+    };
+    let unit: Vec<usize> = indices.iter().enumerate().filter(|(_, i)| stores.iter().all(|p| p.coefficient(&Atom::Tid(dim(i.axis))).as_constant() == Some(1))).map(|(n, _)| n).collect();
+    match unit[..] {
+        [one] => Some(one),
+        _ => None,
+    }
 }
 
 /// Whether every launch the search may pick has blocks of whole warps (any shape).
@@ -426,6 +567,7 @@ pub(crate) fn render(k: &Kernel, piece: Piece, edits: &[(std::ops::Range<usize>,
     let node = match piece {
         Piece::Skip(atom, true) => return Some(format!("if ({}) continue;", k.text_of(atom))),
         Piece::Skip(atom, false) => return Some(format!("if (!({})) continue;", k.text_of(atom))),
+        Piece::Derived(n) => return derived_decl(k, n),
         Piece::Node(n) => n,
     };
     let mut all = edits.to_vec();
@@ -500,4 +642,189 @@ pub(crate) fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
         }
     }
     out
+}
+
+/// The file with kernel `name`'s flat index split by `/` and `%` read as two
+/// indices: `T idx = <global x>; if (idx >= M * N) return; T i = idx / N, j = idx % N;`
+/// (or the body under `if (idx < M * N) { ... }`) becomes `T j = <global x>;
+/// T i = <global y>; if (i >= M || j >= N) return;` and every other use of
+/// `idx` becomes `(i * (N) + j)`. The units are the same (`i = u / N`,
+/// `j = u % N` after a rewrite, as the original had them), but recipes that
+/// need a row and a column (tiles) now see them. Only a rewrite's view: every
+/// structural rewrite replaces the whole body, launch-agnostic.
+pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
+    let k = Kernel::find_generic(text, name)?;
+    let sts = statements(k.body());
+    let [(idx, _, 'x')] = &index_decls(&k, *sts.first()?)?[..] else { return None };
+    let guard = *sts.get(1)?;
+    let (cond, then) = (guard.child_by_field_name("condition")?.child_by_field_name("value")?, guard.child_by_field_name("consequence")?);
+    if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
+    let (out_op, rest): (&str, Vec<Node>) = if returns {
+        (">=", sts[2..].to_vec())
+    } else if sts.len() == 2 && then.kind() == "compound_statement" {
+        ("<", statements(then))
+    } else {
+        return None;
+    };
+    let c = strip_parens(cond);
+    if c.kind() != "binary_expression" || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op) || bare(k.text_of(c.child_by_field_name("left")?)) != *idx {
+        return None;
+    }
+    let bound = strip_parens(c.child_by_field_name("right")?);
+    if bound.kind() != "binary_expression" || bound.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
+        return None;
+    }
+    let (bl, br) = (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
+    // The declarations splitting idx: (name, type, is the row, divisor) from the first one or two statements.
+    let mut parts: Vec<(String, String, bool, String)> = Vec::new();
+    let mut split_sts = Vec::new();
+    for st in rest.iter().take(2) {
+        if st.kind() != "declaration" || parts.len() == 2 {
+            break;
+        }
+        let ty = k.text_of(st.child_by_field_name("type")?).to_string();
+        let mut cursor = st.walk();
+        let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
+        let mut got = Vec::new();
+        for d in decls {
+            let (n, v) = (d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier"), d.child_by_field_name("value"));
+            let (Some(n), Some(v)) = (n, v.map(strip_parens)) else { break };
+            let op = v.child_by_field_name("operator").filter(|_| v.kind() == "binary_expression").map(|o| k.text_of(o));
+            let left = v.child_by_field_name("left").map(|l| bare(k.text_of(l)));
+            match (op, left) {
+                (Some(op @ ("/" | "%")), Some(l)) if l == *idx => got.push((k.text_of(n).to_string(), ty.clone(), op == "/", compact(k.text, v.child_by_field_name("right")?))),
+                _ => break,
+            }
+        }
+        if got.is_empty() {
+            break;
+        }
+        if got.len() != st.named_children(&mut st.walk()).filter(|c| c.kind() == "init_declarator").count() {
+            return None;
+        }
+        parts.extend(got);
+        split_sts.push(*st);
+    }
+    let [a, b] = &parts[..] else { return None };
+    let (row, col) = if a.2 && !b.2 { (a, b) } else if b.2 && !a.2 { (b, a) } else { return None };
+    let divisor = row.3.trim_matches(|c| c == '(' || c == ')').to_string();
+    if row.3 != col.3 || !divisor.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let rows = if br == divisor { bl } else if bl == divisor { br } else { return None };
+    // idx is never assigned; its other uses become the recombined index.
+    let body = k.body();
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for d in descendants(body) {
+        if matches!(d.kind(), "assignment_expression" | "update_expression") && d.child_by_field_name("left").or(d.child_by_field_name("argument")).is_some_and(|t| k.text_of(t) == idx) {
+            return None;
+        }
+    }
+    let (r, c_) = (&row.0, &col.0);
+    let first = sts[0];
+    edits.push((first.byte_range(), format!("{} {c_} = blockIdx.x * blockDim.x + threadIdx.x;\n  {} {r} = blockIdx.y * blockDim.y + threadIdx.y;", col.1, row.1)));
+    // `(R) && c` would read as a cast of `&&c`: parentheses only around an expression.
+    let rows = if rows.chars().all(|ch| ch.is_alphanumeric() || ch == '_') { rows } else { format!("({rows})") };
+    let new_cond = if returns { format!("{r} >= {rows} || {c_} >= {divisor}") } else { format!("{r} < {rows} && {c_} < {divisor}") };
+    edits.push((cond.byte_range(), new_cond));
+    for st in &split_sts {
+        edits.push((st.byte_range(), String::new()));
+    }
+    for d in descendants(body) {
+        let inside = |n: Node| n.start_byte() >= first.end_byte() && !split_sts.iter().any(|s| s.byte_range().contains(&n.start_byte())) && !cond.byte_range().contains(&n.start_byte());
+        if d.kind() == "identifier" && k.text_of(d) == idx && inside(d) {
+            edits.push((d.byte_range(), format!("({r} * ({divisor}) + {c_})")));
+        }
+    }
+    let mut out = text.to_string();
+    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    for (range, with) in edits {
+        out.replace_range(range, &with);
+    }
+    Some(out)
+}
+
+/// Expansion rounds for macros that use macros.
+const MACRO_DEPTH: usize = 4;
+
+/// The file with the function-like macro calls in kernel `name`'s body
+/// expanded as the preprocessor would (`EL(lhs, r, k)` with `#define EL(m, r, c)
+/// m[(r) * dim + (c)]` becomes `lhs[((r)) * dim + ((k))]`), so recipes that
+/// look for subscripts see them; `None` when the body calls no such macro.
+/// Single-line `#define`s only, none that stringize or paste.
+pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
+    let mut macros: Vec<(String, Vec<String>, String)> = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("define")) else { continue };
+        let rest = rest.trim_start();
+        let Some(open) = rest.find('(') else { continue };
+        let mname = &rest[..open];
+        if mname.is_empty() || !mname.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            continue; // an object-like macro (`#define N (4)`) has a space before its parenthesis
+        }
+        let Some(close) = rest[open..].find(')') else { continue };
+        let params: Vec<String> = rest[open + 1..open + close].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+        let body = rest[open + close + 1..].trim();
+        if body.is_empty() || body.contains('#') || body.ends_with('\\') || params.iter().any(|p| p == "...") {
+            continue;
+        }
+        macros.push((mname.to_string(), params, body.to_string()));
+    }
+    if macros.is_empty() {
+        return None;
+    }
+    let mut out = text.to_string();
+    let mut changed = false;
+    for _ in 0..MACRO_DEPTH {
+        let k = Kernel::find_generic(&out, name)?;
+        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+        for call in descendants(k.body()).into_iter().filter(|n| n.kind() == "call_expression") {
+            let Some(f) = call.child_by_field_name("function").filter(|f| f.kind() == "identifier") else { continue };
+            let Some((_, params, body)) = macros.iter().find(|m| m.0 == k.text_of(f)) else { continue };
+            // Outermost calls first; the ones inside are expanded in the next round.
+            if edits.iter().any(|(r, _)| r.contains(&call.start_byte())) {
+                continue;
+            }
+            let args: Vec<&str> = statements(call.child_by_field_name("arguments")?).into_iter().map(|a| k.text_of(a)).collect();
+            if args.len() != params.len() {
+                continue;
+            }
+            let mut expanded = String::new();
+            let mut word = String::new();
+            let flush = |word: &mut String, expanded: &mut String| {
+                match params.iter().position(|p| p == word) {
+                    Some(i) => expanded.push_str(&format!("({})", args[i])),
+                    None => expanded.push_str(word),
+                }
+                word.clear();
+            };
+            for ch in body.chars() {
+                if ch.is_alphanumeric() || ch == '_' {
+                    word.push(ch);
+                } else {
+                    flush(&mut word, &mut expanded);
+                    expanded.push(ch);
+                }
+            }
+            flush(&mut word, &mut expanded);
+            // A subscript stays one (it may be stored to); anything else keeps its grouping.
+            let subscript = {
+                let head: String = expanded.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                !head.is_empty() && expanded[head.len()..].starts_with('[') && expanded.ends_with(']') && expanded[head.len()..].matches('[').count() == 1
+            };
+            edits.push((call.byte_range(), if subscript { expanded } else { format!("({expanded})") }));
+        }
+        if edits.is_empty() {
+            break;
+        }
+        changed = true;
+        edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+        for (r, with) in edits {
+            out.replace_range(r, &with);
+        }
+    }
+    changed.then_some(out)
 }

@@ -132,8 +132,9 @@ impl Recipe for TiledTranspose {
         &[Code::UncoalescedAccess, Code::Uncoalesced, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find_generic(text, kernel) else { return Vec::new() };
-        let Some(u) = units(&k) else { return Vec::new() };
-        rewrite(&k, &u).map(|rw| launch_variants(&k, &rw, &u, Tuning::Tiles { threads: 256, units: 1024 })).unwrap_or_default()
+        super::with_units_view(text, kernel, |k| {
+            let Some(u) = units(k) else { return Vec::new() };
+            rewrite(k, &u).map(|rw| launch_variants(k, &rw, &u, Tuning::Tiles { threads: 256, units: 1024 })).unwrap_or_default()
+        })
     }
 }

@@ -18,7 +18,7 @@
 //! the kernel's buffers hold no doubles.
 
 use kernelpro_model::Code;
-use super::BLOCK_TID;
+use super::{BLOCK_THREADS, BLOCK_TID};
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps};
 use crate::kernel::Kernel;
@@ -57,6 +57,24 @@ impl Carry {
         match self {
             Carry::Sum(v) => Some(format!("if (kp_lane != 0) {v} = 0;")),
             _ => None,
+        }
+    }
+
+    /// After the warps' all-reductions, a block's: each warp's value through shared
+    /// memory, every thread folding them in the same order (so all agree).
+    fn across_warps(&self) -> String {
+        let fold = |v: &str, op: String| format!("{{ __shared__ decltype({v}) kp_x[32]; if ((kp_lane & 31) == 0) kp_x[kp_lane >> 5] = {v}; __syncthreads(); {v} = kp_x[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {op}; __syncthreads(); }}");
+        match self {
+            Carry::Sum(v) => fold(v, format!("{v} += kp_x[kp_w]")),
+            Carry::Call(v, f) => fold(v, format!("{v} = {f}({v}, kp_x[kp_w])")),
+            Carry::Compare(v, greater) => fold(v, format!("{{ if (kp_x[kp_w] {} {v}) {v} = kp_x[kp_w]; }}", if *greater { '>' } else { '<' })),
+            Carry::Arg(b, i, greater, strict) => {
+                let op = if *greater { '>' } else { '<' };
+                let tie = if *strict { '<' } else { '>' };
+                format!(
+                    "{{ __shared__ decltype({b}) kp_x[32]; __shared__ decltype({i}) kp_y[32]; if ((kp_lane & 31) == 0) {{ kp_x[kp_lane >> 5] = {b}; kp_y[kp_lane >> 5] = {i}; }} __syncthreads(); {b} = kp_x[0]; {i} = kp_y[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ if (kp_x[kp_w] {op} {b} || (kp_x[kp_w] == {b} && kp_y[kp_w] {tie} {i})) {{ {b} = kp_x[kp_w]; {i} = kp_y[kp_w]; }} }} __syncthreads(); }}"
+                )
+            }
         }
     }
 
@@ -292,14 +310,40 @@ fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
     })
 }
 
-fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
+/// Who shares a unit: a warp (lanes), or a whole block (its threads, warps combined through shared memory).
+#[derive(Clone, Copy, PartialEq)]
+enum Team {
+    Warp,
+    Block,
+}
+
+impl Team {
+    fn stride(self) -> &'static str {
+        if self == Team::Warp { "32" } else { "kp_team" }
+    }
+    fn sync(self) -> &'static str {
+        if self == Team::Warp { "__syncwarp();" } else { "__syncthreads();" }
+    }
+}
+
+fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(String, usize)> {
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let ind2 = format!("{ind}  ");
     let mut lines: Vec<String> = Vec::new();
     let mut split = 0;
-    for piece in &u.body {
+    let mut skip_to = 0;
+    for (at, piece) in u.body.iter().enumerate() {
+        if at < skip_to {
+            continue;
+        }
+        if let Some((merged, next)) = online(k, u, at, &ind2, team) {
+            lines.extend(merged);
+            split += 2;
+            skip_to = next;
+            continue;
+        }
         let Piece::Node(n) = *piece else {
             lines.push(render(k, *piece, &[], &ind2)?);
             continue;
@@ -314,11 +358,14 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
                 return None;
             }
             lines.extend(carried.iter().filter_map(Carry::before));
-            let edits = [(init.byte_range(), format!("{} + kp_lane", k.text_of(init))), (step.byte_range(), format!("{c} += 32"))];
+            let edits = [(init.byte_range(), format!("{} + kp_lane", k.text_of(init))), (step.byte_range(), format!("{c} += {}", team.stride()))];
             lines.push(render(k, *piece, &edits, &ind2)?);
             lines.extend(carried.iter().map(Carry::after));
+            if team == Team::Block {
+                lines.extend(carried.iter().map(Carry::across_warps));
+            }
             if !stores(k, n).is_empty() {
-                lines.push("__syncwarp();".to_string());
+                lines.push(team.sync().to_string());
             }
             split += 1;
             continue;
@@ -343,7 +390,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
             return None;
         }
         lines.push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
-        lines.push("__syncwarp();".to_string());
+        lines.push(team.sync().to_string());
     }
     if split == 0 {
         return None;
@@ -356,16 +403,137 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool) -> Option<(String, usize)> {
         inner.push_str(&format!("{ind2}{l}\n"));
     }
     let prologue = u.prologue(k, &ind)?;
-    let mut text = format!(
-        "{{\n{ind}// One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).\n{prologue}{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
-        u.grid_threads(),
-        u.grid_tid(),
-        u.count()
-    );
+    let mut text = if team == Team::Warp {
+        format!(
+            "{{\n{ind}// One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).\n{prologue}{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
+            u.grid_threads(),
+            u.grid_tid(),
+            u.count()
+        )
+    } else {
+        // Fixed block indices keep the launch's y/z: the units then run over the x blocks.
+        let (block, blocks) = if u.fixed.is_empty() {
+            ("((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))", "((long long)gridDim.x * gridDim.y * gridDim.z)")
+        } else {
+            ("(long long)blockIdx.x", "(long long)gridDim.x")
+        };
+        format!(
+            "{{\n{ind}// One block per unit; its threads split the unit's loops, warps combined through shared memory (kernelpro BlockUnits).\n{prologue}{ind}const int kp_lane = (int){BLOCK_TID};\n{ind}const int kp_team = (int){BLOCK_THREADS};\n{ind}const int kp_nw = kp_team >> 5;\n{ind}for (long long kp_u = {block}; kp_u < {}; kp_u += {blocks}) {{\n{inner}{ind}}}\n{outer}}}",
+            u.count()
+        )
+    };
     if float_acc {
         text = to_float(&text);
     }
     Some((text, split))
+}
+
+/// Functions whose value of `e - m` is `exp(e) / exp(m)`.
+const EXPS: &[&str] = &["expf", "__expf", "exp"];
+
+/// A walk for a maximum followed by a walk summing `exp(e - m)` of it (softmax's
+/// two first passes) as one online pass: each lane keeps its running maximum and
+/// its sum scaled to it (`s *= exp(m_old - m)` when the maximum grows), and one
+/// shuffle all-reduction combines both pairs. `u.body[at]` is the maximum's loop;
+/// the declarations between the loops go before them. Returns the lines and
+/// the index of the piece after the sum's loop.
+fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Vec<String>, usize)> {
+    let node = |i: usize| if let Some(Piece::Node(n)) = u.body.get(i) { Some(*n) } else { None };
+    let a = node(at)?;
+    let (c, init, step) = walk_loop(k, a)?;
+    let (m, max) = match carries(k, a, &c)?[..] {
+        [Carry::Call(ref m, ref f)] if ["fmaxf", "fmax", "max", "std::max"].contains(&f.as_str()) => (m.clone(), Some(f.clone())),
+        [Carry::Compare(ref m, true)] => (m.clone(), None),
+        _ => return None,
+    };
+    // Declarations between the loops, not reading the maximum.
+    let mut j = at + 1;
+    while let Some(d) = node(j).filter(|d| d.kind() == "declaration") {
+        if mentions(k, d, &m) || descendants(d).into_iter().any(|x| matches!(x.kind(), "call_expression" | "subscript_expression")) {
+            return None;
+        }
+        j += 1;
+    }
+    let b = node(j)?;
+    let (c2, _, _) = walk_loop(k, b)?;
+    let header = |f: Node| Some(flat(k, f.child_by_field_name("initializer")?) + &flat(k, f.child_by_field_name("condition")?) + &flat(k, f.child_by_field_name("update")?));
+    if c2 != c || header(a)? != header(b)? || !stores(k, b).is_empty() || !stores(k, a).is_empty() || !iterations_independent(k, a, &c) {
+        return None;
+    }
+    let [Carry::Sum(ref s)] = carries(k, b, &c)?[..] else { return None };
+    // The sum starts at zero between the loops: a non-zero start would be rescaled with the rest.
+    let zero_start = (at + 1..j).filter_map(node).any(|d| {
+        descendants(d).into_iter().any(|x| {
+            x.kind() == "init_declarator"
+                && x.child_by_field_name("declarator").is_some_and(|n| k.text_of(n) == s)
+                && x.child_by_field_name("value").is_some_and(|v| k.text_of(v).trim_end_matches(['f', 'F']).parse::<f64>().is_ok_and(|z| z == 0.0))
+        })
+    });
+    if !zero_start {
+        return None;
+    }
+    if s == &m || descendants(a).iter().chain(descendants(b).iter()).any(|d| matches!(d.kind(), "break_statement" | "continue_statement" | "return_statement")) {
+        return None;
+    }
+    // Every read of the maximum in the sum's loop is `EXP(e - m)`: the sum rescales by `EXP(m_old - m)`.
+    let mut exp = None;
+    for at in occurrences(k, b, &m) {
+        let mut up = b.descendant_for_byte_range(at, at)?;
+        let mut minus = false;
+        while let Some(p) = up.parent() {
+            match p.kind() {
+                "parenthesized_expression" | "cast_expression" => {}
+                "binary_expression" if !minus && p.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "-") && p.child_by_field_name("right").is_some_and(|r| r.byte_range().contains(&at)) => minus = true,
+                "argument_list" if minus => {
+                    let f = p.parent().and_then(|call| call.child_by_field_name("function")).map(|f| k.text_of(f))?;
+                    if !EXPS.contains(&f) || exp.is_some_and(|e| e != f) {
+                        return None;
+                    }
+                    exp = Some(f);
+                    break;
+                }
+                _ => return None,
+            }
+            up = p;
+        }
+        exp?;
+    }
+    let exp = exp?;
+    let combine = |x: &str, y: &str| match &max {
+        Some(f) => format!("{f}({x}, {y})"),
+        None => format!("({y} > {x} ? {y} : {x})"),
+    };
+    let mut out: Vec<String> = (at + 1..j).map(|i| render(k, Piece::Node(node(i).expect("declaration")), &[], ind)).collect::<Option<_>>()?;
+    out.push(format!("if (kp_lane != 0) {s} = 0;"));
+    let ind2 = format!("{ind}  ");
+    let body_a = render(k, Piece::Node(a.child_by_field_name("body")?), &[], &ind2)?;
+    let body_b = render(k, Piece::Node(b.child_by_field_name("body")?), &[], &ind2)?;
+    let head = &k.text[a.start_byte()..a.child_by_field_name("body")?.start_byte()];
+    let mut head = head.to_string();
+    // The header with the lane's start and stride, as the other split loops get.
+    let (i0, s0) = (init.start_byte() - a.start_byte(), step.start_byte() - a.start_byte());
+    let (i1, s1) = (init.end_byte() - a.start_byte(), step.end_byte() - a.start_byte());
+    head.replace_range(s0..s1, &format!("{c} += {}", team.stride()));
+    head.replace_range(i0..i1, &format!("{} + kp_lane", k.text_of(init)));
+    out.push(format!(
+        "{head}{{
+{ind2}const auto kp_m0 = {m};
+{ind2}{body_a}
+{ind2}if ({m} != kp_m0 && {s} != 0) {s} *= {exp}(kp_m0 - {m});
+{ind2}{body_b}
+{ind}}}"
+    ));
+    out.push(format!(
+        "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) {{ const auto kp_om = __shfl_xor_sync(0xffffffffu, {m}, kp_o); const auto kp_os = __shfl_xor_sync(0xffffffffu, {s}, kp_o); const auto kp_nm = {}; {s} = ({s} != 0 ? {s} * {exp}({m} - kp_nm) : {s}) + (kp_os != 0 ? kp_os * {exp}(kp_om - kp_nm) : kp_os); {m} = kp_nm; }}",
+        combine(&m, "kp_om")
+    ));
+    if team == Team::Block {
+        out.push(format!(
+            "{{ __shared__ decltype({m}) kp_x[32]; __shared__ decltype({s}) kp_y[32]; if ((kp_lane & 31) == 0) {{ kp_x[kp_lane >> 5] = {m}; kp_y[kp_lane >> 5] = {s}; }} __syncthreads(); {m} = kp_x[0]; {s} = kp_y[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ const auto kp_om = kp_x[kp_w]; const auto kp_os = kp_y[kp_w]; const auto kp_nm = {}; {s} = ({s} != 0 ? {s} * {exp}({m} - kp_nm) : {s}) + (kp_os != 0 ? kp_os * {exp}(kp_om - kp_nm) : kp_os); {m} = kp_nm; }} __syncthreads(); }}",
+            combine(&m, "kp_om")
+        ));
+    }
+    Some((out, j + 1))
 }
 
 /// `double` as a type word (declarations, casts) becomes `float`.
@@ -417,8 +585,53 @@ fn float_literals(text: &str) -> String {
 }
 
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
+    team_rewrites(k, Team::Warp)
+}
+
+/// Fewer units than this leave a warp-per-unit launch under 8 warps per SM: a block per unit then.
+const FEW_UNITS: i64 = 8 * super::launch::SMS as i64;
+
+fn block_rewrites(k: &Kernel) -> Vec<Rewrite> {
+    // Only for a row reduction with few rows under the spec's sizes (GEMM outputs and gathers are many).
+    let rows = k.model().and_then(|m| m.pattern()).is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::RowReduction);
+    if !rows || units(k).and_then(|u| unit_count(k, &u)).is_none_or(|n| n >= FEW_UNITS) {
+        return Vec::new();
+    }
+    team_rewrites(k, Team::Block)
+}
+
+/// The number of units under the spec's first launch: the guard bounds evaluated with its scalar arguments.
+fn unit_count(k: &Kernel, u: &Units) -> Option<i64> {
+    let launch = k.launch()?;
+    let mut scope = kernelpro_spec::Scope::default();
+    for (name, v) in &launch.lets {
+        scope.set(name, *v);
+    }
+    for a in &launch.args {
+        if let kernelpro_spec::Arg::Scalar(s) = a
+            && let kernelpro_spec::ScalarValue::I64(v) = s.value
+        {
+            scope.set(&s.name, v);
+        }
+    }
+    let mut n: i64 = 1;
+    for i in &u.indices {
+        n = n.checked_mul(kernelpro_spec::eval(&i.bound, &scope).ok()?)?;
+    }
+    for (_, _, axis) in &u.fixed {
+        let g = launch.grid[match axis { 'y' => 1, _ => 2 }] as i64;
+        n = n.checked_mul(g)?;
+    }
+    Some(n)
+}
+
+fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
     if !whole_warps(k) {
+        return Vec::new();
+    }
+    // A stencil's loop runs over its few taps (a warp would idle most lanes): StencilTile's case.
+    if k.model().and_then(|m| m.pattern()).is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::Stencil) {
         return Vec::new();
     }
     let body = k.body();
@@ -430,17 +643,39 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         variants.insert(0, true);
     }
     for float_acc in variants {
-        let Some((text, split)) = generate(k, &u, float_acc) else {
+        let Some((text, split)) = generate(k, &u, float_acc, team) else {
             return Vec::new();
         };
         let mut source = k.text.to_string();
         source.replace_range(body.byte_range(), &text);
         let names = u.names().join(", ");
         let fp = if float_acc { ", double accumulators as float" } else { "" };
-        let note = format!("one warp per unit ({names}): {split} loop(s) split across lanes, shuffle all-reductions{fp}");
-        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Warps));
+        let on = if text.contains("kp_m0") { ", online max and sum in one pass" } else { "" };
+        let (who, tuning) = if team == Team::Warp { ("one warp per unit", Tuning::Warps) } else { ("one block per unit", Tuning::Blocks) };
+        let across = if team == Team::Warp { "lanes, shuffle all-reductions" } else { "the block's threads, shuffle and shared-memory all-reductions" };
+        let note = format!("{who} ({names}): {split} loop(s) split across {across}{on}{fp}");
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, tuning));
     }
     out
+}
+
+/// [`WarpUnits`] with a whole block per unit: for few, long units (a softmax over 128 rows of
+/// 400k elements keeps 128 warps busy as warps, 128 blocks as blocks).
+pub struct BlockUnits;
+
+impl Recipe for BlockUnits {
+    fn name(&self) -> &'static str {
+        "BlockUnits"
+    }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::RowWalk, Code::UncoalescedAccess, Code::Uncoalesced, Code::MemoryCoalescing, Code::OccupancyLimiter]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        super::with_units_view(text, kernel, block_rewrites)
+    }
 }
 
 impl Recipe for WarpUnits {
@@ -454,6 +689,6 @@ impl Recipe for WarpUnits {
         &[Code::RowWalk, Code::UncoalescedAccess, Code::Uncoalesced, Code::MemoryCoalescing, Code::Fp64Promotion]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).map(|k| rewrites(&k)).unwrap_or_default()
+        super::with_units_view(text, kernel, rewrites)
     }
 }
