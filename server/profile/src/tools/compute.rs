@@ -24,8 +24,7 @@ pub fn tensor_core(inp: &ToolInput) -> Vec<Finding> {
     let warps = inp.num("launch__thread_count").map(|t| t / 32.0).filter(|&w| w > 0.0);
     let Some(source) = inp.source else { return vec![] };
     let mac_line = source
-        .lines
-        .iter()
+        .own_lines()
         .filter(|l| {
             let rows: Vec<_> = source.instructions_of(l.line).filter(|r| executed(r) > 0.0).collect();
             let fma = rows.iter().any(|r| matches!(r.opcode().split('.').next(), Some("FFMA" | "HFMA2")));
@@ -46,43 +45,62 @@ pub fn tensor_core(inp: &ToolInput) -> Vec<Finding> {
 }
 
 /// A branch that splits warps: part of the threads take it, the rest do not.
+/// Two per-line signs: a BRA whose predicated-on threads are a middling
+/// share of its threads (an if/else), and the source page's "Divergent
+/// Branches" count against the line's branch executions (a one-sided if,
+/// such as the interleaved reduction's `tid % (2 * s) == 0`).
 pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
     let t = inp.thresholds;
     let efficiency = inp.num("smsp__thread_inst_executed_per_inst_executed.ratio").map(|r| r / 32.0);
     let compute_bound = inp.triage.is_some_and(|tr| tr.class == crate::triage::Class::ComputeBound);
     let gain = efficiency.filter(|_| compute_bound).map(|e| round2(1.0 / e)).filter(|&g| g > 1.05);
-    let mut branch_lines: Vec<u32> = Vec::new();
+    let mut branch_lines: Vec<(u32, Option<f64>)> = Vec::new();
     for r in inp.instructions().iter().filter(|r| r.opcode().starts_with("BRA")) {
-        let (Some(threads), Some(taken), Some(line)) = (r.num("Avg. Threads Executed"), r.num("Avg. Predicated-On Threads Executed"), r.line) else {
+        let (Some(threads), Some(taken), Some(line)) = (r.num("Avg. Threads Executed"), r.num("Avg. Predicated-On Threads Executed"), inp.own_line(r)) else {
             continue;
         };
         let share = if threads > 0.0 { taken / threads } else { 0.0 };
         let splits = share > t.divergent_branch_min_share && share < 1.0 - t.divergent_branch_min_share;
-        if splits && executed(r) > 0.0 && !branch_lines.contains(&line) {
-            branch_lines.push(line);
+        if splits && executed(r) > 0.0 && !branch_lines.iter().any(|(l, _)| *l == line) {
+            branch_lines.push((line, None));
         }
     }
+    for l in inp.lines() {
+        let Some(divergent) = l.metrics.get("Divergent Branches").and_then(|m| m.number()).filter(|&d| d > 0.0) else {
+            continue;
+        };
+        let branches: f64 = inp.rows_of(l.line).filter(|r| r.opcode().starts_with("BRA")).map(executed).sum();
+        let share = if branches > 0.0 { divergent / branches } else { 1.0 };
+        if share >= t.divergent_branch_share && !branch_lines.iter().any(|(x, _)| *x == l.line) {
+            branch_lines.push((l.line, Some(divergent)));
+        }
+    }
+    branch_lines.sort_by_key(|(l, _)| *l);
+    let uniform = inp.num("smsp__sass_average_branch_targets_threads_uniform.pct");
     let with_common = |f: Finding, text: &str| {
         let f = match efficiency {
             Some(e) => f.with_evidence("active_threads_per_warp", format!("{:.1} of 32", e * 32.0)),
+            None => f,
+        };
+        let f = match uniform {
+            Some(u) => f.with_evidence("uniform_branches", pct(u)),
             None => f,
         };
         let f = match gain {
             Some(g) => f.with_gain(g),
             None => f,
         };
-        f.with_guidance(if text.contains("threadIdx.x %") || text.contains("threadIdx.x&") || text.contains("threadIdx.x &") {
-            "the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path"
-        } else {
-            "make the branch condition uniform across each warp of 32 threads, or sort the work so that threads taking the same path sit in the same warp"
-        })
+        f.with_guidance(divergence_advice(text))
     };
     if inp.source.is_some() {
         return branch_lines
             .into_iter()
-            .map(|l| {
+            .map(|(l, divergent)| {
                 let text = inp.quote(l);
-                let f = inp.finding("ThreadDivergence", Severity::Warning, Some(l), "divergent branch: the threads of a warp take different paths".into());
+                let mut f = inp.finding("ThreadDivergence", Severity::Warning, Some(l), "divergent branch: the threads of a warp take different paths".into());
+                if let Some(d) = divergent {
+                    f = f.with_evidence("divergent_branches", d);
+                }
                 with_common(f, &text)
             })
             .collect();
@@ -93,6 +111,21 @@ pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
             vec![with_common(f, "")]
         }
         _ => vec![],
+    }
+}
+
+/// The fix for the condition's shape: a modulo of the thread index in a
+/// reduction is Harris' interleaved addressing; other lane tests want a
+/// warp-uniform condition.
+fn divergence_advice(text: &str) -> &'static str {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let thread_test = ["threadIdx.x", "tid", "lane"].iter().any(|v| compact.contains(v));
+    if compact.contains('%') && compact.contains("+=") && thread_test {
+        "the modulo test keeps every (2*s)-th thread working, so all warps stay busy with a few active lanes: use sequential addressing instead, for (s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sdata[tid] += sdata[tid + s]; __syncthreads(); }, which keeps the working threads contiguous so whole warps finish early (and neighbouring lanes read neighbouring words)"
+    } else if thread_test && (compact.contains('%') || compact.contains('&')) {
+        "the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path"
+    } else {
+        "make the branch condition uniform across each warp of 32 threads, or sort the work so that threads taking the same path sit in the same warp"
     }
 }
 
@@ -110,9 +143,10 @@ pub fn fp64_math(inp: &ToolInput) -> Vec<Finding> {
     }
     let mut by_line: Vec<(Option<u32>, Vec<&SassRow>)> = Vec::new();
     for r in inp.instructions().iter().filter(|r| is_fp64(r.opcode()) && executed(r) > 0.0) {
-        match by_line.iter_mut().find(|(l, _)| *l == r.line) {
+        let line = inp.own_line(r);
+        match by_line.iter_mut().find(|(l, _)| *l == line) {
             Some((_, rows)) => rows.push(r),
-            None => by_line.push((r.line, vec![r])),
+            None => by_line.push((line, vec![r])),
         }
     }
     if inp.source.is_none() {
@@ -188,7 +222,7 @@ pub fn non_fused_fp32(inp: &ToolInput) -> Vec<Finding> {
         .filter(|r| matches!(r.opcode().split('.').next(), Some("FADD" | "FMUL")))
         .max_by(|a, b| executed(a).total_cmp(&executed(b)));
     vec![inp
-        .finding("NonFusedFP32", Severity::Information, hot.and_then(|r| r.line), format!("{share:.0}% of FP32 arithmetic is separate multiplies and adds"))
+        .finding("NonFusedFP32", Severity::Information, hot.and_then(|r| inp.own_line(r)), format!("{share:.0}% of FP32 arithmetic is separate multiplies and adds"))
         .with_evidence("non_fused_share", pct(share))
         .with_evidence("fma_pipe", pct(fma_pipe))
         .with_guidance("write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set")]

@@ -33,7 +33,7 @@ impl<'a> ToolInput<'a> {
             return i as u32;
         }
         self.source
-            .and_then(|s| s.lines.iter().map(|l| l.line).min())
+            .and_then(|s| s.own_lines().map(|l| l.line).min())
             .map(|l| l.saturating_sub(1))
             .unwrap_or(0)
     }
@@ -66,8 +66,15 @@ impl<'a> ToolInput<'a> {
             .with_doc(tool_doc_url(tool))
     }
 
-    pub fn lines(&self) -> &'a [SourceLine] {
-        self.source.map(|s| s.lines.as_slice()).unwrap_or(&[])
+    /// The source page's lines of the profiled file (not CUDA's headers).
+    pub fn lines(&self) -> impl Iterator<Item = &'a SourceLine> + 'a {
+        self.source.into_iter().flat_map(|s| s.own_lines())
+    }
+
+    /// The 1-based line of the profiled file an instruction belongs to,
+    /// also when ncu lists it under a CUDA header it was inlined from.
+    pub fn own_line(&self, row: &SassRow) -> Option<u32> {
+        self.source.and_then(|s| s.own_line_of(row))
     }
 
     pub fn instructions(&self) -> &'a [SassRow] {
@@ -77,7 +84,6 @@ impl<'a> ToolInput<'a> {
     /// The source line with the largest value of a per-line counter (> 0).
     pub fn hottest_line(&self, column: &str) -> Option<(&'a SourceLine, f64)> {
         self.lines()
-            .iter()
             .filter_map(|l| Some((l, l.metrics.get(column)?.number()?)))
             .filter(|(_, v)| *v > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1))
