@@ -115,7 +115,7 @@ fn source_page_keeps_the_inlined_atomic_and_maps_it_to_its_call() {
 fn histogram_atomics_are_contention_on_the_atomic_line() {
     let found = harness_findings("histogram", "histogram", "histogram.cu");
     check(&found, expect![[r#"
-        11 warning AtomicContention atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in L2; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
+        11 warning AtomicContention atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
           -> privatize the table: build a per-block copy in __shared__ memory with shared atomics, __syncthreads(), then add each nonzero entry to global memory once per block; when a warp's lanes often share a key, __match_any_sync lets one lane add for all of them
           gain Some(1.59) [atomic_wait_share=41.4%, drain_at_exit=41.4%, warp_atomics=524288, sectors_per_warp_atomic=20.4 for 32 lanes, busiest_l2_slice_over_average=47.0x]
         9 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
@@ -137,4 +137,225 @@ fn block_reduction_atomics_are_not_contention() {
           -> 
           gain None []
     "#]]);
+}
+
+// -- synthetic pages (tests/fixtures/h200-contention/synthetic) ----------------
+
+fn contention_dir() -> PathBuf {
+    fixtures().join("h200-contention")
+}
+
+fn kernels_cu() -> String {
+    read(&contention_dir().join("kernels.cu"))
+}
+
+/// SYNTHETIC: hand-written pages in ncu's layout (see synthetic/README.md).
+fn synthetic_findings(kernel: &str) -> Vec<Finding> {
+    let d = contention_dir().join("synthetic");
+    let profile = parse_raw(&read(&d.join(format!("raw_{kernel}.csv")))).unwrap().remove(0);
+    let page = source_page(&d.join(format!("src_{kernel}.csv")));
+    run_tools(&profile, Some(&page), &kernels_cu())
+}
+
+/// The issue's single-address float sum: "stall waiting for stores to
+/// drain… write results with fewer, wider stores" before; contention on the
+/// atomicAdd line, with the block-reduction fix, now.
+#[test]
+fn synthetic_single_address_sum_is_contention() {
+    let found = synthetic_findings("sum_atomic");
+    assert!(!found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))), "{}", render(&found));
+    check(&found, expect![[r#"
+        15 warning AtomicContention atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 98% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
+          -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum) (a float sum in fixed order is also reproducible, which atomics are not): blockDim.x times fewer atomics
+          gain Some(8.8) [atomic_wait_share=98.5%, drain_at_exit=66.5%, warp_atomics=524288, lanes_per_sector=32, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
+        13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+    "#]]);
+}
+
+/// The interleaved reduction: the modulo test splits every warp (predicated
+/// body with ~4 of 32 lanes on, behind an integer division each step).
+#[test]
+fn synthetic_interleaved_reduction_diverges() {
+    let found = synthetic_findings("reduce_interleaved");
+    check(&found, expect![[r#"
+        67 warning BarrierStall 53% of warp samples wait at a barrier in `__syncthreads();`
+          -> warps wait for the slowest warp of the block: balance the work between __syncthreads(), drop barriers that guard nothing, or use smaller blocks
+          gain None [barrier_stalls=52.5%]
+        66 warning ThreadDivergence the condition splits the lanes of every warp: 4.0 of 32 lanes do the work of its predicated body in `if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];`
+          -> the modulo test keeps every (2*s)-th thread working, so all warps stay busy with a few active lanes: use sequential addressing instead, for (s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sdata[tid] += sdata[tid + s]; __syncthreads(); }, which keeps the working threads contiguous so whole warps finish early (and neighbouring lanes read neighbouring words)
+          gain None [lanes_on_per_predicated_instruction=4.0 of 32, uniform_branches=100.0%, integer_division=the modulo by a variable compiles to a division sequence on every step]
+        67 info WarpStall 53% of warp samples stall waiting at __syncthreads() (barrier) in `__syncthreads();`
+          -> balance the work between barriers, or use smaller blocks so fewer warps wait for the slowest one
+          gain None [stall_reason=barrier, stall_share=52.5%, line_share_of_samples=38.3%]
+        59 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+    "#]]);
+}
+
+/// The strided-index reduction: 2s-word strides in shared memory conflict.
+#[test]
+fn synthetic_strided_reduction_has_bank_conflicts() {
+    let found = synthetic_findings("reduce_strided");
+    check(&found, expect![[r#"
+        80 warning SharedBankConflicts 6-way shared-memory bank conflicts in `if (index < blockDim.x) sdata[index] += sdata[index + s];`
+          -> the threads of a warp index sdata with a stride, so several of them hit the same bank: use sequential addressing (sdata[tid] += sdata[tid + s], with s halving from blockDim.x / 2), which keeps neighbouring threads on neighbouring words; a 2D tile stored in 1D wants a row stride of 33 instead of 32
+          gain Some(2.39) [conflict_ways=6, shared_wavefronts=37748736, ideal_wavefronts=6291456, excess_wavefronts=81.1%]
+        76 info Vectorization coalesced but 4-byte global accesses in `sdata[tid] = i < n ? x[i] : 0.0f;`
+          -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
+          gain None [memory_instructions_executed=524288]
+        80 info WarpStall 44% of warp samples stall waiting for shared-memory or special-function (MUFU) results (short_scoreboard) in `if (index < blockDim.x) sdata[index] += sdata[index + s];`
+          -> the line's shared-memory accesses hit the same banks: make neighbouring threads access neighbouring words (sequential addressing, tid + s), or pad/swizzle a 2D tile so a column walk spreads over the 32 banks
+          gain None [stall_reason=short_scoreboard, stall_share=44.0%, line_share_of_samples=44.0%]
+    "#]]);
+}
+
+/// Without a source page, the kernel-level counters still name the
+/// contention (no line) and the conflicts.
+#[test]
+fn synthetic_kernel_level_only() {
+    let d = contention_dir().join("synthetic");
+    let mut out = String::new();
+    for kernel in ["sum_atomic", "reduce_strided"] {
+        let profile = parse_raw(&read(&d.join(format!("raw_{kernel}.csv")))).unwrap().remove(0);
+        out.push_str(&render(&run_tools(&profile, None, &kernels_cu())));
+    }
+    expect![[r#"
+        13 warning AtomicContention atomic contention: global atomics serialize in one L2 slice (16.8M atomic updates); 67% of warp samples wait for them
+          -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum): blockDim.x times fewer atomics
+          gain Some(2.49) [atomic_wait_share=66.5%, drain_at_exit=66.5%, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
+        13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        72 warning SharedBankConflicts shared-memory bank conflicts: 5.3x the ideal wavefronts
+          -> neighbouring threads access shared words a multiple of 32 banks apart: use sequential addressing (thread tid works on sdata[tid] and sdata[tid + s]), an odd stride, or pad/swizzle a 2D tile
+          gain Some(2.39) [bank_conflicts=31457280, shared_wavefronts=38797312, excess_wavefronts=81.1%]
+        72 info WarpStall 44% of warp samples stall waiting for shared-memory or special-function (MUFU) results (short_scoreboard)
+          -> remove shared-memory bank conflicts; use __sinf/__expf intrinsics where their precision is enough
+          gain None [stall_reason=short_scoreboard, stall_share=44.0%]
+    "#]]
+    .assert_eq(&out);
+}
+
+// -- the H200 recordings of record.sh (tests/fixtures/h200-contention/*.csv) ----
+
+/// The recorded `--set full` launches with their details and source pages,
+/// or `None` (with a note) until record.sh's tarball is extracted here.
+fn recorded() -> Option<Vec<(KernelProfile, SourcePage)>> {
+    let d = contention_dir();
+    if !d.join("full_raw.csv").exists() {
+        eprintln!("tests/fixtures/h200-contention: not recorded yet (run record.sh on the GPU machine)");
+        return None;
+    }
+    let mut profiles = parse_raw(&read(&d.join("full_raw.csv"))).unwrap();
+    parse_details(&read(&d.join("full_details.csv")), &mut profiles).unwrap();
+    Some(
+        profiles
+            .into_iter()
+            .map(|p| {
+                let page = source_page(&d.join(format!("src_{}.csv", p.kernel)));
+                (p, page)
+            })
+            .collect(),
+    )
+}
+
+fn recorded_findings(kernel: &str) -> Option<Vec<Finding>> {
+    let (profile, page) = recorded()?.into_iter().find(|(p, _)| p.kernel == kernel)?;
+    Some(run_tools(&profile, Some(&page), &kernels_cu()))
+}
+
+/// Each planted problem on its line; `None` lines mean "this code nowhere"
+/// (the clean twins).
+#[test]
+fn recorded_planted_problems_on_their_lines() {
+    let src = kernels_cu();
+    let cases: [(&str, &str, Option<&str>); 12] = [
+        ("sum_atomic", "AtomicContention", Some("if (i < n) atomicAdd(out, x[i]);")),
+        ("sum_blocks", "AtomicContention", None),
+        ("count_atomic", "AtomicContention", Some("if (i < n && x[i] > 0.5f) atomicAdd(count, 1);")),
+        ("count_blocks", "AtomicContention", None),
+        ("histogram_global", "AtomicContention", Some("if (i < n) atomicAdd(&bins[data[i]], 1u);")),
+        ("histogram_shared", "AtomicContention", None),
+        ("reduce_interleaved", "ThreadDivergence", Some("if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];")),
+        ("reduce_strided", "SharedBankConflicts", Some("if (index < blockDim.x) sdata[index] += sdata[index + s];")),
+        ("reduce_sequential", "SharedBankConflicts", None),
+        ("branch_lanes", "ThreadDivergence", Some("if ((threadIdx.x & 1) == 0)")),
+        ("branch_data", "ThreadDivergence", Some("if (v > 0.5f)")),
+        ("branch_warps", "ThreadDivergence", None),
+    ];
+    let mut failures = Vec::new();
+    for (kernel, code, text) in cases {
+        let Some(found) = recorded_findings(kernel) else { return };
+        let hits: Vec<u32> = found.iter().filter(|f| f.code.as_deref() == Some(code)).map(|f| f.span.start.line + 1).collect();
+        let ok = match text {
+            Some(t) => hits.contains(&line_of(&src, t)),
+            None => hits.is_empty(),
+        };
+        if !ok {
+            failures.push(format!("{kernel}: {code} expected {text:?}, got lines {hits:?}\n{}", render(&found)));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// No stall advice about "wider stores" for a kernel whose drain is its atomics.
+#[test]
+fn recorded_stall_advice_fits_the_cause() {
+    for kernel in ["sum_atomic", "count_atomic", "histogram_global"] {
+        let Some(found) = recorded_findings(kernel) else { return };
+        assert!(!found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))), "{kernel}:\n{}", render(&found));
+    }
+}
+
+/// Every finding of every recorded kernel, for the report (snapshot once recorded).
+#[test]
+fn recorded_findings_snapshot() {
+    let Some(all) = recorded() else { return };
+    let mut out = String::new();
+    for (profile, page) in &all {
+        let tri = triage(profile, &TriageThresholds::default()).map(|t| t.summary).unwrap_or_default();
+        out.push_str(&format!("== {}: {tri}\n", profile.kernel));
+        out.push_str(&render(&run_tools(profile, Some(page), &kernels_cu())));
+    }
+    expect![[r#""#]].assert_eq(&out);
+}
+
+// -- stall advice by cause -------------------------------------------------------
+
+/// The advice of a dominant stall follows what its line does. Each case: the
+/// SASS of line 3 (with its shared-conflict ways), the stall, and a phrase
+/// the advice must hold.
+#[test]
+fn stall_advice_follows_the_line() {
+    let cases: [(&[&str], u32, &str, &str); 10] = [
+        (&["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"], 1, "lg_throttle", "global atomics that many threads aim at the same addresses"),
+        (&["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"], 1, "drain", "wait at exit for their global atomics to drain"),
+        (&["ATOMG.E.ADD.STRONG.GPU PT, R0, desc[UR4][R2.64], R5"], 1, "long_scoreboard", "global atomics that many threads aim"),
+        (&["STG.E desc[UR4][R2.64], R5"], 1, "drain", "last global stores to drain"),
+        (&["LDL R2, [R1+0x10]"], 1, "long_scoreboard", "local memory"),
+        (&["LDS R3, [R5]"], 4, "short_scoreboard", "hit the same banks"),
+        (&["LDS R3, [R5]"], 1, "short_scoreboard", "shuffles (__shfl_down_sync)"),
+        (&["MUFU.SIN R3, R2"], 1, "short_scoreboard", "intrinsics"),
+        (&["ATOMS.POPC.INC.32 RZ, [R4+URZ]"], 1, "mio_throttle", "shared-memory atomics on the same words"),
+        (&["I2F.U32.RP R6, R10", "MUFU.RCP R6, R6", "LDS R3, [R5]"], 1, "short_scoreboard", "integer division"),
+    ];
+    let file = ["", "__global__ void k(float* out) {", "  line three;", "}"];
+    for (ops, ways, reason, phrase) in cases {
+        let mut csv = String::from("\"File Path\",\"k.cu\"\n\"Function Name\",\"k(float *)\"\n");
+        csv.push_str("\"Line No\",\"Source\",\"Address\",\"Source\",\"Instructions Executed\",\"L1 Conflicts Shared N-Way\"\n");
+        csv.push_str(&format!("\"3\",\"line three;\",\"-\",\"-\",\"{}\",\"{ways}\"\n", ops.len()));
+        for (i, op) in ops.iter().enumerate() {
+            csv.push_str(&format!("\"\",\"\",\"0x{:x}\",\"      {op}\",\"1\",\"{ways}\"\n", 0x10 * (i + 1)));
+        }
+        let page = parse_source(&csv).unwrap().remove(0);
+        let profile = KernelProfile { kernel: "k".into(), signature: "k(float *)".into(), ..Default::default() };
+        let thresholds = Thresholds::default();
+        let input = ToolInput { profile: &profile, source: Some(&page), triage: None, source_lines: &file, thresholds: &thresholds, launch_overhead_pct: None };
+        let stall = kernelpro_profile::tools::STALL_REASONS.iter().find(|r| r.key == reason).unwrap();
+        let advice = input.stall_guidance(stall, Some(3));
+        assert!(advice.contains(phrase), "{ops:?} {reason}: {advice}");
+    }
 }

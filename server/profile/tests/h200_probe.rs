@@ -234,7 +234,7 @@ fn findings_divergent() {
     check_findings("divergent", expect![[r#"
         39 warning ThreadDivergence divergent branch: the threads of a warp take different paths in `if (threadIdx.x % 2 == 0) { for (int k = 0; k < 64; ++k) v = sinf(v) * 1.0001f;…`
           -> the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path
-          gain Some(1.99) [active_threads_per_warp=16.1 of 32, uniform_branches=99.6%]
+          gain Some(1.99) [divergent_branches=524288 of 524288, active_threads_per_warp=16.1 of 32, uniform_branches=99.6%]
         40 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
           -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
           gain None [non_fused_share=28.6%, fma_pipe=54.8%]

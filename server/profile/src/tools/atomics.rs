@@ -58,6 +58,8 @@ pub struct AtomicWait {
     /// atomic instructions, drain stalls at `EXIT`, fence (membar) stalls.
     pub share_pct: f64,
     pub drain_pct: f64,
+    /// Whether any warp samples were recorded (else the shares are 0 for want of data).
+    pub sampled: bool,
     /// Reductions plus atomics that reached L2, thread-level when known.
     pub l2_updates: Option<f64>,
     /// Busiest L2 slice over the average slice, for atomic/reduction sectors:
@@ -177,7 +179,8 @@ pub fn atomic_wait(inp: &ToolInput) -> Option<AtomicWait> {
         }
     };
     let slice_concentration = slice_concentration(inp);
-    Some(AtomicWait { sites, share_pct, drain_pct, l2_updates, slice_concentration })
+    let sampled = inp.sample_total().is_some_and(|t| t > 0.0) || !inp.stall_shares().is_empty();
+    Some(AtomicWait { sites, share_pct, drain_pct, sampled, l2_updates, slice_concentration })
 }
 
 /// Reduction and atomic sectors that reached L2 (one per thread-level
@@ -203,7 +206,8 @@ fn slice_concentration(inp: &ToolInput) -> Option<f64> {
 impl AtomicWait {
     /// The atomics cost enough of the kernel's time to name them.
     pub fn contended(&self, min_share_pct: f64, min_concentration: f64) -> bool {
-        self.share_pct >= min_share_pct || self.slice_concentration.is_some_and(|c| c >= min_concentration && self.share_pct >= min_share_pct / 2.0)
+        let concentrated = self.slice_concentration.is_some_and(|c| c >= min_concentration);
+        self.share_pct >= min_share_pct || (concentrated && (self.share_pct >= min_share_pct / 2.0 || !self.sampled))
     }
 }
 
@@ -218,15 +222,18 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
     let spread = top.map(|s| s.spread).unwrap_or(Spread::Unknown);
     let updates = top.map(|s| s.updates).filter(|&u| u > 0.0).or(wait.l2_updates);
     let count = updates.map(|u| format!("{} atomic updates", big(u))).unwrap_or_else(|| "the atomic updates".into());
+    let one_slice = wait.slice_concentration.is_some_and(|c| c >= t.atomic_slice_concentration);
+    let place = if one_slice { "in one L2 slice" } else { "in L2" };
     let what = match spread {
-        Spread::OneSector { lanes } => format!("all {lanes:.0} lanes of each warp update the same address: {count} serialize in one L2 slice"),
-        Spread::OneLane => format!("one lane per warp updates the same address: {count} serialize in L2"),
-        Spread::Scattered { .. } => format!("threads update a small table with global atomics: {count} collide in L2"),
-        Spread::Unknown => format!("global atomics serialize in L2 ({count})"),
+        Spread::OneSector { lanes } => format!("all {lanes:.0} lanes of each warp update one address (one 32-byte sector): {count} serialize {place}"),
+        Spread::OneLane => format!("one lane per warp does the atomic: {count} still serialize {place}"),
+        Spread::Scattered { .. } => format!("threads update a small table with global atomics: {count} collide {place}"),
+        Spread::Unknown => format!("global atomics serialize {place} ({count})"),
     };
-    let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct { Severity::Warning } else { Severity::Information };
+    let waiting = if wait.sampled { format!("; {:.0}% of warp samples wait for them", wait.share_pct) } else { String::new() };
+    let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct || (!wait.sampled && one_slice) { Severity::Warning } else { Severity::Information };
     let mut f = inp
-        .finding("AtomicContention", severity, line, format!("atomic contention: {what}; {:.0}% of warp samples wait for them", wait.share_pct))
+        .finding("AtomicContention", severity, line, format!("atomic contention: {what}{waiting}"))
         .with_evidence("atomic_wait_share", pct(wait.share_pct));
     if wait.drain_pct > 0.0 {
         f = f.with_evidence("drain_at_exit", pct(wait.drain_pct));

@@ -90,6 +90,8 @@ pub struct LineUse {
     pub shared: bool,
     pub local: bool,
     pub mufu: bool,
+    /// An integer division or modulo by a variable (I2F.U32.RP, MUFU.RCP).
+    pub int_division: bool,
     /// The line's shared accesses conflict (N-way column, or wavefronts over ideal).
     pub bank_conflicts: bool,
 }
@@ -114,6 +116,7 @@ impl ToolInput<'_> {
             u.shared |= matches!(base, "LDS" | "STS" | "ATOMS" | "LDSM");
             u.local |= matches!(base, "LDL" | "STL");
             u.mufu |= base == "MUFU";
+            u.int_division |= r.opcode().starts_with("I2F.U32.RP") || r.opcode().starts_with("I2F.RP");
         }
         if let Some(l) = self.source.and_then(|s| s.line(line)) {
             let n = |c: &str| l.metrics.get(c).and_then(|m| m.number());
@@ -153,6 +156,7 @@ impl ToolInput<'_> {
             "membar" if atomics => "a fence orders the atomics: fence once per block after its atomics (the last-block pattern), not once per thread, and drop __threadfence where no other block reads the result".into(),
             "short_scoreboard" | "mio_throttle" if u.shared_atomic => "shared-memory atomics on the same words serialize: give each warp its own copy of the table (or aggregate equal keys with __match_any_sync) before updating it".into(),
             "short_scoreboard" | "mio_throttle" if u.bank_conflicts => CONFLICTS.into(),
+            "short_scoreboard" if u.int_division => "waiting on an integer division's reciprocal (MUFU.RCP): a `%` or `/` by a variable costs a division sequence on every pass; test with a mask (tid & (2 * s - 1)) or restructure the loop (sequential addressing tests tid < s)".into(),
             "short_scoreboard" if u.shared && !u.mufu => "waiting for shared-memory loads: keep the values in registers, and do the steps within a warp with shuffles (__shfl_down_sync) instead of shared memory and barriers".into(),
             "short_scoreboard" if u.mufu && !u.shared => "waiting for special-function (MUFU) results: use __sinf/__expf/rsqrtf intrinsics where their precision is enough, or hoist the calls out of the loop".into(),
             _ => reason.guidance.into(),
