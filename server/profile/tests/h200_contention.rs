@@ -110,12 +110,12 @@ fn source_page_keeps_the_inlined_atomic_and_maps_it_to_its_call() {
 }
 
 /// The issue's histogram: a WarpStall note ("stores to drain") before; an
-/// AtomicContention finding on the atomicAdd line now.
+/// ContendedAtomics finding on the atomicAdd line now.
 #[test]
 fn histogram_atomics_are_contention_on_the_atomic_line() {
     let found = harness_findings("histogram", "histogram", "histogram.cu");
     check(&found, expect![[r#"
-        11 warning AtomicContention atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
+        11 warning ContendedAtomics atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
           -> privatize the table: build a per-block copy in __shared__ memory with shared atomics, __syncthreads(), then add each nonzero entry to global memory once per block; when a warp's lanes often share a key, __match_any_sync lets one lane add for all of them
           gain Some(1.59) [atomic_wait_share=41.4%, drain_at_exit=41.4%, warp_atomics=524288, sectors_per_warp_atomic=20.4 for 32 lanes, busiest_l2_slice_over_average=47.0x]
         9 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
@@ -128,7 +128,7 @@ fn histogram_atomics_are_contention_on_the_atomic_line() {
 #[test]
 fn block_reduction_atomics_are_not_contention() {
     let found = harness_findings("reduction", "reduce_sum", "reduction.cu");
-    assert!(!found.iter().any(|f| f.code.as_deref() == Some("AtomicContention")), "{}", render(&found));
+    assert!(!found.iter().any(|f| f.code.as_deref() == Some("ContendedAtomics")), "{}", render(&found));
     check(&found, expect![[r#"
         13 info WarpStall 40% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `sdata[tid] = i < n ? x[i] : 0.0f;`
           -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
@@ -165,7 +165,7 @@ fn synthetic_single_address_sum_is_contention() {
     let found = synthetic_findings("sum_atomic");
     assert!(!found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))), "{}", render(&found));
     check(&found, expect![[r#"
-        15 warning AtomicContention atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 98% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
+        15 warning ContendedAtomics atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 98% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
           -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum) (a float sum in fixed order is also reproducible, which atomics are not): blockDim.x times fewer atomics
           gain Some(8.8) [atomic_wait_share=98.5%, drain_at_exit=66.5%, warp_atomics=524288, lanes_per_sector=32, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
         13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
@@ -223,7 +223,7 @@ fn synthetic_kernel_level_only() {
         out.push_str(&render(&run_tools(&profile, None, &kernels_cu())));
     }
     expect![[r#"
-        13 warning AtomicContention atomic contention: global atomics serialize in one L2 slice (16.8M atomic updates); 67% of warp samples wait for them
+        13 warning ContendedAtomics atomic contention: global atomics serialize in one L2 slice (16.8M atomic updates); 67% of warp samples wait for them
           -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum): blockDim.x times fewer atomics
           gain Some(2.49) [atomic_wait_share=66.5%, drain_at_exit=66.5%, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
         13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
@@ -273,12 +273,12 @@ fn recorded_findings(kernel: &str) -> Option<Vec<Finding>> {
 fn recorded_planted_problems_on_their_lines() {
     let src = kernels_cu();
     let cases: [(&str, &str, Option<&str>); 12] = [
-        ("sum_atomic", "AtomicContention", Some("if (i < n) atomicAdd(out, x[i]);")),
-        ("sum_blocks", "AtomicContention", None),
-        ("count_atomic", "AtomicContention", Some("if (i < n && x[i] > 0.5f) atomicAdd(count, 1);")),
-        ("count_blocks", "AtomicContention", None),
-        ("histogram_global", "AtomicContention", Some("if (i < n) atomicAdd(&bins[data[i]], 1u);")),
-        ("histogram_shared", "AtomicContention", None),
+        ("sum_atomic", "ContendedAtomics", Some("if (i < n) atomicAdd(out, x[i]);")),
+        ("sum_blocks", "ContendedAtomics", None),
+        ("count_atomic", "ContendedAtomics", Some("if (i < n && x[i] > 0.5f) atomicAdd(count, 1);")),
+        ("count_blocks", "ContendedAtomics", None),
+        ("histogram_global", "ContendedAtomics", Some("if (i < n) atomicAdd(&bins[data[i]], 1u);")),
+        ("histogram_shared", "ContendedAtomics", None),
         ("reduce_interleaved", "ThreadDivergence", Some("if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];")),
         ("reduce_strided", "SharedBankConflicts", Some("if (index < blockDim.x) sdata[index] += sdata[index + s];")),
         ("reduce_sequential", "SharedBankConflicts", None),

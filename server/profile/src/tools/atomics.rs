@@ -233,7 +233,7 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
     let waiting = if wait.sampled { format!("; {:.0}% of warp samples wait for them", wait.share_pct) } else { String::new() };
     let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct || (!wait.sampled && one_slice) { Severity::Warning } else { Severity::Information };
     let mut f = inp
-        .finding("AtomicContention", severity, line, format!("atomic contention: {what}{waiting}"))
+        .finding("ContendedAtomics", severity, line, format!("atomic contention: {what}{waiting}"))
         .with_evidence("atomic_wait_share", pct(wait.share_pct));
     if wait.drain_pct > 0.0 {
         f = f.with_evidence("drain_at_exit", pct(wait.drain_pct));
@@ -284,7 +284,7 @@ fn big(v: f64) -> String {
 }
 
 /// Whether the kernel's dominant stall is explained by its global atomics
-/// (WarpStall then leaves the finding to AtomicContention).
+/// (WarpStall then leaves the finding to ContendedAtomics).
 pub fn explains_stall(inp: &ToolInput, reason: &str, line: Option<u32>) -> bool {
     let t = inp.thresholds;
     let Some(wait) = atomic_wait(inp) else { return false };

@@ -72,7 +72,7 @@ pub fn warp_stall(inp: &ToolInput) -> Vec<Finding> {
     }
     let severity = if share > t.critical_stall_pct { Severity::Warning } else { Severity::Information };
     let hot = inp.hottest_line(reason.column);
-    // Contended atomics: AtomicContention names them on the atomic's line.
+    // Contended atomics: ContendedAtomics names them on the atomic's line.
     if super::atomics::explains_stall(inp, reason.key, hot.map(|(l, _)| l.line)) {
         return vec![];
     }

@@ -82,7 +82,7 @@ pub struct Thresholds {
     pub nonfused_fma_pipe_min_pct: f64,
     /// TailEffect: share of SM time idle in the last wave.
     pub tail_idle_pct: f64,
-    /// AtomicContention: share of warp samples (%) that wait on global
+    /// ContendedAtomics: share of warp samples (%) that wait on global
     /// atomics (on them, draining at exit, at fences) ...
     pub atomic_wait_pct: f64,
     /// ... or half that share with the busiest L2 slice's atomic unit this
@@ -192,7 +192,7 @@ pub static TOOLS: &[Tool] = &[
     // (the histogram) or memory-bound alike. The names are those the
     // H200's --set full lists (tests/fixtures/h200-probe/full_raw.csv).
     Tool {
-        name: "AtomicContention",
+        name: "ContendedAtomics",
         classes: &[M, C, L],
         sections: &["SourceCounters"],
         metrics: &[
