@@ -267,28 +267,30 @@ fn recorded_findings(kernel: &str) -> Option<Vec<Finding>> {
     Some(run_tools(&profile, Some(&page), &kernels_cu()))
 }
 
-/// Each planted problem on its line; `None` lines mean "this code nowhere"
-/// (the clean twins).
-#[test]
-fn recorded_planted_problems_on_their_lines() {
+/// Each planted problem on its line; `None` means "this code nowhere" (the clean twins).
+const PLANTED: [(&str, &str, Option<&str>); 12] = [
+    ("sum_atomic", "ContendedAtomics", Some("if (i < n) atomicAdd(out, x[i]);")),
+    ("sum_blocks", "ContendedAtomics", None),
+    ("count_atomic", "ContendedAtomics", Some("if (i < n && x[i] > 0.5f) atomicAdd(count, 1);")),
+    ("count_blocks", "ContendedAtomics", None),
+    ("histogram_global", "ContendedAtomics", Some("if (i < n) atomicAdd(&bins[data[i]], 1u);")),
+    ("histogram_shared", "ContendedAtomics", None),
+    ("reduce_interleaved", "ThreadDivergence", Some("if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];")),
+    ("reduce_strided", "SharedBankConflicts", Some("if (index < blockDim.x) sdata[index] += sdata[index + s];")),
+    ("reduce_sequential", "SharedBankConflicts", None),
+    ("branch_lanes", "ThreadDivergence", Some("if ((threadIdx.x & 1) == 0)")),
+    ("branch_data", "ThreadDivergence", Some("if (v > 0.5f)")),
+    ("branch_warps", "ThreadDivergence", None),
+];
+
+fn check_planted(findings_of: impl Fn(&str) -> Option<Vec<Finding>>) {
     let src = kernels_cu();
-    let cases: [(&str, &str, Option<&str>); 12] = [
-        ("sum_atomic", "ContendedAtomics", Some("if (i < n) atomicAdd(out, x[i]);")),
-        ("sum_blocks", "ContendedAtomics", None),
-        ("count_atomic", "ContendedAtomics", Some("if (i < n && x[i] > 0.5f) atomicAdd(count, 1);")),
-        ("count_blocks", "ContendedAtomics", None),
-        ("histogram_global", "ContendedAtomics", Some("if (i < n) atomicAdd(&bins[data[i]], 1u);")),
-        ("histogram_shared", "ContendedAtomics", None),
-        ("reduce_interleaved", "ThreadDivergence", Some("if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];")),
-        ("reduce_strided", "SharedBankConflicts", Some("if (index < blockDim.x) sdata[index] += sdata[index + s];")),
-        ("reduce_sequential", "SharedBankConflicts", None),
-        ("branch_lanes", "ThreadDivergence", Some("if ((threadIdx.x & 1) == 0)")),
-        ("branch_data", "ThreadDivergence", Some("if (v > 0.5f)")),
-        ("branch_warps", "ThreadDivergence", None),
-    ];
     let mut failures = Vec::new();
-    for (kernel, code, text) in cases {
-        let Some(found) = recorded_findings(kernel) else { return };
+    for (kernel, code, text) in PLANTED {
+        let Some(found) = findings_of(kernel) else {
+            failures.push(format!("{kernel}: not in the recording"));
+            continue;
+        };
         let hits: Vec<u32> = found.iter().filter(|f| f.code.as_deref() == Some(code)).map(|f| f.span.start.line + 1).collect();
         let ok = match text {
             Some(t) => hits.contains(&line_of(&src, t)),
@@ -299,6 +301,36 @@ fn recorded_planted_problems_on_their_lines() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `--set full` pages.
+#[test]
+fn recorded_planted_problems_on_their_lines() {
+    if recorded().is_none() {
+        return;
+    }
+    check_planted(recorded_findings);
+}
+
+/// The two passes as KernelPro runs them: stage 1's class picks the tools,
+/// which read the stage-2 raw page and its source pages (s2src_*.csv).
+fn two_stage_findings(kernel: &str) -> Option<Vec<Finding>> {
+    let d = contention_dir();
+    let s1 = parse_raw(&read(&d.join("stage1_raw.csv"))).unwrap();
+    let s2 = parse_raw(&read(&d.join("stage2_raw.csv"))).unwrap();
+    let p1 = s1.iter().find(|p| p.kernel == kernel)?;
+    let profile = merge(p1, s2.iter().find(|p| p.kernel == kernel));
+    let page = source_page(&d.join(format!("s2src_{kernel}.csv")));
+    Some(run_tools(&profile, Some(&page), &kernels_cu()))
+}
+
+#[test]
+fn recorded_two_stage_planted_problems_on_their_lines() {
+    if !contention_dir().join("stage2_raw.csv").exists() {
+        eprintln!("tests/fixtures/h200-contention: not recorded yet (run record.sh on the GPU machine)");
+        return;
+    }
+    check_planted(two_stage_findings);
 }
 
 /// No stall advice about "wider stores" for a kernel whose drain is its atomics.

@@ -149,13 +149,33 @@ pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
 /// lanes of every warp.
 fn splits_lanes(text: &str) -> bool {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    if !(compact.starts_with("if(") || compact.contains("?")) {
-        return false;
-    }
-    let cond = compact.replace("&&", " ");
+    let Some(cond) = condition(&compact) else { return false };
+    let cond = cond.replace("&&", " ");
     let thread = ["threadIdx", "tid", "lane"].iter().any(|v| cond.contains(v));
     let warp_granular = cond.contains("/32") || cond.contains(">>5") || cond.contains("warp");
     thread && !warp_granular && (cond.contains('%') || cond.contains('&'))
+}
+
+/// The condition of an `if (…)` (balanced parentheses) or of a `c ? a : b`.
+fn condition(compact: &str) -> Option<String> {
+    if let Some(rest) = compact.strip_prefix("if(") {
+        let mut depth = 1;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(rest[..i].to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        return None;
+    }
+    let (before, _) = compact.split_once('?')?;
+    Some(before.rsplit(['=', '(']).next().unwrap_or(before).to_string())
 }
 
 /// The fix for the condition's shape: a modulo of the thread index in a
@@ -283,6 +303,9 @@ mod tests {
         assert!(!splits_lanes("if (tid < s) sdata[tid] += sdata[tid + s];"));
         assert!(!splits_lanes("if (((threadIdx.x / 32) & 1) == 0) { v = sinf(v); }"));
         assert!(!splits_lanes("if (i < n && tid < s) x += 1;"));
+        // Only the condition counts, not the body's indices.
+        assert!(splits_lanes("if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = s;"));
+        assert!(!splits_lanes("if (i < n) y[i] = x[threadIdx.x % 4];"));
     }
 
     #[test]
