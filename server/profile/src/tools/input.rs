@@ -81,10 +81,21 @@ impl<'a> ToolInput<'a> {
         self.source.map(|s| s.instructions.as_slice()).unwrap_or(&[])
     }
 
-    /// The source line with the largest value of a per-line counter (> 0).
+    /// The source line with the largest value of a per-line counter (> 0),
+    /// counting on each line the instructions inlined into it from headers
+    /// (an `atomicAdd`'s RED, a `sinf`'s MUFU), which ncu lists under the header.
     pub fn hottest_line(&self, column: &str) -> Option<(&'a SourceLine, f64)> {
+        let inlined = |line: u32| -> f64 {
+            let Some(page) = self.source else { return 0.0 };
+            page.instructions
+                .iter()
+                .filter(|r| r.file.as_deref().is_some_and(|f| !page.file.is_empty() && f != page.file))
+                .filter(|r| page.own_line_of(r) == Some(line))
+                .filter_map(|r| r.metrics.get(column)?.number())
+                .sum()
+        };
         self.lines()
-            .filter_map(|l| Some((l, l.metrics.get(column)?.number()?)))
+            .filter_map(|l| Some((l, l.metrics.get(column).and_then(|m| m.number()).unwrap_or(0.0) + inlined(l.line))))
             .filter(|(_, v)| *v > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
