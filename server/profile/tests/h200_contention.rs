@@ -362,11 +362,12 @@ fn recorded_findings_snapshot() {
 /// the advice must hold.
 #[test]
 fn stall_advice_follows_the_line() {
-    let cases: [(&[&str], u32, &str, &str); 10] = [
+    let cases: [(&[&str], u32, &str, &str); 11] = [
         (&["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"], 1, "lg_throttle", "global atomics that many threads aim at the same addresses"),
         (&["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"], 1, "drain", "wait at exit for their global atomics to drain"),
         (&["ATOMG.E.ADD.STRONG.GPU PT, R0, desc[UR4][R2.64], R5"], 1, "long_scoreboard", "global atomics that many threads aim"),
         (&["STG.E desc[UR4][R2.64], R5"], 1, "drain", "last global stores to drain"),
+        (&["STG.E desc[UR4][R2.64], R5", "STG.E desc[UR4][R2.64+0x4], R6", "REDG.E.ADD.STRONG.GPU desc[UR4][R8.64], R7"], 1, "drain", "last global stores to drain"),
         (&["LDL R2, [R1+0x10]"], 1, "long_scoreboard", "local memory"),
         (&["LDS R3, [R5]"], 4, "short_scoreboard", "hit the same banks"),
         (&["LDS R3, [R5]"], 1, "short_scoreboard", "shuffles (__shfl_down_sync)"),

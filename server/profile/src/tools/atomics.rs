@@ -168,7 +168,12 @@ pub fn atomic_wait(inp: &ToolInput) -> Option<AtomicWait> {
         Some(total) => {
             let rows = inp.instructions();
             let on_atomics: f64 = rows.iter().filter(|r| r.atomic() == Some(AtomicSpace::Global)).map(samples).sum();
-            let drain: f64 = rows.iter().filter_map(|r| r.num("stall_drain")).sum();
+            // Drain at exit waits for every outstanding global write: the
+            // atomics' part is their share of the kernel's global writes.
+            let atomic_writes: f64 = rows.iter().filter(|r| r.atomic() == Some(AtomicSpace::Global)).map(executed).sum();
+            let stores: f64 = rows.iter().filter(|r| matches!(r.opcode().split('.').next(), Some("STG" | "ST"))).map(executed).sum();
+            let atomic_part = if atomic_writes + stores > 0.0 { atomic_writes / (atomic_writes + stores) } else { 1.0 };
+            let drain: f64 = rows.iter().filter_map(|r| r.num("stall_drain")).sum::<f64>() * atomic_part;
             let membar: f64 = rows.iter().filter(|r| r.atomic().is_none()).filter_map(|r| r.num("stall_membar")).sum();
             ((on_atomics + drain + membar) * 100.0 / total, drain * 100.0 / total)
         }
@@ -245,6 +250,13 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
             Spread::Scattered { lanes, sectors } => f = f.with_evidence("sectors_per_warp_atomic", format!("{sectors:.1} for {lanes:.0} lanes")),
             _ => {}
         }
+    }
+    // L1's view of the same requests: sectors per warp-level reduction (1 for one address).
+    if let (Some(sectors), Some(requests)) = (
+        inp.num("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"),
+        inp.num("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum").filter(|&r| r > 0.0),
+    ) {
+        f = f.with_evidence("l1_sectors_per_reduction_request", format!("{:.1}", sectors / requests));
     }
     if let Some(u) = wait.l2_updates {
         f = f.with_evidence("l2_atomic_sectors", u);

@@ -202,6 +202,8 @@ pub static TOOLS: &[Tool] = &[
             "lts__t_sectors_srcunit_tex_op_atom.sum",
             "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
             "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
         ],
         run: atomics::atomic_contention,
     },

@@ -138,6 +138,16 @@ impl ToolInput<'_> {
             || self.num("smsp__inst_executed_op_global_red.sum").is_some_and(|n| n > 0.0)
     }
 
+    /// Whether most of the kernel's executed global writes are atomics (so a
+    /// drain at exit waits on them); without a source page, whether it has any.
+    fn writes_mostly_atomic(&self) -> bool {
+        let executed = |r: &&crate::csv_pages::SassRow| r.num("Instructions Executed").unwrap_or(0.0);
+        let rows = self.instructions();
+        let atomics: f64 = rows.iter().filter(|r| r.atomic() == Some(crate::csv_pages::AtomicSpace::Global)).map(|r| executed(&r)).sum();
+        let stores: f64 = rows.iter().filter(|r| matches!(r.opcode().split('.').next(), Some("STG" | "ST"))).map(|r| executed(&r)).sum();
+        if rows.is_empty() { self.has_global_atomics() } else { atomics > 0.0 && atomics >= stores }
+    }
+
     /// The advice for a dominant stall, for what its line actually does: the
     /// same reason has different causes (drain after atomics is contention,
     /// not store width; short scoreboard on shared loads is bank conflicts,
@@ -149,7 +159,7 @@ impl ToolInput<'_> {
         const SPILL: &str = "the waits are on local memory (register spills or a per-thread array indexed at run time): keep the values in registers (constant indices, less unrolling, a higher register cap)";
         const CONFLICTS: &str = "the line's shared-memory accesses hit the same banks: make neighbouring threads access neighbouring words (sequential addressing, tid + s), or pad/swizzle a 2D tile so a column walk spreads over the 32 banks";
         match reason.key {
-            "drain" if atomics => "warps wait at exit for their global atomics to drain: many threads reduce into the same addresses, which L2 serializes; reduce per block first and issue one atomic per block".into(),
+            "drain" if self.writes_mostly_atomic() => "warps wait at exit for their global atomics to drain: many threads reduce into the same addresses, which L2 serializes; reduce per block first and issue one atomic per block".into(),
             "drain" => "warps wait at exit for their last global stores to drain: make the final stores coalesced and wider (float4), or give each thread more work so the exit cost is amortized".into(),
             "lg_throttle" | "long_scoreboard" if u.global_atomic => CONTENTION.into(),
             "lg_throttle" | "long_scoreboard" if u.local => SPILL.into(),
