@@ -95,7 +95,7 @@ impl<'a> ToolInput<'a> {
                 .sum()
         };
         self.lines()
-            .filter_map(|l| Some((l, l.metrics.get(column).and_then(|m| m.number()).unwrap_or(0.0) + inlined(l.line))))
+            .map(|l| (l, l.metrics.get(column).and_then(|m| m.number()).unwrap_or(0.0) + inlined(l.line)))
             .filter(|(_, v)| *v > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
