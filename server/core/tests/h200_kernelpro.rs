@@ -49,7 +49,7 @@ fn transpose() {
 fn histogram() {
     check("histogram", expect![[r#"
         histogram: latency-bound · L2 2% of peak · 0 FLOP/B · 4.33 ms
-          12 WarpStall
+          11 ContendedAtomics
           9 LaunchOverhead
     "#]]);
 }

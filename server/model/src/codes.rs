@@ -70,6 +70,7 @@ registry! {
     Vectorization, Profile, "Vectorization", "coalesced but 4-byte global accesses in a memory-heavy kernel";
     SharedBankConflicts, Profile, "Shared bank conflicts (measured)", "shared-memory bank conflicts, per line";
     ThreadDivergence, Profile, "Thread divergence", "branches that split warps";
+    ContendedAtomics, Profile, "Contended atomics (measured)", "atomics serialized on few addresses at L2, on the atomic's line";
     FP64Math, Profile, "FP64 math (measured)", "FP64 instructions in a kernel with no `double` parameters";
     NonFusedFP32, Profile, "Non-fused FP32", "separate `FMUL`/`FADD` where `FFMA` would do";
     TailEffect, Profile, "Tail effect", "a partial last wave of blocks that leaves SMs idle";

@@ -158,23 +158,77 @@ impl SassRow {
     pub fn num(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).and_then(Metric::number)
     }
+    /// The instruction's address as a number (`0x7f925b7a0100`).
+    pub fn address_value(&self) -> Option<u64> {
+        u64::from_str_radix(self.address.trim_start_matches("0x"), 16).ok()
+    }
+    /// Which memory an atomic or reduction instruction updates, if it is one.
+    pub fn atomic(&self) -> Option<AtomicSpace> {
+        let base = self.opcode().split('.').next().unwrap_or("");
+        match base {
+            "ATOMS" => Some(AtomicSpace::Shared),
+            // REDUX is a warp-level register reduction, not a memory update.
+            "RED" | "REDG" | "ATOM" | "ATOMG" => Some(AtomicSpace::Global),
+            _ => None,
+        }
+    }
+}
+
+/// Where an atomic instruction's update lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AtomicSpace {
+    /// `RED`/`ATOM`/`ATOMG`: performed at L2 (global memory).
+    Global,
+    /// `ATOMS`: performed in shared memory.
+    Shared,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct SourcePage {
     pub kernel: String,
     pub signature: String,
+    /// The file ncu listed first for the function: the kernel's own file.
+    /// Lines of other files (CUDA's headers, where `atomicAdd` and `sinf`
+    /// are inlined from) keep their own `file`.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub file: String,
     pub lines: Vec<SourceLine>,
     pub instructions: Vec<SassRow>,
 }
 
 impl SourcePage {
+    /// A 1-based line of the kernel's own file.
     pub fn line(&self, line: u32) -> Option<&SourceLine> {
-        self.lines.iter().find(|l| l.line == line)
+        self.own_lines().find(|l| l.line == line)
     }
-    /// The instructions listed under one 1-based CUDA line.
+    /// The lines of the kernel's own file (line numbers of other files
+    /// would point at unrelated lines of it).
+    pub fn own_lines(&self) -> impl Iterator<Item = &SourceLine> {
+        self.lines.iter().filter(move |l| self.is_own(&l.file))
+    }
+    fn is_own(&self, file: &str) -> bool {
+        self.file.is_empty() || file == self.file
+    }
+    /// The instructions listed under one 1-based line of the kernel's own file.
     pub fn instructions_of(&self, line: u32) -> impl Iterator<Item = &SassRow> {
-        self.instructions.iter().filter(move |i| i.line == Some(line))
+        self.instructions.iter().filter(move |i| i.line == Some(line) && self.is_own(i.file.as_deref().unwrap_or("")))
+    }
+    /// The line of the kernel's own file an instruction belongs to. One
+    /// listed under another file was inlined (CUDA's `atomicAdd` comes from
+    /// `device_atomic_functions.hpp`): it belongs to the own-file line whose
+    /// instructions come right before it in the code.
+    pub fn own_line_of(&self, row: &SassRow) -> Option<u32> {
+        if row.file.as_deref().is_some_and(|f| self.is_own(f)) {
+            return row.line;
+        }
+        let at = row.address_value()?;
+        self.instructions
+            .iter()
+            .filter(|i| i.file.as_deref().is_some_and(|f| self.is_own(f)) && i.line.is_some())
+            .filter_map(|i| Some((i.address_value()?, i.line?)))
+            .filter(|(a, _)| *a < at)
+            .max_by_key(|(a, _)| *a)
+            .map(|(_, l)| l)
     }
 }
 
@@ -361,9 +415,13 @@ pub fn parse_source(text: &str) -> Result<Vec<SourcePage>, ParseError> {
             }
             "Function Name" => {
                 let signature = row.get(1).cloned().unwrap_or_default();
-                let (kernel, _) = kernel_base_name(&signature);
-                pages.push(SourcePage { kernel, signature, ..Default::default() });
                 current_line = None;
+                // The same function again under another file: its inlined code.
+                if pages.last().is_some_and(|p| p.signature == signature) {
+                    continue;
+                }
+                let (kernel, _) = kernel_base_name(&signature);
+                pages.push(SourcePage { kernel, signature, file: file.clone(), ..Default::default() });
                 continue;
             }
             _ => {}

@@ -222,7 +222,7 @@ fn findings_transpose_conflicts() {
     check_findings("transpose_conflicts", expect![[r#"
         32 warning SharedBankConflicts 32-way shared-memory bank conflicts in `out[y * N + x] = tile[threadIdx.x][threadIdx.y];`
           -> pad the tile to tile[32][33]: the extra column shifts each row by one bank, so a column walk hits 32 different banks
-          gain Some(2.26) [conflict_ways=32, excess_wavefronts=93.9%]
+          gain Some(2.26) [conflict_ways=32, shared_wavefronts=4194304, ideal_wavefronts=131072, excess_wavefronts=93.9%]
         26 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
@@ -234,7 +234,7 @@ fn findings_divergent() {
     check_findings("divergent", expect![[r#"
         39 warning ThreadDivergence divergent branch: the threads of a warp take different paths in `if (threadIdx.x % 2 == 0) { for (int k = 0; k < 64; ++k) v = sinf(v) * 1.0001f;…`
           -> the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path
-          gain Some(1.99) [active_threads_per_warp=16.1 of 32]
+          gain Some(1.99) [divergent_branches=524288 of 524288, active_threads_per_warp=16.1 of 32, uniform_branches=99.6%]
         40 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
           -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
           gain None [non_fused_share=28.6%, fma_pipe=54.8%]
@@ -264,12 +264,12 @@ fn peaks_from_device_attributes_match_the_spec_sheet() {
 #[test]
 fn tool_affinity_and_stage2_pass() {
     let names = |c| select_tools(c).iter().map(|t| t.name()).collect::<Vec<_>>().join(" ");
-    expect!["MemoryCoalescing Uncoalesced HighDRAMThroughput SharedMemTiling Vectorization SharedBankConflicts WarpStall RegisterSpill TailEffect FP64Math"].assert_eq(&names(Class::MemoryBound));
-    expect!["OccupancyLimiter HighRegisterUsage WarpStall RegisterSpill TailEffect TensorCore ThreadDivergence FP64Math NonFusedFP32"].assert_eq(&names(Class::ComputeBound));
-    expect!["Uncoalesced SharedBankConflicts OccupancyLimiter HighRegisterUsage WarpStall BarrierStall LaunchOverhead RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::LatencyBound));
+    expect!["MemoryCoalescing Uncoalesced HighDRAMThroughput SharedMemTiling Vectorization SharedBankConflicts ContendedAtomics WarpStall RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::MemoryBound));
+    expect!["SharedBankConflicts ContendedAtomics OccupancyLimiter HighRegisterUsage WarpStall RegisterSpill TailEffect TensorCore ThreadDivergence FP64Math NonFusedFP32"].assert_eq(&names(Class::ComputeBound));
+    expect!["Uncoalesced SharedBankConflicts ContendedAtomics OccupancyLimiter HighRegisterUsage WarpStall BarrierStall LaunchOverhead RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::LatencyBound));
     assert_eq!(select_tools(Class::Balanced).len(), kernelpro_profile::tools::TOOLS.len());
     let opts = ProfileOptions { clock_control: ClockControl::Base, kernel_regex: Some("strided".into()), output: Output::Report("s2".into()) };
-    expect!["--config-file off --clock-control base --apply-rules no --section SourceCounters --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
+    expect!["--config-file off --clock-control base --apply-rules no --section SourceCounters --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_global_red.sum,smsp__inst_executed_op_generic_atom_dot_alu.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_atom.sum,lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,smsp__thread_inst_executed_per_inst_executed.ratio,smsp__sass_branch_targets_threads_divergent.sum,smsp__sass_average_branch_targets_threads_uniform.pct --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
 }
 
 /// Every finding the tools report on the recordings carries a code of the

@@ -33,7 +33,7 @@ impl<'a> ToolInput<'a> {
             return i as u32;
         }
         self.source
-            .and_then(|s| s.lines.iter().map(|l| l.line).min())
+            .and_then(|s| s.own_lines().map(|l| l.line).min())
             .map(|l| l.saturating_sub(1))
             .unwrap_or(0)
     }
@@ -66,19 +66,36 @@ impl<'a> ToolInput<'a> {
             .with_doc(tool.doc_url())
     }
 
-    pub fn lines(&self) -> &'a [SourceLine] {
-        self.source.map(|s| s.lines.as_slice()).unwrap_or(&[])
+    /// The source page's lines of the profiled file (not CUDA's headers).
+    pub fn lines(&self) -> impl Iterator<Item = &'a SourceLine> + 'a {
+        self.source.into_iter().flat_map(|s| s.own_lines())
+    }
+
+    /// The 1-based line of the profiled file an instruction belongs to,
+    /// also when ncu lists it under a CUDA header it was inlined from.
+    pub fn own_line(&self, row: &SassRow) -> Option<u32> {
+        self.source.and_then(|s| s.own_line_of(row))
     }
 
     pub fn instructions(&self) -> &'a [SassRow] {
         self.source.map(|s| s.instructions.as_slice()).unwrap_or(&[])
     }
 
-    /// The source line with the largest value of a per-line counter (> 0).
+    /// The source line with the largest value of a per-line counter (> 0),
+    /// counting on each line the instructions inlined into it from headers
+    /// (an `atomicAdd`'s RED, a `sinf`'s MUFU), which ncu lists under the header.
     pub fn hottest_line(&self, column: &str) -> Option<(&'a SourceLine, f64)> {
+        let inlined = |line: u32| -> f64 {
+            let Some(page) = self.source else { return 0.0 };
+            page.instructions
+                .iter()
+                .filter(|r| r.file.as_deref().is_some_and(|f| !page.file.is_empty() && f != page.file))
+                .filter(|r| page.own_line_of(r) == Some(line))
+                .filter_map(|r| r.metrics.get(column)?.number())
+                .sum()
+        };
         self.lines()
-            .iter()
-            .filter_map(|l| Some((l, l.metrics.get(column)?.number()?)))
+            .map(|l| (l, l.metrics.get(column).and_then(|m| m.number()).unwrap_or(0.0) + inlined(l.line)))
             .filter(|(_, v)| *v > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }

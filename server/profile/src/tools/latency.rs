@@ -72,6 +72,10 @@ pub fn warp_stall(inp: &ToolInput) -> Vec<Finding> {
     }
     let severity = if share > t.critical_stall_pct { Severity::Warning } else { Severity::Information };
     let hot = inp.hottest_line(reason.column);
+    // Contended atomics: ContendedAtomics names them on the atomic's line.
+    if super::atomics::explains_stall(inp, reason.key, hot.map(|(l, _)| l.line)) {
+        return vec![];
+    }
     let mut f = inp
         .finding(
             Code::WarpStall,
@@ -84,7 +88,7 @@ pub fn warp_stall(inp: &ToolInput) -> Vec<Finding> {
     if let (Some((_, samples)), Some(total)) = (hot, inp.sample_total()) {
         f = f.with_evidence("line_share_of_samples", pct(samples * 100.0 / total));
     }
-    vec![f.with_guidance(reason.guidance)]
+    vec![f.with_guidance(inp.stall_guidance(reason, hot.map(|(l, _)| l.line)))]
 }
 
 pub fn barrier_stall(inp: &ToolInput) -> Vec<Finding> {
@@ -146,7 +150,7 @@ pub fn register_spill(inp: &ToolInput) -> Vec<Finding> {
     let hot = spill_rows.iter().max_by(|a, b| a.num("Instructions Executed").unwrap_or(0.0).total_cmp(&b.num("Instructions Executed").unwrap_or(0.0)));
     let why = if case_a { "latency: warps wait on the spilled values" } else { "bandwidth: local-memory traffic competes with global loads" };
     vec![inp
-        .finding(Code::RegisterSpill, Severity::Warning, hot.and_then(|r| r.line), format!("register spills cost {why}"))
+        .finding(Code::RegisterSpill, Severity::Warning, hot.and_then(|r| inp.own_line(r)), format!("register spills cost {why}"))
         .with_evidence("local_traffic_share", pct(local_share))
         .with_evidence("long_scoreboard_stalls", pct(long_sb))
         .with_guidance("keep the values in registers: shrink per-thread arrays or index them only with compile-time constants, unroll less, or raise the register cap (__launch_bounds__ with fewer minBlocks)")]

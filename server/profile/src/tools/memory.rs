@@ -43,12 +43,11 @@ pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
     let t = inp.thresholds;
     let guidance = "make threadIdx.x walk the fastest-varying (contiguous) index of this access; if the stride is inherent, load a contiguous tile into __shared__ memory first and gather from there";
     let kernel_sectors = inp.num("memory_l2_theoretical_sectors_global").or_else(|| {
-        Some(inp.lines().iter().filter_map(|l| l.metrics.get(SECTORS)?.number()).sum::<f64>()).filter(|&s| s > 0.0)
+        Some(inp.lines().filter_map(|l| l.metrics.get(SECTORS)?.number()).sum::<f64>()).filter(|&s| s > 0.0)
     });
     let mem_share = inp.mem_pct().unwrap_or(100.0) / 100.0;
     let per_line: Vec<Finding> = inp
         .lines()
-        .iter()
         .filter_map(|l| {
             let get = |c: &str| l.metrics.get(c).and_then(|m| m.number());
             let (excess, sectors, ideal) = (get(EXCESS)?, get(SECTORS)?, get(IDEAL)?);
@@ -168,7 +167,6 @@ pub fn vectorization(inp: &ToolInput) -> Vec<Finding> {
     }
     let narrow_line = inp
         .lines()
-        .iter()
         .filter(|l| l.metrics.get(EXCESS).and_then(|m| m.number()) == Some(0.0))
         .filter_map(|l| {
             let executed: f64 = inp
@@ -190,35 +188,82 @@ pub fn vectorization(inp: &ToolInput) -> Vec<Finding> {
         .with_guidance("let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes")]
 }
 
-/// `tile[threadIdx.x][threadIdx.y]`-style column walks of a shared array.
+/// `tile[threadIdx.x][threadIdx.y]`-style column walks of a shared array, and
+/// `sdata[2 * s * tid]`-style strides. Per line from the N-way column or,
+/// where ncu leaves it at 1 or out, the line's shared wavefronts against
+/// the ideal; per kernel from the conflict counters when there is no
+/// source page.
 pub fn shared_bank_conflicts(inp: &ToolInput) -> Vec<Finding> {
     let t = inp.thresholds;
     let excess_share = match (inp.num("derived__memory_l1_wavefronts_shared_excessive"), inp.num("memory_l1_wavefronts_shared")) {
         (Some(e), Some(all)) if all > 0.0 => Some(e / all),
-        _ => None,
+        _ => kernel_conflicts(inp).map(|(c, w)| c / w),
     };
+    let with_gain = |f: Finding| match excess_share.and_then(|share| gain_from_saved_share(share * inp.l1_pct().unwrap_or(0.0) / 100.0)) {
+        Some(g) => f.with_evidence("excess_wavefronts", pct(excess_share.unwrap_or(0.0) * 100.0)).with_gain(g),
+        None => match excess_share {
+            Some(share) => f.with_evidence("excess_wavefronts", pct(share * 100.0)),
+            None => f,
+        },
+    };
+    if inp.source.is_none() {
+        let Some((conflicts, wavefronts)) = kernel_conflicts(inp) else { return vec![] };
+        let over = wavefronts / (wavefronts - conflicts).max(1.0);
+        if over <= t.shared_wavefronts_over_ideal {
+            return vec![];
+        }
+        let f = inp
+            .finding(Code::SharedBankConflicts, Severity::Warning, None, format!("shared-memory bank conflicts: {over:.1}x the ideal wavefronts"))
+            .with_evidence("bank_conflicts", conflicts)
+            .with_evidence("shared_wavefronts", wavefronts)
+            .with_guidance(STRIDE_ADVICE);
+        return vec![with_gain(f)];
+    }
     inp.lines()
-        .iter()
         .filter_map(|l| {
-            let ways = l.metrics.get("L1 Conflicts Shared N-Way")?.number()?;
-            if ways < t.bank_conflict_ways {
+            let n = |c: &str| l.metrics.get(c).and_then(|m| m.number());
+            let ways = n("L1 Conflicts Shared N-Way").unwrap_or(0.0);
+            let over = match (n("L1 Wavefronts Shared"), n("L1 Wavefronts Shared Ideal")) {
+                (Some(w), Some(i)) if i > 0.0 => Some((w, i, w / i)),
+                _ => None,
+            };
+            let by_ways = ways >= t.bank_conflict_ways;
+            let by_wavefronts = over.is_some_and(|(_, _, r)| r > t.shared_wavefronts_over_ideal);
+            if !by_ways && !by_wavefronts {
                 return None;
             }
             let text = inp.quote(l.line);
+            let message = if by_ways {
+                format!("{ways:.0}-way shared-memory bank conflicts")
+            } else {
+                format!("shared-memory bank conflicts: {:.1}x the ideal wavefronts", over.map(|o| o.2).unwrap_or(0.0))
+            };
             let mut f = inp
-                .finding(Code::SharedBankConflicts, Severity::Warning, Some(l.line), format!("{ways:.0}-way shared-memory bank conflicts"))
-                .with_evidence("conflict_ways", ways)
+                .finding(Code::SharedBankConflicts, Severity::Warning, Some(l.line), message)
                 .with_guidance(padding_advice(inp.source_lines, &text));
-            if let Some(share) = excess_share {
-                f = f.with_evidence("excess_wavefronts", pct(share * 100.0));
-                if let Some(g) = gain_from_saved_share(share * inp.l1_pct().unwrap_or(0.0) / 100.0) {
-                    f = f.with_gain(g);
-                }
+            if by_ways {
+                f = f.with_evidence("conflict_ways", ways);
             }
-            Some(f)
+            if let Some((w, i, _)) = over {
+                f = f.with_evidence("shared_wavefronts", w).with_evidence("ideal_wavefronts", i);
+            }
+            Some(with_gain(f))
         })
         .collect()
 }
+
+/// Bank conflicts and shared wavefronts of loads and stores, kernel-wide.
+fn kernel_conflicts(inp: &ToolInput) -> Option<(f64, f64)> {
+    let sum = |base: &str| -> Option<f64> {
+        let parts: Vec<f64> = ["ld", "st"].iter().filter_map(|op| inp.num(&format!("{base}_op_{op}.sum"))).collect();
+        (!parts.is_empty()).then(|| parts.iter().sum())
+    };
+    let conflicts = sum("l1tex__data_bank_conflicts_pipe_lsu_mem_shared")?;
+    let wavefronts = sum("l1tex__data_pipe_lsu_wavefronts_mem_shared").filter(|&w| w > 0.0)?;
+    Some((conflicts, wavefronts))
+}
+
+const STRIDE_ADVICE: &str = "neighbouring threads access shared words a multiple of 32 banks apart: use sequential addressing (thread tid works on sdata[tid] and sdata[tid + s]), an odd stride, or pad/swizzle a 2D tile";
 
 /// Names the shared array of the line and its padded shape when the file
 /// declares it as `__shared__ T name[R][C]`.
@@ -234,6 +279,17 @@ fn padding_advice(file: &[&str], line: &str) -> String {
         return format!(
             "pad the tile to {name}[{}][{cols}]: the extra column shifts each row by one bank, so a column walk hits 32 different banks",
             dims[0]
+        );
+    }
+    // A 1D array indexed with a stride (`sdata[index]`, `index = 2 * s * tid`).
+    let one_d = file.iter().filter(|l| l.contains("__shared__")).filter_map(|decl| {
+        let (before, rest) = decl.split_once('[')?;
+        let name = before.split_whitespace().last()?;
+        (rest.matches('[').count() == 0 && line.contains(&format!("{name}["))).then_some(name)
+    });
+    if let Some(name) = one_d.into_iter().next() {
+        return format!(
+            "the threads of a warp index {name} with a stride, so several of them hit the same bank: use sequential addressing ({name}[tid] += {name}[tid + s], with s halving from blockDim.x / 2), which keeps neighbouring threads on neighbouring words; a 2D tile stored in 1D wants a row stride of 33 instead of 32"
         );
     }
     "pad each row of the shared array by one element (or swizzle the column index) so the threads of a warp hit different banks".into()

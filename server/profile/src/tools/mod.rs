@@ -3,12 +3,14 @@
 //! line that causes it (the paper's detect -> analyze -> recommend pattern;
 //! raw counters are never the output).
 
+mod atomics;
 mod compute;
 mod input;
 mod latency;
 mod memory;
 mod stalls;
 
+pub use atomics::{AtomicSite, AtomicWait, Spread, atomic_wait};
 pub use input::ToolInput;
 pub use stalls::{StallReason, STALL_REASONS};
 
@@ -84,6 +86,17 @@ pub struct Thresholds {
     pub nonfused_fma_pipe_min_pct: f64,
     /// TailEffect: share of SM time idle in the last wave.
     pub tail_idle_pct: f64,
+    /// ContendedAtomics: share of warp samples (%) that wait on global
+    /// atomics (on them, draining at exit, at fences) ...
+    pub atomic_wait_pct: f64,
+    /// ... or half that share with the busiest L2 slice's atomic unit this
+    /// many times busier than the average slice.
+    pub atomic_slice_concentration: f64,
+    /// SharedBankConflicts without the per-line N-way column: shared
+    /// wavefronts above this multiple of the ideal.
+    pub shared_wavefronts_over_ideal: f64,
+    /// ThreadDivergence: share of a line's branch executions that diverge.
+    pub divergent_branch_share: f64,
 }
 
 impl Default for Thresholds {
@@ -111,6 +124,10 @@ impl Default for Thresholds {
             nonfused_fp32_share_pct: 25.0,
             nonfused_fma_pipe_min_pct: 20.0,
             tail_idle_pct: 10.0,
+            atomic_wait_pct: 20.0,
+            atomic_slice_concentration: 8.0,
+            shared_wavefronts_over_ideal: 1.3,
+            divergent_branch_share: 0.1,
         }
     }
 }
@@ -164,10 +181,35 @@ pub static TOOLS: &[Tool] = &[
     },
     Tool {
         code: Code::SharedBankConflicts,
-        classes: &[M, L],
+        classes: &[M, C, L],
         sections: &["SourceCounters"],
-        metrics: &["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
+        metrics: &[
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+        ],
         run: memory::shared_bank_conflicts,
+    },
+    // Every class: a contended atomic makes a kernel look latency-bound
+    // (the histogram) or memory-bound alike. The names are those the
+    // H200's --set full lists (tests/fixtures/h200-probe/full_raw.csv).
+    Tool {
+        code: Code::ContendedAtomics,
+        classes: &[M, C, L],
+        sections: &["SourceCounters"],
+        metrics: &[
+            "smsp__inst_executed_op_global_red.sum",
+            "smsp__inst_executed_op_generic_atom_dot_alu.sum",
+            "lts__t_sectors_srcunit_tex_op_red.sum",
+            "lts__t_sectors_srcunit_tex_op_atom.sum",
+            "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
+            "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+        ],
+        run: atomics::atomic_contention,
     },
     Tool { code: Code::OccupancyLimiter, classes: &[C, L], sections: &[], metrics: &[], run: latency::occupancy_limiter },
     Tool { code: Code::HighRegisterUsage, classes: &[C, L], sections: &[], metrics: &[], run: latency::high_register_usage },
@@ -210,9 +252,14 @@ pub static TOOLS: &[Tool] = &[
     },
     Tool {
         code: Code::ThreadDivergence,
-        classes: &[C, L],
+        // Memory-bound too: a reduction's divergent steps run on L1/shared.
+        classes: &[M, C, L],
         sections: &["SourceCounters"],
-        metrics: &["smsp__thread_inst_executed_per_inst_executed.ratio", "smsp__sass_branch_targets_threads_divergent.sum"],
+        metrics: &[
+            "smsp__thread_inst_executed_per_inst_executed.ratio",
+            "smsp__sass_branch_targets_threads_divergent.sum",
+            "smsp__sass_average_branch_targets_threads_uniform.pct",
+        ],
         run: compute::thread_divergence,
     },
     Tool { code: Code::FP64Math, classes: &[C, L, M], sections: &["SourceCounters"], metrics: &[], run: compute::fp64_math },

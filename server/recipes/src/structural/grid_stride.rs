@@ -268,7 +268,7 @@ impl Recipe for BlockReduce {
         crate::Tier::Structural
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::AtomicContention, Code::WarpStall]
+        &[Code::AtomicContention, Code::ContendedAtomics, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, reduce_rewrites)
