@@ -63,11 +63,12 @@ pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32,
             }
         }
         if !missing.is_empty() {
-            missing.dedup();
+            let mut seen = std::collections::HashSet::new();
+            missing.retain(|m| seen.insert(m.clone()));
             update.notes.push(format!(
                 "The launch of `{kernel}` on line {line} (`<<<{old}>>>`) is left as it is: the new launch ({}) uses {}, which this call's arguments do not give (the spec binds no kernel parameter to it). Write the launch there in the host's values of those names{}.",
                 wanted.join(", "),
-                missing.iter().map(|m| if m.starts_with("a `") { m.clone() } else { format!("`{m}`") }).collect::<Vec<_>>().join(", "),
+                missing.join(", "),
                 resolved.map(|r| format!(" (with the spec's own sizes it is `{r}`)")).unwrap_or_default()
             ));
             continue;
@@ -201,8 +202,8 @@ impl<'a> HostNames<'a> {
         Some(if is_name(arg) || arg.chars().all(|c| c.is_ascii_alphanumeric()) { arg.to_string() } else { format!("({arg})") })
     }
 
-    /// `expr` in host C++ (a `(x, y)` grid or block as `dim3(x, y)`), or the
-    /// names it uses that this call cannot give.
+    /// `expr` in host C++ (a `(x, y)` grid or block as `dim3(x, y)`), or what
+    /// it needs that this call cannot give (the names, quoted).
     fn write(&self, expr: &str, dims: bool) -> Result<String, Vec<String>> {
         if dims && let Some(parts) = tuple_parts(expr) {
             let written: Vec<Result<String, Vec<String>>> = parts.iter().map(|p| self.write(p, false)).collect();
@@ -216,12 +217,12 @@ impl<'a> HostNames<'a> {
         let substituted = map_names(expr, |n| {
             let got = self.name(n);
             if got.is_none() {
-                missing.push(n.to_string());
+                missing.push(format!("`{n}`"));
             }
             got
         });
         match substituted {
-            Some(s) if missing.is_empty() => Ok(fold(&expand_calls(&s).unwrap_or(s))),
+            Some(s) if missing.is_empty() => expand_calls(&s).map(|e| fold(&e)).ok_or_else(|| vec!["`ceil_div`/`min`/`max` calls it cannot rewrite".to_string()]),
             _ => Err(missing),
         }
     }
