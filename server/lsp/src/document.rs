@@ -3,6 +3,7 @@
 
 use kernelpro_core::analysis::FileAnalysis;
 use kernelpro_model::{Pos, Span};
+use kernelpro_session::{EditLog, LineChange};
 use ropey::Rope;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
@@ -21,6 +22,11 @@ pub struct Document {
     pub generation: u64,
     /// The last profile's results, kept on their lines while the user edits.
     pub profile: Option<ProfileState>,
+    /// Line changes not yet seen by the stored analysis, with the version each
+    /// made, so hover and lenses stay on their lines until the next analysis.
+    edits: Vec<(i32, LineChange)>,
+    /// The version of the last full-text replacement (nothing before it maps).
+    replaced_at: Option<i32>,
 }
 
 /// Findings and per-kernel verdicts of the last profile of a document.
@@ -45,6 +51,8 @@ impl Document {
             in_flight: None,
             generation: 0,
             profile: None,
+            edits: Vec::new(),
+            replaced_at: None,
         }
     }
 
@@ -54,6 +62,9 @@ impl Document {
 
     /// Replaces the whole text (a save that sent its text).
     pub fn set_text(&mut self, text: &str) {
+        if self.text != text {
+            self.replaced_at = Some(self.version);
+        }
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
     }
@@ -70,8 +81,16 @@ impl Document {
         }
     }
 
+    /// Applies one change of the edit that made `self.version`.
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
         self.shift_profile(change);
+        match change.range {
+            None => self.replaced_at = Some(self.version),
+            Some(r) => self.edits.push((
+                self.version,
+                LineChange::from_range((r.start.line, r.start.character), (r.end.line, r.end.character), &change.text),
+            )),
+        }
         self.lines = OnceLock::new();
         match change.range {
             None => self.text = Rope::from_str(&change.text),
@@ -136,6 +155,26 @@ impl Document {
 
     pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
         self.analysis.as_ref().map(|(_, a)| a)
+    }
+
+    /// Stores a finished analysis of `version`; edits up to it are now in it.
+    pub fn set_analysis(&mut self, version: i32, analysis: Arc<FileAnalysis>) {
+        self.edits.retain(|(v, _)| *v > version);
+        self.analysis = Some((version, analysis));
+    }
+
+    /// The changes since the stored analysis's text.
+    pub fn edits_since_analysis(&self) -> EditLog {
+        let since = self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v);
+        let mut log = EditLog::new();
+        if self.replaced_at.is_some_and(|v| v > since) {
+            log.replace_all();
+            return log;
+        }
+        for (_, c) in self.edits.iter().filter(|(v, _)| *v > since) {
+            log.push(*c);
+        }
+        log
     }
 }
 

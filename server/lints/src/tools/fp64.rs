@@ -35,6 +35,9 @@ enum Cause<'t> {
 }
 
 impl StaticTool for Fp64Promotion {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Sass
+    }
     fn code(&self) -> Code {
         NAME
     }

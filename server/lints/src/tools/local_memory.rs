@@ -25,6 +25,9 @@ fn is_local(instruction: &Instruction) -> bool {
 }
 
 impl StaticTool for LocalMemorySpill {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Sass
+    }
     fn code(&self) -> Code {
         NAME
     }

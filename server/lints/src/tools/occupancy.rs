@@ -17,6 +17,9 @@ pub struct OccupancyLimit {
 const NAME: Code = Code::OccupancyLimit;
 
 impl StaticTool for OccupancyLimit {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Resources
+    }
     fn code(&self) -> Code {
         NAME
     }

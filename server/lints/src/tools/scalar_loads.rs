@@ -38,6 +38,9 @@ struct Candidate<'m> {
 }
 
 impl StaticTool for ScalarLoads {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Sass
+    }
     fn code(&self) -> Code {
         NAME
     }

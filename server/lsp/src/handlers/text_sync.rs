@@ -32,10 +32,11 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     let Some(doc) = docs.get_mut(&params.text_document.uri) else {
         return;
     };
+    // The version first: each change is recorded as made by it.
+    doc.version = params.text_document.version;
     for change in &params.content_changes {
         doc.apply_change(change);
     }
-    doc.version = params.text_document.version;
 }
 
 pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
@@ -177,8 +178,9 @@ async fn analyse_and_publish(
     let settings = state.settings();
     let path = path_of(uri);
     let analysis = if settings.trusted {
-        // The compiler's messages go out first; SASS and the static tools
-        // (about half a compile more) follow in a second publish.
+        // The compiler's messages and the source tools' findings go out first;
+        // SASS and the tools that read it (nvdisasm costs about a compile of a
+        // small file) follow in a second publish.
         let first = match state
             .analyzer
             .compile_step(&path, text, &settings, token)
@@ -191,24 +193,28 @@ async fn analyse_and_publish(
             first
         } else {
             let first = Arc::new(first);
-            if !publish(
-                state,
-                client,
-                uri,
-                version,
-                generation,
-                first.clone(),
-                false,
-            )
-            .await
-            {
+            // Until step two replaces them, the last SASS findings stay on the
+            // lines this save left alone: a save never blanks them.
+            let previous = state
+                .docs()
+                .get(uri)
+                .and_then(|d| d.current_analysis().cloned());
+            let shown = match previous {
+                Some(p) => Arc::new(first.keeping_sass_findings_of(&p)),
+                None => first.clone(),
+            };
+            // nvdisasm starts while the first publish goes out; the second
+            // publish waits for both, so it always comes after the first.
+            let (current, second) = tokio::join!(
+                publish(state, client, uri, version, generation, shown, false),
+                state
+                    .analyzer
+                    .machine_code_step(&first, text, &settings, token)
+            );
+            if !current {
                 return false;
             }
-            match state
-                .analyzer
-                .machine_code_step(&first, text, &settings, token)
-                .await
-            {
+            match second {
                 Ok(a) => a,
                 Err(AnalysisError::Cancelled) => return false,
             }
@@ -270,7 +276,7 @@ async fn publish(
         if doc.generation != generation {
             return false; // a newer analysis has started: this one is stale
         }
-        doc.analysis = Some((version, analysis));
+        doc.set_analysis(version, analysis);
         if last {
             doc.in_flight = None;
         }
