@@ -27,7 +27,10 @@ const MAX_CALLS: usize = 64;
 
 /// The launch-site edits that make `original`'s in-file launches of `kernel`
 /// follow `candidate`'s spec; nothing when the effective launch is the same.
-pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32, u32)) -> SiteUpdate {
+/// `resolved` is the candidate's launch for the spec's own sizes, in words
+/// (`<<<dim3(1024, 1, 1), dim3(256, 1, 1), 0>>>`), for the note on a site it
+/// cannot write.
+pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32, u32), resolved: Option<&str>) -> SiteUpdate {
     let (before, after) = (Spec::of(original, kernel), Spec::of(candidate, kernel));
     let changed: Vec<usize> = (0..LAUNCH_PARTS.len()).filter(|&i| before.effective(i) != after.effective(i)).collect();
     let mut update = SiteUpdate::default();
@@ -60,11 +63,13 @@ pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32,
             }
         }
         if !missing.is_empty() {
-            missing.dedup();
+            let mut seen = std::collections::HashSet::new();
+            missing.retain(|m| seen.insert(m.clone()));
             update.notes.push(format!(
-                "The launch of `{kernel}` on line {line} (`<<<{old}>>>`) is left as it is: the new launch ({}) uses {}, which this call's arguments do not give (the spec binds no kernel parameter to it). Write the launch there in the host's values of those names.",
+                "The launch of `{kernel}` on line {line} (`<<<{old}>>>`) is left as it is: the new launch ({}) uses {}, which this call's arguments do not give (the spec binds no kernel parameter to it). Write the launch there in the host's values of those names{}.",
                 wanted.join(", "),
-                missing.iter().map(|m| if m.starts_with("a `") { m.clone() } else { format!("`{m}`") }).collect::<Vec<_>>().join(", ")
+                missing.join(", "),
+                resolved.map(|r| format!(" (with the spec's own sizes it is `{r}`)")).unwrap_or_default()
             ));
             continue;
         }
@@ -197,8 +202,8 @@ impl<'a> HostNames<'a> {
         Some(if is_name(arg) || arg.chars().all(|c| c.is_ascii_alphanumeric()) { arg.to_string() } else { format!("({arg})") })
     }
 
-    /// `expr` in host C++ (a `(x, y)` grid or block as `dim3(x, y)`), or the
-    /// names it uses that this call cannot give.
+    /// `expr` in host C++ (a `(x, y)` grid or block as `dim3(x, y)`), or what
+    /// it needs that this call cannot give (the names, quoted).
     fn write(&self, expr: &str, dims: bool) -> Result<String, Vec<String>> {
         if dims && let Some(parts) = tuple_parts(expr) {
             let written: Vec<Result<String, Vec<String>>> = parts.iter().map(|p| self.write(p, false)).collect();
@@ -212,12 +217,12 @@ impl<'a> HostNames<'a> {
         let substituted = map_names(expr, |n| {
             let got = self.name(n);
             if got.is_none() {
-                missing.push(n.to_string());
+                missing.push(format!("`{n}`"));
             }
             got
         });
         match substituted {
-            Some(s) if missing.is_empty() => Ok(fold(&expand_calls(&s).unwrap_or(s))),
+            Some(s) if missing.is_empty() => expand_calls(&s).map(|e| fold(&e)).ok_or_else(|| vec!["`ceil_div`/`min`/`max` calls it cannot rewrite".to_string()]),
             _ => Err(missing),
         }
     }
@@ -368,7 +373,7 @@ mod tests {
         let original = format!("{SPEC}{KERNEL}{host}");
         let candidate = original.replacen(from, to, 1);
         let region = (0, (SPEC.lines().count() + KERNEL.lines().count() - 1) as u32);
-        let u = update_sites(&original, &candidate, "k", region);
+        let u = update_sites(&original, &candidate, "k", region, Some("<<<8, 128, 0>>>"));
         let mut lines: Vec<String> = original.split_inclusive('\n').map(str::to_string).collect();
         for e in u.edits.iter().rev() {
             lines.splice(e.start_line as usize..e.end_line as usize, [e.text.clone()]);
@@ -432,7 +437,7 @@ mod tests {
             "grid = ceil_div(M, 8)\n// kernelpro: let M = 64",
             expect_test::expect![[r#"
                 -
-                The launch of `k` on line 12 (`<<<n / 128, 128>>>`) is left as it is: the new launch (`grid = ceil_div(M, 8)`) uses `M`, which this call's arguments do not give (the spec binds no kernel parameter to it). Write the launch there in the host's values of those names."#]],
+                The launch of `k` on line 12 (`<<<n / 128, 128>>>`) is left as it is: the new launch (`grid = ceil_div(M, 8)`) uses `M`, which this call's arguments do not give (the spec binds no kernel parameter to it). Write the launch there in the host's values of those names (with the spec's own sizes it is `<<<8, 128, 0>>>`)."#]],
         );
         // No change of the effective launch: nothing to do.
         check(host, "y = out", "y =  out", expect_test::expect![[r#"

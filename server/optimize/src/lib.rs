@@ -304,7 +304,13 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
     let launch = best.map(|n| launch_changes(original, &n.source, &req.kernel)).unwrap_or_default();
     let with_launch = if launch.is_empty() { "" } else { " with a new launch" };
     let sites = match (best, region, &edit) {
-        (Some(n), Some(r), Some(_)) => update_sites(original, &n.source, &req.kernel, r),
+        (Some(n), Some(r), Some(_)) => {
+            let resolved = kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &n.source, &req.settings).launch_specs.get(&req.kernel).map(|l| {
+                let dims = |d: [u32; 3]| format!("dim3({}, {}, {})", d[0], d[1], d[2]);
+                format!("<<<{}, {}, {}>>>", dims(l.grid), dims(l.block), l.smem)
+            });
+            update_sites(original, &n.source, &req.kernel, r, resolved.as_deref())
+        }
         _ => SiteUpdate::default(),
     };
     let mut notes = Vec::new();

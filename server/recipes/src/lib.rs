@@ -51,9 +51,8 @@ pub enum Tier {
 /// A built-in rewrite of one kernel.
 pub trait Recipe {
     fn name(&self) -> &'static str;
-    fn tier(&self) -> Tier {
-        Tier::Rewrite
-    }
+    /// Declared by every recipe (no default): a new structural rewrite must say so.
+    fn tier(&self) -> Tier;
     /// The finding codes (static and profile tools, from the registry in
     /// `kernelpro_model::CODES`) whose problem this rewrite addresses.
     fn answers(&self) -> &'static [Code];

@@ -137,6 +137,9 @@ impl Recipe for CoarsenReduce {
     fn name(&self) -> &'static str {
         "CoarsenReduce"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::BarrierStall, Code::WarpStall, Code::LaunchOverhead, Code::TailEffect, Code::DivergentBranch, Code::ThreadDivergence]
     }

@@ -27,6 +27,9 @@ impl Recipe for FloatLiterals {
     fn name(&self) -> &'static str {
         "FloatLiterals"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::Fp64Promotion, Code::FP64Math]
     }

@@ -90,6 +90,9 @@ impl Recipe for LoopInterchange {
     fn name(&self) -> &'static str {
         "LoopInterchange"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::Uncoalesced, Code::MemoryCoalescing]
     }

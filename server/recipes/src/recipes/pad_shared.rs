@@ -34,6 +34,9 @@ impl Recipe for PadSharedTile {
     fn name(&self) -> &'static str {
         "PadSharedTile"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::SharedBankConflict, Code::SharedBankConflicts]
     }

@@ -173,6 +173,9 @@ impl Recipe for PrefetchL2 {
     fn name(&self) -> &'static str {
         "PrefetchL2"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::HighDRAMThroughput, Code::WarpStall, Code::MemoryCoalescing]
     }

@@ -87,6 +87,9 @@ impl Recipe for PrivatizeAtomics {
     fn name(&self) -> &'static str {
         "PrivatizeAtomics"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::WarpStall, Code::LaunchOverhead, Code::TailEffect]
     }

@@ -55,6 +55,9 @@ impl Recipe for SharedTiling {
     fn name(&self) -> &'static str {
         "SharedTiling"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::SharedMemTiling, Code::HighDRAMThroughput, Code::MemoryCoalescing, Code::Uncoalesced]
     }

@@ -11,6 +11,9 @@ impl Recipe for TuneParameter {
     fn name(&self) -> &'static str {
         "TuneParameter"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::OccupancyLimiter, Code::OccupancyLimit, Code::TailEffect, Code::LaunchOverhead, Code::HighRegisterUsage]
     }

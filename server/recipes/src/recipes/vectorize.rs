@@ -91,6 +91,9 @@ impl Recipe for VectorizeLoads {
     fn name(&self) -> &'static str {
         "VectorizeLoads"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::Vectorization, Code::HighDRAMThroughput, Code::MemoryCoalescing, Code::ScalarLoads]
     }

@@ -124,6 +124,9 @@ impl Recipe for WarpShuffleReduce {
     fn name(&self) -> &'static str {
         "WarpShuffleReduce"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::BarrierStall, Code::WarpStall, Code::SharedBankConflicts, Code::SyncInDivergentBranch]
     }

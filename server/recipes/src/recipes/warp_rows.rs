@@ -182,6 +182,9 @@ impl Recipe for WarpRows {
     fn name(&self) -> &'static str {
         "WarpRows"
     }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Rewrite
+    }
     fn answers(&self) -> &'static [Code] {
         &[Code::Uncoalesced, Code::MemoryCoalescing]
     }
