@@ -76,6 +76,12 @@ def main() -> int:
             errors = [f for f in result["findings"] if f["severity"] == "error"]
             if not errors:
                 compiled += 1
+            else:
+                first = errors[0]
+                where = first.get("file") or str(cu)
+                print(f"  does not compile: {where}:{first['span']['start']['line'] + 1}: {first['message'][:160]}",
+                      file=sys.stderr)
+                dump.append({"path": str(cu), "error": first["message"], "file": where})
             for k in result["kernels"]:
                 kernels.add((k.get("file") or str(cu), k["name"], k["line"]))
             for f in result["findings"]:

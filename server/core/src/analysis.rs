@@ -642,3 +642,37 @@ pub fn bytes(n: u32) -> String {
         format!("{:.1} KB", n as f64 / 1024.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analysis(text: &str, findings: Vec<Finding>) -> FileAnalysis {
+        FileAnalysis {
+            text: Arc::from(text),
+            findings,
+            ..Default::default()
+        }
+    }
+
+    fn on(line: u32, code: &str) -> Finding {
+        Finding::new("kernelpro", Severity::Warning, Span::line(line), code).with_code(code)
+    }
+
+    /// The first publish of a save keeps the last SASS findings on lines the
+    /// save left alone, and only those: the source tools' own come fresh.
+    #[test]
+    fn first_publish_keeps_sass_findings_on_unchanged_lines() {
+        let before = analysis(
+            "a\nb\nc\n",
+            vec![on(0, "Fp64Promotion"), on(1, "LocalMemorySpill"), on(2, "UncoalescedAccess")],
+        );
+        let now = analysis("a\nB\nc\n", vec![on(2, "UncoalescedAccess")]);
+        let shown = now.keeping_sass_findings_of(&before);
+        let codes: Vec<_> = shown.findings.iter().map(|f| (f.span.start.line, f.code.clone().unwrap())).collect();
+        assert_eq!(codes, [(2, "UncoalescedAccess".into()), (0, "Fp64Promotion".into())]);
+        // A complete analysis has its own SASS findings: nothing is carried.
+        let done = FileAnalysis { complete: true, ..now };
+        assert_eq!(done.keeping_sass_findings_of(&before).findings.len(), 1);
+    }
+}
