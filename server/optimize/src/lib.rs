@@ -280,7 +280,19 @@ fn search(
         .cancel_flag(cancel)
         .on_progress(|p| progress(p))
         .run(original, proposer, evaluator)
-        .map_err(|e| format!("the original kernel could not be evaluated: {e:?}"))
+        .map_err(|e| baseline_failure(&e))
+}
+
+/// Why the search could not start, in words (never the enum's debug form).
+fn baseline_failure(e: &kernelpro_search::SearchError) -> String {
+    let kernelpro_search::SearchError::Baseline(outcome) = e;
+    match outcome {
+        Outcome::CompileError(why) => format!("the original kernel could not be compiled for the search: {why}"),
+        Outcome::WrongOutput(why) => format!("the original kernel's output could not be checked: {why}"),
+        Outcome::Timeout => "the original kernel did not finish within the run timeout".to_string(),
+        Outcome::Crash(why) => format!("the original kernel failed to run: {why}"),
+        Outcome::Ok { .. } => "the original kernel could not be measured".to_string(),
+    }
 }
 
 fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search::SearchResult, best: Option<&kernelpro_search::Node>, seeds: Vec<u64>) -> OptimizeOutcome {
@@ -389,6 +401,12 @@ mod tests {
         let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()], false);
         assert!(note.contains("the launch of `k` in its spec: `block = 256` → `block = 384`."), "{note}");
         assert!(note.contains("(this file launches it on line 3) must use it"), "{note}");
+    }
+
+    #[test]
+    fn a_failed_baseline_is_said_in_words() {
+        let e = kernelpro_search::SearchError::Baseline(Outcome::CompileError("k.cu:3: error: expected a `;`".into()));
+        assert_eq!(super::baseline_failure(&e), "the original kernel could not be compiled for the search: k.cu:3: error: expected a `;`");
     }
 
     #[test]
