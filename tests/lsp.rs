@@ -66,6 +66,77 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
             "4:20-4:24 3 kernelpro [ScalarLoads] `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
         ]
     );
+    // Two lines typed above, not saved: the findings move with their lines at once.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 3}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// a\n// b\n"}]}));
+    let d = c.wait_publish(&u, LONG);
+    assert_eq!(d["version"], 3);
+    assert_eq!(
+        summarize(&d),
+        vec![
+            "4:6-4:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
+            "6:20-6:24 3 kernelpro [ScalarLoads] `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
+        ]
+    );
+    // The finding's line rewritten: its finding goes until the next analysis says otherwise.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 4}, "contentChanges": [{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 7, "character": 0}}, "text": "  if (i < n) y[i] = 0.0f;\n"}]}));
+    let d = c.wait_publish(&u, LONG);
+    assert_eq!(d["version"], 4);
+    assert_eq!(summarize(&d), vec!["4:6-4:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced"]);
+    assert!(c.shutdown().success());
+}
+
+/// The codes of a publish, in order (`#177-D`, `UncoalescedAccess`, …).
+fn codes(diags: &Value) -> Vec<String> {
+    diags["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap_or("").to_string()).collect()
+}
+
+/// A save publishes twice: the first publish (right after nvcc, before nvdisasm)
+/// already holds the kernel model's findings beside the compiler's messages,
+/// tagged with the saved version; the second adds the SASS tools'. A later save's
+/// first publish keeps the last SASS findings on lines it left alone (no flicker),
+/// and no publish in between is empty.
+#[test]
+fn first_publish_after_a_save_has_the_model_findings() {
+    let text = std::fs::read_to_string(fixtures().join("lsp/row_walk.cu")).unwrap();
+    let (_d, path) = temp_copy("row_walk.cu", &text);
+    let u = uri(&path);
+    let mut c = Client::spawn(trusted());
+    c.open(&u, &text, 1);
+    let first = c.wait_publish(&u, LONG);
+    assert_eq!(first["version"], 1);
+    let early = codes(&first);
+    for code in ["#177-D", "RowWalk", "UncoalescedAccess"] {
+        assert!(early.iter().any(|c| c == code), "{code} missing from the first publish: {:?}", summarize(&first));
+    }
+    assert!(!early.iter().any(|c| c == "Fp64Promotion"), "the first publish comes before the SASS: {:?}", summarize(&first));
+    let settled = c.wait_diagnostics(&u, LONG);
+    assert_eq!(settled["version"], 1);
+    let full = codes(&settled);
+    assert!(early.iter().all(|c| full.contains(c)), "the SASS step dropped a finding: {early:?} then {full:?}");
+    assert!(full.iter().any(|c| c == "Fp64Promotion"), "{:?}", summarize(&settled));
+
+    // An edit below the kernels: the next save's first publish has everything at once.
+    let edited = format!("{text}// edited\n");
+    c.change_all(&u, &edited, 2);
+    c.save(&u, &edited);
+    let first = c.wait_publish(&u, LONG);
+    assert_eq!(first["version"], 2);
+    let sorted = |d: &Value| {
+        let mut s = summarize(d);
+        s.sort();
+        s
+    };
+    assert_eq!(sorted(&first), sorted(&settled), "the first publish of the second save");
+    let settled = c.wait_diagnostics(&u, LONG);
+    assert_eq!(settled["version"], 2);
+    assert_eq!(codes(&settled), full);
+
+    // Every publish of the file, in order: none empty, versions never go back.
+    let publishes: Vec<Value> = c.transcript.iter().map(|m| serde_json::from_str::<Value>(m).unwrap()).filter(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u.as_str()).collect();
+    assert!(publishes.len() >= 4, "{}", publishes.len());
+    assert!(publishes.iter().all(|m| !m["params"]["diagnostics"].as_array().unwrap().is_empty()));
+    let versions: Vec<i64> = publishes.iter().map(|m| m["params"]["version"].as_i64().unwrap()).collect();
+    assert!(versions.windows(2).all(|w| w[0] <= w[1]), "{versions:?}");
     assert!(c.shutdown().success());
 }
 
@@ -95,6 +166,23 @@ fn symbols_hover_and_lenses() {
     let titles: Vec<&str> = lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"14 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)"), "{titles:?}");
     assert!(titles.contains(&"⚡ Optimize"));
+    let lens_lines = |lenses: &Value| -> Vec<(u64, String)> {
+        lenses["result"].as_array().unwrap().iter().map(|l| (l["range"]["start"]["line"].as_u64().unwrap(), l["command"]["title"].as_str().unwrap().to_string())).collect()
+    };
+    let before = lens_lines(&lenses);
+
+    // Two lines typed above everything, not saved: hover and lenses follow their lines.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// one\n// two\n"}]}),
+    );
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 10, "character": 20}}));
+    let md = h["result"]["contents"]["value"].as_str().unwrap();
+    assert!(md.contains("F2F.F64.F32"), "the moved line's SASS: {md}");
+    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 1, "character": 3}}));
+    assert!(h["result"].is_null(), "a typed line has no SASS yet: {h}");
+    let after = lens_lines(&c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}})));
+    assert_eq!(after, before.iter().map(|(l, t)| (l + 2, t.clone())).collect::<Vec<_>>());
 }
 
 /// A compile that is overtaken by a newer save is cancelled and never published.
@@ -229,12 +317,27 @@ fn optimize_command_then_apply_code_action() {
     assert!(shown.contains("Apply optimized saxpy") && shown.contains(note) && shown.contains("1. ") && shown.contains("1.50x") && shown.contains("```diff"), "{hover}");
     // The file on disk is untouched until the client applies the edit.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-    // After an edit of the buffer, the stale result is offered disabled, with the reason.
+    // A line typed above the kernel: the result still applies, one line lower.
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// edited\n"}]}));
-    let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line + 1, "character": 0}, "end": {"line": kernel_line + 1, "character": 0}}, "context": {"diagnostics": []}}));
-    let stale = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized")).expect("stale action").clone();
-    assert!(stale["disabled"]["reason"].as_str().unwrap().contains("changed"), "{stale}");
+    let apply_at = |c: &mut Client, line: usize| -> Value {
+        let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}, "context": {"diagnostics": []}}));
+        actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized")).expect("apply action").clone()
+    };
+    let moved = apply_at(&mut c, kernel_line + 1);
+    let moved_edit = &moved["edit"]["changes"][u.as_str()][0];
+    assert_eq!(moved_edit["range"]["start"]["line"].as_u64().unwrap() as usize, start + 1, "{moved}");
+    assert_eq!(moved_edit["newText"], edit["newText"]);
+    // A change inside the lines it replaces (their first, one lower now): offered disabled, with the reason.
+    let sig = start + 1;
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 3}, "contentChanges": [{"range": {"start": {"line": sig, "character": 0}, "end": {"line": sig, "character": 0}}, "text": "/*x*/"}]}));
+    let stale = apply_at(&mut c, kernel_line + 1);
+    assert!(stale["disabled"]["reason"].as_str().unwrap().contains("changed since the search"), "{stale}");
     assert!(stale.get("edit").is_none_or(|e| e.is_null()));
+    // Undo that change: offered again.
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 4}, "contentChanges": [{"range": {"start": {"line": sig, "character": 0}, "end": {"line": sig, "character": 5}}, "text": ""}]}));
+    let again = apply_at(&mut c, kernel_line + 1);
+    assert!(again["disabled"].is_null(), "{again}");
+    assert_eq!(again["edit"]["changes"][u.as_str()][0]["range"]["start"]["line"].as_u64().unwrap() as usize, start + 1);
 }
 
 /// Cancel on the progress bar stops the search and returns the best so far.

@@ -34,6 +34,23 @@ fn check_output(cwd: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `kernelpro check -I inc dir/file.cu`: the include folder is the caller's,
+/// though nvcc runs in the file's folder.
+#[test]
+fn check_with_a_relative_include_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("inc")).unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("inc/scale.h"), "#define SCALE 2.0f\n").unwrap();
+    std::fs::write(
+        dir.path().join("src/k.cu"),
+        "#include \"scale.h\"\n__global__ void k(float* y) { y[threadIdx.x] = SCALE; }\n",
+    )
+    .unwrap();
+    let text = check_output(dir.path(), &["-I", "inc", "src/k.cu"]);
+    assert!(!text.contains("error"), "{text}");
+}
+
 #[test]
 fn check_with_a_relative_path_analyses_header_kernels_and_templates() {
     let dir = project();
@@ -115,7 +132,14 @@ fn lsp_publishes_header_findings_for_the_header_and_hovers_templates() {
         summary,
         ["1 header-kernels 3 kernels in kernels.cuh: 2 findings (1 warning)"]
     );
-    let h = c.wait_publish(&hu, LONG);
+    // Each step of the save published on the header (before the file): the last is settled.
+    let h = c
+        .backlog
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == hu.as_str())
+        .expect("diagnostics on the header")["params"]
+        .clone();
     let codes: Vec<String> = h["diagnostics"]
         .as_array()
         .unwrap()

@@ -49,7 +49,12 @@ impl CompileArgs {
             trusted: true, // running the CLI on a file is consent to compile it
             arch: self.arch.clone(),
             nvcc: self.nvcc.clone(),
-            include_paths: self.include.clone(),
+            // nvcc runs in the checked file's folder: a relative `-I` is the caller's.
+            include_paths: self
+                .include
+                .iter()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                .collect(),
             extra_flags: self.flags.clone(),
             block_size: self.block_size,
             ..Default::default()

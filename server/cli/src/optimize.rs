@@ -201,6 +201,9 @@ fn report(o: &OptimizeOutcome) -> String {
     if let Some(e) = &o.edit {
         s.push_str(&format!("edit: lines {}..{} become:\n{}", e.start_line + 1, e.end_line, e.text));
     }
+    for e in &o.launch_site_edits {
+        s.push_str(&format!("edit (launch site): lines {}..{} become:\n{}", e.start_line + 1, e.end_line, e.text));
+    }
     s
 }
 

@@ -9,6 +9,7 @@ use crate::process::ToolError;
 use crate::settings::Settings;
 use crate::source::{self, SourceFile};
 use crate::toolchain::{self, Env, Found};
+use kernelpro_lints::Needs;
 use kernelpro_lints::launch::{Launch, LaunchFrom};
 use kernelpro_model::{Finding, Severity, Span};
 use kernelpro_sass::disasm::Disassembly;
@@ -45,6 +46,11 @@ pub struct FileAnalysis {
     /// The project headers the file includes (`crate::headers`): their kernels
     /// are analysed with this file's compile, their findings carry `file`.
     pub headers: Vec<ProjectHeader>,
+    /// The text this analysis is of (to tell which lines an edit left alone).
+    pub text: Arc<str>,
+    /// How many of `findings` come before the static tools' (specs, compiler
+    /// messages, rejected flags): step two replaces everything after them.
+    pub base_findings: usize,
 }
 
 impl FileAnalysis {
@@ -67,6 +73,8 @@ impl FileAnalysis {
         }
         FileAnalysis {
             path: path.to_path_buf(),
+            text: Arc::from(text),
+            base_findings: spec_findings.len(),
             launches,
             launch_specs: specs,
             findings: spec_findings,
@@ -75,6 +83,34 @@ impl FileAnalysis {
             default_block_size: settings.block_size,
             ..Default::default()
         }
+    }
+
+    /// This step-one analysis as a save first shows it: with the previous
+    /// analysis's SASS-tool findings (which only step two brings) on lines this
+    /// version left unchanged, so a save never hides them until their
+    /// replacements are ready.
+    pub fn keeping_sass_findings_of(&self, previous: &FileAnalysis) -> FileAnalysis {
+        let mut shown = self.clone();
+        if self.complete {
+            return shown;
+        }
+        let codes = kernelpro_lints::codes_needing(Needs::Sass);
+        let old: Vec<&str> = previous.text.lines().collect();
+        let new: Vec<&str> = self.text.lines().collect();
+        let unchanged = |span: &Span| {
+            (span.start.line..=span.end.line)
+                .all(|l| old.get(l as usize).is_some() && old.get(l as usize) == new.get(l as usize))
+        };
+        shown.findings.extend(
+            previous
+                .findings
+                .iter()
+                .filter(|f| f.file.is_none())
+                .filter(|f| f.code.as_deref().is_some_and(|c| codes.contains(&c)))
+                .filter(|f| unchanged(&f.span))
+                .cloned(),
+        );
+        shown
     }
 
     pub fn has_errors(&self) -> bool {
@@ -202,13 +238,30 @@ impl Analyzer {
             again.cached = true;
             return Ok(again);
         }
-        let mut analysis = FileAnalysis::without_tools(path, text, settings);
-        analysis.key = key;
-        analysis.nvcc = Some(nvcc.path.clone());
-        analysis.headers = headers;
+        // The file's structure, its specs and the source tools (kernel model)
+        // need no compile: a blocking thread works them out while nvcc runs,
+        // and they are published with its messages.
+        let prepared = {
+            let (path, text, settings) = (path.to_path_buf(), text.to_string(), settings.clone());
+            let nvcc = nvcc.path.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut analysis = FileAnalysis::without_tools(&path, &text, &settings);
+                analysis.key = key;
+                analysis.nvcc = Some(nvcc);
+                analysis.headers = headers;
+                let found = static_findings(&analysis, None, &[], |n| n == Needs::Source);
+                (analysis, found)
+            })
+        };
+        let prepared = async {
+            prepared
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        };
+        let mut cached = false;
         let compiled = match self.compiles.get(&key) {
             Some(hit) => {
-                analysis.cached = true;
+                cached = true;
                 hit
             }
             None => match compile(&input, cancel).await {
@@ -219,6 +272,7 @@ impl Analyzer {
                 }
                 Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
                 Err(e) => {
+                    let (mut analysis, _) = prepared.await;
                     analysis.findings.push(
                         Finding::new(
                             "kernelpro",
@@ -233,11 +287,22 @@ impl Analyzer {
                 }
             },
         };
+        let (mut analysis, source_found) = prepared.await;
+        analysis.cached = cached;
         analysis.findings.extend(compiled.findings.iter().cloned());
         for r in &flags.rejected {
             analysis.findings.push(Finding::new("kernelpro", Severity::Warning, Span::line(0), crate::nvcc_flags::rejection_message(r)).with_code("flag-rejected"));
         }
+        analysis.base_findings = analysis.findings.len();
         analysis.complete = !compiled.ok;
+        // A file that does not compile gets the compiler's word only.
+        if compiled.ok {
+            let mut found = source_found;
+            found.extend(static_findings(&analysis, None, &compiled.resources, |n| {
+                n == Needs::Resources
+            }));
+            analysis.findings.extend(found.finish(text));
+        }
         analysis.compile = Some(compiled);
         Ok(analysis)
     }
@@ -270,28 +335,15 @@ impl Analyzer {
                 return Ok(analysis);
             }
         };
-        analysis.findings = first.findings.clone();
+        // Step one's static findings are replaced by the full run's (with SASS evidence).
+        analysis.findings.truncate(first.base_findings);
         analysis
             .findings
             .extend(full.findings.iter().skip(compiled.findings.len()).cloned());
-        let path_str = first.path.display().to_string();
-        let launches = |k: &str| first.launches.get(k).copied();
-        let block_dims = |k: &str| first.launch_specs.get(k).map(|s| s.block);
-        let input = kernelpro_lints::LintInput {
-            path: &path_str,
-            text,
-            source: &first.source,
-            sass: full.disassembly.as_ref(),
-            resources: &full.resources,
-            arch: &first.arch,
-            launches: &launches,
-            default_block: first.default_block_size,
-            block_dims: &block_dims,
-        };
-        analysis.findings.extend(kernelpro_lints::run_all(&input));
-        analysis
-            .findings
-            .extend(header_findings(first, text, &input));
+        analysis.base_findings = analysis.findings.len();
+        debug_assert_eq!(&*first.text, text);
+        let found = static_findings(first, full.disassembly.as_ref(), &full.resources, |_| true);
+        analysis.findings.extend(found.finish(text));
         analysis.compile = Some(full);
         analysis.complete = true;
         self.complete.insert(first.key, Arc::new(analysis.clone()));
@@ -401,18 +453,79 @@ impl FileAnalysis {
     }
 }
 
-/// The static tools over each included project header that defines kernels,
-/// findings on the header (`file`), and one summary per `#include` line of
-/// this file: `3 kernels in kernels.cuh: 5 findings`.
-fn header_findings(
+/// What the static tools found in a file and in each project header it
+/// includes that defines kernels (findings on the header carry `file`).
+#[derive(Default)]
+struct StaticFindings {
+    main: Vec<Finding>,
+    /// Per header with kernels, in include order: (include line, file name, kernels, findings).
+    headers: Vec<(u32, String, usize, Vec<Finding>)>,
+}
+
+impl StaticFindings {
+    /// Adds a later run of other tools over the same file and headers.
+    fn extend(&mut self, more: StaticFindings) {
+        self.main.extend(more.main);
+        if self.headers.is_empty() {
+            self.headers = more.headers;
+            return;
+        }
+        for (mine, theirs) in self.headers.iter_mut().zip(more.headers) {
+            mine.3.extend(theirs.3);
+        }
+    }
+
+    /// The findings to publish: the file's, each header's, and one summary per
+    /// `#include` line of the file (`3 kernels in kernels.cuh: 5 findings`).
+    fn finish(self, text: &str) -> Vec<Finding> {
+        let mut out = self.main;
+        out.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
+        // include line → (header name, kernels, findings), in include order.
+        let mut summaries: Vec<(u32, Vec<(String, usize, Vec<Finding>)>)> = Vec::new();
+        for (line, name, kernels, mut found) in self.headers {
+            found.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
+            match summaries.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, list)) => list.push((name, kernels, found.clone())),
+                None => summaries.push((line, vec![(name, kernels, found.clone())])),
+            }
+            out.extend(found);
+        }
+        for (line, list) in summaries {
+            out.push(header_summary(text, line, &list));
+        }
+        out
+    }
+}
+
+/// The static tools whose needs pass `which` over the file and each included
+/// project header that defines kernels.
+fn static_findings(
     first: &FileAnalysis,
-    text: &str,
-    main: &kernelpro_lints::LintInput,
-) -> Vec<Finding> {
+    sass: Option<&Disassembly>,
+    resources: &[KernelResources],
+    which: impl Fn(Needs) -> bool,
+) -> StaticFindings {
+    let text = &*first.text;
+    let thresholds = kernelpro_lints::Thresholds::default();
+    let path_str = first.path.display().to_string();
+    let launches = |k: &str| first.launches.get(k).copied();
+    let block_dims = |k: &str| first.launch_specs.get(k).map(|s| s.block);
+    let main = kernelpro_lints::LintInput {
+        path: &path_str,
+        text,
+        source: &first.source,
+        sass,
+        resources,
+        arch: &first.arch,
+        launches: &launches,
+        default_block: first.default_block_size,
+        block_dims: &block_dims,
+    };
+    let mut out = StaticFindings {
+        main: kernelpro_lints::run_needing(&main, &thresholds, &which),
+        headers: Vec::new(),
+    };
     let main_sites = kernelpro_lints::launch::launch_sites(text, &first.source);
-    let mut out = Vec::new();
-    // include line → (header name, kernels, findings, warnings), in include order.
-    let mut summaries: Vec<(u32, Vec<(String, usize, Vec<Finding>)>)> = Vec::new();
     for header in &first.headers {
         let source = source::parse(&header.text);
         let kernels = source.kernels().count();
@@ -436,9 +549,9 @@ fn header_findings(
             text: &header.text,
             source: &source,
             launches: &lookup,
-            ..*main
+            ..main
         };
-        let mut found = kernelpro_lints::run_all(&input);
+        let mut found = kernelpro_lints::run_needing(&input, &thresholds, &which);
         for f in &mut found {
             f.file = Some(header.path.clone());
         }
@@ -447,61 +560,56 @@ fn header_findings(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match summaries
-            .iter_mut()
-            .find(|(line, _)| *line == header.include_line)
-        {
-            Some((_, list)) => list.push((name, kernels, found.clone())),
-            None => summaries.push((header.include_line, vec![(name, kernels, found.clone())])),
-        }
-        out.extend(found);
-    }
-    for (line, list) in summaries {
-        let parts: Vec<String> = list
-            .iter()
-            .map(|(name, kernels, found)| {
-                let k = if *kernels == 1 {
-                    "1 kernel".to_string()
-                } else {
-                    format!("{kernels} kernels")
-                };
-                let warnings = found
-                    .iter()
-                    .filter(|f| matches!(f.severity, Severity::Error | Severity::Warning))
-                    .count();
-                let f = match (found.len(), warnings) {
-                    (0, _) => "no findings".to_string(),
-                    (1, _) => "1 finding".to_string(),
-                    (n, 0) => format!("{n} findings"),
-                    (n, w) => format!(
-                        "{n} findings ({w} warning{})",
-                        if w == 1 { "" } else { "s" }
-                    ),
-                };
-                format!("{k} in {name}: {f}")
-            })
-            .collect();
-        let mut summary = Finding::new(
-            "kernelpro",
-            Severity::Information,
-            line_span(text, line),
-            parts.join("; "),
-        )
-        .with_code("header-kernels");
-        for (_, _, found) in &list {
-            for f in found.iter().take(5) {
-                if let Some(file) = &f.file {
-                    summary.related.push(kernelpro_model::Related {
-                        file: file.clone(),
-                        span: f.span,
-                        message: f.message.clone(),
-                    });
-                }
-            }
-        }
-        out.push(summary);
+        out.headers.push((header.include_line, name, kernels, found));
     }
     out
+}
+
+/// One `#include` line's summary of the kernels its headers define.
+fn header_summary(text: &str, line: u32, list: &[(String, usize, Vec<Finding>)]) -> Finding {
+    let parts: Vec<String> = list
+        .iter()
+        .map(|(name, kernels, found)| {
+            let k = if *kernels == 1 {
+                "1 kernel".to_string()
+            } else {
+                format!("{kernels} kernels")
+            };
+            let warnings = found
+                .iter()
+                .filter(|f| matches!(f.severity, Severity::Error | Severity::Warning))
+                .count();
+            let f = match (found.len(), warnings) {
+                (0, _) => "no findings".to_string(),
+                (1, _) => "1 finding".to_string(),
+                (n, 0) => format!("{n} findings"),
+                (n, w) => format!(
+                    "{n} findings ({w} warning{})",
+                    if w == 1 { "" } else { "s" }
+                ),
+            };
+            format!("{k} in {name}: {f}")
+        })
+        .collect();
+    let mut summary = Finding::new(
+        "kernelpro",
+        Severity::Information,
+        line_span(text, line),
+        parts.join("; "),
+    )
+    .with_code("header-kernels");
+    for (_, _, found) in list {
+        for f in found.iter().take(5) {
+            if let Some(file) = &f.file {
+                summary.related.push(kernelpro_model::Related {
+                    file: file.clone(),
+                    span: f.span,
+                    message: f.message.clone(),
+                });
+            }
+        }
+    }
+    summary
 }
 
 /// The non-blank part of a 0-based line.

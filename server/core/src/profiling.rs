@@ -123,7 +123,7 @@ pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Threshol
         for f in &mut findings {
             f.kernel.get_or_insert_with(|| p1.kernel.clone());
         }
-        report.kernels.push(KernelReport { kernel: p1.kernel.clone(), triage: tri, tools: selected.iter().map(|t| t.name.to_string()).collect(), findings });
+        report.kernels.push(KernelReport { kernel: p1.kernel.clone(), triage: tri, tools: selected.iter().map(|t| t.name().to_string()).collect(), findings });
     }
     Ok(report)
 }
@@ -209,7 +209,7 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
         for p in &profiles {
             let class = triage(p, &TriageThresholds::default()).map(|t| t.class);
             for t in class.map(tools::select_tools).unwrap_or_else(|| tools::TOOLS.iter().collect()) {
-                if !selected.iter().any(|s| s.name == t.name) {
+                if !selected.iter().any(|s| s.code == t.code) {
                     selected.push(t);
                 }
             }

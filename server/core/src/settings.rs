@@ -92,7 +92,8 @@ pub struct OptimizeSettings {
     /// Evaluations (compile + verify + time) per search.
     pub budget: u32,
     pub time_secs: u64,
-    /// `gpu` (the harness) or `stub:SPEEDUP` (a fake evaluator, for tests and demos).
+    /// `gpu` (the harness) or `stub:SPEEDUP[:LAUNCH_SPEEDUP]` (a fake evaluator, for
+    /// tests and demos; the second speedup for candidates that change the launch).
     pub evaluator: String,
     /// Measure energy (about 1 s per candidate) so equal-speed candidates are ranked by it.
     pub energy: bool,

@@ -9,6 +9,7 @@
 //! launch; the other also rewrites the spec's `grid`, `block` and `smem` for
 //! the warp-specialized kernel, which stays correct under the old launch.
 
+use kernelpro_model::Code;
 use crate::detect_gemm;
 use crate::generate::{CuteKernel, NewLaunch, cute_gemm_kernel, helper_name, launch_changing_gemm};
 use crate::kernel::KernelInfo;
@@ -25,8 +26,11 @@ impl Recipe for CuteGemmRecipe {
     fn name(&self) -> &'static str {
         "CuteGemm"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["TensorCore", "SharedMemTiling"]
+    fn tier(&self) -> kernelpro_recipes::Tier {
+        kernelpro_recipes::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::TensorCore, Code::SharedMemTiling]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let (Some(shape), Some(k)) = (detect_gemm(text, kernel), KernelInfo::find(text, kernel))

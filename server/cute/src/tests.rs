@@ -276,7 +276,7 @@ fn recipe_does_not_apply_where_the_fast_path_would_not_run() {
     );
     assert_eq!(
         (CuteGemmRecipe.name(), CuteGemmRecipe.answers()),
-        ("CuteGemm", &["TensorCore", "SharedMemTiling"][..])
+        ("CuteGemm", &[kernelpro_model::Code::TensorCore, kernelpro_model::Code::SharedMemTiling][..])
     );
 }
 

@@ -16,7 +16,7 @@ mod model;
 mod syntax;
 mod tools;
 
-use kernelpro_model::Finding;
+use kernelpro_model::{Code, Finding};
 use kernelpro_sass::disasm::Disassembly;
 use kernelpro_sass::ptxas::KernelResources;
 use kernelpro_source::SourceFile;
@@ -57,10 +57,29 @@ impl LintInput<'_> {
     }
 }
 
-/// One pluggable static tool. `name` is also the finding code and the doc anchor.
+/// What a tool needs besides the source: it decides when on a save it can run
+/// (the source tools with the compiler's messages, the SASS tools after nvdisasm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Needs {
+    /// The source (kernel model, tree-sitter) alone; SASS at most adds evidence.
+    Source,
+    /// The ptxas resource report (registers, shared memory), out with the compile.
+    Resources,
+    /// The SASS listing decides what is reported.
+    Sass,
+}
+
+/// One pluggable static tool. Its code (from the registry in
+/// `kernelpro_model::CODES`) is its name, the finding code and the doc anchor.
 pub trait StaticTool {
-    fn name(&self) -> &'static str;
+    fn code(&self) -> Code;
+    fn name(&self) -> &'static str {
+        self.code().as_str()
+    }
     fn analyze(&self, input: &LintInput) -> Vec<Finding>;
+    fn needs(&self) -> Needs {
+        Needs::Source
+    }
 }
 
 /// Settings of the tools that have a threshold.
@@ -110,10 +129,31 @@ pub fn run_all(input: &LintInput) -> Vec<Finding> {
 }
 
 pub fn run_all_with(input: &LintInput, thresholds: &Thresholds) -> Vec<Finding> {
+    run_needing(input, thresholds, |_| true)
+}
+
+/// The tools whose `needs` pass `which`, findings sorted by position: a save
+/// runs those needing at most [`Needs::Resources`] with the compiler's messages.
+pub fn run_needing(
+    input: &LintInput,
+    thresholds: &Thresholds,
+    which: impl Fn(Needs) -> bool,
+) -> Vec<Finding> {
     let mut findings: Vec<Finding> = registry(thresholds)
         .iter()
+        .filter(|tool| which(tool.needs()))
         .flat_map(|tool| tool.analyze(input))
         .collect();
     findings.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
     findings
+}
+
+/// The codes of the tools that need `which` (e.g. the SASS tools, whose
+/// findings only the machine-code step brings).
+pub fn codes_needing(which: Needs) -> Vec<&'static str> {
+    registry(&Thresholds::default())
+        .iter()
+        .filter(|tool| tool.needs() == which)
+        .map(|tool| tool.name())
+        .collect()
 }

@@ -140,3 +140,35 @@ fn atomic_targets_and_broadcasts_stay_silent() {
         .collect();
     assert_eq!(render(&found), "");
 }
+
+/// Regressions from public code (docs/public-code.md): an atomic one thread of
+/// a warp or block performs through cooperative groups (`warp.thread_rank() == 0`)
+/// is no contention, and a `__device__` helper's atomic is judged where a kernel
+/// calls it (its address is the caller's), not alone.
+#[test]
+fn public_code_atomics() {
+    let (text, found) = model_findings("public_code.cu");
+    let atomics: Vec<Finding> = found
+        .into_iter()
+        .filter(|f| f.code.as_deref() == Some("AtomicContention"))
+        .collect();
+    let got: BTreeSet<(u32, String)> = atomics
+        .iter()
+        .map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(got, markers(&text), "{}", render(&atomics));
+    let kernels: Vec<&str> = atomics.iter().filter_map(|f| f.kernel.as_deref()).collect();
+    assert_eq!(kernels, ["total"], "{}", render(&atomics));
+}
+
+/// Regression from public code (SGEMM_CUDA's 2D block tiling): a loop bounded
+/// by a template value (`n < TN`) is a register tile's width, not a row walk.
+#[test]
+fn public_code_register_tiles_are_no_row_walks() {
+    let (_, found) = model_findings("public_code.cu");
+    let walks: Vec<Finding> = found
+        .into_iter()
+        .filter(|f| f.code.as_deref() == Some("RowWalk"))
+        .collect();
+    assert_eq!(render(&walks), "");
+}

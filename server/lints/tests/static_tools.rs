@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::{Fixture, findings, render};
+use common::{Fixture, findings, findings_of, render};
 use expect_test::{Expect, expect};
-use kernelpro_lints::Thresholds;
+use kernelpro_lints::{Needs, Thresholds, codes_needing};
 use kernelpro_model::Finding;
 use std::collections::BTreeSet;
 
@@ -228,6 +228,35 @@ fn without_sass_only_source_and_resource_tools_fire() {
         SharedBankConflict 84:3-84:24 `buf[threadIdx.x * 32]`: lanes are 32 words apart in `buf`: 32-way bank conflict (the request is served in 32 passes)
         OccupancyLimit 90:17-90:31 `many_registers` reaches 37.5% occupancy on sm_90 with 256-thread blocks, limited by 72 registers per thread
         OccupancyLimit 105:17-105:27 `big_shared` reaches 25.0% occupancy on sm_90 with 128-thread blocks, limited by 49152 B of shared memory per block"#]].assert_eq(&render(&found));
+}
+
+/// A save publishes the source and resource tools with the compiler's messages,
+/// before nvdisasm: they must say then exactly what the full run says later
+/// (SASS only adds evidence), and the full run adds only the SASS tools' codes.
+#[test]
+fn source_tools_say_before_sass_what_they_say_after() {
+    let t = Thresholds::default();
+    let early = |n: Needs| n <= Needs::Resources;
+    let sass_codes = codes_needing(Needs::Sass);
+    expect![[r#"["Fp64Promotion", "LocalMemorySpill", "ScalarLoads"]"#]]
+        .assert_eq(&format!("{sass_codes:?}"));
+    for fixture in [
+        Fixture::planted(),
+        Fixture::clean(),
+        Fixture::recorded(
+            "h200-probe/kernels.cu",
+            "h200-probe/nvdisasm_g.txt",
+            "h200-probe/ptxas.txt",
+        ),
+    ] {
+        let before = render(&findings_of(&fixture, false, &t, early));
+        let full: Vec<Finding> = findings(&fixture, true, &t)
+            .into_iter()
+            .filter(|f| !sass_codes.contains(&f.code.as_deref().unwrap_or_default()))
+            .collect();
+        assert_eq!(before, render(&full), "{}", fixture.path);
+        assert!(!before.is_empty() || fixture.path == "clean.cu", "{}", fixture.path);
+    }
 }
 
 #[test]

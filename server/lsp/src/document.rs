@@ -3,6 +3,7 @@
 
 use kernelpro_core::analysis::FileAnalysis;
 use kernelpro_model::{Pos, Span};
+use kernelpro_session::{EditLog, LineChange};
 use ropey::Rope;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
@@ -21,6 +22,9 @@ pub struct Document {
     pub generation: u64,
     /// The last profile's results, kept on their lines while the user edits.
     pub profile: Option<ProfileState>,
+    /// Line changes not yet seen by the stored analysis, with the version each
+    /// made, so hover and lenses stay on their lines until the next analysis.
+    edits: Vec<(i32, LineChange)>,
 }
 
 /// Findings and per-kernel verdicts of the last profile of a document.
@@ -45,6 +49,7 @@ impl Document {
             in_flight: None,
             generation: 0,
             profile: None,
+            edits: Vec::new(),
         }
     }
 
@@ -54,6 +59,10 @@ impl Document {
 
     /// Replaces the whole text (a save that sent its text).
     pub fn set_text(&mut self, text: &str) {
+        if self.text != text {
+            let old = self.text.to_string();
+            self.record_replacement(&old, text);
+        }
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
     }
@@ -70,8 +79,19 @@ impl Document {
         }
     }
 
+    /// Applies one change of the edit that made `self.version`.
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
         self.shift_profile(change);
+        match change.range {
+            None => {
+                let old = self.text.to_string();
+                self.record_replacement(&old, &change.text);
+            }
+            Some(r) => self.edits.push((
+                self.version,
+                LineChange::from_range((r.start.line, r.start.character), (r.end.line, r.end.character), &change.text),
+            )),
+        }
         self.lines = OnceLock::new();
         match change.range {
             None => self.text = Rope::from_str(&change.text),
@@ -136,6 +156,38 @@ impl Document {
 
     pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
         self.analysis.as_ref().map(|(_, a)| a)
+    }
+
+    /// A whole-text change (clients without incremental sync send one per
+    /// keystroke): its line changes, from a line diff, so findings still move
+    /// with their lines. A diff that runs out of time is coarser, never wrong.
+    fn record_replacement(&mut self, old: &str, new: &str) {
+        let diff = similar::TextDiff::configure().timeout(std::time::Duration::from_millis(50)).diff_lines(old, new);
+        // Last first: each change's lines are still those of `old`.
+        for op in diff.ops().iter().rev() {
+            let (o, n) = (op.old_range(), op.new_range());
+            if matches!(op.tag(), similar::DiffTag::Equal) {
+                continue;
+            }
+            let inserted = "\n".repeat(n.len());
+            self.edits.push((self.version, LineChange::from_range((o.start as u32, 0), (o.end as u32, 0), &inserted)));
+        }
+    }
+
+    /// Stores a finished analysis of `version`; edits up to it are now in it.
+    pub fn set_analysis(&mut self, version: i32, analysis: Arc<FileAnalysis>) {
+        self.edits.retain(|(v, _)| *v > version);
+        self.analysis = Some((version, analysis));
+    }
+
+    /// The changes since the stored analysis's text.
+    pub fn edits_since_analysis(&self) -> EditLog {
+        let since = self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v);
+        let mut log = EditLog::new();
+        for (_, c) in self.edits.iter().filter(|(v, _)| *v > since) {
+            log.push(*c);
+        }
+        log
     }
 }
 

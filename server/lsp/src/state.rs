@@ -27,7 +27,7 @@ pub struct State {
     pub code_lens_refresh: AtomicBool,
     /// The client shows server-initiated progress (`window.workDoneProgress`).
     pub work_done_progress: AtomicBool,
-    /// Finished searches per document, with the version their edit applies to.
+    /// Finished searches per document, with the text their edits were made against.
     pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
     /// The LLM key the client sent from its secret storage (never from settings).
     pub llm_key: Mutex<Option<kernelpro_llm::ApiKey>>,
@@ -35,7 +35,7 @@ pub struct State {
     pub progress_cancels: Mutex<HashMap<String, Arc<AtomicBool>>>,
 }
 
-/// A finished search: its edit applies only to the version it started from.
+/// A finished search: its edits apply while the lines they replace are unchanged (see `kernelpro_session::rebase`).
 #[derive(Debug, Clone)]
 pub struct StoredOptimization {
     pub version: i32,

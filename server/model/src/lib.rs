@@ -7,6 +7,9 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+mod codes;
+pub use codes::{CODES, Code, CodeInfo, Origin};
+
 /// A 0-based line and a UTF-8 byte column within that line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 pub struct Pos {

@@ -289,13 +289,15 @@ fn runner_for(settings: &Settings, run: &RunOptions, device: u32) -> (Settings, 
     }
 }
 
-/// `stub:SPEEDUP`: compiles and guards every candidate for real, then reports
-/// the original at 1 ms and every admitted candidate SPEEDUP times faster.
-/// It takes the batch path as a multi-GPU evaluator does (concurrent
-/// compiles), at least two candidates at a time.
+/// `stub:SPEEDUP[:LAUNCH]`: compiles and guards every candidate for real, then
+/// reports the original at 1 ms and every admitted candidate SPEEDUP times
+/// faster (LAUNCH times, when given, for one that changes the launch: tests of
+/// the launch-changing edit). It takes the batch path as a multi-GPU
+/// evaluator does (concurrent compiles), at least two candidates at a time.
 pub struct StubEvaluator {
     pub ctx: Context,
     pub speedup: f64,
+    pub launch_speedup: Option<f64>,
     /// As many as the devices it stands in for, at least 2.
     pub parallelism: usize,
     /// An imported profile's findings, given with the original's like the GPU evaluator's.
@@ -308,7 +310,11 @@ impl StubEvaluator {
             Err(o) => o,
             Ok(p) => {
                 let original = source == self.ctx.original;
-                let ms = if original { 1.0 } else { 1.0 / self.speedup };
+                let speedup = match self.launch_speedup {
+                    Some(s) if !crate::guard::launch_changes(&self.ctx.original, source, &self.ctx.kernel).is_empty() => s,
+                    _ => self.speedup,
+                };
+                let ms = if original { 1.0 } else { 1.0 / speedup };
                 let mut findings = notes(&p);
                 if original {
                     findings.splice(0..0, self.profile_notes.iter().cloned());

@@ -8,10 +8,12 @@
 
 mod evaluator;
 mod guard;
+mod launch_site;
 mod region;
 
 pub use evaluator::{Context, GpuEvaluator, StubEvaluator, cute_settings};
 pub use guard::{check_candidate, launch_changes};
+pub use launch_site::{SiteUpdate, update_sites};
 pub use region::{LineEdit, edit_within_region, kernel_region};
 
 use kernelpro_core::analysis::Analyzer;
@@ -84,6 +86,10 @@ pub struct OptimizeOutcome {
     pub stop: String,
     /// The edit of the kernel's region; `None` when nothing beat the original.
     pub edit: Option<LineEdit>,
+    /// With a new launch: the edits of the file's own launch sites of the
+    /// kernel (outside the region, in the original's lines), applied with `edit`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launch_site_edits: Vec<LineEdit>,
     pub new_text: Option<String>,
     /// `Apply optimized saxpy: 1.84x faster, verified on 3 seeds`.
     pub title: String,
@@ -122,8 +128,12 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let (mut proposer, notes) = proposers(req);
     let proposer = proposer.as_mut();
     let evaluator_kind = req.settings.optimize.evaluator.clone();
-    if let Some(speedup) = evaluator_kind.strip_prefix("stub:") {
-        let speedup: f64 = speedup.parse().map_err(|_| format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP, e.g. stub:1.5"))?;
+    if let Some(speedups) = evaluator_kind.strip_prefix("stub:") {
+        let bad = || format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP or stub:SPEEDUP:LAUNCH_SPEEDUP, e.g. stub:1.5");
+        let (speedup, launch_speedup) = match speedups.split_once(':') {
+            Some((s, l)) => (s.parse::<f64>().map_err(|_| bad())?, Some(l.parse::<f64>().map_err(|_| bad())?)),
+            None => (speedups.parse::<f64>().map_err(|_| bad())?, None),
+        };
         let mut notes = notes;
         // No GPU to profile on; a recorded profile still orders the recipes.
         let profile_notes = match req.profile_import.is_some().then(|| profile_original(req, &ctx)) {
@@ -134,12 +144,13 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
             }
             None => Vec::new(),
         };
-        let mut ev = StubEvaluator { ctx, speedup, parallelism: req.settings.optimize.devices.len(), profile_notes };
+        let mut ev = StubEvaluator { ctx, speedup, launch_speedup, parallelism: req.settings.optimize.devices.len(), profile_notes };
         let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
-        out.title = format!("Apply optimized {}: {:.2}x faster (stub evaluator, not measured)", req.kernel, out.speedup);
+        let new_launch = best.is_some_and(|n| !launch_changes(&req.text, &n.source, &req.kernel).is_empty());
+        out.title = format!("Apply optimized {}: {:.2}x faster{} (stub evaluator, not measured)", req.kernel, out.speedup, if new_launch { " with a new launch" } else { "" });
         out.notes.splice(0..0, notes);
         return Ok(out);
     }
@@ -292,10 +303,16 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
     };
     let launch = best.map(|n| launch_changes(original, &n.source, &req.kernel)).unwrap_or_default();
     let with_launch = if launch.is_empty() { "" } else { " with a new launch" };
+    let sites = match (best, region, &edit) {
+        (Some(n), Some(r), Some(_)) => update_sites(original, &n.source, &req.kernel, r),
+        _ => SiteUpdate::default(),
+    };
     let mut notes = Vec::new();
     if !launch.is_empty() {
-        notes.push(launch_note(original, &req.kernel, &launch));
+        notes.push(launch_note(original, &req.kernel, &launch, !sites.edits.is_empty()));
     }
+    notes.extend(sites.notes);
+    let new_text = edit.as_ref().map(|e| apply_edits(original, std::iter::once(e).chain(&sites.edits)));
     OptimizeOutcome {
         kernel: req.kernel.clone(),
         speedup,
@@ -309,17 +326,36 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         tried: result.memory.entries().to_vec(),
         evaluations: result.evaluations,
         stop: format!("{:?}", result.stop),
-        new_text: edit.as_ref().and(best.map(|n| n.source.clone())),
+        new_text,
         edit,
+        launch_site_edits: sites.edits,
         stub: false,
         notes,
         devices: Vec::new(),
     }
 }
 
+/// `original` with non-overlapping line edits (in its own line numbers) applied.
+fn apply_edits<'e>(original: &str, edits: impl Iterator<Item = &'e LineEdit>) -> String {
+    let mut edits: Vec<&LineEdit> = edits.collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.start_line));
+    let mut lines: Vec<String> = original.split_inclusive('\n').map(str::to_string).collect();
+    for e in edits {
+        lines.splice(e.start_line as usize..e.end_line as usize, [e.text.clone()]);
+    }
+    lines.concat()
+}
+
 /// What the user must do for a launch-changing edit: the spec's new launch
-/// is what KernelPro runs; host code must launch the kernel so itself.
-fn launch_note(original: &str, kernel: &str, changes: &[String]) -> String {
+/// is what KernelPro runs; host code must launch the kernel so itself (the
+/// edit does it for this file's launches it could write: `sites_updated`).
+fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: bool) -> String {
+    if sites_updated {
+        return format!(
+            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too, and raise cudaFuncAttributeMaxDynamicSharedMemorySize to the new `smem` first. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
+            changes.join(", ")
+        );
+    }
     let host: Vec<String> = original
         .lines()
         .enumerate()
@@ -344,7 +380,7 @@ mod tests {
     #[test]
     fn a_launch_note_names_the_changes_and_the_host_launches() {
         let original = "__global__ void k(float* y) {}\nint main() {\n  k<<<4, 256>>>(y);\n}\n";
-        let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()]);
+        let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()], false);
         assert!(note.contains("the launch of `k` in its spec: `block = 256` → `block = 384`."), "{note}");
         assert!(note.contains("(this file launches it on line 3) must use it"), "{note}");
     }
@@ -361,20 +397,25 @@ mod tests {
         drop(watch);
     }
 
-    /// With a stub evaluator (one candidate, no GPU) the recorded profile decides
-    /// the first rewrite: strided_copy's measured `Uncoalesced` puts LoopInterchange
-    /// first; without it the static `MissingRestrict` leads.
+    /// A recorded profile orders the recipes within each tier. The search
+    /// (stub evaluator, no GPU) takes strided_copy's structural rewrite first
+    /// with or without it; after the structural tier, the measured
+    /// `Uncoalesced` puts LoopInterchange first, where without it the static
+    /// findings lead.
     #[test]
     fn a_recorded_profile_orders_the_recipes() {
+        use kernelpro_search::{NodeId, ProposeContext, SearchMemory};
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let path = root.join("bench/kernels/strided_copy.cu");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let recorded = root.join("tests/fixtures/h200-kernelpro/strided_copy");
         let first_step = |import: Option<PathBuf>| {
             let rt = tokio::runtime::Runtime::new().unwrap();
             let mut settings = Settings { trusted: true, ..Default::default() };
             (settings.optimize.evaluator, settings.optimize.budget) = ("stub:1.5".into(), 2);
             let req = OptimizeRequest {
                 path: path.clone(),
-                text: std::fs::read_to_string(&path).unwrap(),
+                text: text.clone(),
                 kernel: "strided_copy".into(),
                 settings,
                 strategy: Strategy::Greedy,
@@ -385,10 +426,21 @@ mod tests {
             };
             let out = optimize(&req, rt.handle().clone(), Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
             assert!(out.notes.is_empty(), "{:?}", out.notes);
-            (out.steps[0].recipe.clone(), out.steps[0].answers.clone())
+            out.steps[0].recipe.clone()
         };
-        let recorded = first_step(Some(root.join("tests/fixtures/h200-kernelpro/strided_copy")));
-        assert_eq!(recorded, ("LoopInterchange".to_string(), Some("Uncoalesced".to_string())));
-        assert_ne!(first_step(None), recorded);
+        assert_eq!(first_step(Some(recorded.clone())), "GridStrideMap");
+        assert_eq!(first_step(None), "GridStrideMap");
+
+        let report = Exports::from_dir(&recorded).and_then(|e| analyze_exports(&e, &text, &Thresholds::default())).unwrap();
+        let first_rewrite = |findings: &[FindingNote]| {
+            let memory = SearchMemory::default();
+            let ctx = ProposeContext { parent: NodeId::ROOT, source: &text, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings, failure: None, memory: &memory, wanted: 100 };
+            let structural: Vec<&str> = kernelpro_recipes::all().iter().filter(|r| r.tier() == kernelpro_recipes::Tier::Structural).map(|r| r.name()).collect();
+            let p = kernelpro_recipes::RecipeProposer::new("strided_copy").propose(&ctx).into_iter().find(|p| !structural.contains(&p.recipe.as_str())).expect("a rewrite past the structural tier");
+            (p.recipe, p.answers)
+        };
+        let measured = first_rewrite(&notes_of(&report));
+        assert_eq!(measured, ("LoopInterchange".to_string(), Some("Uncoalesced".to_string())));
+        assert_ne!(first_rewrite(&[]), measured);
     }
 }

@@ -263,11 +263,31 @@ fn peaks_from_device_attributes_match_the_spec_sheet() {
 
 #[test]
 fn tool_affinity_and_stage2_pass() {
-    let names = |c| select_tools(c).iter().map(|t| t.name).collect::<Vec<_>>().join(" ");
+    let names = |c| select_tools(c).iter().map(|t| t.name()).collect::<Vec<_>>().join(" ");
     expect!["MemoryCoalescing Uncoalesced HighDRAMThroughput SharedMemTiling Vectorization SharedBankConflicts WarpStall RegisterSpill TailEffect FP64Math"].assert_eq(&names(Class::MemoryBound));
     expect!["OccupancyLimiter HighRegisterUsage WarpStall RegisterSpill TailEffect TensorCore ThreadDivergence FP64Math NonFusedFP32"].assert_eq(&names(Class::ComputeBound));
     expect!["Uncoalesced SharedBankConflicts OccupancyLimiter HighRegisterUsage WarpStall BarrierStall LaunchOverhead RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::LatencyBound));
     assert_eq!(select_tools(Class::Balanced).len(), kernelpro_profile::tools::TOOLS.len());
     let opts = ProfileOptions { clock_control: ClockControl::Base, kernel_regex: Some("strided".into()), output: Output::Report("s2".into()) };
     expect!["--config-file off --clock-control base --apply-rules no --section SourceCounters --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
+}
+
+/// Every finding the tools report on the recordings carries a code of the
+/// registry (`kernelpro_model::CODES`), a profile one, with its doc link; and
+/// every profile code of the registry has one tool.
+#[test]
+fn findings_carry_registry_codes() {
+    use kernelpro_model::{Code, Origin};
+    for kernel in ["strided_copy", "transpose_conflicts", "divergent", "saxpy_fp64", "matmul_naive"] {
+        for f in findings(kernel) {
+            let code = f.code.as_deref().and_then(Code::parse);
+            assert!(code.is_some_and(|c| c.origin() == Origin::Profile), "{kernel}: {:?} is not a profile code of the registry", f.code);
+            assert_eq!(f.doc_url, code.map(Code::doc_url));
+        }
+    }
+    let mut tools: Vec<Code> = kernelpro_profile::tools::TOOLS.iter().map(|t| t.code).collect();
+    tools.sort();
+    let mut registry: Vec<Code> = Code::all().filter(|c| c.origin() == Origin::Profile).collect();
+    registry.sort();
+    assert_eq!(tools, registry, "one profile tool per profile code");
 }

@@ -23,6 +23,7 @@ pub use recipes::{
     VectorizeLoads, WarpRows, WarpShuffleReduce, all,
 };
 
+pub use kernelpro_model::Code;
 use serde::Serialize;
 
 /// One rewritten file.
@@ -34,11 +35,28 @@ pub struct Rewrite {
     pub note: String,
 }
 
+/// How deep a change a rewrite makes. At a node's expansion every structural
+/// candidate is proposed before the other rewrites, and those before the
+/// micro-optimizations: a few percent from `__restrict__` or an unroll is
+/// worth trying on top of the right structure, not instead of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Tier {
+    /// The kernel's parallel pattern rewritten into its expert form (with launch variants).
+    Structural,
+    Rewrite,
+    /// Qualifiers, hints and pragmas.
+    Micro,
+}
+
 /// A built-in rewrite of one kernel.
 pub trait Recipe {
     fn name(&self) -> &'static str;
-    /// The finding tools (static and profile) whose problem this rewrite addresses.
-    fn answers(&self) -> &'static [&'static str];
+    fn tier(&self) -> Tier {
+        Tier::Rewrite
+    }
+    /// The finding codes (static and profile tools, from the registry in
+    /// `kernelpro_model::CODES`) whose problem this rewrite addresses.
+    fn answers(&self) -> &'static [Code];
     /// Every rewrite this recipe offers for `kernel`; empty when it does not apply.
     fn rewrite(&self, file_text: &str, kernel: &str) -> Vec<Rewrite>;
     fn applies(&self, file_text: &str, kernel: &str) -> bool {

@@ -1,6 +1,6 @@
 //! The recipes behind the search's `Proposer` trait.
 
-use crate::{Recipe, all};
+use crate::{Recipe, Tier, all};
 use kernelpro_search::{Proposal, ProposeContext, Proposer};
 use std::collections::HashSet;
 
@@ -20,13 +20,14 @@ impl RecipeProposer {
         self
     }
 
-    /// Recipe indices with the tool each answers: recipes answering the
+    /// Recipe indices with the tool each answers, tier by tier (structural
+    /// first, micro-optimizations last); within a tier, recipes answering the
     /// findings first (in the findings' order), then the rest.
     fn order(&self, ctx: &ProposeContext) -> Vec<(usize, Option<String>)> {
         let mut order: Vec<(usize, Option<String>)> = Vec::new();
         for f in ctx.findings {
             for (i, r) in self.recipes.iter().enumerate() {
-                if r.answers().contains(&f.tool.as_str()) && !order.iter().any(|(j, _)| *j == i) {
+                if r.answers().iter().any(|c| c.as_str() == f.tool) && !order.iter().any(|(j, _)| *j == i) {
                     order.push((i, Some(f.tool.clone())));
                 }
             }
@@ -36,6 +37,8 @@ impl RecipeProposer {
                 order.push((i, None));
             }
         }
+        // Stable: the findings' order holds within each tier.
+        order.sort_by_key(|(i, _)| self.recipes[*i].tier());
         order
     }
 }
@@ -45,32 +48,39 @@ impl Proposer for RecipeProposer {
         "recipes"
     }
 
-    /// Round-robin over the ordered recipes (each one's first rewrite, then
-    /// each one's second, ...), skipping sources already tried or proposed.
+    /// Tier by tier, round-robin over the tier's ordered recipes (each one's
+    /// first rewrite, then each one's second, ...), skipping sources already
+    /// tried or proposed: every structural candidate (a structure, then its
+    /// launch variants) comes before any micro-optimization.
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
         let per_recipe: Vec<_> = self
             .order(ctx)
             .into_iter()
-            .map(|(i, answers)| (self.recipes[i].name(), answers, self.recipes[i].rewrite(ctx.source, &self.kernel)))
+            .map(|(i, answers)| (self.recipes[i].tier(), self.recipes[i].name(), answers, self.recipes[i].rewrite(ctx.source, &self.kernel)))
             .collect();
-        // Exact text, not the memory's normalized hash: that hash drops comments, and a tune reorder lives in one.
+        // Exact text, as well as the memory's normalized one (which keeps launch-spec comments).
         let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
         let mut out = Vec::new();
-        let rounds = per_recipe.iter().map(|(_, _, r)| r.len()).max().unwrap_or(0);
-        for round in 0..rounds {
-            for (name, answers, rewrites) in &per_recipe {
-                let Some(rw) = rewrites.get(round) else { continue };
-                if out.len() == ctx.wanted {
-                    return out;
+        let mut tiers: Vec<Tier> = per_recipe.iter().map(|r| r.0).collect();
+        tiers.dedup();
+        for tier in tiers {
+            let in_tier: Vec<_> = per_recipe.iter().filter(|r| r.0 == tier).map(|(_, n, a, r)| (n, a, r)).collect();
+            let rounds = in_tier.iter().map(|(_, _, r)| r.len()).max().unwrap_or(0);
+            for round in 0..rounds {
+                for &(name, answers, rewrites) in &in_tier {
+                    let Some(rw) = rewrites.get(round) else { continue };
+                    if out.len() == ctx.wanted {
+                        return out;
+                    }
+                    if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
+                        continue;
+                    }
+                    let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
+                    if let Some(tool) = answers {
+                        p = p.answering(tool.clone());
+                    }
+                    out.push(p);
                 }
-                if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
-                    continue;
-                }
-                let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
-                if let Some(tool) = answers {
-                    p = p.answering(tool.clone());
-                }
-                out.push(p);
             }
         }
         out

@@ -730,24 +730,41 @@ fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String 
 }
 
 #[test]
-fn proposer_puts_answering_recipes_first() {
+fn proposer_puts_structural_then_answering_recipes_first() {
     let text = fixture("kernels.cu");
     expect![[r#"
+        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
+        GridStrideMap answers=None note="grid-stride map over (i)"
         FloatLiterals answers=Some("Fp64Promotion") note="float literals (1) and float math calls (0)"
         VectorizeLoads answers=Some("Vectorization") note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
-        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
         PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
         RestrictConst answers=None note="__restrict__ y, __restrict__ x"
         Ldg answers=None note="__ldg loads of x"
-        GridStrideMap answers=None note="grid-stride map over (i)"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &["Fp64Promotion", "Vectorization"], 10));
     expect![[r#"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
-        TuneParameter answers=Some("TailEffect") note="tune B = 256"
-        PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
+        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)"
+        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)"
     "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));
     expect![[r#"
         GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
-        FloatLiterals answers=None note="float literals (1) and float math calls (0)"
+        GridStrideMap answers=None note="grid-stride map over (i)"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &[], 2));
+}
+
+/// At every expansion the structural candidates (each structure, then its
+/// launch variants) come before the other rewrites, and the micro-optimizations
+/// last, even when a finding only they answer comes first.
+#[test]
+fn structural_candidates_come_before_micro_ones() {
+    let tier = |name: &str| crate::all().into_iter().find(|r| r.name() == name).map(|r| r.tier()).expect("a built-in recipe");
+    for (file, kernel) in [("kernels.cu", "saxpy_fp64"), ("kernels.cu", "strided_copy"), ("tune_block.cu", "saxpy")] {
+        let text = fixture(file);
+        let findings: Vec<FindingNote> = ["MissingRestrict", "RegisterSpill", "Uncoalesced"].iter().map(|t| FindingNote::new(*t, "")).collect();
+        let memory = SearchMemory::default();
+        let ctx = ProposeContext { parent: NodeId(0), source: &text, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings: &findings, failure: None, memory: &memory, wanted: 100 };
+        let tiers: Vec<(crate::Tier, String)> = RecipeProposer::new(kernel).propose(&ctx).iter().map(|p| (tier(&p.recipe), p.recipe.clone())).collect();
+        assert!(tiers.windows(2).all(|w| w[0].0 <= w[1].0), "{kernel}: {tiers:?}");
+        assert!(tiers.iter().any(|t| t.0 == crate::Tier::Micro), "{kernel}: {tiers:?}");
+    }
 }

@@ -3,14 +3,14 @@
 
 use crate::config::SearchConfig;
 use crate::evaluate::{Evaluator, Outcome, OutcomeKind};
-use crate::memory::{SearchMemory, source_hash};
+use crate::memory::{SearchMemory, normalize, source_hash};
 use crate::proposer::{ProposeContext, Proposer};
 use crate::result::{SearchResult, StopReason, best_path, pick_best, stats};
 use crate::rng::SplitMix64;
 use crate::select::select;
 use crate::tree::{Evaluated, NodeId, Tree};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -138,6 +138,7 @@ impl<'a> Search<'a> {
             iterations: 0,
             duplicates: 0,
             best: None,
+            outcomes: HashMap::from([(normalize(original), baseline.clone())]),
         };
         run.memory.record(
             original,
@@ -199,6 +200,10 @@ struct Run<'c, 'a> {
     iterations: usize,
     duplicates: usize,
     best: Option<NodeId>,
+    /// Every outcome the evaluator returned, by normalized source: a batch-mate
+    /// evaluated but not recorded (its parent was pruned by an earlier outcome
+    /// of the batch) is not evaluated again when it is proposed later.
+    outcomes: HashMap<String, Outcome>,
 }
 
 impl Run<'_, '_> {
@@ -305,13 +310,7 @@ impl Run<'_, '_> {
                         .iter()
                         .map(String::as_str)
                         .collect();
-                    let outcomes = evaluator.evaluate_batch(&chunk);
-                    assert_eq!(
-                        outcomes.len(),
-                        chunk.len(),
-                        "evaluate_batch returns one outcome per source"
-                    );
-                    ready.extend(outcomes);
+                    ready.extend(self.evaluate_once(evaluator, &chunk));
                 }
                 let outcome = ready.pop_front().expect("refilled above");
                 self.evaluations += 1;
@@ -358,6 +357,22 @@ impl Run<'_, '_> {
                 self.tree.backup(node, self.tree[node].reward);
             }
         }
+    }
+
+    /// The outcomes of `sources` (distinct after normalization), calling the
+    /// evaluator only for those it has never seen.
+    fn evaluate_once(&mut self, evaluator: &mut dyn Evaluator, sources: &[&str]) -> Vec<Outcome> {
+        let keys: Vec<String> = sources.iter().map(|s| normalize(s)).collect();
+        let new: Vec<usize> = (0..sources.len()).filter(|&i| !self.outcomes.contains_key(&keys[i])).collect();
+        if !new.is_empty() {
+            let batch: Vec<&str> = new.iter().map(|&i| sources[i]).collect();
+            let outcomes = evaluator.evaluate_batch(&batch);
+            assert_eq!(outcomes.len(), batch.len(), "evaluate_batch returns one outcome per source");
+            for (i, outcome) in new.into_iter().zip(outcomes) {
+                self.outcomes.insert(keys[i].clone(), outcome);
+            }
+        }
+        keys.iter().map(|k| self.outcomes[k].clone()).collect()
     }
 
     fn out_of_budget(&self) -> Option<StopReason> {

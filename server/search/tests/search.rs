@@ -843,3 +843,58 @@ fn a_batch_holds_no_repeats_or_remembered_sources() {
         of: NodeId(1)
     }));
 }
+
+/// A batch-mate evaluated after an earlier outcome of its batch exhausted
+/// their parent is not recorded there; proposed again elsewhere (here with
+/// other layout and a comment), it costs no second evaluation.
+#[test]
+fn a_candidate_evaluated_but_not_recorded_is_not_evaluated_again() {
+    struct Script(usize);
+    impl Proposer for Script {
+        fn name(&self) -> &str {
+            "script"
+        }
+        fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+            self.0 += 1;
+            let list: &[&str] = match (ctx.source, self.0) {
+                ("r", 1) => &["r/1"],
+                ("r/1", _) => &["f1", "f2", "f3", "x = 1;"],
+                ("r", _) => &["x  =  1; // again", "r/2"],
+                _ => &[],
+            };
+            list.iter().map(|s| Proposal::new(*s, *s)).collect()
+        }
+    }
+    let mut evaluator = Batched::new(
+        Scripted::new(|s| match s {
+            "r" => ok(1.0),
+            "r/1" => ok(0.5),
+            _ if s.starts_with('f') => Outcome::CompileError("no".into()),
+            _ => ok(0.8),
+        }),
+        4,
+    );
+    let config = SearchConfig {
+        strategy: Strategy::Greedy,
+        candidates_per_iteration: 4,
+        widening: Widening {
+            k: 4.0,
+            ..Widening::default()
+        },
+        budget: Budget {
+            max_iterations: 4,
+            ..Budget::default()
+        },
+        ..SearchConfig::default()
+    };
+    let result = Search::new(config)
+        .run("r", &mut Script(0), &mut evaluator)
+        .unwrap();
+    let mut calls = evaluator.inner.calls.clone();
+    calls.sort();
+    assert_eq!(calls, ["f1", "f2", "f3", "r", "r/1", "r/2", "x = 1;"], "{:?}", result.trace);
+    let x = result.tree.nodes().iter().find(|n| n.source == "x  =  1; // again").expect("recorded under the root");
+    assert_eq!(x.speedup, Some(1.25));
+    let normalized: std::collections::HashSet<String> = calls.iter().map(|c| normalize(c)).collect();
+    assert_eq!(normalized.len(), calls.len(), "no normalized source evaluated twice");
+}

@@ -7,15 +7,15 @@
 use super::finding;
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::{AccessKind, BranchKind, Dep, Space};
 
 pub struct AtomicContention;
 
-const NAME: &str = "AtomicContention";
+const NAME: Code = Code::AtomicContention;
 
 impl StaticTool for AtomicContention {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 
@@ -23,7 +23,25 @@ impl StaticTool for AtomicContention {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
         for model in models(input).iter() {
-            for a in model.accesses.iter().filter(|a| a.space == Space::Global) {
+            // A `__device__` function's parameters differ per caller and thread:
+            // where they point is unknown here (the kernels that call it are
+            // modelled with the call inlined, their addresses known).
+            let params: Vec<&str> = if model.is_kernel {
+                Vec::new()
+            } else {
+                input
+                    .source
+                    .functions
+                    .iter()
+                    .filter(|f| f.name == model.name)
+                    .flat_map(|f| f.params.iter().map(|p| p.name.as_str()))
+                    .collect()
+            };
+            for a in model
+                .accesses
+                .iter()
+                .filter(|a| a.space == Space::Global && !params.contains(&a.base.as_str()))
+            {
                 let AccessKind::Atomic(function) = &a.kind else {
                     continue;
                 };

@@ -9,14 +9,14 @@ use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::{
     Access, Atom, KernelModel, SharedArray, Space, bank_conflict_ways, poly::gcd,
 };
 
 pub struct SharedBankConflict;
 
-const NAME: &str = "SharedBankConflict";
+const NAME: Code = Code::SharedBankConflict;
 
 /// Fires from a 4-way conflict: a 2-way one (a 16-wide tile padded to 17 on
 /// 16×16 blocks) costs one replay and is not worth a rewrite.
@@ -31,7 +31,7 @@ struct Conflict {
 }
 
 impl StaticTool for SharedBankConflict {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -8,15 +8,15 @@
 use super::finding;
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::{AccessKind, BranchKind, BranchSource, Space};
 
 pub struct DivergentBranch;
 
-const NAME: &str = "DivergentBranch";
+const NAME: Code = Code::DivergentBranch;
 
 impl StaticTool for DivergentBranch {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -8,7 +8,7 @@ use super::finding;
 use crate::locate::{lines_with, listing, sass_functions};
 use crate::syntax::{Syntax, descendants, is_double_literal};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_sass::cost::is_fp64;
 use kernelpro_sass::disasm::Instruction;
 use kernelpro_source::{FnKind, span_of};
@@ -17,7 +17,7 @@ use tree_sitter::Node;
 
 pub struct Fp64Promotion;
 
-const NAME: &str = "Fp64Promotion";
+const NAME: Code = Code::Fp64Promotion;
 
 /// Math functions whose unsuffixed name has a double overload.
 const MATH: &[&str] = &[
@@ -35,7 +35,10 @@ enum Cause<'t> {
 }
 
 impl StaticTool for Fp64Promotion {
-    fn name(&self) -> &'static str {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Sass
+    }
+    fn code(&self) -> Code {
         NAME
     }
 

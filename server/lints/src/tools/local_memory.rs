@@ -9,7 +9,7 @@ use super::{finding, line_span};
 use crate::locate::{lines_with, listing, sass_functions, short_name};
 use crate::syntax::{Syntax, descendants};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_sass::disasm::Instruction;
 use kernelpro_source::Function;
 
@@ -18,14 +18,17 @@ pub struct LocalMemorySpill {
     pub max_lines: usize,
 }
 
-const NAME: &str = "LocalMemorySpill";
+const NAME: Code = Code::LocalMemorySpill;
 
 fn is_local(instruction: &Instruction) -> bool {
     matches!(instruction.base_opcode(), "LDL" | "STL")
 }
 
 impl StaticTool for LocalMemorySpill {
-    fn name(&self) -> &'static str {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Sass
+    }
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -14,16 +14,16 @@
 use super::finding;
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::pattern::stencil_read;
 use kernelpro_source::kernel_model::{Access, KernelModel, Space};
 
 pub struct MissedReuse;
 
-const NAME: &str = "MissedReuse";
+const NAME: Code = Code::MissedReuse;
 
 impl StaticTool for MissedReuse {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

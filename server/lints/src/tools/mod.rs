@@ -26,20 +26,20 @@ pub use scalar_loads::ScalarLoads;
 pub use sync_branch::SyncInDivergentBranch;
 pub use uncoalesced::UncoalescedAccess;
 
-use kernelpro_model::{Finding, Severity, Span, tool_doc_url};
+use kernelpro_model::{Code, Finding, Severity, Span};
 
 /// A finding of `tool` about `kernel`, with the tool's code and doc link.
 fn finding(
-    tool: &'static str,
+    tool: Code,
     severity: Severity,
     span: Span,
     kernel: &str,
     message: String,
 ) -> Finding {
     Finding::new("kernelpro", severity, span, message)
-        .with_code(tool)
+        .with_code(tool.as_str())
         .with_kernel(kernel)
-        .with_doc(tool_doc_url(tool))
+        .with_doc(tool.doc_url())
 }
 
 /// The non-blank part of a 0-based line, so a line-level finding underlines code, not indent.

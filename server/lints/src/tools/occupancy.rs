@@ -6,7 +6,7 @@
 use super::finding;
 use crate::locate::short_name;
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_sass::occupancy::{ArchLimits, Limiter, occupancy};
 
 pub struct OccupancyLimit {
@@ -14,10 +14,13 @@ pub struct OccupancyLimit {
     pub min_percent: f64,
 }
 
-const NAME: &str = "OccupancyLimit";
+const NAME: Code = Code::OccupancyLimit;
 
 impl StaticTool for OccupancyLimit {
-    fn name(&self) -> &'static str {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Resources
+    }
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -12,14 +12,14 @@
 use super::finding;
 use crate::syntax::{Syntax, descendants};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::Param;
 use std::collections::HashMap;
 use tree_sitter::Node;
 
 pub struct MissingRestrict;
 
-const NAME: &str = "MissingRestrict";
+const NAME: Code = Code::MissingRestrict;
 
 /// Calls that only read through the pointer they are given.
 const READ_ONLY_CALLS: &[&str] = &["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"];
@@ -40,7 +40,7 @@ struct Use {
 }
 
 impl StaticTool for MissingRestrict {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

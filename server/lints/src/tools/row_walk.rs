@@ -8,18 +8,18 @@ use super::finding;
 use super::uncoalesced::uncoalesced;
 use crate::model::{Lines, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
-use kernelpro_source::kernel_model::{AccessKind, Step};
+use kernelpro_model::{Code, Finding, Severity};
+use kernelpro_source::kernel_model::{AccessKind, Atom, Step};
 
 pub struct RowWalk;
 
-const NAME: &str = "RowWalk";
+const NAME: Code = Code::RowWalk;
 
 /// A loop with a constant bound this short is a vector's width, not a row.
 const SHORT_ROW: i64 = 32;
 
 impl StaticTool for RowWalk {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 
@@ -28,6 +28,7 @@ impl StaticTool for RowWalk {
         let mut lines = Lines::default();
         for model in models(input).iter() {
             let bad = uncoalesced(&model);
+            let fixed = template_values(input, &model.name);
             for (id, l) in model.loops.iter().enumerate() {
                 let Some(atom) = &l.atom else { continue };
                 if !matches!(&l.step, Step::Add(s) if s.as_constant() == Some(1))
@@ -36,6 +37,15 @@ impl StaticTool for RowWalk {
                         .and_then(|b| b.as_constant())
                         .is_some_and(|b| b.abs() <= SHORT_ROW)
                 {
+                    continue;
+                }
+                // A bound made of template values (`resIdxN < TN`) is a register
+                // tile's width fixed at compile time, not a row whose length is
+                // known to be long: whether it is, the model cannot tell.
+                if l.bound.as_ref().is_some_and(|b| {
+                    b.atoms().next().is_some()
+                        && b.atoms().all(|a| matches!(a, Atom::Sym(s) if fixed.contains(s)))
+                }) {
                     continue;
                 }
                 // Uncoalesced accesses stepping by one element per iteration of this loop.
@@ -107,4 +117,50 @@ impl StaticTool for RowWalk {
         }
         findings
     }
+}
+
+/// The names of a template kernel's non-type parameters (`template <int BM, const int TN>`
+/// gives `BM`, `TN`; `typename T` gives nothing).
+fn template_values(input: &LintInput, kernel: &str) -> Vec<String> {
+    let Some(f) = input
+        .source
+        .functions
+        .iter()
+        .find(|f| f.name == kernel && f.is_template)
+    else {
+        return Vec::new();
+    };
+    let Some(text) = input.text.get(f.start_byte..f.end_byte) else {
+        return Vec::new();
+    };
+    let Some(open) = text.find('<') else {
+        return Vec::new();
+    };
+    // The header's closing `>`, past nested ones (`template <typename T = A<B>>`).
+    let mut level = 0usize;
+    let mut close = None;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '<' => level += 1,
+            '>' => {
+                level -= 1;
+                if level == 0 {
+                    close = Some(open + i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return Vec::new();
+    };
+    text[open + 1..close]
+        .split(',')
+        .map(|p| p.split('=').next().unwrap_or("").trim())
+        .filter(|p| !p.starts_with("typename") && !p.starts_with("class") && !p.starts_with("template"))
+        .filter_map(|p| p.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next())
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .collect()
 }

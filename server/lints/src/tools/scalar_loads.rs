@@ -15,14 +15,14 @@ use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_sass::disasm::Instruction;
 use kernelpro_source::kernel_model::{Access, AccessKind, KernelModel, Poly, Space, Step};
 use std::collections::BTreeMap;
 
 pub struct ScalarLoads;
 
-const NAME: &str = "ScalarLoads";
+const NAME: Code = Code::ScalarLoads;
 
 fn is_scalar_global_load(instruction: &Instruction) -> bool {
     instruction.base_opcode() == "LDG"
@@ -38,7 +38,10 @@ struct Candidate<'m> {
 }
 
 impl StaticTool for ScalarLoads {
-    fn name(&self) -> &'static str {
+    fn needs(&self) -> crate::Needs {
+        crate::Needs::Sass
+    }
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -9,15 +9,15 @@ use super::finding;
 use crate::locate::{instructions_on, listing, sass_functions};
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::BranchSource;
 
 pub struct SyncInDivergentBranch;
 
-const NAME: &str = "SyncInDivergentBranch";
+const NAME: Code = Code::SyncInDivergentBranch;
 
 impl StaticTool for SyncInDivergentBranch {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

@@ -6,7 +6,7 @@
 use super::finding;
 use crate::model::{Lines, geometry_note, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::{
     Access, AccessKind, Atom, Dim, KernelModel, Poly, Space, sectors_per_request,
 };
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 pub struct UncoalescedAccess;
 
-const NAME: &str = "UncoalescedAccess";
+const NAME: Code = Code::UncoalescedAccess;
 
 /// Fires at this many times the fewest sectors (3 floats apart and more):
 /// a 2-apart pair is usually two halves of one vector (ScalarLoads' case).
@@ -100,7 +100,7 @@ fn covered_by_neighbours(model: &KernelModel, a: &Access) -> bool {
 }
 
 impl StaticTool for UncoalescedAccess {
-    fn name(&self) -> &'static str {
+    fn code(&self) -> Code {
         NAME
     }
 

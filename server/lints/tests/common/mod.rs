@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use kernelpro_lints::launch::{Launch, LaunchFrom};
-use kernelpro_lints::{LintInput, Thresholds, run_all, run_all_with};
+use kernelpro_lints::{LintInput, Needs, Thresholds, run_all, run_needing};
 use kernelpro_model::Finding;
 use kernelpro_sass::{disasm::parse_sass, ptxas::parse_ptxas};
 
@@ -46,6 +46,16 @@ impl Fixture {
 }
 
 pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> Vec<Finding> {
+    findings_of(fixture, with_sass, thresholds, |_| true)
+}
+
+/// The findings of the tools whose needs pass `which` (`run_needing`).
+pub fn findings_of(
+    fixture: &Fixture,
+    with_sass: bool,
+    thresholds: &Thresholds,
+    which: impl Fn(Needs) -> bool,
+) -> Vec<Finding> {
     let source = kernelpro_source::parse(&fixture.cu);
     let sass = parse_sass(&fixture.sass);
     let resources = parse_ptxas(&fixture.ptxas);
@@ -71,10 +81,10 @@ pub fn findings(fixture: &Fixture, with_sass: bool, thresholds: &Thresholds) -> 
         default_block: 256,
         block_dims: &|_: &str| None,
     };
-    if *thresholds == Thresholds::default() {
+    if *thresholds == Thresholds::default() && which(Needs::Sass) {
         run_all(&input)
     } else {
-        run_all_with(&input, thresholds)
+        run_needing(&input, thresholds, which)
     }
 }
 

@@ -9,22 +9,21 @@ pub async fn code_action(
     params: CodeActionParams,
 ) -> Result<Option<CodeActionResponse>> {
     let uri = params.text_document.uri;
-    let Some((text, version)) = server
+    let Some(text) = server
         .state
         .docs()
         .get(&uri)
-        .map(|d| (d.snapshot(), d.version))
+        .map(|d| d.snapshot())
     else {
         return Ok(None);
     };
     // The parse runs off the lock and the runtime's workers (see documentSymbol).
     let line = text.pos(params.range.start).line;
-    let file =
-        crate::server::blocking(move || kernelpro_core::source::parse(&text.text.to_string()))
-            .await;
+    let current = text.text.to_string();
+    let (file, current) = crate::server::blocking(move || (kernelpro_core::source::parse(&current), current)).await;
     let mut actions = Vec::new();
     if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {
-        if let Some(apply) = crate::handlers::optimize::apply_action(server, &uri, &k.name, version)
+        if let Some(apply) = crate::handlers::optimize::apply_action(server, &uri, &k.name, &current)
         {
             actions.push(CodeActionOrCommand::CodeAction(apply));
         }

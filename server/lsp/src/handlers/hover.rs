@@ -9,7 +9,11 @@ pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
     let docs = server.state.docs();
     let Some(doc) = docs.get(&pp.text_document.uri) else { return Ok(None) };
     let Some(analysis) = doc.current_analysis() else { return Ok(None) };
-    let pos = doc.pos(pp.position);
+    // The analysis may be older than the text: ask it about the line as it was
+    // then (a line rewritten since has nothing to show until the next save).
+    let now = doc.pos(pp.position);
+    let Some(line) = doc.edits_since_analysis().to_original(now.line) else { return Ok(None) };
+    let pos = kernelpro_model::Pos { line, ..now };
     let Some(mut markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
     if let Some(k) = analysis.source.kernels().find(|k| k.name_span.start.line == pos.line) {
         if let Some((summary, change, stale)) = crate::handlers::profile::verdicts(doc).remove(&k.name) {

@@ -193,17 +193,11 @@ pub fn cancel(server: &Server, token: &ProgressToken) {
 }
 
 /// The code action that applies a finished search, if one exists for `kernel`.
-pub fn apply_action(
-    server: &Server,
-    uri: &Uri,
-    kernel: &str,
-    current_version: i32,
-) -> Option<CodeAction> {
-    let all = server
-        .state
-        .optimizations
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+/// "Apply optimized K" while the lines the search's edit replaces are still
+/// in the document unchanged (wherever they moved: an edit elsewhere or an undo
+/// keeps it); disabled with the reason otherwise.
+pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str) -> Option<CodeAction> {
+    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let edit = stored.outcome.edit.as_ref()?;
     let mut action = CodeAction {
@@ -212,29 +206,24 @@ pub fn apply_action(
         is_preferred: Some(true),
         ..Default::default()
     };
-    if stored.version != current_version {
-        action.disabled = Some(CodeActionDisabled {
-            reason: "the file changed since the search started: run Optimize again".into(),
-        });
-        return Some(action);
-    }
-    let range = Range::new(
-        Position::new(edit.start_line, 0),
-        Position::new(edit.end_line, 0),
-    );
-    let changes = [(
-        uri.clone(),
-        vec![TextEdit {
-            range,
-            new_text: edit.text.clone(),
-        }],
-    )]
-    .into_iter()
-    .collect();
-    action.edit = Some(WorkspaceEdit {
-        changes: Some(changes),
-        ..Default::default()
-    });
+    // The kernel's region, and the file's launch sites when the launch changed.
+    let made: Vec<kernelpro_session::LineEdit> = std::iter::once(edit)
+        .chain(&stored.outcome.launch_site_edits)
+        .map(|e| kernelpro_session::LineEdit { start_line: e.start_line, end_line: e.end_line, text: e.text.clone() })
+        .collect();
+    let edits = match kernelpro_session::rebase(&stored.original, &made, current_text) {
+        Ok(edits) => edits,
+        Err(why) => {
+            action.disabled = Some(CodeActionDisabled { reason: why.to_string() });
+            return Some(action);
+        }
+    };
+    let edits = edits
+        .into_iter()
+        .map(|e| TextEdit { range: Range::new(Position::new(e.start_line, 0), Position::new(e.end_line, 0)), new_text: e.text })
+        .collect();
+    let changes = [(uri.clone(), edits)].into_iter().collect();
+    action.edit = Some(WorkspaceEdit { changes: Some(changes), ..Default::default() });
     Some(action)
 }
 

@@ -32,10 +32,31 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     let Some(doc) = docs.get_mut(&params.text_document.uri) else {
         return;
     };
+    // The version first: each change is recorded as made by it.
+    let before = finding_lines(doc);
+    doc.version = params.text_document.version;
     for change in &params.content_changes {
         doc.apply_change(change);
     }
-    doc.version = params.text_document.version;
+    // Findings on lines that moved or were rewritten: publish them where they
+    // are now (or not at all) instead of leaving them on the wrong code until
+    // the next save.
+    if finding_lines(doc) != before {
+        drop(docs);
+        let (state, client, uri) = (server.state.clone(), server.client.clone(), params.text_document.uri);
+        tokio::spawn(async move {
+            let _order = state.publish.lock().await;
+            let Some((version, (main, headers))) = state.docs().get(&uri).map(|d| (d.version, diagnostics_of(d))) else { return };
+            send(&state, &client, &uri, Some(version), main, headers).await;
+        });
+    }
+}
+
+/// Where the stored analysis's findings in this file are now (`None`: rewritten).
+fn finding_lines(doc: &crate::document::Document) -> Vec<Option<u32>> {
+    let edits = doc.edits_since_analysis();
+    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
+    findings.iter().filter(|f| f.file.is_none()).map(|f| edits.to_current(f.span.start.line)).collect()
 }
 
 pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
@@ -177,8 +198,9 @@ async fn analyse_and_publish(
     let settings = state.settings();
     let path = path_of(uri);
     let analysis = if settings.trusted {
-        // The compiler's messages go out first; SASS and the static tools
-        // (about half a compile more) follow in a second publish.
+        // The compiler's messages and the source tools' findings go out first;
+        // SASS and the tools that read it (nvdisasm costs about a compile of a
+        // small file) follow in a second publish.
         let first = match state
             .analyzer
             .compile_step(&path, text, &settings, token)
@@ -191,24 +213,28 @@ async fn analyse_and_publish(
             first
         } else {
             let first = Arc::new(first);
-            if !publish(
-                state,
-                client,
-                uri,
-                version,
-                generation,
-                first.clone(),
-                false,
-            )
-            .await
-            {
+            // Until step two replaces them, the last SASS findings stay on the
+            // lines this save left alone: a save never blanks them.
+            let previous = state
+                .docs()
+                .get(uri)
+                .and_then(|d| d.current_analysis().cloned());
+            let shown = match previous {
+                Some(p) => Arc::new(first.keeping_sass_findings_of(&p)),
+                None => first.clone(),
+            };
+            // nvdisasm starts while the first publish goes out; the second
+            // publish waits for both, so it always comes after the first.
+            let (current, second) = tokio::join!(
+                publish(state, client, uri, version, generation, shown, false),
+                state
+                    .analyzer
+                    .machine_code_step(&first, text, &settings, token)
+            );
+            if !current {
                 return false;
             }
-            match state
-                .analyzer
-                .machine_code_step(&first, text, &settings, token)
-                .await
-            {
+            match second {
                 Ok(a) => a,
                 Err(AnalysisError::Cancelled) => return false,
             }
@@ -262,7 +288,7 @@ async fn publish(
     last: bool,
 ) -> bool {
     let _order = state.publish.lock().await;
-    let (main, headers) = {
+    let (now, (main, headers)) = {
         let mut docs = state.docs();
         let Some(doc) = docs.get_mut(uri) else {
             return false;
@@ -270,13 +296,15 @@ async fn publish(
         if doc.generation != generation {
             return false; // a newer analysis has started: this one is stale
         }
-        doc.analysis = Some((version, analysis));
+        doc.set_analysis(version, analysis);
         if last {
             doc.in_flight = None;
         }
-        diagnostics_of(doc)
+        // Positions are mapped to the text as it is now: tag them with its version.
+        let now = doc.version;
+        (now, diagnostics_of(doc))
     };
-    send(state, client, uri, Some(version), main, headers).await;
+    send(state, client, uri, Some(now), main, headers).await;
     true
 }
 
@@ -287,7 +315,7 @@ pub async fn republish(state: &State, client: &Client, uri: &Uri) {
         let docs = state.docs();
         let Some(doc) = docs.get(uri) else { return };
         let (main, headers) = diagnostics_of(doc);
-        (doc.analysis.as_ref().map(|(v, _)| *v), main, headers)
+        (Some(doc.version), main, headers)
     };
     send(state, client, uri, version, main, headers).await;
 }
@@ -303,9 +331,18 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
         .as_ref()
         .map(|(_, a)| a.findings.as_slice())
         .unwrap_or_default();
+    // Main-file findings move with the edits made since the analysis; those on
+    // rewritten lines are dropped until the next analysis.
+    let edits = doc.edits_since_analysis();
     for f in findings {
         match &f.file {
-            None => main.push(convert::diagnostic(f, Some(doc))),
+            None => {
+                let Some(line) = edits.to_current(f.span.start.line) else { continue };
+                let mut moved = f.clone();
+                moved.span.end.line = line + f.span.end.line.saturating_sub(f.span.start.line);
+                moved.span.start.line = line;
+                main.push(convert::diagnostic(&moved, Some(doc)))
+            }
             Some(p) => {
                 if let Some(h) = Uri::from_file_path(p) {
                     headers

@@ -5,7 +5,7 @@ use super::input::{pct, round2};
 use super::ToolInput;
 use crate::csv_pages::SassRow;
 use crate::triage::flop_counts;
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 
 fn executed(r: &SassRow) -> f64 {
     r.num("Instructions Executed").unwrap_or(0.0)
@@ -40,7 +40,7 @@ pub fn tensor_core(inp: &ToolInput) -> Vec<Finding> {
         });
     let Some(line) = mac_line else { return vec![] };
     vec![inp
-        .finding("TensorCore", Severity::Information, Some(line.line), "a multiply-accumulate loop runs on the FP32 pipe while the tensor cores idle".into())
+        .finding(Code::TensorCore, Severity::Information, Some(line.line), "a multiply-accumulate loop runs on the FP32 pipe while the tensor cores idle".into())
         .with_evidence("tensor_pipe", pct(tensor.unwrap_or(0.0)))
         .with_guidance("compute the product on tensor cores: wmma/mma.sync fragments with TF32 or BF16 inputs and FP32 accumulators, or call cuBLAS/CUTLASS for the GEMM")]
 }
@@ -82,14 +82,14 @@ pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
             .into_iter()
             .map(|l| {
                 let text = inp.quote(l);
-                let f = inp.finding("ThreadDivergence", Severity::Warning, Some(l), "divergent branch: the threads of a warp take different paths".into());
+                let f = inp.finding(Code::ThreadDivergence, Severity::Warning, Some(l), "divergent branch: the threads of a warp take different paths".into());
                 with_common(f, &text)
             })
             .collect();
     }
     match (inp.num("smsp__sass_branch_targets_threads_divergent.sum"), efficiency) {
         (Some(d), Some(e)) if d > 0.0 && e < 0.8 => {
-            let f = inp.finding("ThreadDivergence", Severity::Warning, None, format!("{d:.0} divergent branch targets; warps run {:.0}% full", e * 100.0));
+            let f = inp.finding(Code::ThreadDivergence, Severity::Warning, None, format!("{d:.0} divergent branch targets; warps run {:.0}% full", e * 100.0));
             vec![with_common(f, "")]
         }
         _ => vec![],
@@ -119,7 +119,7 @@ pub fn fp64_math(inp: &ToolInput) -> Vec<Finding> {
         let fp64 = flop_counts(inp.profile).map(|(_, d)| d).unwrap_or(0.0);
         if fp64 > 0.0 {
             return vec![inp
-                .finding("FP64Math", Severity::Warning, None, "the kernel executes FP64 arithmetic".into())
+                .finding(Code::FP64Math, Severity::Warning, None, "the kernel executes FP64 arithmetic".into())
                 .with_evidence("fp64_flops", fp64)
                 .with_guidance("a double operand promotes float math to FP64: use float literals (2.0f) and float functions (sinf, expf)")];
         }
@@ -133,7 +133,7 @@ pub fn fp64_math(inp: &ToolInput) -> Vec<Finding> {
                 Some(lit) => format!("replace {lit} with {lit}f: the double literal promotes the float expression to FP64 (F2F conversions and DFMA at a fraction of the FP32 rate)"),
                 None => "a double operand (variable, literal or a math function like sin instead of sinf) promotes this float math to FP64: keep it in float".into(),
             };
-            inp.finding("FP64Math", Severity::Warning, line, format!("float math promoted to FP64 ({})", ops.join(", ")))
+            inp.finding(Code::FP64Math, Severity::Warning, line, format!("float math promoted to FP64 ({})", ops.join(", ")))
                 .with_evidence("fp64_instructions", ops.join(" "))
                 .with_guidance(guidance)
         })
@@ -188,7 +188,7 @@ pub fn non_fused_fp32(inp: &ToolInput) -> Vec<Finding> {
         .filter(|r| matches!(r.opcode().split('.').next(), Some("FADD" | "FMUL")))
         .max_by(|a, b| executed(a).total_cmp(&executed(b)));
     vec![inp
-        .finding("NonFusedFP32", Severity::Information, hot.and_then(|r| r.line), format!("{share:.0}% of FP32 arithmetic is separate multiplies and adds"))
+        .finding(Code::NonFusedFP32, Severity::Information, hot.and_then(|r| r.line), format!("{share:.0}% of FP32 arithmetic is separate multiplies and adds"))
         .with_evidence("non_fused_share", pct(share))
         .with_evidence("fma_pipe", pct(fma_pipe))
         .with_guidance("write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set")]

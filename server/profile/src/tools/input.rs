@@ -4,7 +4,7 @@
 use super::Thresholds;
 use crate::csv_pages::{KernelProfile, SassRow, SourceLine, SourcePage};
 use crate::triage::Triage;
-use kernelpro_model::{Finding, Severity, Span, tool_doc_url};
+use kernelpro_model::{Code, Finding, Severity, Span};
 
 pub struct ToolInput<'a> {
     pub profile: &'a KernelProfile,
@@ -51,7 +51,7 @@ impl<'a> ToolInput<'a> {
 
     /// A finding of `tool` on a 1-based ncu line, or on the kernel's
     /// declaration when the tool has no line.
-    pub fn finding(&self, tool: &str, severity: Severity, line: Option<u32>, message: String) -> Finding {
+    pub fn finding(&self, tool: Code, severity: Severity, line: Option<u32>, message: String) -> Finding {
         let span = match line {
             Some(l) => Span::line(l.saturating_sub(1)),
             None => Span::line(self.kernel_line()),
@@ -61,9 +61,9 @@ impl<'a> ToolInput<'a> {
             None => message,
         };
         Finding::new("ncu", severity, span, message)
-            .with_code(tool)
+            .with_code(tool.as_str())
             .with_kernel(self.profile.kernel.clone())
-            .with_doc(tool_doc_url(tool))
+            .with_doc(tool.doc_url())
     }
 
     pub fn lines(&self) -> &'a [SourceLine] {

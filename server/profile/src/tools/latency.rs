@@ -3,7 +3,7 @@
 
 use super::input::{gain_from_saved_share, pct};
 use super::ToolInput;
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 
 pub fn occupancy_limiter(inp: &ToolInput) -> Vec<Finding> {
     let Some(achieved) = inp.num("sm__warps_active.avg.pct_of_peak_sustained_active") else {
@@ -22,7 +22,7 @@ pub fn occupancy_limiter(inp: &ToolInput) -> Vec<Finding> {
     let limiter = limits.iter().filter_map(|(n, m)| Some((*n, inp.num(m)?))).min_by(|a, b| a.1.total_cmp(&b.1));
     let theoretical = inp.num("sm__maximum_warps_per_active_cycle_pct");
     let mut f = inp
-        .finding("OccupancyLimiter", Severity::Warning, None, format!("achieved occupancy is {achieved:.0}%"))
+        .finding(Code::OccupancyLimiter, Severity::Warning, None, format!("achieved occupancy is {achieved:.0}%"))
         .with_evidence("achieved_occupancy", pct(achieved));
     if let Some(t) = theoretical {
         f = f.with_evidence("theoretical_occupancy", pct(t));
@@ -54,7 +54,7 @@ pub fn high_register_usage(inp: &ToolInput) -> Vec<Finding> {
     }
     let blocks = inp.num("launch__occupancy_limit_registers");
     let mut f = inp
-        .finding("HighRegisterUsage", Severity::Information, None, format!("{regs:.0} registers per thread"))
+        .finding(Code::HighRegisterUsage, Severity::Information, None, format!("{regs:.0} registers per thread"))
         .with_evidence("registers_per_thread", regs);
     if let Some(b) = blocks {
         f = f.with_evidence("blocks_per_sm_by_registers", b);
@@ -74,7 +74,7 @@ pub fn warp_stall(inp: &ToolInput) -> Vec<Finding> {
     let hot = inp.hottest_line(reason.column);
     let mut f = inp
         .finding(
-            "WarpStall",
+            Code::WarpStall,
             severity,
             hot.map(|(l, _)| l.line),
             format!("{share:.0}% of warp samples stall {} ({})", reason.meaning, reason.key),
@@ -96,7 +96,7 @@ pub fn barrier_stall(inp: &ToolInput) -> Vec<Finding> {
     }
     let line = inp.hottest_line("stall_barrier").map(|(l, _)| l.line);
     vec![inp
-        .finding("BarrierStall", Severity::Warning, line, format!("{share:.0}% of warp samples wait at a barrier"))
+        .finding(Code::BarrierStall, Severity::Warning, line, format!("{share:.0}% of warp samples wait at a barrier"))
         .with_evidence("barrier_stalls", pct(share))
         .with_guidance("warps wait for the slowest warp of the block: balance the work between __syncthreads(), drop barriers that guard nothing, or use smaller blocks")]
 }
@@ -105,13 +105,13 @@ pub fn barrier_stall(inp: &ToolInput) -> Vec<Finding> {
 pub fn launch_overhead(inp: &ToolInput) -> Vec<Finding> {
     match inp.launch_overhead_pct {
         None => vec![inp.finding(
-            "LaunchOverhead",
+            Code::LaunchOverhead,
             Severity::Hint,
             None,
             "launch overhead not measured: it needs nsys, which is unavailable".into(),
         )],
         Some(share) if share > inp.thresholds.launch_overhead_pct => vec![inp
-            .finding("LaunchOverhead", Severity::Warning, None, format!("{share:.0}% of wall time goes to kernel launches"))
+            .finding(Code::LaunchOverhead, Severity::Warning, None, format!("{share:.0}% of wall time goes to kernel launches"))
             .with_evidence("launch_overhead", pct(share))
             .with_guidance("launch fewer, larger kernels: fuse consecutive kernels, batch small launches, or capture the sequence in a CUDA graph")
             .with_gain(gain_from_saved_share(share / 100.0).unwrap_or(1.0))],
@@ -146,7 +146,7 @@ pub fn register_spill(inp: &ToolInput) -> Vec<Finding> {
     let hot = spill_rows.iter().max_by(|a, b| a.num("Instructions Executed").unwrap_or(0.0).total_cmp(&b.num("Instructions Executed").unwrap_or(0.0)));
     let why = if case_a { "latency: warps wait on the spilled values" } else { "bandwidth: local-memory traffic competes with global loads" };
     vec![inp
-        .finding("RegisterSpill", Severity::Warning, hot.and_then(|r| r.line), format!("register spills cost {why}"))
+        .finding(Code::RegisterSpill, Severity::Warning, hot.and_then(|r| r.line), format!("register spills cost {why}"))
         .with_evidence("local_traffic_share", pct(local_share))
         .with_evidence("long_scoreboard_stalls", pct(long_sb))
         .with_guidance("keep the values in registers: shrink per-thread arrays or index them only with compile-time constants, unroll less, or raise the register cap (__launch_bounds__ with fewer minBlocks)")]
@@ -172,7 +172,7 @@ pub fn tail_effect(inp: &ToolInput) -> Vec<Finding> {
         _ => None,
     };
     let mut f = inp
-        .finding("TailEffect", Severity::Information, None, format!("{waves:.2} waves: the last one leaves {idle:.0}% of the SM time idle"))
+        .finding(Code::TailEffect, Severity::Information, None, format!("{waves:.2} waves: the last one leaves {idle:.0}% of the SM time idle"))
         .with_evidence("waves_per_sm", format!("{waves:.2}"));
     if let Some(g) = gain_from_saved_share(idle / 100.0) {
         f = f.with_gain(g);

@@ -3,7 +3,7 @@
 
 use super::input::{gain_from_saved_share, pct};
 use super::ToolInput;
-use kernelpro_model::{Finding, Severity};
+use kernelpro_model::{Code, Finding, Severity};
 
 const EXCESS: &str = "L2 Theoretical Sectors Global Excessive";
 const SECTORS: &str = "L2 Theoretical Sectors Global";
@@ -20,7 +20,7 @@ pub fn memory_coalescing(inp: &ToolInput) -> Vec<Finding> {
     let bytes_per_sector = inp.num("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio");
     let line = inp.hottest_line("stall_long_sb").map(|(l, _)| l.line);
     let mut f = inp.finding(
-        "MemoryCoalescing",
+        Code::MemoryCoalescing,
         Severity::Warning,
         line,
         format!("global loads miss in L1 ({hit:.0}% hit rate) and {stall:.0}% of warp samples wait on them"),
@@ -58,7 +58,7 @@ pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
             let ratio = sectors / ideal;
             let mut f = inp
                 .finding(
-                    "Uncoalesced",
+                    Code::Uncoalesced,
                     Severity::Warning,
                     Some(l.line),
                     format!("uncoalesced global access: {ratio:.1}x the ideal sectors, {:.0}% of them wasted", excess * 100.0 / sectors),
@@ -92,7 +92,7 @@ pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
         return vec![];
     }
     vec![inp
-        .finding("Uncoalesced", Severity::Warning, None, format!("uncoalesced global access: {:.1}x the ideal sectors", sectors / ideal))
+        .finding(Code::Uncoalesced, Severity::Warning, None, format!("uncoalesced global access: {:.1}x the ideal sectors", sectors / ideal))
         .with_evidence("sectors", sectors)
         .with_evidence("ideal_sectors", ideal)
         .with_guidance(guidance)]
@@ -106,7 +106,7 @@ pub fn high_dram_throughput(inp: &ToolInput) -> Vec<Finding> {
         return vec![];
     }
     let mut f = inp
-        .finding("HighDRAMThroughput", Severity::Information, None, format!("DRAM runs at {dram:.0}% of its peak bandwidth"))
+        .finding(Code::HighDRAMThroughput, Severity::Information, None, format!("DRAM runs at {dram:.0}% of its peak bandwidth"))
         .with_evidence("dram_throughput", pct(dram));
     for (name, metric) in [("dram_read_bytes", "dram__bytes_read.sum"), ("dram_write_bytes", "dram__bytes_write.sum")] {
         if let Some(v) = inp.profile.base(metric) {
@@ -142,7 +142,7 @@ pub fn shared_mem_tiling(inp: &ToolInput) -> Vec<Finding> {
     let line = inp.hottest_line(SECTORS).or_else(|| inp.hottest_line("L1 Tag Requests Global")).map(|(l, _)| l.line);
     vec![inp
         .finding(
-            "SharedMemTiling",
+            Code::SharedMemTiling,
             Severity::Warning,
             line,
             format!("the same global data is re-read through L1 ({hit:.0}% hit rate, L1 at {l1:.0}% of peak) and no shared memory is used"),
@@ -185,7 +185,7 @@ pub fn vectorization(inp: &ToolInput) -> Vec<Finding> {
         return vec![];
     };
     vec![inp
-        .finding("Vectorization", Severity::Information, Some(line.line), "coalesced but 4-byte global accesses".into())
+        .finding(Code::Vectorization, Severity::Information, Some(line.line), "coalesced but 4-byte global accesses".into())
         .with_evidence("memory_instructions_executed", executed)
         .with_guidance("let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes")]
 }
@@ -206,7 +206,7 @@ pub fn shared_bank_conflicts(inp: &ToolInput) -> Vec<Finding> {
             }
             let text = inp.quote(l.line);
             let mut f = inp
-                .finding("SharedBankConflicts", Severity::Warning, Some(l.line), format!("{ways:.0}-way shared-memory bank conflicts"))
+                .finding(Code::SharedBankConflicts, Severity::Warning, Some(l.line), format!("{ways:.0}-way shared-memory bank conflicts"))
                 .with_evidence("conflict_ways", ways)
                 .with_guidance(padding_advice(inp.source_lines, &text));
             if let Some(share) = excess_share {

@@ -14,12 +14,13 @@ pub use stalls::{StallReason, STALL_REASONS};
 
 use crate::ncu_args::{Collection, ProfileOptions, profile_args};
 use crate::triage::Class;
-use kernelpro_model::Finding;
+use kernelpro_model::{Code, Finding};
 use serde::{Deserialize, Serialize};
 
 /// A micro-profiling tool: what it serves, what it needs from ncu, and its analysis.
 pub struct Tool {
-    pub name: &'static str,
+    /// Its registry code: the code of every finding it reports.
+    pub code: Code,
     /// The kernel classes it is run for (balanced kernels run every tool).
     pub classes: &'static [Class],
     pub sections: &'static [&'static str],
@@ -28,6 +29,9 @@ pub struct Tool {
 }
 
 impl Tool {
+    pub fn name(&self) -> &'static str {
+        self.code.as_str()
+    }
     pub fn analyze(&self, input: &ToolInput) -> Vec<Finding> {
         (self.run)(input)
     }
@@ -38,7 +42,7 @@ impl Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("name", &self.name).field("classes", &self.classes).finish()
+        f.debug_struct("Tool").field("code", &self.code).field("classes", &self.classes).finish()
     }
 }
 
@@ -124,66 +128,66 @@ use Class::{ComputeBound as C, LatencyBound as L, MemoryBound as M};
 /// needed) and the theoretical-sector and shared-wavefront counters.
 pub static TOOLS: &[Tool] = &[
     Tool {
-        name: "MemoryCoalescing",
+        code: Code::MemoryCoalescing,
         classes: &[M],
         sections: &["SourceCounters"],
         metrics: &["l1tex__t_sector_hit_rate.pct", "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"],
         run: memory::memory_coalescing,
     },
     Tool {
-        name: "Uncoalesced",
+        code: Code::Uncoalesced,
         classes: &[M, L],
         sections: &["SourceCounters"],
         metrics: &["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"],
         run: memory::uncoalesced,
     },
     Tool {
-        name: "HighDRAMThroughput",
+        code: Code::HighDRAMThroughput,
         classes: &[M],
         sections: &["SourceCounters"],
         metrics: &["lts__t_sector_hit_rate.pct"],
         run: memory::high_dram_throughput,
     },
     Tool {
-        name: "SharedMemTiling",
+        code: Code::SharedMemTiling,
         classes: &[M],
         sections: &["SourceCounters"],
         metrics: &["smsp__sass_inst_executed_op_shared.sum", "l1tex__t_sector_hit_rate.pct"],
         run: memory::shared_mem_tiling,
     },
     Tool {
-        name: "Vectorization",
+        code: Code::Vectorization,
         classes: &[M],
         sections: &["SourceCounters"],
         metrics: &[],
         run: memory::vectorization,
     },
     Tool {
-        name: "SharedBankConflicts",
+        code: Code::SharedBankConflicts,
         classes: &[M, L],
         sections: &["SourceCounters"],
         metrics: &["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
         run: memory::shared_bank_conflicts,
     },
-    Tool { name: "OccupancyLimiter", classes: &[C, L], sections: &[], metrics: &[], run: latency::occupancy_limiter },
-    Tool { name: "HighRegisterUsage", classes: &[C, L], sections: &[], metrics: &[], run: latency::high_register_usage },
+    Tool { code: Code::OccupancyLimiter, classes: &[C, L], sections: &[], metrics: &[], run: latency::occupancy_limiter },
+    Tool { code: Code::HighRegisterUsage, classes: &[C, L], sections: &[], metrics: &[], run: latency::high_register_usage },
     Tool {
-        name: "WarpStall",
+        code: Code::WarpStall,
         classes: &[M, C, L],
         sections: &["SourceCounters"],
         metrics: &[],
         run: latency::warp_stall,
     },
     Tool {
-        name: "BarrierStall",
+        code: Code::BarrierStall,
         classes: &[L],
         sections: &["SourceCounters"],
         metrics: &[],
         run: latency::barrier_stall,
     },
-    Tool { name: "LaunchOverhead", classes: &[L], sections: &[], metrics: &[], run: latency::launch_overhead },
+    Tool { code: Code::LaunchOverhead, classes: &[L], sections: &[], metrics: &[], run: latency::launch_overhead },
     Tool {
-        name: "RegisterSpill",
+        code: Code::RegisterSpill,
         classes: &[C, L, M],
         sections: &["SourceCounters"],
         metrics: &[
@@ -196,24 +200,24 @@ pub static TOOLS: &[Tool] = &[
         ],
         run: latency::register_spill,
     },
-    Tool { name: "TailEffect", classes: &[C, L, M], sections: &[], metrics: &[], run: latency::tail_effect },
+    Tool { code: Code::TailEffect, classes: &[C, L, M], sections: &[], metrics: &[], run: latency::tail_effect },
     Tool {
-        name: "TensorCore",
+        code: Code::TensorCore,
         classes: &[C],
         sections: &["SourceCounters"],
         metrics: &["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"],
         run: compute::tensor_core,
     },
     Tool {
-        name: "ThreadDivergence",
+        code: Code::ThreadDivergence,
         classes: &[C, L],
         sections: &["SourceCounters"],
         metrics: &["smsp__thread_inst_executed_per_inst_executed.ratio", "smsp__sass_branch_targets_threads_divergent.sum"],
         run: compute::thread_divergence,
     },
-    Tool { name: "FP64Math", classes: &[C, L, M], sections: &["SourceCounters"], metrics: &[], run: compute::fp64_math },
+    Tool { code: Code::FP64Math, classes: &[C, L, M], sections: &["SourceCounters"], metrics: &[], run: compute::fp64_math },
     Tool {
-        name: "NonFusedFP32",
+        code: Code::NonFusedFP32,
         classes: &[C],
         sections: &["SourceCounters"],
         metrics: &["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"],
@@ -228,7 +232,7 @@ pub fn select_tools(class: Class) -> Vec<&'static Tool> {
 }
 
 pub fn tool(name: &str) -> Option<&'static Tool> {
-    TOOLS.iter().find(|t| t.name == name)
+    TOOLS.iter().find(|t| t.code.as_str() == name)
 }
 
 /// The union of the sections and metrics the tools need, without repeats.

@@ -7,6 +7,7 @@
 //! 32-slot shared array and one `atomicAdd` per block. The sum's order changes:
 //! the spec's tolerance decides whether that is close enough.
 
+use kernelpro_model::Code;
 use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
@@ -136,8 +137,8 @@ impl Recipe for CoarsenReduce {
     fn name(&self) -> &'static str {
         "CoarsenReduce"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["BarrierStall", "WarpStall", "LaunchOverhead", "TailEffect"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::BarrierStall, Code::WarpStall, Code::LaunchOverhead, Code::TailEffect, Code::DivergentBranch, Code::ThreadDivergence]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -1,6 +1,7 @@
 //! FP64 promotion: double literals get an `f` suffix and double math calls
 //! become their float versions, unless the kernel really works in double.
 
+use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::descendants;
@@ -26,8 +27,8 @@ impl Recipe for FloatLiterals {
     fn name(&self) -> &'static str {
         "FloatLiterals"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["Fp64Promotion", "FP64Math"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::Fp64Promotion, Code::FP64Math]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

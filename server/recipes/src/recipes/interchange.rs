@@ -3,6 +3,7 @@
 //! are only relabeled), but consecutive lanes then walk the fastest index.
 //! Skipped when anything depends on which threads share a warp.
 
+use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, derived_from_thread, descendants, mentions};
@@ -89,8 +90,8 @@ impl Recipe for LoopInterchange {
     fn name(&self) -> &'static str {
         "LoopInterchange"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["Uncoalesced", "MemoryCoalescing"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::Uncoalesced, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else {

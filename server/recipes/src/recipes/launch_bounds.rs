@@ -1,6 +1,7 @@
 //! `__launch_bounds__(B)` with B the largest block the spec can launch, so the
 //! compiler may budget registers for it.
 
+use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::descendants;
 use crate::{Recipe, Rewrite};
@@ -11,8 +12,11 @@ impl Recipe for LaunchBounds {
     fn name(&self) -> &'static str {
         "LaunchBounds"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["OccupancyLimiter", "OccupancyLimit", "HighRegisterUsage", "RegisterSpill"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Micro
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::OccupancyLimiter, Code::OccupancyLimit, Code::HighRegisterUsage, Code::RegisterSpill, Code::LocalMemorySpill]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -1,5 +1,6 @@
 //! Read-only global loads of `const` pointer parameters through `__ldg`.
 
+use kernelpro_model::Code;
 use crate::access::{read_only_loads, under_ldg};
 use crate::edit::Edits;
 use crate::kernel::Kernel;
@@ -17,8 +18,11 @@ impl Recipe for Ldg {
     fn name(&self) -> &'static str {
         "Ldg"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["MemoryCoalescing", "Uncoalesced", "HighDRAMThroughput", "MissingRestrict"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Micro
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::MemoryCoalescing, Code::Uncoalesced, Code::HighDRAMThroughput, Code::MissingRestrict]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -1,6 +1,7 @@
 //! Pads 2D shared tiles by one column (`[32][32]` → `[32][33]`) so that
 //! column accesses fall in different banks.
 
+use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, uses};
@@ -33,8 +34,8 @@ impl Recipe for PadSharedTile {
     fn name(&self) -> &'static str {
         "PadSharedTile"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["SharedBankConflict", "SharedBankConflicts"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::SharedBankConflict, Code::SharedBankConflicts]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -16,6 +16,7 @@
 //! of the kernel's early returns. Loads in loops, behind `else`, `&&`/`||`, or
 //! after a return the recipe cannot read are left alone.
 
+use kernelpro_model::Code;
 use crate::access::read_only_loads;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
@@ -172,8 +173,8 @@ impl Recipe for PrefetchL2 {
     fn name(&self) -> &'static str {
         "PrefetchL2"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["HighDRAMThroughput", "WarpStall", "MemoryCoalescing"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::HighDRAMThroughput, Code::WarpStall, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -6,6 +6,7 @@
 //! stride doing shared atomics, then flushes its non-zero bins with one global
 //! atomic each. An index outside the shared copy goes to the global bins as before.
 
+use kernelpro_model::Code;
 use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
@@ -86,8 +87,8 @@ impl Recipe for PrivatizeAtomics {
     fn name(&self) -> &'static str {
         "PrivatizeAtomics"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["WarpStall", "LaunchOverhead", "TailEffect"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::WarpStall, Code::LaunchOverhead, Code::TailEffect]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -1,6 +1,7 @@
 //! `const` on read-only pointer parameters and `__restrict__` on every pointer
 //! parameter (kept simple: the kernel's pointers are taken not to alias).
 
+use kernelpro_model::Code;
 use crate::access::read_only_loads;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
@@ -12,8 +13,11 @@ impl Recipe for RestrictConst {
     fn name(&self) -> &'static str {
         "RestrictConst"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["MissingRestrict", "HighDRAMThroughput", "MemoryCoalescing"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Micro
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::MissingRestrict, Code::HighDRAMThroughput, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -3,6 +3,7 @@
 //! square 16 or 32 block: tiles of A and B staged through shared memory, with
 //! bounds checks so any N and the same grid stay correct.
 
+use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
@@ -54,8 +55,8 @@ impl Recipe for SharedTiling {
     fn name(&self) -> &'static str {
         "SharedTiling"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["SharedMemTiling", "HighDRAMThroughput", "MemoryCoalescing", "Uncoalesced"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::SharedMemTiling, Code::HighDRAMThroughput, Code::MemoryCoalescing, Code::Uncoalesced]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

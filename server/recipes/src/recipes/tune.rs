@@ -1,6 +1,7 @@
 //! Tuning: for each `// kernelpro: tune NAME in [...]` line of the kernel,
 //! move each other candidate first (the first value is the one launched).
 
+use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::{Recipe, Rewrite};
 
@@ -10,8 +11,8 @@ impl Recipe for TuneParameter {
     fn name(&self) -> &'static str {
         "TuneParameter"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["OccupancyLimiter", "OccupancyLimit", "TailEffect", "LaunchOverhead", "HighRegisterUsage"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::OccupancyLimiter, Code::OccupancyLimit, Code::TailEffect, Code::LaunchOverhead, Code::HighRegisterUsage]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -1,6 +1,7 @@
 //! `#pragma unroll` before innermost `for` loops: full unrolling for a
 //! compile-time bound, `#pragma unroll 4` for a runtime one.
 
+use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, starts_line};
@@ -31,8 +32,11 @@ impl Recipe for PragmaUnroll {
     fn name(&self) -> &'static str {
         "PragmaUnroll"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["WarpStall", "NonFusedFP32", "LaunchOverhead"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Micro
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::WarpStall, Code::NonFusedFP32, Code::LaunchOverhead]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -2,6 +2,7 @@
 //! `i`: four elements per thread with `float4` loads and stores in a
 //! grid-stride loop, then a scalar tail, so any launch stays correct.
 
+use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
@@ -90,8 +91,8 @@ impl Recipe for VectorizeLoads {
     fn name(&self) -> &'static str {
         "VectorizeLoads"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["Vectorization", "HighDRAMThroughput", "MemoryCoalescing"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::Vectorization, Code::HighDRAMThroughput, Code::MemoryCoalescing, Code::ScalarLoads]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

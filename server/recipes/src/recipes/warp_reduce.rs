@@ -2,6 +2,7 @@
 //! reduction, and per-element `atomicAdd` into one address, go through
 //! `__shfl_down_sync` (one atomic per warp).
 
+use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, compact, descendants, guarded, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
@@ -123,8 +124,8 @@ impl Recipe for WarpShuffleReduce {
     fn name(&self) -> &'static str {
         "WarpShuffleReduce"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["BarrierStall", "WarpStall", "SharedBankConflicts", "SyncInDivergentBranch"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::BarrierStall, Code::WarpStall, Code::SharedBankConflicts, Code::SyncInDivergentBranch]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -12,6 +12,7 @@
 //! subscript in a loop must be `P[r * COLS + c]`: a lane only touches its own
 //! elements of its own row, so per-element order is kept and nothing crosses rows.
 
+use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
@@ -181,8 +182,8 @@ impl Recipe for WarpRows {
     fn name(&self) -> &'static str {
         "WarpRows"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["Uncoalesced", "MemoryCoalescing"]
+    fn answers(&self) -> &'static [Code] {
+        &[Code::Uncoalesced, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         Kernel::find(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()

@@ -13,6 +13,7 @@
 //! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
 //! recipe's.
 
+use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, names_in, render, strip_parens, units};
 use super::{BLOCK_THREADS, BLOCK_TID, GRID_THREADS};
@@ -298,8 +299,11 @@ impl Recipe for TiledContraction {
     fn name(&self) -> &'static str {
         "TiledContraction"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["MissedReuse", "SharedMemTiling", "UncoalescedAccess", "MemoryCoalescing"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::MissedReuse, Code::SharedMemTiling, Code::UncoalescedAccess, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, rewrites)

@@ -10,6 +10,7 @@
 //! shuffles, a shared array of warp sums and one atomic per block: on a 16M
 //! element sum, 16M atomics on one address become a few hundred.
 
+use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, names_in, render, stores, units, whole_warps};
 use super::{BLOCK_THREADS, BLOCK_TID};
@@ -242,8 +243,11 @@ impl Recipe for GridStrideMap {
     fn name(&self) -> &'static str {
         "GridStrideMap"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["TailEffect", "LaunchOverhead", "OccupancyLimiter"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::TailEffect, Code::LaunchOverhead, Code::OccupancyLimiter]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, |k| {
@@ -260,8 +264,11 @@ impl Recipe for BlockReduce {
     fn name(&self) -> &'static str {
         "BlockReduce"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["AtomicContention", "WarpStall"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::AtomicContention, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, reduce_rewrites)

@@ -14,6 +14,7 @@ use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, descendants, indent_at};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct PrivateHistogram;
@@ -94,8 +95,11 @@ impl Recipe for PrivateHistogram {
     fn name(&self) -> &'static str {
         "PrivateHistogram"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["AtomicContention", "WarpStall"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::AtomicContention, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, rewrites)

@@ -15,6 +15,7 @@ use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use kernelpro_source::kernel_model::{AccessKind, BranchSource, Space, pattern::stencil_read};
 use tree_sitter::Node;
 
@@ -113,8 +114,11 @@ impl Recipe for StencilTile {
     fn name(&self) -> &'static str {
         "StencilTile"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["MissedReuse", "UncoalescedAccess"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::MissedReuse, Code::SharedMemTiling, Code::UncoalescedAccess]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, rewrites)

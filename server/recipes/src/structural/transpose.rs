@@ -8,6 +8,7 @@
 //! a scale or a cast in it stays. Tiles are walked with a grid stride over
 //! blocks: any launch is correct.
 
+use kernelpro_model::Code;
 use super::BLOCK_TID;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, flat, render, units};
@@ -124,8 +125,11 @@ impl Recipe for TiledTranspose {
     fn name(&self) -> &'static str {
         "TiledTranspose"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["UncoalescedAccess", "Uncoalesced", "MemoryCoalescing"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::UncoalescedAccess, Code::Uncoalesced, Code::MemoryCoalescing]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, |k| {

@@ -12,6 +12,7 @@
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct ShuffleTree;
@@ -188,8 +189,11 @@ impl Recipe for ShuffleTree {
     fn name(&self) -> &'static str {
         "ShuffleTree"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["DivergentBranch", "SharedBankConflict", "WarpStall"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::DivergentBranch, Code::ThreadDivergence, Code::SharedBankConflict, Code::SharedBankConflicts, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         Kernel::find_generic(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()

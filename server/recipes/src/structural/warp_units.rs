@@ -17,6 +17,7 @@
 //! A second rewrite turns `double` accumulators and casts into `float` when
 //! the kernel's buffers hold no doubles.
 
+use kernelpro_model::Code;
 use super::{BLOCK_THREADS, BLOCK_TID};
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps};
@@ -666,8 +667,11 @@ impl Recipe for BlockUnits {
     fn name(&self) -> &'static str {
         "BlockUnits"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["RowWalk", "UncoalescedAccess", "Uncoalesced", "MemoryCoalescing", "OccupancyLimiter"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::RowWalk, Code::UncoalescedAccess, Code::Uncoalesced, Code::MemoryCoalescing, Code::OccupancyLimiter]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, block_rewrites)
@@ -678,8 +682,11 @@ impl Recipe for WarpUnits {
     fn name(&self) -> &'static str {
         "WarpUnits"
     }
-    fn answers(&self) -> &'static [&'static str] {
-        &["RowWalk", "UncoalescedAccess", "Uncoalesced", "MemoryCoalescing", "Fp64Promotion"]
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::RowWalk, Code::UncoalescedAccess, Code::Uncoalesced, Code::MemoryCoalescing, Code::Fp64Promotion]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, rewrites)

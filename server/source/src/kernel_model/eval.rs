@@ -1812,6 +1812,24 @@ impl<'a> Walker<'a> {
         if let Some(out) = self.expand(n, depth, |w, body| w.expr(body, depth + 4)) {
             return out;
         }
+        // Cooperative groups: `warp.thread_rank()` is the thread's place in its
+        // group (lane, or the flat thread index), `meta_group_rank()` the
+        // warp's. Opaque, but never uniform: `if (warp.thread_rank() == 0)`
+        // picks one thread.
+        if function.kind() == "field_expression" && args.is_empty() {
+            let method = function
+                .child_by_field_name("field")
+                .map(|f| self.text(f))
+                .unwrap_or("");
+            let dep = match method {
+                "thread_rank" => Some(Dep::Thread),
+                "meta_group_rank" => Some(Dep::Warp),
+                _ => None,
+            };
+            if let Some(dep) = dep {
+                return Value::Num(Poly::opaque(self.text(n), dep, false));
+            }
+        }
         if BARRIERS.contains(&name.as_str()) {
             for a in &args {
                 self.expr(*a, depth + 1);
