@@ -118,7 +118,7 @@ impl Recipe for StencilTile {
         crate::Tier::Structural
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::MissedReuse, Code::UncoalescedAccess]
+        &[Code::MissedReuse, Code::SharedMemTiling, Code::UncoalescedAccess]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, rewrites)

@@ -193,7 +193,7 @@ impl Recipe for ShuffleTree {
         crate::Tier::Structural
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::DivergentBranch, Code::SharedBankConflict, Code::WarpStall]
+        &[Code::DivergentBranch, Code::ThreadDivergence, Code::SharedBankConflict, Code::SharedBankConflicts, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         Kernel::find_generic(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()
