@@ -491,3 +491,10 @@ mod tests {
         );
     }
 }
+
+/// The file a document stands for; an unsaved buffer has no place on disk
+/// (`compile::UNSAVED`: no include dir, no compile_commands.json).
+pub fn path_of(uri: &tower_lsp_server::ls_types::Uri) -> std::path::PathBuf {
+    let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
+    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten().unwrap_or_else(|| std::path::PathBuf::from(kernelpro_core::compile::UNSAVED))
+}

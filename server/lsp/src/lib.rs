@@ -6,6 +6,7 @@
 mod convert;
 mod document;
 mod handlers;
+mod jobs;
 mod protocol;
 mod server;
 mod state;

@@ -28,7 +28,7 @@ impl Server {
 impl Server {
     /// `window/workDoneProgress/cancel`, which tower-lsp-server does not route itself.
     pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
-        handlers::optimize::cancel(self, &params.token);
+        crate::jobs::optimize::cancel(self, &params.token);
     }
 }
 

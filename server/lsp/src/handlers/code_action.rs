@@ -23,7 +23,7 @@ pub async fn code_action(
     let (file, current) = crate::server::blocking(move || (kernelpro_core::source::parse(&current), current)).await;
     let mut actions = Vec::new();
     if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {
-        if let Some(apply) = crate::handlers::optimize::apply_action(server, &uri, &k.name, &current)
+        if let Some(apply) = crate::jobs::optimize::apply_action(server, &uri, &k.name, &current)
         {
             actions.push(CodeActionOrCommand::CodeAction(apply));
         }

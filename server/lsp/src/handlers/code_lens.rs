@@ -17,7 +17,7 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
         let end = line + span.end.line.saturating_sub(span.start.line);
         Some(kernelpro_model::Span::new(kernelpro_model::Pos { line, ..span.start }, kernelpro_model::Pos { line: end, ..span.end }))
     };
-    let verdicts = crate::handlers::profile::verdicts(doc);
+    let verdicts = crate::jobs::profile::verdicts(doc);
     for k in analysis.source.kernels() {
         if let Some((summary, _, stale)) = verdicts.get(&k.name) {
             let title = if *stale { format!("{summary} (stale)") } else { summary.clone() };

@@ -22,11 +22,11 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
         "kernelpro.optimize" => {
             let uri = uri_arg(&args, 0)?;
             let kernel = args.get(1).and_then(|v| v.as_str()).ok_or_else(|| Error::invalid_params("kernelpro.optimize needs [uri, kernel]"))?.to_string();
-            crate::handlers::optimize::start(server, uri, kernel, params.work_done_progress_params.work_done_token).await.map(Some)
+            crate::jobs::optimize::start(server, uri, kernel, params.work_done_progress_params.work_done_token).await.map(Some)
         }
         "kernelpro.profile" => {
             let uri = uri_arg(&args, 0)?;
-            Ok(Some(crate::handlers::profile::run(&server.state, &server.client, uri, params.work_done_progress_params.work_done_token).await))
+            Ok(Some(crate::jobs::profile::run(&server.state, &server.client, uri, params.work_done_progress_params.work_done_token).await))
         }
         "kernelpro.doctor" => Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text()))),
         other => Err(Error::invalid_params(format!("unknown or not yet available command: {other}"))),

@@ -16,13 +16,13 @@ pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
     let pos = kernelpro_model::Pos { line, ..now };
     let Some(mut markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
     if let Some(k) = analysis.source.kernels().find(|k| k.name_span.start.line == pos.line) {
-        if let Some((summary, change, stale)) = crate::handlers::profile::verdicts(doc).remove(&k.name) {
+        if let Some((summary, change, stale)) = crate::jobs::profile::verdicts(doc).remove(&k.name) {
             markdown.push_str(&format!("\nLast profile: **{summary}**{}\n", if stale { " (before your latest edits)" } else { "" }));
             if let Some(c) = change {
                 markdown.push_str(&format!("\nSince the previous profile: {c}\n"));
             }
         }
-        if let Some(diff) = crate::handlers::optimize::diff_markdown(server, &pp.text_document.uri, &k.name) {
+        if let Some(diff) = crate::jobs::optimize::diff_markdown(server, &pp.text_document.uri, &k.name) {
             markdown.push_str("\n---\n");
             markdown.push_str(&diff);
         }

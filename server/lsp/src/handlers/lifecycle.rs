@@ -114,6 +114,6 @@ async fn apply_settings(state: &std::sync::Arc<crate::state::State>, client: &to
         client.show_message(MessageType::WARNING, format!("KernelPro: {p}")).await;
     }
     if changed {
-        crate::handlers::text_sync::schedule_all(state, client);
+        crate::jobs::analysis::schedule_all(state, client);
     }
 }

@@ -81,7 +81,7 @@ pub async fn start(
         .await;
 
     let req = OptimizeRequest {
-        path: crate::handlers::text_sync::path_of(&uri),
+        path: crate::document::path_of(&uri),
         text: text.clone(),
         kernel: kernel.clone(),
         settings: settings.clone(),

@@ -58,7 +58,7 @@ pub async fn run(
         .with_cancel_button()
         .begin()
         .await;
-    let path = crate::handlers::text_sync::path_of(&uri);
+    let path = crate::document::path_of(&uri);
     let req = FileProfileRequest {
         path: path.clone(),
         text,
@@ -118,7 +118,7 @@ pub async fn run(
     if let Some(doc) = state.docs().get_mut(&uri) {
         doc.profile = Some(profile);
     }
-    crate::handlers::text_sync::republish(state, client, &uri).await;
+    crate::jobs::publish::republish(state, client, &uri).await;
     reply
 }
 

@@ -1,0 +1,194 @@
+//! The analysis of a document: scheduled by a save, an open or a settings
+//! change; tagged with the version it came from; a newer one cancels the older
+//! one, and a result is published only if no newer analysis has started since.
+
+use crate::document::path_of;
+use crate::jobs::publish::publish;
+use crate::server::Server;
+use crate::state::State;
+use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
+use kernelpro_model::{Finding, Severity, Span};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::*;
+
+/// Start analysing the document's current text, cancelling the one in flight.
+pub fn schedule(server: &Server, uri: Uri) {
+    schedule_in(&server.state, &server.client, uri);
+}
+
+/// Re-analyses every open document (trust or settings changed).
+pub fn schedule_all(state: &Arc<State>, client: &Client) {
+    let uris: Vec<Uri> = state.docs().keys().cloned().collect();
+    for uri in uris {
+        schedule_in(state, client, uri);
+    }
+}
+
+fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
+    let (text, version, generation, token) = {
+        let mut docs = state.docs();
+        let Some(doc) = docs.get_mut(&uri) else {
+            return;
+        };
+        if let Some(old) = doc.in_flight.take() {
+            old.cancel();
+        }
+        let token = CancellationToken::new();
+        doc.in_flight = Some(token.clone());
+        doc.generation += 1;
+        (doc.text().to_string(), doc.version, doc.generation, token)
+    };
+    let state = state.clone();
+    let client = client.clone();
+    tokio::spawn(async move {
+        let progress = begin_progress(&state, &client, &uri, generation).await;
+        let profile_now =
+            analyse_and_publish(&state, &client, &uri, &text, version, generation, &token).await;
+        if let Some(p) = progress {
+            p.finish().await;
+        }
+        if profile_now {
+            crate::jobs::profile::run(&state, &client, uri, None).await;
+        }
+    });
+}
+
+/// A progress bar for one analysis, when the client shows them; it ends after
+/// the last publish, so clients (and tests) know the analysis has settled.
+async fn begin_progress(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    generation: u64,
+) -> Option<
+    tower_lsp_server::OngoingProgress<
+        tower_lsp_server::Unbounded,
+        tower_lsp_server::NotCancellable,
+    >,
+> {
+    if !state.settings().trusted
+        || !state
+            .work_done_progress
+            .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return None;
+    }
+    let token = ProgressToken::String(format!("kernelpro-analysis:{}#{generation}", uri.as_str()));
+    let created = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        client.create_work_done_progress(token.clone()),
+    )
+    .await;
+    if !matches!(created, Ok(Ok(()))) {
+        return None;
+    }
+    let name = path_of(uri)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Some(
+        client
+            .progress(token, "KernelPro")
+            .with_message(format!("compiling {name}"))
+            .begin()
+            .await,
+    )
+}
+
+/// Runs both analysis steps, publishing after each; returns whether a profile should follow.
+async fn analyse_and_publish(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    text: &str,
+    version: i32,
+    generation: u64,
+    token: &CancellationToken,
+) -> bool {
+    let settings = state.settings();
+    let path = path_of(uri);
+    let analysis = if settings.trusted {
+        // The compiler's messages and the source tools' findings go out first;
+        // SASS and the tools that read it (nvdisasm costs about a compile of a
+        // small file) follow in a second publish.
+        let first = match state
+            .analyzer
+            .compile_step(&path, text, &settings, token)
+            .await
+        {
+            Ok(a) => a,
+            Err(AnalysisError::Cancelled) => return false,
+        };
+        if first.complete {
+            first
+        } else {
+            let first = Arc::new(first);
+            // Until step two replaces them, the last SASS findings stay on the
+            // lines this save left alone: a save never blanks them.
+            let previous = state
+                .docs()
+                .get(uri)
+                .and_then(|d| d.current_analysis().cloned());
+            let shown = match previous {
+                Some(p) => Arc::new(first.keeping_sass_findings_of(&p)),
+                None => first.clone(),
+            };
+            // nvdisasm starts while the first publish goes out; the second
+            // publish waits for both, so it always comes after the first.
+            let (current, second) = tokio::join!(
+                publish(state, client, uri, version, generation, shown, false),
+                state
+                    .analyzer
+                    .machine_code_step(&first, text, &settings, token)
+            );
+            if !current {
+                return false;
+            }
+            match second {
+                Ok(a) => a,
+                Err(AnalysisError::Cancelled) => return false,
+            }
+        }
+    } else {
+        // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
+        let editor = settings.editor;
+        let (text, settings) = (text.to_string(), settings.clone());
+        let mut analysis =
+            crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings))
+                .await;
+        analysis.findings.push(untrusted(editor));
+        analysis
+    };
+    let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
+    publish(
+        state,
+        client,
+        uri,
+        version,
+        generation,
+        Arc::new(analysis),
+        true,
+    )
+    .await
+        && profile_now
+}
+
+/// Why an untrusted document gets no compiler diagnostics, on the document
+/// itself: a client that shows no messages (or hid the one at start) still sees it.
+fn untrusted(editor: kernelpro_core::editor::Editor) -> Finding {
+    Finding::new(
+        "kernelpro",
+        Severity::Information,
+        Span::line(0),
+        untrusted_message(editor),
+    )
+    .with_code("Untrusted")
+}
+
+/// In the words of the user's editor (core::editor).
+pub fn untrusted_message(editor: kernelpro_core::editor::Editor) -> String {
+    format!("workspace not trusted: nothing is compiled, checked or profiled here until you {}. Until then only the file's structure and launch specs are checked.", editor.trust_hint())
+}
+

@@ -1,0 +1,171 @@
+//! Diagnostics out to the client: the stored analysis's and the last
+//! profile's findings, moved through the edits made since (see
+//! `kernelpro_session::EditLog`), merged for headers across their includers.
+
+use crate::convert;
+use crate::state::State;
+use kernelpro_core::analysis::FileAnalysis;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::*;
+
+/// Publishes unless a newer analysis has started; `last` ends this analysis.
+/// Returns whether it was still current.
+pub(crate) async fn publish(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    version: i32,
+    generation: u64,
+    analysis: Arc<FileAnalysis>,
+    last: bool,
+) -> bool {
+    let _order = state.publish.lock().await;
+    let (now, (main, headers)) = {
+        let mut docs = state.docs();
+        let Some(doc) = docs.get_mut(uri) else {
+            return false;
+        };
+        if doc.generation != generation {
+            return false; // a newer analysis has started: this one is stale
+        }
+        doc.set_analysis(version, analysis);
+        if last {
+            doc.in_flight = None;
+        }
+        // Positions are mapped to the text as it is now: tag them with its version.
+        let now = doc.version;
+        (now, diagnostics_of(doc))
+    };
+    send(state, client, uri, Some(now), main, headers).await;
+    true
+}
+
+/// Re-sends the diagnostics of a document (after a profile lands).
+pub async fn republish(state: &State, client: &Client, uri: &Uri) {
+    let _order = state.publish.lock().await;
+    let (version, main, headers) = {
+        let docs = state.docs();
+        let Some(doc) = docs.get(uri) else { return };
+        let (main, headers) = diagnostics_of(doc);
+        (Some(doc.version), main, headers)
+    };
+    send(state, client, uri, version, main, headers).await;
+}
+
+type Diagnostics = (Vec<Diagnostic>, HashMap<Uri, Vec<Diagnostic>>);
+
+/// The analysis's findings plus the last profile's (marked stale after edits).
+fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
+    let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
+    let mut main = Vec::new();
+    let findings = doc
+        .analysis
+        .as_ref()
+        .map(|(_, a)| a.findings.as_slice())
+        .unwrap_or_default();
+    // Main-file findings move with the edits made since the analysis; those on
+    // rewritten lines are dropped until the next analysis.
+    let edits = doc.edits_since_analysis();
+    for f in findings {
+        match &f.file {
+            None => {
+                let Some(line) = edits.to_current(f.span.start.line) else { continue };
+                let mut moved = f.clone();
+                moved.span.end.line = line + f.span.end.line.saturating_sub(f.span.start.line);
+                moved.span.start.line = line;
+                main.push(convert::diagnostic(&moved, Some(doc)))
+            }
+            Some(p) => {
+                if let Some(h) = Uri::from_file_path(p) {
+                    headers
+                        .entry(h)
+                        .or_default()
+                        .push(convert::diagnostic(f, None));
+                }
+            }
+        }
+    }
+    if let Some(profile) = &doc.profile {
+        for f in &profile.findings {
+            let mut d = convert::diagnostic(f, Some(doc));
+            if profile.stale {
+                d.message
+                    .push_str("\n(profiled before your latest edits: profile again to refresh)");
+            }
+            main.push(d);
+        }
+    }
+    (main, headers)
+}
+
+async fn send(
+    state: &State,
+    client: &Client,
+    uri: &Uri,
+    version: Option<i32>,
+    main: Vec<Diagnostic>,
+    headers: HashMap<Uri, Vec<Diagnostic>>,
+) {
+    let previous = {
+        let mut map = state
+            .header_diagnostics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.insert(uri.clone(), headers.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    for old in previous.into_iter().filter(|h| !headers.contains_key(h)) {
+        let view = header_view(state, &old);
+        client.publish_diagnostics(old, view, None).await;
+    }
+    for h in headers.into_keys() {
+        let view = header_view(state, &h);
+        client.publish_diagnostics(h, view, None).await;
+    }
+    let mut main = main;
+    merge(&mut main, found_by_includers(state, uri));
+    client.publish_diagnostics(uri.clone(), main, version).await;
+    // Lenses come from the same analysis: ask the client to fetch them again.
+    // Not awaited here: a client slow to answer must not hold up publishing.
+    if state
+        .code_lens_refresh
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let _ = client.code_lens_refresh().await;
+        });
+    }
+}
+
+/// What to publish on a header: its own diagnostics when it is open itself,
+/// plus what the analysis of every open file that includes it found in it
+/// (kernels defined in project headers are analysed with the `.cu` that
+/// compiles them), without duplicates, so one includer never hides another.
+pub(crate) fn header_view(state: &State, header: &Uri) -> Vec<Diagnostic> {
+    let mut view = state.docs().get(header).map(|d| diagnostics_of(d).0).unwrap_or_default();
+    merge(&mut view, found_by_includers(state, header));
+    view
+}
+
+/// The findings other open documents' analyses placed in `uri`'s file.
+fn found_by_includers(state: &State, uri: &Uri) -> Vec<Diagnostic> {
+    let path = crate::document::path_of(uri);
+    let docs = state.docs();
+    docs.iter()
+        .filter(|(other, _)| *other != uri)
+        .filter_map(|(_, doc)| doc.analysis.as_ref())
+        .flat_map(|(_, a)| a.findings.iter().filter(|f| f.file.as_deref() == Some(path.as_path())))
+        .map(|f| convert::diagnostic(f, None))
+        .collect()
+}
+
+fn merge(into: &mut Vec<Diagnostic>, more: Vec<Diagnostic>) {
+    for d in more {
+        if !into.iter().any(|o| o.range == d.range && o.message == d.message) {
+            into.push(d);
+        }
+    }
+}
