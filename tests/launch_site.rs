@@ -96,3 +96,40 @@ fn optimize_out_writes_the_in_file_launch_too() {
     assert!(stdout.contains("note: The edit also changes the launch of `rmsnorm_fwd` on line "), "{stdout}");
     check_new_file(&text, &std::fs::read_to_string(&out).unwrap());
 }
+
+/// `--apply` writes the result into the file itself, onto the file as it is
+/// when the search ends: a line the user added meanwhile stays; a change to the
+/// lines the result replaces refuses, saying why, and leaves the file alone.
+#[test]
+fn optimize_apply_rebases_onto_edits_made_during_the_search() {
+    use std::io::{BufRead, BufReader};
+    let run_editing = |edit: &dyn Fn(&str) -> String| {
+        let (dir, path, text) = fixture();
+        let mut child = Command::new(bin())
+            .args(["optimize", path.to_str().unwrap(), "--kernel", KERNEL, "--evaluator", "stub:1.5:3", "--budget", "6", "--no-profile", "--apply"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The first progress line: the file has been read; now the user edits it.
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = Vec::new();
+        err.read_until(b'\r', &mut seen).unwrap();
+        let edited = edit(&text);
+        std::fs::write(&path, &edited).unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        (dir, status, std::fs::read_to_string(&path).unwrap(), edited, text, rest)
+    };
+    // A comment typed at the top during the search: kept, and the result applied below it.
+    let (_d, status, now, _edited, text, stderr) = run_editing(&|t| format!("// typed meanwhile\n{t}"));
+    assert!(status.success(), "{stderr}");
+    assert!(now.starts_with("// typed meanwhile\n"), "{now}");
+    check_new_file(&text, &now["// typed meanwhile\n".len()..]);
+    // The launch line the result rewrites changed during the search: nothing written, the reason given.
+    let (_d, status, now, edited, _text, stderr) = run_editing(&|t| t.replace("(n_rows + threads - 1) / threads", "(n_rows + threads - 1)/threads"));
+    assert!(!status.success());
+    assert_eq!(now, edited, "the user's file is left as they wrote it");
+    assert!(stderr.contains("was not changed: the lines this result replaces"), "{stderr}");
+}

@@ -48,8 +48,13 @@ pub struct OptimizeArgs {
     #[arg(long, value_name = "DIR")]
     pub profile_import: Option<PathBuf>,
     /// Write the optimized file here (the input file is never changed).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "apply")]
     pub out: Option<PathBuf>,
+    /// Apply the result to FILE itself when the search ends, onto the file as it is then:
+    /// edits made meanwhile elsewhere in it are kept; if the lines the result replaces
+    /// changed, nothing is written and the reason is given
+    #[arg(long)]
+    pub apply: bool,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -105,6 +110,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
     if let Some(r) = &args.runner {
         settings.runner = r.split_whitespace().map(String::from).collect();
     }
+    let started_from = text.clone();
     let req = OptimizeRequest {
         path: args.file.clone(),
         text,
@@ -155,6 +161,12 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
                 eprintln!("kernelpro optimize: cannot write {}: {e}", path.display());
                 return ExitCode::from(1);
             }
+            if args.apply
+                && let Err(e) = apply_in_place(&args.file, &started_from, &out)
+            {
+                eprintln!("kernelpro optimize: {} was not changed: {e}", args.file.display());
+                return ExitCode::from(1);
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -162,6 +174,23 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Writes the result into the input file, re-based onto its text now (the
+/// search took minutes; the user may have kept editing).
+fn apply_in_place(file: &std::path::Path, started_from: &str, out: &OptimizeOutcome) -> anyhow::Result<()> {
+    let Some(edit) = &out.edit else { return Ok(()) };
+    let made: Vec<kernelpro_session::LineEdit> = std::iter::once(edit)
+        .chain(&out.launch_site_edits)
+        .map(|e| kernelpro_session::LineEdit { start_line: e.start_line, end_line: e.end_line, text: e.text.clone() })
+        .collect();
+    let now = std::fs::read_to_string(file)?;
+    let edits = kernelpro_session::rebase(started_from, &made, &now)?;
+    // Write beside it, then rename: an interrupted write never leaves half a file.
+    let tmp = file.with_extension("cu.kernelpro-tmp");
+    std::fs::write(&tmp, kernelpro_session::apply(&now, &edits))?;
+    std::fs::rename(&tmp, file)?;
+    Ok(())
 }
 
 fn report(o: &OptimizeOutcome) -> String {

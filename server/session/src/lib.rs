@@ -18,4 +18,4 @@ mod rebase;
 
 pub use edit_log::{EditLog, LineChange};
 pub use jobs::{JobKind, JobTicket, Jobs};
-pub use rebase::{LineEdit, NotApplicable, rebase};
+pub use rebase::{LineEdit, NotApplicable, apply, rebase};

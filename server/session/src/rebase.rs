@@ -47,6 +47,18 @@ pub fn rebase(original: &str, edits: &[LineEdit], current: &str) -> Result<Vec<L
     Ok(out)
 }
 
+/// `text` with `edits` (non-overlapping, as [`rebase`] returns them) applied.
+pub fn apply(text: &str, edits: &[LineEdit]) -> String {
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut sorted: Vec<&LineEdit> = edits.iter().collect();
+    sorted.sort_by_key(|e| std::cmp::Reverse(e.start_line));
+    for e in sorted {
+        let (start, end) = ((e.start_line as usize).min(lines.len()), (e.end_line as usize).min(lines.len()));
+        lines.splice(start..end.max(start), [e.text.as_str()]);
+    }
+    lines.concat()
+}
+
 /// A pure insertion replaces nothing, so nothing would locate it: make it
 /// replace the line below it (or above, at the end) by itself plus that line.
 fn anchored(e: &LineEdit, old: &[&str]) -> LineEdit {
@@ -92,13 +104,6 @@ mod tests {
         expected.assert_eq(&got);
     }
 
-    fn apply(text: &str, edits: &[LineEdit]) -> String {
-        let mut lines: Vec<String> = text.split_inclusive('\n').map(String::from).collect();
-        for e in edits.iter().rev() {
-            lines.splice(e.start_line as usize..e.end_line as usize, [e.text.clone()]);
-        }
-        lines.concat()
-    }
 
     #[test]
     fn unchanged_text_takes_the_edit_as_is() {
