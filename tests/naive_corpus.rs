@@ -323,3 +323,43 @@ fn check_names_the_main_problem_of_naive_kernels() {
         "more than {MAX_CLEAN_WARNINGS} warning(s) on {clean_offenders:?}"
     );
 }
+
+/// Every naive template kernel goes through the optimizer's guarded compile:
+/// the spec's `instantiate` picks the version when the file never launches it
+/// (they used to fail with "not in the compiled code" before any rewrite).
+#[test]
+fn template_kernels_optimize_through_their_spec_instantiation() {
+    let dir = root().join("tests/fixtures/naive");
+    let mut files: Vec<PathBuf> = Vec::new();
+    for class in std::fs::read_dir(&dir).unwrap() {
+        let class = class.unwrap().path();
+        if !class.is_dir() {
+            continue; // README.md
+        }
+        for f in std::fs::read_dir(class).unwrap() {
+            let p = f.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            if name.ends_with(".cu") && !name.starts_with("clean_") && !name.starts_with("expert_") && text.contains("kernelpro: instantiate =") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 5, "template styles in the corpus: {files:?}");
+    let mut failures = Vec::new();
+    for p in &files {
+        let text = std::fs::read_to_string(p).unwrap();
+        let inst = text.lines().find_map(|l| l.trim().strip_prefix("// kernelpro: instantiate =")).unwrap().trim();
+        let kernel = &inst[..inst.find('<').unwrap()];
+        let out = Command::new(env!("CARGO_BIN_EXE_kernelpro"))
+            .args(["optimize", p.to_str().unwrap(), "--kernel", kernel, "--evaluator", "stub:1.5", "--budget", "2", "--no-profile", "--json"])
+            .output()
+            .unwrap();
+        let reply: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        if !out.status.success() || reply.as_ref().is_none_or(|r| r["edit"].is_null()) {
+            failures.push(format!("{}: {}", p.display(), String::from_utf8_lossy(&out.stderr).trim()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -41,7 +41,7 @@ pub fn prepare_error(path: &Path, what: impl std::fmt::Display) -> String {
 }
 
 pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyzer, cancel: &CancellationToken) -> Result<Prepared, String> {
-    let analysis = analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+    let mut analysis = analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
     if let Some(e) = analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec") {
         return Err(prepare_error(&src.path, format!("does not compile: line {}: {}", e.span.start.line + 1, e.message)));
     }
@@ -66,18 +66,38 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
         return Err(prepare_error(&src.path, format!("the launch spec of `{kernel}` has an error on line {}: {}", e.span.start.line + 1, e.message)));
     }
     let launch = analysis.launch_specs.get(&kernel).cloned().ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` has no launch spec: add `// kernelpro:` lines directly above it")))?;
+    let wanted = launch.instantiate.as_ref().map(|i| i.text());
+    if compiled_entry(&analysis, &kernel, wanted.as_deref()).is_none()
+        && let Some(inst) = &wanted
+    {
+        // A template the file never launches: the spec's `instantiate` says
+        // which version to run; referencing it from host code makes nvcc
+        // compile it (the line goes last, so no line moves).
+        let text = format!("{}\nstatic void* const kernelpro_instantiate_{kernel} = (void*)&{inst};\n", src.text.trim_end_matches('\n'));
+        analysis = analyzer.analyze(&src.path, &text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+    }
     let compiled = analysis.compile.clone().ok_or_else(|| prepare_error(&src.path, "was not compiled (is nvcc installed? see `kernelpro doctor`)"))?;
     let cubin = compiled.cubin.clone().ok_or_else(|| prepare_error(&src.path, "nvcc produced no cubin"))?;
-    let function = compiled
-        .resources
-        .iter()
-        .find(|r| r.entry && r.name == kernel)
-        .map(|r| r.mangled.clone())
-        .ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` is not in the compiled code (a template needs an explicit instantiation)")))?;
+    let function = compiled_entry(&analysis, &kernel, wanted.as_deref()).ok_or_else(|| {
+        prepare_error(&src.path, format!("`{kernel}` is not in the compiled code (a template needs `// kernelpro: instantiate = {kernel}<…>` or an explicit instantiation)"))
+    })?;
     let dir = tempfile::Builder::new().prefix("kernelpro-run-").tempdir().map_err(|e| prepare_error(&src.path, e))?;
     let cubin_path = dir.path().join("kernel.cubin");
     std::fs::write(&cubin_path, cubin).map_err(|e| prepare_error(&src.path, e))?;
     Ok(Prepared { job: KernelJob { image: Image::Cubin(cubin_path), function, launch }, analysis, _dir: dir })
+}
+
+/// The mangled symbol of `kernel` in the cubin: the one instantiation `wanted`
+/// names (spaces ignored), else the only compiled version of it.
+fn compiled_entry(analysis: &FileAnalysis, kernel: &str, wanted: Option<&str>) -> Option<String> {
+    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let all: Vec<_> = analysis.compile.as_ref()?.resources.iter().filter(|r| r.entry && kernelpro_sass::symbol::plain_name(&r.name) == kernel).collect();
+    let pick = match wanted {
+        Some(w) if all.len() > 1 || all.iter().any(|r| r.name != kernel) => all.iter().find(|r| squash(&r.name) == squash(w)).or(if all.len() == 1 { all.first() } else { None }),
+        _ if all.len() == 1 => all.first(),
+        _ => None,
+    };
+    pick.map(|r| r.mangled.clone())
 }
 
 /// Runs a prepared kernel (and reference) in the worker child; the blocking
