@@ -52,6 +52,11 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
             "2:6-2:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced",
         ]
     );
+    // The analysis is in the client's log (VS Code's output channel, Neovim's lsp.log).
+    let logged = c.wait(Duration::from_secs(10), |m| {
+        m["method"] == "window/logMessage" && m["params"]["message"].as_str().is_some_and(|t| t.starts_with("analysed") && t.contains("planted.cu") && t.contains("version=1"))
+    });
+    assert!(logged.is_some(), "no log line for the analysis");
     // Fix the error in the buffer, save: the warning is left, tagged with version 2, and now
     // that the kernel compiles the model's elementwise finding joins it.
     let fixed = text.replace("factor", "2.0f");

@@ -7,6 +7,7 @@ mod convert;
 mod document;
 mod handlers;
 mod jobs;
+mod log;
 mod protocol;
 mod server;
 mod state;
@@ -24,6 +25,7 @@ pub async fn serve_stdio() -> std::process::ExitCode {
             Server::work_done_progress_cancel,
         )
         .finish();
+    log::to_client(service.inner().client.clone());
     let state = service.inner().state.clone();
     let service = protocol::Protocol::new(service);
     let exit_seen = service.exit_seen.clone();

@@ -62,6 +62,7 @@ pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'stat
 }
 
 async fn guard_notification(fut: impl Future<Output = ()>) {
+    // The panic hook (`log.rs`) has logged it with its place; the server goes on.
     let _ = AssertUnwindSafe(fut).catch_unwind().await;
 }
 

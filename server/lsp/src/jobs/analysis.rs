@@ -109,6 +109,7 @@ async fn analyse_and_publish(
 ) -> bool {
     let settings = state.settings();
     let path = path_of(uri);
+    let started = std::time::Instant::now();
     let analysis = if settings.trusted {
         // The compiler's messages and the source tools' findings go out first;
         // SASS and the tools that read it (nvdisasm costs about a compile of a
@@ -119,7 +120,10 @@ async fn analyse_and_publish(
             .await
         {
             Ok(a) => a,
-            Err(AnalysisError::Cancelled) => return false,
+            Err(AnalysisError::Cancelled) => {
+                tracing::debug!(file = %path.display(), version, "analysis cancelled by a newer one");
+                return false;
+            }
         };
         if first.complete {
             first
@@ -154,7 +158,7 @@ async fn analyse_and_publish(
     } else {
         // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
         let editor = settings.editor;
-        let (text, settings) = (text.to_string(), settings.clone());
+        let (text, settings, path) = (text.to_string(), settings.clone(), path.clone());
         let mut analysis =
             crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings))
                 .await;
@@ -162,6 +166,14 @@ async fn analyse_and_publish(
         analysis
     };
     let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
+    tracing::info!(
+        file = %path.display(),
+        version,
+        ms = started.elapsed().as_millis() as u64,
+        findings = analysis.findings.len(),
+        trusted = settings.trusted,
+        "analysed"
+    );
     publish(
         state,
         client,

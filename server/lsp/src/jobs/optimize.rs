@@ -142,6 +142,7 @@ pub async fn start(
             }))
         }
         Err(e) => {
+            tracing::warn!(kernel = %kernel, "optimize failed: {e}");
             progress.finish_with_message(format!("failed: {e}")).await;
             Err(Error {
                 code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
@@ -151,6 +152,7 @@ pub async fn start(
         }
         Ok(outcome) => {
             let cancelled = cancel.load(Ordering::SeqCst);
+            tracing::info!(kernel = %kernel, evaluations = outcome.evaluations, speedup = outcome.speedup, cancelled, stop = %outcome.stop, "optimize finished");
             let message = result_message(&outcome, cancelled, settings.editor);
             progress
                 .finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() })
