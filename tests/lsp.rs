@@ -234,7 +234,8 @@ fn no_nvcc_gives_one_clear_diagnostic() {
     let s = summarize(&d);
     assert_eq!(s.len(), 1, "{s:?}");
     assert!(s[0].contains("[no-nvcc] nvcc was not found"), "{s:?}");
-    assert!(d["diagnostics"][0]["message"].as_str().unwrap().contains("pip install nvidia-cuda-nvcc"));
+    let message = d["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.contains("pip install nvidia-cuda-nvcc") && message.contains("run `kernelpro install-cuda`"), "{message}");
 }
 
 /// Until the client says the workspace is trusted, nothing is compiled.

@@ -385,6 +385,16 @@ wait_for('the profile result in words', function()
 end)
 
 
+-- :KernelProInstallCuda: the pinned compiler into Neovim's data folder, and the server uses it.
+local before_install = #report.notified
+vim.cmd('KernelProInstallCuda')
+wait_for('the CUDA compiler install', function()
+  return notified_after(before_install, 'The CUDA compiler is installed') ~= nil or notified_after(before_install, 'failed') ~= nil
+end)
+report.install_message = notified_after(before_install, 'The CUDA compiler is installed') or notified_after(before_install, 'failed')
+report.managed_nvcc = kp.managed_nvcc()
+report.server_nvcc = (kp.client(bufnr).settings.kernelpro or {}).nvcc
+
 -- :checkhealth kernelpro, as a user would read it.
 vim.cmd('checkhealth kernelpro')
 report.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
@@ -446,6 +456,9 @@ check('profile_words', words(report.profile_message)
 check('quiet_hover_beside_clangd', report.quiet_hover.plain_alone ~= nil and report.quiet_hover.plain.text == nil
   and type(report.quiet_hover.finding.text) == 'string' and report.quiet_hover.finding.text ~= ''
   and type(report.quiet_hover.kernel.text) == 'string' and report.quiet_hover.kernel.text:find(kernel_name, 1, true) ~= nil)
+check('install_cuda', words(report.install_message) and report.install_message:find('The CUDA compiler is installed', 1, true) ~= nil
+  and report.managed_nvcc ~= nil and report.managed_nvcc:find(vim.fn.stdpath('data'), 1, true) == 1
+  and report.server_nvcc == report.managed_nvcc)
 check('doctor_missing_binary', type(report.doctor_missing) == 'string'
   and report.doctor_missing:find('no-such-kernelpro', 1, true) ~= nil
   and report.doctor_missing:find('server_path', 1, true) ~= nil)

@@ -21,6 +21,8 @@ if ! command -v "$KERNELPRO_BIN" >/dev/null 2>&1; then
 fi
 
 # Keep the user's config, plugins, shada and LSP log out of the test.
+# pip's downloads stay in the user's cache (the install check reuses the set-up's wheels).
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pip}"
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
 export XDG_CONFIG_HOME="$home/config" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" XDG_CACHE_HOME="$home/cache"

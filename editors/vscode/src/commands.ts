@@ -140,4 +140,24 @@ export function registerCommands(
     if (key) await context.secrets.store(SECRET_KEY, key);
     else await context.secrets.delete(SECRET_KEY);
   });
+
+  // The pinned compiler wheels into the extension's own storage (the server
+  // does the work: `kernelpro.installCuda`), then the nvcc setting points there.
+  register('kernelpro.installCompiler', async () => {
+    if (!kp.client) {
+      void vscode.window.showWarningMessage('KernelPro: the server is not running; see KernelPro: Show Server Log.');
+      return;
+    }
+    const dir = vscode.Uri.joinPath(context.globalStorageUri, 'cuda').fsPath;
+    const reply = (await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'KernelPro: installing the CUDA compiler (a minute or two)' },
+      () => serverCommand('kernelpro.installCuda', [dir]),
+    )) as { nvcc?: string; message?: string; error?: string } | undefined;
+    if (reply?.nvcc) {
+      await vscode.workspace.getConfiguration('kernelpro').update('nvcc', reply.nvcc, vscode.ConfigurationTarget.Global);
+      void vscode.window.showInformationMessage(`KernelPro: ${reply.message ?? 'the CUDA compiler is installed.'}`);
+    } else {
+      void vscode.window.showErrorMessage(`KernelPro: ${reply?.message ?? 'installing the CUDA compiler failed.'}`);
+    }
+  });
 }

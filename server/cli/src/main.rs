@@ -88,6 +88,18 @@ enum Command {
     /// The GPU harness's child process (internal).
     #[command(name = "__gpu-worker", hide = true)]
     GpuWorker,
+    /// Install the CUDA compiler (pinned NVIDIA wheels) into a Python environment of its own
+    /// and print its nvcc; point the `nvcc` setting (or KERNELPRO_NVCC) at it.
+    InstallCuda {
+        /// Where the environment goes (default: the user's data folder, kernelpro/cuda).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// An argument for pip, e.g. --pip-arg=--index-url=URL (repeatable).
+        #[arg(long = "pip-arg", allow_hyphen_values = true)]
+        pip_args: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Check what KernelPro can find and use here, with the fix for each missing piece.
     Doctor {
         #[arg(long)]
@@ -137,6 +149,7 @@ fn main() -> ExitCode {
             Command::Profile(args) => profile::run(&args).await,
             Command::Spec(args) => spec::run(&args),
             Command::GpuWorker => unreachable!("handled before the runtime starts"),
+            Command::InstallCuda { dir, pip_args, json } => install_cuda(dir, &pip_args, json).await,
             Command::Doctor { json } => {
                 // The user runs it: trusted, with no project (the working directory is never searched).
                 let settings = kernelpro_core::settings::Settings { trusted: true, editor: kernelpro_core::editor::Editor::Cli, ..Default::default() };
@@ -171,4 +184,29 @@ fn end_children_on_signal() {
         kernelpro_core::children::kill_all();
         std::process::exit(128 + signal);
     });
+}
+
+async fn install_cuda(dir: Option<PathBuf>, pip_args: &[String], json: bool) -> ExitCode {
+    let Some(dir) = dir.or_else(|| dirs::data_dir().map(|d| d.join("kernelpro").join("cuda"))) else {
+        eprintln!("kernelpro install-cuda: no data folder is known here: give one with --dir");
+        return ExitCode::from(2);
+    };
+    if !json {
+        eprintln!("installing the CUDA compiler into {} (a few hundred MB, a minute or two)…", dir.display());
+    }
+    match kernelpro_core::install::install_cuda(&dir, pip_args, &tokio_util::sync::CancellationToken::new()).await {
+        Ok(nvcc) => {
+            if json {
+                println!("{}", serde_json::json!({"nvcc": nvcc, "dir": dir}));
+            } else {
+                println!("{}", nvcc.display());
+                eprintln!("done: set the `nvcc` setting (or KERNELPRO_NVCC) to the path above");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kernelpro install-cuda: {e}");
+            ExitCode::from(1)
+        }
+    }
 }

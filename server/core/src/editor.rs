@@ -58,6 +58,15 @@ impl Editor {
         }
     }
 
+    /// How to install the CUDA compiler where KernelPro manages it.
+    pub fn install_cuda_hint(self) -> &'static str {
+        match self {
+            Editor::VsCode => "run KernelPro: Install CUDA Compiler",
+            Editor::Neovim => "run :KernelProInstallCuda",
+            _ => "run `kernelpro install-cuda` and set the nvcc setting to the path it prints",
+        }
+    }
+
     /// What to do after changing a setting that is read only at start-up.
     pub fn restart_hint(self) -> &'static str {
         match self {

@@ -21,6 +21,7 @@ pub mod nvcc_flags;
 pub mod analysis;
 pub mod doctor;
 pub mod harness;
+pub mod install;
 pub mod headers;
 pub mod hover;
 pub mod launch;

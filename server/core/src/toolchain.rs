@@ -20,7 +20,7 @@ pub const NCU_INSTALL_HINT: &str = "Nsight Compute (ncu) ships with the CUDA too
 set the ncu setting or KERNELPRO_NCU to its path, or add it to PATH.";
 
 pub fn nvcc_install_hint(editor: crate::editor::Editor) -> String {
-    NVCC_INSTALL_HINT.replace("the nvcc setting", &editor.setting("nvcc"))
+    format!("To install it, {}. {}", editor.install_cuda_hint(), NVCC_INSTALL_HINT.replace("Install the CUDA compiler wheels into", "Or install the CUDA compiler wheels into").replace("the nvcc setting", &editor.setting("nvcc")))
 }
 
 pub fn ncu_install_hint(editor: crate::editor::Editor) -> String {

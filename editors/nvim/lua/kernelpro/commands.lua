@@ -194,6 +194,26 @@ function M.doctor(bufnr)
   end)
 end
 
+--- Installs the pinned CUDA compiler wheels into Neovim's data folder (the
+--- server does it: `kernelpro.installCuda`) and points the server at its nvcc;
+--- later sessions find it there by themselves.
+function M.install_cuda(bufnr)
+  if not kp.client(bufnr) then
+    return notify(M.why_no_server(), vim.log.levels.WARN)
+  end
+  notify('installing the CUDA compiler into ' .. kp.cuda_dir() .. ' (a minute or two)…')
+  M.execute(bufnr, 'kernelpro.installCuda', { kp.cuda_dir() }, function(err, result)
+    if err then
+      return notify('installing the CUDA compiler failed: ' .. (err.message or tostring(err)), vim.log.levels.ERROR)
+    end
+    if type(result) ~= 'table' or not result.nvcc then
+      return notify((type(result) == 'table' and result.message) or 'installing the CUDA compiler failed', vim.log.levels.ERROR)
+    end
+    kp.update_settings({ settings = { nvcc = result.nvcc } })
+    notify(result.message)
+  end)
+end
+
 -- Progress tokens the server has begun and not ended: token -> {client_id, title}.
 M.active = {}
 
@@ -287,6 +307,9 @@ function M.register()
     notify('workspace trusted: the server may now compile and run code')
   end, { desc = 'KernelPro: let the server compile and run code here' })
   cmd('KernelProCancel', M.cancel, { desc = 'KernelPro: cancel running compile/profile/optimize' })
+  cmd('KernelProInstallCuda', function()
+    M.install_cuda(vim.api.nvim_get_current_buf())
+  end, { desc = 'KernelPro: install the CUDA compiler where KernelPro finds it' })
 end
 
 return M

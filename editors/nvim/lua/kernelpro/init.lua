@@ -44,8 +44,24 @@ function M.notify(client, method, params)
 end
 
 --- The settings table the server sees: user settings plus `trusted`.
+--- Where :KernelProInstallCuda puts the CUDA compiler.
+function M.cuda_dir()
+  return vim.fs.joinpath(vim.fn.stdpath('data'), 'kernelpro', 'cuda')
+end
+
+--- The nvcc :KernelProInstallCuda installed, if any.
+function M.managed_nvcc()
+  local found = vim.fn.glob(vim.fs.joinpath(M.cuda_dir(), 'lib', 'python3*', 'site-packages', 'nvidia', 'cu13', 'bin', 'nvcc'), true, true)
+  return found[1]
+end
+
 function M.server_settings()
-  return vim.tbl_deep_extend('force', {}, M.options.settings, { trusted = M.options.trusted })
+  local settings = vim.tbl_deep_extend('force', {}, M.options.settings, { trusted = M.options.trusted })
+  -- The user's own nvcc wins; else the one KernelPro installed.
+  if settings.nvcc == nil then
+    settings.nvcc = M.managed_nvcc()
+  end
+  return settings
 end
 
 function M.cmd()

@@ -1,4 +1,4 @@
-//! workspace/executeCommand: showSass, doctor, profile, optimize.
+//! workspace/executeCommand: showSass, doctor, profile, optimize, installCuda.
 
 use crate::server::Server;
 use tower_lsp_server::jsonrpc::{Error, Result};
@@ -27,6 +27,23 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
         "kernelpro.profile" => {
             let uri = uri_arg(&args, 0)?;
             Ok(Some(crate::jobs::profile::run(&server.state, &server.client, uri, params.work_done_progress_params.work_done_token).await))
+        }
+        "kernelpro.installCuda" => {
+            // Only on the user's click: the editor names the folder (its own storage, not the workspace).
+            let dir = args.first().and_then(|v| v.as_str()).map(std::path::PathBuf::from).ok_or_else(|| Error::invalid_params("kernelpro.installCuda needs [folder]"))?;
+            let token = tokio_util::sync::CancellationToken::new();
+            match kernelpro_core::install::install_cuda(&dir, &[], &token).await {
+                Ok(nvcc) => {
+                    tracing::info!(nvcc = %nvcc.display(), "installed the CUDA compiler");
+                    // Use it at once; the editor also stores it in its `nvcc` setting.
+                    let mut settings = server.state.settings();
+                    settings.nvcc = Some(nvcc.clone());
+                    server.state.set_settings(settings);
+                    crate::jobs::analysis::schedule_all(&server.state, &server.client);
+                    Ok(Some(serde_json::json!({"nvcc": nvcc, "message": format!("The CUDA compiler is installed ({}); open files are being analysed again.", nvcc.display())})))
+                }
+                Err(e) => Ok(Some(serde_json::json!({"error": e.to_string(), "message": format!("Installing the CUDA compiler failed: {e}")}))),
+            }
         }
         "kernelpro.doctor" => Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text()))),
         other => Err(Error::invalid_params(format!("unknown or not yet available command: {other}"))),

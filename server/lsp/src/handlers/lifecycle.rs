@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub const COMMANDS: &[&str] = &["kernelpro.showSass", "kernelpro.doctor", "kernelpro.profile", "kernelpro.optimize"];
+pub const COMMANDS: &[&str] = &["kernelpro.showSass", "kernelpro.doctor", "kernelpro.profile", "kernelpro.optimize", "kernelpro.installCuda"];
 
 pub async fn initialize(server: &Server, params: InitializeParams) -> Result<InitializeResult> {
     let refresh = params.capabilities.workspace.as_ref().and_then(|w| w.code_lens.as_ref()).and_then(|c| c.refresh_support).unwrap_or(false);
