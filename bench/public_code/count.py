@@ -5,9 +5,9 @@
 
 DIR holds one folder per repository (e.g. DIR/karpathy+llm.c/...), kept out of
 commits; this script fetches nothing. Every `.cu` file is checked with
-`kernelpro check --format json`, with `-I` for each folder of its repository
-that holds a header, so `#include "common.h"` resolves as the project's build
-would, plus each -I given (the headers of libraries the code uses beyond the
+`kernelpro check --format json`, with `-I` for the repository's root and each
+folder a quoted include of the repository resolves from, so `#include
+"common.h"` resolves as the project's build would, plus each -I given (the headers of libraries the code uses beyond the
 toolkit's runtime, e.g. cuBLAS's `include/`). Kernels defined in headers that several files include, and the findings
 in them, are counted once.
 
@@ -28,10 +28,24 @@ HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh")
 
 
 def include_dirs(repo: Path) -> list[str]:
+    """The repository root, and each folder a quoted `#include "a/b.h"` of the
+    repository resolves from: never a folder only `<…>` would reach (llm.c's
+    `dev/unistd.h`, a Windows shim, must not hide the system's)."""
+    headers = [p for p in repo.rglob("*") if p.suffix in HEADER_SUFFIXES and p.is_file()]
     dirs = {str(repo)}
-    for root, _, files in os.walk(repo):
-        if any(f.endswith(HEADER_SUFFIXES) for f in files):
-            dirs.add(root)
+    for src in list(repo.rglob("*.cu")) + headers:
+        try:
+            text = src.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if not line.startswith("#include") or '"' not in line:
+                continue
+            name = line.split('"')[1]
+            for h in headers:
+                if h.as_posix().endswith("/" + name):
+                    dirs.add(h.as_posix()[: -len(name) - 1])
     return sorted(dirs)
 
 

@@ -43,9 +43,12 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
     let state = state.clone();
     let client = client.clone();
     tokio::spawn(async move {
-        let progress = begin_progress(&state, &client, &uri, generation).await;
-        let profile_now =
-            analyse_and_publish(&state, &client, &uri, &text, version, generation, &token).await;
+        // The progress bar is asked for beside the analysis, not before it: a
+        // client slow to answer must not hold up the compile.
+        let (progress, profile_now) = tokio::join!(
+            begin_progress(&state, &client, &uri, generation),
+            analyse_and_publish(&state, &client, &uri, &text, version, generation, &token)
+        );
         if let Some(p) = progress {
             p.finish().await;
         }
