@@ -20,6 +20,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 status=0
+# rustfmt.toml is the one style; a file that differs fails CI (run `cargo fmt --all`).
+cargo fmt --all --check || { echo "rustfmt: run cargo fmt --all" >&2; status=1; }
 cargo test --workspace --no-fail-fast || status=1
 
 cargo build --quiet -p kernelpro

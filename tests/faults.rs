@@ -40,9 +40,15 @@ impl Fault {
 
     /// The real nvcc, with a faulty nvdisasm beside it.
     fn nvdisasm(body: &str) -> Fault {
-        let real = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
+        let real = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default())
+            .expect("nvcc (run scripts/setup.sh)")
+            .path;
         let f = Fault::nvcc(&format!("exec {} \"$@\"", real.display()), 0o755);
-        write_script(&f.dir.path().join("nvdisasm"), &format!("echo $$ > {}\n{body}", f.dir.path().join("nvdisasm.pid").display()), 0o755);
+        write_script(
+            &f.dir.path().join("nvdisasm"),
+            &format!("echo $$ > {}\n{body}", f.dir.path().join("nvdisasm.pid").display()),
+            0o755,
+        );
         f
     }
 
@@ -57,7 +63,8 @@ impl Fault {
 fn check(fault: &Fault, tag: &str) -> (u64, String) {
     let mut cmd = Command::new(bin());
     cmd.env("KP_TEST_TAG", tag);
-    let mut c = Client::spawn_with(cmd, json!({"trusted": true, "nvcc": fault.nvcc, "compileTimeoutSecs": TIMEOUT_SECS}));
+    let mut c =
+        Client::spawn_with(cmd, json!({"trusted": true, "nvcc": fault.nvcc, "compileTimeoutSecs": TIMEOUT_SECS}));
     let server = server_pid(tag);
     let path = fault.dir.path().join("k.cu");
     let text = "__global__ void k(float* y) { y[0] = 1.0f; }\n";
@@ -156,7 +163,9 @@ fn compiler_leaving_a_detached_child_on_its_pipes() {
     let (sev, msg) = check(&f, "setsid");
     // The detached sleep is in its own session, out of our reach: end it here.
     for p in pids() {
-        if std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == b"sleep\x001001\x00") && stat(p).is_some_and(|(pp, _, _)| pp == 1 || pp == std::process::id()) {
+        if std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == b"sleep\x001001\x00")
+            && stat(p).is_some_and(|(pp, _, _)| pp == 1 || pp == std::process::id())
+        {
             let _ = Command::new("kill").arg(p.to_string()).status();
         }
     }
@@ -171,7 +180,9 @@ fn hanging_and_garbage_disassembler() {
     assert_eq!(sev, INFO);
     assert!(msg.contains("no SASS for this file: nvdisasm did not finish within 2 s"), "{msg}");
 
-    let f = Fault::nvdisasm("head -c 300000 /dev/zero | tr '\\0' '\\377'\necho '//## File \"/x.cu\", line 99999999999'\necho '        /*0000*/  MOV R1, c[0x0][0x28] ;'\nexit 0");
+    let f = Fault::nvdisasm(
+        "head -c 300000 /dev/zero | tr '\\0' '\\377'\necho '//## File \"/x.cu\", line 99999999999'\necho '        /*0000*/  MOV R1, c[0x0][0x28] ;'\nexit 0",
+    );
     let (sev, msg) = check(&f, "disasm-garbage");
     assert!(sev == 0 || sev == INFO, "{sev} {msg}");
 }

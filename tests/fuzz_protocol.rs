@@ -105,7 +105,10 @@ impl Server {
                     } else {
                         *n2.lock().unwrap() += 1;
                         if msg["method"] == "textDocument/publishDiagnostics" {
-                            p2.lock().unwrap().insert(msg["params"]["uri"].as_str().unwrap_or_default().to_string(), msg["params"].clone());
+                            p2.lock().unwrap().insert(
+                                msg["params"]["uri"].as_str().unwrap_or_default().to_string(),
+                                msg["params"].clone(),
+                            );
                         }
                     }
                 } else if resp_tx.send(msg).is_err() {
@@ -216,10 +219,46 @@ fn spawn_writer(mut stdin: ChildStdin, frames: Receiver<Vec<u8>>, seed: u64) -> 
 
 // ---------------------------------------------------------------- the stream
 
-const URIS: &[&str] = &["file:///fuzz/a.cu", "file:///fuzz/b.cu", "file:///fuzz/dir%20x/c.cuh", "untitled:Untitled-1", "file:///fuzz/ü😀.cu", "file:///nowhere.cu"];
-const REQUESTS: &[&str] = &["textDocument/hover", "textDocument/documentSymbol", "textDocument/codeLens", "textDocument/codeAction", "workspace/executeCommand"];
-const NOTIFICATIONS: &[&str] = &["textDocument/didOpen", "textDocument/didChange", "textDocument/didSave", "textDocument/didClose", "workspace/didChangeConfiguration"];
-const INSERTS: &[&str] = &["x", "é", "😀", "\r\n", "\n", "\r", "}", "{", "__global__ void k() {}\n", "/*", "*/", "\"", "\u{2028}", "", "\t  ", "𝄞𝄞"];
+const URIS: &[&str] = &[
+    "file:///fuzz/a.cu",
+    "file:///fuzz/b.cu",
+    "file:///fuzz/dir%20x/c.cuh",
+    "untitled:Untitled-1",
+    "file:///fuzz/ü😀.cu",
+    "file:///nowhere.cu",
+];
+const REQUESTS: &[&str] = &[
+    "textDocument/hover",
+    "textDocument/documentSymbol",
+    "textDocument/codeLens",
+    "textDocument/codeAction",
+    "workspace/executeCommand",
+];
+const NOTIFICATIONS: &[&str] = &[
+    "textDocument/didOpen",
+    "textDocument/didChange",
+    "textDocument/didSave",
+    "textDocument/didClose",
+    "workspace/didChangeConfiguration",
+];
+const INSERTS: &[&str] = &[
+    "x",
+    "é",
+    "😀",
+    "\r\n",
+    "\n",
+    "\r",
+    "}",
+    "{",
+    "__global__ void k() {}\n",
+    "/*",
+    "*/",
+    "\"",
+    "\u{2028}",
+    "",
+    "\t  ",
+    "𝄞𝄞",
+];
 
 /// Random JSON of bounded depth and size: what "wrong types" are made of.
 fn random_json(rng: &mut Rng, depth: u32) -> Value {
@@ -232,8 +271,22 @@ fn random_json(rng: &mut Rng, depth: u32) -> Value {
         5 => json!(-(rng.below(5) as i64)),
         6 => Value::Array((0..rng.below(4)).map(|_| random_json(rng, depth - 1)).collect()),
         _ => {
-            let keys = ["textDocument", "uri", "position", "line", "character", "range", "text", "version", "contentChanges", "command", "arguments"];
-            Value::Object((0..rng.below(4)).map(|_| (rng.pick(&keys).to_string(), random_json(rng, depth - 1))).collect())
+            let keys = [
+                "textDocument",
+                "uri",
+                "position",
+                "line",
+                "character",
+                "range",
+                "text",
+                "version",
+                "contentChanges",
+                "command",
+                "arguments",
+            ];
+            Value::Object(
+                (0..rng.below(4)).map(|_| (rng.pick(&keys).to_string(), random_json(rng, depth - 1))).collect(),
+            )
         }
     }
 }
@@ -250,12 +303,16 @@ fn params_for(rng: &mut Rng, method: &str) -> Value {
     let td = json!({"uri": uri});
     match method {
         "textDocument/hover" => json!({"textDocument": td, "position": position(rng)}),
-        "textDocument/codeAction" => json!({"textDocument": td, "range": {"start": position(rng), "end": position(rng)}, "context": {"diagnostics": []}}),
+        "textDocument/codeAction" => {
+            json!({"textDocument": td, "range": {"start": position(rng), "end": position(rng)}, "context": {"diagnostics": []}})
+        }
         "workspace/executeCommand" => {
             let cmd = *rng.pick(&["kernelpro.showSass", "kernelpro.profile", "kernelpro.optimize", "nope", ""]);
             json!({"command": cmd, "arguments": [uri, random_json(rng, 1)]})
         }
-        "textDocument/didOpen" => json!({"textDocument": {"uri": uri, "languageId": "cuda", "version": rng.below(1000), "text": KERNEL}}),
+        "textDocument/didOpen" => {
+            json!({"textDocument": {"uri": uri, "languageId": "cuda", "version": rng.below(1000), "text": KERNEL}})
+        }
         "textDocument/didChange" => {
             let changes: Vec<Value> = (0..1 + rng.below(3))
                 .map(|_| {
@@ -271,7 +328,9 @@ fn params_for(rng: &mut Rng, method: &str) -> Value {
         }
         "textDocument/didSave" => json!({"textDocument": td}),
         "textDocument/didClose" => json!({"textDocument": td}),
-        "workspace/didChangeConfiguration" => json!({"settings": {"kernelpro": {"trusted": false, "arch": random_json(rng, 1), "blockSize": random_json(rng, 0)}}}),
+        "workspace/didChangeConfiguration" => {
+            json!({"settings": {"kernelpro": {"trusted": false, "arch": random_json(rng, 1), "blockSize": random_json(rng, 0)}}})
+        }
         _ => json!({"textDocument": td}),
     }
 }
@@ -301,23 +360,32 @@ impl Generator {
             // well-formed requests, usually with the right parameters
             0..=34 => {
                 let method = *self.rng.pick(REQUESTS);
-                let params = if self.rng.chance(85) { params_for(&mut self.rng, method) } else { random_json(&mut self.rng, 3) };
+                let params =
+                    if self.rng.chance(85) { params_for(&mut self.rng, method) } else { random_json(&mut self.rng, 3) };
                 let id = self.id();
                 (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), Some(id))
             }
             // well-formed notifications, sometimes with wrong params
             35..=69 => {
                 let method = *self.rng.pick(NOTIFICATIONS);
-                let params = if self.rng.chance(90) { params_for(&mut self.rng, method) } else { random_json(&mut self.rng, 3) };
+                let params =
+                    if self.rng.chance(90) { params_for(&mut self.rng, method) } else { random_json(&mut self.rng, 3) };
                 (json!({"jsonrpc": "2.0", "method": method, "params": params}), None)
             }
             // unknown methods, as requests and notifications
             70..=77 => {
-                let method = format!("{}/{}", self.rng.pick(&["textDocument", "$", "kernelpro", "", "workspace"]), self.rng.below(1000));
+                let method = format!(
+                    "{}/{}",
+                    self.rng.pick(&["textDocument", "$", "kernelpro", "", "workspace"]),
+                    self.rng.below(1000)
+                );
                 if self.rng.chance(50) {
                     let id = self.id();
                     // "$/" requests too: MethodNotFound (tower-lsp-server drops them; the server answers).
-                    (json!({"jsonrpc": "2.0", "id": id, "method": method, "params": random_json(&mut self.rng, 2)}), Some(id))
+                    (
+                        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": random_json(&mut self.rng, 2)}),
+                        Some(id),
+                    )
                 } else {
                     (json!({"jsonrpc": "2.0", "method": method}), None)
                 }
@@ -344,11 +412,15 @@ impl Generator {
                 };
                 (msg, None)
             }
-            89..=93 => (json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": self.next_id.saturating_sub(self.rng.below(5))}}), None),
+            89..=93 => (
+                json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": self.next_id.saturating_sub(self.rng.below(5))}}),
+                None,
+            ),
             // deep but legal nesting (serde_json's limit is 128)
             94..=95 => {
                 let depth = 1 + self.rng.below(100) as usize;
-                let params: Value = serde_json::from_str(&format!("{}{}", "[".repeat(depth), "]".repeat(depth))).unwrap();
+                let params: Value =
+                    serde_json::from_str(&format!("{}{}", "[".repeat(depth), "]".repeat(depth))).unwrap();
                 let id = self.id();
                 (json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/hover", "params": params}), Some(id))
             }
@@ -357,7 +429,12 @@ impl Generator {
                 let id = self.id();
                 let msg = json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": URIS[0]}, "extra": random_json(&mut self.rng, 2)}, "x-unknown": 1});
                 let body = msg.to_string();
-                let bytes = format!("Content-Length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}", body.len(), body).into_bytes();
+                let bytes = format!(
+                    "Content-Length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}",
+                    body.len(),
+                    body
+                )
+                .into_bytes();
                 return (bytes, Some(id));
             }
         };
@@ -373,7 +450,11 @@ fn is_result_or_error(r: &Value) -> bool {
 fn survivable_stream_of_100k_messages() {
     let start = Instant::now();
     let mut server = Server::spawn(SEED);
-    let mut generator = Generator { rng: Rng(SEED), next_id: 0, special_ids: vec![json!(i64::MAX), json!(i64::MIN), json!(0), json!(-1), json!("")] };
+    let mut generator = Generator {
+        rng: Rng(SEED),
+        next_id: 0,
+        special_ids: vec![json!(i64::MAX), json!(i64::MIN), json!(0), json!(-1), json!("")],
+    };
     let mut pending: HashSet<String> = HashSet::new();
     let mut answered = 0usize;
     let mut errors = 0usize;
@@ -397,13 +478,17 @@ fn survivable_stream_of_100k_messages() {
         server.send(bytes);
         sent += 1;
         if i % 10 == 0 {
-            server.send_json(&json!({"jsonrpc": "2.0", "id": format!("pre{i}"), "method": "textDocument/hover", "params": {}}));
+            server.send_json(
+                &json!({"jsonrpc": "2.0", "id": format!("pre{i}"), "method": "textDocument/hover", "params": {}}),
+            );
             pending.insert(json!(format!("pre{i}")).to_string());
             sent += 1;
         }
     }
     let mut early = Vec::new();
-    server.call("pre-sync", "textDocument/documentSymbol", json!({"textDocument": {"uri": URIS[0]}}), &mut early).expect("answered before initialize");
+    server
+        .call("pre-sync", "textDocument/documentSymbol", json!({"textDocument": {"uri": URIS[0]}}), &mut early)
+        .expect("answered before initialize");
     for r in early {
         // "not initialized", or "method not found" for methods no one serves
         assert!([-32002, -32601].contains(&r["error"]["code"].as_i64().unwrap_or(0)), "before initialize: {r}");
@@ -424,7 +509,12 @@ fn survivable_stream_of_100k_messages() {
         }
         batch += 1;
         let mut others = Vec::new();
-        let sync = server.call(&format!("sync{batch}"), "textDocument/documentSymbol", json!({"textDocument": {"uri": URIS[1]}}), &mut others);
+        let sync = server.call(
+            &format!("sync{batch}"),
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": URIS[1]}}),
+            &mut others,
+        );
         for r in others {
             settle(r, &mut pending);
         }
@@ -432,7 +522,11 @@ fn survivable_stream_of_100k_messages() {
             hangs += 1;
             break;
         }
-        assert!(server.child.try_wait().unwrap().is_none(), "the server died after {sent} messages: {}", server.stderr_text());
+        assert!(
+            server.child.try_wait().unwrap().is_none(),
+            "the server died after {sent} messages: {}",
+            server.stderr_text()
+        );
     }
     // Stragglers (cancelled requests still get an error response).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -444,10 +538,25 @@ fn survivable_stream_of_100k_messages() {
     // Still serving: a fresh document gets its symbols, and a hover an answer.
     let mut rest = Vec::new();
     server.send_json(&json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": "file:///fuzz/final.cu", "languageId": "cuda", "version": 1, "text": KERNEL}}}));
-    let symbols = server.call("final-symbols", "textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///fuzz/final.cu"}}), &mut rest).expect("symbols at the end");
-    let names: Vec<&str> = symbols["result"].as_array().expect("symbols").iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let symbols = server
+        .call(
+            "final-symbols",
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": "file:///fuzz/final.cu"}}),
+            &mut rest,
+        )
+        .expect("symbols at the end");
+    let names: Vec<&str> =
+        symbols["result"].as_array().expect("symbols").iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["saxpy", "sq", "main"]);
-    let hover = server.call("final-hover", "textDocument/hover", json!({"textDocument": {"uri": "file:///fuzz/final.cu"}, "position": {"line": 1, "character": 18}}), &mut rest).expect("hover at the end");
+    let hover = server
+        .call(
+            "final-hover",
+            "textDocument/hover",
+            json!({"textDocument": {"uri": "file:///fuzz/final.cu"}, "position": {"line": 1, "character": 18}}),
+            &mut rest,
+        )
+        .expect("hover at the end");
     assert!(hover.get("result").is_some(), "{hover}");
     let shutdown = server.call("bye", "shutdown", Value::Null, &mut rest).expect("shutdown answered");
     assert_eq!(shutdown["result"], Value::Null);
@@ -508,35 +617,74 @@ fn deep_nesting_files_and_specs() {
     let (open, close) = ("(".repeat(DEPTH), ")".repeat(DEPTH));
     let cases: Vec<(&str, String)> = vec![
         ("parentheses in a body", format!("__global__ void k(float* y) {{ y[0] = {open}1{close}; }}\n{tail}")),
-        ("braces in a body", format!("__global__ void k(float* y) {{ {}{} }}\n{tail}", "{".repeat(DEPTH), "}".repeat(DEPTH))),
+        (
+            "braces in a body",
+            format!("__global__ void k(float* y) {{ {}{} }}\n{tail}", "{".repeat(DEPTH), "}".repeat(DEPTH)),
+        ),
         ("namespaces", format!("{}{}\n{tail}", "namespace a { ".repeat(DEPTH), "}".repeat(DEPTH))),
         ("unclosed parentheses", format!("{open}\n{tail}")),
         ("unclosed braces", format!("{}\n{tail}", "{".repeat(DEPTH))),
         ("a declarator in parentheses", format!("__device__ int {open}f{close}(int x) {{ return x; }}\n{tail}")),
-        ("a sum of 100,000 terms", format!("__global__ void k(float* y) {{ y[0] = 1{}; }}\n{tail}", " + 1".repeat(DEPTH))),
-        ("spec expressions", format!("// kernelpro: let D = {open}1{close}\n// kernelpro: grid = {}1\n// kernelpro: block = ceil_div({})\n{tail}", "-".repeat(DEPTH), "ceil_div(".repeat(DEPTH))),
+        (
+            "a sum of 100,000 terms",
+            format!("__global__ void k(float* y) {{ y[0] = 1{}; }}\n{tail}", " + 1".repeat(DEPTH)),
+        ),
+        (
+            "spec expressions",
+            format!(
+                "// kernelpro: let D = {open}1{close}\n// kernelpro: grid = {}1\n// kernelpro: block = ceil_div({})\n{tail}",
+                "-".repeat(DEPTH),
+                "ceil_div(".repeat(DEPTH)
+            ),
+        ),
     ];
     let mut others = Vec::new();
     for (i, (what, text)) in cases.iter().enumerate() {
         let uri = format!("file:///fuzz/deep{i}.cu");
         server.open(&uri, text);
-        let symbols = server.call(&format!("deep{i}"), "textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}), &mut others);
+        let symbols = server.call(
+            &format!("deep{i}"),
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": uri}}),
+            &mut others,
+        );
         let symbols = symbols.unwrap_or_else(|| panic!("{what}: no answer; stderr: {}", server.stderr_text()));
         assert!(symbols["result"].is_array(), "{what}: {symbols}");
         assert!(server.child.try_wait().unwrap().is_none(), "{what}: the server died: {}", server.stderr_text());
     }
     // The spec's three lines each say how deep is too deep.
     let spec_uri = format!("file:///fuzz/deep{}.cu", cases.len() - 1);
-    let publish = server.wait_published(&spec_uri, |p| codes(p).iter().filter(|c| *c == "spec-syntax" || *c == "bad-expression").count() >= 3).expect("the spec's findings");
-    let nesting: Vec<u64> = publish["diagnostics"].as_array().unwrap().iter().filter(|d| d["message"].as_str().unwrap().contains("nests deeper than 64 levels")).map(|d| d["range"]["start"]["line"].as_u64().unwrap()).collect();
+    let publish = server
+        .wait_published(&spec_uri, |p| {
+            codes(p).iter().filter(|c| *c == "spec-syntax" || *c == "bad-expression").count() >= 3
+        })
+        .expect("the spec's findings");
+    let nesting: Vec<u64> = publish["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["message"].as_str().unwrap().contains("nests deeper than 64 levels"))
+        .map(|d| d["range"]["start"]["line"].as_u64().unwrap())
+        .collect();
     assert_eq!(nesting, [0, 1, 2], "{publish}");
     server.open("file:///fuzz/small.cu", KERNEL);
-    let symbols = server.call("small", "textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///fuzz/small.cu"}}), &mut others).expect("symbols after the deep files");
+    let symbols = server
+        .call(
+            "small",
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": "file:///fuzz/small.cu"}}),
+            &mut others,
+        )
+        .expect("symbols after the deep files");
     assert_eq!(symbols["result"].as_array().unwrap().len(), 3, "{symbols}");
     assert!(server.call("bye", "shutdown", Value::Null, &mut others).is_some());
     server.send_json(&json!({"jsonrpc": "2.0", "method": "exit"}));
     let status = server.wait_exit(Duration::from_secs(10)).expect("exit");
-    println!("deep nesting: {} files of depth {DEPTH} served, exit {status}, {:.1} s", cases.len(), start.elapsed().as_secs_f64());
+    println!(
+        "deep nesting: {} files of depth {DEPTH} served, exit {status}, {:.1} s",
+        cases.len(),
+        start.elapsed().as_secs_f64()
+    );
     assert!(status.success(), "{status}: {}", server.stderr_text());
     assert_eq!(server.stderr_text().matches("panicked").count(), 0, "{}", server.stderr_text());
 }
@@ -563,12 +711,27 @@ fn protocol_details() {
         "n".repeat(100_000)
     );
     server.open("file:///fuzz/spec.cu", &text);
-    let publish = server.wait_published("file:///fuzz/spec.cu", |p| codes(p).iter().any(|c| c == "bad-op")).expect("the spec's findings");
-    let lines: Vec<(u64, String)> = publish["diagnostics"].as_array().unwrap().iter().filter(|d| d["severity"] == 1).map(|d| (d["range"]["start"]["line"].as_u64().unwrap(), d["code"].as_str().unwrap().to_string())).collect();
+    let publish = server
+        .wait_published("file:///fuzz/spec.cu", |p| codes(p).iter().any(|c| c == "bad-op"))
+        .expect("the spec's findings");
+    let lines: Vec<(u64, String)> = publish["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == 1)
+        .map(|d| (d["range"]["start"]["line"].as_u64().unwrap(), d["code"].as_str().unwrap().to_string()))
+        .collect();
     for (line, what) in [(0, "bad-op"), (0, "bad-expression"), (1, "spec-syntax"), (2, "spec-syntax")] {
         assert!(lines.contains(&(line, what.to_string())), "no {what} on line {line}: {lines:?}");
     }
-    let sync = server.call("sync", "textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///fuzz/spec.cu"}}), &mut others).expect("still serving");
+    let sync = server
+        .call(
+            "sync",
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": "file:///fuzz/spec.cu"}}),
+            &mut others,
+        )
+        .expect("still serving");
     assert!(sync["result"].is_array(), "{sync}");
     assert!(others.is_empty(), "answers to notifications: {others:?}");
     // `exit` without `shutdown`: exit code 1.
@@ -633,21 +796,56 @@ fn fatal_frame_kinds_each_in_a_fresh_server() {
     let with_header = |h: &str, b: &[u8]| [h.as_bytes(), b].concat();
     let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{}}}"#, "[".repeat(10_000));
     let cases: Vec<(&str, Vec<u8>, Outcome)> = vec![
-        ("no Content-Length header", with_header("Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n", body), ErrorThenExit(-32700)),
+        (
+            "no Content-Length header",
+            with_header("Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n", body),
+            ErrorThenExit(-32700),
+        ),
         ("Content-Length not a number", with_header("Content-Length: abc\r\n\r\n", body), ErrorThenExit(-32700)),
         ("negative Content-Length", with_header("Content-Length: -5\r\n\r\n", body), ErrorThenExit(-32700)),
-        ("Content-Length past usize", with_header("Content-Length: 99999999999999999999999\r\n\r\n", body), ErrorThenExit(-32700)),
-        ("lower-case header name", with_header(&format!("content-length: {}\r\n\r\n", body.len()), body), ErrorThenExit(-32700)),
-        ("three headers", with_header(&format!("Content-Length: {}\r\nX-A: 1\r\nX-B: 2\r\n\r\n", body.len()), body), ErrorThenExit(-32700)),
-        ("wrong charset", with_header(&format!("Content-Length: {}\r\nContent-Type: application/json; charset=latin1\r\n\r\n", body.len()), body), ErrorThenExit(-32700)),
+        (
+            "Content-Length past usize",
+            with_header("Content-Length: 99999999999999999999999\r\n\r\n", body),
+            ErrorThenExit(-32700),
+        ),
+        (
+            "lower-case header name",
+            with_header(&format!("content-length: {}\r\n\r\n", body.len()), body),
+            ErrorThenExit(-32700),
+        ),
+        (
+            "three headers",
+            with_header(&format!("Content-Length: {}\r\nX-A: 1\r\nX-B: 2\r\n\r\n", body.len()), body),
+            ErrorThenExit(-32700),
+        ),
+        (
+            "wrong charset",
+            with_header(
+                &format!("Content-Length: {}\r\nContent-Type: application/json; charset=latin1\r\n\r\n", body.len()),
+                body,
+            ),
+            ErrorThenExit(-32700),
+        ),
         ("header garbage", b"\x00\x01GET / HTTP/1.1\r\n\r\n".to_vec(), ErrorThenExit(-32700)),
-        ("body shorter than Content-Length", with_header(&format!("Content-Length: {}\r\n\r\n", body.len() + 7), body), ErrorThenExit(-32700)),
-        ("body longer than Content-Length", with_header(&format!("Content-Length: {}\r\n\r\n", body.len() - 3), body), ErrorThenExit(-32700)),
+        (
+            "body shorter than Content-Length",
+            with_header(&format!("Content-Length: {}\r\n\r\n", body.len() + 7), body),
+            ErrorThenExit(-32700),
+        ),
+        (
+            "body longer than Content-Length",
+            with_header(&format!("Content-Length: {}\r\n\r\n", body.len() - 3), body),
+            ErrorThenExit(-32700),
+        ),
         ("invalid UTF-8 body", frame(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}"), ErrorThenExit(-32700)),
         ("not JSON", frame(b"hello, world"), ErrorThenExit(-32700)),
         ("JSON but not a message", frame(b"[1,2,3]"), ErrorThenExit(-32600)),
         ("missing jsonrpc member", frame(br#"{"id":1,"method":"shutdown"}"#), ErrorThenExit(-32600)),
-        ("id past i64", frame(br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"shutdown"}"#), ErrorThenExit(-32600)),
+        (
+            "id past i64",
+            frame(br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"shutdown"}"#),
+            ErrorThenExit(-32600),
+        ),
         ("float id", frame(br#"{"jsonrpc":"2.0","id":1.5,"method":"shutdown"}"#), ErrorThenExit(-32600)),
         ("10,000 nested arrays", frame(deep.as_bytes()), ErrorThenExit(-32700)),
         ("1 GB Content-Length", b"Content-Length: 1000000000\r\n\r\n{".to_vec(), WaitsForBodyThenExitsOnEof),

@@ -8,13 +8,19 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn root() -> PathBuf {
-    std::env::var("KERNELPRO_ROOT").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    std::env::var("KERNELPRO_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 fn kernelpro(args: &[&str]) -> (bool, String, String) {
     let bin = std::env::var("KERNELPRO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kernelpro").to_string());
     let out = Command::new(bin).args(args).current_dir(root()).output().expect("run kernelpro");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn json(args: &[&str]) -> Value {
@@ -28,7 +34,8 @@ fn json(args: &[&str]) -> Value {
 fn run_is_correct_and_stable() {
     let a = json(&["run", "examples/saxpy.cu", "--kernel", "saxpy", "--json", "--no-energy"]);
     let b = json(&["run", "examples/saxpy.cu", "--kernel", "saxpy", "--json", "--no-energy"]);
-    let (ta, tb) = (a["kernel"]["timing"]["median_ms"].as_f64().unwrap(), b["kernel"]["timing"]["median_ms"].as_f64().unwrap());
+    let (ta, tb) =
+        (a["kernel"]["timing"]["median_ms"].as_f64().unwrap(), b["kernel"]["timing"]["median_ms"].as_f64().unwrap());
     println!("saxpy median: {ta:.4} ms and {tb:.4} ms ({:.2}% apart)", (ta - tb).abs() / ta * 100.0);
     assert!((ta - tb).abs() / ta < 0.05, "timings within 5%");
     assert_eq!(a["kernel"]["outputs"][0]["unwritten"], 0);
@@ -50,7 +57,11 @@ fn findings_of(r: &Value) -> Vec<String> {
     for k in r["report"]["kernels"].as_array().unwrap() {
         println!("{}: {}", k["kernel"], k["triage"]["summary"]);
         for f in k["findings"].as_array().unwrap() {
-            found.push(format!("{} {}", f["span"]["start"]["line"].as_u64().unwrap() + 1, f["code"].as_str().unwrap_or("")));
+            found.push(format!(
+                "{} {}",
+                f["span"]["start"]["line"].as_u64().unwrap() + 1,
+                f["code"].as_str().unwrap_or("")
+            ));
         }
     }
     println!("{found:?}");
@@ -61,7 +72,9 @@ fn findings_of(r: &Value) -> Vec<String> {
 #[ignore = "needs a GPU"]
 fn profile_through_the_harness_finds_each_planted_problem() {
     // Kernels with a launch spec and no main(): each runs alone in the GPU worker under ncu.
-    for (file, want) in [("bench/kernels/strided_copy.cu", "11 Uncoalesced"), ("bench/kernels/transpose.cu", "15 SharedBankConflicts")] {
+    for (file, want) in
+        [("bench/kernels/strided_copy.cu", "11 Uncoalesced"), ("bench/kernels/transpose.cu", "15 SharedBankConflicts")]
+    {
         let found = findings_of(&json(&["profile", file, "--json"]));
         assert!(found.iter().any(|f| f == want), "{file}: {want} not in {found:?}");
     }
@@ -70,7 +83,9 @@ fn profile_through_the_harness_finds_each_planted_problem() {
 #[test]
 #[ignore = "needs a GPU"]
 fn optimize_finds_verified_speedups() {
-    for (file, kernel) in [("bench/kernels/transpose.cu", "transpose"), ("bench/kernels/matmul_naive.cu", "matmul_naive")] {
+    for (file, kernel) in
+        [("bench/kernels/transpose.cu", "transpose"), ("bench/kernels/matmul_naive.cu", "matmul_naive")]
+    {
         let r = json(&["optimize", file, "--kernel", kernel, "--budget", "8", "--json", "--no-energy"]);
         println!("{kernel}: {} ({} evaluations)", r["title"], r["evaluations"]);
         assert!(r["speedup"].as_f64().unwrap() > 1.05, "{r}");
@@ -106,7 +121,17 @@ fn run_reference_reports_a_nondeterministic_original() {
 #[test]
 #[ignore = "needs a GPU"]
 fn optimize_states_the_tolerance_for_a_float_atomic_sum() {
-    let r = json(&["optimize", "tests/fixtures/gpu/atomic_sum.cu", "--kernel", "sum_atomic", "--budget", "12", "--json", "--no-energy", "--no-profile"]);
+    let r = json(&[
+        "optimize",
+        "tests/fixtures/gpu/atomic_sum.cu",
+        "--kernel",
+        "sum_atomic",
+        "--budget",
+        "12",
+        "--json",
+        "--no-energy",
+        "--no-profile",
+    ]);
     println!("{} ({} evaluations)\nnotes: {:#}", r["title"], r["evaluations"], r["notes"]);
     for t in r["tried"].as_array().unwrap() {
         println!("  tried: {t}");
@@ -114,6 +139,9 @@ fn optimize_states_the_tolerance_for_a_float_atomic_sum() {
     if r["speedup"].as_f64().unwrap() > 1.0 {
         assert_eq!(r["verified_seeds"].as_array().unwrap().len(), 3);
         let notes = r["notes"].to_string();
-        assert!(notes.contains("verified with seed") && notes.contains("the original's own run-to-run variation"), "{notes}");
+        assert!(
+            notes.contains("verified with seed") && notes.contains("the original's own run-to-run variation"),
+            "{notes}"
+        );
     }
 }

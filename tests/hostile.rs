@@ -25,7 +25,8 @@ struct Hostile {
 
 impl Hostile {
     fn plant() -> Hostile {
-        let (ws, marker_dir, empty) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (ws, marker_dir, empty) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let bin = ws.path().join(".venv/lib/python3.11/site-packages/nvidia/cu13/bin");
         std::fs::create_dir_all(&bin).unwrap();
         let marker = marker_dir.path().join("ran");
@@ -88,7 +89,12 @@ fn an_untrusted_workspace_runs_none_of_its_own_tools() {
     }
     // `kernelpro doctor` started inside the workspace searches no working directory.
     let out = h.command().arg("doctor").output().unwrap();
-    assert_eq!(h.ran(), "", "kernelpro doctor ran the working directory's tools:\n{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        h.ran(),
+        "",
+        "kernelpro doctor ran the working directory's tools:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -123,7 +129,8 @@ fn an_unsaved_buffer_reads_nothing_from_the_temp_dir() {
     let text = "#ifdef EVIL_DB_READ\n#error EVIL_DB_READ\n#endif\n#if __has_include(\"evil.h\")\n#error EVIL_HEADER_FOUND\n#endif\n__global__ void k(float* y) { y[0] = nope; }\n";
     c.open("untitled:Untitled-1", text, 1);
     let d = c.wait_diagnostics("untitled:Untitled-1", Duration::from_secs(120));
-    let messages: Vec<&str> = d["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["message"].as_str()).collect();
+    let messages: Vec<&str> =
+        d["diagnostics"].as_array().unwrap().iter().filter_map(|d| d["message"].as_str()).collect();
     assert!(messages.iter().any(|m| m.contains("nope")), "the buffer was compiled: {messages:?}");
     assert!(!messages.iter().any(|m| m.contains("EVIL")), "the temp dir was read: {messages:?}");
     c.shutdown();

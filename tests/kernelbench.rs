@@ -18,19 +18,30 @@ fn bench() -> PathBuf {
 }
 
 fn cu_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "cu")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
     files.sort();
     files
 }
 
 fn kernelpro(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kernelpro")).args(args).current_dir(root()).output().expect("run kernelpro");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_kernelpro")).args(args).current_dir(root()).output().expect("run kernelpro");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn nvcc() -> PathBuf {
     let env = kernelpro_core::toolchain::Env::process();
-    kernelpro_core::toolchain::find_tool("nvcc", None, "KERNELPRO_NVCC", &env).expect("nvcc (set KERNELPRO_VENV or KERNELPRO_NVCC)").path
+    kernelpro_core::toolchain::find_tool("nvcc", None, "KERNELPRO_NVCC", &env)
+        .expect("nvcc (set KERNELPRO_VENV or KERNELPRO_NVCC)")
+        .path
 }
 
 #[test]
@@ -61,7 +72,11 @@ fn every_task_compiles_clean_and_its_spec_resolves() {
         let spec: Value = serde_json::from_str(&out).unwrap();
         let block: u64 = spec["launch"]["block"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).product();
         assert!(block >= 32, "{}: block {block}", t.display());
-        assert!(spec["launch"]["args"].as_array().unwrap().iter().any(|a| a["dir"] == "out" || a["dir"] == "inout"), "{}: no output", t.display());
+        assert!(
+            spec["launch"]["args"].as_array().unwrap().iter().any(|a| a["dir"] == "out" || a["dir"] == "inout"),
+            "{}: no output",
+            t.display()
+        );
     }
 }
 
@@ -106,7 +121,8 @@ fn the_harness_compiles_and_every_generated_launcher_builds_with_nvcc() {
     let nvcc = nvcc();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
     let failures: Vec<String> = std::thread::scope(|s| {
-        let chunks: Vec<Vec<PathBuf>> = (0..threads).map(|i| launchers.iter().skip(i).step_by(threads).cloned().collect()).collect();
+        let chunks: Vec<Vec<PathBuf>> =
+            (0..threads).map(|i| launchers.iter().skip(i).step_by(threads).cloned().collect()).collect();
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| {

@@ -28,7 +28,13 @@ fn fixture() -> (tempfile::TempDir, std::path::PathBuf, String) {
 fn spec_launch(text: &str) -> (String, String) {
     let part = |name: &str| {
         text.lines()
-            .find_map(|l| l.trim().strip_prefix("// kernelpro:").and_then(|r| r.trim().strip_prefix(name)).and_then(|r| r.trim().strip_prefix('=')).map(|v| v.trim().to_string()))
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("// kernelpro:")
+                    .and_then(|r| r.trim().strip_prefix(name))
+                    .and_then(|r| r.trim().strip_prefix('='))
+                    .map(|v| v.trim().to_string())
+            })
             .unwrap_or_else(|| panic!("no `{name}` line in\n{text}"))
     };
     (part("grid"), part("block"))
@@ -44,10 +50,19 @@ fn check_new_file(old: &str, new: &str) {
     assert_ne!(launch, OLD_LAUNCH, "the host launch was updated:\n{new}");
     // A changed block is the spec's number; an unchanged one stays the host's `threads`.
     let host_block = if block == spec_launch(old).1 { "threads".to_string() } else { block.clone() };
-    assert!(launch.contains(&format!(", {host_block}, 0, stream>>>(y, x, w, n_rows, d);")), "block {host_block} in `{launch}`");
+    assert!(
+        launch.contains(&format!(", {host_block}, 0, stream>>>(y, x, w, n_rows, d);")),
+        "block {host_block} in `{launch}`"
+    );
     assert!(grid.contains('N') && launch.contains("n_rows"), "grid `{grid}` in the call's terms: `{launch}`");
     // Everything else outside the kernel's region is as it was.
-    let host = |t: &str| t[t.find("void rmsnorm(").unwrap()..].lines().filter(|l| !l.contains("<<<")).map(str::to_string).collect::<Vec<_>>();
+    let host = |t: &str| {
+        t[t.find("void rmsnorm(").unwrap()..]
+            .lines()
+            .filter(|l| !l.contains("<<<"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(host(new), host(old));
 }
 
@@ -58,14 +73,24 @@ fn the_code_action_also_rewrites_the_in_file_launch() {
     let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5:3", "budget": 6}}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
-    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, KERNEL]}));
+    let reply =
+        c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, KERNEL]}));
     assert_eq!(reply["result"]["applicable"], true, "{reply}");
     let told = c.wait(Duration::from_secs(5), |m| m["method"] == "window/showMessage").expect("the result is shown");
     let message = told["params"]["message"].as_str().unwrap();
-    assert!(message.contains("3.00x faster with a new launch") && message.contains("and this file's launch of it to match"), "{message}");
+    assert!(
+        message.contains("3.00x faster with a new launch") && message.contains("and this file's launch of it to match"),
+        "{message}"
+    );
     let kernel_line = text.lines().position(|l| l.contains("void rmsnorm_fwd")).unwrap();
     let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line, "character": 0}, "end": {"line": kernel_line, "character": 0}}, "context": {"diagnostics": []}}));
-    let apply = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized rmsnorm_fwd")).expect("apply action").clone();
+    let apply = actions["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized rmsnorm_fwd"))
+        .expect("apply action")
+        .clone();
     // One WorkspaceEdit: the kernel's region and the launch site, applied together (last first).
     let edits = apply["edit"]["changes"][u.as_str()].as_array().expect("edits").clone();
     assert_eq!(edits.len(), 2, "{apply}");
@@ -75,11 +100,18 @@ fn the_code_action_also_rewrites_the_in_file_launch() {
     let mut sorted = edits.clone();
     sorted.sort_by_key(|e| std::cmp::Reverse(e["range"]["start"]["line"].as_u64()));
     for e in sorted {
-        let (s, end) = (e["range"]["start"]["line"].as_u64().unwrap() as usize, e["range"]["end"]["line"].as_u64().unwrap() as usize);
+        let (s, end) = (
+            e["range"]["start"]["line"].as_u64().unwrap() as usize,
+            e["range"]["end"]["line"].as_u64().unwrap() as usize,
+        );
         lines.splice(s..end, [e["newText"].as_str().unwrap().to_string()]);
     }
     check_new_file(&text, &lines.concat());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "the file on disk is untouched until the client applies the edit");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "the file on disk is untouched until the client applies the edit"
+    );
 }
 
 #[test]
@@ -87,7 +119,19 @@ fn optimize_out_writes_the_in_file_launch_too() {
     let (dir, path, text) = fixture();
     let out = dir.path().join("optimized.cu");
     let run = Command::new(bin())
-        .args(["optimize", path.to_str().unwrap(), "--kernel", KERNEL, "--evaluator", "stub:1.5:3", "--budget", "6", "--no-profile", "--out", out.to_str().unwrap()])
+        .args([
+            "optimize",
+            path.to_str().unwrap(),
+            "--kernel",
+            KERNEL,
+            "--evaluator",
+            "stub:1.5:3",
+            "--budget",
+            "6",
+            "--no-profile",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
@@ -106,7 +150,18 @@ fn optimize_apply_rebases_onto_edits_made_during_the_search() {
     let run_editing = |edit: &dyn Fn(&str) -> String| {
         let (dir, path, text) = fixture();
         let mut child = Command::new(bin())
-            .args(["optimize", path.to_str().unwrap(), "--kernel", KERNEL, "--evaluator", "stub:1.5:3", "--budget", "6", "--no-profile", "--apply"])
+            .args([
+                "optimize",
+                path.to_str().unwrap(),
+                "--kernel",
+                KERNEL,
+                "--evaluator",
+                "stub:1.5:3",
+                "--budget",
+                "6",
+                "--no-profile",
+                "--apply",
+            ])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -128,7 +183,8 @@ fn optimize_apply_rebases_onto_edits_made_during_the_search() {
     assert!(now.starts_with("// typed meanwhile\n"), "{now}");
     check_new_file(&text, &now["// typed meanwhile\n".len()..]);
     // The launch line the result rewrites changed during the search: nothing written, the reason given.
-    let (_d, status, now, edited, _text, stderr) = run_editing(&|t| t.replace("(n_rows + threads - 1) / threads", "(n_rows + threads - 1)/threads"));
+    let (_d, status, now, edited, _text, stderr) =
+        run_editing(&|t| t.replace("(n_rows + threads - 1) / threads", "(n_rows + threads - 1)/threads"));
     assert!(!status.success());
     assert_eq!(now, edited, "the user's file is left as they wrote it");
     assert!(stderr.contains("was not changed: the lines this result replaces"), "{stderr}");

@@ -54,7 +54,10 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
     );
     // The analysis is in the client's log (VS Code's output channel, Neovim's lsp.log).
     let logged = c.wait(Duration::from_secs(10), |m| {
-        m["method"] == "window/logMessage" && m["params"]["message"].as_str().is_some_and(|t| t.starts_with("analysed") && t.contains("planted.cu") && t.contains("version=1"))
+        m["method"] == "window/logMessage"
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("analysed") && t.contains("planted.cu") && t.contains("version=1"))
     });
     assert!(logged.is_some(), "no log line for the analysis");
     // Fix the error in the buffer, save: the warning is left, tagged with version 2, and now
@@ -86,7 +89,10 @@ fn open_change_save_publishes_exact_nvcc_diagnostics() {
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 4}, "contentChanges": [{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 7, "character": 0}}, "text": "  if (i < n) y[i] = 0.0f;\n"}]}));
     let d = c.wait_publish(&u, LONG);
     assert_eq!(d["version"], 4);
-    assert_eq!(summarize(&d), vec!["4:6-4:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced"]);
+    assert_eq!(
+        summarize(&d),
+        vec!["4:6-4:18 2 nvcc [#177-D] variable \"unused_index\" was declared but never referenced"]
+    );
     assert!(c.shutdown().success());
 }
 
@@ -113,7 +119,11 @@ fn first_publish_after_a_save_has_the_model_findings() {
     for code in ["#177-D", "RowWalk", "UncoalescedAccess"] {
         assert!(early.iter().any(|c| c == code), "{code} missing from the first publish: {:?}", summarize(&first));
     }
-    assert!(!early.iter().any(|c| c == "Fp64Promotion"), "the first publish comes before the SASS: {:?}", summarize(&first));
+    assert!(
+        !early.iter().any(|c| c == "Fp64Promotion"),
+        "the first publish comes before the SASS: {:?}",
+        summarize(&first)
+    );
     let settled = c.wait_diagnostics(&u, LONG);
     assert_eq!(settled["version"], 1);
     let full = codes(&settled);
@@ -137,7 +147,12 @@ fn first_publish_after_a_save_has_the_model_findings() {
     assert_eq!(codes(&settled), full);
 
     // Every publish of the file, in order: none empty, versions never go back.
-    let publishes: Vec<Value> = c.transcript.iter().map(|m| serde_json::from_str::<Value>(m).unwrap()).filter(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u.as_str()).collect();
+    let publishes: Vec<Value> = c
+        .transcript
+        .iter()
+        .map(|m| serde_json::from_str::<Value>(m).unwrap())
+        .filter(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u.as_str())
+        .collect();
     assert!(publishes.len() >= 4, "{}", publishes.len());
     assert!(publishes.iter().all(|m| !m["params"]["diagnostics"].as_array().unwrap().is_empty()));
     let versions: Vec<i64> = publishes.iter().map(|m| m["params"]["version"].as_i64().unwrap()).collect();
@@ -154,25 +169,56 @@ fn symbols_hover_and_lenses() {
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
     let symbols = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
-    let names: Vec<String> = symbols["result"].as_array().unwrap().iter().map(|s| format!("{} {}", s["name"].as_str().unwrap(), s["detail"].as_str().unwrap())).collect();
-    assert_eq!(names, ["saxpy_fp64 __global__", "strided_copy __global__", "matmul_naive __global__", "transpose_conflicts __global__", "divergent __global__", "main host"]);
+    let names: Vec<String> = symbols["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{} {}", s["name"].as_str().unwrap(), s["detail"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "saxpy_fp64 __global__",
+            "strided_copy __global__",
+            "matmul_naive __global__",
+            "transpose_conflicts __global__",
+            "divergent __global__",
+            "main host"
+        ]
+    );
 
     // Hover on line 9 (0-based 8): the FP64 conversion shows in the SASS.
-    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 8, "character": 20}}));
+    let h =
+        c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 8, "character": 20}}));
     let md = h["result"]["contents"]["value"].as_str().unwrap();
     assert!(md.contains("```sass") && md.contains("F2F.F64.F32") && md.contains("Widens float to double"), "{md}");
 
     // Hover on a kernel name: its resources and occupancy.
-    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 26, "character": 20}}));
+    let h =
+        c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 26, "character": 20}}));
     let md = h["result"]["contents"]["value"].as_str().unwrap();
-    assert!(md.contains("**transpose_conflicts**") && md.contains("| 4 KB |") && md.contains("Theoretical occupancy at 1024 threads/block") && md.contains("from the launch on line 54"), "{md}");
+    assert!(
+        md.contains("**transpose_conflicts**")
+            && md.contains("| 4 KB |")
+            && md.contains("Theoretical occupancy at 1024 threads/block")
+            && md.contains("from the launch on line 54"),
+        "{md}"
+    );
 
     let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
-    let titles: Vec<&str> = lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> =
+        lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"14 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)"), "{titles:?}");
     assert!(titles.contains(&"⚡ Optimize"));
     let lens_lines = |lenses: &Value| -> Vec<(u64, String)> {
-        lenses["result"].as_array().unwrap().iter().map(|l| (l["range"]["start"]["line"].as_u64().unwrap(), l["command"]["title"].as_str().unwrap().to_string())).collect()
+        lenses["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (l["range"]["start"]["line"].as_u64().unwrap(), l["command"]["title"].as_str().unwrap().to_string())
+            })
+            .collect()
     };
     let before = lens_lines(&lenses);
 
@@ -181,10 +227,12 @@ fn symbols_hover_and_lenses() {
         "textDocument/didChange",
         json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// one\n// two\n"}]}),
     );
-    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 10, "character": 20}}));
+    let h =
+        c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 10, "character": 20}}));
     let md = h["result"]["contents"]["value"].as_str().unwrap();
     assert!(md.contains("F2F.F64.F32"), "the moved line's SASS: {md}");
-    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 1, "character": 3}}));
+    let h =
+        c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 1, "character": 3}}));
     assert!(h["result"].is_null(), "a typed line has no SASS yet: {h}");
     let after = lens_lines(&c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}})));
     assert_eq!(after, before.iter().map(|(l, t)| (l + 2, t.clone())).collect::<Vec<_>>());
@@ -194,7 +242,8 @@ fn symbols_hover_and_lenses() {
 #[test]
 fn stale_compile_is_cancelled() {
     let dir = tempfile::tempdir().unwrap();
-    let real_nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
+    let real_nvcc =
+        kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
     let slow = dir.path().join("nvcc");
     std::fs::write(&slow, format!("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.cu) grep -q SLOW \"$a\" && sleep 20;; esac; done\nexec {} \"$@\"\n", real_nvcc.display())).unwrap();
     std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&slow).unwrap().permissions(), 0o755);
@@ -216,7 +265,12 @@ fn stale_compile_is_cancelled() {
     assert_eq!(d["version"], 2, "only the newest version is published");
     assert!(summarize(&d)[0].contains("undefined_v2"));
     assert!(start.elapsed() < Duration::from_secs(15), "the newer save did not wait for the slow compile");
-    assert!(c.wait(Duration::from_secs(2), |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] != 2).is_none(), "a stale result was published");
+    assert!(
+        c.wait(Duration::from_secs(2), |m| m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["version"] != 2)
+            .is_none(),
+        "a stale result was published"
+    );
 }
 
 /// Without nvcc anywhere, one clear diagnostic says how to install it.
@@ -235,7 +289,10 @@ fn no_nvcc_gives_one_clear_diagnostic() {
     assert_eq!(s.len(), 1, "{s:?}");
     assert!(s[0].contains("[no-nvcc] nvcc was not found"), "{s:?}");
     let message = d["diagnostics"][0]["message"].as_str().unwrap();
-    assert!(message.contains("pip install nvidia-cuda-nvcc") && message.contains("run `kernelpro install-cuda`"), "{message}");
+    assert!(
+        message.contains("pip install nvidia-cuda-nvcc") && message.contains("run `kernelpro install-cuda`"),
+        "{message}"
+    );
 }
 
 /// Until the client says the workspace is trusted, nothing is compiled.
@@ -264,12 +321,24 @@ fn messages_speak_the_clients_editor() {
         shown.push(m["params"]["message"].as_str().unwrap().to_string());
     }
     let all = shown.join("\n");
-    assert!(all.contains(":KernelProTrust") && all.contains("`settings.blockSize` in require('kernelpro').setup()") && all.contains("unknown setting `arhc`"), "{all}");
+    assert!(
+        all.contains(":KernelProTrust")
+            && all.contains("`settings.blockSize` in require('kernelpro').setup()")
+            && all.contains("unknown setting `arhc`"),
+        "{all}"
+    );
     assert!(!all.contains("kernelpro.") && !all.contains("VS Code") && !all.contains("Workspace Trust"), "{all}");
 
     let mut code = Client::spawn_as("Visual Studio Code", json!({}));
-    assert!(code.wait(LONG, |m| m["method"] == "window/logMessage" && m["params"]["message"].as_str().is_some_and(|t| t.contains("not trusted"))).is_some());
-    assert!(code.wait(Duration::from_secs(1), |m| m["method"] == "window/showMessage").is_none(), "one toast: the extension's");
+    assert!(
+        code.wait(LONG, |m| m["method"] == "window/logMessage"
+            && m["params"]["message"].as_str().is_some_and(|t| t.contains("not trusted")))
+            .is_some()
+    );
+    assert!(
+        code.wait(Duration::from_secs(1), |m| m["method"] == "window/showMessage").is_none(),
+        "one toast: the extension's"
+    );
 }
 
 /// Odd files get sensible answers and the server keeps serving.
@@ -280,7 +349,13 @@ fn bad_input_files() {
     let cases: Vec<(&str, String)> = vec![
         ("empty.cu", String::new()),
         ("braces.cu", "__global__ void k(float* y) { if (1) { y[0] = 1;\n".into()),
-        ("big.cu", format!("__global__ void k(float* y) {{ y[0] = 1; }}\n{}", "// padding padding padding padding padding padding padding padding\n".repeat(75_000))),
+        (
+            "big.cu",
+            format!(
+                "__global__ void k(float* y) {{ y[0] = 1; }}\n{}",
+                "// padding padding padding padding padding padding padding padding\n".repeat(75_000)
+            ),
+        ),
     ];
     for (i, (name, text)) in cases.iter().enumerate() {
         let p = dir.path().join(name);
@@ -299,7 +374,10 @@ fn bad_input_files() {
     let d = c.wait_diagnostics("untitled:Untitled-1", LONG);
     assert!(summarize(&d)[0].contains("nope"), "{:?}", summarize(&d));
     // Requests for unknown documents and out-of-range positions are answered, not fatal.
-    let h = c.request("textDocument/hover", json!({"textDocument": {"uri": "file:///nowhere.cu"}, "position": {"line": 99999, "character": 99999}}));
+    let h = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": "file:///nowhere.cu"}, "position": {"line": 99999, "character": 99999}}),
+    );
     assert_eq!(h["result"], Value::Null);
     assert!(c.alive());
 }
@@ -318,35 +396,70 @@ fn optimize_command_then_apply_code_action() {
     let (_d, path, text) = optimize_fixture();
     let u = uri(&path);
     // An LLM enabled without a model: the search runs on the recipes, and says why.
-    let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 6}, "llm": {"enabled": true}}));
+    let mut c = Client::spawn(
+        json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 6}, "llm": {"enabled": true}}),
+    );
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
-    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    let reply =
+        c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
     assert_eq!(reply["result"]["applicable"], true, "{reply}");
-    assert!(c.wait(Duration::from_secs(1), |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end").is_some(), "progress ended");
+    assert!(
+        c.wait(Duration::from_secs(1), |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end")
+            .is_some(),
+        "progress ended"
+    );
     let note = "the LLM proposer is not used: set llm.model";
     let told = c.wait(Duration::from_secs(1), |m| m["method"] == "window/showMessage").expect("the result is shown");
     assert!(told["params"]["message"].as_str().unwrap().contains(note), "{told}");
     let kernel_line = text.lines().position(|l| l.contains("void saxpy")).unwrap();
     let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line, "character": 0}, "end": {"line": kernel_line, "character": 0}}, "context": {"diagnostics": []}}));
-    let apply = actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized saxpy: 1.50x faster")).expect("apply action").clone();
+    let apply = actions["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized saxpy: 1.50x faster"))
+        .expect("apply action")
+        .clone();
     let edit = &apply["edit"]["changes"][u.as_str()][0];
-    let (start, end) = (edit["range"]["start"]["line"].as_u64().unwrap() as usize, edit["range"]["end"]["line"].as_u64().unwrap() as usize);
+    let (start, end) = (
+        edit["range"]["start"]["line"].as_u64().unwrap() as usize,
+        edit["range"]["end"]["line"].as_u64().unwrap() as usize,
+    );
     let spec_start = text.lines().position(|l| l.contains("kernelpro: let N")).unwrap();
     assert!(start >= spec_start && end <= kernel_line + 3, "edit {start}..{end} stays in the kernel's region");
-    assert_ne!(edit["newText"].as_str().unwrap(), text.lines().skip(start).take(end - start).map(|l| format!("{l}\n")).collect::<String>());
+    assert_ne!(
+        edit["newText"].as_str().unwrap(),
+        text.lines().skip(start).take(end - start).map(|l| format!("{l}\n")).collect::<String>()
+    );
     // The kernel's hover shows the best path and the diff.
     let name_col = text.lines().nth(kernel_line).unwrap().find("saxpy").unwrap();
-    let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": kernel_line, "character": name_col}}));
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": u}, "position": {"line": kernel_line, "character": name_col}}),
+    );
     let shown = hover["result"]["contents"]["value"].as_str().unwrap_or_default();
-    assert!(shown.contains("Apply optimized saxpy") && shown.contains(note) && shown.contains("1. ") && shown.contains("1.50x") && shown.contains("```diff"), "{hover}");
+    assert!(
+        shown.contains("Apply optimized saxpy")
+            && shown.contains(note)
+            && shown.contains("1. ")
+            && shown.contains("1.50x")
+            && shown.contains("```diff"),
+        "{hover}"
+    );
     // The file on disk is untouched until the client applies the edit.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     // A line typed above the kernel: the result still applies, one line lower.
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// edited\n"}]}));
     let apply_at = |c: &mut Client, line: usize| -> Value {
         let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}, "context": {"diagnostics": []}}));
-        actions["result"].as_array().unwrap().iter().find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized")).expect("apply action").clone()
+        actions["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized"))
+            .expect("apply action")
+            .clone()
     };
     let moved = apply_at(&mut c, kernel_line + 1);
     let moved_edit = &moved["edit"]["changes"][u.as_str()][0];
@@ -373,8 +486,13 @@ fn optimize_can_be_cancelled_from_the_progress_bar() {
     let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 500}}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
-    let id = c.send_request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"], "workDoneToken": "opt-1"}));
-    let report = c.wait(LONG, |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "report").expect("a progress report");
+    let id = c.send_request(
+        "workspace/executeCommand",
+        json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"], "workDoneToken": "opt-1"}),
+    );
+    let report = c
+        .wait(LONG, |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "report")
+        .expect("a progress report");
     assert_eq!(report["params"]["token"], "opt-1");
     c.notify("window/workDoneProgress/cancel", json!({"token": "opt-1"}));
     let reply = c.response(id, Duration::from_secs(60));
@@ -424,18 +542,27 @@ fn profile_command_puts_findings_on_their_lines() {
     let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
     assert_eq!(reply["result"]["kernels"].as_array().map(|k| k.len()), Some(5), "{reply}");
     let d = c.wait_publish(&u, LONG);
-    let ncu_lines: Vec<String> = d["diagnostics"].as_array().unwrap().iter().filter(|d| d["source"] == "ncu").map(|d| format!("{} {}", d["range"]["start"]["line"], d["code"].as_str().unwrap())).collect();
-    for want in ["8 FP64Math", "13 Uncoalesced", "21 SharedMemTiling", "32 SharedBankConflicts", "39 ThreadDivergence"] {
+    let ncu_lines: Vec<String> = d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["source"] == "ncu")
+        .map(|d| format!("{} {}", d["range"]["start"]["line"], d["code"].as_str().unwrap()))
+        .collect();
+    for want in ["8 FP64Math", "13 Uncoalesced", "21 SharedMemTiling", "32 SharedBankConflicts", "39 ThreadDivergence"]
+    {
         assert!(ncu_lines.iter().any(|l| l == want), "{want} missing from {ncu_lines:?}");
     }
     let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
-    let titles: Vec<&str> = lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> =
+        lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
     assert!(titles.iter().any(|t| t.starts_with("memory-bound · L2 95% of peak")), "{titles:?}");
     // After an edit above them, a save republishes the profile findings shifted and marked stale.
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "// new line\n"}]}));
     c.save(&u, &format!("// new line\n{text}"));
     let d = json!({"params": c.wait_diagnostics(&u, LONG)});
-    let uncoalesced = d["params"]["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Uncoalesced").unwrap().clone();
+    let uncoalesced =
+        d["params"]["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Uncoalesced").unwrap().clone();
     assert_eq!(uncoalesced["range"]["start"]["line"], 14);
     assert!(uncoalesced["message"].as_str().unwrap().contains("profiled before your latest edits"));
 }
@@ -451,14 +578,41 @@ fn counter_permission_error_says_how_to_fix_it() {
     c.wait_diagnostics(&u, LONG);
     c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
     let d = c.wait_publish(&u, LONG);
-    let msg = d["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "profile-unavailable").expect("a profile-unavailable diagnostic")["message"].as_str().unwrap().to_string();
-    assert!(msg.contains("ERR_NVGPUCTRPERM") && msg.contains("CAP_PERFMON") && msg.contains("Compile, SASS and timing still work"), "{msg}");
+    let msg = d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "profile-unavailable")
+        .expect("a profile-unavailable diagnostic")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("ERR_NVGPUCTRPERM")
+            && msg.contains("CAP_PERFMON")
+            && msg.contains("Compile, SASS and timing still work"),
+        "{msg}"
+    );
     // The compile-time findings are still there.
-    let fp64 = d["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Fp64Promotion").expect("Fp64Promotion").clone();
+    let fp64 = d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "Fp64Promotion")
+        .expect("Fp64Promotion")
+        .clone();
     // Its link opens the docs installed beside the server (here: this checkout's docs/tools.md).
     let href = fp64["codeDescription"]["href"].as_str().unwrap_or_default();
-    let (file, anchor) = href.strip_prefix("file://").and_then(|h| h.split_once('#')).unwrap_or_else(|| panic!("a file: link with an anchor: {fp64}"));
-    assert!(std::path::Path::new(file).ends_with("docs/tools.md") && std::path::Path::new(file).is_file() && anchor == "fp64promotion", "{href}");
+    let (file, anchor) = href
+        .strip_prefix("file://")
+        .and_then(|h| h.split_once('#'))
+        .unwrap_or_else(|| panic!("a file: link with an anchor: {fp64}"));
+    assert!(
+        std::path::Path::new(file).ends_with("docs/tools.md")
+            && std::path::Path::new(file).is_file()
+            && anchor == "fp64promotion",
+        "{href}"
+    );
 }
 
 /// A loopback HTTP server that counts requests and answers 400 with the
@@ -477,7 +631,11 @@ fn echo_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
             let n = s.read(&mut buf).unwrap_or(0);
             let head = String::from_utf8_lossy(&buf[..n]).split("\r\n\r\n").next().unwrap_or("").to_string();
             let body = format!("{{\"error\": {{\"message\": {}}}}}", serde_json::to_string(&head).unwrap());
-            let _ = write!(s, "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+            let _ = write!(
+                s,
+                "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
         }
     });
     (addr, count)
@@ -492,11 +650,18 @@ fn llm_needs_consent_and_the_key_never_leaks() {
     let home = tempfile::tempdir().unwrap();
     let stderr = home.path().join("stderr.log");
     let mut cmd = std::process::Command::new(support::lsp_client::bin());
-    cmd.env("XDG_CACHE_HOME", home.path().join("cache")).env("TMPDIR", home.path().join("tmp")).env("HOME", home.path()).env_remove("KERNELPRO_LLM_KEY");
+    cmd.env("XDG_CACHE_HOME", home.path().join("cache"))
+        .env("TMPDIR", home.path().join("tmp"))
+        .env("HOME", home.path())
+        .env_remove("KERNELPRO_LLM_KEY");
     std::fs::create_dir_all(home.path().join("tmp")).unwrap();
     cmd.stderr(std::fs::File::create(&stderr).unwrap());
-    let llm = |enabled: bool| json!({"enabled": enabled, "provider": "openai", "endpoint": endpoint, "model": "test-model"});
-    let mut c = Client::spawn_with(cmd, json!({"trusted": true, "llmKey": KEY, "llm": llm(false), "optimize": {"evaluator": "stub:1.5", "budget": 4}}));
+    let llm =
+        |enabled: bool| json!({"enabled": enabled, "provider": "openai", "endpoint": endpoint, "model": "test-model"});
+    let mut c = Client::spawn_with(
+        cmd,
+        json!({"trusted": true, "llmKey": KEY, "llm": llm(false), "optimize": {"evaluator": "stub:1.5", "budget": 4}}),
+    );
     let (_d, path, text) = optimize_fixture();
     let u = uri(&path);
     c.open(&u, &text, 1);
@@ -505,17 +670,30 @@ fn llm_needs_consent_and_the_key_never_leaks() {
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing is sent while llm.enabled is false");
     // A configuration change may carry a repository's values: it cannot turn the LLM on.
     c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernelpro": {"llm": llm(true)}}}));
-    let told = c.wait(Duration::from_secs(10), |m| m["method"] == "window/showMessage" && m["params"]["message"].as_str().is_some_and(|t| t.contains("llm.enabled") && t.contains("restart")));
+    let told = c.wait(Duration::from_secs(10), |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().is_some_and(|t| t.contains("llm.enabled") && t.contains("restart"))
+    });
     assert!(told.is_some(), "the ignored setting is reported");
     c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
-    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0, "llm.enabled from a configuration change sent nothing");
+    assert_eq!(
+        requests.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "llm.enabled from a configuration change sent nothing"
+    );
     let mut transcript = c.transcript.join("\n");
     assert!(c.shutdown().success());
     // From the user's own settings (initializationOptions) it is used.
     let mut cmd = std::process::Command::new(support::lsp_client::bin());
-    cmd.env("XDG_CACHE_HOME", home.path().join("cache")).env("TMPDIR", home.path().join("tmp")).env("HOME", home.path()).env_remove("KERNELPRO_LLM_KEY");
+    cmd.env("XDG_CACHE_HOME", home.path().join("cache"))
+        .env("TMPDIR", home.path().join("tmp"))
+        .env("HOME", home.path())
+        .env_remove("KERNELPRO_LLM_KEY");
     cmd.stderr(std::fs::OpenOptions::new().append(true).open(&stderr).unwrap());
-    let mut c = Client::spawn_with(cmd, json!({"trusted": true, "llmKey": KEY, "llm": llm(true), "optimize": {"evaluator": "stub:1.5", "budget": 4}}));
+    let mut c = Client::spawn_with(
+        cmd,
+        json!({"trusted": true, "llmKey": KEY, "llm": llm(true), "optimize": {"evaluator": "stub:1.5", "budget": 4}}),
+    );
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
     c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
@@ -547,7 +725,8 @@ fn untrusted_workspace_runs_nothing() {
     let mut c = Client::spawn(json!({"optimize": {"evaluator": "stub:1.5"}}));
     c.open(&u, &text, 1);
     c.wait_publish(&u, LONG);
-    let opt = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
+    let opt =
+        c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": [u, "saxpy"]}));
     assert!(opt["error"]["message"].as_str().unwrap().contains("untrusted"), "{opt}");
     let prof = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
     assert!(prof["result"]["error"].as_str().unwrap().contains("untrusted"), "{prof}");

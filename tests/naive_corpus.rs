@@ -48,57 +48,29 @@ struct Task {
 fn parse(dir: &Path, path: &Path) -> Task {
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.strip_prefix(dir).unwrap().display().to_string();
-    let class_dir = path
-        .parent()
-        .unwrap()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let class_dir = path.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
     let file = path.file_name().unwrap().to_string_lossy().into_owned();
     for needed in ["// torch: ", "// class: ", "// kernelpro: "] {
-        assert!(
-            text.lines().any(|l| l.starts_with(needed)),
-            "{name}: no `{needed}` line"
-        );
+        assert!(text.lines().any(|l| l.starts_with(needed)), "{name}: no `{needed}` line");
     }
     let markers: Vec<(u32, Vec<String>)> = text
         .lines()
         .enumerate()
         .filter_map(|(i, l)| {
-            l.split_once("// expect: ").map(|(_, codes)| {
-                (
-                    i as u32,
-                    codes
-                        .trim()
-                        .split('|')
-                        .map(|c| c.trim().to_string())
-                        .collect(),
-                )
-            })
+            l.split_once("// expect: ")
+                .map(|(_, codes)| (i as u32, codes.trim().split('|').map(|c| c.trim().to_string()).collect()))
         })
         .collect();
-    let corpus = text
-        .lines()
-        .find_map(|l| l.strip_prefix("// corpus: "))
-        .map(str::trim);
+    let corpus = text.lines().find_map(|l| l.strip_prefix("// corpus: ")).map(str::trim);
     let role = match (corpus, markers.as_slice()) {
-        (None, [(line, codes)]) => Role::Naive {
-            line: *line,
-            codes: codes.clone(),
-        },
+        (None, [(line, codes)]) => Role::Naive { line: *line, codes: codes.clone() },
         (Some("clean"), []) if file.starts_with("clean_") => Role::Clean,
         (Some("expert"), []) if file.starts_with("expert_") => Role::Expert,
         _ => panic!(
             "{name}: a naive file has exactly one `// expect:` marker; clean_*/expert_* files have `// corpus: clean|expert` and none"
         ),
     };
-    Task {
-        name,
-        class_dir,
-        path: path.to_path_buf(),
-        role,
-    }
+    Task { name, class_dir, path: path.to_path_buf(), role }
 }
 
 fn corpus() -> Vec<Task> {
@@ -121,16 +93,8 @@ fn corpus() -> Vec<Task> {
 
 /// `kernelpro check --format json` over the files, split across WORKERS processes; findings by file path.
 fn check_all(tasks: &[Task]) -> BTreeMap<PathBuf, Vec<Value>> {
-    let chunks: Vec<Vec<PathBuf>> = (0..WORKERS)
-        .map(|w| {
-            tasks
-                .iter()
-                .skip(w)
-                .step_by(WORKERS)
-                .map(|t| t.path.clone())
-                .collect()
-        })
-        .collect();
+    let chunks: Vec<Vec<PathBuf>> =
+        (0..WORKERS).map(|w| tasks.iter().skip(w).step_by(WORKERS).map(|t| t.path.clone()).collect()).collect();
     let outputs: Vec<Value> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
             .iter()
@@ -144,9 +108,8 @@ fn check_all(tasks: &[Task]) -> BTreeMap<PathBuf, Vec<Value>> {
                         .output()
                         .expect("run kernelpro check");
                     let stdout = String::from_utf8_lossy(&out.stdout);
-                    serde_json::from_str::<Value>(&stdout).unwrap_or_else(|e| {
-                        panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
-                    })
+                    serde_json::from_str::<Value>(&stdout)
+                        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)))
                 })
             })
             .collect();
@@ -155,10 +118,7 @@ fn check_all(tasks: &[Task]) -> BTreeMap<PathBuf, Vec<Value>> {
     let mut by_file = BTreeMap::new();
     for out in outputs {
         for f in out["files"].as_array().unwrap() {
-            by_file.insert(
-                PathBuf::from(f["path"].as_str().unwrap()),
-                f["findings"].as_array().unwrap().clone(),
-            );
+            by_file.insert(PathBuf::from(f["path"].as_str().unwrap()), f["findings"].as_array().unwrap().clone());
         }
     }
     by_file
@@ -179,14 +139,8 @@ fn check_names_the_main_problem_of_naive_kernels() {
     let tasks = corpus();
 
     // The corpus's shape: enough naive kernels, each class in several styles with a clean twin and an expert version.
-    let naive = tasks
-        .iter()
-        .filter(|t| matches!(t.role, Role::Naive { .. }))
-        .count();
-    assert!(
-        naive >= MIN_NAIVE,
-        "{naive} naive kernels, want >= {MIN_NAIVE}"
-    );
+    let naive = tasks.iter().filter(|t| matches!(t.role, Role::Naive { .. })).count();
+    assert!(naive >= MIN_NAIVE, "{naive} naive kernels, want >= {MIN_NAIVE}");
     let mut per_class: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
     for t in &tasks {
         let slot = match t.role {
@@ -197,10 +151,7 @@ fn check_names_the_main_problem_of_naive_kernels() {
         per_class.entry(&t.class_dir).or_default()[slot] += 1;
     }
     for (class, [n, c, e]) in &per_class {
-        assert!(
-            *n >= MIN_STYLES_PER_CLASS && *c >= 1 && *e >= 1,
-            "{class}: {n} naive styles, {c} clean, {e} expert"
-        );
+        assert!(*n >= MIN_STYLES_PER_CLASS && *c >= 1 && *e >= 1, "{class}: {n} naive styles, {c} clean, {e} expert");
     }
 
     let findings = check_all(&tasks);
@@ -208,33 +159,15 @@ fn check_names_the_main_problem_of_naive_kernels() {
     let (mut hits, mut worst_clean, mut clean_total) = (0usize, 0usize, 0usize);
     let mut clean_offenders = Vec::new();
     let mut by_code: BTreeMap<String, [usize; 2]> = BTreeMap::new();
-    writeln!(
-        table,
-        "{:<48} {:<44} {:<44} hit",
-        "file", "expected", "found on the line"
-    )
-    .unwrap();
+    writeln!(table, "{:<48} {:<44} {:<44} hit", "file", "expected", "found on the line").unwrap();
     for t in &tasks {
-        let fs = findings.get(&t.path).unwrap_or_else(|| {
-            panic!(
-                "{}: kernelpro check gave no result (see its stderr above)",
-                t.name
-            )
-        });
-        let own: Vec<&Value> = fs
-            .iter()
-            .filter(|f| {
-                f.get("file")
-                    .is_none_or(|p| Path::new(p.as_str().unwrap_or("")) == t.path)
-            })
-            .collect();
+        let fs = findings
+            .get(&t.path)
+            .unwrap_or_else(|| panic!("{}: kernelpro check gave no result (see its stderr above)", t.name));
+        let own: Vec<&Value> =
+            fs.iter().filter(|f| f.get("file").is_none_or(|p| Path::new(p.as_str().unwrap_or("")) == t.path)).collect();
         if let Some(e) = own.iter().find(|f| f["severity"] == "error") {
-            panic!(
-                "{}:{}: check gives an error: {}",
-                t.name,
-                line(e) + 1,
-                e["message"]
-            );
+            panic!("{}:{}: check gives an error: {}", t.name, line(e) + 1, e["message"]);
         }
         match &t.role {
             Role::Naive { line: at, codes } => {
@@ -273,19 +206,9 @@ fn check_names_the_main_problem_of_naive_kernels() {
                 if warnings.len() > MAX_CLEAN_WARNINGS {
                     clean_offenders.push(t.name.clone());
                 }
-                let kind = if matches!(t.role, Role::Clean) {
-                    "(clean)"
-                } else {
-                    "(expert)"
-                };
-                writeln!(
-                    table,
-                    "{:<48} {kind:<44} {:<44} {} warning(s)",
-                    t.name,
-                    warnings.join(","),
-                    warnings.len()
-                )
-                .unwrap();
+                let kind = if matches!(t.role, Role::Clean) { "(clean)" } else { "(expert)" };
+                writeln!(table, "{:<48} {kind:<44} {:<44} {} warning(s)", t.name, warnings.join(","), warnings.len())
+                    .unwrap();
             }
         }
     }
@@ -299,29 +222,16 @@ fn check_names_the_main_problem_of_naive_kernels() {
     )
     .unwrap();
     for (c, [hit, of]) in &by_code {
-        writeln!(
-            table,
-            "  {c:<20} named on {hit} of the {of} lines that accept it"
-        )
-        .unwrap();
+        writeln!(table, "  {c:<20} named on {hit} of the {of} lines that accept it").unwrap();
     }
     writeln!(table, "clean/expert: {clean} files, {clean_total} warning(s) in all, at most {worst_clean} on one file (allowed {MAX_CLEAN_WARNINGS})").unwrap();
     print!("{table}");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .unwrap()
-        .join("naive_corpus.txt");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("naive_corpus.txt");
     std::fs::write(&out, &table).unwrap();
     println!("written to {}", out.display());
 
-    assert!(
-        rate >= MIN_HIT_RATE,
-        "hit rate {rate:.3} is below {MIN_HIT_RATE}"
-    );
-    assert!(
-        clean_offenders.is_empty(),
-        "more than {MAX_CLEAN_WARNINGS} warning(s) on {clean_offenders:?}"
-    );
+    assert!(rate >= MIN_HIT_RATE, "hit rate {rate:.3} is below {MIN_HIT_RATE}");
+    assert!(clean_offenders.is_empty(), "more than {MAX_CLEAN_WARNINGS} warning(s) on {clean_offenders:?}");
 }
 
 /// Every naive template kernel goes through the optimizer's guarded compile:
@@ -340,7 +250,11 @@ fn template_kernels_optimize_through_their_spec_instantiation() {
             let p = f.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             let text = std::fs::read_to_string(&p).unwrap_or_default();
-            if name.ends_with(".cu") && !name.starts_with("clean_") && !name.starts_with("expert_") && text.contains("kernelpro: instantiate =") {
+            if name.ends_with(".cu")
+                && !name.starts_with("clean_")
+                && !name.starts_with("expert_")
+                && text.contains("kernelpro: instantiate =")
+            {
                 files.push(p);
             }
         }
@@ -353,7 +267,18 @@ fn template_kernels_optimize_through_their_spec_instantiation() {
         let inst = text.lines().find_map(|l| l.trim().strip_prefix("// kernelpro: instantiate =")).unwrap().trim();
         let kernel = &inst[..inst.find('<').unwrap()];
         let out = Command::new(env!("CARGO_BIN_EXE_kernelpro"))
-            .args(["optimize", p.to_str().unwrap(), "--kernel", kernel, "--evaluator", "stub:1.5", "--budget", "2", "--no-profile", "--json"])
+            .args([
+                "optimize",
+                p.to_str().unwrap(),
+                "--kernel",
+                kernel,
+                "--evaluator",
+                "stub:1.5",
+                "--budget",
+                "2",
+                "--no-profile",
+                "--json",
+            ])
             .output()
             .unwrap();
         let reply: Option<Value> = serde_json::from_slice(&out.stdout).ok();

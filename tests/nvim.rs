@@ -26,7 +26,8 @@ fn neovim_shows_diagnostics_hover_lenses_and_applies_an_optimization() {
         .env("NVIM", &nvim)
         .status()
         .expect("run the Neovim test");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).expect("the Neovim test wrote its report")).unwrap();
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("the Neovim test wrote its report")).unwrap();
     assert!(status.success(), "Neovim checks failed: {}", report["failed"]);
     let text = std::fs::read_to_string(repo().join("editors/fixtures/kernels_spec.cu")).unwrap();
     let lines: Vec<&str> = text.lines().collect();

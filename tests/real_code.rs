@@ -25,12 +25,7 @@ fn project() -> tempfile::TempDir {
 }
 
 fn check_output(cwd: &Path, args: &[&str]) -> String {
-    let out = Command::new(bin())
-        .arg("check")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
+    let out = Command::new(bin()).arg("check").args(args).current_dir(cwd).output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -55,22 +50,10 @@ fn check_with_a_relative_include_folder() {
 fn check_with_a_relative_path_analyses_header_kernels_and_templates() {
     let dir = project();
     let root = dir.path().parent().unwrap();
-    let relative = format!(
-        "{}/train.cu",
-        dir.path().file_name().unwrap().to_string_lossy()
-    );
+    let relative = format!("{}/train.cu", dir.path().file_name().unwrap().to_string_lossy());
     let text = check_output(root, &[&relative]);
-    let name = dir
-        .path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|l| !l.starts_with("    →"))
-        .map(|l| l.replace(&name, "P"))
-        .collect();
+    let name = dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    let lines: Vec<String> = text.lines().filter(|l| !l.starts_with("    →")).map(|l| l.replace(&name, "P")).collect();
     assert_eq!(
         lines,
         [
@@ -80,19 +63,12 @@ fn check_with_a_relative_path_analyses_header_kernels_and_templates() {
         ],
         "{text}"
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&check_output(root, &[&relative, "--format", "json"])).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&check_output(root, &[&relative, "--format", "json"])).unwrap();
     let kernels: Vec<String> = json["files"][0]["kernels"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|k| {
-            format!(
-                "{} {}",
-                k["name"].as_str().unwrap(),
-                k["summary"].as_str().unwrap_or("-")
-            )
-        })
+        .map(|k| format!("{} {}", k["name"].as_str().unwrap(), k["summary"].as_str().unwrap_or("-")))
         .collect();
     assert_eq!(
         kernels,
@@ -128,10 +104,7 @@ fn lsp_publishes_header_findings_for_the_header_and_hovers_templates() {
             )
         })
         .collect();
-    assert_eq!(
-        summary,
-        ["1 header-kernels 3 kernels in kernels.cuh: 2 findings (1 warning)"]
-    );
+    assert_eq!(summary, ["1 header-kernels 3 kernels in kernels.cuh: 2 findings (1 warning)"]);
     // Each step of the save published on the header (before the file): the last is settled.
     let h = c
         .backlog
@@ -144,26 +117,15 @@ fn lsp_publishes_header_findings_for_the_header_and_hovers_templates() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| {
-            format!(
-                "{} {}",
-                d["range"]["start"]["line"],
-                d["code"].as_str().unwrap_or("")
-            )
-        })
+        .map(|d| format!("{} {}", d["range"]["start"]["line"], d["code"].as_str().unwrap_or("")))
         .collect();
     assert_eq!(codes, ["4 MissingRestrict", "10 Fp64Promotion"]);
 
     // The template kernel's name: one row per instantiation, not "Save the file".
-    let hover = c.request(
-        "textDocument/hover",
-        json!({"textDocument": {"uri": mu}, "position": {"line": 4, "character": 20}}),
-    );
+    let hover =
+        c.request("textDocument/hover", json!({"textDocument": {"uri": mu}, "position": {"line": 4, "character": 20}}));
     let md = hover["result"]["contents"]["value"].as_str().unwrap();
-    assert!(
-        md.contains("| `tile_sum<double, 256>` |") && md.contains("| `tile_sum<float, 128>` |"),
-        "{md}"
-    );
+    assert!(md.contains("| `tile_sum<double, 256>` |") && md.contains("| `tile_sum<float, 128>` |"), "{md}");
     assert!(!md.contains("Save the file"), "{md}");
     assert!(c.shutdown().success());
 }

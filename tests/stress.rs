@@ -22,7 +22,11 @@ const ROUND: Duration = Duration::from_secs(8);
 
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok()).unwrap()
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -45,7 +49,10 @@ impl Published {
             if m["method"] != "textDocument/publishDiagnostics" {
                 continue;
             }
-            let (u, Some(v)) = (m["params"]["uri"].as_str().unwrap().to_string(), m["params"]["version"].as_i64()) else { continue };
+            let (u, Some(v)) = (m["params"]["uri"].as_str().unwrap().to_string(), m["params"]["version"].as_i64())
+            else {
+                continue;
+            };
             self.count += 1;
             let newest = self.newest.entry(u.clone()).or_insert(v);
             if v < *newest {
@@ -57,7 +64,9 @@ impl Published {
 }
 
 fn kernel(i: usize, version: i64) -> String {
-    format!("// version {version}\n__global__ void k{i}(float* y, int n) {{\n  int t = blockIdx.x * blockDim.x + threadIdx.x;\n  if (t < n) y[t] = y[t] * {version}.0f + {i};\n}}\n")
+    format!(
+        "// version {version}\n__global__ void k{i}(float* y, int n) {{\n  int t = blockIdx.x * blockDim.x + threadIdx.x;\n  if (t < n) y[t] = y[t] * {version}.0f + {i};\n}}\n"
+    )
 }
 
 #[test]
@@ -137,7 +146,8 @@ fn twenty_files_saved_repeatedly() {
 fn killed_compile_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let real = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
+    let real =
+        kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
     let slow = dir.path().join("nvcc");
     std::fs::write(&slow, format!("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.cu) grep -q SLOW \"$a\" && sleep 1002;; esac; done\nexec {} \"$@\"\n", real.display())).unwrap();
     std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -183,7 +193,8 @@ fn twenty_thousand_kernels() {
     /// Generous for a debug build on a loaded two-core machine (see docs/reliability.md for the figures).
     const BOUND: Duration = Duration::from_secs(4);
     let mut c = Client::spawn(json!({}));
-    let big: String = (0..KERNELS).map(|i| format!("__global__ void k{i}(float* y) {{ y[{i}] = {i}.0f; }}\n")).collect();
+    let big: String =
+        (0..KERNELS).map(|i| format!("__global__ void k{i}(float* y) {{ y[{i}] = {i}.0f; }}\n")).collect();
     let (big_uri, small_uri) = ("file:///stress/big.cu", "file:///stress/small.cu");
     c.open(small_uri, "__global__ void s(float* y) { y[0] = 1.0f; }\n", 1);
     c.wait_publish(small_uri, Duration::from_secs(60));
@@ -195,7 +206,10 @@ fn twenty_thousand_kernels() {
         let elapsed = t.elapsed();
         let list = r["result"].as_array().unwrap_or_else(|| panic!("{r}"));
         assert_eq!(list.len(), KERNELS);
-        assert_eq!((list[KERNELS - 1]["name"].as_str(), list[KERNELS - 1]["range"]["start"]["line"].as_u64()), (Some("k19999"), Some(KERNELS as u64 - 1)));
+        assert_eq!(
+            (list[KERNELS - 1]["name"].as_str(), list[KERNELS - 1]["range"]["start"]["line"].as_u64()),
+            (Some("k19999"), Some(KERNELS as u64 - 1))
+        );
         elapsed
     };
     let plain = (0..3).map(|_| symbols(&mut c)).min().unwrap();
@@ -207,12 +221,18 @@ fn twenty_thousand_kernels() {
     let list = r["result"].as_array().unwrap();
     assert_eq!((list.len(), list[KERNELS - 1]["range"]["start"]["line"].as_u64()), (KERNELS, Some(KERNELS as u64 + 1)));
     // Three documentSymbol requests on the big file, then a hover on the small one.
-    let pending: Vec<i64> = (0..3).map(|_| c.send_request("textDocument/documentSymbol", json!({"textDocument": {"uri": big_uri}}))).collect();
+    let pending: Vec<i64> = (0..3)
+        .map(|_| c.send_request("textDocument/documentSymbol", json!({"textDocument": {"uri": big_uri}})))
+        .collect();
     let t = Instant::now();
-    let hover = c.send_request("textDocument/hover", json!({"textDocument": {"uri": small_uri}, "position": {"line": 0, "character": 17}}));
+    let hover = c.send_request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": small_uri}, "position": {"line": 0, "character": 17}}),
+    );
     let mut order = Vec::new();
     while order.len() < 4 {
-        let m = c.wait(Duration::from_secs(120), |m| m.get("id").is_some() && m.get("method").is_none()).expect("answers");
+        let m =
+            c.wait(Duration::from_secs(120), |m| m.get("id").is_some() && m.get("method").is_none()).expect("answers");
         order.push((m["id"].as_i64().unwrap(), t.elapsed()));
     }
     let hover_after = order.iter().find(|(id, _)| *id == hover).unwrap().1;
@@ -232,7 +252,8 @@ fn twenty_thousand_kernels() {
 /// A compiler that lingers: a grandchild `sleep` in the compile's process group
 /// (as cicc and ptxas are nvcc's), then the real nvcc.
 fn lingering_nvcc(dir: &Path) -> std::path::PathBuf {
-    let real = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
+    let real =
+        kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
     let nvcc = dir.join("nvcc");
     std::fs::write(&nvcc, format!("#!/bin/sh\nsleep 1003 &\n{} \"$@\"\nwait\n", real.display())).unwrap();
     std::fs::set_permissions(&nvcc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -258,9 +279,13 @@ fn sigterm_with_compiles_in_flight_leaves_no_child() {
     let mut groups: HashSet<u32> = HashSet::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let children: Vec<u32> = pids().into_iter().filter(|&p| stat(p).is_some_and(|(pp, _, _)| pp == server)).collect();
+        let children: Vec<u32> =
+            pids().into_iter().filter(|&p| stat(p).is_some_and(|(pp, _, _)| pp == server)).collect();
         groups.extend(children.iter().copied());
-        let in_groups = pids().into_iter().filter(|&p| stat(p).is_some_and(|(_, g, st)| st != 'Z' && children.contains(&g))).count();
+        let in_groups = pids()
+            .into_iter()
+            .filter(|&p| stat(p).is_some_and(|(_, g, st)| st != 'Z' && children.contains(&g)))
+            .count();
         if !children.is_empty() && in_groups > children.len() {
             break;
         }
@@ -274,7 +299,11 @@ fn sigterm_with_compiles_in_flight_leaves_no_child() {
     }
     let status = c.wait_exit(Duration::from_secs(10)).expect("the server ends on SIGTERM");
     let left = live(|pp, g| pp == server || groups.contains(&g));
-    println!("sigterm: {in_flight} processes in {} compile groups at SIGTERM, exit {status}, {} left", groups.len(), left.len());
+    println!(
+        "sigterm: {in_flight} processes in {} compile groups at SIGTERM, exit {status}, {} left",
+        groups.len(),
+        left.len()
+    );
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}");
     assert_eq!(left, Vec::<u32>::new(), "processes left after SIGTERM");
 }
@@ -336,8 +365,15 @@ fn fifty_files_opened_at_once() {
         most_running = most_running.max(running);
     }
     let started: Vec<&str> = runs.lines().filter_map(|l| l.strip_prefix("start ")).collect();
-    println!("fifty_files: cap {cap}, at most {most_children} children seen, at most {most_running} compiles overlapping, {} compiles for 60 versions; started: {:?}", started.len(), started);
-    assert!(most_children <= cap && most_running <= cap, "{most_children} children, {most_running} compiles at once, cap {cap}");
+    println!(
+        "fifty_files: cap {cap}, at most {most_children} children seen, at most {most_running} compiles overlapping, {} compiles for 60 versions; started: {:?}",
+        started.len(),
+        started
+    );
+    assert!(
+        most_children <= cap && most_running <= cap,
+        "{most_children} children, {most_running} compiles at once, cap {cap}"
+    );
     // Newest first is checked in `core::jobs` (the order here depends on when each analysis,
     // after its progress handshake with this client, reaches the queue).
     let superseded: Vec<&&str> = started.iter().filter(|t| (10..20).any(|i| **t == format!("// f{i} v1"))).collect();

@@ -98,7 +98,11 @@ impl Model {
 
     /// Byte offset of a core position (tree-sitter: "\n" lines, byte columns).
     fn core_offset(&self, line: u32, col: u32) -> usize {
-        let line_start = if line == 0 { 0 } else { self.text.match_indices('\n').nth(line as usize - 1).map_or(self.text.len(), |(i, _)| i + 1) };
+        let line_start = if line == 0 {
+            0
+        } else {
+            self.text.match_indices('\n').nth(line as usize - 1).map_or(self.text.len(), |(i, _)| i + 1)
+        };
         line_start + col as usize
     }
 
@@ -110,7 +114,11 @@ impl Model {
 
     /// What documentSymbol must answer for this text.
     fn expected_symbols(&self) -> Vec<String> {
-        kernelpro_core::source::parse(&self.text).functions.iter().map(|f| format!("{} {} {}", f.name, self.lsp_range(f.span), self.lsp_range(f.name_span))).collect()
+        kernelpro_core::source::parse(&self.text)
+            .functions
+            .iter()
+            .map(|f| format!("{} {} {}", f.name, self.lsp_range(f.span), self.lsp_range(f.name_span)))
+            .collect()
     }
 }
 
@@ -120,7 +128,14 @@ fn range_text(r: &Value) -> String {
 
 fn server_symbols(c: &mut Client, u: &str) -> Vec<String> {
     let r = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
-    r["result"].as_array().unwrap_or_else(|| panic!("{r}")).iter().map(|s| format!("{} {} {}", s["name"].as_str().unwrap(), range_text(&s["range"]), range_text(&s["selectionRange"]))).collect()
+    r["result"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|s| {
+            format!("{} {} {}", s["name"].as_str().unwrap(), range_text(&s["range"]), range_text(&s["selectionRange"]))
+        })
+        .collect()
 }
 
 /// Pieces of inserted text: kernels to plant, and the characters that make
@@ -200,9 +215,18 @@ fn replay(c: &mut Client, sequences: usize, edits_per_sequence: usize, alphabet:
                     json!({"range": {"start": {"line": start.0, "character": start.1}, "end": {"line": end.0, "character": end.1}}, "text": text})
                 })
                 .collect();
-            c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": v + 2}, "contentChanges": changes}));
+            c.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": u, "version": v + 2}, "contentChanges": changes}),
+            );
             let got = server_symbols(c, &u);
-            assert_eq!(got, m.expected_symbols(), "sequence {s}, version {}: after {changes:?}\nmodel text: {:?}", v + 2, m.text);
+            assert_eq!(
+                got,
+                m.expected_symbols(),
+                "sequence {s}, version {}: after {changes:?}\nmodel text: {:?}",
+                v + 2,
+                m.text
+            );
         }
         // A kernel planted at the model's end must land at the model's end.
         let end = m.position(m.text.len());
@@ -216,7 +240,10 @@ fn replay(c: &mut Client, sequences: usize, edits_per_sequence: usize, alphabet:
     edits
 }
 
-const ALPHABET: &[&str] = &["a", "_", " ", "é", "ü", "😀", "𝄞", "中", "\n", "\r\n", "{", "}", ";", "/*", "*/", "//", "\t", "\u{2028}", "\u{85}", "0"];
+const ALPHABET: &[&str] = &[
+    "a", "_", " ", "é", "ü", "😀", "𝄞", "中", "\n", "\r\n", "{", "}", ";", "/*", "*/", "//", "\t", "\u{2028}",
+    "\u{85}", "0",
+];
 
 #[test]
 fn random_edits_match_a_string_model() {
@@ -250,7 +277,10 @@ fn diagnostics_follow_edits() {
     let mut m = Model { text: text.to_string() };
     c.open(&u, text, 1);
     let first = c.wait_diagnostics(&u, Duration::from_secs(120));
-    assert_eq!(first["diagnostics"][0]["range"], json!({"start": {"line": 2, "character": 9}, "end": {"line": 2, "character": 23}}));
+    assert_eq!(
+        first["diagnostics"][0]["range"],
+        json!({"start": {"line": 2, "character": 9}, "end": {"line": 2, "character": 23}})
+    );
     let edits = [
         ((0, 0), (0, 0), "// 😀 one\r\n// two é\n"),
         ((3, 0), (3, 0), "  /* ü 𝄞 */"),
@@ -298,7 +328,8 @@ fn trust_change_reanalyses_open_documents() {
     c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernelpro": {"trusted": true}}}));
     for (i, u) in uris.iter().enumerate() {
         let d = c.wait_diagnostics(u, Duration::from_secs(180));
-        let messages: Vec<&str> = d["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap()).collect();
+        let messages: Vec<&str> =
+            d["diagnostics"].as_array().unwrap().iter().map(|d| d["message"].as_str().unwrap()).collect();
         assert!(messages.iter().any(|m| m.contains(&format!("undefined_{i}"))), "{messages:?}");
         assert!(!messages.iter().any(|m| m.contains("not trusted")), "{messages:?}");
     }

@@ -45,7 +45,13 @@ impl Client {
     }
 
     fn start(mut cmd: Command, init_options: Value, root: &Path, name: Option<&str>) -> Client {
-        let mut child = cmd.arg("lsp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn kernelpro lsp");
+        let mut child = cmd
+            .arg("lsp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn kernelpro lsp");
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = channel();
@@ -93,7 +99,8 @@ impl Client {
     }
 
     pub fn response(&mut self, id: i64, timeout: Duration) -> Value {
-        self.wait(timeout, |m| m.get("id") == Some(&json!(id)) && m.get("method").is_none()).unwrap_or_else(|| panic!("no response to request {id}"))
+        self.wait(timeout, |m| m.get("id") == Some(&json!(id)) && m.get("method").is_none())
+            .unwrap_or_else(|| panic!("no response to request {id}"))
     }
 
     /// Waits for a message matching `pred`, keeping the others in the backlog.
@@ -109,7 +116,8 @@ impl Client {
                     self.transcript.push(msg.to_string());
                     // Answer server-to-client requests so the server never waits on us.
                     if msg.get("id").is_some() && msg.get("method").is_some() {
-                        let result = if msg["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
+                        let result =
+                            if msg["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
                         let body = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string();
                         self.send_raw(body.as_bytes());
                     }
@@ -126,8 +134,10 @@ impl Client {
     /// The first diagnostics published for `uri` from now on.
     pub fn wait_publish(&mut self, uri: &str, timeout: Duration) -> Value {
         let u = uri.to_string();
-        self.wait(timeout, move |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u.as_str())
-            .unwrap_or_else(|| panic!("no diagnostics for {uri}"))["params"]
+        self.wait(timeout, move |m| {
+            m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u.as_str()
+        })
+        .unwrap_or_else(|| panic!("no diagnostics for {uri}"))["params"]
             .clone()
     }
 
@@ -141,8 +151,12 @@ impl Client {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let p = prefix.clone();
-            self.wait(left, move |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end" && m["params"]["token"].as_str().is_some_and(|t| t.starts_with(&p)))
-                .unwrap_or_else(|| panic!("the analysis of {uri} did not settle"));
+            self.wait(left, move |m| {
+                m["method"] == "$/progress"
+                    && m["params"]["value"]["kind"] == "end"
+                    && m["params"]["token"].as_str().is_some_and(|t| t.starts_with(&p))
+            })
+            .unwrap_or_else(|| panic!("the analysis of {uri} did not settle"));
             let is_publish = |m: &Value| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri;
             if let Some(last) = self.backlog.iter().rposition(is_publish) {
                 let found = self.backlog[last]["params"].clone();
@@ -153,7 +167,10 @@ impl Client {
     }
 
     pub fn open(&mut self, uri: &str, text: &str, version: i32) {
-        self.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "cuda", "version": version, "text": text}}));
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "cuda", "version": version, "text": text}}),
+        );
     }
 
     pub fn save(&mut self, uri: &str, text: &str) {
@@ -161,7 +178,10 @@ impl Client {
     }
 
     pub fn change_all(&mut self, uri: &str, text: &str, version: i32) {
-        self.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}));
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
+        );
     }
 
     pub fn pid(&self) -> u32 {

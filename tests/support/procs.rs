@@ -21,7 +21,8 @@ pub fn pids() -> Vec<u32> {
 pub fn live(pred: impl Fn(u32, u32) -> bool) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let found: Vec<u32> = pids().into_iter().filter(|&p| stat(p).is_some_and(|(pp, g, st)| st != 'Z' && pred(pp, g))).collect();
+        let found: Vec<u32> =
+            pids().into_iter().filter(|&p| stat(p).is_some_and(|(pp, g, st)| st != 'Z' && pred(pp, g))).collect();
         if found.is_empty() || Instant::now() > deadline {
             return found;
         }
@@ -34,6 +35,9 @@ pub fn server_pid(tag: &str) -> u32 {
     let needle = format!("KP_TEST_TAG={tag}\0");
     pids()
         .into_iter()
-        .find(|p| std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_bytes())))
+        .find(|p| {
+            std::fs::read(format!("/proc/{p}/environ"))
+                .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
         .expect("the server process")
 }

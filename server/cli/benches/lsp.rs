@@ -34,10 +34,16 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 }
 
 fn bare_nvcc(path: &Path) -> f64 {
-    let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (bash scripts/setup.sh)").path;
+    let nvcc =
+        kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (bash scripts/setup.sh)").path;
     let out = std::env::temp_dir().join("kernelpro-bench.cubin");
     let t = Instant::now();
-    let st = std::process::Command::new(nvcc).args(["-arch=sm_90", "-cubin", "-lineinfo", "-Xptxas", "-v", "-o"]).arg(&out).arg(path).output().unwrap();
+    let st = std::process::Command::new(nvcc)
+        .args(["-arch=sm_90", "-cubin", "-lineinfo", "-Xptxas", "-v", "-o"])
+        .arg(&out)
+        .arg(path)
+        .output()
+        .unwrap();
     assert!(st.status.success());
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -48,23 +54,34 @@ fn save_to_publish(c: &mut Client, u: &str, text: &str, version: i32) -> (f64, f
     c.change_all(u, text, version);
     let t = Instant::now();
     c.save(u, text);
-    c.wait(LONG, |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u && m["params"]["version"] == version).expect("diagnostics");
+    c.wait(LONG, |m| {
+        m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u && m["params"]["version"] == version
+    })
+    .expect("diagnostics");
     let first = t.elapsed().as_secs_f64() * 1e3;
     let prefix = format!("kernelpro-analysis:{u}#");
-    c.wait(LONG, |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end" && m["params"]["token"].as_str().is_some_and(|t| t.starts_with(&prefix))).expect("settled");
+    c.wait(LONG, |m| {
+        m["method"] == "$/progress"
+            && m["params"]["value"]["kind"] == "end"
+            && m["params"]["token"].as_str().is_some_and(|t| t.starts_with(&prefix))
+    })
+    .expect("settled");
     (first, t.elapsed().as_secs_f64() * 1e3)
 }
 
 fn rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: f64 = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let kb: f64 =
+        status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
     kb / 1024.0
 }
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let probe = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();
-    println!("| file | bare nvcc (ms) | save → compiler diagnostics (ms) | ratio | save → SASS + static findings (ms) | ratio | no-change save (ms) | hover p50 / p95 (ms) |");
+    println!(
+        "| file | bare nvcc (ms) | save → compiler diagnostics (ms) | ratio | save → SASS + static findings (ms) | ratio | no-change save (ms) | hover p50 / p95 (ms) |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for (name, text) in [("kernels.cu (probe)", probe.clone()), ("2,000-line file", big_file())] {
         let path = dir.path().join("bench.cu");
@@ -90,7 +107,10 @@ fn main() {
         for i in 0..200 {
             let line = (i * 7919) % lines;
             let t = Instant::now();
-            c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": line, "character": 4}}));
+            c.request(
+                "textDocument/hover",
+                json!({"textDocument": {"uri": u}, "position": {"line": line, "character": 4}}),
+            );
             hovers.push(t.elapsed().as_secs_f64() * 1e3);
         }
         let b = median(bare);
@@ -120,5 +140,9 @@ fn main() {
         c.wait_diagnostics(&uri(&dir.path().join(format!("f{i}.cu"))), LONG);
     }
     std::thread::sleep(Duration::from_secs(1));
-    println!("\nresident memory: {:.0} MB at start, {:.0} MB with 20 analysed 2,000-line files open", base, rss_mb(c.pid()));
+    println!(
+        "\nresident memory: {:.0} MB at start, {:.0} MB with 20 analysed 2,000-line files open",
+        base,
+        rss_mb(c.pid())
+    );
 }

@@ -13,12 +13,7 @@ pub enum Format {
     Json,
 }
 
-pub async fn run(
-    files: &[PathBuf],
-    format: Format,
-    sass_line: Option<u32>,
-    args: &CompileArgs,
-) -> ExitCode {
+pub async fn run(files: &[PathBuf], format: Format, sass_line: Option<u32>, args: &CompileArgs) -> ExitCode {
     if files.is_empty() {
         eprintln!("kernelpro check: give at least one .cu file");
         return ExitCode::from(2);
@@ -47,10 +42,7 @@ pub async fn run(
                 continue;
             }
         };
-        let mut analysis = match analyzer
-            .analyze(path, &text, &settings, &CancellationToken::new())
-            .await
-        {
+        let mut analysis = match analyzer.analyze(path, &text, &settings, &CancellationToken::new()).await {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("{}: error: {e}", path.display());
@@ -61,52 +53,27 @@ pub async fn run(
         if let Some(p) = read_problem {
             analysis.findings.insert(
                 0,
-                Finding::new(
-                    "kernelpro",
-                    Severity::Warning,
-                    kernelpro_model::Span::line(0),
-                    p,
-                )
-                .with_code("not-utf8"),
+                Finding::new("kernelpro", Severity::Warning, kernelpro_model::Span::line(0), p).with_code("not-utf8"),
             );
         }
-        any_error |= analysis.has_errors()
-            || analysis
-                .findings
-                .iter()
-                .any(|f| f.severity == Severity::Error);
+        any_error |= analysis.has_errors() || analysis.findings.iter().any(|f| f.severity == Severity::Error);
         match format {
             Format::Text => {
                 for f in &analysis.findings {
                     println!("{}", compiler_line(path, f));
                 }
                 if let Some(line) = sass_line {
-                    let text =
-                        kernelpro_core::hover::sass_listing(&analysis, line.saturating_sub(1));
-                    println!(
-                        "{}",
-                        text.unwrap_or_else(|| format!(
-                            "{}:{line}: no SASS for this line",
-                            path.display()
-                        ))
-                    );
+                    let text = kernelpro_core::hover::sass_listing(&analysis, line.saturating_sub(1));
+                    println!("{}", text.unwrap_or_else(|| format!("{}:{line}: no SASS for this line", path.display())));
                 }
             }
             Format::Json => json_files.push(file_json(path, &analysis)),
         }
     }
     if let Format::Json = format {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "files": json_files }))
-                .expect("json")
-        );
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "files": json_files })).expect("json"));
     }
-    if any_error {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    if any_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
 /// `file:line:col: severity: message [code]`, then the guidance on its own line.
@@ -117,16 +84,8 @@ pub fn compiler_line(path: &Path, f: &Finding) -> String {
         Some(header) => header.strip_prefix(&cwd).unwrap_or(header),
         None => path,
     };
-    let col = if f.span.start.col == u32::MAX {
-        1
-    } else {
-        f.span.start.col + 1
-    };
-    let code = f
-        .code
-        .as_deref()
-        .map(|c| format!(" [{c}]"))
-        .unwrap_or_default();
+    let col = if f.span.start.col == u32::MAX { 1 } else { f.span.start.col + 1 };
+    let code = f.code.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default();
     let mut line = format!(
         "{}:{}:{}: {}: {}{}",
         file.display(),

@@ -50,11 +50,7 @@ impl CompileArgs {
             arch: self.arch.clone(),
             nvcc: self.nvcc.clone(),
             // nvcc runs in the checked file's folder: a relative `-I` is the caller's.
-            include_paths: self
-                .include
-                .iter()
-                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
-                .collect(),
+            include_paths: self.include.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect(),
             extra_flags: self.flags.clone(),
             block_size: self.block_size,
             ..Default::default()
@@ -117,9 +113,7 @@ fn main() -> ExitCode {
         Some(c) => c,
         None if !std::io::stdin().is_terminal() => Command::Lsp,
         None => {
-            eprintln!(
-                "kernelpro: no command given; try `kernelpro --help` (the language server is `kernelpro lsp`)"
-            );
+            eprintln!("kernelpro: no command given; try `kernelpro --help` (the language server is `kernelpro lsp`)");
             return ExitCode::from(2);
         }
     };
@@ -130,20 +124,12 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(async {
         end_children_on_signal();
         match command {
             Command::Lsp => kernelpro_lsp::serve_stdio().await,
-            Command::Check {
-                files,
-                format,
-                sass,
-                compile,
-            } => check::run(&files, format, sass, &compile).await,
+            Command::Check { files, format, sass, compile } => check::run(&files, format, sass, &compile).await,
             Command::Run(args) => run::run(&args).await,
             Command::Optimize(args) => optimize::run(&args).await,
             Command::Profile(args) => profile::run(&args).await,
@@ -152,7 +138,11 @@ fn main() -> ExitCode {
             Command::InstallCuda { dir, pip_args, json } => install_cuda(dir, &pip_args, json).await,
             Command::Doctor { json } => {
                 // The user runs it: trusted, with no project (the working directory is never searched).
-                let settings = kernelpro_core::settings::Settings { trusted: true, editor: kernelpro_core::editor::Editor::Cli, ..Default::default() };
+                let settings = kernelpro_core::settings::Settings {
+                    trusted: true,
+                    editor: kernelpro_core::editor::Editor::Cli,
+                    ..Default::default()
+                };
                 let report = kernelpro_core::doctor::report(&settings).await;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&report).expect("json"));
@@ -170,10 +160,7 @@ fn main() -> ExitCode {
 /// group. Kill those groups first, then exit as the signal would have.
 fn end_children_on_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         return;
     };
     tokio::spawn(async move {

@@ -72,7 +72,9 @@ fn parse_devices(list: &str) -> Result<Devices, String> {
         if item.is_empty() {
             return Err(format!("`{list}` has an empty entry: write device indices separated by commas, e.g. 0,1,2"));
         }
-        let d: u32 = item.parse().map_err(|_| format!("`{item}` is not a device index: write device indices separated by commas, e.g. 0,1,2"))?;
+        let d: u32 = item.parse().map_err(|_| {
+            format!("`{item}` is not a device index: write device indices separated by commas, e.g. 0,1,2")
+        })?;
         if devices.contains(&d) {
             return Err(format!("device {d} is listed twice: each GPU runs one job at a time"));
         }

@@ -72,7 +72,10 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
     }
     let changes = if args.import.is_none() { remember(&args.file, &report) } else { Vec::new() };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "changes": changes})).expect("json"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"report": report, "changes": changes})).expect("json")
+        );
     } else {
         print!("{}", text_report(&args.file, &report));
         for c in changes {
@@ -84,13 +87,21 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
 
 /// Compares with the last profile of the same file and stores this one.
 fn remember(file: &std::path::Path, report: &ProfileReport) -> Vec<String> {
-    BaselineStore::in_cache_dir().record(file, report, 5.0).into_iter().map(|c| if c.slower { format!("SLOWER: {}", c.text) } else { c.text }).collect()
+    BaselineStore::in_cache_dir()
+        .record(file, report, 5.0)
+        .into_iter()
+        .map(|c| if c.slower { format!("SLOWER: {}", c.text) } else { c.text })
+        .collect()
 }
 
 fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
     let mut s = String::new();
     for k in &r.kernels {
-        s.push_str(&format!("{}: {}\n", k.kernel, k.triage.as_ref().map(|t| t.summary.as_str()).unwrap_or("no SpeedOfLight data: class unknown")));
+        s.push_str(&format!(
+            "{}: {}\n",
+            k.kernel,
+            k.triage.as_ref().map(|t| t.summary.as_str()).unwrap_or("no SpeedOfLight data: class unknown")
+        ));
         for f in &k.findings {
             s.push_str(&crate::check::compiler_line(file, f));
             s.push('\n');
@@ -98,7 +109,10 @@ fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
     }
     if r.stage1_secs > 0.0 {
         let total = r.stage1_secs + r.stage2_secs + r.export_secs;
-        s.push_str(&format!("profiled in {total:.1} s (stage 1 {:.1} s, stage 2 {:.1} s, exports {:.1} s)\n", r.stage1_secs, r.stage2_secs, r.export_secs));
+        s.push_str(&format!(
+            "profiled in {total:.1} s (stage 1 {:.1} s, stage 2 {:.1} s, exports {:.1} s)\n",
+            r.stage1_secs, r.stage2_secs, r.export_secs
+        ));
     }
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));

@@ -60,8 +60,14 @@ pub async fn run(args: &RunArgs) -> ExitCode {
         None => None,
         Some(r) => {
             let src = match r.rsplit_once(':').filter(|(f, _)| f.ends_with(".cu") || f.ends_with(".cuh")) {
-                Some((file, name)) => KernelSource { path: file.into(), text: std::fs::read_to_string(file).unwrap_or_default(), kernel: Some(name.into()) },
-                None if r.ends_with(".cu") => KernelSource { path: r.into(), text: std::fs::read_to_string(r).unwrap_or_default(), kernel: None },
+                Some((file, name)) => KernelSource {
+                    path: file.into(),
+                    text: std::fs::read_to_string(file).unwrap_or_default(),
+                    kernel: Some(name.into()),
+                },
+                None if r.ends_with(".cu") => {
+                    KernelSource { path: r.into(), text: std::fs::read_to_string(r).unwrap_or_default(), kernel: None }
+                }
                 None => KernelSource { path: args.file.clone(), text: text.clone(), kernel: Some(r.clone()) },
             };
             match harness::prepare(&src, &settings, &analyzer, &cancel).await {
@@ -70,7 +76,13 @@ pub async fn run(args: &RunArgs) -> ExitCode {
             }
         }
     };
-    let opts = RunOptions { exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()), runs: args.runs, warmup: args.warmup, energy: !args.no_energy, device: args.device };
+    let opts = RunOptions {
+        exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
+        runs: args.runs,
+        warmup: args.warmup,
+        energy: !args.no_energy,
+        device: args.device,
+    };
     match harness::run(&kernel.job, reference.as_ref().map(|r| &r.job), &settings, &opts).await {
         Ok(result) => {
             if args.json {
@@ -94,20 +106,42 @@ pub fn report(r: &JobResult) -> String {
     s.push_str(&kernel_report("kernel", &r.kernel));
     if let Some(reference) = &r.reference {
         s.push_str(&kernel_report("reference", reference));
-        s.push_str(&format!("speedup over the reference: {:.2}x\n", reference.timing.median_ms / r.kernel.timing.median_ms));
+        s.push_str(&format!(
+            "speedup over the reference: {:.2}x\n",
+            reference.timing.median_ms / r.kernel.timing.median_ms
+        ));
     }
     for note in r.nondeterminism_notes() {
         s.push_str(&format!("{note}\n"));
     }
     for c in &r.comparison {
         match &c.worst {
-            None if c.bad == 0 => s.push_str(&format!("compare {}: ok, {} elements within {}\n", c.name, c.count, c.tolerance_note())),
-            None => s.push_str(&format!("compare {}: MISMATCH, {} of {} elements outside {}\n", c.name, c.bad, c.count, c.tolerance_note())),
-            Some(w) => s.push_str(&format!("compare {}: MISMATCH, {} of {} elements outside {}; worst at index {}: {:?}\n", c.name, c.bad, c.count, c.tolerance_note(), w.index, w)),
+            None if c.bad == 0 => {
+                s.push_str(&format!("compare {}: ok, {} elements within {}\n", c.name, c.count, c.tolerance_note()))
+            }
+            None => s.push_str(&format!(
+                "compare {}: MISMATCH, {} of {} elements outside {}\n",
+                c.name,
+                c.bad,
+                c.count,
+                c.tolerance_note()
+            )),
+            Some(w) => s.push_str(&format!(
+                "compare {}: MISMATCH, {} of {} elements outside {}; worst at index {}: {:?}\n",
+                c.name,
+                c.bad,
+                c.count,
+                c.tolerance_note(),
+                w.index,
+                w
+            )),
         }
     }
     let p = &r.phases;
-    s.push_str(&format!("harness: set-up {:.0} ms (context, code, buffers), fills {:.0} ms, checks {:.0} ms, timing {:.0} ms\n", p.setup_ms, p.fill_ms, p.verify_ms, p.timing_ms));
+    s.push_str(&format!(
+        "harness: set-up {:.0} ms (context, code, buffers), fills {:.0} ms, checks {:.0} ms, timing {:.0} ms\n",
+        p.setup_ms, p.fill_ms, p.verify_ms, p.timing_ms
+    ));
     s
 }
 
@@ -125,11 +159,17 @@ fn kernel_report(label: &str, k: &KernelRun) -> String {
         s.push_str(&format!("  compute   {tf:.2} TFLOP/s\n"));
     }
     match &k.energy {
-        Ok(e) => s.push_str(&format!("  energy    {:.4} J per launch at {:.0} W ({} launches over {:.2} s)\n", e.joules_per_launch, e.average_watts, e.launches, e.window_s)),
+        Ok(e) => s.push_str(&format!(
+            "  energy    {:.4} J per launch at {:.0} W ({} launches over {:.2} s)\n",
+            e.joules_per_launch, e.average_watts, e.launches, e.window_s
+        )),
         Err(why) => s.push_str(&format!("  energy    unavailable: {why}\n")),
     }
     for o in &k.outputs {
-        s.push_str(&format!("  output {}: sum {:.6e}, |sum| {:.6e}, unwritten {}\n", o.name, o.sum, o.abs_sum, o.unwritten));
+        s.push_str(&format!(
+            "  output {}: sum {:.6e}, |sum| {:.6e}, unwritten {}\n",
+            o.name, o.sum, o.abs_sum, o.unwritten
+        ));
     }
     s
 }
@@ -142,7 +182,15 @@ mod tests {
     fn kernel(function: &str, sum: f64) -> KernelRun {
         let timing = Timing { runs: 20, warmup: 3, median_ms: 0.5, min_ms: 0.4, max_ms: 0.6, stddev_ms: 0.01 };
         let outputs = vec![Checksum { name: "out".into(), sum, abs_sum: sum.abs(), unwritten: 0, hash: "0".into() }];
-        KernelRun { function: function.into(), timing, clocks: None, energy: Err("off".into()), outputs, dram_gbps_estimate: 134.0, tflops: None }
+        KernelRun {
+            function: function.into(),
+            timing,
+            clocks: None,
+            energy: Err("off".into()),
+            outputs,
+            dram_gbps_estimate: 134.0,
+            tflops: None,
+        }
     }
 
     /// What `run --reference` prints for a float-atomic original: that it is
@@ -163,7 +211,14 @@ mod tests {
             original_variation: Some(variation),
         }];
         let phases = Phases { setup_ms: 310.0, fill_ms: 2.0, verify_ms: 9.0, timing_ms: 40.0 };
-        let r = JobResult { device_name: "H200".into(), compute_capability: (9, 0), kernel: kernel("sum_blocks", -323.6), reference: Some(kernel("sum_atomic", -323.5)), comparison, phases };
+        let r = JobResult {
+            device_name: "H200".into(),
+            compute_capability: (9, 0),
+            kernel: kernel("sum_blocks", -323.6),
+            reference: Some(kernel("sum_atomic", -323.5)),
+            comparison,
+            phases,
+        };
         let text = report(&r);
         let tail: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("speedup")).collect();
         assert_eq!(

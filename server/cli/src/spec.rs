@@ -43,12 +43,7 @@ fn fail(message: &str) -> ExitCode {
 /// The spec of `kernel` (or the file's only specified kernel) with what a
 /// launcher needs beside it: each parameter's C type, each output's
 /// tolerance, the nvcc flags and architecture the file needs, FLOPs and bytes.
-pub fn resolved(
-    path: &Path,
-    text: &str,
-    kernel: Option<&str>,
-    compile: &CompileArgs,
-) -> Result<Value, String> {
+pub fn resolved(path: &Path, text: &str, kernel: Option<&str>, compile: &CompileArgs) -> Result<Value, String> {
     let settings = compile.settings().with_projects_of(&[path]);
     let analysis = FileAnalysis::without_tools(path, text, &settings);
     let name = match kernel {
@@ -59,28 +54,21 @@ pub fn resolved(
             match names.as_slice() {
                 [one] => (*one).clone(),
                 [] => {
-                    return Err(spec_errors(path, &analysis, None).unwrap_or_else(|| {
-                        format!("{}: no kernel has a launch spec", path.display())
-                    }));
+                    return Err(spec_errors(path, &analysis, None)
+                        .unwrap_or_else(|| format!("{}: no kernel has a launch spec", path.display())));
                 }
                 many => {
                     return Err(format!(
                         "{}: several kernels have launch specs ({}): pick one with --kernel",
                         path.display(),
-                        many.iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
                     ));
                 }
             }
         }
     };
     let Some(function) = analysis.source.kernel(&name) else {
-        return Err(format!(
-            "{}: no __global__ function named `{name}`",
-            path.display()
-        ));
+        return Err(format!("{}: no __global__ function named `{name}`", path.display()));
     };
     let Some(spec) = analysis.launch_specs.get(&name) else {
         return Err(spec_errors(path, &analysis, Some(&name))
@@ -110,9 +98,7 @@ fn spec_errors(path: &Path, analysis: &FileAnalysis, kernel: Option<&str>) -> Op
     let lines: Vec<String> = analysis
         .findings
         .iter()
-        .filter(|f| {
-            f.severity == Severity::Error && (kernel.is_none() || f.kernel.as_deref() == kernel)
-        })
+        .filter(|f| f.severity == Severity::Error && (kernel.is_none() || f.kernel.as_deref() == kernel))
         .map(|f| compiler_line(path, f))
         .collect();
     (!lines.is_empty()).then(|| format!("the launch spec has errors:\n{}", lines.join("\n")))
@@ -156,9 +142,7 @@ mod tests {
 
     fn compile_args() -> CompileArgs {
         match crate::Cli::try_parse_from(["kernelpro", "spec", "k.cu"]) {
-            Ok(crate::Cli {
-                command: Some(crate::Command::Spec(a)),
-            }) => a.compile,
+            Ok(crate::Cli { command: Some(crate::Command::Spec(a)) }) => a.compile,
             _ => panic!("spec parses"),
         }
     }
@@ -169,12 +153,7 @@ mod tests {
         let v = resolved(Path::new("k.cu"), text, None, &compile_args()).unwrap();
         assert_eq!(v["launch"]["grid"], json!([4, 1, 1]));
         assert_eq!(v["launch_name"], "k");
-        let types: Vec<&str> = v["params"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["c_type"].as_str().unwrap())
-            .collect();
+        let types: Vec<&str> = v["params"].as_array().unwrap().iter().map(|p| p["c_type"].as_str().unwrap()).collect();
         assert_eq!(types, ["float", "float", "long long", "size_t"]);
         assert_eq!(v["tolerances"]["y"], json!({ "rtol": 1e-4, "atol": 1e-4 }));
         assert_eq!(v["bytes"], json!(1024 * (4 + 4 + 8)));
@@ -191,8 +170,7 @@ mod tests {
 
     #[test]
     fn spec_errors_are_reported_on_their_lines() {
-        let text =
-            "// kernelpro: grid = 1\n// kernelpro: block = 32\n__global__ void k(float* y) {}\n";
+        let text = "// kernelpro: grid = 1\n// kernelpro: block = 32\n__global__ void k(float* y) {}\n";
         let e = resolved(Path::new("k.cu"), text, None, &compile_args()).unwrap_err();
         assert!(e.contains("k.cu:2:") && e.contains("error"), "{e}");
     }

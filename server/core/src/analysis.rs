@@ -58,17 +58,12 @@ impl FileAnalysis {
     /// This is all an untrusted workspace gets.
     pub fn without_tools(path: &Path, text: &str, settings: &Settings) -> FileAnalysis {
         let source = source::parse(text);
-        let (specs, spec_findings) =
-            crate::launch::resolve_all(text, &source, &ResolveOptions::default());
+        let (specs, spec_findings) = crate::launch::resolve_all(text, &source, &ResolveOptions::default());
         let mut launches = kernelpro_lints::launch::in_file(text, &source, source.kernels());
         for (k, s) in &specs {
             launches.insert(
                 k.clone(),
-                Launch {
-                    block: s.block.iter().product(),
-                    smem: Some(s.smem),
-                    from: LaunchFrom::Spec,
-                },
+                Launch { block: s.block.iter().product(), smem: Some(s.smem), from: LaunchFrom::Spec },
             );
         }
         FileAnalysis {
@@ -114,9 +109,7 @@ impl FileAnalysis {
     }
 
     pub fn has_errors(&self) -> bool {
-        self.findings
-            .iter()
-            .any(|f| f.severity == Severity::Error && f.file.is_none())
+        self.findings.iter().any(|f| f.severity == Severity::Error && f.file.is_none())
     }
 }
 
@@ -135,10 +128,7 @@ pub struct Analyzer {
 
 impl Default for Analyzer {
     fn default() -> Self {
-        Analyzer {
-            compiles: MemoCache::new(64),
-            complete: MemoCache::new(64),
-        }
+        Analyzer { compiles: MemoCache::new(64), complete: MemoCache::new(64) }
     }
 }
 
@@ -208,17 +198,13 @@ impl Analyzer {
             flags: flags.kept,
             timeout: Duration::from_secs(settings.compile_timeout_secs.max(1)),
         };
-        let stamp = std::fs::metadata(&nvcc.path)
-            .and_then(|m| m.modified())
-            .map(|t| format!("{t:?}"))
-            .unwrap_or_default();
+        let stamp =
+            std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
         let toolkit = nvcc.path.parent().and_then(Path::parent);
         let headers = crate::headers::project_headers(path, text, &input.flags, toolkit);
         // A header edited on disk changes the result as much as the file does.
-        let header_parts: Vec<&[u8]> = headers
-            .iter()
-            .flat_map(|h| [h.path.as_os_str().as_encoded_bytes(), h.text.as_bytes()])
-            .collect();
+        let header_parts: Vec<&[u8]> =
+            headers.iter().flat_map(|h| [h.path.as_os_str().as_encoded_bytes(), h.text.as_bytes()]).collect();
         let joined_flags = input.flags.join("\0");
         let mut parts: Vec<&[u8]> = vec![
             text.as_bytes(),
@@ -253,11 +239,7 @@ impl Analyzer {
                 (analysis, found)
             })
         };
-        let prepared = async {
-            prepared
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
-        };
+        let prepared = async { prepared.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())) };
         let mut cached = false;
         let compiled = match self.compiles.get(&key) {
             Some(hit) => {
@@ -274,13 +256,8 @@ impl Analyzer {
                 Err(e) => {
                     let (mut analysis, _) = prepared.await;
                     analysis.findings.push(
-                        Finding::new(
-                            "kernelpro",
-                            Severity::Error,
-                            Span::line(0),
-                            format!("compile failed: {e}"),
-                        )
-                        .with_code("compile-failed"),
+                        Finding::new("kernelpro", Severity::Error, Span::line(0), format!("compile failed: {e}"))
+                            .with_code("compile-failed"),
                     );
                     analysis.complete = true;
                     return Ok(analysis);
@@ -291,16 +268,17 @@ impl Analyzer {
         analysis.cached = cached;
         analysis.findings.extend(compiled.findings.iter().cloned());
         for r in &flags.rejected {
-            analysis.findings.push(Finding::new("kernelpro", Severity::Warning, Span::line(0), crate::nvcc_flags::rejection_message(r)).with_code("flag-rejected"));
+            analysis.findings.push(
+                Finding::new("kernelpro", Severity::Warning, Span::line(0), crate::nvcc_flags::rejection_message(r))
+                    .with_code("flag-rejected"),
+            );
         }
         analysis.base_findings = analysis.findings.len();
         analysis.complete = !compiled.ok;
         // A file that does not compile gets the compiler's word only.
         if compiled.ok {
             let mut found = source_found;
-            found.extend(static_findings(&analysis, None, &compiled.resources, |n| {
-                n == Needs::Resources
-            }));
+            found.extend(static_findings(&analysis, None, &compiled.resources, |n| n == Needs::Resources));
             analysis.findings.extend(found.finish(text));
         }
         analysis.compile = Some(compiled);
@@ -320,9 +298,7 @@ impl Analyzer {
             return Ok(analysis);
         };
         let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
-        let full = match crate::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel)
-            .await
-        {
+        let full = match crate::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel).await {
             Ok(out) => Arc::new(out),
             Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
             Err(e) => {
@@ -337,9 +313,7 @@ impl Analyzer {
         };
         // Step one's static findings are replaced by the full run's (with SASS evidence).
         analysis.findings.truncate(first.base_findings);
-        analysis
-            .findings
-            .extend(full.findings.iter().skip(compiled.findings.len()).cloned());
+        analysis.findings.extend(full.findings.iter().skip(compiled.findings.len()).cloned());
         analysis.base_findings = analysis.findings.len();
         debug_assert_eq!(&*first.text, text);
         let found = static_findings(first, full.disassembly.as_ref(), &full.resources, |_| true);
@@ -366,21 +340,14 @@ impl FileAnalysis {
         let Some(compile) = self.compile.as_ref() else {
             return Vec::new();
         };
-        compile
-            .resources
-            .iter()
-            .filter(|r| r.entry && plain_name(&r.name) == kernel)
-            .collect()
+        compile.resources.iter().filter(|r| r.entry && plain_name(&r.name) == kernel).collect()
     }
     pub fn disassembly(&self) -> Option<&Disassembly> {
         self.compile.as_ref()?.disassembly.as_ref()
     }
     /// The launch a kernel's occupancy is computed for: its own, else the setting's block size.
     pub fn launch(&self, kernel: &str) -> Launch {
-        self.launches
-            .get(kernel)
-            .copied()
-            .unwrap_or(Launch::assumed(self.default_block_size))
+        self.launches.get(kernel).copied().unwrap_or(Launch::assumed(self.default_block_size))
     }
     /// The block size a kernel is launched with (see [`FileAnalysis::launch`]).
     pub fn block_size(&self, kernel: &str) -> u32 {
@@ -390,12 +357,7 @@ impl FileAnalysis {
     pub fn occupancy_of(&self, kernel: &str, r: &KernelResources) -> Option<Occupancy> {
         let limits = ArchLimits::for_arch(&self.arch)?;
         let launch = self.launch(kernel);
-        Some(occupancy(
-            &limits,
-            launch.block,
-            r.registers,
-            r.shared_static + launch.smem.unwrap_or(0),
-        ))
+        Some(occupancy(&limits, launch.block, r.registers, r.shared_static + launch.smem.unwrap_or(0)))
     }
     pub fn occupancy(&self, kernel: &str) -> Option<Occupancy> {
         self.occupancy_of(kernel, self.resources(kernel)?)
@@ -413,39 +375,20 @@ impl FileAnalysis {
                 bytes(r.shared_static)
             );
             if let Some(o) = self.occupancy_of(kernel, r) {
-                s.push_str(&format!(
-                    " · occupancy {:.0}% (limit: {})",
-                    o.percent,
-                    limiter_name(o.limiter)
-                ));
+                s.push_str(&format!(" · occupancy {:.0}% (limit: {})", o.percent, limiter_name(o.limiter)));
             }
             return Some(s);
         }
         let range = |values: Vec<u32>, show: &dyn Fn(u32) -> String| {
             let (lo, hi) = (values.iter().min().copied()?, values.iter().max().copied()?);
-            Some(if lo == hi {
-                show(lo)
-            } else {
-                format!("{}–{}", show(lo), show(hi))
-            })
+            Some(if lo == hi { show(lo) } else { format!("{}–{}", show(lo), show(hi)) })
         };
-        let regs = range(all.iter().map(|r| r.registers).collect(), &|v| {
-            v.to_string()
-        })?;
-        let spill = range(
-            all.iter().map(|r| r.spill_stores + r.spill_loads).collect(),
-            &|v| bytes(v),
-        )?;
+        let regs = range(all.iter().map(|r| r.registers).collect(), &|v| v.to_string())?;
+        let spill = range(all.iter().map(|r| r.spill_stores + r.spill_loads).collect(), &|v| bytes(v))?;
         let smem = range(all.iter().map(|r| r.shared_static).collect(), &|v| bytes(v))?;
-        let mut s = format!(
-            "{} instantiations · {regs} regs · {spill} spill · {smem} smem",
-            all.len()
-        );
-        let occ: Vec<u32> = all
-            .iter()
-            .filter_map(|r| self.occupancy_of(kernel, r))
-            .map(|o| o.percent.round() as u32)
-            .collect();
+        let mut s = format!("{} instantiations · {regs} regs · {spill} spill · {smem} smem", all.len());
+        let occ: Vec<u32> =
+            all.iter().filter_map(|r| self.occupancy_of(kernel, r)).map(|o| o.percent.round() as u32).collect();
         if let Some(o) = range(occ, &|v| v.to_string()) {
             s.push_str(&format!(" · occupancy {o}%"));
         }
@@ -521,10 +464,8 @@ fn static_findings(
         default_block: first.default_block_size,
         block_dims: &block_dims,
     };
-    let mut out = StaticFindings {
-        main: kernelpro_lints::run_needing(&main, &thresholds, &which),
-        headers: Vec::new(),
-    };
+    let mut out =
+        StaticFindings { main: kernelpro_lints::run_needing(&main, &thresholds, &which), headers: Vec::new() };
     let main_sites = kernelpro_lints::launch::launch_sites(text, &first.source);
     for header in &first.headers {
         let source = source::parse(&header.text);
@@ -532,34 +473,22 @@ fn static_findings(
         if kernels == 0 {
             continue;
         }
-        let mut launches =
-            kernelpro_lints::launch::in_file(&header.text, &source, source.kernels());
+        let mut launches = kernelpro_lints::launch::in_file(&header.text, &source, source.kernels());
         for (k, site) in &main_sites {
-            let theirs = launches
-                .get(k)
-                .is_some_and(|l| matches!(l.from, LaunchFrom::Site { .. }));
+            let theirs = launches.get(k).is_some_and(|l| matches!(l.from, LaunchFrom::Site { .. }));
             if source.kernel(k).is_some() && !theirs {
                 launches.insert(k.clone(), *site);
             }
         }
         let lookup = |k: &str| launches.get(k).copied();
         let path = header.path.display().to_string();
-        let input = kernelpro_lints::LintInput {
-            path: &path,
-            text: &header.text,
-            source: &source,
-            launches: &lookup,
-            ..main
-        };
+        let input =
+            kernelpro_lints::LintInput { path: &path, text: &header.text, source: &source, launches: &lookup, ..main };
         let mut found = kernelpro_lints::run_needing(&input, &thresholds, &which);
         for f in &mut found {
             f.file = Some(header.path.clone());
         }
-        let name = header
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = header.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         out.headers.push((header.include_line, name, kernels, found));
     }
     out
@@ -570,34 +499,19 @@ fn header_summary(text: &str, line: u32, list: &[(String, usize, Vec<Finding>)])
     let parts: Vec<String> = list
         .iter()
         .map(|(name, kernels, found)| {
-            let k = if *kernels == 1 {
-                "1 kernel".to_string()
-            } else {
-                format!("{kernels} kernels")
-            };
-            let warnings = found
-                .iter()
-                .filter(|f| matches!(f.severity, Severity::Error | Severity::Warning))
-                .count();
+            let k = if *kernels == 1 { "1 kernel".to_string() } else { format!("{kernels} kernels") };
+            let warnings = found.iter().filter(|f| matches!(f.severity, Severity::Error | Severity::Warning)).count();
             let f = match (found.len(), warnings) {
                 (0, _) => "no findings".to_string(),
                 (1, _) => "1 finding".to_string(),
                 (n, 0) => format!("{n} findings"),
-                (n, w) => format!(
-                    "{n} findings ({w} warning{})",
-                    if w == 1 { "" } else { "s" }
-                ),
+                (n, w) => format!("{n} findings ({w} warning{})", if w == 1 { "" } else { "s" }),
             };
             format!("{k} in {name}: {f}")
         })
         .collect();
-    let mut summary = Finding::new(
-        "kernelpro",
-        Severity::Information,
-        line_span(text, line),
-        parts.join("; "),
-    )
-    .with_code("header-kernels");
+    let mut summary = Finding::new("kernelpro", Severity::Information, line_span(text, line), parts.join("; "))
+        .with_code("header-kernels");
     for (_, _, found) in list {
         for f in found.iter().take(5) {
             if let Some(file) = &f.file {
@@ -617,10 +531,7 @@ fn line_span(text: &str, line: u32) -> Span {
     let content = text.lines().nth(line as usize).unwrap_or("");
     let start = content.len() - content.trim_start().len();
     let end = content.trim_end().len().max(start);
-    Span::new(
-        kernelpro_model::Pos::new(line, start as u32),
-        kernelpro_model::Pos::new(line, end as u32),
-    )
+    Span::new(kernelpro_model::Pos::new(line, start as u32), kernelpro_model::Pos::new(line, end as u32))
 }
 
 pub fn limiter_name(l: Limiter) -> &'static str {
@@ -648,11 +559,7 @@ mod tests {
     use super::*;
 
     fn analysis(text: &str, findings: Vec<Finding>) -> FileAnalysis {
-        FileAnalysis {
-            text: Arc::from(text),
-            findings,
-            ..Default::default()
-        }
+        FileAnalysis { text: Arc::from(text), findings, ..Default::default() }
     }
 
     fn on(line: u32, code: &str) -> Finding {
@@ -663,10 +570,8 @@ mod tests {
     /// save left alone, and only those: the source tools' own come fresh.
     #[test]
     fn first_publish_keeps_sass_findings_on_unchanged_lines() {
-        let before = analysis(
-            "a\nb\nc\n",
-            vec![on(0, "Fp64Promotion"), on(1, "LocalMemorySpill"), on(2, "UncoalescedAccess")],
-        );
+        let before =
+            analysis("a\nb\nc\n", vec![on(0, "Fp64Promotion"), on(1, "LocalMemorySpill"), on(2, "UncoalescedAccess")]);
         let now = analysis("a\nB\nc\n", vec![on(2, "UncoalescedAccess")]);
         let shown = now.keeping_sass_findings_of(&before);
         let codes: Vec<_> = shown.findings.iter().map(|f| (f.span.start.line, f.code.clone().unwrap())).collect();

@@ -107,9 +107,14 @@ fn hex(bytes: &[u8]) -> String {
 pub fn compare(old: &KernelBaseline, new: &KernelBaseline, slower_threshold_pct: f64) -> Option<(bool, String)> {
     let (Some(a), Some(b)) = (old.duration_ns, new.duration_ns) else { return None };
     let change = (b - a) / a * 100.0;
-    let mut text = format!("{}: {:.3} ms → {:.3} ms ({change:+.1}%) since the last profile", new.kernel, a / 1e6, b / 1e6);
+    let mut text =
+        format!("{}: {:.3} ms → {:.3} ms ({change:+.1}%) since the last profile", new.kernel, a / 1e6, b / 1e6);
     if old.class != new.class {
-        text.push_str(&format!("; now {} (was {})", new.class.as_deref().unwrap_or("?"), old.class.as_deref().unwrap_or("?")));
+        text.push_str(&format!(
+            "; now {} (was {})",
+            new.class.as_deref().unwrap_or("?"),
+            old.class.as_deref().unwrap_or("?")
+        ));
     }
     let gone: Vec<&String> = old.tools.iter().filter(|t| !new.tools.contains(t)).collect();
     let added: Vec<&String> = new.tools.iter().filter(|t| !old.tools.contains(t)).collect();
@@ -127,7 +132,12 @@ mod tests {
     use super::*;
 
     fn b(ns: f64, tools: &[&str]) -> KernelBaseline {
-        KernelBaseline { kernel: "k".into(), duration_ns: Some(ns), class: Some("memory-bound".into()), tools: tools.iter().map(|s| s.to_string()).collect() }
+        KernelBaseline {
+            kernel: "k".into(),
+            duration_ns: Some(ns),
+            class: Some("memory-bound".into()),
+            tools: tools.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     #[test]

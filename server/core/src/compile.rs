@@ -54,7 +54,8 @@ pub struct CompileOutput {
 impl CompileInput {
     /// The nvcc arguments for a compile of `src` into `cubin`.
     pub fn nvcc_args(&self, src: &Path, cubin: &Path) -> Vec<String> {
-        let mut args = vec![format!("-arch={}", self.arch), "-cubin".into(), "-lineinfo".into(), "-Xptxas".into(), "-v".into()];
+        let mut args =
+            vec![format!("-arch={}", self.arch), "-cubin".into(), "-lineinfo".into(), "-Xptxas".into(), "-v".into()];
         if let Some(dir) = home_dir(&self.path) {
             args.push(format!("-I{}", dir.display()));
         }
@@ -66,30 +67,46 @@ impl CompileInput {
 }
 
 pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result<CompileOutput, ToolError> {
-    let dir = tempfile::Builder::new().prefix("kernelpro-").tempdir().map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot create a temp dir: {e}") })?;
+    let dir = tempfile::Builder::new()
+        .prefix("kernelpro-")
+        .tempdir()
+        .map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot create a temp dir: {e}") })?;
     let name = input.path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "input.cu".into());
     let src = dir.path().join(&name);
     let cubin = dir.path().join("out.cubin");
-    std::fs::write(&src, &input.text).map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot write the temp copy: {e}") })?;
+    std::fs::write(&src, &input.text)
+        .map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot write the temp copy: {e}") })?;
     let argv = input.nvcc_args(&src, &cubin);
     let cwd = home_dir(&input.path).map(Path::to_path_buf).unwrap_or_else(|| dir.path().to_path_buf());
     let cmd = ToolCommand::new(&input.nvcc, input.timeout).args(argv.iter()).cwd(&cwd);
     let out = run_tool(&cmd, cancel).await?;
     let mut result = CompileOutput { argv, compile_time: out.elapsed, ..Default::default() };
     let combined = format!("{}{}", out.stderr, out.stdout);
-    result.ptxas_report = combined.lines().filter(|l| l.starts_with("ptxas info") || l.starts_with("    ")).collect::<Vec<_>>().join("\n");
+    result.ptxas_report = combined
+        .lines()
+        .filter(|l| l.starts_with("ptxas info") || l.starts_with("    "))
+        .collect::<Vec<_>>()
+        .join("\n");
     result.resources = kernelpro_sass::ptxas::parse_ptxas(&result.ptxas_report);
     let messages = nvcc_diag::parse(&combined);
     result.findings = map_messages(&messages, input, &src, &cwd);
     result.ok = out.success() && cubin.exists();
     if !result.ok && !result.findings.iter().any(|f| f.severity == Severity::Error) {
         let tail: Vec<&str> = combined.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
-        result.findings.push(
-            Finding::new("nvcc", Severity::Error, Span::line(0), format!("nvcc failed (exit {:?}) without a message KernelPro could place:\n{}", out.code, tail.join("\n"))),
-        );
+        result.findings.push(Finding::new(
+            "nvcc",
+            Severity::Error,
+            Span::line(0),
+            format!("nvcc failed (exit {:?}) without a message KernelPro could place:\n{}", out.code, tail.join("\n")),
+        ));
     }
     if out.truncated {
-        result.findings.push(Finding::new("nvcc", Severity::Warning, Span::line(0), "nvcc printed more than 4 MiB; the rest of its output was dropped"));
+        result.findings.push(Finding::new(
+            "nvcc",
+            Severity::Warning,
+            Span::line(0),
+            "nvcc printed more than 4 MiB; the rest of its output was dropped",
+        ));
     }
     if result.ok {
         result.cubin = std::fs::read(&cubin).ok();
@@ -101,12 +118,22 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
 /// The second step of a save: SASS with source lines (`nvdisasm -gi -c -hex`),
 /// which costs about half a compile, so callers publish the compiler's
 /// messages before running it.
-pub async fn disassemble(compiled: &CompileOutput, nvcc: &Path, real_path: &Path, timeout: Duration, cancel: &CancellationToken) -> Result<CompileOutput, ToolError> {
+pub async fn disassemble(
+    compiled: &CompileOutput,
+    nvcc: &Path,
+    real_path: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<CompileOutput, ToolError> {
     let mut result = compiled.clone();
     let Some(cubin) = &compiled.cubin else { return Ok(result) };
-    let dir = tempfile::Builder::new().prefix("kernelpro-").tempdir().map_err(|e| ToolError::Spawn { tool: "nvdisasm".into(), message: format!("cannot create a temp dir: {e}") })?;
+    let dir = tempfile::Builder::new()
+        .prefix("kernelpro-")
+        .tempdir()
+        .map_err(|e| ToolError::Spawn { tool: "nvdisasm".into(), message: format!("cannot create a temp dir: {e}") })?;
     let path = dir.path().join("out.cubin");
-    std::fs::write(&path, cubin).map_err(|e| ToolError::Spawn { tool: "nvdisasm".into(), message: format!("cannot write the cubin: {e}") })?;
+    std::fs::write(&path, cubin)
+        .map_err(|e| ToolError::Spawn { tool: "nvdisasm".into(), message: format!("cannot write the cubin: {e}") })?;
     // `-ndf`: the dataflow pass only labels branch-stack jumps, which GPUs since
     // Volta (all nvcc 13 targets) do not have; the listing is the same, a quarter faster.
     let cmd = ToolCommand::new(nvcc.with_file_name("nvdisasm"), timeout).args(["-ndf", "-gi", "-c", "-hex"]).arg(&path);
@@ -116,9 +143,19 @@ pub async fn disassemble(compiled: &CompileOutput, nvcc: &Path, real_path: &Path
             let sass = d.stdout.replace(&compiled.temp_source, &real_path.display().to_string());
             result.disassembly = Some(kernelpro_sass::disasm::parse_sass(&sass));
         }
-        Ok(d) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()))),
+        Ok(d) => result.findings.push(Finding::new(
+            "kernelpro",
+            Severity::Information,
+            Span::line(0),
+            format!("nvdisasm failed; no SASS for this file: {}", d.stderr.trim()),
+        )),
         Err(ToolError::Cancelled { tool }) => return Err(ToolError::Cancelled { tool }),
-        Err(e) => result.findings.push(Finding::new("kernelpro", Severity::Information, Span::line(0), format!("no SASS for this file: {e}"))),
+        Err(e) => result.findings.push(Finding::new(
+            "kernelpro",
+            Severity::Information,
+            Span::line(0),
+            format!("no SASS for this file: {e}"),
+        )),
     }
     Ok(result)
 }
@@ -148,7 +185,13 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
                     span = match col {
                         Some(c) => {
                             let real = lines.get(l0 as usize).copied().unwrap_or("");
-                            let len = real.get(c as usize..).map_or(1, |rest| rest.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').map(char::len_utf8).sum::<usize>().max(1));
+                            let len = real.get(c as usize..).map_or(1, |rest| {
+                                rest.chars()
+                                    .take_while(|ch| ch.is_alphanumeric() || *ch == '_')
+                                    .map(char::len_utf8)
+                                    .sum::<usize>()
+                                    .max(1)
+                            });
                             Span::new(Pos::new(l0, c), Pos::new(l0, c + len as u32))
                         }
                         None => Span::line(l0),
@@ -179,10 +222,16 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
             in_header.file = Some(header.clone());
             out.push(in_header);
             let name = header.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let include_line = lines.iter().position(|l| l.trim_start().starts_with("#include") && l.contains(&name)).unwrap_or(0) as u32;
+            let include_line =
+                lines.iter().position(|l| l.trim_start().starts_with("#include") && l.contains(&name)).unwrap_or(0)
+                    as u32;
             f.span = Span::line(include_line);
             f.message = format!("in included file {name}: {}", m.message);
-            f.related.push(Related { file: header, span: Span::line(m.line.unwrap_or(1).saturating_sub(1)), message: m.message.clone() });
+            f.related.push(Related {
+                file: header,
+                span: Span::line(m.line.unwrap_or(1).saturating_sub(1)),
+                message: m.message.clone(),
+            });
         }
         out.push(f);
     }
@@ -191,7 +240,9 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
 
 fn mentions_kernel(message: &str, name: &str) -> bool {
     // ptxas names kernels by their mangled symbol; the source knows the short name.
-    message.split(['\'', ' ', '"']).any(|w| w == name || kernelpro_sass::symbol::names(w).name.rsplit("::").next() == Some(name))
+    message
+        .split(['\'', ' ', '"'])
+        .any(|w| w == name || kernelpro_sass::symbol::names(w).name.rsplit("::").next() == Some(name))
 }
 
 fn demangle_in(message: &str) -> String {
@@ -209,9 +260,17 @@ mod tests {
 
     #[test]
     fn an_unsaved_buffer_gets_no_include_dir() {
-        let input = |path: &str| CompileInput { path: path.into(), text: String::new(), nvcc: "nvcc".into(), arch: "sm_90".into(), flags: Vec::new(), timeout: Duration::from_secs(1) };
+        let input = |path: &str| CompileInput {
+            path: path.into(),
+            text: String::new(),
+            nvcc: "nvcc".into(),
+            arch: "sm_90".into(),
+            flags: Vec::new(),
+            timeout: Duration::from_secs(1),
+        };
         let dir = std::env::temp_dir();
-        let with_dir = input(&dir.join("k.cu").display().to_string()).nvcc_args(Path::new("/s/k.cu"), Path::new("/s/out.cubin"));
+        let with_dir =
+            input(&dir.join("k.cu").display().to_string()).nvcc_args(Path::new("/s/k.cu"), Path::new("/s/out.cubin"));
         assert!(with_dir.contains(&format!("-I{}", dir.display())), "{with_dir:?}");
         let unsaved = input(UNSAVED).nvcc_args(Path::new("/s/untitled.cu"), Path::new("/s/out.cubin"));
         assert!(!unsaved.iter().any(|a| a.starts_with("-I")), "{unsaved:?}");

@@ -32,7 +32,10 @@ pub fn flags_for(file: &Path) -> Vec<String> {
 }
 
 fn find_db(file: &Path) -> Option<PathBuf> {
-    file.parent()?.ancestors().flat_map(|d| [d.join("compile_commands.json"), d.join("build/compile_commands.json")]).find(|p| p.is_file())
+    file.parent()?
+        .ancestors()
+        .flat_map(|d| [d.join("compile_commands.json"), d.join("build/compile_commands.json")])
+        .find(|p| p.is_file())
 }
 
 /// Splits a command line the way a POSIX shell would for plain words and quotes,
@@ -91,10 +94,23 @@ mod tests {
         }]);
         std::fs::write(t.path().join("compile_commands.json"), db.to_string()).unwrap();
         let inc = t.path().join("inc").display().to_string();
-        assert_eq!(flags_for(Path::new("k.cu")), Vec::<String>::new(), "an unsaved buffer reads no compile_commands.json");
+        assert_eq!(
+            flags_for(Path::new("k.cu")),
+            Vec::<String>::new(),
+            "an unsaved buffer reads no compile_commands.json"
+        );
         assert_eq!(
             flags_for(&file),
-            vec![format!("-I{inc}"), "-I/abs/inc".into(), "-DFOO=1".into(), "-DBAR".into(), "-DMSG=\"a b\"".into(), "-std=c++17".into(), "--expt-relaxed-constexpr".into(), "-DX=; rm -rf /".into()]
+            vec![
+                format!("-I{inc}"),
+                "-I/abs/inc".into(),
+                "-DFOO=1".into(),
+                "-DBAR".into(),
+                "-DMSG=\"a b\"".into(),
+                "-std=c++17".into(),
+                "--expt-relaxed-constexpr".into(),
+                "-DX=; rm -rf /".into()
+            ]
         );
     }
 }

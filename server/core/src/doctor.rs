@@ -44,7 +44,13 @@ async fn version_of(found: &Found, arg: &str, trusted: bool) -> String {
     match run_tool(&cmd, &CancellationToken::new()).await {
         Ok(out) => {
             let text = format!("{}{}", out.stdout, out.stderr);
-            let line = text.lines().rev().find(|l| l.contains("release") || l.contains("Version") || l.contains("version")).unwrap_or("").trim().to_string();
+            let line = text
+                .lines()
+                .rev()
+                .find(|l| l.contains("release") || l.contains("Version") || l.contains("version"))
+                .unwrap_or("")
+                .trim()
+                .to_string();
             format!("{} ({}, via {})", found.path.display(), line, found.via)
         }
         Err(e) => format!("{} (does not run: {e})", found.path.display()),
@@ -54,8 +60,11 @@ async fn version_of(found: &Found, arg: &str, trusted: bool) -> String {
 /// Where discovery looks, for an untrusted workspace's report.
 fn search_order(env: &Env) -> String {
     let venv = (env.var)("KERNELPRO_VENV").map(|v| format!("KERNELPRO_VENV ({v}), ")).unwrap_or_default();
-    let install = env.roots.first().map(|r| format!(", .venv above the kernelpro binary ({})", r.display())).unwrap_or_default();
-    format!("looked in the setting, the KERNELPRO_* variable, CUDA_HOME, PATH, {venv}the binary's install{install}; not in the workspace")
+    let install =
+        env.roots.first().map(|r| format!(", .venv above the kernelpro binary ({})", r.display())).unwrap_or_default();
+    format!(
+        "looked in the setting, the KERNELPRO_* variable, CUDA_HOME, PATH, {venv}the binary's install{install}; not in the workspace"
+    )
 }
 
 pub async fn report(settings: &Settings) -> Report {
@@ -72,33 +81,74 @@ pub async fn report(settings: &Settings) -> Report {
     }
     let nvcc = toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &env);
     match &nvcc {
-        Some(f) => checks.push(Check { name: "nvcc".into(), ok: true, detail: version_of(f, "--version", trusted).await, fix: None }),
-        None => checks.push(Check { name: "nvcc".into(), ok: false, detail: "not found".into(), fix: Some(toolchain::nvcc_install_hint(settings.editor)) }),
+        Some(f) => checks.push(Check {
+            name: "nvcc".into(),
+            ok: true,
+            detail: version_of(f, "--version", trusted).await,
+            fix: None,
+        }),
+        None => checks.push(Check {
+            name: "nvcc".into(),
+            ok: false,
+            detail: "not found".into(),
+            fix: Some(toolchain::nvcc_install_hint(settings.editor)),
+        }),
     }
     for tool in ["ptxas", "nvdisasm", "cuobjdump"] {
         let found = nvcc.as_ref().and_then(|n| toolchain::find_sibling(n, tool, &env));
         match found {
-            Some(f) => checks.push(Check { name: tool.into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None }),
-            None => checks.push(Check { name: tool.into(), ok: false, detail: "not found".into(), fix: Some(format!("install the nvidia-cuda-{tool} wheel (scripts/setup.sh does)")) }),
+            Some(f) => checks.push(Check {
+                name: tool.into(),
+                ok: true,
+                detail: version_of(&f, "--version", trusted).await,
+                fix: None,
+            }),
+            None => checks.push(Check {
+                name: tool.into(),
+                ok: false,
+                detail: "not found".into(),
+                fix: Some(format!("install the nvidia-cuda-{tool} wheel (scripts/setup.sh does)")),
+            }),
         }
     }
     match toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env) {
-        Some(f) => checks.push(Check { name: "ncu".into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None }),
-        None => checks.push(Check { name: "ncu".into(), ok: false, detail: "not found: profiling is off; compile, SASS and static findings still work".into(), fix: Some(toolchain::ncu_install_hint(settings.editor)) }),
+        Some(f) => checks.push(Check {
+            name: "ncu".into(),
+            ok: true,
+            detail: version_of(&f, "--version", trusted).await,
+            fix: None,
+        }),
+        None => checks.push(Check {
+            name: "ncu".into(),
+            ok: false,
+            detail: "not found: profiling is off; compile, SASS and static findings still work".into(),
+            fix: Some(toolchain::ncu_install_hint(settings.editor)),
+        }),
     }
-    let smi = ToolCommand::new("nvidia-smi", Duration::from_secs(20)).args(["--query-gpu=name,driver_version", "--format=csv,noheader"]);
+    let smi = ToolCommand::new("nvidia-smi", Duration::from_secs(20))
+        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"]);
     // Untrusted: no GPU line at all (editors read the GPU's name from it).
     match if trusted { Some(run_tool(&smi, &CancellationToken::new()).await) } else { None } {
         None => {}
-        Some(Ok(out)) if out.success() => checks.push(Check { name: "GPU".into(), ok: true, detail: out.stdout.trim().replace('\n', "; "), fix: None }),
+        Some(Ok(out)) if out.success() => checks.push(Check {
+            name: "GPU".into(),
+            ok: true,
+            detail: out.stdout.trim().replace('\n', "; "),
+            fix: None,
+        }),
         _ => checks.push(Check {
             name: "GPU".into(),
             ok: false,
             detail: "no NVIDIA GPU or driver visible (nvidia-smi did not answer)".into(),
-            fix: Some(format!("run on a GPU machine, or set {} to reach one (e.g. [\"srun\", \"--gres=gpu:1\", \"--\"])", settings.editor.setting("runner"))),
+            fix: Some(format!(
+                "run on a GPU machine, or set {} to reach one (e.g. [\"srun\", \"--gres=gpu:1\", \"--\"])",
+                settings.editor.setting("runner")
+            )),
         }),
     }
-    let counters = std::fs::read_to_string("/proc/driver/nvidia/params").ok().and_then(|p| p.lines().find(|l| l.starts_with("RmProfilingAdminOnly")).map(|l| l.to_string()));
+    let counters = std::fs::read_to_string("/proc/driver/nvidia/params")
+        .ok()
+        .and_then(|p| p.lines().find(|l| l.starts_with("RmProfilingAdminOnly")).map(|l| l.to_string()));
     checks.push(match counters {
         Some(l) if l.ends_with(": 0") => Check { name: "counter permissions".into(), ok: true, detail: "performance counters open to all users".into(), fix: None },
         Some(_) => Check {
@@ -112,7 +162,12 @@ pub async fn report(settings: &Settings) -> Report {
     let cache = crate::cache_dir();
     checks.push(match std::fs::create_dir_all(&cache) {
         Ok(()) => Check { name: "cache directory".into(), ok: true, detail: cache.display().to_string(), fix: None },
-        Err(e) => Check { name: "cache directory".into(), ok: false, detail: format!("{}: {e}", cache.display()), fix: Some("set XDG_CACHE_HOME to a writable directory".into()) },
+        Err(e) => Check {
+            name: "cache directory".into(),
+            ok: false,
+            detail: format!("{}: {e}", cache.display()),
+            fix: Some("set XDG_CACHE_HOME to a writable directory".into()),
+        },
     });
     let key_set = std::env::var("KERNELPRO_LLM_KEY").is_ok_and(|k| !k.is_empty());
     checks.push(Check {
@@ -151,10 +206,17 @@ mod tests {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         // A tool named by the settings is reported with its path, not run.
-        let settings = Settings { project_roots: vec![ws.path().to_path_buf()], nvcc: Some(bin.join("nvcc")), ..Default::default() };
+        let settings = Settings {
+            project_roots: vec![ws.path().to_path_buf()],
+            nvcc: Some(bin.join("nvcc")),
+            ..Default::default()
+        };
         let text = report(&settings).await.to_text();
         assert!(!marker.exists(), "an untrusted doctor ran {}", std::fs::read_to_string(&marker).unwrap_or_default());
-        assert!(text.contains("workspace trust: not trusted") && text.contains("not run: the workspace is not trusted"), "{text}");
+        assert!(
+            text.contains("workspace trust: not trusted") && text.contains("not run: the workspace is not trusted"),
+            "{text}"
+        );
         assert!(text.contains("the GPU is not checked") && !text.contains("GPU:"), "{text}");
         // Trusted, the same settings run the tool: the marker is how a run shows.
         let trusted = Settings { trusted: true, ..settings };

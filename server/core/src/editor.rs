@@ -22,7 +22,11 @@ impl Editor {
         let n = name.to_ascii_lowercase();
         if n.contains("neovim") || n == "nvim" {
             Editor::Neovim
-        } else if n.contains("visual studio code") || n.contains("code-server") || n.contains("vscode") || n.contains("vscodium") {
+        } else if n.contains("visual studio code")
+            || n.contains("code-server")
+            || n.contains("vscode")
+            || n.contains("vscodium")
+        {
             Editor::VsCode
         } else {
             Editor::Other
@@ -43,7 +47,9 @@ impl Editor {
     pub fn trust_hint(self) -> &'static str {
         match self {
             Editor::VsCode => "trust the workspace (Manage Workspace Trust)",
-            Editor::Neovim => "run :KernelProTrust, or pass `trusted = true` to require('kernelpro').setup() for projects you trust",
+            Editor::Neovim => {
+                "run :KernelProTrust, or pass `trusted = true` to require('kernelpro').setup() for projects you trust"
+            }
             Editor::Cli => "the command line always trusts the files it is given",
             Editor::Other => "set `trusted = true` in the server's settings or initializationOptions",
         }

@@ -40,10 +40,21 @@ pub fn prepare_error(path: &Path, what: impl std::fmt::Display) -> String {
     format!("{}: {what}", path.display())
 }
 
-pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyzer, cancel: &CancellationToken) -> Result<Prepared, String> {
-    let mut analysis = analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
-    if let Some(e) = analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec") {
-        return Err(prepare_error(&src.path, format!("does not compile: line {}: {}", e.span.start.line + 1, e.message)));
+pub async fn prepare(
+    src: &KernelSource,
+    settings: &Settings,
+    analyzer: &Analyzer,
+    cancel: &CancellationToken,
+) -> Result<Prepared, String> {
+    let mut analysis =
+        analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+    if let Some(e) =
+        analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec")
+    {
+        return Err(prepare_error(
+            &src.path,
+            format!("does not compile: line {}: {}", e.span.start.line + 1, e.message),
+        ));
     }
     let kernel = match &src.kernel {
         Some(k) => k.clone(),
@@ -52,9 +63,20 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
             with_spec.sort();
             match with_spec.as_slice() {
                 [one] => (*one).clone(),
-                [] => return Err(prepare_error(&src.path, "no kernel has a launch spec: add `// kernelpro:` lines above one (see the README's launch-spec section)")),
+                [] => {
+                    return Err(prepare_error(
+                        &src.path,
+                        "no kernel has a launch spec: add `// kernelpro:` lines above one (see the README's launch-spec section)",
+                    ));
+                }
                 many => {
-                    return Err(prepare_error(&src.path, format!("several kernels have launch specs ({}): pick one with --kernel", many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
+                    return Err(prepare_error(
+                        &src.path,
+                        format!(
+                            "several kernels have launch specs ({}): pick one with --kernel",
+                            many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
                 }
             }
         }
@@ -62,10 +84,19 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
     if analysis.source.kernel(&kernel).is_none() {
         return Err(prepare_error(&src.path, format!("no __global__ function named `{kernel}`")));
     }
-    if let Some(e) = analysis.findings.iter().find(|f| f.source == "spec" && f.kernel.as_deref() == Some(kernel.as_str()) && f.severity == kernelpro_model::Severity::Error) {
-        return Err(prepare_error(&src.path, format!("the launch spec of `{kernel}` has an error on line {}: {}", e.span.start.line + 1, e.message)));
+    if let Some(e) = analysis.findings.iter().find(|f| {
+        f.source == "spec"
+            && f.kernel.as_deref() == Some(kernel.as_str())
+            && f.severity == kernelpro_model::Severity::Error
+    }) {
+        return Err(prepare_error(
+            &src.path,
+            format!("the launch spec of `{kernel}` has an error on line {}: {}", e.span.start.line + 1, e.message),
+        ));
     }
-    let launch = analysis.launch_specs.get(&kernel).cloned().ok_or_else(|| prepare_error(&src.path, format!("`{kernel}` has no launch spec: add `// kernelpro:` lines directly above it")))?;
+    let launch = analysis.launch_specs.get(&kernel).cloned().ok_or_else(|| {
+        prepare_error(&src.path, format!("`{kernel}` has no launch spec: add `// kernelpro:` lines directly above it"))
+    })?;
     let wanted = launch.instantiate.as_ref().map(|i| i.text());
     if compiled_entry(&analysis, &kernel, wanted.as_deref()).is_none()
         && let Some(inst) = &wanted
@@ -73,10 +104,17 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
         // A template the file never launches: the spec's `instantiate` says
         // which version to run; referencing it from host code makes nvcc
         // compile it (the line goes last, so no line moves).
-        let text = format!("{}\nstatic void* const kernelpro_instantiate_{kernel} = (void*)&{inst};\n", src.text.trim_end_matches('\n'));
-        analysis = analyzer.analyze(&src.path, &text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+        let text = format!(
+            "{}\nstatic void* const kernelpro_instantiate_{kernel} = (void*)&{inst};\n",
+            src.text.trim_end_matches('\n')
+        );
+        analysis =
+            analyzer.analyze(&src.path, &text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
     }
-    let compiled = analysis.compile.clone().ok_or_else(|| prepare_error(&src.path, "was not compiled (is nvcc installed? see `kernelpro doctor`)"))?;
+    let compiled = analysis
+        .compile
+        .clone()
+        .ok_or_else(|| prepare_error(&src.path, "was not compiled (is nvcc installed? see `kernelpro doctor`)"))?;
     let cubin = compiled.cubin.clone().ok_or_else(|| prepare_error(&src.path, "nvcc produced no cubin"))?;
     let function = compiled_entry(&analysis, &kernel, wanted.as_deref()).ok_or_else(|| {
         prepare_error(&src.path, format!("`{kernel}` is not in the compiled code (a template needs `// kernelpro: instantiate = {kernel}<…>` or an explicit instantiation)"))
@@ -91,9 +129,17 @@ pub async fn prepare(src: &KernelSource, settings: &Settings, analyzer: &Analyze
 /// names (spaces ignored), else the only compiled version of it.
 fn compiled_entry(analysis: &FileAnalysis, kernel: &str, wanted: Option<&str>) -> Option<String> {
     let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    let all: Vec<_> = analysis.compile.as_ref()?.resources.iter().filter(|r| r.entry && kernelpro_sass::symbol::plain_name(&r.name) == kernel).collect();
+    let all: Vec<_> = analysis
+        .compile
+        .as_ref()?
+        .resources
+        .iter()
+        .filter(|r| r.entry && kernelpro_sass::symbol::plain_name(&r.name) == kernel)
+        .collect();
     let pick = match wanted {
-        Some(w) if all.len() > 1 || all.iter().any(|r| r.name != kernel) => all.iter().find(|r| squash(&r.name) == squash(w)).or(if all.len() == 1 { all.first() } else { None }),
+        Some(w) if all.len() > 1 || all.iter().any(|r| r.name != kernel) => {
+            all.iter().find(|r| squash(&r.name) == squash(w)).or(if all.len() == 1 { all.first() } else { None })
+        }
         _ if all.len() == 1 => all.first(),
         _ => None,
     };
@@ -103,15 +149,31 @@ fn compiled_entry(analysis: &FileAnalysis, kernel: &str, wanted: Option<&str>) -
 /// Runs a prepared kernel (and reference) in the worker child; the blocking
 /// wait happens off the async runtime.
 /// The jobs' cubins must outlive the call (keep their `Prepared` alive).
-pub async fn run(kernel: &KernelJob, reference: Option<&KernelJob>, settings: &Settings, opts: &RunOptions) -> Result<JobResult, HarnessError> {
-    let job =
-        Job { device: opts.device, kernel: kernel.clone(), reference: reference.cloned(), warmup: opts.warmup, runs: opts.runs, flush_l2: true, energy_window_ms: if opts.energy { 1000 } else { 0 } };
+pub async fn run(
+    kernel: &KernelJob,
+    reference: Option<&KernelJob>,
+    settings: &Settings,
+    opts: &RunOptions,
+) -> Result<JobResult, HarnessError> {
+    let job = Job {
+        device: opts.device,
+        kernel: kernel.clone(),
+        reference: reference.cloned(),
+        warmup: opts.warmup,
+        runs: opts.runs,
+        flush_l2: true,
+        energy_window_ms: if opts.energy { 1000 } else { 0 },
+    };
     let exe = opts.exe.clone();
     let runner = settings.runner.clone();
     // The kernels get the run timeout; energy adds its window, and the
     // buffers' set-up (filled and compared on the GPU) time in proportion to their bytes.
-    let timeout = Duration::from_secs(settings.run_timeout_secs.max(1)) + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO } + job.setup_allowance();
+    let timeout = Duration::from_secs(settings.run_timeout_secs.max(1))
+        + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO }
+        + job.setup_allowance();
     // GPU jobs count against the same job limit as compiles.
     let _slot = crate::jobs::slot(&tokio_util::sync::CancellationToken::new()).await;
-    tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner)).await.unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
+    tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner))
+        .await
+        .unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
 }

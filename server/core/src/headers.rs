@@ -23,12 +23,7 @@ pub struct ProjectHeader {
 
 /// The project headers `main` (with `text`) includes, in include order.
 /// `flags` are the compile's (their `-I` dirs count); `toolkit` is the CUDA root to leave out.
-pub fn project_headers(
-    main: &Path,
-    text: &str,
-    flags: &[String],
-    toolkit: Option<&Path>,
-) -> Vec<ProjectHeader> {
+pub fn project_headers(main: &Path, text: &str, flags: &[String], toolkit: Option<&Path>) -> Vec<ProjectHeader> {
     let Some(main_dir) = main.parent() else {
         return Vec::new();
     };
@@ -37,8 +32,7 @@ pub fn project_headers(
     let mut seen: HashSet<PathBuf> = HashSet::from([main.to_path_buf()]);
     let mut out = Vec::new();
     // (file's directory, its text, the main file's include line it hangs off)
-    let mut work: Vec<(PathBuf, Arc<str>, Option<u32>)> =
-        vec![(main_dir.to_path_buf(), Arc::from(text), None)];
+    let mut work: Vec<(PathBuf, Arc<str>, Option<u32>)> = vec![(main_dir.to_path_buf(), Arc::from(text), None)];
     let mut next = 0;
     while next < work.len() && out.len() < MAX_HEADERS {
         let (dir, text, top) = work[next].clone();
@@ -47,21 +41,14 @@ pub fn project_headers(
             let relative = dir.join(&name);
             let (found, by_relative) = if relative.is_file() {
                 (relative, true)
-            } else if let Some(p) = include_dirs
-                .iter()
-                .map(|d| d.join(&name))
-                .find(|p| p.is_file())
-            {
+            } else if let Some(p) = include_dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) {
                 (p, false)
             } else {
                 continue;
             };
             let found = found.canonicalize().unwrap_or(found);
             let in_toolkit = toolkit.is_some_and(|t| found.starts_with(t));
-            if in_toolkit
-                || !(by_relative || found.starts_with(&root))
-                || !seen.insert(found.clone())
-            {
+            if in_toolkit || !(by_relative || found.starts_with(&root)) || !seen.insert(found.clone()) {
                 continue;
             }
             if std::fs::metadata(&found).map_or(true, |m| m.len() > MAX_HEADER_BYTES) {
@@ -72,19 +59,11 @@ pub fn project_headers(
             };
             let header_text: Arc<str> = Arc::from(header_text);
             let include_line = top.unwrap_or(line);
-            out.push(ProjectHeader {
-                path: found.clone(),
-                text: header_text.clone(),
-                include_line,
-            });
+            out.push(ProjectHeader { path: found.clone(), text: header_text.clone(), include_line });
             if out.len() == MAX_HEADERS {
                 break;
             }
-            work.push((
-                found.parent().map(Path::to_path_buf).unwrap_or_default(),
-                header_text,
-                Some(include_line),
-            ));
+            work.push((found.parent().map(Path::to_path_buf).unwrap_or_default(), header_text, Some(include_line)));
         }
     }
     out
@@ -95,12 +74,7 @@ fn quoted_includes(text: &str) -> Vec<(u32, String)> {
     text.lines()
         .enumerate()
         .filter_map(|(i, l)| {
-            let rest = l
-                .trim_start()
-                .strip_prefix('#')?
-                .trim_start()
-                .strip_prefix("include")?
-                .trim_start();
+            let rest = l.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim_start();
             let name = rest.strip_prefix('"')?.split('"').next()?;
             (!name.is_empty()).then(|| (i as u32, name.to_string()))
         })
@@ -115,9 +89,7 @@ fn include_dirs(flags: &[String], base: &Path) -> Vec<PathBuf> {
         let dir = if f == "-I" || f == "--include-path" {
             it.next().cloned()
         } else {
-            f.strip_prefix("--include-path=")
-                .or_else(|| f.strip_prefix("-I"))
-                .map(str::to_string)
+            f.strip_prefix("--include-path=").or_else(|| f.strip_prefix("-I")).map(str::to_string)
         };
         if let Some(d) = dir.filter(|d| !d.is_empty()) {
             dirs.push(base.join(d));
@@ -129,10 +101,7 @@ fn include_dirs(flags: &[String], base: &Path) -> Vec<PathBuf> {
 /// The nearest ancestor of `dir` (itself included) holding `.git`, else `dir`.
 fn project_root(dir: &Path) -> PathBuf {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir.ancestors()
-        .find(|a| a.join(".git").exists())
-        .unwrap_or(&dir)
-        .to_path_buf()
+    dir.ancestors().find(|a| a.join(".git").exists()).unwrap_or(&dir).to_path_buf()
 }
 
 #[cfg(test)]
@@ -146,31 +115,17 @@ mod tests {
         std::fs::create_dir_all(root.join("llmc")).unwrap();
         std::fs::create_dir_all(root.join("include/lib")).unwrap();
         std::fs::create_dir_all(root.join("toolkit")).unwrap();
-        std::fs::write(
-            root.join("llmc/encoder.cuh"),
-            "#include \"common.h\"\n__global__ void enc() {}\n",
-        )
-        .unwrap();
+        std::fs::write(root.join("llmc/encoder.cuh"), "#include \"common.h\"\n__global__ void enc() {}\n").unwrap();
         std::fs::write(root.join("llmc/common.h"), "#include \"encoder.cuh\"\n").unwrap();
         std::fs::write(root.join("include/lib/k.cuh"), "__global__ void k() {}\n").unwrap();
         std::fs::write(root.join("toolkit/cuda_fp16.h"), "").unwrap();
         let main = root.join("train.cu");
         let text = "#include <cstdio>\n#include \"llmc/encoder.cuh\"\n#include \"missing.h\"\n  #  include \"lib/k.cuh\"\n#include \"cuda_fp16.h\"\n";
-        let flags = vec![
-            "-I".to_string(),
-            "include".to_string(),
-            format!("-I{}", root.join("toolkit").display()),
-        ];
-        let found: Vec<(String, u32)> =
-            project_headers(&main, text, &flags, Some(&root.join("toolkit")))
-                .iter()
-                .map(|h| {
-                    (
-                        h.path.strip_prefix(&root).unwrap().display().to_string(),
-                        h.include_line,
-                    )
-                })
-                .collect();
+        let flags = vec!["-I".to_string(), "include".to_string(), format!("-I{}", root.join("toolkit").display())];
+        let found: Vec<(String, u32)> = project_headers(&main, text, &flags, Some(&root.join("toolkit")))
+            .iter()
+            .map(|h| (h.path.strip_prefix(&root).unwrap().display().to_string(), h.include_line))
+            .collect();
         // common.h hangs off the encoder's include line; the cycle back to encoder.cuh stops.
         assert_eq!(
             found,

@@ -19,9 +19,7 @@ const FULL_LISTING: &str = "the full listing: the **Show SASS for Line** command
 
 pub fn hover_markdown(analysis: &FileAnalysis, pos: Pos) -> Option<String> {
     if let Some(k) = analysis.source.kernels().find(|k| {
-        k.name_span.start.line == pos.line
-            && k.name_span.start.col <= pos.col
-            && pos.col <= k.name_span.end.col
+        k.name_span.start.line == pos.line && k.name_span.start.col <= pos.col && pos.col <= k.name_span.end.col
     }) {
         return kernel_hover(analysis, &k.name);
     }
@@ -49,9 +47,9 @@ pub fn kernel_hover(a: &FileAnalysis, kernel: &str) -> Option<String> {
             r.barriers
         );
         if several {
-            let occ = a.occupancy_of(kernel, r).map_or("—".to_string(), |o| {
-                format!("{:.0}% ({})", o.percent, limiter_name(o.limiter))
-            });
+            let occ = a
+                .occupancy_of(kernel, r)
+                .map_or("—".to_string(), |o| format!("{:.0}% ({})", o.percent, limiter_name(o.limiter)));
             s.push_str(&format!("| `{}` | {row} | {occ} |\n", r.name));
         } else {
             s.push_str(&format!("| {row} |\n"));
@@ -64,10 +62,7 @@ pub fn kernel_hover(a: &FileAnalysis, kernel: &str) -> Option<String> {
     };
     let from = launch.from.describe();
     if several {
-        s.push_str(&format!(
-            "\nTheoretical occupancy at {} threads/block{dynamic}, from {from}.\n",
-            launch.block
-        ));
+        s.push_str(&format!("\nTheoretical occupancy at {} threads/block{dynamic}, from {from}.\n", launch.block));
     } else if let Some(o) = a.occupancy_of(kernel, all[0]) {
         s.push_str(&format!(
             "\nTheoretical occupancy at {} threads/block{dynamic}: **{:.0}%** ({} of {} warps, {} blocks/SM), limited by **{}**. Block size from {from}.\n",
@@ -93,16 +88,10 @@ fn not_compiled(a: &FileAnalysis, kernel: &str) -> &'static str {
             "No instantiation of this template was compiled: launch it (`kernel<float><<<…>>>`) or instantiate it explicitly (`template __global__ void kernel<float>(…);`) in this file."
         }
         Some(_) => "ptxas reported no resources for this kernel.",
-        None if a
-            .findings
-            .iter()
-            .any(|f| matches!(f.code.as_deref(), Some("no-nvcc" | "compile-failed"))) =>
-        {
+        None if a.findings.iter().any(|f| matches!(f.code.as_deref(), Some("no-nvcc" | "compile-failed"))) => {
             "Not compiled: see the message at the top of the file."
         }
-        None => {
-            "Not compiled yet: save the file (in a trusted workspace) to compile it and see its resources."
-        }
+        None => "Not compiled yet: save the file (in a trusted workspace) to compile it and see its resources.",
     }
 }
 
@@ -113,7 +102,9 @@ pub fn no_sass(a: Option<&FileAnalysis>, line: u32) -> String {
         None => "No SASS yet: save the file (in a trusted workspace) to compile it.".into(),
         Some(a) => match &a.compile {
             Some(c) if !c.ok => format!("No SASS for line {line}: the last compile failed (see the errors)."),
-            Some(_) => format!("No SASS for line {line}: the compiler generated no instructions for it (a comment, a declaration, host code, or code optimized away)."),
+            Some(_) => format!(
+                "No SASS for line {line}: the compiler generated no instructions for it (a comment, a declaration, host code, or code optimized away)."
+            ),
             None => {
                 let why = not_compiled(a, "");
                 format!("No SASS for line {line}: {}{}", why[..1].to_lowercase(), &why[1..])
@@ -142,12 +133,7 @@ fn sass_markdown(a: &FileAnalysis, line: u32, cap: Option<usize>) -> Option<Stri
         if idx.is_empty() {
             continue;
         }
-        s.push_str(&format!(
-            "SASS of line {} in `{}`: {}\n```sass\n",
-            line + 1,
-            f.name,
-            line_summary(f, idx)
-        ));
+        s.push_str(&format!("SASS of line {} in `{}`: {}\n```sass\n", line + 1, f.name, line_summary(f, idx)));
         let shown: Vec<usize> = match cap {
             Some(cap) => costly_first(f, idx).into_iter().take(cap).collect(),
             None => idx.to_vec(),
@@ -194,24 +180,15 @@ pub fn line_summary(f: &Function, idx: &[usize]) -> String {
         .iter()
         .filter(|(c, _)| **c != CostClass::Other)
         .map(|(c, (n, ops))| {
-            let named = matches!(
-                c,
-                CostClass::Fp64
-                    | CostClass::LocalMemory
-                    | CostClass::Atomic
-                    | CostClass::Conversion
-            );
+            let named =
+                matches!(c, CostClass::Fp64 | CostClass::LocalMemory | CostClass::Atomic | CostClass::Conversion);
             let ops = if named {
                 format!(" ({})", ops.iter().copied().collect::<Vec<_>>().join(", "))
             } else {
                 String::new()
             };
             let label = c.label();
-            let label = if *n == 1 {
-                label.strip_suffix('s').unwrap_or(label)
-            } else {
-                label
-            };
+            let label = if *n == 1 { label.strip_suffix('s').unwrap_or(label) } else { label };
             format!("{n} {label}{ops}")
         })
         .collect();
@@ -219,32 +196,20 @@ pub fn line_summary(f: &Function, idx: &[usize]) -> String {
         1 => "1 instruction".to_string(),
         n => format!("{n} instructions"),
     };
-    if parts.is_empty() {
-        total
-    } else {
-        format!("{total}: {}", parts.join(", "))
-    }
+    if parts.is_empty() { total } else { format!("{total}: {}", parts.join(", ")) }
 }
 
 /// The instructions of a line with the costly classes first, each group in program order.
 fn costly_first(f: &Function, idx: &[usize]) -> Vec<usize> {
-    let (mut costly, rest): (Vec<usize>, Vec<usize>) = idx
-        .iter()
-        .partition(|&&i| classify(&f.instructions[i]).is_costly());
+    let (mut costly, rest): (Vec<usize>, Vec<usize>) =
+        idx.iter().partition(|&&i| classify(&f.instructions[i]).is_costly());
     costly.extend(rest);
     costly
 }
 
 fn instruction_line(ins: &Instruction) -> String {
-    let pred = ins
-        .predicate
-        .as_ref()
-        .map(|p| format!("@{p} "))
-        .unwrap_or_default();
-    let mut l = format!(
-        "/*{:04x}*/ {pred}{} {};",
-        ins.offset, ins.opcode, ins.operands
-    );
+    let pred = ins.predicate.as_ref().map(|p| format!("@{p} ")).unwrap_or_default();
+    let mut l = format!("/*{:04x}*/ {pred}{} {};", ins.offset, ins.opcode, ins.operands);
     if let Some(c) = &ins.control {
         l = format!("{l:<56} // {}", c.describe());
     }

@@ -14,7 +14,9 @@ const REQUIREMENTS: &str = include_str!("../../../scripts/requirements-cuda.txt"
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    #[error("python3 was not found on PATH: install Python 3.9 or newer (python.org, or your system's package manager), then try again")]
+    #[error(
+        "python3 was not found on PATH: install Python 3.9 or newer (python.org, or your system's package manager), then try again"
+    )]
     NoPython,
     #[error("could not create the environment in {dir}: {why}")]
     Venv { dir: PathBuf, why: String },
@@ -37,12 +39,20 @@ pub fn pinned_wheels() -> Vec<&'static str> {
 
 /// Creates (or updates) the environment in `dir` and returns its nvcc.
 /// `extra_pip_args` go to pip as they are (an index mirror, `--no-index --find-links DIR`).
-pub async fn install_cuda(dir: &Path, extra_pip_args: &[String], cancel: &CancellationToken) -> Result<PathBuf, InstallError> {
+pub async fn install_cuda(
+    dir: &Path,
+    extra_pip_args: &[String],
+    cancel: &CancellationToken,
+) -> Result<PathBuf, InstallError> {
     let python = find_on_path("python3").ok_or(InstallError::NoPython)?;
     let venv_python = dir.join("bin").join("python");
     if !venv_python.exists() {
         std::fs::create_dir_all(dir).map_err(|e| InstallError::Venv { dir: dir.to_path_buf(), why: e.to_string() })?;
-        let out = run_tool(&ToolCommand::new(&python, Duration::from_secs(300)).args(["-m", "venv"]).arg(dir.as_os_str()), cancel).await?;
+        let out = run_tool(
+            &ToolCommand::new(&python, Duration::from_secs(300)).args(["-m", "venv"]).arg(dir.as_os_str()),
+            cancel,
+        )
+        .await?;
         if !out.success() {
             return Err(InstallError::Venv { dir: dir.to_path_buf(), why: last_line(&out.stderr) });
         }
@@ -61,7 +71,11 @@ pub async fn install_cuda(dir: &Path, extra_pip_args: &[String], cancel: &Cancel
 /// The nvcc of an environment made by [`install_cuda`], if there is one.
 pub fn nvcc_in(dir: &Path) -> Option<PathBuf> {
     let lib = dir.join("lib");
-    std::fs::read_dir(&lib).ok()?.flatten().map(|e| e.path().join("site-packages/nvidia/cu13/bin/nvcc")).find(|p| p.is_file())
+    std::fs::read_dir(&lib)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("site-packages/nvidia/cu13/bin/nvcc"))
+        .find(|p| p.is_file())
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {

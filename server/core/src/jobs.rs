@@ -46,14 +46,7 @@ pub async fn slot(cancel: &CancellationToken) -> Option<Slot<'static>> {
 impl JobLimit {
     pub fn new(size: usize) -> JobLimit {
         let size = size.max(1);
-        JobLimit {
-            state: Mutex::new(State {
-                free: size,
-                next: 0,
-                waiting: BTreeMap::new(),
-            }),
-            size,
-        }
+        JobLimit { state: Mutex::new(State { free: size, next: 0, waiting: BTreeMap::new() }), size }
     }
 
     pub fn size(&self) -> usize {
@@ -87,11 +80,7 @@ impl JobLimit {
             state.waiting.insert(seq, tx);
             (seq, rx)
         };
-        let mut wait = Waiting {
-            limit: self,
-            seq,
-            rx: Some(rx),
-        };
+        let mut wait = Waiting { limit: self, seq, rx: Some(rx) };
         let granted = tokio::select! {
             got = wait.rx.as_mut().expect("set above") => got.is_ok(),
             _ = cancel.cancelled() => false,
@@ -165,18 +154,9 @@ mod tests {
         {
             let wait = limit.acquire(&never);
             tokio::pin!(wait);
-            assert!(
-                tokio::time::timeout(Duration::from_millis(10), &mut wait)
-                    .await
-                    .is_err()
-            );
+            assert!(tokio::time::timeout(Duration::from_millis(10), &mut wait).await.is_err());
             drop(first); // the place goes to the waiter, whose future is then dropped
         }
-        assert!(
-            tokio::time::timeout(Duration::from_secs(1), limit.acquire(&never))
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert!(tokio::time::timeout(Duration::from_secs(1), limit.acquire(&never)).await.unwrap().is_some());
     }
 }

@@ -48,10 +48,7 @@ pub fn resolve_all(
         }
     }
     for line in &specs.detached {
-        let span = Span::new(
-            Pos::new(line.line, line.col),
-            Pos::new(line.line, line.col + line.text.len() as u32),
-        );
+        let span = Span::new(Pos::new(line.line, line.col), Pos::new(line.line, line.col + line.text.len() as u32));
         findings.push(
             Finding::new(
                 "kernelpro",
@@ -74,10 +71,8 @@ mod tests {
         let text = "// kernelpro: grid = 4\n// kernelpro: block = 2048\n// kernelpro: y = out half[10]\n// kernelpro: bogus = 3\n__global__ void k(float* y, int n) { y[0] = n; }\n\n// kernelpro: grid = 1\n// kernelpro: block = 128\n// kernelpro: y = out float[128]\n__global__ void ok(float* __restrict__ y) { y[threadIdx.x] = 1.0f; }\n";
         let source = kernelpro_source::parse(text);
         let (specs, findings) = resolve_all(text, &source, &ResolveOptions::default());
-        let got: Vec<String> = findings
-            .iter()
-            .map(|f| format!("{} {}", f.span.start.line, f.code.as_deref().unwrap_or("")))
-            .collect();
+        let got: Vec<String> =
+            findings.iter().map(|f| format!("{} {}", f.span.start.line, f.code.as_deref().unwrap_or(""))).collect();
         assert!(got.len() >= 3, "{got:?}");
         assert_eq!(specs["ok"].block, [128, 1, 1]);
     }

@@ -3,30 +3,30 @@
 //! Architecture invariant: no LSP types here. The LSP crate and the CLI both
 //! call into this crate and convert its plain data at their own seam.
 
+pub mod docs;
+pub mod editor;
+pub mod jobs;
 pub mod nvcc_diag;
 pub mod process;
-pub mod jobs;
 pub mod settings;
 pub mod settings_doc;
-pub mod editor;
-pub mod docs;
-pub use kernelpro_source as source;
 pub use kernelpro_gpu::children;
-pub mod toolchain;
+pub use kernelpro_source as source;
+pub mod analysis;
 pub mod baseline;
 pub mod cache;
 pub mod compile;
 pub mod compile_db;
-pub mod nvcc_flags;
-pub mod analysis;
 pub mod doctor;
 pub mod harness;
-pub mod install;
 pub mod headers;
 pub mod hover;
+pub mod install;
 pub mod launch;
-pub mod profiling;
 pub mod lens;
+pub mod nvcc_flags;
+pub mod profiling;
+pub mod toolchain;
 
 /// Where KernelPro keeps profiles and baselines between sessions.
 pub fn cache_dir() -> std::path::PathBuf {

@@ -29,11 +29,17 @@ static NVCC_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark|note)(?: #(?P<code>[0-9]+(?:-[A-Z])?))?: (?P<msg>.*)$").unwrap()
 });
 static GCC_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning|note): (?P<msg>.*)$").unwrap()
+    Regex::new(
+        r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning|note): (?P<msg>.*)$",
+    )
+    .unwrap()
 });
-static END_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^At end of source: (?P<sev>catastrophic error|error|warning|remark)(?: #(?P<code>[0-9]+(?:-[A-Z])?))?: (?P<msg>.*)$").unwrap());
-static TOOL_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(?P<tool>ptxas|nvcc|nvlink|fatbinary) (?P<sev>fatal|error|warning)\s*: (?P<msg>.*)$").unwrap());
+static END_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^At end of source: (?P<sev>catastrophic error|error|warning|remark)(?: #(?P<code>[0-9]+(?:-[A-Z])?))?: (?P<msg>.*)$").unwrap()
+});
+static TOOL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<tool>ptxas|nvcc|nvlink|fatbinary) (?P<sev>fatal|error|warning)\s*: (?P<msg>.*)$").unwrap()
+});
 
 fn severity(word: &str) -> Severity {
     match word {
@@ -132,11 +138,7 @@ fn is_caret_line(l: &str) -> bool {
 
 /// The 0-based byte column in `real_line` that the caret pointed at.
 pub fn caret_column(real_line: &str, echo: &str, caret: usize) -> Option<u32> {
-    let token: String = echo
-        .get(caret..)?
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
+    let token: String = echo.get(caret..)?.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     // nvcc indents the echo by two spaces.
     let direct = caret.checked_sub(2)?;
     if token.is_empty() {
@@ -227,7 +229,10 @@ x.cu:4:10: fatal error: missing.h: No such file or directory
     #[test]
     fn caret_columns() {
         assert_eq!(caret_column("  if (i < n) y[i] = zz + 1;", "    if (i < n) y[i] = zz + 1;", 22), Some(20));
-        assert_eq!(caret_column("  __shared__ float s[100000];", "    __attribute__((shared)) float s[100000];", 34), Some(19));
+        assert_eq!(
+            caret_column("  __shared__ float s[100000];", "    __attribute__((shared)) float s[100000];", 34),
+            Some(19)
+        );
         assert_eq!(caret_column("\tint café = q;", "    int café = q;", 16), Some(13));
     }
 }

@@ -212,17 +212,11 @@ const MACRO_FLAGS: &[(&str, &str)] = &[
 ];
 
 fn plain(value: &str) -> bool {
-    !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.,+-=".contains(c))
+    !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || "_.,+-=".contains(c))
 }
 
 fn ptxas_option_ok(option: &str) -> bool {
-    PTXAS_OPTIONS.contains(&option)
-        || PTXAS_WITH_VALUE
-            .iter()
-            .any(|p| option.strip_prefix(p).is_some_and(plain))
+    PTXAS_OPTIONS.contains(&option) || PTXAS_WITH_VALUE.iter().any(|p| option.strip_prefix(p).is_some_and(plain))
 }
 
 /// `argv` (flags only, not the compiler's name) filtered; relative include
@@ -240,9 +234,7 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
         let mut reject = |flag: String, reason| out.rejected.push(Rejected { flag, reason });
         i += 1;
         // A line break in a value could end a `#define` and start a directive.
-        if a.chars().any(char::is_control)
-            || (takes_arg(a) && next.is_some_and(|n| n.chars().any(char::is_control)))
-        {
+        if a.chars().any(char::is_control) || (takes_arg(a) && next.is_some_and(|n| n.chars().any(char::is_control))) {
             reject(a.to_string(), CONTROL);
             continue;
         }
@@ -255,10 +247,7 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
             continue;
         }
         // A directory or a macro: joined, `=`-joined, or the next argument.
-        let valued = DIR_FLAGS
-            .iter()
-            .map(|(n, o)| (n, o, true))
-            .chain(MACRO_FLAGS.iter().map(|(n, o)| (n, o, false)));
+        let valued = DIR_FLAGS.iter().map(|(n, o)| (n, o, true)).chain(MACRO_FLAGS.iter().map(|(n, o)| (n, o, false)));
         let mut handled = false;
         for (name, canonical, is_dir) in valued {
             let value = if a == *name {
@@ -330,8 +319,7 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
                 }
                 None => reject(a.to_string(), reason),
             }
-        } else if let Some((_, reason)) = REJECTED_PREFIXES.iter().find(|(p, _)| a.starts_with(*p))
-        {
+        } else if let Some((_, reason)) = REJECTED_PREFIXES.iter().find(|(p, _)| a.starts_with(*p)) {
             reject(a.to_string(), reason);
         } else {
             reject(a.to_string(), UNKNOWN);
@@ -345,11 +333,7 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
 /// then the file's compile_commands.json entry (whose rejections are a
 /// build's ordinary `-c`/`-o`/`-gencode`, dropped quietly).
 pub fn for_file(path: &Path, settings: &crate::settings::Settings) -> Filtered {
-    let mut given: Vec<String> = settings
-        .include_paths
-        .iter()
-        .map(|p| format!("-I{}", p.display()))
-        .collect();
+    let mut given: Vec<String> = settings.include_paths.iter().map(|p| format!("-I{}", p.display())).collect();
     given.extend(settings.extra_flags.iter().cloned());
     let mut out = filter(&given, None);
     out.kept.extend(crate::compile_db::flags_for(path));
@@ -358,10 +342,7 @@ pub fn for_file(path: &Path, settings: &crate::settings::Settings) -> Filtered {
 
 /// A warning for one rejected setting flag, in words a user can act on.
 pub fn rejection_message(r: &Rejected) -> String {
-    format!(
-        "nvcc flag `{}` from the kernelpro.extraFlags/includePaths settings was not passed: {}",
-        r.flag, r.reason
-    )
+    format!("nvcc flag `{}` from the kernelpro.extraFlags/includePaths settings was not passed: {}", r.flag, r.reason)
 }
 
 /// Flags whose value may be the next argument.
@@ -385,12 +366,7 @@ mod tests {
         let want: Vec<&str> = rejected.iter().map(|(f, _)| *f).collect();
         assert_eq!(got_rejected, want, "rejected from {argv:?}");
         for (r, (_, word)) in got.rejected.iter().zip(rejected) {
-            assert!(
-                r.reason.contains(word),
-                "{}: {} (wanted {word})",
-                r.flag,
-                r.reason
-            );
+            assert!(r.reason.contains(word), "{}: {} (wanted {word})", r.flag, r.reason);
         }
     }
 
@@ -402,58 +378,18 @@ mod tests {
             &[],
         );
         check(
-            &[
-                "-Iinc",
-                "-I",
-                "/abs/inc",
-                "-isystem",
-                "sys",
-                "--include-path=x",
-            ],
-            &[
-                "-I/proj/inc",
-                "-I/abs/inc",
-                "-isystem/proj/sys",
-                "-I/proj/x",
-            ],
+            &["-Iinc", "-I", "/abs/inc", "-isystem", "sys", "--include-path=x"],
+            &["-I/proj/inc", "-I/abs/inc", "-isystem/proj/sys", "-I/proj/x"],
             &[],
         );
         check(
-            &[
-                "-DFOO=1",
-                "-D",
-                "BAR",
-                "-DMSG=\"a b\"",
-                "-UX",
-                "--define-macro=Y",
-                "-DX=; rm -rf /",
-            ],
-            &[
-                "-DFOO=1",
-                "-DBAR",
-                "-DMSG=\"a b\"",
-                "-UX",
-                "-DY",
-                "-DX=; rm -rf /",
-            ],
+            &["-DFOO=1", "-D", "BAR", "-DMSG=\"a b\"", "-UX", "--define-macro=Y", "-DX=; rm -rf /"],
+            &["-DFOO=1", "-DBAR", "-DMSG=\"a b\"", "-UX", "-DY", "-DX=; rm -rf /"],
             &[],
         );
         check(
-            &[
-                "-std=c++17",
-                "--std",
-                "c++20",
-                "--expt-relaxed-constexpr",
-                "--extended-lambda",
-                "-use_fast_math",
-            ],
-            &[
-                "-std=c++17",
-                "-std=c++20",
-                "--expt-relaxed-constexpr",
-                "--extended-lambda",
-                "-use_fast_math",
-            ],
+            &["-std=c++17", "--std", "c++20", "--expt-relaxed-constexpr", "--extended-lambda", "-use_fast_math"],
+            &["-std=c++17", "-std=c++20", "--expt-relaxed-constexpr", "--extended-lambda", "-use_fast_math"],
             &[],
         );
         check(
@@ -480,20 +416,8 @@ mod tests {
             &[],
         );
         check(
-            &[
-                "-Xptxas",
-                "-v,-O3",
-                "-Xptxas=-dlcm=ca",
-                "--ptxas-options=-warn-spills",
-            ],
-            &[
-                "-Xptxas",
-                "-v,-O3",
-                "-Xptxas",
-                "-dlcm=ca",
-                "-Xptxas",
-                "-warn-spills",
-            ],
+            &["-Xptxas", "-v,-O3", "-Xptxas=-dlcm=ca", "--ptxas-options=-warn-spills"],
+            &["-Xptxas", "-v,-O3", "-Xptxas", "-dlcm=ca", "-Xptxas", "-warn-spills"],
             &[],
         );
     }
@@ -501,14 +425,7 @@ mod tests {
     #[test]
     fn rejected_flags() {
         check(
-            &[
-                "-ccbin",
-                "/tmp/evil",
-                "-ccbin=/tmp/evil",
-                "--compiler-bindir",
-                "/x",
-                "--compiler-bindir=/x",
-            ],
+            &["-ccbin", "/tmp/evil", "-ccbin=/tmp/evil", "--compiler-bindir", "/x", "--compiler-bindir=/x"],
             &[],
             &[
                 ("-ccbin /tmp/evil", "run"),
@@ -536,16 +453,7 @@ mod tests {
             ],
         );
         check(
-            &[
-                "-B/tmp/evil",
-                "-wrapper",
-                "--run",
-                "-run",
-                "--run-args",
-                "x",
-                "-fplugin=/x.so",
-                "-Wl,-rpath",
-            ],
+            &["-B/tmp/evil", "-wrapper", "--run", "-run", "--run-args", "x", "-fplugin=/x.so", "-Wl,-rpath"],
             &[],
             &[
                 ("-B/tmp/evil", "run"),
@@ -606,16 +514,7 @@ mod tests {
             ],
         );
         check(
-            &[
-                "-arch=sm_80",
-                "-arch",
-                "sm_80",
-                "-gencode",
-                "arch=compute_80,code=sm_80",
-                "-c",
-                "-x",
-                "cu",
-            ],
+            &["-arch=sm_80", "-arch", "sm_80", "-gencode", "arch=compute_80,code=sm_80", "-c", "-x", "cu"],
             &[],
             &[
                 ("-arch=sm_80", "arch"),

@@ -143,7 +143,9 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
     let start = Instant::now();
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::NotFound { tool: tool.clone(), path: cmd.program.clone() },
-        std::io::ErrorKind::PermissionDenied => ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() },
+        std::io::ErrorKind::PermissionDenied => {
+            ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() }
+        }
         _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
     })?;
     // Declared first, dropped last: registered until the guard has killed the group.
@@ -290,7 +292,9 @@ mod tests {
     async fn a_detached_child_holding_the_pipes_does_not_outlast_the_timeout() {
         let marker = format!("{}", 2000 + std::process::id() % 1000);
         // The sleep 0.5 lets the detached child start before the group is killed.
-        let err = run_tool(&sh(&format!("setsid sleep {marker} & sleep 0.5; exit 1"), 2), &CancellationToken::new()).await.unwrap_err();
+        let err = run_tool(&sh(&format!("setsid sleep {marker} & sleep 0.5; exit 1"), 2), &CancellationToken::new())
+            .await
+            .unwrap_err();
         assert!(matches!(err, ToolError::Timeout { .. }), "{err}");
         // It is out of any group we own: end it by its pid.
         let cmdline = format!("sleep\0{marker}\0");
@@ -339,18 +343,28 @@ mod tests {
         // The GPU worker's spawn (another runner: it is synchronous) drops them too.
         let dir = tempfile::tempdir().unwrap();
         let (worker, seen) = (dir.path().join("kernelpro"), dir.path().join("env.txt"));
-        std::fs::write(&worker, format!("#!/bin/sh\nenv > {}\necho '{{\"Failed\":\"no GPU\"}}'\n", seen.display())).unwrap();
+        std::fs::write(&worker, format!("#!/bin/sh\nenv > {}\necho '{{\"Failed\":\"no GPU\"}}'\n", seen.display()))
+            .unwrap();
         std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let job: kernelpro_gpu::Job = serde_json::from_str(include_str!("../../gpu/tests/no_driver_job.json")).unwrap();
-        let _ = kernelpro_gpu::run_job(&worker, &job, Duration::from_secs(10), &["env".into(), "ANTHROPIC_API_KEY=sk-secret-runner".into()]);
+        let _ = kernelpro_gpu::run_job(
+            &worker,
+            &job,
+            Duration::from_secs(10),
+            &["env".into(), "ANTHROPIC_API_KEY=sk-secret-runner".into()],
+        );
         let env = std::fs::read_to_string(&seen).unwrap();
         assert!(env.contains("PATH="), "{env}");
-        assert!(!env.contains("sk-secret-kp") && !env.contains("sk-secret-openai"), "a key reached the GPU worker:\n{env}");
+        assert!(
+            !env.contains("sk-secret-kp") && !env.contains("sk-secret-openai"),
+            "a key reached the GPU worker:\n{env}"
+        );
     }
 
     #[tokio::test]
     async fn missing_and_non_executable_tools_are_named() {
-        let missing = run_tool(&ToolCommand::new("/nonexistent/nvcc", Duration::from_secs(1)), &CancellationToken::new()).await;
+        let missing =
+            run_tool(&ToolCommand::new("/nonexistent/nvcc", Duration::from_secs(1)), &CancellationToken::new()).await;
         assert!(matches!(missing, Err(ToolError::NotFound { .. })));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("nvcc");

@@ -9,7 +9,9 @@ use crate::process::{ToolCommand, ToolError, run_tool};
 use kernelpro_model::{Finding, Severity, Span};
 use kernelpro_profile::ncu_args::{self, ClockControl, Output, Page, ProfileOptions};
 use kernelpro_profile::tools::{self, Tool, ToolInput};
-use kernelpro_profile::{KernelProfile, SourcePage, Thresholds, Triage, TriageThresholds, parse_raw, parse_source, triage};
+use kernelpro_profile::{
+    KernelProfile, SourcePage, Thresholds, Triage, TriageThresholds, parse_raw, parse_source, triage,
+};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -65,7 +67,9 @@ impl Exports {
             .map_err(|e| format!("{}: {e}", dir.display()))?
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("src_") && n.ends_with(".csv")))
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("src_") && n.ends_with(".csv"))
+            })
             .collect();
         names.sort();
         let sources = names.iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
@@ -82,7 +86,10 @@ impl Exports {
             std::fs::write(dir.join("stage2_raw.csv"), s2)?;
         }
         for page in &self.sources {
-            let kernel = parse_source(page).ok().and_then(|p| p.first().map(|p| p.kernel.clone())).unwrap_or_else(|| "unknown".into());
+            let kernel = parse_source(page)
+                .ok()
+                .and_then(|p| p.first().map(|p| p.kernel.clone()))
+                .unwrap_or_else(|| "unknown".into());
             std::fs::write(dir.join(format!("src_{kernel}.csv")), page)?;
         }
         Ok(())
@@ -118,12 +125,24 @@ pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Threshol
             None => tools::TOOLS.iter().collect(),
         };
         let page = pages.iter().find(|p| p.kernel == p1.kernel);
-        let input = ToolInput { profile: &merged, source: page, triage: tri.as_ref(), source_lines: &lines, thresholds, launch_overhead_pct: None };
+        let input = ToolInput {
+            profile: &merged,
+            source: page,
+            triage: tri.as_ref(),
+            source_lines: &lines,
+            thresholds,
+            launch_overhead_pct: None,
+        };
         let mut findings = dedupe(tools::analyze(&selected, &input));
         for f in &mut findings {
             f.kernel.get_or_insert_with(|| p1.kernel.clone());
         }
-        report.kernels.push(KernelReport { kernel: p1.kernel.clone(), triage: tri, tools: selected.iter().map(|t| t.name().to_string()).collect(), findings });
+        report.kernels.push(KernelReport {
+            kernel: p1.kernel.clone(),
+            triage: tri,
+            tools: selected.iter().map(|t| t.name().to_string()).collect(),
+            findings,
+        });
     }
     Ok(report)
 }
@@ -176,28 +195,54 @@ pub fn explain_ncu_failure(output: &str) -> String {
         return "ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM). Run as root or with CAP_PERFMON/CAP_SYS_ADMIN (containers: --cap-add=SYS_ADMIN), or have an admin set NVreg_RestrictProfilingToAdminUsers=0. Compile, SASS and timing still work.".into();
     }
     if output.contains("No kernels were profiled") {
-        return "ncu ran the program but profiled no kernel: check the kernel filter and that the program launches it".into();
+        return "ncu ran the program but profiled no kernel: check the kernel filter and that the program launches it"
+            .into();
     }
-    let tail: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: Vec<&str> =
+        output.lines().filter(|l| !l.trim().is_empty()).rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
     format!("ncu failed: {}", tail.join(" | "))
 }
 
-pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thresholds, cancel: &CancellationToken) -> Result<ProfileReport, String> {
-    let dir = tempfile::Builder::new().prefix("kernelpro-ncu-").tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
+pub async fn profile_live(
+    req: &LiveProfile,
+    file_text: &str,
+    thresholds: &Thresholds,
+    cancel: &CancellationToken,
+) -> Result<ProfileReport, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("kernelpro-ncu-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
     let report_of = |name: &str| dir.path().join(name).display().to_string();
-    let opts = |output: Output| ProfileOptions { clock_control: req.clock_control, kernel_regex: req.kernel_regex.clone(), output };
+    let opts = |output: Output| ProfileOptions {
+        clock_control: req.clock_control,
+        kernel_regex: req.kernel_regex.clone(),
+        output,
+    };
     let start = Instant::now();
     let mut exports = Exports::default();
     // Stage 1: the triage pass (or the full set), whose raw page names the kernels.
     let full_report = report_of("full");
     if req.full {
-        ncu_pass(req, ncu_args::profile_args(&ncu_args::full_collection(), &opts(Output::Report(full_report.clone()))), None, cancel).await?;
+        ncu_pass(
+            req,
+            ncu_args::profile_args(&ncu_args::full_collection(), &opts(Output::Report(full_report.clone()))),
+            None,
+            cancel,
+        )
+        .await?;
         exports.stage1_raw = export(req, &full_report, Page::Raw, None, cancel).await?;
         exports.stage2_raw = Some(exports.stage1_raw.clone());
     } else {
         // Stage 1 needs only the raw page: ncu writes it straight to a CSV file.
         let csv = report_of("stage1.csv");
-        exports.stage1_raw = ncu_pass(req, ncu_args::profile_args(&ncu_args::stage1_collection(), &opts(Output::RawCsv(csv.clone()))), Some(Path::new(&csv)), cancel).await?;
+        exports.stage1_raw = ncu_pass(
+            req,
+            ncu_args::profile_args(&ncu_args::stage1_collection(), &opts(Output::RawCsv(csv.clone()))),
+            Some(Path::new(&csv)),
+            cancel,
+        )
+        .await?;
     }
     let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
     let stage1_secs = start.elapsed().as_secs_f64();
@@ -227,10 +272,10 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
     let mut seen = std::collections::HashSet::new();
     kernels.retain(|k| seen.insert(k.clone()));
     let t_export = Instant::now();
-    let raw2 = async {
-        if req.full { Ok(None) } else { export(req, &report, Page::Raw, None, cancel).await.map(Some) }
-    };
-    let sources = futures::future::join_all(kernels.iter().map(|k| export(req, &report, Page::Source, Some(k), cancel)));
+    let raw2 =
+        async { if req.full { Ok(None) } else { export(req, &report, Page::Raw, None, cancel).await.map(Some) } };
+    let sources =
+        futures::future::join_all(kernels.iter().map(|k| export(req, &report, Page::Source, Some(k), cancel)));
     let (raw2, pages) = futures::join!(raw2, sources);
     if let Some(raw2) = raw2? {
         exports.stage2_raw = Some(raw2);
@@ -256,7 +301,12 @@ pub async fn profile_live(req: &LiveProfile, file_text: &str, thresholds: &Thres
 
 /// One profiling pass. With `log`, ncu wrote its output (the raw CSV, and
 /// its errors) to that file, which is returned; otherwise the output is empty.
-async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, log: Option<&Path>, cancel: &CancellationToken) -> Result<String, String> {
+async fn ncu_pass(
+    req: &LiveProfile,
+    mut args: Vec<String>,
+    log: Option<&Path>,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
     if let Some(n) = req.launch_count {
         args.extend(["--launch-count".to_string(), n.to_string()]);
     }
@@ -274,8 +324,15 @@ async fn ncu_pass(req: &LiveProfile, mut args: Vec<String>, log: Option<&Path>, 
     Ok(logged)
 }
 
-async fn export(req: &LiveProfile, report: &str, page: Page, kernel: Option<&str>, cancel: &CancellationToken) -> Result<String, String> {
-    let cmd = ToolCommand::new(&req.ncu, req.timeout).args(ncu_args::export_args(&format!("{report}.ncu-rep"), page, kernel));
+async fn export(
+    req: &LiveProfile,
+    report: &str,
+    page: Page,
+    kernel: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let cmd =
+        ToolCommand::new(&req.ncu, req.timeout).args(ncu_args::export_args(&format!("{report}.ncu-rep"), page, kernel));
     let out = run_tool(&cmd, cancel).await.map_err(|e| tool_error(&e))?;
     if !out.success() {
         return Err(explain_ncu_failure(&format!("{}{}", out.stdout, out.stderr)));
@@ -292,7 +349,8 @@ fn tool_error(e: &ToolError) -> String {
 
 /// A finding that says profiling is unavailable, and why, on the file's first line.
 pub fn unavailable(reason: &str) -> Finding {
-    Finding::new("ncu", Severity::Information, Span::line(0), format!("profiling unavailable: {reason}")).with_code("profile-unavailable")
+    Finding::new("ncu", Severity::Information, Span::line(0), format!("profiling unavailable: {reason}"))
+        .with_code("profile-unavailable")
 }
 
 /// What to profile in a file, and how.
@@ -311,9 +369,19 @@ pub struct FileProfileRequest {
 
 /// Profiles a file: each kernel with a launch spec through the harness, or,
 /// when the file has its own `main()` and no spec, the whole program.
-pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::Settings, analyzer: &crate::analysis::Analyzer, cancel: &CancellationToken) -> Result<ProfileReport, String> {
-    let ncu = crate::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &crate::toolchain::Env::for_settings(settings))
-        .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::ncu_install_hint(settings.editor)))?;
+pub async fn profile_file(
+    req: &FileProfileRequest,
+    settings: &crate::settings::Settings,
+    analyzer: &crate::analysis::Analyzer,
+    cancel: &CancellationToken,
+) -> Result<ProfileReport, String> {
+    let ncu = crate::toolchain::find_tool(
+        "ncu",
+        settings.ncu.as_deref(),
+        "KERNELPRO_NCU",
+        &crate::toolchain::Env::for_settings(settings),
+    )
+    .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::ncu_install_hint(settings.editor)))?;
     let clock_control = if settings.clock_control == "base" { ClockControl::Base } else { ClockControl::None };
     let timeout = Duration::from_secs(settings.profile_timeout_secs.max(1));
     let thresholds = Thresholds::default();
@@ -329,14 +397,33 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
         }
         let dir = tempfile::Builder::new().prefix("kernelpro-prog-").tempdir().map_err(|e| e.to_string())?;
         let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
-        let live = LiveProfile { ncu: ncu.path, target: vec![exe.display().to_string()], stdin: None, clock_control, kernel_regex: None, timeout, full: req.full, launch_count: None, save_exports: req.save_exports.clone() };
+        let live = LiveProfile {
+            ncu: ncu.path,
+            target: vec![exe.display().to_string()],
+            stdin: None,
+            clock_control,
+            kernel_regex: None,
+            timeout,
+            full: req.full,
+            launch_count: None,
+            save_exports: req.save_exports.clone(),
+        };
         return profile_live(&live, &req.text, &thresholds, cancel).await;
     }
     let mut report = ProfileReport::default();
     for k in kernels {
-        let src = crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
+        let src =
+            crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
         let prepared = crate::harness::prepare(&src, settings, analyzer, cancel).await?;
-        let job = kernelpro_gpu::Job { device: 0, kernel: prepared.job.clone(), reference: None, warmup: 0, runs: 1, flush_l2: false, energy_window_ms: 0 };
+        let job = kernelpro_gpu::Job {
+            device: 0,
+            kernel: prepared.job.clone(),
+            reference: None,
+            warmup: 0,
+            runs: 1,
+            flush_l2: false,
+            energy_window_ms: 0,
+        };
         let live = LiveProfile {
             ncu: ncu.path.clone(),
             target: vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()],
@@ -360,8 +447,15 @@ pub async fn profile_file(req: &FileProfileRequest, settings: &crate::settings::
 }
 
 /// Compiles the file's own program (for files with a `main()`).
-async fn build_program(path: &Path, text: &str, settings: &crate::settings::Settings, dir: &Path, cancel: &CancellationToken) -> Result<PathBuf, String> {
-    let nvcc = crate::analysis::Analyzer::find_nvcc(settings).ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::nvcc_install_hint(settings.editor)))?;
+async fn build_program(
+    path: &Path,
+    text: &str,
+    settings: &crate::settings::Settings,
+    dir: &Path,
+    cancel: &CancellationToken,
+) -> Result<PathBuf, String> {
+    let nvcc = crate::analysis::Analyzer::find_nvcc(settings)
+        .ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::nvcc_install_hint(settings.editor)))?;
     let name = path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "program.cu".into());
     let src = dir.join(&name);
     std::fs::write(&src, text).map_err(|e| e.to_string())?;
@@ -369,9 +463,17 @@ async fn build_program(path: &Path, text: &str, settings: &crate::settings::Sett
     let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
     args.extend(crate::analysis::Analyzer::flags_for(path, settings));
     args.extend(["-o".into(), exe.display().to_string(), src.display().to_string()]);
-    let out = run_tool(&ToolCommand::new(&nvcc.path, Duration::from_secs(settings.compile_timeout_secs.max(1))).args(args), cancel).await.map_err(|e| e.to_string())?;
+    let out = run_tool(
+        &ToolCommand::new(&nvcc.path, Duration::from_secs(settings.compile_timeout_secs.max(1))).args(args),
+        cancel,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     if !out.success() {
-        return Err(format!("the program does not build: {}", out.stderr.lines().take(5).collect::<Vec<_>>().join(" | ")));
+        return Err(format!(
+            "the program does not build: {}",
+            out.stderr.lines().take(5).collect::<Vec<_>>().join(" | ")
+        ));
     }
     // The program is kept alive by the caller's temp dir for the profile's duration.
     Ok(exe)
@@ -380,5 +482,7 @@ async fn build_program(path: &Path, text: &str, settings: &crate::settings::Sett
 /// A kernel got slower than its last profile: a warning on its name.
 pub fn slower_finding(text: &str, kernel: &str, what: &str) -> Finding {
     let span = kernelpro_source::parse(text).kernel(kernel).map(|k| k.name_span).unwrap_or_else(|| Span::line(0));
-    Finding::new("ncu", Severity::Warning, span, format!("slower than the last profile: {what}")).with_code("Regression").with_kernel(kernel)
+    Finding::new("ncu", Severity::Warning, span, format!("slower than the last profile: {what}"))
+        .with_code("Regression")
+        .with_kernel(kernel)
 }

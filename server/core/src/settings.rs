@@ -116,7 +116,14 @@ pub struct OptimizeSettings {
 
 impl Default for OptimizeSettings {
     fn default() -> Self {
-        OptimizeSettings { budget: 60, time_secs: 600, evaluator: "gpu".into(), energy: true, devices: vec![0], profile_original: true }
+        OptimizeSettings {
+            budget: 60,
+            time_secs: 600,
+            evaluator: "gpu".into(),
+            energy: true,
+            devices: vec![0],
+            profile_original: true,
+        }
     }
 }
 
@@ -167,14 +174,18 @@ impl Settings {
         for (key, val) in obj {
             if !target.contains_key(key) {
                 if !NOT_SETTINGS.contains(&key.as_str()) {
-                    problems.push(format!("unknown setting `{key}` ignored (a typo, or a setting of another KernelPro version?)"));
+                    problems.push(format!(
+                        "unknown setting `{key}` ignored (a typo, or a setting of another KernelPro version?)"
+                    ));
                 }
                 continue;
             }
             // Unknown members of a section are named too (`llm.modle`).
             if let (Some(old), Some(new)) = (target[key].as_object(), val.as_object()) {
                 for member in new.keys().filter(|m| !old.contains_key(*m)) {
-                    problems.push(format!("unknown setting `{key}.{member}` ignored (a typo, or a setting of another KernelPro version?)"));
+                    problems.push(format!(
+                        "unknown setting `{key}.{member}` ignored (a typo, or a setting of another KernelPro version?)"
+                    ));
                 }
             }
             // A section (`llm`, `optimize`) is updated member by member, so
@@ -234,7 +245,10 @@ mod tests {
 
     #[test]
     fn bad_field_keeps_the_others() {
-        let (s, problems) = Settings::from_json(&Settings::default(), &serde_json::json!({"arch": "sm_80", "blockSize": "big", "trusted": true}));
+        let (s, problems) = Settings::from_json(
+            &Settings::default(),
+            &serde_json::json!({"arch": "sm_80", "blockSize": "big", "trusted": true}),
+        );
         assert_eq!(s.arch, "sm_80");
         assert!(s.trusted);
         assert_eq!(s.block_size, 256);
@@ -253,19 +267,33 @@ mod tests {
 
     #[test]
     fn both_init_option_shapes_are_read() {
-        for options in [serde_json::json!({"trusted": true, "arch": "sm_80"}), serde_json::json!({"kernelpro": {"trusted": true, "arch": "sm_80"}})] {
+        for options in [
+            serde_json::json!({"trusted": true, "arch": "sm_80"}),
+            serde_json::json!({"kernelpro": {"trusted": true, "arch": "sm_80"}}),
+        ] {
             let (s, problems) = Settings::from_init_options(&Settings::default(), &options);
             assert_eq!((s.trusted, s.arch.as_str(), problems.len()), (true, "sm_80", 0), "{options}");
         }
         let s = user_level();
-        assert_eq!((s.llm.enabled, s.llm.provider.as_str(), s.llm.endpoint.as_deref()), (true, "anthropic", Some("https://api.anthropic.com")));
+        assert_eq!(
+            (s.llm.enabled, s.llm.provider.as_str(), s.llm.endpoint.as_deref()),
+            (true, "anthropic", Some("https://api.anthropic.com"))
+        );
     }
 
     /// A configuration change (which may carry a repository's values) against
     /// the user's settings: the LLM fields that route the key it gets, and whether it changed them.
-    fn check_workspace(change: serde_json::Value, expected: (bool, &str, Option<&str>, Option<&str>), reported: &[&str]) {
+    fn check_workspace(
+        change: serde_json::Value,
+        expected: (bool, &str, Option<&str>, Option<&str>),
+        reported: &[&str],
+    ) {
         let (s, problems) = Settings::from_json(&user_level(), &change);
-        assert_eq!((s.llm.enabled, s.llm.provider.as_str(), s.llm.endpoint.as_deref(), s.llm.model.as_deref()), expected, "{change}");
+        assert_eq!(
+            (s.llm.enabled, s.llm.provider.as_str(), s.llm.endpoint.as_deref(), s.llm.model.as_deref()),
+            expected,
+            "{change}"
+        );
         assert_eq!(problems.len(), reported.len(), "{problems:?}");
         for (p, name) in problems.iter().zip(reported) {
             assert!(p.contains(name) && p.contains("restart"), "{p}");
@@ -276,13 +304,32 @@ mod tests {
     fn a_workspace_cannot_route_the_key_elsewhere() {
         let user = (true, "anthropic", Some("https://api.anthropic.com"), Some("m1"));
         check_workspace(serde_json::json!({"llm": {"endpoint": "http://evil.example"}}), user, &["llm.endpoint"]);
-        check_workspace(serde_json::json!({"llm": {"provider": "openai", "endpoint": "http://evil.example"}}), user, &["llm.provider", "llm.endpoint"]);
+        check_workspace(
+            serde_json::json!({"llm": {"provider": "openai", "endpoint": "http://evil.example"}}),
+            user,
+            &["llm.provider", "llm.endpoint"],
+        );
         // The same values again (an editor pushing the whole section) are no change.
-        check_workspace(serde_json::json!({"llm": {"enabled": true, "provider": "anthropic", "endpoint": "https://api.anthropic.com", "model": "m1"}}), user, &[]);
-        check_workspace(serde_json::json!({"llm": {"model": "m2"}, "arch": "sm_80"}), (true, "anthropic", Some("https://api.anthropic.com"), Some("m2")), &[]);
-        check_workspace(serde_json::json!({"llm": {"enabled": false}}), (false, "anthropic", Some("https://api.anthropic.com"), Some("m1")), &[]);
+        check_workspace(
+            serde_json::json!({"llm": {"enabled": true, "provider": "anthropic", "endpoint": "https://api.anthropic.com", "model": "m1"}}),
+            user,
+            &[],
+        );
+        check_workspace(
+            serde_json::json!({"llm": {"model": "m2"}, "arch": "sm_80"}),
+            (true, "anthropic", Some("https://api.anthropic.com"), Some("m2")),
+            &[],
+        );
+        check_workspace(
+            serde_json::json!({"llm": {"enabled": false}}),
+            (false, "anthropic", Some("https://api.anthropic.com"), Some("m1")),
+            &[],
+        );
         let (off, _) = Settings::from_json(&Settings::default(), &serde_json::json!({"trusted": true}));
-        let (on, problems) = Settings::from_json(&off, &serde_json::json!({"llm": {"enabled": true, "endpoint": "http://evil.example"}}));
+        let (on, problems) = Settings::from_json(
+            &off,
+            &serde_json::json!({"llm": {"enabled": true, "endpoint": "http://evil.example"}}),
+        );
         assert!(!on.llm.enabled && on.llm.endpoint.is_none() && problems.len() == 2, "{on:?} {problems:?}");
     }
 
@@ -294,12 +341,18 @@ mod tests {
         );
         assert_eq!(s.arch, "sm_80");
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("unknown setting `arhc`") && problems[1].contains("unknown setting `llm.modle`"), "{problems:?}");
+        assert!(
+            problems[0].contains("unknown setting `arhc`") && problems[1].contains("unknown setting `llm.modle`"),
+            "{problems:?}"
+        );
     }
 
     #[test]
     fn problems_name_the_users_editor_settings() {
-        for (editor, name) in [(Editor::VsCode, "`kernelpro.blockSize`"), (Editor::Neovim, "`settings.blockSize` in require('kernelpro').setup()")] {
+        for (editor, name) in [
+            (Editor::VsCode, "`kernelpro.blockSize`"),
+            (Editor::Neovim, "`settings.blockSize` in require('kernelpro').setup()"),
+        ] {
             let base = Settings { editor, ..Settings::default() };
             let (s, problems) = Settings::from_json(&base, &serde_json::json!({"blockSize": "big"}));
             assert_eq!(s.editor, editor);
@@ -311,7 +364,10 @@ mod tests {
     fn project_roots_are_never_a_setting() {
         let mut base = Settings::default();
         base.project_roots = vec![PathBuf::from("/work/ws")];
-        let (s, _) = Settings::from_json(&base, &serde_json::json!({"projectRoots": ["/tmp/evil"], "project_roots": ["/tmp/evil"]}));
+        let (s, _) = Settings::from_json(
+            &base,
+            &serde_json::json!({"projectRoots": ["/tmp/evil"], "project_roots": ["/tmp/evil"]}),
+        );
         assert_eq!(s.project_roots, vec![PathBuf::from("/work/ws")]);
     }
 }

@@ -25,38 +25,98 @@ const fn server(key: &'static str, description: &'static str, schema: &'static s
     SettingDoc { key, description, schema, client_default: None }
 }
 
-const fn client(key: &'static str, default: &'static str, description: &'static str, schema: &'static str) -> SettingDoc {
+const fn client(
+    key: &'static str,
+    default: &'static str,
+    description: &'static str,
+    schema: &'static str,
+) -> SettingDoc {
     SettingDoc { key, description, schema, client_default: Some(default) }
 }
 
 /// In the order the settings UI shows them. `trusted` is not here: it comes
 /// from the editor's workspace trust (or Neovim's `trusted` option), never from a settings file.
 pub const SETTINGS: &[SettingDoc] = &[
-    client("serverPath", "null", "Path of the `kernelpro` binary. Empty: the binary bundled for this platform, then `kernelpro` on `PATH`. Changing it restarts the server.", r#"{"scope": "machine-overridable"}"#),
-    server("nvcc", "Path of `nvcc`. Empty: `KERNELPRO_NVCC`, `CUDA_HOME/bin`, `PATH`, then the project's `.venv`.", r#"{"scope": "machine-overridable"}"#),
-    server("ncu", "Path of Nsight Compute's `ncu`, for profiling. Empty: `KERNELPRO_NCU`, `CUDA_HOME/bin`, `PATH`.", r#"{"scope": "machine-overridable"}"#),
+    client(
+        "serverPath",
+        "null",
+        "Path of the `kernelpro` binary. Empty: the binary bundled for this platform, then `kernelpro` on `PATH`. Changing it restarts the server.",
+        r#"{"scope": "machine-overridable"}"#,
+    ),
+    server(
+        "nvcc",
+        "Path of `nvcc`. Empty: `KERNELPRO_NVCC`, `CUDA_HOME/bin`, `PATH`, then the project's `.venv`.",
+        r#"{"scope": "machine-overridable"}"#,
+    ),
+    server(
+        "ncu",
+        "Path of Nsight Compute's `ncu`, for profiling. Empty: `KERNELPRO_NCU`, `CUDA_HOME/bin`, `PATH`.",
+        r#"{"scope": "machine-overridable"}"#,
+    ),
     server("arch", "GPU architecture to compile for (`-arch`), e.g. `sm_80`, `sm_90`.", "{}"),
     server("includePaths", "Extra include directories (`-I`).", r#"{"items": {"type": "string"}}"#),
     server("extraFlags", "Extra nvcc flags.", r#"{"items": {"type": "string"}}"#),
     server("compileTimeoutSecs", "Give up on a compile after this many seconds.", r#"{"minimum": 1}"#),
-    server("blockSize", "Threads per block assumed for occupancy when the source has no launch.", r#"{"minimum": 1, "maximum": 1024}"#),
+    server(
+        "blockSize",
+        "Threads per block assumed for occupancy when the source has no launch.",
+        r#"{"minimum": 1, "maximum": 1024}"#,
+    ),
     server("profileOnSave", "Run the program under ncu on every save (needs a GPU and a trusted workspace).", "{}"),
     server("clockControl", "ncu `--clock-control`.", r#"{"enum": ["none", "base"]}"#),
-    server("runner", "Command prefix for running the program when profiling, e.g. `[\"srun\", \"-G1\"]`.", r#"{"items": {"type": "string"}}"#),
+    server(
+        "runner",
+        "Command prefix for running the program when profiling, e.g. `[\"srun\", \"-G1\"]`.",
+        r#"{"items": {"type": "string"}}"#,
+    ),
     server("runTimeoutSecs", "Give up on a profiled run after this many seconds.", r#"{"minimum": 1}"#),
-    server("profileTimeoutSecs", "Give up on profiling a file (each ncu stage) after this many seconds.", r#"{"minimum": 1}"#),
-    server("llm.enabled", "Let the optimizer ask an LLM for rewrites. The key comes from **KernelPro: Set LLM API Key** (secret storage) or `KERNELPRO_LLM_KEY`, never from settings.", r#"{"scope": "machine"}"#),
+    server(
+        "profileTimeoutSecs",
+        "Give up on profiling a file (each ncu stage) after this many seconds.",
+        r#"{"minimum": 1}"#,
+    ),
+    server(
+        "llm.enabled",
+        "Let the optimizer ask an LLM for rewrites. The key comes from **KernelPro: Set LLM API Key** (secret storage) or `KERNELPRO_LLM_KEY`, never from settings.",
+        r#"{"scope": "machine"}"#,
+    ),
     server("llm.provider", "LLM API flavour.", r#"{"enum": ["openai", "anthropic"], "scope": "machine"}"#),
     server("llm.endpoint", "LLM endpoint URL. Empty: the provider's default.", r#"{"scope": "machine"}"#),
     server("llm.model", "LLM model name. Empty: the server's default.", "{}"),
     server("optimize.budget", "Candidate kernels the optimizer may evaluate per run.", r#"{"minimum": 1}"#),
     server("optimize.timeSecs", "Wall-clock limit of one optimize run.", r#"{"minimum": 1}"#),
-    server("optimize.evaluator", "How candidates are timed: `gpu`, or `stub:SPEEDUP` (a fake evaluator for tests).", "{}"),
-    server("optimize.energy", "Measure energy (about 1 s per candidate), so candidates of equal speed are ranked by it.", "{}"),
-    server("optimize.devices", "CUDA devices the optimizer runs candidates on: the candidates of an iteration run in parallel, one per GPU (never two timing runs on one GPU). The original's baseline runs on the first.", r#"{"items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": true}"#),
-    server("optimize.profileOriginal", "Profile the original (two ncu stages, a few seconds) before the search, so the recipes answering its measured findings are tried first.", "{}"),
-    client("hover", "\"auto\"", "When to show KernelPro hovers. `auto`: everywhere, except that beside clangd or the C/C++ extension only on lines with a KernelPro finding and on kernel names.", r#"{"enum": ["auto", "always", "off"]}"#),
-    client("trace.server", "\"off\"", "Log the LSP traffic to the **KernelPro Trace** output channel.", r#"{"enum": ["off", "messages", "verbose"], "scope": "window"}"#),
+    server(
+        "optimize.evaluator",
+        "How candidates are timed: `gpu`, or `stub:SPEEDUP` (a fake evaluator for tests).",
+        "{}",
+    ),
+    server(
+        "optimize.energy",
+        "Measure energy (about 1 s per candidate), so candidates of equal speed are ranked by it.",
+        "{}",
+    ),
+    server(
+        "optimize.devices",
+        "CUDA devices the optimizer runs candidates on: the candidates of an iteration run in parallel, one per GPU (never two timing runs on one GPU). The original's baseline runs on the first.",
+        r#"{"items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": true}"#,
+    ),
+    server(
+        "optimize.profileOriginal",
+        "Profile the original (two ncu stages, a few seconds) before the search, so the recipes answering its measured findings are tried first.",
+        "{}",
+    ),
+    client(
+        "hover",
+        "\"auto\"",
+        "When to show KernelPro hovers. `auto`: everywhere, except that beside clangd or the C/C++ extension only on lines with a KernelPro finding and on kernel names.",
+        r#"{"enum": ["auto", "always", "off"]}"#,
+    ),
+    client(
+        "trace.server",
+        "\"off\"",
+        "Log the LSP traffic to the **KernelPro Trace** output channel.",
+        r#"{"enum": ["off", "messages", "verbose"], "scope": "window"}"#,
+    ),
 ];
 
 /// Every setting the server reads, dotted (from the settings object itself).
@@ -84,7 +144,8 @@ pub fn default_of(doc: &SettingDoc) -> Value {
 /// `allowed values` of an `enum` setting, as `a`, `b`.
 fn one_of(doc: &SettingDoc) -> Option<String> {
     let schema: Value = serde_json::from_str(doc.schema).expect("schema is JSON");
-    let values = schema.get("enum")?.as_array()?.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>();
+    let values =
+        schema.get("enum")?.as_array()?.iter().filter_map(|v| v.as_str()).map(|v| format!("`{v}`")).collect::<Vec<_>>();
     Some(values.join(", "))
 }
 
@@ -109,7 +170,8 @@ fn pretty(value: &Value, indent: usize) -> String {
 /// An object with its fields in the given order, as `JSON.stringify(_, null, 2)` at `indent`.
 fn object(fields: &[(String, Value)], indent: usize) -> String {
     let pad = " ".repeat(indent + 2);
-    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{pad}{}: {}", Value::from(k.as_str()), pretty(v, indent + 2))).collect();
+    let body: Vec<String> =
+        fields.iter().map(|(k, v)| format!("{pad}{}: {}", Value::from(k.as_str()), pretty(v, indent + 2))).collect();
     format!("{{\n{}\n{}}}", body.join(",\n"), " ".repeat(indent))
 }
 
@@ -131,7 +193,10 @@ pub fn vscode_properties(indent: usize) -> String {
         .collect();
     // The values are already text: write them unquoted.
     let pad = " ".repeat(indent + 2);
-    let body: Vec<String> = properties.iter().map(|(k, v)| format!("{pad}{}: {}", Value::from(k.as_str()), v.as_str().expect("text"))).collect();
+    let body: Vec<String> = properties
+        .iter()
+        .map(|(k, v)| format!("{pad}{}: {}", Value::from(k.as_str()), v.as_str().expect("text")))
+        .collect();
     format!("{{\n{}\n{}}}", body.join(",\n"), " ".repeat(indent))
 }
 
@@ -197,7 +262,8 @@ mod tests {
 
     #[test]
     fn every_server_setting_is_described_once() {
-        let mut described: Vec<String> = SETTINGS.iter().filter(|d| d.client_default.is_none()).map(|d| d.key.to_string()).collect();
+        let mut described: Vec<String> =
+            SETTINGS.iter().filter(|d| d.client_default.is_none()).map(|d| d.key.to_string()).collect();
         let mut keys: Vec<String> = server_keys().into_iter().filter(|k| k != "trusted").collect();
         described.sort();
         keys.sort();
@@ -208,29 +274,56 @@ mod tests {
     fn vscode_package_json_is_generated() {
         // `properties` sits at 6 spaces in package.json; the block ends at the
         // configuration's closing brace, four spaces in.
-        check_generated("editors/vscode/package.json", "\"configuration\": {\n      \"title\": \"KernelPro\",\n      \"properties\": ", "\n    }\n  },", &vscode_properties(6));
-        let pkg: Value = serde_json::from_str(&std::fs::read_to_string(repo("editors/vscode/package.json")).unwrap()).expect("package.json stays JSON");
-        assert_eq!(pkg["contributes"]["configuration"]["properties"]["kernelpro.nvcc"]["type"], serde_json::json!(["string", "null"]));
+        check_generated(
+            "editors/vscode/package.json",
+            "\"configuration\": {\n      \"title\": \"KernelPro\",\n      \"properties\": ",
+            "\n    }\n  },",
+            &vscode_properties(6),
+        );
+        let pkg: Value = serde_json::from_str(&std::fs::read_to_string(repo("editors/vscode/package.json")).unwrap())
+            .expect("package.json stays JSON");
+        assert_eq!(
+            pkg["contributes"]["configuration"]["properties"]["kernelpro.nvcc"]["type"],
+            serde_json::json!(["string", "null"])
+        );
     }
 
     #[test]
     fn vscode_readme_table_is_generated() {
-        check_generated("editors/vscode/README.md", "<!-- settings: generated by server/core/src/settings_doc.rs -->\n", "<!-- end of settings -->", &vscode_readme_table());
+        check_generated(
+            "editors/vscode/README.md",
+            "<!-- settings: generated by server/core/src/settings_doc.rs -->\n",
+            "<!-- end of settings -->",
+            &vscode_readme_table(),
+        );
     }
 
     #[test]
     fn nvim_readme_lists_every_server_setting() {
-        check_generated("editors/nvim/README.md", "answered for `workspace/configuration` section `kernelpro`: ", " |\n", &nvim_settings_list());
+        check_generated(
+            "editors/nvim/README.md",
+            "answered for `workspace/configuration` section `kernelpro`: ",
+            " |\n",
+            &nvim_settings_list(),
+        );
     }
 
     #[test]
     fn the_readme_table_names_every_setting() {
         let text = std::fs::read_to_string(repo("README.md")).unwrap();
-        let table = text.split("\n## Settings\n").nth(1).expect("README has ## Settings").split("\n## ").next().unwrap();
+        let table =
+            text.split("\n## Settings\n").nth(1).expect("README has ## Settings").split("\n## ").next().unwrap();
         let mut named: Vec<String> = table
             .lines()
             .filter(|l| l.starts_with("| `"))
-            .flat_map(|l| l.split('|').nth(1).unwrap_or("").split(',').map(|k| k.trim().trim_matches('`').to_string()).collect::<Vec<_>>())
+            .flat_map(|l| {
+                l.split('|')
+                    .nth(1)
+                    .unwrap_or("")
+                    .split(',')
+                    .map(|k| k.trim().trim_matches('`').to_string())
+                    .collect::<Vec<_>>()
+            })
             .collect();
         let mut keys = server_keys();
         named.sort();

@@ -20,7 +20,13 @@ pub const NCU_INSTALL_HINT: &str = "Nsight Compute (ncu) ships with the CUDA too
 set the ncu setting or KERNELPRO_NCU to its path, or add it to PATH.";
 
 pub fn nvcc_install_hint(editor: crate::editor::Editor) -> String {
-    format!("To install it, {}. {}", editor.install_cuda_hint(), NVCC_INSTALL_HINT.replace("Install the CUDA compiler wheels into", "Or install the CUDA compiler wheels into").replace("the nvcc setting", &editor.setting("nvcc")))
+    format!(
+        "To install it, {}. {}",
+        editor.install_cuda_hint(),
+        NVCC_INSTALL_HINT
+            .replace("Install the CUDA compiler wheels into", "Or install the CUDA compiler wheels into")
+            .replace("the nvcc setting", &editor.setting("nvcc"))
+    )
 }
 
 pub fn ncu_install_hint(editor: crate::editor::Editor) -> String {
@@ -158,7 +164,12 @@ mod tests {
         let path = ("PATH", t.path().join("pathdir").display().to_string());
         let roots = vec![t.path().join("proj")];
         check(std::slice::from_ref(&home), vec![], Some(Path::new("/x/nvcc")), Some((Path::new("/x/nvcc"), "setting")));
-        check(&[("KERNELPRO_NVCC", "/y/nvcc".into()), home.clone()], vec![], None, Some((Path::new("/y/nvcc"), "environment variable")));
+        check(
+            &[("KERNELPRO_NVCC", "/y/nvcc".into()), home.clone()],
+            vec![],
+            None,
+            Some((Path::new("/y/nvcc"), "environment variable")),
+        );
         check(&[home.clone(), path.clone()], vec![], None, Some((&home_nvcc, "CUDA_HOME")));
         check(std::slice::from_ref(&path), roots.clone(), None, Some((&path_nvcc, "PATH")));
         check(&[], roots, None, Some((&venv_nvcc, "project .venv")));
@@ -169,7 +180,8 @@ mod tests {
     fn the_workspace_is_searched_only_when_trusted_and_never_by_cwd() {
         let cwd = std::env::current_dir().unwrap();
         assert!(!Env::process().roots.contains(&cwd), "the working directory is searched: {:?}", Env::process().roots);
-        let mut settings = crate::settings::Settings { project_roots: vec![PathBuf::from("/work/ws")], ..Default::default() };
+        let mut settings =
+            crate::settings::Settings { project_roots: vec![PathBuf::from("/work/ws")], ..Default::default() };
         assert!(!Env::for_settings(&settings).roots.contains(&PathBuf::from("/work/ws")));
         settings.trusted = true;
         assert_eq!(Env::for_settings(&settings).roots.first(), Some(&PathBuf::from("/work/ws")));

@@ -29,43 +29,57 @@ fn check(kernel_file: &str, expected: Expect) {
 
 #[test]
 fn strided_copy() {
-    check("strided_copy", expect![[r#"
+    check(
+        "strided_copy",
+        expect![[r#"
         strided_copy: memory-bound · L2 85% of peak · 0 FLOP/B · 260.4 µs
           11 Uncoalesced
           11 WarpStall
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn transpose() {
-    check("transpose", expect![[r#"
+    check(
+        "transpose",
+        expect![[r#"
         transpose: memory-bound · L1/shared 64% of peak · 0 FLOP/B · 123.5 µs
           15 SharedBankConflicts
           15 Vectorization
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn histogram() {
-    check("histogram", expect![[r#"
+    check(
+        "histogram",
+        expect![[r#"
         histogram: latency-bound · L2 2% of peak · 0 FLOP/B · 4.33 ms
           11 ContendedAtomics
           9 LaunchOverhead
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn reduction() {
-    check("reduction", expect![[r#"
+    check(
+        "reduction",
+        expect![[r#"
         reduce_sum: latency-bound · L1/shared 53% of peak · 0.24 FLOP/B · 118.2 µs
           13 WarpStall
           9 LaunchOverhead
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn softmax() {
-    check("softmax", expect![[r#"
+    check(
+        "softmax",
+        expect![[r#"
         softmax_rows: memory-bound · L1/shared 66% of peak · 0.50 FLOP/B · 428.4 µs
           16 Uncoalesced
           18 Uncoalesced
@@ -73,25 +87,32 @@ fn softmax() {
           19 SharedMemTiling
           19 WarpStall
           12 TailEffect
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn elementwise_fp64() {
-    check("elementwise_fp64", expect![[r#"
+    check(
+        "elementwise_fp64",
+        expect![[r#"
         elementwise: latency-bound · L2 60% of peak · 1.3 FLOP/B · 52.4 µs
           12 WarpStall
           12 FP64Math
           10 LaunchOverhead
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn stencil2d() {
-    check("stencil2d", expect![[r#"
+    check(
+        "stencil2d",
+        expect![[r#"
         stencil: latency-bound · L2 64% of peak · 0.38 FLOP/B · 61.1 µs
           13 WarpStall
           13 FP64Math
           8 LaunchOverhead
-    "#]]);
+    "#]],
+    );
 }

@@ -36,10 +36,7 @@ fn planted() -> FileAnalysis {
     analysis(
         "planted.cu",
         &read("planted.cu"),
-        Some((
-            &read("planted.sm90.nvdisasm.txt"),
-            &read("planted.sm90.ptxas.txt"),
-        )),
+        Some((&read("planted.sm90.nvdisasm.txt"), &read("planted.sm90.ptxas.txt"))),
     )
 }
 
@@ -52,15 +49,7 @@ fn opcodes_of(markdown: &str) -> Vec<String> {
     markdown
         .lines()
         .filter(|l| l.starts_with("/*"))
-        .map(|l| {
-            l.split(';')
-                .next()
-                .unwrap()
-                .split_whitespace()
-                .nth(1)
-                .unwrap()
-                .to_string()
-        })
+        .map(|l| l.split(';').next().unwrap().split_whitespace().nth(1).unwrap().to_string())
         .collect()
 }
 
@@ -71,9 +60,7 @@ fn busy_line_summary_then_costly_instructions_first() {
     let md = line_hover(&a, 27).unwrap();
     let head: Vec<&str> = md
         .lines()
-        .filter(|l| {
-            l.starts_with("SASS of line") || l.starts_with("Costly") || l.starts_with("// …")
-        })
+        .filter(|l| l.starts_with("SASS of line") || l.starts_with("Costly") || l.starts_with("// …"))
         .collect();
     expect![[r#"
         SASS of line 28 in `spill_accumulators`: 772 instructions: 385 local-memory (LDL, STL)
@@ -82,12 +69,7 @@ fn busy_line_summary_then_costly_instructions_first() {
     .assert_eq(&head.join("\n"));
     let shown = opcodes_of(&md);
     assert_eq!(shown.len(), 16);
-    assert!(
-        shown
-            .iter()
-            .all(|op| op.starts_with("LDL") || op.starts_with("STL")),
-        "{shown:?}"
-    );
+    assert!(shown.iter().all(|op| op.starts_with("LDL") || op.starts_with("STL")), "{shown:?}");
     // The full listing has every instruction, in program order.
     let full = sass_listing(&a, 27).unwrap();
     assert_eq!(opcodes_of(&full).len(), 772);
@@ -174,8 +156,7 @@ fn kernel_without_resources_says_why() {
 
         The last compile failed: see the errors."#]],
     );
-    let uncompiled =
-        FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &Settings::default());
+    let uncompiled = FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &Settings::default());
     check(
         hover_markdown(&uncompiled, Pos::new(1, 17)),
         expect![[r#"
@@ -192,11 +173,7 @@ fn kernel_without_resources_says_why() {
             "No SASS yet: save the file (in a trusted workspace) to compile it.".to_string(),
         ]
     );
-    let no_instance = analysis(
-        "t.cu",
-        "template <typename T> __global__ void k(T* y) { y[0] = 1; }\n",
-        Some(("", "")),
-    );
+    let no_instance = analysis("t.cu", "template <typename T> __global__ void k(T* y) { y[0] = 1; }\n", Some(("", "")));
     assert!(
         hover_markdown(&no_instance, Pos::new(0, 38))
             .unwrap()

@@ -78,10 +78,7 @@ impl fmt::Display for Unsupported {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Unsupported::MixedInputs => write!(f, "A and B have different element types"),
-            Unsupported::Threads(t) => write!(
-                f,
-                "the block has {t} threads; the CuTe GEMM tiles for 128 or 256"
-            ),
+            Unsupported::Threads(t) => write!(f, "the block has {t} threads; the CuTe GEMM tiles for 128 or 256"),
             Unsupported::Operand(p) => {
                 write!(f, "`{p}` is not a writable pointer parameter of the kernel")
             }
@@ -144,24 +141,15 @@ fn gemm_for(
         return Err(Unsupported::Threads(threads));
     }
     for (name, written) in [(&shape.a, false), (&shape.b, false), (&shape.c, true)] {
-        if !params
-            .iter()
-            .any(|p| &p.name == name && p.pointer && !(written && p.is_const))
-        {
+        if !params.iter().any(|p| &p.name == name && p.pointer && !(written && p.is_const)) {
             return Err(Unsupported::Operand(name.clone()));
         }
     }
-    let math = if shape.a_type == Elem::Float {
-        Math::SimtFp32
-    } else {
-        Math::TensorCore
-    };
+    let math = if shape.a_type == Elem::Float { Math::SimtFp32 } else { Math::TensorCore };
     let plan = Plan::new(shape, math, threads, stages);
     let function = helper_name(kernel_name);
     let scale = shape.alpha_beta.as_ref();
-    let call_scale = scale.map_or(String::new(), |s| {
-        format!(", float({}), float({})", s.alpha, s.beta)
-    });
+    let call_scale = scale.map_or(String::new(), |s| format!(", float({}), float({})", s.alpha, s.beta));
     let body = format!(
         "{{\n  {function}({}, {}, {}, int({}), int({}), int({}){call_scale});\n}}",
         shape.a, shape.b, shape.c, shape.m.expr, shape.n.expr, shape.k.expr
@@ -175,14 +163,7 @@ fn gemm_for(
     };
     let replacements = [
         ("@FUNCTION@", function.clone()),
-        (
-            "@SCALE_PARAMS@",
-            if scale.is_some() {
-                ", float alpha, float beta".into()
-            } else {
-                String::new()
-            },
-        ),
+        ("@SCALE_PARAMS@", if scale.is_some() { ", float alpha, float beta".into() } else { String::new() }),
         ("@TA@", shape.a_type.cute().into()),
         ("@TB@", shape.b_type.cute().into()),
         ("@TC@", shape.c_type.cute().into()),
@@ -215,24 +196,13 @@ fn gemm_for(
         Math::SimtFp32 => format!("{HEAD}{SM80_MAINLOOP}}}\n\n"),
     };
     let hopper = wgmma::replacements(shape.a_type, plan.a_k_major, plan.b_k_major, threads);
-    let helpers = replacements
-        .iter()
-        .chain(hopper.iter())
-        .fold(template, |t, (key, value)| t.replace(key, value));
+    let helpers = replacements.iter().chain(hopper.iter()).fold(template, |t, (key, value)| t.replace(key, value));
     // Two CTAs a multiprocessor (96 KiB of shared memory) hide the mma.sync
     // pipeline's latency better than one with more registers: 322 against
     // 218 TFLOP/s for bf16 4096³ on an H200, with a few bytes of spills. The
     // WGMMA loop fits the same bound without spills (about 108 registers).
-    let launch_bounds =
-        (math == Math::TensorCore).then(|| format!("__launch_bounds__({threads}, 2)"));
-    Ok(CuteKernel {
-        helpers,
-        body,
-        launch_bounds,
-        math,
-        note: plan.summary(shape),
-        launch: None,
-    })
+    let launch_bounds = (math == Math::TensorCore).then(|| format!("__launch_bounds__({threads}, 2)"));
+    Ok(CuteKernel { helpers, body, launch_bounds, math, note: plan.summary(shape), launch: None })
 }
 
 /// The launch-changing rewrite of a 16-bit product (see `warp_specialized.rs`):
@@ -357,11 +327,7 @@ impl Plan {
         let math = match self.math {
             Math::TensorCore => format!(
                 "SM80 mma.sync {} tensor cores (WGMMA 64x128x16 on sm_90a), fp32 accumulate",
-                if shape.a_type == Elem::Bf16 {
-                    "bf16"
-                } else {
-                    "fp16"
-                }
+                if shape.a_type == Elem::Bf16 { "bf16" } else { "fp16" }
             ),
             Math::SimtFp32 => "fp32 UniversalFMA".to_string(),
         };
@@ -378,12 +344,16 @@ impl Plan {
 /// launch-changing rewrite the same helper is the other path.
 fn limit_comment(math: Math, role: Role) -> &'static str {
     match (math, role) {
-        (Math::TensorCore, Role::Keeping) => "// It keeps the kernel's launch, so its pipeline has the 48 KiB of shared memory a launch
+        (Math::TensorCore, Role::Keeping) => {
+            "// It keeps the kernel's launch, so its pipeline has the 48 KiB of shared memory a launch
 // without dynamic shared memory gets: about half of cuBLAS's speed on an H200. The recipe's
 // other rewrite changes the launch (384 threads, dynamic shared memory) and is about 1.7x faster.
-",
-        (Math::TensorCore, Role::Fallback) => "// The path for any launch other than the spec's, and where nvcc does not target sm_90a.
-",
+"
+        }
+        (Math::TensorCore, Role::Fallback) => {
+            "// The path for any launch other than the spec's, and where nvcc does not target sm_90a.
+"
+        }
         (Math::SimtFp32, _) => "",
     }
 }
@@ -392,8 +362,7 @@ fn limit_comment(math: Math, role: Role) -> &'static str {
 fn tensor_core_operand(k_major: bool, ty: &str, threads: u32) -> Operand {
     if k_major {
         Operand {
-            smem: "composition(Swizzle<2, 3, 3>{}, Layout<Shape<_8, _32>, Stride<_32, _1>>{})"
-                .into(),
+            smem: "composition(Swizzle<2, 3, 3>{}, Layout<Shape<_8, _32>, Stride<_32, _1>>{})".into(),
             gmem_copy: format!(
                 "make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, {ty}>{{}}, Layout<Shape<_{}, _4>, Stride<_4, _1>>{{}}, Layout<Shape<_1, _8>>{{}})",
                 threads / 4
@@ -402,8 +371,7 @@ fn tensor_core_operand(k_major: bool, ty: &str, threads: u32) -> Operand {
         }
     } else {
         Operand {
-            smem: "composition(Swizzle<3, 3, 3>{}, Layout<Shape<_64, _8>, Stride<_1, _64>>{})"
-                .into(),
+            smem: "composition(Swizzle<3, 3, 3>{}, Layout<Shape<_64, _8>, Stride<_1, _64>>{})".into(),
             gmem_copy: format!(
                 "make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL<uint128_t>, {ty}>{{}}, Layout<Shape<_16, _{}>, Stride<_1, _16>>{{}}, Layout<Shape<_8, _1>>{{}})",
                 threads / 16
@@ -420,10 +388,7 @@ fn simt_operand(k_major: bool, threads: u32) -> Operand {
     let s2r = "Copy_Atom<AutoVectorizingCopy, float>".to_string();
     if k_major {
         Operand {
-            smem: format!(
-                "Layout<Shape<_{TILE_MN}, _8>, Stride<_1, Int<{}>>>{{}}",
-                TILE_MN + 1
-            ),
+            smem: format!("Layout<Shape<_{TILE_MN}, _8>, Stride<_1, Int<{}>>>{{}}", TILE_MN + 1),
             gmem_copy: format!(
                 "make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS<float>, float>{{}}, Layout<Shape<_{}, _8>, Stride<_8, _1>>{{}}, Layout<Shape<_1, _1>>{{}})",
                 threads / 8

@@ -32,19 +32,9 @@ impl KernelInfo {
                 .collect(),
         };
         let launch = raw.and_then(|raw| {
-            kernelpro_spec::resolve(
-                raw,
-                &specs.file_lets,
-                &signature,
-                &ResolveOptions::default(),
-            )
-            .ok()
+            kernelpro_spec::resolve(raw, &specs.file_lets, &signature, &ResolveOptions::default()).ok()
         });
-        Some(KernelInfo {
-            spec_lines: raw.map(|r| r.lines.clone()).unwrap_or_default(),
-            func,
-            launch,
-        })
+        Some(KernelInfo { spec_lines: raw.map(|r| r.lines.clone()).unwrap_or_default(), func, launch })
     }
 
     pub fn param(&self, name: &str) -> Option<&Param> {
@@ -53,18 +43,9 @@ impl KernelInfo {
 
     /// An integer scalar parameter (the kind that can hold a matrix size).
     pub fn int_param(&self, name: &str) -> bool {
-        const INTS: [&str; 8] = [
-            "int",
-            "unsigned",
-            "unsigned int",
-            "long",
-            "long long",
-            "size_t",
-            "int64_t",
-            "int32_t",
-        ];
-        self.param(name)
-            .is_some_and(|p| !p.pointer && INTS.contains(&p.base.as_str()))
+        const INTS: [&str; 8] =
+            ["int", "unsigned", "unsigned int", "long", "long long", "size_t", "int64_t", "int32_t"];
+        self.param(name).is_some_and(|p| !p.pointer && INTS.contains(&p.base.as_str()))
     }
 
     /// The value the launch passes for the scalar parameter `name`.

@@ -9,11 +9,11 @@
 //! launch; the other also rewrites the spec's `grid`, `block` and `smem` for
 //! the warp-specialized kernel, which stays correct under the old launch.
 
-use kernelpro_model::Code;
 use crate::detect_gemm;
 use crate::generate::{CuteKernel, NewLaunch, cute_gemm_kernel, helper_name, launch_changing_gemm};
 use crate::kernel::KernelInfo;
 use crate::shape::{Dim, GemmShape};
+use kernelpro_model::Code;
 use kernelpro_recipes::{Recipe, Rewrite};
 
 pub struct CuteGemmRecipe;
@@ -33,8 +33,7 @@ impl Recipe for CuteGemmRecipe {
         &[Code::TensorCore, Code::SharedMemTiling]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let (Some(shape), Some(k)) = (detect_gemm(text, kernel), KernelInfo::find(text, kernel))
-        else {
+        let (Some(shape), Some(k)) = (detect_gemm(text, kernel), KernelInfo::find(text, kernel)) else {
             return Vec::new();
         };
         let Some(launch) = &k.launch else {
@@ -58,7 +57,8 @@ impl Recipe for CuteGemmRecipe {
         let (body_start, _) = k.func.body_bytes.expect("KernelInfo::find checks the body");
         // The user's own bound stays; it may not allow the new block either.
         let bounded = text[k.func.start_byte..body_start].contains("__launch_bounds__");
-        let mut rewrites = vec![Rewrite { source: assemble(text, &k, &keeping, bounded, Vec::new()), note: keeping.note }];
+        let mut rewrites =
+            vec![Rewrite { source: assemble(text, &k, &keeping, bounded, Vec::new()), note: keeping.note }];
         if let Ok(changing) = launch_changing_gemm(&shape, kernel, &k.func.params, threads)
             && let Some(new) = &changing.launch
             && !bounded
@@ -85,7 +85,13 @@ type LineEdit = (u32, std::ops::Range<usize>, String);
 /// rewritten in place, `smem` added after `block` when the spec has none.
 fn launch_lines(text: &str, k: &KernelInfo, shape: &GemmShape, new: &NewLaunch) -> Vec<LineEdit> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let grid = format!("grid = ceil_div({}, {}) * ceil_div({}, {})", spec_expr(k, &shape.m), new.tile_m, spec_expr(k, &shape.n), new.tile_n);
+    let grid = format!(
+        "grid = ceil_div({}, {}) * ceil_div({}, {})",
+        spec_expr(k, &shape.m),
+        new.tile_m,
+        spec_expr(k, &shape.n),
+        new.tile_n
+    );
     let block = format!("block = {}", new.threads);
     let smem = format!("smem = {}", new.smem);
     let mut edits = Vec::new();

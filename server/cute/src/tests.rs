@@ -3,10 +3,7 @@
 //! same files); each one compiled by the real nvcc with the CUTLASS wheel's
 //! headers; the toolchain flags.
 
-use crate::{
-    CuteGemmRecipe, GemmShape, Math, cute_arch, cute_flags, cute_gemm_kernel, cutlass_include,
-    detect_gemm,
-};
+use crate::{CuteGemmRecipe, GemmShape, Math, cute_arch, cute_flags, cute_gemm_kernel, cutlass_include, detect_gemm};
 use expect_test::{Expect, expect, expect_file};
 use kernelpro_recipes::Recipe;
 use std::path::{Path, PathBuf};
@@ -25,16 +22,8 @@ fn fixture(name: &str) -> String {
 }
 
 fn show(s: &GemmShape) -> String {
-    let dim = |d: &crate::Dim| {
-        format!(
-            "{}={}",
-            d.expr,
-            d.value.map_or("?".into(), |v| v.to_string())
-        )
-    };
-    let scale = s.alpha_beta.as_ref().map_or(String::new(), |x| {
-        format!(" C = {}*AB + {}*C", x.alpha, x.beta)
-    });
+    let dim = |d: &crate::Dim| format!("{}={}", d.expr, d.value.map_or("?".into(), |v| v.to_string()));
+    let scale = s.alpha_beta.as_ref().map_or(String::new(), |x| format!(" C = {}*AB + {}*C", x.alpha, x.beta));
     format!(
         "M {} N {} K {} | A {}:{:?}:{:?} B {}:{:?}:{:?} C {}:{:?}:{:?}{scale}",
         dim(&s.m),
@@ -55,15 +44,8 @@ fn show(s: &GemmShape) -> String {
 /// The detected product of each kernel, one line each (`-` when none).
 fn check_detect(file: &str, kernels: &[&str], expected: Expect) {
     let text = fixture(file);
-    let out: String = kernels
-        .iter()
-        .map(|k| {
-            format!(
-                "{k}: {}\n",
-                detect_gemm(&text, k).map_or("-".into(), |s| show(&s))
-            )
-        })
-        .collect();
+    let out: String =
+        kernels.iter().map(|k| format!("{k}: {}\n", detect_gemm(&text, k).map_or("-".into(), |s| show(&s)))).collect();
     expected.assert_eq(&out);
 }
 
@@ -121,14 +103,7 @@ fn detects_naive_loops() {
 fn leaves_other_kernels_alone() {
     check_detect(
         "not_gemm.cu",
-        &[
-            "transposed_b_index",
-            "extra_work",
-            "matmul_fp64",
-            "int_hint",
-            "odd_size",
-            "missing",
-        ],
+        &["transposed_b_index", "extra_work", "matmul_fp64", "int_hint", "odd_size", "missing"],
         expect![[r#"
         transposed_b_index: -
         extra_work: -
@@ -183,8 +158,16 @@ fn all_rewrites() -> Vec<(PathBuf, String, &'static [&'static str])> {
 #[test]
 fn rewrites_match_the_generated_snapshots() {
     let all = all_rewrites();
-    let launch: Vec<String> = all.iter().filter(|(p, ..)| p.parent().unwrap().ends_with("launch")).map(|(p, ..)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(launch, ["bf16_naive.cu", "bf16_hint_row_col.cu", "f16_naive.cu"], "16-bit products get a launch-changing rewrite");
+    let launch: Vec<String> = all
+        .iter()
+        .filter(|(p, ..)| p.parent().unwrap().ends_with("launch"))
+        .map(|(p, ..)| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        launch,
+        ["bf16_naive.cu", "bf16_hint_row_col.cu", "f16_naive.cu"],
+        "16-bit products get a launch-changing rewrite"
+    );
     for (path, source, _) in all {
         expect_file![path].assert_eq(&source);
     }
@@ -214,17 +197,8 @@ fn rewrite_keeps_everything_outside_the_body_and_helper_region() {
         ]
     "#]]
     .assert_debug_eq(&removed);
-    let launch = |t: &str| {
-        crate::kernel::KernelInfo::find(t, "matmul_bf16")
-            .unwrap()
-            .launch
-            .unwrap()
-    };
-    assert_eq!(
-        launch(&source),
-        launch(&text),
-        "the spec still belongs to the kernel and resolves the same"
-    );
+    let launch = |t: &str| crate::kernel::KernelInfo::find(t, "matmul_bf16").unwrap().launch.unwrap();
+    assert_eq!(launch(&source), launch(&text), "the spec still belongs to the kernel and resolves the same");
 
     // The launch-changing rewrite also replaces `grid` and `block`, and adds `smem`.
     let changing = rewrites(&text, "matmul_bf16").pop().unwrap();
@@ -252,28 +226,14 @@ fn rewrite_keeps_everything_outside_the_body_and_helper_region() {
 #[test]
 fn recipe_does_not_apply_where_the_fast_path_would_not_run() {
     let not_gemm = fixture("not_gemm.cu");
-    for kernel in [
-        "transposed_b_index",
-        "extra_work",
-        "matmul_fp64",
-        "int_hint",
-        "odd_size",
-    ] {
+    for kernel in ["transposed_b_index", "extra_work", "matmul_fp64", "int_hint", "odd_size"] {
         assert!(!CuteGemmRecipe.applies(&not_gemm, kernel), "{kernel}");
     }
-    let tuned = fixture("f32_naive.cu").replace(
-        "// kernelpro: block = (16, 16)",
-        "// kernelpro: tune T in [16, 32]\n// kernelpro: block = (T, T)",
-    );
-    assert!(
-        !CuteGemmRecipe.applies(&tuned, "matmul_naive"),
-        "a tune value may change the block"
-    );
+    let tuned = fixture("f32_naive.cu")
+        .replace("// kernelpro: block = (16, 16)", "// kernelpro: tune T in [16, 32]\n// kernelpro: block = (T, T)");
+    assert!(!CuteGemmRecipe.applies(&tuned, "matmul_naive"), "a tune value may change the block");
     let once = rewritten("f32_naive.cu", "matmul_naive");
-    assert!(
-        !CuteGemmRecipe.applies(&once, "matmul_naive"),
-        "a kernel already rewritten is left alone"
-    );
+    assert!(!CuteGemmRecipe.applies(&once, "matmul_naive"), "a kernel already rewritten is left alone");
     assert_eq!(
         (CuteGemmRecipe.name(), CuteGemmRecipe.answers()),
         ("CuteGemm", &[kernelpro_model::Code::TensorCore, kernelpro_model::Code::SharedMemTiling][..])
@@ -284,36 +244,18 @@ fn recipe_does_not_apply_where_the_fast_path_would_not_run() {
 fn generation_picks_the_math_and_refuses_unsupported_blocks() {
     let text = fixture("bf16_naive.cu");
     let shape = detect_gemm(&text, "matmul_bf16").unwrap();
-    let params = kernelpro_source::parse(&text)
-        .kernel("matmul_bf16")
-        .unwrap()
-        .params
-        .clone();
+    let params = kernelpro_source::parse(&text).kernel("matmul_bf16").unwrap().params.clone();
     let cute = cute_gemm_kernel(&shape, "matmul_bf16", &params, 256).unwrap();
     assert_eq!(cute.math, Math::TensorCore);
+    assert_eq!(cute.body, "{\n  kp_cute_gemm_matmul_bf16(A, B, C, int(N), int(N), int(N));\n}");
     assert_eq!(
-        cute.body,
-        "{\n  kp_cute_gemm_matmul_bf16(A, B, C, int(N), int(N), int(N));\n}"
-    );
-    assert_eq!(
-        cute_gemm_kernel(&shape, "matmul_bf16", &params, 1024)
-            .unwrap_err()
-            .to_string(),
+        cute_gemm_kernel(&shape, "matmul_bf16", &params, 1024).unwrap_err().to_string(),
         "the block has 1024 threads; the CuTe GEMM tiles for 128 or 256"
     );
     let f32 = fixture("f32_naive.cu");
     let shape = detect_gemm(&f32, "matmul_naive").unwrap();
-    let params = kernelpro_source::parse(&f32)
-        .kernel("matmul_naive")
-        .unwrap()
-        .params
-        .clone();
-    assert_eq!(
-        cute_gemm_kernel(&shape, "matmul_naive", &params, 128)
-            .unwrap()
-            .math,
-        Math::SimtFp32
-    );
+    let params = kernelpro_source::parse(&f32).kernel("matmul_naive").unwrap().params.clone();
+    assert_eq!(cute_gemm_kernel(&shape, "matmul_naive", &params, 128).unwrap().math, Math::SimtFp32);
 }
 
 #[test]
@@ -321,15 +263,7 @@ fn flags_upgrade_hopper_and_find_the_wheel() {
     assert_eq!(cute_arch("sm_90"), "sm_90a");
     assert_eq!(cute_arch("sm_80"), "sm_80");
     let flags = cute_flags("sm_90", Path::new("/x/include"));
-    assert_eq!(
-        flags,
-        [
-            "-std=c++17",
-            "--expt-relaxed-constexpr",
-            "-I/x/include",
-            "-arch=sm_90a"
-        ]
-    );
+    assert_eq!(flags, ["-std=c++17", "--expt-relaxed-constexpr", "-I/x/include", "-arch=sm_90a"]);
     let include = include_dir();
     assert!(include.join("cute/tensor.hpp").is_file());
     // With no CUTLASS anywhere, a bad setting is an error (the environment
@@ -353,8 +287,7 @@ fn nvcc() -> PathBuf {
 }
 
 fn include_dir() -> PathBuf {
-    cutlass_include(None, &[repo()])
-        .unwrap_or_else(|e| panic!("{e} (the CuTe compile tests need the headers)"))
+    cutlass_include(None, &[repo()]).unwrap_or_else(|e| panic!("{e} (the CuTe compile tests need the headers)"))
 }
 
 #[test]
@@ -401,7 +334,10 @@ fn bf16_gemm_matches_the_naive_kernel_on_the_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let generated = repo().join("tests/fixtures/cute/generated");
     let changing = generated.join("launch/bf16_naive.cu");
-    let spec = crate::kernel::KernelInfo::find(&std::fs::read_to_string(&changing).unwrap(), "matmul_bf16").unwrap().launch.unwrap();
+    let spec = crate::kernel::KernelInfo::find(&std::fs::read_to_string(&changing).unwrap(), "matmul_bf16")
+        .unwrap()
+        .launch
+        .unwrap();
     let own_launch = [
         "-DKP_BX=384".to_string(),
         "-DKP_BY=1".into(),
@@ -464,32 +400,20 @@ fn sixteen_bit_cases() -> Vec<(String, String, &'static str)> {
         ("bf16_row", fixture("bf16_naive.cu"), "matmul_bf16"),
         ("bf16_col", fixture("bf16_hint_row_col.cu"), "gemm_bf16_tn"),
         ("f16_row", fixture("f16_naive.cu"), "matmul_f16"),
-        (
-            "f16_col",
-            to_half(fixture("bf16_hint_row_col.cu")),
-            "gemm_bf16_tn",
-        ),
+        ("f16_col", to_half(fixture("bf16_hint_row_col.cu")), "gemm_bf16_tn"),
     ];
     sources
         .into_iter()
         .flat_map(|(name, text, kernel)| {
             let small = text.replace("block = (16, 16)", "block = (16, 8)");
-            [
-                (format!("{name}_256"), text, kernel),
-                (format!("{name}_128"), small, kernel),
-            ]
+            [(format!("{name}_256"), text, kernel), (format!("{name}_128"), small, kernel)]
         })
         .collect()
 }
 
 /// Compiles `source` to a cubin for `arch` (through [`cute_flags`]) and
 /// returns ptxas's report and the SASS listing.
-fn build_cubin(
-    dir: &Path,
-    name: &str,
-    source: &str,
-    arch: &str,
-) -> std::thread::JoinHandle<(String, String)> {
+fn build_cubin(dir: &Path, name: &str, source: &str, arch: &str) -> std::thread::JoinHandle<(String, String)> {
     let (nvcc, include) = (nvcc(), include_dir());
     let cu = dir.join(format!("{name}_{arch}.cu"));
     std::fs::write(&cu, source).unwrap();
@@ -506,11 +430,7 @@ fn build_cubin(
             .unwrap();
         let log = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{name} {arch}:\n{log}");
-        let sass = Command::new(nvcc.with_file_name("cuobjdump"))
-            .arg("-sass")
-            .arg(&cubin)
-            .output()
-            .unwrap();
+        let sass = Command::new(nvcc.with_file_name("cuobjdump")).arg("-sass").arg(&cubin).output().unwrap();
         assert!(sass.status.success(), "cuobjdump {name} {arch}");
         (log, String::from_utf8_lossy(&sass.stdout).into_owned())
     })
@@ -518,9 +438,7 @@ fn build_cubin(
 
 /// The number before `unit` in ptxas's report (`Used 108 registers`, `49152 bytes smem`).
 fn ptxas_number(log: &str, unit: &str) -> u32 {
-    let at = log
-        .find(unit)
-        .unwrap_or_else(|| panic!("no `{unit}` in:\n{log}"));
+    let at = log.find(unit).unwrap_or_else(|| panic!("no `{unit}` in:\n{log}"));
     log[..at]
         .split_whitespace()
         .last()
@@ -539,17 +457,9 @@ fn sixteen_bit_gemms_use_wgmma_on_hopper() {
     for (name, text, kernel) in sixteen_bit_cases() {
         let source = rewritten_text(&text, kernel);
         if name == "bf16_row_256" {
-            builds.push((
-                name.clone(),
-                "sm_80",
-                build_cubin(dir.path(), &name, &source, "sm_80"),
-            ));
+            builds.push((name.clone(), "sm_80", build_cubin(dir.path(), &name, &source, "sm_80")));
         }
-        builds.push((
-            name.clone(),
-            "sm_90",
-            build_cubin(dir.path(), &name, &source, "sm_90"),
-        ));
+        builds.push((name.clone(), "sm_90", build_cubin(dir.path(), &name, &source, "sm_90")));
     }
     for (name, arch, build) in builds {
         let (log, sass) = build.join().unwrap();
@@ -563,15 +473,9 @@ fn sixteen_bit_gemms_use_wgmma_on_hopper() {
             assert!(!log.contains("C7514"), "{case}");
             let threads = if name.ends_with("_128") { 128 } else { 256 };
             let registers = ptxas_number(&log, "registers");
-            assert!(
-                registers * threads * 2 <= 65536,
-                "{case}: {registers} registers leave no room for two CTAs"
-            );
+            assert!(registers * threads * 2 <= 65536, "{case}: {registers} registers leave no room for two CTAs");
         } else {
-            assert!(
-                sass.contains("HMMA.16816.F32") && !sass.contains("HGMMA"),
-                "{case}"
-            );
+            assert!(sass.contains("HMMA.16816.F32") && !sass.contains("HGMMA"), "{case}");
         }
     }
 }

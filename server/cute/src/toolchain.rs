@@ -8,12 +8,7 @@ use std::path::{Path, PathBuf};
 pub fn cutlass_include(setting: Option<&Path>, roots: &[PathBuf]) -> Result<PathBuf, String> {
     kernelpro_cutlass::find_root(setting, roots)
         .map(|root| root.join("include"))
-        .ok_or_else(|| {
-            format!(
-                "no CUTLASS headers found. {}",
-                kernelpro_cutlass::CUTLASS_INSTALL_HINT
-            )
-        })
+        .ok_or_else(|| format!("no CUTLASS headers found. {}", kernelpro_cutlass::CUTLASS_INSTALL_HINT))
 }
 
 /// The architecture to build CuTe code for: Hopper's `sm_90` becomes `sm_90a`,

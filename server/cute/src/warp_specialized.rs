@@ -40,14 +40,18 @@ fn operand(k_major: bool, ty: &str, mn: char, tile: char, ptr: &str) -> [String;
     if k_major {
         // Rows of 64 K elements (128 bytes): 64-row TMA boxes, stacked along MN.
         [
-            format!("tile_to_shape(GMMA::Layout_K_SW128_Atom<{ty}>{{}}, make_shape(Int<b{mn}>{{}}, Int<bK>{{}}, Int<bP>{{}}))"),
+            format!(
+                "tile_to_shape(GMMA::Layout_K_SW128_Atom<{ty}>{{}}, make_shape(Int<b{mn}>{{}}, Int<bK>{{}}, Int<bP>{{}}))"
+            ),
             format!("{ptr}, K, {mn}, uint64_t(K) * sizeof({ty})"),
             format!("k * bK, t{} * b{mn} + h * 64", tile),
         ]
     } else {
         // 64-wide MN columns, all K rows of one before the next: one box each.
         [
-            format!("tile_to_shape(GMMA::Layout_MN_SW128_Atom<{ty}>{{}}, make_shape(Int<b{mn}>{{}}, Int<bK>{{}}, Int<bP>{{}}), Step<_2, _1, _3>{{}})"),
+            format!(
+                "tile_to_shape(GMMA::Layout_MN_SW128_Atom<{ty}>{{}}, make_shape(Int<b{mn}>{{}}, Int<bK>{{}}, Int<bP>{{}}), Step<_2, _1, _3>{{}})"
+            ),
             format!("{ptr}, {mn}, K, uint64_t({mn}) * sizeof({ty})"),
             format!("t{} * b{mn} + h * 64, k * bK", tile),
         ]
@@ -84,7 +88,14 @@ pub(crate) fn helper(shape: &GemmShape, kernel_name: &str, fallback: &str) -> St
         ("@MAP_B@", map_b),
         ("@AT_A@", at_a),
         ("@AT_B@", at_b),
-        ("@MMA@", format!("make_tiled_mma({op}<{}, {}>{{}}, Layout<Shape<_2, _1, _1>>{{}})", major(a_k_major), major(b_k_major))),
+        (
+            "@MMA@",
+            format!(
+                "make_tiled_mma({op}<{}, {}>{{}}, Layout<Shape<_2, _1, _1>>{{}})",
+                major(a_k_major),
+                major(b_k_major)
+            ),
+        ),
         ("@ELEMTYPE@", elemtype.to_string()),
         ("@EPILOGUE@", epilogue.into()),
         ("@SMEM_BYTES@", smem_bytes().to_string()),

@@ -14,12 +14,7 @@ use crate::shape::Elem;
 
 /// `@GMMA_…@` replacements for [`MAINLOOP`]: the shared-memory layout atoms
 /// for A and B (by majorness, K tile 32) and the tiled MMA.
-pub(crate) fn replacements(
-    elem: Elem,
-    a_k_major: bool,
-    b_k_major: bool,
-    threads: u32,
-) -> [(&'static str, String); 3] {
+pub(crate) fn replacements(elem: Elem, a_k_major: bool, b_k_major: bool, threads: u32) -> [(&'static str, String); 3] {
     let ty = elem.cute();
     // A K-major row of the 32-wide K tile is 64 bytes: the SW64 atom (8×32).
     // MN-major tiles are 128 elements wide: the SW128 atom (64×8).
@@ -31,11 +26,7 @@ pub(crate) fn replacements(
         }
     };
     let major = |k_major: bool| {
-        if k_major {
-            "GMMA::Major::K"
-        } else {
-            "GMMA::Major::MN"
-        }
+        if k_major { "GMMA::Major::K" } else { "GMMA::Major::MN" }
     };
     let op = match elem {
         Elem::Bf16 => "SM90_64x128x16_F32BF16BF16_SS",

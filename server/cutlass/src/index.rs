@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 /// host utilities (a checkout's tests, docs and Python are left out).
 const INDEXED_DIRS: [&str; 3] = ["include", "examples", "tools/util/include"];
 
-const SOURCE_EXTENSIONS: [&str; 10] = [
-    "h", "hpp", "hxx", "cuh", "inl", "cu", "cpp", "cc", "md", "py",
-];
+const SOURCE_EXTENSIONS: [&str; 10] = ["h", "hpp", "hxx", "cuh", "inl", "cu", "cpp", "cc", "md", "py"];
 
 /// Larger files are generated tables, not something to read.
 const MAX_FILE_BYTES: u64 = 2 << 20;
@@ -24,10 +22,7 @@ pub enum BuildError {
     #[error("{0} is not a CUTLASS tree (no include/cute and include/cutlass)")]
     NotCutlass(PathBuf),
     #[error("reading {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,11 +50,7 @@ impl SourceFile {
     /// The 0-based line `i`, without its line break.
     pub fn line(&self, i: usize) -> &str {
         let start = self.line_starts[i];
-        let end = self
-            .line_starts
-            .get(i + 1)
-            .copied()
-            .unwrap_or(self.text.len());
+        let end = self.line_starts.get(i + 1).copied().unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
@@ -99,10 +90,7 @@ pub struct Index {
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index")
-            .field("root", &self.root)
-            .field("files", &self.files.len())
-            .finish()
+        f.debug_struct("Index").field("root", &self.root).field("files", &self.files.len()).finish()
     }
 }
 
@@ -112,10 +100,8 @@ impl Index {
             return Err(BuildError::NotCutlass(root.to_path_buf()));
         }
         let started = Instant::now();
-        let canonical_root = std::fs::canonicalize(root).map_err(|source| BuildError::Io {
-            path: root.to_path_buf(),
-            source,
-        })?;
+        let canonical_root =
+            std::fs::canonicalize(root).map_err(|source| BuildError::Io { path: root.to_path_buf(), source })?;
         let mut paths = Vec::new();
         for dir in INDEXED_DIRS {
             collect_sources(&canonical_root, &root.join(dir), &mut paths)?;
@@ -131,16 +117,9 @@ impl Index {
             build_time: Duration::ZERO,
         };
         for path in paths {
-            let bytes = std::fs::read(&path).map_err(|source| BuildError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            let bytes = std::fs::read(&path).map_err(|source| BuildError::Io { path: path.clone(), source })?;
             let relative = path.strip_prefix(root).unwrap_or(&path);
-            let relative = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
+            let relative = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
             index.add(relative, String::from_utf8_lossy(&bytes).into_owned());
         }
         index.build_time = started.elapsed();
@@ -150,20 +129,13 @@ impl Index {
     fn add(&mut self, path: String, text: String) {
         let id = self.files.len() as u32;
         let line_starts: Vec<usize> = std::iter::once(0)
-            .chain(
-                text.match_indices('\n')
-                    .map(|(i, _)| i + 1)
-                    .filter(|&i| i < text.len()),
-            )
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| i < text.len()))
             .collect();
         for (line, window) in line_starts.iter().enumerate() {
             let end = line_starts.get(line + 1).copied().unwrap_or(text.len());
             let line_text = &text[*window..end];
             for (s, e) in identifiers(line_text) {
-                let posting = Posting {
-                    file: id,
-                    line: line as u32,
-                };
+                let posting = Posting { file: id, line: line as u32 };
                 let ident = &line_text[s..e];
                 match self.postings.get_mut(ident) {
                     // One posting per line, however often the identifier occurs on it.
@@ -183,12 +155,7 @@ impl Index {
             FileKind::Other
         };
         self.by_path.insert(path.clone(), id as usize);
-        self.files.push(SourceFile {
-            path,
-            text,
-            line_starts,
-            kind,
-        });
+        self.files.push(SourceFile { path, text, line_starts, kind });
     }
 
     pub fn root(&self) -> &Path {
@@ -233,10 +200,7 @@ fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()
             continue; // optional directory (a wheel has no tools/util)
         };
         for entry in entries {
-            let entry = entry.map_err(|source| BuildError::Io {
-                path: dir.clone(),
-                source,
-            })?;
+            let entry = entry.map_err(|source| BuildError::Io { path: dir.clone(), source })?;
             let path = entry.path();
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue;
@@ -244,10 +208,7 @@ fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.len() <= MAX_FILE_BYTES
-                && path
-                    .extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
+                && path.extension().and_then(|e| e.to_str()).is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
                 && std::fs::canonicalize(&path).is_ok_and(|c| c.starts_with(root))
             {
                 out.push(path);

@@ -15,16 +15,9 @@ const WHEEL_SOURCE: &str = "cutlass_library/source";
 /// `$KERNELPRO_VENV`, and `ROOT/.venv` for each of `roots`.
 pub fn find_root(setting: Option<&Path>, roots: &[PathBuf]) -> Option<PathBuf> {
     let env = |name| std::env::var_os(name).map(PathBuf::from);
-    let direct = setting
-        .map(Path::to_path_buf)
-        .into_iter()
-        .chain(env("CUTLASS_PATH"));
-    let venvs = env("KERNELPRO_VENV")
-        .into_iter()
-        .chain(roots.iter().map(|r| r.join(".venv")));
-    direct
-        .chain(venvs.filter_map(|v| venv_source(&v)))
-        .find(|p| is_cutlass_root(p))
+    let direct = setting.map(Path::to_path_buf).into_iter().chain(env("CUTLASS_PATH"));
+    let venvs = env("KERNELPRO_VENV").into_iter().chain(roots.iter().map(|r| r.join(".venv")));
+    direct.chain(venvs.filter_map(|v| venv_source(&v))).find(|p| is_cutlass_root(p))
 }
 
 /// A CUTLASS root holds `include/cute` and `include/cutlass`.

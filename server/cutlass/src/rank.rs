@@ -24,11 +24,7 @@ pub fn score(kind: FileKind, line: &str, ident: Option<&str>) -> f32 {
     };
     let trimmed = line.trim_start();
     let comment =
-        if trimmed.starts_with("//") || trimmed.starts_with('*') || trimmed.starts_with("/*") {
-            COMMENT
-        } else {
-            0.0
-        };
+        if trimmed.starts_with("//") || trimmed.starts_with('*') || trimmed.starts_with("/*") { COMMENT } else { 0.0 };
     let definition = ident.map_or(0.0, |ident| {
         if comment != 0.0 {
             0.0
@@ -45,26 +41,13 @@ pub fn score(kind: FileKind, line: &str, ident: Option<&str>) -> f32 {
 
 /// `struct X`, `class X`, `using X =`, `#define X`, `enum class X`, `namespace X`, `concept X`.
 fn defines_type(line: &str, ident: &str) -> bool {
-    const INTRODUCERS: [&str; 8] = [
-        "struct",
-        "class",
-        "union",
-        "enum",
-        "using",
-        "#define",
-        "namespace",
-        "concept",
-    ];
+    const INTRODUCERS: [&str; 8] = ["struct", "class", "union", "enum", "using", "#define", "namespace", "concept"];
     let words: Vec<&str> = line
         .split(|c: char| c.is_whitespace() || c == '{' || c == ':' || c == '<' || c == ';')
         .filter(|w| !w.is_empty())
         .collect();
-    words
-        .windows(2)
-        .any(|w| INTRODUCERS.contains(&w[0]) && w[1] == ident)
-        || words
-            .windows(3)
-            .any(|w| w[0] == "enum" && w[1] == "class" && w[2] == ident)
+    words.windows(2).any(|w| INTRODUCERS.contains(&w[0]) && w[1] == ident)
+        || words.windows(3).any(|w| w[0] == "enum" && w[1] == "class" && w[2] == ident)
 }
 
 /// `X(` preceded only by a return type or attributes: no assignment, call
@@ -83,10 +66,7 @@ fn defines_function(line: &str, ident: &str) -> bool {
 }
 
 fn indentation(line: &str) -> usize {
-    line.chars()
-        .take_while(|c| c.is_whitespace())
-        .map(|c| if c == '\t' { 4 } else { 1 })
-        .sum()
+    line.chars().take_while(|c| c.is_whitespace()).map(|c| if c == '\t' { 4 } else { 1 }).sum()
 }
 
 /// The first occurrence of `word` in `line` as a whole identifier.
@@ -94,8 +74,7 @@ fn find_word(line: &str, word: &str) -> Option<usize> {
     let bytes = line.as_bytes();
     line.match_indices(word).map(|(i, _)| i).find(|&i| {
         let end = i + word.len();
-        (i == 0 || !is_ident_byte(bytes[i - 1]))
-            && (end == bytes.len() || !is_ident_byte(bytes[end]))
+        (i == 0 || !is_ident_byte(bytes[i - 1])) && (end == bytes.len() || !is_ident_byte(bytes[end]))
     })
 }
 
@@ -104,11 +83,7 @@ mod tests {
     use super::*;
 
     fn check(line: &str, expected: f32) {
-        assert_eq!(
-            score(FileKind::Header, line, Some("make_tiled_mma")),
-            expected,
-            "{line}"
-        );
+        assert_eq!(score(FileKind::Header, line, Some("make_tiled_mma")), expected, "{line}");
     }
 
     #[test]
@@ -116,14 +91,8 @@ mod tests {
         check("struct make_tiled_mma {", 12.0);
         check("using make_tiled_mma = int;", 12.0);
         check("make_tiled_mma(MMA_Atom<MMA_Op> const& mma_atom,", 8.0);
-        check(
-            "CUTE_HOST_DEVICE constexpr auto make_tiled_mma(Op const&)",
-            8.0,
-        );
-        check(
-            "auto tiled_mma = make_tiled_mma(SM90_64x128x16_F32BF16BF16_SS{});",
-            2.0,
-        );
+        check("CUTE_HOST_DEVICE constexpr auto make_tiled_mma(Op const&)", 8.0);
+        check("auto tiled_mma = make_tiled_mma(SM90_64x128x16_F32BF16BF16_SS{});", 2.0);
         check("return make_tiled_mma(atom, layout);", 2.0);
         check("  cute::make_tiled_mma(op)", 2.0);
         check("      make_tiled_mma(", 2.0);

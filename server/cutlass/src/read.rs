@@ -12,10 +12,7 @@ pub struct ReadLimits {
 
 impl Default for ReadLimits {
     fn default() -> Self {
-        ReadLimits {
-            max_lines: 400,
-            max_bytes: 32 * 1024,
-        }
+        ReadLimits { max_lines: 400, max_bytes: 32 * 1024 }
     }
 }
 
@@ -39,12 +36,7 @@ pub enum ReadError {
     #[error("no file `{0}` in the CUTLASS tree")]
     NotFound(String),
     #[error("lines {start}-{end} are not in `{path}` ({total} lines)")]
-    BadRange {
-        path: String,
-        start: usize,
-        end: usize,
-        total: usize,
-    },
+    BadRange { path: String, start: usize, end: usize, total: usize },
 }
 
 impl Index {
@@ -61,12 +53,7 @@ impl Index {
         let total = file.line_count();
         let start = start.max(1);
         if end < start || start > total {
-            return Err(ReadError::BadRange {
-                path: file.path.clone(),
-                start,
-                end,
-                total,
-            });
+            return Err(ReadError::BadRange { path: file.path.clone(), start, end, total });
         }
         let wanted_end = end.min(total);
         let mut last = (start + self.read_limits.max_lines - 1).min(wanted_end);
@@ -83,12 +70,8 @@ impl Index {
         if last < start {
             // A single line longer than the byte cap: return its head.
             let line = file.line(start - 1);
-            let cut = line
-                .char_indices()
-                .map(|(i, _)| i)
-                .take_while(|&i| i < self.read_limits.max_bytes)
-                .last()
-                .unwrap_or(0);
+            let cut =
+                line.char_indices().map(|(i, _)| i).take_while(|&i| i < self.read_limits.max_bytes).last().unwrap_or(0);
             text = format!("{}\n", &line[..cut]);
             last = start;
         }
@@ -107,11 +90,7 @@ impl Index {
     fn relative(&self, path: &str) -> Result<String, ReadError> {
         let outside = || ReadError::OutsideTree(path.to_owned());
         let given = Path::new(path.trim());
-        let inner = if given.is_absolute() {
-            given.strip_prefix(&self.root).map_err(|_| outside())?
-        } else {
-            given
-        };
+        let inner = if given.is_absolute() { given.strip_prefix(&self.root).map_err(|_| outside())? } else { given };
         let mut parts = Vec::new();
         for component in inner.components() {
             match component {

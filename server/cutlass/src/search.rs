@@ -23,11 +23,7 @@ pub struct SearchLimits {
 
 impl Default for SearchLimits {
     fn default() -> Self {
-        SearchLimits {
-            context_lines: 3,
-            max_line_chars: 200,
-            hits_per_file: 3,
-        }
+        SearchLimits { context_lines: 3, max_line_chars: 200, hits_per_file: 3 }
     }
 }
 
@@ -84,25 +80,16 @@ struct Candidate {
 impl Index {
     /// The best `limit` hits for `query`, in files whose relative path matches
     /// `path_glob` (`include/cute/**`, or `*.hpp` and `cute/**` anywhere).
-    pub fn search(
-        &self,
-        query: &str,
-        path_glob: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Hit>, SearchError> {
+    pub fn search(&self, query: &str, path_glob: Option<&str>, limit: usize) -> Result<Vec<Hit>, SearchError> {
         let query = query.trim();
         if query.is_empty() {
             return Err(SearchError::Empty);
         }
         let filter = PathFilter::new(path_glob)?;
-        let candidates = if let Some(pattern) =
-            query.strip_prefix('/').and_then(|q| q.strip_suffix('/'))
-        {
-            let re = Regex::new(pattern)
-                .map_err(|e| SearchError::Regex(pattern.to_owned(), e.to_string()))?;
+        let candidates = if let Some(pattern) = query.strip_prefix('/').and_then(|q| q.strip_suffix('/')) {
+            let re = Regex::new(pattern).map_err(|e| SearchError::Regex(pattern.to_owned(), e.to_string()))?;
             self.scan(&filter, &re, &[], Scope::Line, None)
-        } else if let Some(ident) = as_identifier(query).filter(|i| self.postings.contains_key(*i))
-        {
+        } else if let Some(ident) = as_identifier(query).filter(|i| self.postings.contains_key(*i)) {
             self.identifier(&filter, ident)
         } else {
             self.phrase(&filter, query)
@@ -119,11 +106,7 @@ impl Index {
             .map(|p| {
                 let file = &self.files[p.file as usize];
                 let score = rank::score(file.kind, file.line(p.line as usize), Some(ident));
-                Candidate {
-                    file: p.file,
-                    line: p.line,
-                    score,
-                }
+                Candidate { file: p.file, line: p.line, score }
             })
             .collect()
     }
@@ -131,13 +114,7 @@ impl Index {
     /// The phrase as written (any case); failing that, lines holding all its
     /// words; failing that, lines holding its rarest word in files holding all.
     fn phrase(&self, filter: &PathFilter, query: &str) -> Vec<Candidate> {
-        let found = self.scan(
-            filter,
-            &case_insensitive(query),
-            &[],
-            Scope::Line,
-            as_identifier(query),
-        );
+        let found = self.scan(filter, &case_insensitive(query), &[], Scope::Line, as_identifier(query));
         let mut words: Vec<&str> = query.split_whitespace().collect();
         if !found.is_empty() || words.len() < 2 {
             return found;
@@ -150,13 +127,7 @@ impl Index {
         if !on_one_line.is_empty() {
             return on_one_line;
         }
-        self.scan(
-            filter,
-            &anchor,
-            &others,
-            Scope::File,
-            as_identifier(words[0]),
-        )
+        self.scan(filter, &anchor, &others, Scope::File, as_identifier(words[0]))
     }
 
     /// Lines matching `re` where every one of `also` matches within `scope`.
@@ -200,11 +171,7 @@ impl Index {
         candidates.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
-                .then_with(|| {
-                    self.files[a.file as usize]
-                        .path
-                        .cmp(&self.files[b.file as usize].path)
-                })
+                .then_with(|| self.files[a.file as usize].path.cmp(&self.files[b.file as usize].path))
                 .then(a.line.cmp(&b.line))
         });
         let mut per_file = std::collections::HashMap::<u32, usize>::new();
@@ -227,28 +194,16 @@ impl Index {
         let mut context = String::new();
         for i in first..=last {
             let text = file.line(i);
-            let cut = text
-                .char_indices()
-                .nth(limits.max_line_chars)
-                .map_or(text, |(at, _)| &text[..at]);
+            let cut = text.char_indices().nth(limits.max_line_chars).map_or(text, |(at, _)| &text[..at]);
             context.push_str(cut);
             context.push('\n');
         }
-        Hit {
-            path: file.path.clone(),
-            line: line + 1,
-            context_start: first + 1,
-            context,
-            score,
-        }
+        Hit { path: file.path.clone(), line: line + 1, context_start: first + 1, context, score }
     }
 }
 
 fn case_insensitive(text: &str) -> Regex {
-    RegexBuilder::new(&regex::escape(text))
-        .case_insensitive(true)
-        .build()
-        .expect("an escaped literal is a valid regex")
+    RegexBuilder::new(&regex::escape(text)).case_insensitive(true).build().expect("an escaped literal is a valid regex")
 }
 
 /// A path glob matched against the whole relative path, or against any tail
@@ -261,19 +216,12 @@ impl PathFilter {
             return Ok(PathFilter(None));
         };
         let compile = |g: &str| {
-            Glob::new(g)
-                .map(|g| g.compile_matcher())
-                .map_err(|e| SearchError::Glob(glob.to_owned(), e.to_string()))
+            Glob::new(g).map(|g| g.compile_matcher()).map_err(|e| SearchError::Glob(glob.to_owned(), e.to_string()))
         };
-        Ok(PathFilter(Some((
-            compile(glob)?,
-            compile(&format!("**/{glob}"))?,
-        ))))
+        Ok(PathFilter(Some((compile(glob)?, compile(&format!("**/{glob}"))?))))
     }
 
     fn accepts(&self, path: &str) -> bool {
-        self.0
-            .as_ref()
-            .is_none_or(|(whole, tail)| whole.is_match(path) || tail.is_match(path))
+        self.0.as_ref().is_none_or(|(whole, tail)| whole.is_match(path) || tail.is_match(path))
     }
 }

@@ -36,8 +36,7 @@ pub fn identifiers(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 pub fn as_identifier(query: &str) -> Option<&str> {
     let last = query.trim().rsplit("::").next()?;
     let bytes = last.as_bytes();
-    let ok =
-        !bytes.is_empty() && is_ident_start(bytes[0]) && bytes.iter().all(|&b| is_ident_byte(b));
+    let ok = !bytes.is_empty() && is_ident_start(bytes[0]) && bytes.iter().all(|&b| is_ident_byte(b));
     ok.then_some(last)
 }
 
@@ -49,17 +48,7 @@ mod tests {
     fn splits_identifiers() {
         let line = "using Op = SM90_64x128x16_F32BF16BF16_SS<GMMA::Major::K>; // 128x16";
         let found: Vec<&str> = identifiers(line).map(|(s, e)| &line[s..e]).collect();
-        assert_eq!(
-            found,
-            [
-                "using",
-                "Op",
-                "SM90_64x128x16_F32BF16BF16_SS",
-                "GMMA",
-                "Major",
-                "K"
-            ]
-        );
+        assert_eq!(found, ["using", "Op", "SM90_64x128x16_F32BF16BF16_SS", "GMMA", "Major", "K"]);
     }
 
     #[test]

@@ -40,10 +40,7 @@ impl Drop for Registration {
 
 /// The groups registered now.
 pub fn groups() -> Vec<i32> {
-    live()
-        .as_ref()
-        .map(|s| s.iter().copied().collect())
-        .unwrap_or_default()
+    live().as_ref().map(|s| s.iter().copied().collect()).unwrap_or_default()
 }
 
 /// Kills every registered group (SIGKILL) and every one registered from now
@@ -76,11 +73,7 @@ mod tests {
     // on the real binary. Here: registration and the group kill.
     #[test]
     fn registered_groups_are_listed_until_dropped_and_killed_whole() {
-        let mut child = Command::new("/bin/sh")
-            .args(["-c", "sleep 30 & sleep 30"])
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut child = Command::new("/bin/sh").args(["-c", "sleep 30 & sleep 30"]).process_group(0).spawn().unwrap();
         let pgid = child.id() as i32;
         let registration = register(pgid);
         assert!(groups().contains(&pgid));

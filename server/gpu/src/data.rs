@@ -186,7 +186,11 @@ impl FillPlan {
             FillPlan::Pattern(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
         };
         if buf.dir == Dir::Out {
-            return if buf.elem.is_float() { constant(f64::NAN) } else { FillPlan::Pattern(u64::from_le_bytes([INT_SENTINEL_BYTE; 8])) };
+            return if buf.elem.is_float() {
+                constant(f64::NAN)
+            } else {
+                FillPlan::Pattern(u64::from_le_bytes([INT_SENTINEL_BYTE; 8]))
+            };
         }
         let stream = seed ^ (index as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03);
         match buf.init {
@@ -204,8 +208,12 @@ impl FillPlan {
         let draw = |stream: u64| SplitMix64::new(stream.wrapping_add(i.wrapping_mul(GAMMA))).next_u64();
         match *self {
             FillPlan::Pattern(_) => None,
-            FillPlan::Uniform { stream, lo, hi } => Some(lo + (hi - lo) * ((draw(stream) >> 11) as f64 * (1.0 / (1u64 << 53) as f64))),
-            FillPlan::Randint { stream, lo, hi } => Some(SplitMix64::new(stream.wrapping_add(i.wrapping_mul(GAMMA))).next_in(lo, hi) as f64),
+            FillPlan::Uniform { stream, lo, hi } => {
+                Some(lo + (hi - lo) * ((draw(stream) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)))
+            }
+            FillPlan::Randint { stream, lo, hi } => {
+                Some(SplitMix64::new(stream.wrapping_add(i.wrapping_mul(GAMMA))).next_in(lo, hi) as f64)
+            }
             FillPlan::Iota => Some(i as f64),
         }
     }
@@ -294,7 +302,8 @@ pub fn pair_stats(buf: &BufferArg, tol: Tolerance, want: &[u8], got: &[u8]) -> P
             continue;
         }
         s.bad += 1;
-        let excess = if g.is_nan() || w.is_nan() { f64::INFINITY } else { (g - w).abs() - tol.atol - tol.rtol * w.abs() };
+        let excess =
+            if g.is_nan() || w.is_nan() { f64::INFINITY } else { (g - w).abs() - tol.atol - tol.rtol * w.abs() };
         if excess > worst_excess {
             worst_excess = excess;
             s.worst = Some(i as u64);
@@ -306,7 +315,11 @@ pub fn pair_stats(buf: &BufferArg, tol: Tolerance, want: &[u8], got: &[u8]) -> P
 /// Compares `got` against `reference` with `tol`, on the host.
 pub fn compare(buf: &BufferArg, tol: Tolerance, reference: &[u8], got: &[u8]) -> BufferComparison {
     let stats = pair_stats(buf, tol, reference, got);
-    let worst = stats.worst.map(|i| Mismatch { index: i, reference: element(reference, buf.elem, i as usize), got: element(got, buf.elem, i as usize) });
+    let worst = stats.worst.map(|i| Mismatch {
+        index: i,
+        reference: element(reference, buf.elem, i as usize),
+        got: element(got, buf.elem, i as usize),
+    });
     BufferComparison::new(buf, tol, None, stats.bad, worst)
 }
 
@@ -382,7 +395,17 @@ mod tests {
     #[test]
     fn fills_of_every_type() {
         let mut out = String::new();
-        for elem in [ElemType::Float, ElemType::Double, ElemType::Half, ElemType::Bfloat16, ElemType::Int, ElemType::Unsigned, ElemType::Int8, ElemType::Uint8, ElemType::Int64] {
+        for elem in [
+            ElemType::Float,
+            ElemType::Double,
+            ElemType::Half,
+            ElemType::Bfloat16,
+            ElemType::Int,
+            ElemType::Unsigned,
+            ElemType::Int8,
+            ElemType::Uint8,
+            ElemType::Int64,
+        ] {
             for (init, dir) in [
                 (Init::Uniform { lo: -2.0, hi: 2.0 }, Dir::In),
                 (Init::Randint { lo: -300, hi: 300 }, Dir::In),
@@ -392,7 +415,14 @@ mod tests {
             ] {
                 let b = buffer(elem, dir, 3, init);
                 let bytes = fill(&b, 42, 1);
-                out.push_str(&format!("{} {:?} {:?}: {:?} {}\n", elem.spec_name(), dir, init, values(&b, &bytes), bytes.iter().map(|x| format!("{x:02x}")).collect::<String>()));
+                out.push_str(&format!(
+                    "{} {:?} {:?}: {:?} {}\n",
+                    elem.spec_name(),
+                    dir,
+                    init,
+                    values(&b, &bytes),
+                    bytes.iter().map(|x| format!("{x:02x}")).collect::<String>()
+                ));
             }
         }
         expect_test::expect![[r#"
@@ -456,7 +486,14 @@ mod tests {
 
     #[test]
     fn converts_half_and_bfloat16() {
-        for (x, bits) in [(1.0f32, 0x3c00u16), (-2.0, 0xc000), (65504.0, 0x7bff), (1e6, 0x7c00), (5.960_464_5e-8, 0x0001), (0.1, 0x2e66)] {
+        for (x, bits) in [
+            (1.0f32, 0x3c00u16),
+            (-2.0, 0xc000),
+            (65504.0, 0x7bff),
+            (1e6, 0x7c00),
+            (5.960_464_5e-8, 0x0001),
+            (0.1, 0x2e66),
+        ] {
             assert_eq!(f32_to_f16_bits(x), bits, "{x}");
         }
         assert_eq!(f16_bits_to_f32(0x2e66), 0.099_975_586);

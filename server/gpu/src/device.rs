@@ -44,34 +44,72 @@ impl Aux {
     pub(crate) fn load() -> Result<Aux, String> {
         let image = CString::new(PTX).expect("the embedded PTX has no NUL");
         // SAFETY: NUL-terminated PTX that outlives the call.
-        let module = unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }.map_err(|e| explain(e, "loading the harness's fill and compare kernels"))?;
+        let module = unsafe { cu::module::load_data(image.as_ptr() as *const c_void) }
+            .map_err(|e| explain(e, "loading the harness's fill and compare kernels"))?;
         let get = |name: &str| {
             // SAFETY: module was just loaded.
-            unsafe { cu::module::get_function(module, CString::new(name).expect("no NUL")) }.map_err(|e| explain(e, &format!("finding the harness kernel {name}")))
+            unsafe { cu::module::get_function(module, CString::new(name).expect("no NUL")) }
+                .map_err(|e| explain(e, &format!("finding the harness kernel {name}")))
         };
-        Ok(Aux { fill: get("kp_fill")?, checksum: get("kp_checksum")?, compare: get("kp_compare")?, partials: DeviceBuffer::new(REDUCE_BLOCKS as usize * 64, "the harness's partial results")? })
+        Ok(Aux {
+            fill: get("kp_fill")?,
+            checksum: get("kp_checksum")?,
+            compare: get("kp_compare")?,
+            partials: DeviceBuffer::new(REDUCE_BLOCKS as usize * 64, "the harness's partial results")?,
+        })
     }
 
-    fn launch(&self, f: sys::CUfunction, grid: u32, stream: sys::CUstream, args: &mut [Vec<u8>], during: &str) -> Result<(), String> {
+    fn launch(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        stream: sys::CUstream,
+        args: &mut [Vec<u8>],
+        during: &str,
+    ) -> Result<(), String> {
         let mut params: Vec<*mut c_void> = args.iter_mut().map(|a| a.as_mut_ptr() as *mut c_void).collect();
         // SAFETY: params point to live bytes of each parameter's type in device.cu.
-        unsafe { cu::launch_kernel(f, (grid, 1, 1), (BLOCK, 1, 1), 0, stream, &mut params) }.map_err(|e| explain(e, during))
+        unsafe { cu::launch_kernel(f, (grid, 1, 1), (BLOCK, 1, 1), 0, stream, &mut params) }
+            .map_err(|e| explain(e, during))
     }
 
     /// Fills buffer number `index` with its initial contents for `seed` (queued on `stream`).
-    pub(crate) fn fill(&self, stream: sys::CUstream, buf: &BufferArg, ptr: sys::CUdeviceptr, seed: u64, index: usize) -> Result<(), String> {
+    pub(crate) fn fill(
+        &self,
+        stream: sys::CUstream,
+        buf: &BufferArg,
+        ptr: sys::CUdeviceptr,
+        seed: u64,
+        index: usize,
+    ) -> Result<(), String> {
         let (mode, stream_seed, lo, hi, ilo, ihi, pattern) = match FillPlan::of(buf, seed, index) {
             FillPlan::Pattern(bits) => (0i32, 0u64, 0.0, 0.0, 0i64, 0i64, bits),
             FillPlan::Uniform { stream, lo, hi } => (1, stream, lo, hi, 0, 0, 0),
             FillPlan::Randint { stream, lo, hi } => (2, stream, 0.0, 0.0, lo, hi, 0),
             FillPlan::Iota => (3, 0, 0.0, 0.0, 0, 0, 0),
         };
-        let mut args = [arg(ptr), arg(buf.count), arg(elem_code(buf.elem)), arg(mode), arg(stream_seed), arg(lo), arg(hi), arg(ilo), arg(ihi), arg(pattern)];
+        let mut args = [
+            arg(ptr),
+            arg(buf.count),
+            arg(elem_code(buf.elem)),
+            arg(mode),
+            arg(stream_seed),
+            arg(lo),
+            arg(hi),
+            arg(ilo),
+            arg(ihi),
+            arg(pattern),
+        ];
         self.launch(self.fill, blocks(buf.count, FILL_BLOCKS), stream, &mut args, &format!("filling `{}`", buf.name))
     }
 
     /// The checksum of an output buffer (waits for the stream).
-    pub(crate) fn checksum(&self, stream: sys::CUstream, buf: &BufferArg, ptr: sys::CUdeviceptr) -> Result<Checksum, String> {
+    pub(crate) fn checksum(
+        &self,
+        stream: sys::CUstream,
+        buf: &BufferArg,
+        ptr: sys::CUdeviceptr,
+    ) -> Result<Checksum, String> {
         let grid = blocks(buf.count, REDUCE_BLOCKS);
         let mut args = [arg(ptr), arg(buf.count), arg(elem_code(buf.elem)), arg(self.partials.ptr)];
         self.launch(self.checksum, grid, stream, &mut args, &format!("summing `{}`", buf.name))?;
@@ -87,9 +125,24 @@ impl Aux {
     }
 
     /// `got` against `want` with `tol` (waits for the stream).
-    pub(crate) fn compare(&self, stream: sys::CUstream, buf: &BufferArg, tol: Tolerance, want: sys::CUdeviceptr, got: sys::CUdeviceptr) -> Result<PairStats, String> {
+    pub(crate) fn compare(
+        &self,
+        stream: sys::CUstream,
+        buf: &BufferArg,
+        tol: Tolerance,
+        want: sys::CUdeviceptr,
+        got: sys::CUdeviceptr,
+    ) -> Result<PairStats, String> {
         let grid = blocks(buf.count, REDUCE_BLOCKS);
-        let mut args = [arg(want), arg(got), arg(buf.count), arg(elem_code(buf.elem)), arg(tol.rtol), arg(tol.atol), arg(self.partials.ptr)];
+        let mut args = [
+            arg(want),
+            arg(got),
+            arg(buf.count),
+            arg(elem_code(buf.elem)),
+            arg(tol.rtol),
+            arg(tol.atol),
+            arg(self.partials.ptr),
+        ];
         self.launch(self.compare, grid, stream, &mut args, &format!("comparing `{}`", buf.name))?;
         let words = self.partials(stream, grid as usize * 8)?;
         let mut s = PairStats::default();
@@ -114,7 +167,8 @@ impl Aux {
         // SAFETY: the reduction wrote these words; the copy waits for the stream first.
         unsafe {
             cu::stream::synchronize(stream).map_err(|e| explain(e, "running the harness's reduction"))?;
-            cu::memcpy_dtoh_sync(&mut out, self.partials.ptr).map_err(|e| explain(e, "reading the harness's reduction"))?;
+            cu::memcpy_dtoh_sync(&mut out, self.partials.ptr)
+                .map_err(|e| explain(e, "reading the harness's reduction"))?;
         }
         Ok(out)
     }
@@ -125,7 +179,8 @@ pub(crate) fn element(buf: &BufferArg, ptr: sys::CUdeviceptr, i: u64) -> Result<
     let size = buf.elem.size_bytes();
     let mut bytes = vec![0u8; size as usize];
     // SAFETY: i < buf.count, so the element lies inside the allocation.
-    unsafe { cu::memcpy_dtoh_sync(&mut bytes, ptr + i * size) }.map_err(|e| explain(e, "reading a mismatching element"))?;
+    unsafe { cu::memcpy_dtoh_sync(&mut bytes, ptr + i * size) }
+        .map_err(|e| explain(e, "reading a mismatching element"))?;
     Ok(crate::data::element(&bytes, buf.elem, 0))
 }
 
@@ -139,7 +194,9 @@ mod tests {
     const PTX_VERSION: &str = ".version 7.0";
 
     fn nvcc() -> PathBuf {
-        std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"))
+        std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
+        })
     }
 
     /// What nvcc makes of device.cu, with the version lowered.
@@ -147,7 +204,12 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let out = tempfile::tempdir().unwrap();
         let ptx = out.path().join("device.ptx");
-        let status = Command::new(nvcc).args(["-ptx", "-arch=compute_75", "-O3", "-fmad=false", "-o"]).arg(&ptx).arg(dir.join("device.cu")).status().expect("nvcc runs");
+        let status = Command::new(nvcc)
+            .args(["-ptx", "-arch=compute_75", "-O3", "-fmad=false", "-o"])
+            .arg(&ptx)
+            .arg(dir.join("device.cu"))
+            .status()
+            .expect("nvcc runs");
         assert!(status.success(), "nvcc failed on device.cu");
         let text = std::fs::read_to_string(&ptx).unwrap();
         let version = text.lines().find(|l| l.starts_with(".version ")).expect("PTX declares a version");
@@ -164,13 +226,22 @@ mod tests {
         if std::env::var_os("UPDATE_PTX").is_some() {
             std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/device.ptx"), &fresh).unwrap();
         } else {
-            assert!(fresh == PTX, "device.ptx is stale: run `UPDATE_PTX=1 cargo test -p kernelpro-gpu the_embedded_ptx_is_current`");
+            assert!(
+                fresh == PTX,
+                "device.ptx is stale: run `UPDATE_PTX=1 cargo test -p kernelpro-gpu the_embedded_ptx_is_current`"
+            );
         }
         let ptxas = nvcc.with_file_name("ptxas");
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("d.ptx"), PTX).unwrap();
         for arch in ["sm_75", "sm_90"] {
-            let status = Command::new(&ptxas).arg(format!("-arch={arch}")).arg("-o").arg(dir.path().join("d.cubin")).arg(dir.path().join("d.ptx")).status().expect("ptxas runs");
+            let status = Command::new(&ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg("-o")
+                .arg(dir.path().join("d.cubin"))
+                .arg(dir.path().join("d.ptx"))
+                .status()
+                .expect("ptxas runs");
             assert!(status.success(), "ptxas rejects device.ptx for {arch}");
         }
         assert!(PTX.contains(&format!("\n{PTX_VERSION}\n")));

@@ -42,14 +42,25 @@ mod tests {
 
     fn run(energy: Result<Energy, String>) -> KernelRun {
         let timing = Timing { runs: 20, warmup: 3, median_ms: 0.5, min_ms: 0.4, max_ms: 0.6, stddev_ms: 0.01 };
-        KernelRun { function: "k".into(), timing, clocks: None, energy, outputs: Vec::new(), dram_gbps_estimate: 1.0, tflops: None }
+        KernelRun {
+            function: "k".into(),
+            timing,
+            clocks: None,
+            energy,
+            outputs: Vec::new(),
+            dram_gbps_estimate: 1.0,
+            tflops: None,
+        }
     }
 
     #[test]
     fn energy_is_a_plain_field_and_an_error_field_and_round_trips() {
         let measured = Energy { joules_per_launch: 0.25, average_watts: 300.0, launches: 40, window_s: 1.0 };
         for (r, fields) in [
-            (run(Ok(measured)), r#""energy":{"joules_per_launch":0.25,"average_watts":300.0,"launches":40,"window_s":1.0},"energy_error":null"#),
+            (
+                run(Ok(measured)),
+                r#""energy":{"joules_per_launch":0.25,"average_watts":300.0,"launches":40,"window_s":1.0},"energy_error":null"#,
+            ),
             (run(Err("NVML is not available".into())), r#""energy":null,"energy_error":"NVML is not available""#),
         ] {
             let text = serde_json::to_string(&r).unwrap();

@@ -27,9 +27,9 @@
 
 pub mod children;
 mod data;
-mod floats;
-mod energy_field;
 mod device;
+mod energy_field;
+mod floats;
 mod job;
 mod metrics;
 mod nvml;
@@ -37,9 +37,14 @@ mod process;
 mod verify;
 mod worker;
 
-pub use data::{FillPlan, SplitMix64, elem_code, bf16_bits_to_f32, checksum, compare, element, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, fill, pair_stats};
+pub use data::{
+    FillPlan, SplitMix64, bf16_bits_to_f32, checksum, compare, elem_code, element, f16_bits_to_f32, f32_to_bf16_bits,
+    f32_to_f16_bits, fill, pair_stats,
+};
 pub use job::*;
 pub use metrics::flops;
 pub use process::{DEFAULT_TIMEOUT, HarnessError, SECRET_ENV, WORKER_SUBCOMMAND, run_job};
-pub use verify::{MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used};
+pub use verify::{
+    MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used,
+};
 pub use worker::{NO_DRIVER, execute, worker_main};

@@ -38,7 +38,8 @@ impl Nvml {
                 return Err("libnvidia-ml.so.1 could not be loaded, so energy and clocks are not measured".to_string());
             }
             let init: unsafe extern "C" fn() -> c_int = symbol(lib, "nvmlInit_v2")?;
-            let by_bus: unsafe extern "C" fn(*const c_char, *mut Device) -> c_int = symbol(lib, "nvmlDeviceGetHandleByPciBusId_v2")?;
+            let by_bus: unsafe extern "C" fn(*const c_char, *mut Device) -> c_int =
+                symbol(lib, "nvmlDeviceGetHandleByPciBusId_v2")?;
             let error_string: unsafe extern "C" fn(c_int) -> *const c_char = symbol(lib, "nvmlErrorString")?;
             let check = |what: &str, rc: c_int| {
                 if rc == 0 {
@@ -70,7 +71,10 @@ impl Nvml {
     pub fn clocks(&self) -> Option<(u32, u32)> {
         let (mut sm, mut mem) = (0, 0);
         // SAFETY: as above.
-        let ok = unsafe { (self.clock)(self.device, NVML_CLOCK_SM, &mut sm) == 0 && (self.clock)(self.device, NVML_CLOCK_MEM, &mut mem) == 0 };
+        let ok = unsafe {
+            (self.clock)(self.device, NVML_CLOCK_SM, &mut sm) == 0
+                && (self.clock)(self.device, NVML_CLOCK_MEM, &mut mem) == 0
+        };
         ok.then_some((sm, mem))
     }
 }

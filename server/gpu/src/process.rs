@@ -23,7 +23,9 @@ pub(crate) enum Reply {
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    #[error("could not start the GPU worker `{command}`: {source}; check the runner setting and that the program exists on the GPU machine")]
+    #[error(
+        "could not start the GPU worker `{command}`: {source}; check the runner setting and that the program exists on the GPU machine"
+    )]
     Spawn { command: String, source: std::io::Error },
     #[error(
         "the GPU work did not finish within {} s and was killed: the kernel may never end (check loop bounds, and `__syncthreads()` or spin-waits in divergent code), or it is just slow: raise the timeout setting",
@@ -149,7 +151,7 @@ fn describe(status: ExitStatus) -> String {
 mod tests {
     use super::*;
     use crate::job::{Image, KernelJob};
-    use kernelpro_spec::{LaunchSpec, DEFAULT_SEED};
+    use kernelpro_spec::{DEFAULT_SEED, LaunchSpec};
     use std::os::unix::fs::PermissionsExt;
 
     fn job() -> Job {
@@ -219,7 +221,10 @@ mod tests {
     #[test]
     fn reports_a_runner_that_cannot_start() {
         let err = run_job(Path::new("/nonexistent/kernelpro"), &job(), DEFAULT_TIMEOUT, &[]).unwrap_err();
-        assert!(err.to_string().starts_with("could not start the GPU worker `/nonexistent/kernelpro __gpu-worker`"), "{err}");
+        assert!(
+            err.to_string().starts_with("could not start the GPU worker `/nonexistent/kernelpro __gpu-worker`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -236,7 +241,14 @@ mod tests {
         use crate::job::{BufferComparison, Checksum, KernelRun, Mismatch, Phases, Timing};
         let run = KernelRun {
             function: "k".into(),
-            timing: Timing { runs: 20, warmup: 3, median_ms: 0.5, min_ms: 0.4, max_ms: f64::INFINITY, stddev_ms: f64::NAN },
+            timing: Timing {
+                runs: 20,
+                warmup: 3,
+                median_ms: 0.5,
+                min_ms: 0.4,
+                max_ms: f64::INFINITY,
+                stddev_ms: f64::NAN,
+            },
             clocks: None,
             energy: Err("no NVML".into()),
             outputs: vec![

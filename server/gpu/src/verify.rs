@@ -89,7 +89,10 @@ impl Variation {
     /// Whether the runs differ the way reordered float additions do: by a
     /// small, finite fraction of the values, never in NaN-ness.
     pub fn looks_like_reordering(&self, elem: ElemType) -> bool {
-        elem.is_float() && self.one_nan == 0 && self.max_abs_diff.is_finite() && self.relative() <= MAX_REORDER_VARIATION
+        elem.is_float()
+            && self.one_nan == 0
+            && self.max_abs_diff.is_finite()
+            && self.relative() <= MAX_REORDER_VARIATION
     }
 
     /// `differ by up to 3.1e-3 (1.4e-6 of its largest value)`.
@@ -127,16 +130,37 @@ pub fn tolerance_used(spec: Tolerance, elem: ElemType, variation: Option<&Variat
         Some(v) if !v.looks_like_reordering(elem) => (spec, ToleranceBasis::SpecOriginalRacy),
         Some(v) => {
             let atol = VARIATION_MULTIPLE * v.max_abs_diff;
-            if atol <= spec.atol { (spec, ToleranceBasis::SpecCoversVariation) } else { (Tolerance { rtol: spec.rtol, atol }, ToleranceBasis::OriginalVariation) }
+            if atol <= spec.atol {
+                (spec, ToleranceBasis::SpecCoversVariation)
+            } else {
+                (Tolerance { rtol: spec.rtol, atol }, ToleranceBasis::OriginalVariation)
+            }
         }
     }
 }
 
 impl BufferComparison {
     /// The comparison of `buf` made with [`tolerance_used`] for `spec` and the original's `variation`.
-    pub fn new(buf: &BufferArg, spec: Tolerance, variation: Option<Variation>, bad: u64, worst: Option<Mismatch>) -> BufferComparison {
+    pub fn new(
+        buf: &BufferArg,
+        spec: Tolerance,
+        variation: Option<Variation>,
+        bad: u64,
+        worst: Option<Mismatch>,
+    ) -> BufferComparison {
         let (used, basis) = tolerance_used(spec, buf.elem, variation.as_ref());
-        BufferComparison { name: buf.name.clone(), rtol: used.rtol, atol: used.atol, bad, count: buf.count, worst, spec_rtol: spec.rtol, spec_atol: spec.atol, basis, original_variation: variation }
+        BufferComparison {
+            name: buf.name.clone(),
+            rtol: used.rtol,
+            atol: used.atol,
+            bad,
+            count: buf.count,
+            worst,
+            spec_rtol: spec.rtol,
+            spec_atol: spec.atol,
+            basis,
+            original_variation: variation,
+        }
     }
 
     /// Which tolerance was used and why, in words.
@@ -147,12 +171,19 @@ impl BufferComparison {
         let differ = v.map(Variation::describe).unwrap_or_default();
         match self.basis {
             ToleranceBasis::Spec => format!("the spec's tolerance {used}"),
-            ToleranceBasis::SpecCoversVariation => format!("the spec's tolerance {used}, which covers {VARIATION_MULTIPLE}x the original's own variation (its {runs} runs {differ})"),
+            ToleranceBasis::SpecCoversVariation => format!(
+                "the spec's tolerance {used}, which covers {VARIATION_MULTIPLE}x the original's own variation (its {runs} runs {differ})"
+            ),
             ToleranceBasis::OriginalVariation => {
-                format!("{used}: {VARIATION_MULTIPLE}x the original's own run-to-run variation (its {runs} runs on the same inputs {differ}), wider than the spec's atol={:e}", self.spec_atol)
+                format!(
+                    "{used}: {VARIATION_MULTIPLE}x the original's own run-to-run variation (its {runs} runs on the same inputs {differ}), wider than the spec's atol={:e}",
+                    self.spec_atol
+                )
             }
             ToleranceBasis::SpecOriginalRacy => {
-                format!("the spec's tolerance {used}, not widened: the original's {runs} runs {differ}, more than reordered float additions explain (a race?)")
+                format!(
+                    "the spec's tolerance {used}, not widened: the original's {runs} runs {differ}, more than reordered float additions explain (a race?)"
+                )
             }
         }
     }
@@ -161,7 +192,11 @@ impl BufferComparison {
     pub fn nondeterminism_note(&self) -> Option<String> {
         let v = self.original_variation.as_ref()?;
         let why = if self.basis == ToleranceBasis::SpecOriginalRacy { "a race?" } else { "float atomics?" };
-        Some(format!("the original is nondeterministic: two runs on the same inputs {} in `{}` ({why})", v.describe(), self.name))
+        Some(format!(
+            "the original is nondeterministic: two runs on the same inputs {} in `{}` ({why})",
+            v.describe(),
+            self.name
+        ))
     }
 }
 
@@ -175,7 +210,13 @@ mod tests {
     }
 
     /// (elem, spec, the original's variation, the candidate's error) → (accepted, basis, atol used).
-    fn check(elem: ElemType, spec: Tolerance, v: Option<Variation>, want: f64, got: f64) -> (bool, ToleranceBasis, f64) {
+    fn check(
+        elem: ElemType,
+        spec: Tolerance,
+        v: Option<Variation>,
+        want: f64,
+        got: f64,
+    ) -> (bool, ToleranceBasis, f64) {
         let (used, basis) = tolerance_used(spec, elem, v.as_ref());
         assert_eq!(used.rtol, spec.rtol, "rtol is never widened");
         assert!(used.atol >= spec.atol, "never tighter than the spec");
@@ -203,19 +244,31 @@ mod tests {
     #[test]
     fn a_variation_the_spec_already_covers_changes_nothing() {
         let spec = Tolerance { rtol: 1e-5, atol: 1e-3 };
-        assert_eq!(check(ElemType::Double, spec, Some(variation(1e-4, 1.0)), 1.0, 1.0009), (true, ToleranceBasis::SpecCoversVariation, 1e-3));
+        assert_eq!(
+            check(ElemType::Double, spec, Some(variation(1e-4, 1.0)), 1.0, 1.0009),
+            (true, ToleranceBasis::SpecCoversVariation, 1e-3)
+        );
     }
 
     #[test]
     fn a_racy_original_cannot_make_candidates_pass() {
         let spec = Tolerance::default_for(ElemType::Float);
         // Differences of 5% of the largest value are not reordering.
-        assert_eq!(check(ElemType::Float, spec, Some(variation(5.0, 100.0)), 100.0, 104.0), (false, ToleranceBasis::SpecOriginalRacy, 1e-6));
+        assert_eq!(
+            check(ElemType::Float, spec, Some(variation(5.0, 100.0)), 100.0, 104.0),
+            (false, ToleranceBasis::SpecOriginalRacy, 1e-6)
+        );
         // NaN in one run only, infinite differences, and integer outputs neither.
         let nan = Variation { one_nan: 3, ..variation(1e-6, 1.0) };
         assert_eq!(check(ElemType::Float, spec, Some(nan), 1.0, 1.0 + 1e-6).1, ToleranceBasis::SpecOriginalRacy);
-        assert_eq!(check(ElemType::Float, spec, Some(variation(f64::INFINITY, 1.0)), 1.0, 2.0).1, ToleranceBasis::SpecOriginalRacy);
-        assert_eq!(check(ElemType::Int, Tolerance::EXACT, Some(variation(1.0, 1e9)), 5.0, 6.0), (false, ToleranceBasis::SpecOriginalRacy, 0.0));
+        assert_eq!(
+            check(ElemType::Float, spec, Some(variation(f64::INFINITY, 1.0)), 1.0, 2.0).1,
+            ToleranceBasis::SpecOriginalRacy
+        );
+        assert_eq!(
+            check(ElemType::Int, Tolerance::EXACT, Some(variation(1.0, 1e9)), 5.0, 6.0),
+            (false, ToleranceBasis::SpecOriginalRacy, 0.0)
+        );
     }
 
     #[test]
@@ -244,6 +297,9 @@ mod tests {
         expect_test::expect![[r#"the original is nondeterministic: two runs on the same inputs differ by up to 5.00e-2 (2.2e-5 of its largest value) in `out` (float atomics?)"#]]
             .assert_eq(&c.nondeterminism_note().unwrap());
         let plain = BufferComparison::new(&buf, spec, None, 0, None);
-        assert_eq!((plain.tolerance_note().as_str(), plain.nondeterminism_note()), ("the spec's tolerance rtol=1e-5 atol=1e-6", None));
+        assert_eq!(
+            (plain.tolerance_note().as_str(), plain.nondeterminism_note()),
+            ("the spec's tolerance rtol=1e-5 atol=1e-6", None)
+        );
     }
 }

@@ -26,11 +26,16 @@ pub fn worker_main() -> i32 {
     let reply = match std::io::stdin().read_to_string(&mut input) {
         Err(e) => Reply::Failed(format!("the GPU worker could not read its job: {e}")),
         Ok(_) => match serde_json::from_str::<Job>(&input) {
-            Err(e) => Reply::Failed(format!("the GPU worker got a malformed job ({e}): the worker and the server are different versions?")),
+            Err(e) => Reply::Failed(format!(
+                "the GPU worker got a malformed job ({e}): the worker and the server are different versions?"
+            )),
             Ok(job) => match std::panic::catch_unwind(|| execute(&job)) {
                 Ok(Ok(result)) => Reply::Done(Box::new(result)),
                 Ok(Err(message)) => Reply::Failed(message),
-                Err(_) => Reply::Failed("the GPU worker panicked; this is a KernelPro bug, please report it with the kernel and its spec".into()),
+                Err(_) => Reply::Failed(
+                    "the GPU worker panicked; this is a KernelPro bug, please report it with the kernel and its spec"
+                        .into(),
+                ),
             },
         },
     };
@@ -55,16 +60,27 @@ pub(crate) fn explain(e: DriverError, during: &str) -> String {
         "CUDA_ERROR_ILLEGAL_ADDRESS" => {
             "the kernel read or wrote outside its buffers: check its index arithmetic and bounds checks against the element counts in the spec (`compute-sanitizer` shows the faulting access)"
         }
-        "CUDA_ERROR_MISALIGNED_ADDRESS" => "a vector load/store (float4, int2...) used an address that is not a multiple of its size",
+        "CUDA_ERROR_MISALIGNED_ADDRESS" => {
+            "a vector load/store (float4, int2...) used an address that is not a multiple of its size"
+        }
         "CUDA_ERROR_ASSERT" => "a device-side assert() failed",
-        "CUDA_ERROR_ILLEGAL_INSTRUCTION" | "CUDA_ERROR_HARDWARE_STACK_ERROR" => "the kernel hit an illegal instruction or overflowed its stack (deep recursion, large local arrays)",
-        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" => "registers per thread × threads per block exceed the SM: lower `block` or add __launch_bounds__",
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION" | "CUDA_ERROR_HARDWARE_STACK_ERROR" => {
+            "the kernel hit an illegal instruction or overflowed its stack (deep recursion, large local arrays)"
+        }
+        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" => {
+            "registers per thread × threads per block exceed the SM: lower `block` or add __launch_bounds__"
+        }
         "CUDA_ERROR_INVALID_VALUE" => "a launch setting is out of range for this GPU: check grid, block and smem",
-        "CUDA_ERROR_NO_BINARY_FOR_GPU" | "CUDA_ERROR_INVALID_IMAGE" | "CUDA_ERROR_INVALID_PTX" | "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" => {
+        "CUDA_ERROR_NO_BINARY_FOR_GPU"
+        | "CUDA_ERROR_INVALID_IMAGE"
+        | "CUDA_ERROR_INVALID_PTX"
+        | "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" => {
             "the code was not built for this GPU or needs a newer driver: compile for this GPU's architecture (-arch=sm_XY)"
         }
         "CUDA_ERROR_OUT_OF_MEMORY" => "the buffers do not fit in GPU memory: lower the counts in the spec",
-        "CUDA_ERROR_NO_DEVICE" | "CUDA_ERROR_INVALID_DEVICE" => "no usable GPU: check CUDA_VISIBLE_DEVICES and the device index",
+        "CUDA_ERROR_NO_DEVICE" | "CUDA_ERROR_INVALID_DEVICE" => {
+            "no usable GPU: check CUDA_VISIBLE_DEVICES and the device index"
+        }
         "CUDA_ERROR_LAUNCH_TIMEOUT" => "the display watchdog stopped a long kernel",
         _ => "",
     };
@@ -81,7 +97,8 @@ pub(crate) struct DeviceBuffer {
 impl DeviceBuffer {
     pub(crate) fn new(bytes: usize, what: &str) -> Result<DeviceBuffer, String> {
         // SAFETY: a context is current (set up in `execute` before any allocation).
-        let ptr = unsafe { cu::malloc_sync(bytes.max(1)) }.map_err(|e| explain(e, &format!("allocating {bytes} bytes for {what}")))?;
+        let ptr = unsafe { cu::malloc_sync(bytes.max(1)) }
+            .map_err(|e| explain(e, &format!("allocating {bytes} bytes for {what}")))?;
         Ok(DeviceBuffer { ptr, bytes })
     }
 }
@@ -119,7 +136,10 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
     cu::init().map_err(|e| explain(e, "initialising the CUDA driver"))?;
     let count = cu::device::get_count().map_err(|e| explain(e, "counting GPUs"))?;
     if job.device as i32 >= count {
-        return Err(format!("GPU {} was asked for, but this machine shows {count} (check CUDA_VISIBLE_DEVICES)", job.device));
+        return Err(format!(
+            "GPU {} was asked for, but this machine shows {count} (check CUDA_VISIBLE_DEVICES)",
+            job.device
+        ));
     }
     let dev = cu::device::get(job.device as i32).map_err(|e| explain(e, "opening the GPU"))?;
     // SAFETY: dev is valid; the primary context stays retained for the life of the process.
@@ -128,7 +148,10 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
         cu::ctx::set_current(ctx).map_err(|e| explain(e, "creating a CUDA context"))?;
     }
     let attr = |a| unsafe { cu::device::get_attribute(dev, a) }.unwrap_or(0);
-    let cc = (attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+    let cc = (
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+        attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+    );
     let l2_bytes = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).max(0) as usize;
     let device_name = cu::device::get_name(dev).unwrap_or_else(|_| "unknown GPU".into());
 
@@ -138,13 +161,25 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
         same_buffers(&job.kernel.launch, &r.job.launch)?;
     }
 
-    let stream = cu::stream::create(cu::stream::StreamKind::NonBlocking).map_err(|e| explain(e, "creating a stream"))?;
-    let scratch = if job.flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
+    let stream =
+        cu::stream::create(cu::stream::StreamKind::NonBlocking).map_err(|e| explain(e, "creating a stream"))?;
+    let scratch =
+        if job.flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
     let aux = Aux::load()?;
-    let mut gpu = Gpu { stream, scratch, nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)), aux, phases: Phases::default(), inputs: job.kernel.launch.clone() };
+    let mut gpu = Gpu {
+        stream,
+        scratch,
+        nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)),
+        aux,
+        phases: Phases::default(),
+        inputs: job.kernel.launch.clone(),
+    };
 
     let launch = &job.kernel.launch;
-    let device: Vec<DeviceBuffer> = launch.buffers().map(|b| DeviceBuffer::new(b.size_bytes() as usize, &format!("`{}`", b.name))).collect::<Result<_, _>>()?;
+    let device: Vec<DeviceBuffer> = launch
+        .buffers()
+        .map(|b| DeviceBuffer::new(b.size_bytes() as usize, &format!("`{}`", b.name)))
+        .collect::<Result<_, _>>()?;
     gpu.phases.setup_ms = ms_since(started);
 
     // The original first: its first outputs are the reference, its later runs on the same inputs measure its own variation.
@@ -158,7 +193,14 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
         (Some(r), Some(o)) => Some(time_kernel(&mut gpu, job, r, &device, o.checksums)?),
         _ => None,
     };
-    Ok(JobResult { device_name, compute_capability: cc, kernel: kernel_run, reference: reference_run, comparison, phases: gpu.phases })
+    Ok(JobResult {
+        device_name,
+        compute_capability: cc,
+        kernel: kernel_run,
+        reference: reference_run,
+        comparison,
+        phases: gpu.phases,
+    })
 }
 
 fn ms_since(t: Instant) -> f64 {
@@ -168,15 +210,21 @@ fn ms_since(t: Instant) -> f64 {
 fn pci_bus_id(dev: sys::CUdevice) -> Result<String, String> {
     let mut buf = [0 as std::ffi::c_char; 64];
     // SAFETY: buf is writable for its length.
-    unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, dev) }.result().map_err(|e| explain(e, "reading the PCI bus id"))?;
+    unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, dev) }
+        .result()
+        .map_err(|e| explain(e, "reading the PCI bus id"))?;
     // SAFETY: the driver NUL-terminates within len.
     Ok(unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
 }
 
 fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
     let image: Vec<u8> = match &k.image {
-        Image::Cubin(path) => std::fs::read(path).map_err(|e| format!("cannot read the compiled kernel {}: {e}", path.display()))?,
-        Image::Ptx(text) => CString::new(text.as_str()).map_err(|_| "the PTX text holds a NUL byte".to_string())?.into_bytes_with_nul(),
+        Image::Cubin(path) => {
+            std::fs::read(path).map_err(|e| format!("cannot read the compiled kernel {}: {e}", path.display()))?
+        }
+        Image::Ptx(text) => {
+            CString::new(text.as_str()).map_err(|_| "the PTX text holds a NUL byte".to_string())?.into_bytes_with_nul()
+        }
     };
     let during = format!("loading the code of `{}` on a compute capability {}.{} GPU", k.function, cc.0, cc.1);
     // SAFETY: image is a complete cubin/fatbin or NUL-terminated PTX and outlives the call.
@@ -189,8 +237,16 @@ fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
     // Static shared memory counts against the default 48 KiB too, so any dynamic amount may need the opt-in.
     if k.launch.smem > 0 {
         // SAFETY: function is valid; the attribute takes a byte count.
-        unsafe { cu::function::set_function_attribute(function, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.launch.smem as i32) }
-            .map_err(|e| explain(e, &format!("allowing {} bytes of dynamic shared memory for `{}`", k.launch.smem, k.function)))?;
+        unsafe {
+            cu::function::set_function_attribute(
+                function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                k.launch.smem as i32,
+            )
+        }
+        .map_err(|e| {
+            explain(e, &format!("allowing {} bytes of dynamic shared memory for `{}`", k.launch.smem, k.function))
+        })?;
     }
     Ok(Loaded { function, job: k.clone() })
 }
@@ -199,7 +255,12 @@ fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
 fn same_buffers(kernel: &LaunchSpec, reference: &LaunchSpec) -> Result<(), String> {
     let shape = |s: &LaunchSpec| s.buffers().map(|b| (b.dir, b.elem, b.count)).collect::<Vec<_>>();
     if shape(kernel) != shape(reference) {
-        let show = |s: &LaunchSpec| s.buffers().map(|b| format!("{:?} {}[{}]", b.dir, b.elem.spec_name(), b.count).to_lowercase()).collect::<Vec<_>>().join(", ");
+        let show = |s: &LaunchSpec| {
+            s.buffers()
+                .map(|b| format!("{:?} {}[{}]", b.dir, b.elem.spec_name(), b.count).to_lowercase())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         return Err(format!(
             "`{}` and the reference `{}` take different buffers ({} vs {}): give both specs the same buffers in the same order",
             kernel.kernel,
@@ -246,7 +307,16 @@ fn enqueue(gpu: &Gpu, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(), DriverErro
     let l = &k.job.launch;
     let mut params: Vec<*mut c_void> = args.iter_mut().map(|a| a.as_mut_ptr() as *mut c_void).collect();
     // SAFETY: params point to live argument bytes of the kernel's parameter sizes.
-    unsafe { cu::launch_kernel(k.function, (l.grid[0], l.grid[1], l.grid[2]), (l.block[0], l.block[1], l.block[2]), l.smem, gpu.stream, &mut params) }
+    unsafe {
+        cu::launch_kernel(
+            k.function,
+            (l.grid[0], l.grid[1], l.grid[2]),
+            (l.block[0], l.block[1], l.block[2]),
+            l.smem,
+            gpu.stream,
+            &mut params,
+        )
+    }
 }
 
 fn sync(gpu: &Gpu, during: &str) -> Result<(), String> {
@@ -275,7 +345,10 @@ fn run_once(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer]) -> Result<(), St
 }
 
 /// The outputs (buffer, device memory) of a launch.
-fn outputs<'a>(launch: &'a LaunchSpec, device: &'a [DeviceBuffer]) -> impl Iterator<Item = (&'a BufferArg, &'a DeviceBuffer)> {
+fn outputs<'a>(
+    launch: &'a LaunchSpec,
+    device: &'a [DeviceBuffer],
+) -> impl Iterator<Item = (&'a BufferArg, &'a DeviceBuffer)> {
     launch.buffers().zip(device).filter(|(b, _)| b.dir.is_output())
 }
 
@@ -297,15 +370,23 @@ fn run_original(gpu: &mut Gpu, r: &Loaded, device: &[DeviceBuffer]) -> Result<Or
     let mut checksums = Vec::new();
     for (b, d) in outputs(launch, device) {
         checksums.push(gpu.aux.checksum(gpu.stream, b, d.ptr)?);
-        let copy = DeviceBuffer::new(d.bytes, &format!("a copy of the reference's `{}` (outputs are compared on the GPU, so they must fit twice)", b.name))?;
+        let copy = DeviceBuffer::new(
+            d.bytes,
+            &format!(
+                "a copy of the reference's `{}` (outputs are compared on the GPU, so they must fit twice)",
+                b.name
+            ),
+        )?;
         // SAFETY: both hold d.bytes bytes. On our stream, so the next fill waits for the copy.
-        unsafe { cu::memcpy_dtod_async(copy.ptr, d.ptr, d.bytes, gpu.stream) }.map_err(|e| explain(e, "saving the reference's outputs"))?;
+        unsafe { cu::memcpy_dtod_async(copy.ptr, d.ptr, d.bytes, gpu.stream) }
+            .map_err(|e| explain(e, "saving the reference's outputs"))?;
         saved.push(copy);
     }
     gpu.phases.verify_ms += ms_since(t);
     let mut later: Vec<Vec<PairStats>> = vec![Vec::new(); saved.len()];
     for run in 1..ORIGINAL_RUNS {
-        run_once(gpu, r, device).map_err(|e| format!("{e} (the reference's run {} of {ORIGINAL_RUNS} on the same inputs)", run + 1))?;
+        run_once(gpu, r, device)
+            .map_err(|e| format!("{e} (the reference's run {} of {ORIGINAL_RUNS} on the same inputs)", run + 1))?;
         let t = Instant::now();
         for (((b, d), s), l) in outputs(launch, device).zip(&saved).zip(&mut later) {
             l.push(gpu.aux.compare(gpu.stream, b, launch.tolerance_for(b.elem), s.ptr, d.ptr)?);
@@ -320,7 +401,12 @@ fn run_original(gpu: &mut Gpu, r: &Loaded, device: &[DeviceBuffer]) -> Result<Or
 
 /// Runs the kernel on fresh inputs: its output checksums, and its outputs
 /// compared with the original's first (with the tolerance its variation allows).
-fn check_kernel(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer], original: Option<&Original>) -> Result<(Vec<Checksum>, Vec<BufferComparison>), String> {
+fn check_kernel(
+    gpu: &mut Gpu,
+    k: &Loaded,
+    device: &[DeviceBuffer],
+    original: Option<&Original>,
+) -> Result<(Vec<Checksum>, Vec<BufferComparison>), String> {
     run_once(gpu, k, device)?;
     let t = Instant::now();
     let launch = &k.job.launch;
@@ -334,7 +420,11 @@ fn check_kernel(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer], original: Op
         let (used, _) = tolerance_used(spec, b.elem, variation.as_ref());
         let stats = gpu.aux.compare(gpu.stream, b, used, o.saved[i].ptr, d.ptr)?;
         let worst = match stats.worst {
-            Some(index) => Some(Mismatch { index, reference: device::element(b, o.saved[i].ptr, index)?, got: device::element(b, d.ptr, index)? }),
+            Some(index) => Some(Mismatch {
+                index,
+                reference: device::element(b, o.saved[i].ptr, index)?,
+                got: device::element(b, d.ptr, index)?,
+            }),
             None => None,
         };
         comparison.push(BufferComparison::new(b, spec, variation, stats.bad, worst));
@@ -344,7 +434,13 @@ fn check_kernel(gpu: &mut Gpu, k: &Loaded, device: &[DeviceBuffer], original: Op
 }
 
 /// Times `k` on fresh inputs (and measures its energy).
-fn time_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, device: &[DeviceBuffer], checksums: Vec<Checksum>) -> Result<KernelRun, String> {
+fn time_kernel(
+    gpu: &mut Gpu,
+    job: &Job,
+    k: &Loaded,
+    device: &[DeviceBuffer],
+    checksums: Vec<Checksum>,
+) -> Result<KernelRun, String> {
     fill_all(gpu, device)?;
     let t = Instant::now();
     let name = &k.job.function;
@@ -354,11 +450,21 @@ fn time_kernel(gpu: &mut Gpu, job: &Job, k: &Loaded, device: &[DeviceBuffer], ch
     let energy = match &gpu.nvml {
         Err(why) => Err(why.clone()),
         Ok(_) if job.energy_window_ms == 0 => Err("energy not asked for (energy window 0)".into()),
-        Ok(nvml) => measure_energy(gpu, nvml, k, &mut args, timing.median_ms, Duration::from_millis(job.energy_window_ms as u64))?,
+        Ok(nvml) => measure_energy(
+            gpu,
+            nvml,
+            k,
+            &mut args,
+            timing.median_ms,
+            Duration::from_millis(job.energy_window_ms as u64),
+        )?,
     };
     gpu.phases.timing_ms += ms_since(t);
     let seconds = timing.median_ms / 1e3;
-    let bytes: u64 = launch.buffers().map(|b: &BufferArg| b.size_bytes() * if b.dir == kernelpro_spec::Dir::Inout { 2 } else { 1 }).sum();
+    let bytes: u64 = launch
+        .buffers()
+        .map(|b: &BufferArg| b.size_bytes() * if b.dir == kernelpro_spec::Dir::Inout { 2 } else { 1 })
+        .sum();
     Ok(KernelRun {
         function: name.clone(),
         timing,
@@ -377,8 +483,10 @@ fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timin
     }
     sync(gpu, &format!("running `{name}` (warm-up)"))?;
     let runs = job.runs.max(MIN_TIMED_RUNS) as usize;
-    let event = || cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| explain(e, "creating timing events"));
-    let events: Vec<(sys::CUevent, sys::CUevent)> = (0..runs).map(|_| Ok((event()?, event()?))).collect::<Result<_, String>>()?;
+    let event =
+        || cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| explain(e, "creating timing events"));
+    let events: Vec<(sys::CUevent, sys::CUevent)> =
+        (0..runs).map(|_| Ok((event()?, event()?))).collect::<Result<_, String>>()?;
     for (i, (start, stop)) in events.iter().enumerate() {
         // SAFETY: stream, scratch and events are live.
         unsafe {
@@ -408,7 +516,14 @@ fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timin
 }
 
 /// Energy per launch from NVML's total-energy counter over a loop of back-to-back launches.
-fn measure_energy(gpu: &Gpu, nvml: &Nvml, k: &Loaded, args: &mut [Vec<u8>], median_ms: f64, window: Duration) -> Result<Result<Energy, String>, String> {
+fn measure_energy(
+    gpu: &Gpu,
+    nvml: &Nvml,
+    k: &Loaded,
+    args: &mut [Vec<u8>],
+    median_ms: f64,
+    window: Duration,
+) -> Result<Result<Energy, String>, String> {
     let name = &k.job.function;
     let Some(before) = nvml.energy_mj() else {
         return Ok(Err("this GPU has no NVML energy counter".into()));
@@ -430,7 +545,12 @@ fn measure_energy(gpu: &Gpu, nvml: &Nvml, k: &Loaded, args: &mut [Vec<u8>], medi
         return Ok(Err(format!("the energy counter did not advance in {elapsed:.2} s: lengthen the energy window")));
     }
     let joules = (after - before) as f64 / 1e3;
-    Ok(Ok(Energy { joules_per_launch: joules / launches as f64, average_watts: joules / elapsed, launches, window_s: elapsed }))
+    Ok(Ok(Energy {
+        joules_per_launch: joules / launches as f64,
+        average_watts: joules / elapsed,
+        launches,
+        window_s: elapsed,
+    }))
 }
 
 #[cfg(test)]

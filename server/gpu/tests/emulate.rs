@@ -23,7 +23,12 @@ fn driver() -> &'static Path {
         let exe = dir.path().join("driver");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emulate/driver.cpp");
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
-        let status = Command::new(&cxx).args(["-std=c++20", "-O1", "-pthread", "-o"]).arg(&exe).arg(&source).status().unwrap_or_else(|e| panic!("{cxx}: {e}"));
+        let status = Command::new(&cxx)
+            .args(["-std=c++20", "-O1", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(&source)
+            .status()
+            .unwrap_or_else(|e| panic!("{cxx}: {e}"));
         assert!(status.success(), "{cxx} could not build the emulation");
         (dir, exe)
     })
@@ -43,7 +48,17 @@ fn emulate(commands: &[String]) -> Vec<String> {
     lines
 }
 
-const ELEMS: [ElemType; 9] = [ElemType::Float, ElemType::Double, ElemType::Half, ElemType::Bfloat16, ElemType::Int, ElemType::Unsigned, ElemType::Int8, ElemType::Uint8, ElemType::Int64];
+const ELEMS: [ElemType; 9] = [
+    ElemType::Float,
+    ElemType::Double,
+    ElemType::Half,
+    ElemType::Bfloat16,
+    ElemType::Int,
+    ElemType::Unsigned,
+    ElemType::Int8,
+    ElemType::Uint8,
+    ElemType::Int64,
+];
 
 fn buffers() -> Vec<BufferArg> {
     let mut out = Vec::new();
@@ -58,7 +73,13 @@ fn buffers() -> Vec<BufferArg> {
             (Init::Fill { value: -1.5 }, Dir::Inout),
             (Init::Zeros, Dir::Out),
         ] {
-            out.push(BufferArg { name: format!("{} {init:?} {dir:?}", elem.spec_name()), dir, elem, count: 1000 + 17, init });
+            out.push(BufferArg {
+                name: format!("{} {init:?} {dir:?}", elem.spec_name()),
+                dir,
+                elem,
+                count: 1000 + 17,
+                init,
+            });
         }
     }
     out
@@ -87,13 +108,18 @@ fn the_device_fill_is_the_host_fill() {
 fn the_device_checksum_is_the_host_checksum() {
     let bufs = buffers();
     let host: Vec<Vec<u8>> = bufs.iter().enumerate().map(|(i, b)| fill(b, 7, i)).collect();
-    let commands: Vec<String> = bufs.iter().zip(&host).map(|(b, h)| format!("checksum {} {} {}", elem_code(b.elem), b.count, hex(h))).collect();
+    let commands: Vec<String> =
+        bufs.iter().zip(&host).map(|(b, h)| format!("checksum {} {} {}", elem_code(b.elem), b.count, hex(h))).collect();
     for ((b, h), got) in bufs.iter().zip(&host).zip(emulate(&commands)) {
         let want = checksum(b, h);
         let f: Vec<&str> = got.split(' ').collect();
         assert_eq!((f[2].parse::<u64>().unwrap(), f[3]), (want.unwritten, want.hash.as_str()), "{}", b.name);
         for (x, y) in [(f[0].parse::<f64>().unwrap(), want.sum), (f[1].parse::<f64>().unwrap(), want.abs_sum)] {
-            assert!((x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-12 * want.abs_sum, "{}: {got} vs {want:?}", b.name);
+            assert!(
+                (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-12 * want.abs_sum,
+                "{}: {got} vs {want:?}",
+                b.name
+            );
         }
     }
 }
@@ -136,7 +162,8 @@ fn the_device_comparison_is_the_host_comparison() {
         let mut want = want;
         if b.elem.is_float() {
             // NaN in one, in the other, in both; nothing else is NaN (-1e5..1e5 halves overflow to ±inf).
-            let (n, nan_bytes) = (b.elem.size_bytes() as usize, fill(&BufferArg { count: 1, dir: Dir::Out, ..b.clone() }, 0, 0));
+            let (n, nan_bytes) =
+                (b.elem.size_bytes() as usize, fill(&BufferArg { count: 1, dir: Dir::Out, ..b.clone() }, 0, 0));
             let nan = |v: &mut Vec<u8>, at: usize| v[at * n..(at + 1) * n].copy_from_slice(&nan_bytes);
             nan(&mut want, 5);
             nan(&mut got, 600);
@@ -147,7 +174,12 @@ fn the_device_comparison_is_the_host_comparison() {
             cases.push((b.clone(), tol, want.clone(), got.clone()));
         }
     }
-    let commands: Vec<String> = cases.iter().map(|(b, t, w, g)| format!("compare {} {} {:e} {:e} {} {}", elem_code(b.elem), b.count, t.rtol, t.atol, hex(w), hex(g))).collect();
+    let commands: Vec<String> = cases
+        .iter()
+        .map(|(b, t, w, g)| {
+            format!("compare {} {} {:e} {:e} {} {}", elem_code(b.elem), b.count, t.rtol, t.atol, hex(w), hex(g))
+        })
+        .collect();
     for ((b, tol, w, g), got) in cases.iter().zip(emulate(&commands)) {
         let want = pair_stats(b, *tol, w, g);
         assert_eq!(parse_stats(&got), want, "{} with {tol:?}", b.name);

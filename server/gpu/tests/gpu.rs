@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 // The harness's kernels and the float-atomic sums that the end-to-end tests run too.
-const SOURCE: &str = concat!(include_str!("kernels.cu"), "\n", include_str!("../../../tests/fixtures/gpu/atomic_sum.cu"));
+const SOURCE: &str =
+    concat!(include_str!("kernels.cu"), "\n", include_str!("../../../tests/fixtures/gpu/atomic_sum.cu"));
 
 #[test]
 #[ignore = "needs a GPU"]
@@ -34,7 +35,12 @@ fn compile(out: &Path) -> Duration {
     let source = out.with_extension("cu");
     std::fs::write(&source, SOURCE).unwrap();
     let start = Instant::now();
-    let status = Command::new(&nvcc).args(["-cubin", &format!("-arch={arch}"), "-O3", "-o"]).arg(out).arg(&source).status().expect("nvcc runs");
+    let status = Command::new(&nvcc)
+        .args(["-cubin", &format!("-arch={arch}"), "-O3", "-o"])
+        .arg(out)
+        .arg(&source)
+        .status()
+        .expect("nvcc runs");
     assert!(status.success(), "nvcc failed");
     start.elapsed()
 }
@@ -58,7 +64,11 @@ fn signature(name: &str) -> KernelSignature {
             let p = p.trim();
             let split = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap();
             let ty = p[..=split].trim();
-            Param { name: p[split + 1..].into(), ty: ty.trim_end_matches('*').trim().into(), pointer: ty.ends_with('*') }
+            Param {
+                name: p[split + 1..].into(),
+                ty: ty.trim_end_matches('*').trim().into(),
+                pointer: ty.ends_with('*'),
+            }
         })
         .collect();
     KernelSignature { name: name.into(), params }
@@ -169,7 +179,17 @@ fn the_device_fill_and_checksum_equal_the_hosts() {
     use kernelpro_spec::{Arg, BufferArg, Dir, ElemType, Init};
     let count = (1 << 20) + 17;
     let mut buffers = Vec::new();
-    for elem in [ElemType::Float, ElemType::Double, ElemType::Half, ElemType::Bfloat16, ElemType::Int, ElemType::Unsigned, ElemType::Int8, ElemType::Uint8, ElemType::Int64] {
+    for elem in [
+        ElemType::Float,
+        ElemType::Double,
+        ElemType::Half,
+        ElemType::Bfloat16,
+        ElemType::Int,
+        ElemType::Unsigned,
+        ElemType::Int8,
+        ElemType::Uint8,
+        ElemType::Int64,
+    ] {
         for (init, dir) in [
             (Init::Uniform { lo: -2.0, hi: 2.0 }, Dir::Inout),
             (Init::Uniform { lo: -1e5, hi: 1e5 }, Dir::Inout),
@@ -186,7 +206,11 @@ fn the_device_fill_and_checksum_equal_the_hosts() {
     launch.kernel = "noop".into();
     (launch.grid, launch.block) = ([1, 1, 1], [32, 1, 1]);
     launch.args = buffers.iter().cloned().map(Arg::Buffer).collect();
-    let job = Job { energy_window_ms: 0, runs: 20, ..Job::new(KernelJob { image: Image::Cubin(cubin().clone()), function: "noop".into(), launch: launch.clone() }) };
+    let job = Job {
+        energy_window_ms: 0,
+        runs: 20,
+        ..Job::new(KernelJob { image: Image::Cubin(cubin().clone()), function: "noop".into(), launch: launch.clone() })
+    };
     let result = run(&job, DEFAULT_TIMEOUT).unwrap();
     println!("{} buffers of {count} elements: phases {:?}", buffers.len(), result.phases);
     for (i, (b, got)) in buffers.iter().zip(&result.kernel.outputs).enumerate() {
@@ -194,7 +218,8 @@ fn the_device_fill_and_checksum_equal_the_hosts() {
         assert_eq!((&got.hash, got.unwritten), (&want.hash, want.unwritten), "{}", b.name);
         // Both NaN: +inf and -inf among the values (half overflows).
         // Sums in another order differ by at most count × eps × Σ|x| (about 1e-10 of it here).
-        let close = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-9 * want.abs_sum.max(1.0);
+        let close =
+            |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= 1e-9 * want.abs_sum.max(1.0);
         assert!(close(got.sum, want.sum) && close(got.abs_sum, want.abs_sum), "{}: {got:?} vs {want:?}", b.name);
     }
 }
@@ -213,7 +238,11 @@ fn the_device_comparison_equals_the_hosts() {
         .chunks(4)
         .enumerate()
         .flat_map(|(i, c)| {
-            let bits = if i == 777 { 0x7fc0_0000 } else { i32::from_le_bytes(c.try_into().unwrap()).wrapping_add((i % 7) as i32 * 15) as u32 };
+            let bits = if i == 777 {
+                0x7fc0_0000
+            } else {
+                i32::from_le_bytes(c.try_into().unwrap()).wrapping_add((i % 7) as i32 * 15) as u32
+            };
             bits.to_le_bytes()
         })
         .collect();
@@ -230,7 +259,11 @@ fn the_device_comparison_equals_the_hosts() {
 #[ignore = "needs a GPU"]
 fn a_4_gib_buffer_runs_under_the_default_timeout() {
     let job = Job { runs: 20, ..job("scale_4g", Some("scale_4g")) };
-    println!("buffers: {:.2} GiB; the harness adds {:.1} s to the run timeout for them", job.buffer_bytes() as f64 / (1u64 << 30) as f64, job.setup_allowance().as_secs_f64());
+    println!(
+        "buffers: {:.2} GiB; the harness adds {:.1} s to the run timeout for them",
+        job.buffer_bytes() as f64 / (1u64 << 30) as f64,
+        job.setup_allowance().as_secs_f64()
+    );
     let start = Instant::now();
     // The plain default timeout, without the allowance: set-up must fit anyway.
     let result = run(&job, DEFAULT_TIMEOUT).unwrap();
@@ -251,7 +284,11 @@ fn a_4_gib_buffer_runs_under_the_default_timeout() {
     let b = job.kernel.launch.buffers().next().unwrap();
     let sample = kernelpro_spec::BufferArg { count: 1 << 26, ..b.clone() };
     let _ = fill(&sample, 42, 0);
-    println!("for comparison, the host fill makes 256 MiB in {:.2} s (4 GiB: ~{:.0} s)", host.elapsed().as_secs_f64(), host.elapsed().as_secs_f64() * 16.0);
+    println!(
+        "for comparison, the host fill makes 256 MiB in {:.2} s (4 GiB: ~{:.0} s)",
+        host.elapsed().as_secs_f64(),
+        host.elapsed().as_secs_f64() * 16.0
+    );
 }
 
 /// A float-atomic sum differs from run to run; the harness measures that and
@@ -288,10 +325,24 @@ fn a_float_atomic_original_is_measured_and_a_block_reduced_candidate_verifies() 
 /// Runs without a GPU: every kernel the GPU tests launch has a spec that resolves.
 #[test]
 fn every_test_kernel_resolves() {
-    for name in ["saxpy", "saxpy_stride", "saxpy_wrong", "hang", "oob", "copy4", "scale_4g", "sum_atomic", "sum_blocks", "sum_blocks_short", "perturb_ulps", "leave_alone"] {
+    for name in [
+        "saxpy",
+        "saxpy_stride",
+        "saxpy_wrong",
+        "hang",
+        "oob",
+        "copy4",
+        "scale_4g",
+        "sum_atomic",
+        "sum_blocks",
+        "sum_blocks_short",
+        "perturb_ulps",
+        "leave_alone",
+    ] {
         let specs = parse_file(SOURCE);
         let spec = specs.kernel(name).unwrap_or_else(|| panic!("{name} has a spec"));
-        let launch = resolve(spec, &specs.file_lets, &signature(name), &ResolveOptions::default()).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let launch = resolve(spec, &specs.file_lets, &signature(name), &ResolveOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(launch.buffers().count() > 0, "{name}");
     }
 }

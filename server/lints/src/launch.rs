@@ -38,18 +38,16 @@ impl LaunchFrom {
             LaunchFrom::Spec => "the launch spec".into(),
             LaunchFrom::Site { line } => format!("the launch on line {}", line + 1),
             LaunchFrom::LaunchBounds => "its `__launch_bounds__` maximum".into(),
-            LaunchFrom::Setting => "the blockSize setting: no launch spec, `<<<…>>>` launch or `__launch_bounds__` says".into(),
+            LaunchFrom::Setting => {
+                "the blockSize setting: no launch spec, `<<<…>>>` launch or `__launch_bounds__` says".into()
+            }
         }
     }
 }
 
 impl Launch {
     pub fn assumed(block: u32) -> Launch {
-        Launch {
-            block,
-            smem: None,
-            from: LaunchFrom::Setting,
-        }
+        Launch { block, smem: None, from: LaunchFrom::Setting }
     }
 }
 
@@ -74,14 +72,7 @@ pub fn in_file<'k>(
         if let Some(site) = sites.get(&kernel.name) {
             out.insert(kernel.name.clone(), *site);
         } else if let Some(max) = launch_bounds(&syntax, kernel, &constants) {
-            out.insert(
-                kernel.name.clone(),
-                Launch {
-                    block: max,
-                    smem: None,
-                    from: LaunchFrom::LaunchBounds,
-                },
-            );
+            out.insert(kernel.name.clone(), Launch { block: max, smem: None, from: LaunchFrom::LaunchBounds });
         }
     }
     out
@@ -100,21 +91,10 @@ pub fn launch_sites(text: &str, source: &SourceFile) -> HashMap<String, Launch> 
     sites(&syntax, source, &constants)
 }
 
-fn sites(
-    syntax: &Syntax,
-    source: &SourceFile,
-    constants: &HashMap<String, i64>,
-) -> HashMap<String, Launch> {
+fn sites(syntax: &Syntax, source: &SourceFile, constants: &HashMap<String, i64>) -> HashMap<String, Launch> {
     let mut sites: HashMap<String, Launch> = HashMap::new();
-    for call in descendants(syntax.tree.root_node())
-        .into_iter()
-        .filter(|n| n.kind() == "kernel_call_syntax")
-    {
-        let Some(callee) = call
-            .parent()
-            .and_then(|c| c.named_child(0))
-            .filter(|c| c.id() != call.id())
-        else {
+    for call in descendants(syntax.tree.root_node()).into_iter().filter(|n| n.kind() == "kernel_call_syntax") {
+        let Some(callee) = call.parent().and_then(|c| c.named_child(0)).filter(|c| c.id() != call.id()) else {
             continue;
         };
         let name = kernelpro_sass::symbol::plain_name(syntax.text(callee)).to_string();
@@ -131,39 +111,18 @@ fn sites(
             None => Some(0),
             Some(s) => syntax.eval(*s, &scope).and_then(|v| u32::try_from(v).ok()),
         };
-        sites.insert(
-            name,
-            Launch {
-                block,
-                smem,
-                from: LaunchFrom::Site {
-                    line: call.start_position().row as u32,
-                },
-            },
-        );
+        sites.insert(name, Launch { block, smem, from: LaunchFrom::Site { line: call.start_position().row as u32 } });
     }
     sites
 }
 
 /// `__launch_bounds__(MAX, …)`'s first argument.
-fn launch_bounds(
-    syntax: &Syntax,
-    kernel: &Function,
-    constants: &HashMap<String, i64>,
-) -> Option<u32> {
+fn launch_bounds(syntax: &Syntax, kernel: &Function, constants: &HashMap<String, i64>) -> Option<u32> {
     let head_end = kernel.body_bytes.map_or(kernel.end_byte, |(s, _)| s);
-    let node = syntax
-        .tree
-        .root_node()
-        .descendant_for_byte_range(kernel.start_byte, head_end)?;
-    let bounds = descendants(node)
-        .into_iter()
-        .find(|n| n.kind() == "launch_bounds" && n.end_byte() <= head_end)?;
+    let node = syntax.tree.root_node().descendant_for_byte_range(kernel.start_byte, head_end)?;
+    let bounds = descendants(node).into_iter().find(|n| n.kind() == "launch_bounds" && n.end_byte() <= head_end)?;
     let max = bounds.named_child(0)?;
-    syntax
-        .eval(max, constants)
-        .and_then(|v| u32::try_from(v).ok())
-        .filter(|&v| v > 0)
+    syntax.eval(max, constants).and_then(|v| u32::try_from(v).ok()).filter(|&v| v > 0)
 }
 
 /// Threads of a block expression: `256`, `B * 2`, `dim3(16, 16)`, `{32, 8}`, or
@@ -177,17 +136,11 @@ fn dims(syntax: &Syntax, node: Node, scope: &Scope) -> Option<u32> {
         }
         parts
             .iter()
-            .try_fold(1u32, |acc, p| {
-                acc.checked_mul(u32::try_from(syntax.eval(*p, scope)?).ok()?)
-            })
+            .try_fold(1u32, |acc, p| acc.checked_mul(u32::try_from(syntax.eval(*p, scope)?).ok()?))
             .filter(|&t| t > 0)
     };
     match node.kind() {
-        "call_expression"
-            if node
-                .child_by_field_name("function")
-                .is_some_and(|f| syntax.text(f) == "dim3") =>
-        {
+        "call_expression" if node.child_by_field_name("function").is_some_and(|f| syntax.text(f) == "dim3") => {
             product(node.child_by_field_name("arguments")?)
         }
         "initializer_list" | "argument_list" => product(node),
@@ -195,10 +148,7 @@ fn dims(syntax: &Syntax, node: Node, scope: &Scope) -> Option<u32> {
             Some(v) => Some(*v),
             None => syntax.eval(node, scope).and_then(|v| u32::try_from(v).ok()),
         },
-        _ => syntax
-            .eval(node, scope)
-            .and_then(|v| u32::try_from(v).ok())
-            .filter(|&t| t > 0),
+        _ => syntax.eval(node, scope).and_then(|v| u32::try_from(v).ok()).filter(|&t| t > 0),
     }
 }
 
@@ -216,16 +166,8 @@ impl std::ops::Deref for Scope {
     }
 }
 
-fn local_scope(
-    syntax: &Syntax,
-    source: &SourceFile,
-    call: Node,
-    constants: &HashMap<String, i64>,
-) -> Scope {
-    let mut scope = Scope {
-        values: constants.clone(),
-        dims: HashMap::new(),
-    };
+fn local_scope(syntax: &Syntax, source: &SourceFile, call: Node, constants: &HashMap<String, i64>) -> Scope {
+    let mut scope = Scope { values: constants.clone(), dims: HashMap::new() };
     let line = call.start_position().row as u32;
     let Some(body) = source.function_at_line(line).and_then(|f| syntax.body(f)) else {
         return scope;
@@ -239,24 +181,17 @@ fn local_scope(
                     .is_some_and(|l| syntax.text(l) == name)
         })
     };
-    for decl in nodes
-        .iter()
-        .filter(|n| n.kind() == "init_declarator" && n.start_byte() < call.start_byte())
-    {
-        let (Some(name), Some(value)) = (
-            decl.child_by_field_name("declarator"),
-            decl.child_by_field_name("value"),
-        ) else {
+    for decl in nodes.iter().filter(|n| n.kind() == "init_declarator" && n.start_byte() < call.start_byte()) {
+        let (Some(name), Some(value)) = (decl.child_by_field_name("declarator"), decl.child_by_field_name("value"))
+        else {
             continue;
         };
         if name.kind() != "identifier" || reassigned(syntax.text(name)) {
             continue;
         }
         let name = syntax.text(name).to_string();
-        let is_dim3 = decl
-            .parent()
-            .and_then(|d| d.child_by_field_name("type"))
-            .is_some_and(|t| syntax.text(t) == "dim3");
+        let is_dim3 =
+            decl.parent().and_then(|d| d.child_by_field_name("type")).is_some_and(|t| syntax.text(t) == "dim3");
         if is_dim3 || matches!(value.kind(), "argument_list" | "initializer_list") {
             if let Some(d) = dims(syntax, value, &scope) {
                 scope.dims.insert(name, d);

@@ -23,9 +23,8 @@ use kernelpro_source::SourceFile;
 use serde::{Deserialize, Serialize};
 
 pub use tools::{
-    AtomicContention, DivergentBranch, Fp64Promotion, LocalMemorySpill, MissedReuse,
-    MissingRestrict, OccupancyLimit, RowWalk, ScalarLoads, SharedBankConflict,
-    SyncInDivergentBranch, UncoalescedAccess,
+    AtomicContention, DivergentBranch, Fp64Promotion, LocalMemorySpill, MissedReuse, MissingRestrict, OccupancyLimit,
+    RowWalk, ScalarLoads, SharedBankConflict, SyncInDivergentBranch, UncoalescedAccess,
 };
 
 /// Everything the tools may look at for one `.cu` file and one architecture.
@@ -94,10 +93,7 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds {
-            occupancy_percent: 50.0,
-            spill_lines: 5,
-        }
+        Thresholds { occupancy_percent: 50.0, spill_lines: 5 }
     }
 }
 
@@ -105,9 +101,7 @@ impl Default for Thresholds {
 pub fn registry(thresholds: &Thresholds) -> Vec<Box<dyn StaticTool>> {
     vec![
         Box::new(Fp64Promotion),
-        Box::new(LocalMemorySpill {
-            max_lines: thresholds.spill_lines,
-        }),
+        Box::new(LocalMemorySpill { max_lines: thresholds.spill_lines }),
         Box::new(ScalarLoads),
         Box::new(MissingRestrict),
         Box::new(SyncInDivergentBranch),
@@ -117,9 +111,7 @@ pub fn registry(thresholds: &Thresholds) -> Vec<Box<dyn StaticTool>> {
         Box::new(AtomicContention),
         Box::new(DivergentBranch),
         Box::new(MissedReuse),
-        Box::new(OccupancyLimit {
-            min_percent: thresholds.occupancy_percent,
-        }),
+        Box::new(OccupancyLimit { min_percent: thresholds.occupancy_percent }),
     ]
 }
 
@@ -134,16 +126,9 @@ pub fn run_all_with(input: &LintInput, thresholds: &Thresholds) -> Vec<Finding> 
 
 /// The tools whose `needs` pass `which`, findings sorted by position: a save
 /// runs those needing at most [`Needs::Resources`] with the compiler's messages.
-pub fn run_needing(
-    input: &LintInput,
-    thresholds: &Thresholds,
-    which: impl Fn(Needs) -> bool,
-) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = registry(thresholds)
-        .iter()
-        .filter(|tool| which(tool.needs()))
-        .flat_map(|tool| tool.analyze(input))
-        .collect();
+pub fn run_needing(input: &LintInput, thresholds: &Thresholds, which: impl Fn(Needs) -> bool) -> Vec<Finding> {
+    let mut findings: Vec<Finding> =
+        registry(thresholds).iter().filter(|tool| which(tool.needs())).flat_map(|tool| tool.analyze(input)).collect();
     findings.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
     findings
 }
@@ -151,9 +136,5 @@ pub fn run_needing(
 /// The codes of the tools that need `which` (e.g. the SASS tools, whose
 /// findings only the machine-code step brings).
 pub fn codes_needing(which: Needs) -> Vec<&'static str> {
-    registry(&Thresholds::default())
-        .iter()
-        .filter(|tool| tool.needs() == which)
-        .map(|tool| tool.name())
-        .collect()
+    registry(&Thresholds::default()).iter().filter(|tool| tool.needs() == which).map(|tool| tool.name()).collect()
 }

@@ -5,10 +5,7 @@ use kernelpro_sass::disasm::{Disassembly, Function, Instruction};
 
 /// SASS functions compiled for `kernel` (several for a template).
 pub fn sass_functions<'s>(sass: &'s Disassembly, kernel: &str) -> Vec<&'s Function> {
-    sass.functions
-        .iter()
-        .filter(|f| short_name(&f.name) == kernel)
-        .collect()
+    sass.functions.iter().filter(|f| short_name(&f.name) == kernel).collect()
 }
 
 pub use kernelpro_sass::symbol::plain_name as short_name;
@@ -34,41 +31,25 @@ pub fn lines_with<'f>(
         .iter()
         .filter(|l| same_file(&l.source.file, path))
         .filter_map(|l| {
-            let hits: Vec<&Instruction> = l
-                .instructions
-                .iter()
-                .map(|&i| &function.instructions[i])
-                .filter(|i| wanted(i))
-                .collect();
+            let hits: Vec<&Instruction> =
+                l.instructions.iter().map(|&i| &function.instructions[i]).filter(|i| wanted(i)).collect();
             (!hits.is_empty()).then_some((l.source.line, hits))
         })
         .collect()
 }
 
 /// The instructions on one 1-based line of `path`, over all `functions`.
-pub fn instructions_on<'f>(
-    functions: &[&'f Function],
-    path: &str,
-    line: u32,
-) -> Vec<&'f Instruction> {
+pub fn instructions_on<'f>(functions: &[&'f Function], path: &str, line: u32) -> Vec<&'f Instruction> {
     functions
         .iter()
-        .flat_map(|f| {
-            lines_with(f, path, |_| true)
-                .into_iter()
-                .filter(|(l, _)| *l == line)
-                .flat_map(|(_, i)| i)
-        })
+        .flat_map(|f| lines_with(f, path, |_| true).into_iter().filter(|(l, _)| *l == line).flat_map(|(_, i)| i))
         .collect()
 }
 
 /// `0x0120 F2F.F64.F32, 0x0130 DMUL` for evidence, at most `cap` listed.
 pub fn listing(instructions: &[&Instruction], cap: usize) -> String {
-    let mut shown: Vec<String> = instructions
-        .iter()
-        .take(cap)
-        .map(|i| format!("{:#06x} {}", i.offset, i.opcode))
-        .collect();
+    let mut shown: Vec<String> =
+        instructions.iter().take(cap).map(|i| format!("{:#06x} {}", i.offset, i.opcode)).collect();
     if instructions.len() > cap {
         shown.push(format!("… {} more", instructions.len() - cap));
     }

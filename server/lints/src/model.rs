@@ -2,9 +2,7 @@
 //! source crate's model) and the wording the model-based tools share.
 
 use crate::LintInput;
-use kernelpro_source::kernel_model::{
-    Access, Atom, Dim, ElemType, KernelModel, Poly, WarpGeometry, model_file,
-};
+use kernelpro_source::kernel_model::{Access, Atom, Dim, ElemType, KernelModel, Poly, WarpGeometry, model_file};
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::collections::hash_map::DefaultHasher;
@@ -60,10 +58,9 @@ pub fn stride(coef: &Poly, elem: &ElemType) -> String {
 /// ` (blocks of 16×16: a warp spans 2 rows of threadIdx.y)` when lanes span rows.
 pub fn geometry_note(g: &WarpGeometry) -> String {
     match g.block {
-        Some([x, y, _]) if g.lanes_span_rows() => format!(
-            " (blocks of {x}×{y}: a warp spans {} rows of threadIdx.y)",
-            (32 / x.max(1)).min(y)
-        ),
+        Some([x, y, _]) if g.lanes_span_rows() => {
+            format!(" (blocks of {x}×{y}: a warp spans {} rows of threadIdx.y)", (32 / x.max(1)).min(y))
+        }
         _ => String::new(),
     }
 }
@@ -82,9 +79,5 @@ impl Lines {
 /// threadIdx.y when x does not move the index (lanes spanning rows, or a (1, N) block).
 pub fn lane_step(a: &Access) -> Poly {
     let lane = a.lane_coefficient();
-    if lane.is_zero() {
-        a.index.coefficient(&Atom::Tid(Dim::Y))
-    } else {
-        lane
-    }
+    if lane.is_zero() { a.index.coefficient(&Atom::Tid(Dim::Y)) } else { lane }
 }

@@ -15,10 +15,7 @@ pub struct Syntax<'a> {
 
 impl<'a> Syntax<'a> {
     pub fn parse(text: &'a str) -> Option<Self> {
-        Some(Syntax {
-            text,
-            tree: kernelpro_source::parse_tree(text)?,
-        })
+        Some(Syntax { text, tree: kernelpro_source::parse_tree(text)? })
     }
 
     pub fn text(&self, node: Node) -> &'a str {
@@ -28,10 +25,7 @@ impl<'a> Syntax<'a> {
     /// The `{ … }` node of a function's definition.
     pub fn body(&self, function: &Function) -> Option<Node<'_>> {
         let (start, end) = function.body_bytes?;
-        let node = self
-            .tree
-            .root_node()
-            .descendant_for_byte_range(start, end)?;
+        let node = self.tree.root_node().descendant_for_byte_range(start, end)?;
         (node.kind() == "compound_statement").then_some(node)
     }
 
@@ -42,10 +36,9 @@ impl<'a> Syntax<'a> {
         for node in descendants(self.tree.root_node()) {
             match node.kind() {
                 "preproc_def" => {
-                    let (Some(name), Some(value)) = (
-                        node.child_by_field_name("name"),
-                        node.child_by_field_name("value"),
-                    ) else {
+                    let (Some(name), Some(value)) =
+                        (node.child_by_field_name("name"), node.child_by_field_name("value"))
+                    else {
                         continue;
                     };
                     if let Ok(v) = self.text(value).trim().parse::<i64>() {
@@ -58,10 +51,9 @@ impl<'a> Syntax<'a> {
                             || self.text(d).starts_with("constexpr")
                             || self.text(d).starts_with("static const")
                     });
-                    let (Some(name), Some(value)) = (
-                        node.child_by_field_name("declarator"),
-                        node.child_by_field_name("value"),
-                    ) else {
+                    let (Some(name), Some(value)) =
+                        (node.child_by_field_name("declarator"), node.child_by_field_name("value"))
+                    else {
                         continue;
                     };
                     if is_const
@@ -127,17 +119,12 @@ const MAX_EVAL_DEPTH: usize = 64;
 
 /// Bytes of a built-in type named in `sizeof(...)`.
 fn type_size(ty: &str) -> Option<i64> {
-    let words: Vec<&str> = ty
-        .split_whitespace()
-        .filter(|w| !matches!(*w, "const" | "unsigned" | "signed"))
-        .collect();
+    let words: Vec<&str> = ty.split_whitespace().filter(|w| !matches!(*w, "const" | "unsigned" | "signed")).collect();
     Some(match words.join(" ").as_str() {
         "char" | "int8_t" | "uint8_t" | "bool" => 1,
         "short" | "half" | "__half" | "__nv_bfloat16" | "int16_t" | "uint16_t" => 2,
         "int" | "float" | "" | "int32_t" | "uint32_t" | "half2" | "__half2" | "__nv_bfloat162" => 4,
-        "double" | "long" | "long long" | "size_t" | "int64_t" | "uint64_t" | "float2" | "int2" => {
-            8
-        }
+        "double" | "long" | "long long" | "size_t" | "int64_t" | "uint64_t" | "float2" | "int2" => 8,
         "float4" | "int4" | "double2" | "uint4" => 16,
         _ => return None,
     })
@@ -160,10 +147,7 @@ pub fn descendants(node: Node) -> Vec<Node> {
 /// `32`, `0x20`, `32u` as an integer; floating literals give `None`.
 fn parse_int(literal: &str) -> Option<i64> {
     let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
+    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => digits.parse().ok(),
     }

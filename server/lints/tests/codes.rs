@@ -20,7 +20,12 @@ fn static_tools_emit_registry_codes() {
     assert_eq!(sorted, registry_static, "static tools against the registry's static codes");
     for f in findings(&Fixture::planted(), true, &Thresholds::default()) {
         let code = f.code.as_deref().and_then(Code::parse);
-        assert!(code.is_some_and(|c| tools.contains(&c)), "{:?} on line {} is no static tool's registry code", f.code, f.span.start.line + 1);
+        assert!(
+            code.is_some_and(|c| tools.contains(&c)),
+            "{:?} on line {} is no static tool's registry code",
+            f.code,
+            f.span.start.line + 1
+        );
         assert_eq!(f.doc_url, code.map(Code::doc_url));
     }
 }

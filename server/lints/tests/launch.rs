@@ -14,14 +14,7 @@ fn check_launches(src: &str, expected: Expect) {
     let found = in_file(src, &source, source.kernels());
     let mut got: Vec<String> = found
         .iter()
-        .map(|(k, l)| {
-            format!(
-                "{k}: {} threads, smem {:?}, from {}",
-                l.block,
-                l.smem,
-                l.from.describe()
-            )
-        })
+        .map(|(k, l)| format!("{k}: {} threads, smem {:?}, from {}", l.block, l.smem, l.from.describe()))
         .collect();
     got.sort();
     expected.assert_eq(&got.join("\n"));
@@ -77,13 +70,7 @@ fn check_occupancy(src: &str, ptxas: &str, arch: &str, expected: Expect) {
     let findings = tool.analyze(&input);
     let evidence: Vec<String> = findings
         .iter()
-        .map(|f| {
-            f.evidence
-                .iter()
-                .map(|e| format!("{}={}", e.name, e.value))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
+        .map(|f| f.evidence.iter().map(|e| format!("{}={}", e.name, e.value)).collect::<Vec<_>>().join("; "))
         .collect();
     expected.assert_eq(&format!("{}\n{}", render(&findings), evidence.join("\n")));
 }

@@ -31,20 +31,17 @@ fn model_findings(name: &str) -> (String, Vec<Finding>) {
         .filter_map(|l| l.trim().strip_prefix("// block:"))
         .filter_map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
-            Some((
-                w.first()?.to_string(),
-                [
-                    w.get(1)?.parse().ok()?,
-                    w.get(2)?.parse().ok()?,
-                    w.get(3)?.parse().ok()?,
-                ],
-            ))
+            Some((w.first()?.to_string(), [w.get(1)?.parse().ok()?, w.get(2)?.parse().ok()?, w.get(3)?.parse().ok()?]))
         })
         .collect();
     let source = kernelpro_source::parse(&text);
     let dims = |k: &str| blocks.iter().find(|(n, _)| n == k).map(|(_, b)| *b);
     let launches = |k: &str| {
-        dims(k).map(|b| kernelpro_lints::launch::Launch { block: b.iter().product(), smem: None, from: kernelpro_lints::launch::LaunchFrom::Spec })
+        dims(k).map(|b| kernelpro_lints::launch::Launch {
+            block: b.iter().product(),
+            smem: None,
+            from: kernelpro_lints::launch::LaunchFrom::Spec,
+        })
     };
     let input = LintInput {
         path: name,
@@ -57,10 +54,8 @@ fn model_findings(name: &str) -> (String, Vec<Finding>) {
         default_block: 256,
         block_dims: &dims,
     };
-    let found = run_all(&input)
-        .into_iter()
-        .filter(|f| MODEL_CODES.contains(&f.code.as_deref().unwrap_or("")))
-        .collect();
+    let found =
+        run_all(&input).into_iter().filter(|f| MODEL_CODES.contains(&f.code.as_deref().unwrap_or(""))).collect();
     (text, found)
 }
 
@@ -74,39 +69,25 @@ fn markers(text: &str) -> BTreeSet<(u32, String)> {
 
 fn check(name: &str, snapshot: ExpectFile) {
     let (text, found) = model_findings(name);
-    let got: BTreeSet<(u32, String)> = found
-        .iter()
-        .map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default()))
-        .collect();
+    let got: BTreeSet<(u32, String)> =
+        found.iter().map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default())).collect();
     snapshot.assert_eq(&render(&found));
-    assert_eq!(
-        got,
-        markers(&text),
-        "findings (left) against the fixture's expect markers (right)"
-    );
+    assert_eq!(got, markers(&text), "findings (left) against the fixture's expect markers (right)");
     assert!(
-        found
-            .iter()
-            .all(|f| f.guidance.is_some() && !f.evidence.is_empty()),
+        found.iter().all(|f| f.guidance.is_some() && !f.evidence.is_empty()),
         "every finding carries evidence and the expert fix"
     );
 }
 
 #[test]
 fn naive_kernels_get_their_problem_on_its_line() {
-    check(
-        "naive.cu",
-        expect_file!["../../../tests/fixtures/lints/model/naive.findings.txt"],
-    );
+    check("naive.cu", expect_file!["../../../tests/fixtures/lints/model/naive.findings.txt"]);
 }
 
 #[test]
 fn clean_kernels_get_no_warning() {
     let (_, found) = model_findings("clean.cu");
-    let warnings: Vec<Finding> = found
-        .into_iter()
-        .filter(|f| f.severity == Severity::Warning)
-        .collect();
+    let warnings: Vec<Finding> = found.into_iter().filter(|f| f.severity == Severity::Warning).collect();
     assert_eq!(render(&warnings), "");
 }
 
@@ -131,12 +112,7 @@ fn atomic_targets_and_broadcasts_stay_silent() {
     };
     let found: Vec<Finding> = run_all(&input)
         .into_iter()
-        .filter(|f| {
-            matches!(
-                f.code.as_deref(),
-                Some("ScalarLoads" | "SharedBankConflict")
-            )
-        })
+        .filter(|f| matches!(f.code.as_deref(), Some("ScalarLoads" | "SharedBankConflict")))
         .collect();
     assert_eq!(render(&found), "");
 }
@@ -148,14 +124,9 @@ fn atomic_targets_and_broadcasts_stay_silent() {
 #[test]
 fn public_code_atomics() {
     let (text, found) = model_findings("public_code.cu");
-    let atomics: Vec<Finding> = found
-        .into_iter()
-        .filter(|f| f.code.as_deref() == Some("AtomicContention"))
-        .collect();
-    let got: BTreeSet<(u32, String)> = atomics
-        .iter()
-        .map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default()))
-        .collect();
+    let atomics: Vec<Finding> = found.into_iter().filter(|f| f.code.as_deref() == Some("AtomicContention")).collect();
+    let got: BTreeSet<(u32, String)> =
+        atomics.iter().map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default())).collect();
     assert_eq!(got, markers(&text), "{}", render(&atomics));
     let kernels: Vec<&str> = atomics.iter().filter_map(|f| f.kernel.as_deref()).collect();
     assert_eq!(kernels, ["total"], "{}", render(&atomics));
@@ -166,9 +137,6 @@ fn public_code_atomics() {
 #[test]
 fn public_code_register_tiles_are_no_row_walks() {
     let (_, found) = model_findings("public_code.cu");
-    let walks: Vec<Finding> = found
-        .into_iter()
-        .filter(|f| f.code.as_deref() == Some("RowWalk"))
-        .collect();
+    let walks: Vec<Finding> = found.into_iter().filter(|f| f.code.as_deref() == Some("RowWalk")).collect();
     assert_eq!(render(&walks), "");
 }

@@ -21,17 +21,9 @@ fn spec_block(text: &str) -> Option<[u32; 3]> {
         })
     };
     let block = spec("block")?;
-    let value = |s: &str| -> Option<u32> {
-        s.trim()
-            .parse()
-            .ok()
-            .or_else(|| spec(&format!("let {}", s.trim()))?.parse().ok())
-    };
-    let parts: Vec<&str> = block
-        .trim_start_matches('(')
-        .trim_end_matches(')')
-        .split(',')
-        .collect();
+    let value =
+        |s: &str| -> Option<u32> { s.trim().parse().ok().or_else(|| spec(&format!("let {}", s.trim()))?.parse().ok()) };
+    let parts: Vec<&str> = block.trim_start_matches('(').trim_end_matches(')').split(',').collect();
     let mut dims = [1u32; 3];
     for (d, p) in dims.iter_mut().zip(&parts) {
         *d = value(p)?;
@@ -60,7 +52,11 @@ fn naive_corpus_names_the_main_problem() {
         let source = kernelpro_source::parse(&text);
         let block = spec_block(&text);
         let launches = |_: &str| {
-            block.map(|b| kernelpro_lints::launch::Launch { block: b.iter().product(), smem: None, from: kernelpro_lints::launch::LaunchFrom::Spec })
+            block.map(|b| kernelpro_lints::launch::Launch {
+                block: b.iter().product(),
+                smem: None,
+                from: kernelpro_lints::launch::LaunchFrom::Spec,
+            })
         };
         let dims = |_: &str| block;
         let input = LintInput {
@@ -75,18 +71,10 @@ fn naive_corpus_names_the_main_problem() {
             block_dims: &dims,
         };
         let found = run_all(&input);
-        if let Some(class) = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("// class:"))
-            .map(str::trim)
-        {
+        if let Some(class) = text.lines().find_map(|l| l.trim().strip_prefix("// class:")).map(str::trim) {
             let models = kernelpro_source::kernel_model::model_file(&text, &source, &dims);
-            let got: Vec<&str> = models
-                .iter()
-                .filter(|m| m.is_kernel)
-                .filter_map(|m| m.pattern())
-                .map(|p| p.pattern.name())
-                .collect();
+            let got: Vec<&str> =
+                models.iter().filter(|m| m.is_kernel).filter_map(|m| m.pattern()).map(|p| p.pattern.name()).collect();
             classes.0 += 1;
             classes.1 += got.contains(&class) as usize;
             patterns.push_str(&format!(
@@ -100,13 +88,7 @@ fn naive_corpus_names_the_main_problem() {
         let warnings: Vec<String> = found
             .iter()
             .filter(|f| f.severity == Severity::Warning)
-            .map(|f| {
-                format!(
-                    "{}@{}",
-                    f.code.as_deref().unwrap_or("?"),
-                    f.span.start.line + 1
-                )
-            })
+            .map(|f| format!("{}@{}", f.code.as_deref().unwrap_or("?"), f.span.start.line + 1))
             .collect();
         if text.contains("// corpus: clean") || text.contains("// corpus: expert") {
             if warnings.len() > 1 {
@@ -125,9 +107,9 @@ fn naive_corpus_names_the_main_problem() {
             };
             expected += 1;
             let codes: Vec<&str> = codes.split('|').map(str::trim).collect();
-            let hit = found.iter().any(|f| {
-                f.span.start.line as usize == i && codes.contains(&f.code.as_deref().unwrap_or(""))
-            });
+            let hit = found
+                .iter()
+                .any(|f| f.span.start.line as usize == i && codes.contains(&f.code.as_deref().unwrap_or("")));
             hits += hit as usize;
             table.push_str(&format!(
                 "{:<8} {name}:{} want {} got {}\n",
@@ -139,16 +121,7 @@ fn naive_corpus_names_the_main_problem() {
         }
     }
     println!("{table}{hits}/{expected} expectations met; noisy clean/expert files: {noisy:?}");
-    println!(
-        "{patterns}{}/{} `// class:` lines match the model's pattern",
-        classes.1, classes.0
-    );
-    assert!(
-        expected == 0 || hits * 10 >= expected * 9,
-        "{hits}/{expected} expectations met"
-    );
-    assert!(
-        noisy.is_empty(),
-        "clean or expert kernels with more than one warning: {noisy:?}"
-    );
+    println!("{patterns}{}/{} `// class:` lines match the model's pattern", classes.1, classes.0);
+    assert!(expected == 0 || hits * 10 >= expected * 9, "{hits}/{expected} expectations met");
+    assert!(noisy.is_empty(), "clean or expert kernels with more than one warning: {noisy:?}");
 }

@@ -12,24 +12,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn find_nvcc() -> Option<PathBuf> {
-    let wheel = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc");
-    let on_path = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("nvcc"))
-            .find(|n| n.is_file())
-    });
-    std::env::var_os("KERNELPRO_NVCC")
-        .map(PathBuf::from)
-        .or_else(|| wheel.is_file().then_some(wheel))
-        .or(on_path)
+    let wheel =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc");
+    let on_path =
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("nvcc")).find(|n| n.is_file()));
+    std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).or_else(|| wheel.is_file().then_some(wheel)).or(on_path)
 }
 
 fn run(tool: &Path, args: &[&str], dir: &Path) -> String {
     let bin = tool.parent().unwrap();
-    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
+    let path = std::env::join_paths(
+        std::iter::once(bin.to_path_buf()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
     .unwrap();
     let out = Command::new(tool)
         .args(args)
@@ -37,12 +31,7 @@ fn run(tool: &Path, args: &[&str], dir: &Path) -> String {
         .env("PATH", path)
         .output()
         .unwrap_or_else(|e| panic!("{}: {e}", tool.display()));
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed:\n{}",
-        tool.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{} {args:?} failed:\n{}", tool.display(), String::from_utf8_lossy(&out.stderr));
     // nvcc prints the ptxas report on stderr.
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
@@ -51,31 +40,9 @@ fn run(tool: &Path, args: &[&str], dir: &Path) -> String {
 fn compile(nvcc: &Path, cu: &'static str, work: &Path) -> Fixture {
     let name = cu.rsplit('/').next().unwrap();
     std::fs::copy(format!("{FIXTURES}/{cu}"), work.join(name)).unwrap();
-    let ptxas = run(
-        nvcc,
-        &[
-            "-arch=sm_90",
-            "-cubin",
-            "-lineinfo",
-            "-Xptxas",
-            "-v",
-            "-o",
-            "k.cubin",
-            name,
-        ],
-        work,
-    );
-    let sass = run(
-        &nvcc.with_file_name("nvdisasm"),
-        &["-gi", "-c", "-hex", "k.cubin"],
-        work,
-    );
-    Fixture {
-        path: name,
-        cu: std::fs::read_to_string(work.join(name)).unwrap(),
-        sass,
-        ptxas,
-    }
+    let ptxas = run(nvcc, &["-arch=sm_90", "-cubin", "-lineinfo", "-Xptxas", "-v", "-o", "k.cubin", name], work);
+    let sass = run(&nvcc.with_file_name("nvdisasm"), &["-gi", "-c", "-hex", "k.cubin"], work);
+    Fixture { path: name, cu: std::fs::read_to_string(work.join(name)).unwrap(), sass, ptxas }
 }
 
 #[test]
@@ -120,11 +87,7 @@ fn nvcc_matches_recordings() {
 #[test]
 fn local_memory_causes_and_double_accumulator() {
     let Some(nvcc) = find_nvcc() else {
-        assert_eq!(
-            std::env::var("KERNELPRO_NO_NVCC_TESTS").as_deref(),
-            Ok("1"),
-            "nvcc not found"
-        );
+        assert_eq!(std::env::var("KERNELPRO_NO_NVCC_TESTS").as_deref(), Ok("1"), "nvcc not found");
         return;
     };
     let work = std::env::temp_dir().join(format!("kernelpro-lints-causes-{}", std::process::id()));

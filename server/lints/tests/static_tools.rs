@@ -28,20 +28,13 @@ fn expected_markers(cu: &str) -> BTreeSet<(u32, String)> {
 }
 
 fn finding_lines(findings: &[Finding]) -> BTreeSet<(u32, String)> {
-    findings
-        .iter()
-        .map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default()))
-        .collect()
+    findings.iter().map(|f| (f.span.start.line + 1, f.code.clone().unwrap_or_default())).collect()
 }
 
 #[test]
 fn h200_probe_real_recording() {
     // nvcc 13.0 on the H200 machine, `nvdisasm -g -c`.
-    let fixture = Fixture::recorded(
-        "h200-probe/kernels.cu",
-        "h200-probe/nvdisasm_g.txt",
-        "h200-probe/ptxas.txt",
-    );
+    let fixture = Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt");
     check(
         &fixture,
         expect![[r#"
@@ -58,21 +51,11 @@ fn h200_probe_real_recording() {
 
 #[test]
 fn h200_probe_pinned_nvcc_gives_the_same_findings() {
-    let real = Fixture::recorded(
-        "h200-probe/kernels.cu",
-        "h200-probe/nvdisasm_g.txt",
-        "h200-probe/ptxas.txt",
-    );
-    let pinned = Fixture::recorded(
-        "h200-probe/kernels.cu",
-        "lints/kernels.sm90.nvdisasm.txt",
-        "lints/kernels.sm90.ptxas.txt",
-    );
+    let real = Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt");
+    let pinned =
+        Fixture::recorded("h200-probe/kernels.cu", "lints/kernels.sm90.nvdisasm.txt", "lints/kernels.sm90.ptxas.txt");
     let t = Thresholds::default();
-    assert_eq!(
-        render(&findings(&pinned, true, &t)),
-        render(&findings(&real, true, &t))
-    );
+    assert_eq!(render(&findings(&pinned, true, &t)), render(&findings(&real, true, &t)));
 }
 
 #[test]
@@ -131,11 +114,7 @@ fn findings_carry_evidence_guidance_and_doc() {
         .iter()
         .filter(|f| seen.insert(f.code.clone()))
         .map(|f| {
-            let evidence: Vec<String> = f
-                .evidence
-                .iter()
-                .map(|e| format!("  {} = {}", e.name, e.value))
-                .collect();
+            let evidence: Vec<String> = f.evidence.iter().map(|e| format!("  {} = {}", e.name, e.value)).collect();
             format!(
                 "{} [{}] {} kernel={}\n{}\n  guidance: {}\n  doc: {}",
                 f.code.as_deref().unwrap_or("?"),
@@ -238,16 +217,11 @@ fn source_tools_say_before_sass_what_they_say_after() {
     let t = Thresholds::default();
     let early = |n: Needs| n <= Needs::Resources;
     let sass_codes = codes_needing(Needs::Sass);
-    expect![[r#"["Fp64Promotion", "LocalMemorySpill", "ScalarLoads"]"#]]
-        .assert_eq(&format!("{sass_codes:?}"));
+    expect![[r#"["Fp64Promotion", "LocalMemorySpill", "ScalarLoads"]"#]].assert_eq(&format!("{sass_codes:?}"));
     for fixture in [
         Fixture::planted(),
         Fixture::clean(),
-        Fixture::recorded(
-            "h200-probe/kernels.cu",
-            "h200-probe/nvdisasm_g.txt",
-            "h200-probe/ptxas.txt",
-        ),
+        Fixture::recorded("h200-probe/kernels.cu", "h200-probe/nvdisasm_g.txt", "h200-probe/ptxas.txt"),
     ] {
         let before = render(&findings_of(&fixture, false, &t, early));
         let full: Vec<Finding> = findings(&fixture, true, &t)
@@ -261,19 +235,10 @@ fn source_tools_say_before_sass_what_they_say_after() {
 
 #[test]
 fn occupancy_threshold_is_configurable() {
-    let thresholds = Thresholds {
-        occupancy_percent: 30.0,
-        ..Thresholds::default()
-    };
+    let thresholds = Thresholds { occupancy_percent: 30.0, ..Thresholds::default() };
     let found = findings(&Fixture::planted(), true, &thresholds);
-    let occupancy: Vec<_> = found
-        .iter()
-        .filter(|f| f.code.as_deref() == Some("OccupancyLimit"))
-        .collect();
-    let kernels: Vec<_> = occupancy
-        .iter()
-        .map(|f| f.kernel.as_deref().unwrap_or("?"))
-        .collect();
+    let occupancy: Vec<_> = found.iter().filter(|f| f.code.as_deref() == Some("OccupancyLimit")).collect();
+    let kernels: Vec<_> = occupancy.iter().map(|f| f.kernel.as_deref().unwrap_or("?")).collect();
     // many_registers: 37.5% and big_shared: 25%; only the latter is under 30%.
     assert_eq!(kernels, ["big_shared"]);
 }

@@ -97,13 +97,7 @@ impl Client {
                 .and_then(|v| v.to_str().ok())
                 .map(|l| self.scrub(&l.chars().take(ERROR_BODY_CHARS).collect::<String>()))
                 .unwrap_or_else(|| "(no Location header)".to_owned());
-            return (
-                Err(LlmError::Redirect {
-                    status: status.as_u16(),
-                    location,
-                }),
-                None,
-            );
+            return (Err(LlmError::Redirect { status: status.as_u16(), location }), None);
         }
         let bytes = match response.bytes().await {
             Ok(b) => b,
@@ -112,19 +106,13 @@ impl Client {
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes);
             let body = self.scrub(&text.chars().take(ERROR_BODY_CHARS).collect::<String>());
-            return (
-                Err(LlmError::Http {
-                    status: status.as_u16(),
-                    body,
-                }),
-                retry_after,
-            );
+            return (Err(LlmError::Http { status: status.as_u16(), body }), retry_after);
         }
         if bytes.len() > MAX_REPLY_BODY {
             return (Err(LlmError::TooLong(bytes.len())), None);
         }
-        let parsed = serde_json::from_slice(&bytes)
-            .map_err(|e| LlmError::Garbled(format!("the reply is not JSON: {e}")));
+        let parsed =
+            serde_json::from_slice(&bytes).map_err(|e| LlmError::Garbled(format!("the reply is not JSON: {e}")));
         (parsed, None)
     }
 
@@ -144,8 +132,6 @@ impl Client {
     }
 
     fn scrub(&self, text: &str) -> String {
-        self.key
-            .as_ref()
-            .map_or_else(|| text.to_owned(), |k| k.scrub(text))
+        self.key.as_ref().map_or_else(|| text.to_owned(), |k| k.scrub(text))
     }
 }

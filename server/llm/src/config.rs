@@ -26,10 +26,7 @@ impl ApiKey {
 
     /// The key from `KERNELPRO_LLM_KEY`, if set and not empty.
     pub fn from_env() -> Option<ApiKey> {
-        std::env::var(KEY_ENV)
-            .ok()
-            .filter(|k| !k.trim().is_empty())
-            .map(|k| ApiKey(k.trim().to_owned()))
+        std::env::var(KEY_ENV).ok().filter(|k| !k.trim().is_empty()).map(|k| ApiKey(k.trim().to_owned()))
     }
 
     pub(crate) fn expose(&self) -> &str {
@@ -39,11 +36,7 @@ impl ApiKey {
     /// `text` with every occurrence of the key replaced, for anything a
     /// server sent back (an error body may echo the request).
     pub(crate) fn scrub(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_owned()
-        } else {
-            text.replace(&self.0, "[redacted]")
-        }
+        if self.0.is_empty() { text.to_owned() } else { text.replace(&self.0, "[redacted]") }
     }
 }
 
@@ -101,11 +94,7 @@ pub struct LlmConfig {
 
 impl LlmConfig {
     /// Settings for `provider` with the defaults; disabled until the caller enables it.
-    pub fn new(
-        provider: Provider,
-        endpoint: impl Into<String>,
-        model: impl Into<String>,
-    ) -> LlmConfig {
+    pub fn new(provider: Provider, endpoint: impl Into<String>, model: impl Into<String>) -> LlmConfig {
         LlmConfig {
             enabled: false,
             provider,
@@ -157,31 +146,11 @@ mod tests {
 
     #[test]
     fn urls() {
-        check(
-            Provider::OpenAi,
-            "https://api.openai.com",
-            "https://api.openai.com/v1/chat/completions",
-        );
-        check(
-            Provider::OpenAi,
-            "http://localhost:11434/v1/",
-            "http://localhost:11434/v1/chat/completions",
-        );
-        check(
-            Provider::OpenAi,
-            "http://h:8000/v1/chat/completions",
-            "http://h:8000/v1/chat/completions",
-        );
-        check(
-            Provider::Anthropic,
-            "https://api.anthropic.com",
-            "https://api.anthropic.com/v1/messages",
-        );
-        check(
-            Provider::Anthropic,
-            "https://proxy/v1/messages",
-            "https://proxy/v1/messages",
-        );
+        check(Provider::OpenAi, "https://api.openai.com", "https://api.openai.com/v1/chat/completions");
+        check(Provider::OpenAi, "http://localhost:11434/v1/", "http://localhost:11434/v1/chat/completions");
+        check(Provider::OpenAi, "http://h:8000/v1/chat/completions", "http://h:8000/v1/chat/completions");
+        check(Provider::Anthropic, "https://api.anthropic.com", "https://api.anthropic.com/v1/messages");
+        check(Provider::Anthropic, "https://proxy/v1/messages", "https://proxy/v1/messages");
     }
 
     #[test]

@@ -22,9 +22,7 @@ impl Spend {
         self.input_tokens += usage.input;
         self.output_tokens += usage.output;
         if let Some(p) = prices {
-            self.cost_usd += (usage.input as f64 * p.input_per_mtok
-                + usage.output as f64 * p.output_per_mtok)
-                / 1e6;
+            self.cost_usd += (usage.input as f64 * p.input_per_mtok + usage.output as f64 * p.output_per_mtok) / 1e6;
         }
     }
 
@@ -32,23 +30,18 @@ impl Spend {
     pub fn check(&self, config: &LlmConfig) -> Result<(), LlmError> {
         let tokens = self.input_tokens + self.output_tokens;
         if tokens >= config.max_total_tokens {
-            return Err(LlmError::Budget(format!(
-                "{tokens} tokens used, the cap is {}",
-                config.max_total_tokens
-            )));
+            return Err(LlmError::Budget(format!("{tokens} tokens used, the cap is {}", config.max_total_tokens)));
         }
         match config.max_cost_usd {
-            Some(cap) if self.cost_usd >= cap => Err(LlmError::Budget(format!(
-                "${:.2} spent, the cap is ${cap:.2}",
-                self.cost_usd
-            ))),
+            Some(cap) if self.cost_usd >= cap => {
+                Err(LlmError::Budget(format!("${:.2} spent, the cap is ${cap:.2}", self.cost_usd)))
+            }
             _ => Ok(()),
         }
     }
 }
 
-const TOOLS_USED_UP: &str =
-    "error: no tool calls left; answer now with the kernel in one ```cuda code block";
+const TOOLS_USED_UP: &str = "error: no tool calls left; answer now with the kernel in one ```cuda code block";
 
 /// The model's final text.
 pub async fn converse(
@@ -94,8 +87,5 @@ pub async fn converse(
         }
         return Ok(turn.text);
     }
-    Err(LlmError::BadKernel(format!(
-        "the model kept calling tools after {} calls",
-        config.max_tool_calls
-    )))
+    Err(LlmError::BadKernel(format!("the model kept calling tools after {} calls", config.max_tool_calls)))
 }

@@ -10,18 +10,12 @@
 use std::collections::HashMap;
 
 /// Identifiers that reach files or pragmas from inside expressions and macros.
-const FORBIDDEN_IDENTIFIERS: [&str; 5] = [
-    "__has_include",
-    "__has_include_next",
-    "__has_embed",
-    "_Pragma",
-    "__pragma",
-];
+const FORBIDDEN_IDENTIFIERS: [&str; 5] = ["__has_include", "__has_include_next", "__has_embed", "_Pragma", "__pragma"];
 
 /// Directives a candidate may add freely.
 const PLAIN_DIRECTIVES: [&str; 14] = [
-    "", "define", "undef", "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif",
-    "error", "warning", "include",
+    "", "define", "undef", "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif", "error", "warning",
+    "include",
 ];
 
 /// What the pre-processor sees of `source`: its directives (name and the
@@ -35,10 +29,7 @@ struct Seen {
 }
 
 fn scan(source: &str) -> Seen {
-    let mut seen = Seen {
-        trigraphs: source.matches("??=").count() + source.matches("??/").count(),
-        ..Seen::default()
-    };
+    let mut seen = Seen { trigraphs: source.matches("??=").count() + source.matches("??/").count(), ..Seen::default() };
     // Phase 2: join continued lines.
     let joined = source.replace("\\\r\n", "").replace("\\\n", "");
     let chars: Vec<char> = joined.chars().collect();
@@ -92,15 +83,10 @@ fn scan(source: &str) -> Seen {
     }
     for line in &lines {
         let t = line.trim_start();
-        let rest = t
-            .strip_prefix('#')
-            .or_else(|| t.strip_prefix("%:"))
-            .or_else(|| t.strip_prefix("??="));
+        let rest = t.strip_prefix('#').or_else(|| t.strip_prefix("%:")).or_else(|| t.strip_prefix("??="));
         if let Some(rest) = rest {
             let rest = rest.trim_start();
-            let name_len = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
+            let name_len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
             let (name, args) = rest.split_at(name_len);
             let args = args.split_whitespace().collect::<Vec<_>>().join(" ");
             *seen.directives.entry((name.to_owned(), args)).or_default() += 1;
@@ -117,10 +103,8 @@ fn scan(source: &str) -> Seen {
 /// Whether `before` ends inside a number, where `'` separates digits
 /// (`1'000`, `0xFF'FF`) instead of starting a character literal.
 fn in_number(before: &str) -> bool {
-    let token = before
-        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '\''))
-        .next()
-        .unwrap_or("");
+    let token =
+        before.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '\'')).next().unwrap_or("");
     token.starts_with(|c: char| c.is_ascii_digit())
 }
 
@@ -164,14 +148,12 @@ fn include_problem(args: &str) -> Option<String> {
         ));
     };
     let parts_ok = name.split('/').all(|part| {
-        !part.is_empty()
-            && part != ".."
-            && part
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+        !part.is_empty() && part != ".." && part.chars().all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
     });
     (!parts_ok).then(|| {
-        format!("`#include {args}` names a file outside the include path (an absolute path, `..`, or an unusual character)")
+        format!(
+            "`#include {args}` names a file outside the include path (an absolute path, `..`, or an unusual character)"
+        )
     })
 }
 
@@ -180,9 +162,7 @@ fn include_problem(args: &str) -> Option<String> {
 pub fn check_candidate(original: &str, candidate: &str) -> Result<(), String> {
     let (before, after) = (scan(original), scan(candidate));
     if after.trigraphs > before.trigraphs {
-        return Err(
-            "the candidate uses a trigraph (`??=` or `??/`); write `#` and `\\`".to_owned(),
-        );
+        return Err("the candidate uses a trigraph (`??=` or `??/`); write `#` and `\\`".to_owned());
     }
     for (ident, n) in &after.identifiers {
         if *n > before.identifiers.get(ident).copied().unwrap_or(0) {
@@ -207,9 +187,7 @@ pub fn check_candidate(original: &str, candidate: &str) -> Result<(), String> {
                     .then(|| format!("`#pragma {args}`: a candidate may add only `#pragma unroll`"))
             }
             n if PLAIN_DIRECTIVES.contains(&n) => None,
-            n => Some(format!(
-                "`#{n}` is not a directive a kernel rewrite may add"
-            )),
+            n => Some(format!("`#{n}` is not a directive a kernel rewrite may add")),
         };
         if let Some(problem) = problem {
             return Err(format!("the candidate was not compiled: {problem}"));
@@ -222,7 +200,8 @@ pub fn check_candidate(original: &str, candidate: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    const ORIGINAL: &str = "#include <cstdio>\n#include \"../common/util.h\"\n__global__ void k(float* y) { y[0] = 1.0f; }\n";
+    const ORIGINAL: &str =
+        "#include <cstdio>\n#include \"../common/util.h\"\n__global__ void k(float* y) { y[0] = 1.0f; }\n";
 
     /// The original with `added` above its kernel: accepted, or refused with a message holding `word`.
     fn check(added: &str, expected: Option<&str>) {
@@ -256,10 +235,7 @@ mod tests {
         check("#include </home/u/.ssh/id_rsa>", Some("absolute"));
         check("#include \"../../secret.h\"", Some("`..`"));
         check("#include \"cute/../../../etc/passwd\"", Some("`..`"));
-        check(
-            "#define F \"/etc/passwd\"\n#include F",
-            Some("computed include"),
-        );
+        check("#define F \"/etc/passwd\"\n#include F", Some("computed include"));
         check("#  include  \"/etc/passwd\"", Some("/etc/passwd"));
         check("#inc\\\nlude \"/etc/passwd\"", Some("/etc/passwd"));
         check("/* a\n */ #include \"/etc/passwd\"", Some("/etc/passwd"));
@@ -270,19 +246,10 @@ mod tests {
         check("#embed \"/etc/passwd\"", Some("#embed"));
         check("#line 1 \"/etc/passwd\"", Some("#line"));
         check("#pragma GCC dependency \"/etc/passwd\"", Some("pragma"));
-        check(
-            "_Pragma(\"GCC dependency \\\"/etc/passwd\\\"\")",
-            Some("_Pragma"),
-        );
-        check(
-            "#if __has_include(\"/etc/passwd\")\n#endif",
-            Some("__has_include"),
-        );
+        check("_Pragma(\"GCC dependency \\\"/etc/passwd\\\"\")", Some("_Pragma"));
+        check("#if __has_include(\"/etc/passwd\")\n#endif", Some("__has_include"));
         check("#define H __has_include\n", Some("__has_include"));
-        check(
-            "int a = 0xFF'FF; _Pragma(\"GCC dependency \\\"/etc/passwd\\\"\")",
-            Some("_Pragma"),
-        );
+        check("int a = 0xFF'FF; _Pragma(\"GCC dependency \\\"/etc/passwd\\\"\")", Some("_Pragma"));
         check("int a = 1'000; /*'*/ _Pragma(\"x\")", Some("_Pragma"));
     }
 }

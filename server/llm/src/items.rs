@@ -49,14 +49,7 @@ impl Item {
     }
 
     pub fn is_device_helper(&self) -> bool {
-        matches!(
-            self.kind,
-            ItemKind::Function {
-                global: false,
-                device: true,
-                ..
-            }
-        )
+        matches!(self.kind, ItemKind::Function { global: false, device: true, .. })
     }
 }
 
@@ -75,11 +68,7 @@ pub fn items(text: &str) -> Result<Vec<Item>, String> {
         match b[i] {
             b'#' => {
                 let end = preprocessor_end(b, i);
-                out.push(Item {
-                    start: i,
-                    end,
-                    kind: ItemKind::Preprocessor,
-                });
+                out.push(Item { start: i, end, kind: ItemKind::Preprocessor });
                 i = end;
             }
             b'}' | b';' => i += 1, // the end of a namespace or extern "C" block
@@ -109,48 +98,24 @@ fn item_at(text: &str, start: usize) -> Result<(Option<Item>, usize), String> {
                 i += 1;
             }
             b')' => {
-                parens = parens
-                    .checked_sub(1)
-                    .ok_or_else(|| format!("unbalanced `)` at byte {i}"))?;
+                parens = parens.checked_sub(1).ok_or_else(|| format!("unbalanced `)` at byte {i}"))?;
                 i += 1;
             }
             b';' if parens == 0 => {
-                return Ok((
-                    Some(Item {
-                        start,
-                        end: i + 1,
-                        kind: ItemKind::Other,
-                    }),
-                    i + 1,
-                ));
+                return Ok((Some(Item { start, end: i + 1, kind: ItemKind::Other }), i + 1));
             }
             b'{' if parens == 0 => {
                 let head = &text[start..i];
                 let trimmed = head.trim_start();
-                if trimmed.starts_with("namespace")
-                    || (trimmed.starts_with("extern") && first_parens.is_empty())
-                {
+                if trimmed.starts_with("namespace") || (trimmed.starts_with("extern") && first_parens.is_empty()) {
                     return Ok((None, i + 1));
                 }
                 let close = matching_brace(b, i)?;
-                if let Some(name) =
-                    function_name(text, &first_parens).filter(|_| ends_like_signature(head))
-                {
+                if let Some(name) = function_name(text, &first_parens).filter(|_| ends_like_signature(head)) {
                     let global = has_word(head, "__global__");
                     let device = has_word(head, "__device__");
-                    let kind = ItemKind::Function {
-                        name,
-                        global,
-                        device,
-                    };
-                    return Ok((
-                        Some(Item {
-                            start,
-                            end: close,
-                            kind,
-                        }),
-                        close,
-                    ));
+                    let kind = ItemKind::Function { name, global, device };
+                    return Ok((Some(Item { start, end: close, kind }), close));
                 }
                 // struct / class / enum / initializer: runs on to its `;`.
                 i = close;
@@ -161,14 +126,7 @@ fn item_at(text: &str, start: usize) -> Result<(Option<Item>, usize), String> {
     if parens > 0 {
         return Err("unclosed `(` at the end".to_owned());
     }
-    Ok((
-        Some(Item {
-            start,
-            end: b.len(),
-            kind: ItemKind::Other,
-        }),
-        b.len(),
-    ))
+    Ok((Some(Item { start, end: b.len(), kind: ItemKind::Other }), b.len()))
 }
 
 /// A function head ends with its parameter list and maybe qualifiers
@@ -178,22 +136,16 @@ fn ends_like_signature(head: &str) -> bool {
         return false;
     };
     let tail = &head[close + 1..];
-    !tail.contains(['=', '('])
-        && !has_word(head.split('(').next().unwrap_or(""), "struct")
-        && !has_word(head, "class ")
+    !tail.contains(['=', '(']) && !has_word(head.split('(').next().unwrap_or(""), "struct") && !has_word(head, "class ")
 }
 
 /// The identifier before the first top-level `(` that is not an attribute.
 fn function_name(text: &str, parens: &[usize]) -> Option<String> {
     parens.iter().find_map(|&p| {
         let before = text[..p].trim_end();
-        let name_start = before
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(0, |i| i + 1);
+        let name_start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
         let name = &before[name_start..];
-        let ok = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && !ATTRIBUTES.contains(&name);
+        let ok = !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) && !ATTRIBUTES.contains(&name);
         ok.then(|| name.to_owned())
     })
 }
@@ -244,16 +196,10 @@ fn starts_skippable(b: &[u8], i: usize) -> bool {
 /// Past the comment or literal at `i`.
 fn skip_skippable(b: &[u8], i: usize) -> Result<usize, String> {
     match (b[i], b.get(i + 1)) {
-        (b'/', Some(b'/')) => Ok(b[i..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(b.len(), |n| i + n + 1)),
+        (b'/', Some(b'/')) => Ok(b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| i + n + 1)),
         (b'/', Some(b'*')) => {
             let rest = &b[i + 2..];
-            rest.windows(2)
-                .position(|w| w == b"*/")
-                .map(|n| i + 2 + n + 2)
-                .ok_or_else(|| "unclosed comment".to_owned())
+            rest.windows(2).position(|w| w == b"*/").map(|n| i + 2 + n + 2).ok_or_else(|| "unclosed comment".to_owned())
         }
         (quote, _) => {
             let mut j = i + 1;
@@ -303,13 +249,7 @@ mod tests {
         let shown: Vec<String> = items(text)
             .unwrap()
             .iter()
-            .map(|it| {
-                format!(
-                    "{:?} {:?}",
-                    it.kind,
-                    &text[it.start..it.end].lines().next().unwrap_or("")
-                )
-            })
+            .map(|it| format!("{:?} {:?}", it.kind, &text[it.start..it.end].lines().next().unwrap_or("")))
             .collect();
         expected.assert_eq(&shown.join("\n"));
     }

@@ -19,19 +19,11 @@ pub fn messages(
     with_tools: bool,
 ) -> (String, String) {
     let tools = if with_tools {
-        render(
-            &templates.tools,
-            &[("max_tool_calls", &config.max_tool_calls.to_string())],
-        )
+        render(&templates.tools, &[("max_tool_calls", &config.max_tool_calls.to_string())])
     } else {
         String::new()
     };
-    let failure: String = ctx
-        .failure
-        .unwrap_or("")
-        .chars()
-        .take(FAILURE_CHARS)
-        .collect();
+    let failure: String = ctx.failure.unwrap_or("").chars().take(FAILURE_CHARS).collect();
     let vars = [
         ("kernel_name", kernel),
         ("kernel", site.region().trim_end()),
@@ -42,11 +34,7 @@ pub fn messages(
         ("failure", &failure),
         ("tools", &tools),
     ];
-    let template = if ctx.failure.is_some() {
-        &templates.fix
-    } else {
-        &templates.optimize
-    };
+    let template = if ctx.failure.is_some() { &templates.fix } else { &templates.optimize };
     (render(&templates.system, &vars), render(template, &vars))
 }
 
@@ -69,11 +57,7 @@ fn findings(ctx: &ProposeContext) -> String {
     if ctx.findings.is_empty() {
         return "(none reported)".to_owned();
     }
-    ctx.findings
-        .iter()
-        .map(|f| format!("- {}: {}", f.tool, f.guidance))
-        .collect::<Vec<_>>()
-        .join("\n")
+    ctx.findings.iter().map(|f| format!("- {}: {}", f.tool, f.guidance)).collect::<Vec<_>>().join("\n")
 }
 
 fn memory(ctx: &ProposeContext, entries: usize) -> String {
@@ -82,10 +66,7 @@ fn memory(ctx: &ProposeContext, entries: usize) -> String {
             "The kernel shown runs {s:.2}x as fast as the original; the best so far is {:.2}x.\n",
             ctx.best_speedup
         ),
-        None => format!(
-            "The best kernel so far runs {:.2}x as fast as the original.\n",
-            ctx.best_speedup
-        ),
+        None => format!("The best kernel so far runs {:.2}x as fast as the original.\n", ctx.best_speedup),
     };
     for entry in ctx.memory.recent(entries) {
         let outcome = match (entry.outcome, entry.speedup) {
@@ -96,11 +77,7 @@ fn memory(ctx: &ProposeContext, entries: usize) -> String {
             (OutcomeKind::Timeout, _) => "timed out".to_owned(),
             (OutcomeKind::Crash, _) => format!("crashed: {}", entry.detail),
         };
-        let answers = entry
-            .answers
-            .as_deref()
-            .map(|a| format!(" for {a}"))
-            .unwrap_or_default();
+        let answers = entry.answers.as_deref().map(|a| format!(" for {a}")).unwrap_or_default();
         out.push_str(&format!("- {}{answers}: {outcome}\n", entry.recipe));
     }
     let notes: Vec<&String> = ctx.memory.notes.iter().rev().take(entries).collect();

@@ -13,12 +13,7 @@ pub struct Templates {
     pub tools: String,
 }
 
-const FILES: [&str; 4] = [
-    "system.md",
-    "optimize.md",
-    "fix_compile_error.md",
-    "tools.md",
-];
+const FILES: [&str; 4] = ["system.md", "optimize.md", "fix_compile_error.md", "tools.md"];
 
 impl Default for Templates {
     fn default() -> Self {
@@ -36,12 +31,7 @@ impl Templates {
     pub fn load(dir: Option<&Path>) -> std::io::Result<Templates> {
         let mut templates = Templates::default();
         let Some(dir) = dir else { return Ok(templates) };
-        let slots = [
-            &mut templates.system,
-            &mut templates.optimize,
-            &mut templates.fix,
-            &mut templates.tools,
-        ];
+        let slots = [&mut templates.system, &mut templates.optimize, &mut templates.fix, &mut templates.tools];
         for (file, slot) in FILES.iter().zip(slots) {
             match std::fs::read_to_string(dir.join(file)) {
                 Ok(text) => *slot = text,
@@ -64,9 +54,7 @@ pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
         let after = &rest[open + 2..];
         let value = after.find("}}").and_then(|close| {
             let name = after[..close].trim();
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v, close))
+            vars.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v, close))
         });
         match value {
             Some((v, close)) => {
@@ -95,8 +83,7 @@ mod tests {
 
     #[test]
     fn directory_overrides_single_files() {
-        let dir =
-            std::env::temp_dir().join(format!("kernelpro-llm-prompts-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("kernelpro-llm-prompts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("optimize.md"), "custom {{kernel}}").unwrap();
         let loaded = Templates::load(Some(&dir)).unwrap();
@@ -108,19 +95,8 @@ mod tests {
     #[test]
     fn embedded_templates_use_every_placeholder() {
         let t = Templates::default();
-        for name in [
-            "kernel",
-            "kernel_name",
-            "launch_spec",
-            "findings",
-            "hardware",
-            "memory",
-            "tools",
-        ] {
-            assert!(
-                t.optimize.contains(&format!("{{{{{name}}}}}")),
-                "optimize.md lacks {name}"
-            );
+        for name in ["kernel", "kernel_name", "launch_spec", "findings", "hardware", "memory", "tools"] {
+            assert!(t.optimize.contains(&format!("{{{{{name}}}}}")), "optimize.md lacks {name}");
         }
         assert!(t.fix.contains("{{failure}}"));
     }

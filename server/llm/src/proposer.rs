@@ -45,10 +45,7 @@ impl std::fmt::Debug for LlmProposer {
         f.debug_struct("LlmProposer")
             .field("config", &self.config)
             .field("kernel", &self.kernel)
-            .field(
-                "cutlass",
-                &self.cutlass.as_ref().map(|i| i.root().to_path_buf()),
-            )
+            .field("cutlass", &self.cutlass.as_ref().map(|i| i.root().to_path_buf()))
             .field("spend", &self.spend)
             .field("failures", &self.failures)
             .finish()
@@ -91,24 +88,11 @@ impl LlmProposer {
         }
         self.spend.check(&self.config)?;
         let site = KernelSite::find(ctx.source, &self.kernel)?;
-        let tools = if self.cutlass.is_some() {
-            specs()
-        } else {
-            Vec::new()
-        };
-        let (system, user) = prompt::messages(
-            &self.templates,
-            &self.config,
-            &self.kernel,
-            &site,
-            ctx,
-            !tools.is_empty(),
-        );
+        let tools = if self.cutlass.is_some() { specs() } else { Vec::new() };
+        let (system, user) =
+            prompt::messages(&self.templates, &self.config, &self.kernel, &site, ctx, !tools.is_empty());
         let conversation = Conversation::new(self.config.provider, &system, &user);
-        let mut runner = self
-            .cutlass
-            .as_deref()
-            .map(|index| ToolRunner::new(index, self.config.max_tool_result_bytes));
+        let mut runner = self.cutlass.as_deref().map(|index| ToolRunner::new(index, self.config.max_tool_result_bytes));
         let text = self.runtime.block_on(converse(
             &self.config,
             &mut self.client,
@@ -146,15 +130,7 @@ impl LlmProposer {
 fn note(runner: &ToolRunner) -> Option<String> {
     let mut parts = Vec::new();
     if !runner.files_read.is_empty() {
-        parts.push(format!(
-            "CUTLASS files read: {}",
-            runner
-                .files_read
-                .iter()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        parts.push(format!("CUTLASS files read: {}", runner.files_read.iter().cloned().collect::<Vec<_>>().join(", ")));
     }
     if !runner.queries.is_empty() {
         parts.push(format!("CUTLASS searches: {}", runner.queries.join(", ")));
@@ -173,14 +149,8 @@ impl Proposer for LlmProposer {
             match self.propose_one(ctx) {
                 Ok(p) => proposals.push(p),
                 Err(error) => {
-                    let stop = matches!(
-                        error,
-                        LlmError::Disabled | LlmError::Budget(_) | LlmError::Config(_)
-                    );
-                    self.failures.push(Failure {
-                        parent: ctx.parent,
-                        error,
-                    });
+                    let stop = matches!(error, LlmError::Disabled | LlmError::Budget(_) | LlmError::Config(_));
+                    self.failures.push(Failure { parent: ctx.parent, error });
                     if stop {
                         break;
                     }

@@ -6,18 +6,13 @@ use crate::error::LlmError;
 pub fn kernel_block(reply: &str) -> Result<&str, LlmError> {
     let bad = |m: &str| LlmError::BadKernel(m.to_owned());
     let (blocks, unclosed) = fenced_blocks(reply);
-    let with_kernel: Vec<&str> = blocks
-        .into_iter()
-        .filter(|b| b.contains("__global__"))
-        .collect();
+    let with_kernel: Vec<&str> = blocks.into_iter().filter(|b| b.contains("__global__")).collect();
     match with_kernel.as_slice() {
         [one] => Ok(one),
         [] if unclosed.is_some_and(|b| b.contains("__global__")) => {
             Err(bad("the code block is not closed: the reply was cut off"))
         }
-        [] => Err(bad(
-            "the reply holds no code block with a `__global__` kernel",
-        )),
+        [] => Err(bad("the reply holds no code block with a `__global__` kernel")),
         many => Err(LlmError::BadKernel(format!(
             "the reply holds {} code blocks with kernels; exactly one is allowed",
             many.len()
@@ -53,22 +48,10 @@ mod tests {
 
     #[test]
     fn picks_the_one_kernel_block() {
-        check(
-            "Plan: vectorize.\n```cuda\n__global__ void k() {}\n```\n",
-            Ok("__global__ void k() {}\n"),
-        );
-        check(
-            "```sh\nnvcc x.cu\n```\n```\n__global__ void k() {}\n```",
-            Ok("__global__ void k() {}\n"),
-        );
-        check(
-            "no code here",
-            Err("the reply holds no code block with a `__global__` kernel"),
-        );
-        check(
-            "```cuda\n__global__ void k() {\n",
-            Err("the code block is not closed: the reply was cut off"),
-        );
+        check("Plan: vectorize.\n```cuda\n__global__ void k() {}\n```\n", Ok("__global__ void k() {}\n"));
+        check("```sh\nnvcc x.cu\n```\n```\n__global__ void k() {}\n```", Ok("__global__ void k() {}\n"));
+        check("no code here", Err("the reply holds no code block with a `__global__` kernel"));
+        check("```cuda\n__global__ void k() {\n", Err("the code block is not closed: the reply was cut off"));
         check(
             "```cuda\n__global__ void k() {}\n```\nor\n```cuda\n__global__ void k() {}\n```",
             Err("the reply holds 2 code blocks with kernels; exactly one is allowed"),

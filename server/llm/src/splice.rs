@@ -28,8 +28,7 @@ pub struct KernelSite<'a> {
 
 impl<'a> KernelSite<'a> {
     pub fn find(source: &'a str, kernel: &str) -> Result<KernelSite<'a>, LlmError> {
-        let items = items(source)
-            .map_err(|e| LlmError::BadKernel(format!("cannot scan the source: {e}")))?;
+        let items = items(source).map_err(|e| LlmError::BadKernel(format!("cannot scan the source: {e}")))?;
         let at = items
             .iter()
             .position(|it| it.is_global() && it.function_name() == Some(kernel))
@@ -44,10 +43,7 @@ impl<'a> KernelSite<'a> {
                 break;
             }
             region_start = line_start(source, item.start);
-            helpers.push((
-                item.function_name().unwrap_or_default().to_owned(),
-                region_start..item.end,
-            ));
+            helpers.push((item.function_name().unwrap_or_default().to_owned(), region_start..item.end));
         }
         helpers.reverse();
         Ok(KernelSite {
@@ -79,8 +75,7 @@ impl<'a> KernelSite<'a> {
     /// The source with K replaced by the kernel in `code` (a reply's code block).
     pub fn splice(&self, kernel: &str, code: &str) -> Result<String, LlmError> {
         let bad = |m: String| LlmError::BadKernel(m);
-        let reply = items(code)
-            .map_err(|e| bad(format!("the code block is cut off or unbalanced: {e}")))?;
+        let reply = items(code).map_err(|e| bad(format!("the code block is cut off or unbalanced: {e}")))?;
         let globals: Vec<&Item> = reply.iter().filter(|it| it.is_global()).collect();
         let new_kernel = match globals.as_slice() {
             [] => return Err(bad("the code block holds no `__global__` kernel".to_owned())),
@@ -96,9 +91,7 @@ impl<'a> KernelSite<'a> {
         };
         let name = new_kernel.function_name().unwrap_or_default();
         if name != kernel {
-            return Err(bad(format!(
-                "the kernel was renamed to `{name}`; it must stay `{kernel}`"
-            )));
+            return Err(bad(format!("the kernel was renamed to `{name}`; it must stay `{kernel}`")));
         }
         let new_kernel_text = &code[line_start(code, new_kernel.start)..new_kernel.end];
         check_parameters(self.kernel_text(), new_kernel_text, kernel)?;
@@ -114,9 +107,7 @@ impl<'a> KernelSite<'a> {
                         includes.push(text.to_owned());
                     }
                 }
-                ItemKind::Function {
-                    name, device: true, ..
-                } => {
+                ItemKind::Function { name, device: true, .. } => {
                     let text = code[line_start(code, item.start)..item.end].to_owned();
                     if let Some((_, range)) = self.helpers.iter().find(|(n, _)| n == name) {
                         replaced.push((range.clone(), text));
@@ -164,10 +155,9 @@ impl<'a> KernelSite<'a> {
 
     /// A function of this name outside the helper run (another kernel, a host function, a helper elsewhere).
     fn defines_elsewhere(&self, name: &str) -> bool {
-        self.items.iter().any(|it| {
-            it.function_name() == Some(name)
-                && (it.start < self.region_start || it.start >= self.kernel_end)
-        })
+        self.items
+            .iter()
+            .any(|it| it.function_name() == Some(name) && (it.start < self.region_start || it.start >= self.kernel_end))
     }
 }
 
@@ -185,12 +175,7 @@ fn reorder_tunes(spec: &str, code: &str) -> String {
             (a == b && *wanted != values).then(|| {
                 let open = line.find('[').unwrap_or(line.len());
                 let close = line.rfind(']').unwrap_or(line.len());
-                format!(
-                    "{}[{}]{}",
-                    &line[..open],
-                    wanted.join(", "),
-                    &line[close + 1..]
-                )
+                format!("{}[{}]{}", &line[..open], wanted.join(", "), &line[close + 1..])
             })
         });
         out.push_str(replaced.as_deref().unwrap_or(line));
@@ -200,22 +185,11 @@ fn reorder_tunes(spec: &str, code: &str) -> String {
 
 /// `// kernelpro: tune NAME in [a, b]` → (`NAME`, [`a`, `b`]).
 fn tune_line(line: &str) -> Option<(&str, Vec<&str>)> {
-    let rest = line
-        .trim()
-        .strip_prefix("//")?
-        .trim_start()
-        .strip_prefix("kernelpro:")?
-        .trim_start()
-        .strip_prefix("tune")?;
+    let rest =
+        line.trim().strip_prefix("//")?.trim_start().strip_prefix("kernelpro:")?.trim_start().strip_prefix("tune")?;
     let (name, list) = rest.split_once(" in ")?;
     let list = list.trim().strip_prefix('[')?.strip_suffix(']')?;
-    Some((
-        name.trim(),
-        list.split(',')
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .collect(),
-    ))
+    Some((name.trim(), list.split(',').map(str::trim).filter(|v| !v.is_empty()).collect()))
 }
 
 /// The parameter list may gain `const` and `__restrict__`, nothing else.
@@ -261,12 +235,7 @@ fn parameters(kernel_text: &str, name: &str) -> Vec<String> {
         .iter()
         .map(|p| {
             p.split(|c: char| c.is_whitespace() || c == '*' || c == '&')
-                .filter(|w| {
-                    !matches!(
-                        *w,
-                        "" | "const" | "__restrict__" | "__restrict" | "restrict"
-                    )
-                })
+                .filter(|w| !matches!(*w, "" | "const" | "__restrict__" | "__restrict" | "restrict"))
                 .collect::<Vec<_>>()
                 .join(" ")
                 + &"*".repeat(p.matches('*').count())
@@ -291,11 +260,7 @@ fn comments_above(source: &str, kernel_start: usize) -> (usize, usize) {
             break;
         }
         start = prev;
-        if line
-            .trim_start_matches('/')
-            .trim_start()
-            .starts_with("kernelpro:")
-        {
+        if line.trim_start_matches('/').trim_start().starts_with("kernelpro:") {
             spec = prev;
         }
     }

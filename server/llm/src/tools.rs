@@ -55,12 +55,7 @@ pub struct ToolRunner<'a> {
 
 impl<'a> ToolRunner<'a> {
     pub fn new(index: &'a Index, max_bytes: usize) -> ToolRunner<'a> {
-        ToolRunner {
-            index,
-            max_bytes,
-            files_read: BTreeSet::new(),
-            queries: Vec::new(),
-        }
+        ToolRunner { index, max_bytes, files_read: BTreeSet::new(), queries: Vec::new() }
     }
 
     /// The text handed back for `call`: a result, or an error the model can act on.
@@ -72,65 +67,38 @@ impl<'a> ToolRunner<'a> {
         let text = match call.name.as_str() {
             SEARCH => self.search(args),
             READ => self.read(args),
-            other => Err(format!(
-                "unknown tool `{other}`; the tools are {SEARCH} and {READ}"
-            )),
+            other => Err(format!("unknown tool `{other}`; the tools are {SEARCH} and {READ}")),
         };
-        cap(
-            text.unwrap_or_else(|e| format!("error: {e}")),
-            self.max_bytes,
-        )
+        cap(text.unwrap_or_else(|e| format!("error: {e}")), self.max_bytes)
     }
 
     fn search(&mut self, args: &Value) -> Result<String, String> {
-        let query = args
-            .get("query")
-            .and_then(Value::as_str)
-            .ok_or("`query` (a string) is required")?;
+        let query = args.get("query").and_then(Value::as_str).ok_or("`query` (a string) is required")?;
         let glob = args.get("path_glob").and_then(Value::as_str);
         self.queries.push(query.to_owned());
-        let hits = self
-            .index
-            .search(query, glob, SEARCH_HITS)
-            .map_err(|e| e.to_string())?;
+        let hits = self.index.search(query, glob, SEARCH_HITS).map_err(|e| e.to_string())?;
         if hits.is_empty() {
             return Ok(format!("no matches for `{query}`"));
         }
-        Ok(hits
-            .iter()
-            .map(|h| h.numbered())
-            .collect::<Vec<_>>()
-            .join("\n"))
+        Ok(hits.iter().map(|h| h.numbered()).collect::<Vec<_>>().join("\n"))
     }
 
     fn read(&mut self, args: &Value) -> Result<String, String> {
-        let path = args
-            .get("path")
-            .and_then(Value::as_str)
-            .ok_or("`path` (a string) is required")?;
+        let path = args.get("path").and_then(Value::as_str).ok_or("`path` (a string) is required")?;
         let line = |name: &str| {
             args.get(name)
                 .and_then(Value::as_u64)
                 .map(|n| n as usize)
                 .ok_or(format!("`{name}` (an integer) is required"))
         };
-        let slice = self
-            .index
-            .read_file(path, line("start_line")?, line("end_line")?)
-            .map_err(|e| e.to_string())?;
+        let slice = self.index.read_file(path, line("start_line")?, line("end_line")?).map_err(|e| e.to_string())?;
         self.files_read.insert(slice.path.clone());
-        let mut out = format!(
-            "{} lines {}-{} of {}\n",
-            slice.path, slice.start, slice.end, slice.total_lines
-        );
+        let mut out = format!("{} lines {}-{} of {}\n", slice.path, slice.start, slice.end, slice.total_lines);
         for (i, text) in slice.text.lines().enumerate() {
             out.push_str(&format!("{:>6}| {text}\n", slice.start + i));
         }
         if slice.truncated {
-            out.push_str(&format!(
-                "[cut at line {}; read on from there]\n",
-                slice.end
-            ));
+            out.push_str(&format!("[cut at line {}; read on from there]\n", slice.end));
         }
         Ok(out)
     }
@@ -143,10 +111,7 @@ fn cap(text: String, max: usize) -> String {
     }
     let note = format!("[cut at {max} bytes]\n");
     let budget = max.saturating_sub(note.len());
-    let boundary = (0..=budget)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
+    let boundary = (0..=budget).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
     let end = text[..boundary].rfind('\n').map_or(0, |i| i + 1);
     format!("{}{note}", &text[..end])
 }

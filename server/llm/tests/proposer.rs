@@ -51,10 +51,7 @@ fn config(provider: Provider, server: &FakeServer) -> LlmConfig {
 fn propose(config: LlmConfig, cutlass: Option<Arc<Index>>) -> (LlmProposer, Vec<Proposal>) {
     let mut proposer = LlmProposer::new(config, "saxpy", cutlass).unwrap();
     let memory = SearchMemory::default();
-    let findings = [FindingNote::new(
-        "Fp64Promotion",
-        "Use float literals (2.0f) in float code.",
-    )];
+    let findings = [FindingNote::new("Fp64Promotion", "Use float literals (2.0f) in float code.")];
     let ctx = ProposeContext {
         parent: NodeId(0),
         source: SOURCE,
@@ -81,16 +78,12 @@ fn failure(
     tune(&mut config);
     let (proposer, proposals) = propose(config, None);
     assert!(proposals.is_empty());
-    let [failure] = proposer.failures() else {
-        panic!("{:?}", proposer.failures())
-    };
+    let [failure] = proposer.failures() else { panic!("{:?}", proposer.failures()) };
     (failure.error.clone(), server, proposer)
 }
 
 fn assert_good(proposals: &[Proposal]) {
-    let [proposal] = proposals else {
-        panic!("{proposals:?}")
-    };
+    let [proposal] = proposals else { panic!("{proposals:?}") };
     assert_eq!(proposal.recipe, "llm");
     let expected = SOURCE.replace(
         "__global__ void saxpy(float* y, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0 * x[i] + y[i];",
@@ -104,14 +97,9 @@ fn openai_good_reply() {
     let server = FakeServer::start(vec![openai_text(GOOD, "stop")]);
     let (proposer, proposals) = propose(config(Provider::OpenAi, &server), None);
     assert_good(&proposals);
-    let [request] = &server.requests()[..] else {
-        panic!()
-    };
+    let [request] = &server.requests()[..] else { panic!() };
     assert_eq!(request.path, "/v1/chat/completions");
-    assert_eq!(
-        request.header("authorization"),
-        Some(format!("Bearer {KEY}").as_str())
-    );
+    assert_eq!(request.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
     assert_eq!(request.body["model"], "fake-model");
     assert_eq!(request.body["messages"][0]["role"], "system");
     let user = request.body["messages"][1]["content"].as_str().unwrap();
@@ -123,16 +111,9 @@ fn openai_good_reply() {
     ] {
         assert!(user.contains(part), "prompt lacks {part}:\n{user}");
     }
-    assert!(
-        request.body.get("tools").is_none(),
-        "no CUTLASS index, no tools"
-    );
+    assert!(request.body.get("tools").is_none(), "no CUTLASS index, no tools");
     assert_eq!(
-        (
-            proposer.spend().requests,
-            proposer.spend().input_tokens,
-            proposer.spend().output_tokens
-        ),
+        (proposer.spend().requests, proposer.spend().input_tokens, proposer.spend().output_tokens),
         (1, 100, 50)
     );
 }
@@ -142,51 +123,24 @@ fn anthropic_good_reply() {
     let server = FakeServer::start(vec![anthropic_text(GOOD, "end_turn")]);
     let (_, proposals) = propose(config(Provider::Anthropic, &server), None);
     assert_good(&proposals);
-    let [request] = &server.requests()[..] else {
-        panic!()
-    };
+    let [request] = &server.requests()[..] else { panic!() };
     assert_eq!(request.path, "/v1/messages");
     assert_eq!(request.header("x-api-key"), Some(KEY));
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
-    assert!(
-        request.body["system"]
-            .as_str()
-            .unwrap()
-            .contains("CUDA performance engineer")
-    );
+    assert!(request.body["system"].as_str().unwrap().contains("CUDA performance engineer"));
     assert_eq!(request.body["messages"][0]["role"], "user");
     assert_eq!(request.body["max_tokens"], 8192);
 }
 
 #[test]
 fn garbled_replies() {
-    let (error, ..) = failure(
-        Provider::OpenAi,
-        vec![Scripted::raw("{\"choices\": [")],
-        |_| {},
-    );
-    assert!(
-        matches!(error, LlmError::Garbled(ref m) if m.starts_with("the reply is not JSON")),
-        "{error}"
-    );
-    let (error, ..) = failure(
-        Provider::OpenAi,
-        vec![Scripted::json(json!({"object": "chat.completion"}))],
-        |_| {},
-    );
-    assert_eq!(
-        error,
-        LlmError::Garbled("no `choices` in the reply".to_owned())
-    );
-    let (error, ..) = failure(
-        Provider::Anthropic,
-        vec![Scripted::json(json!({"type": "message", "content": "hi"}))],
-        |_| {},
-    );
-    assert_eq!(
-        error,
-        LlmError::Garbled("no `content` array in the reply".to_owned())
-    );
+    let (error, ..) = failure(Provider::OpenAi, vec![Scripted::raw("{\"choices\": [")], |_| {});
+    assert!(matches!(error, LlmError::Garbled(ref m) if m.starts_with("the reply is not JSON")), "{error}");
+    let (error, ..) = failure(Provider::OpenAi, vec![Scripted::json(json!({"object": "chat.completion"}))], |_| {});
+    assert_eq!(error, LlmError::Garbled("no `choices` in the reply".to_owned()));
+    let (error, ..) =
+        failure(Provider::Anthropic, vec![Scripted::json(json!({"type": "message", "content": "hi"}))], |_| {});
+    assert_eq!(error, LlmError::Garbled("no `content` array in the reply".to_owned()));
 }
 
 #[test]
@@ -194,18 +148,11 @@ fn truncated_replies() {
     let cut = &GOOD[..GOOD.len() / 2];
     let (error, ..) = failure(Provider::OpenAi, vec![openai_text(cut, "length")], |_| {});
     assert_eq!(error, LlmError::Truncated);
-    let (error, ..) = failure(
-        Provider::Anthropic,
-        vec![anthropic_text(cut, "max_tokens")],
-        |_| {},
-    );
+    let (error, ..) = failure(Provider::Anthropic, vec![anthropic_text(cut, "max_tokens")], |_| {});
     assert_eq!(error, LlmError::Truncated);
     // Cut off without saying so: the unclosed code block gives it away.
     let (error, ..) = failure(Provider::OpenAi, vec![openai_text(cut, "stop")], |_| {});
-    assert_eq!(
-        error.to_string(),
-        "the code block is not closed: the reply was cut off"
-    );
+    assert_eq!(error.to_string(), "the code block is not closed: the reply was cut off");
 }
 
 #[test]
@@ -214,21 +161,10 @@ fn replies_without_one_good_kernel() {
         let (error, ..) = failure(Provider::OpenAi, vec![openai_text(text, "stop")], |_| {});
         assert_eq!(error.to_string(), expected);
     };
-    check(
-        "I cannot help with that.",
-        "the reply holds no code block with a `__global__` kernel",
-    );
-    check(
-        &GOOD.replace("void saxpy", "void saxpy_v2"),
-        "the kernel was renamed to `saxpy_v2`; it must stay `saxpy`",
-    );
-    check(
-        &format!("{GOOD}\nOr:\n{GOOD}"),
-        "the reply holds 2 code blocks with kernels; exactly one is allowed",
-    );
-    let (error, ..) = failure(Provider::OpenAi, vec![openai_text(GOOD, "stop")], |c| {
-        c.max_reply_bytes = 100
-    });
+    check("I cannot help with that.", "the reply holds no code block with a `__global__` kernel");
+    check(&GOOD.replace("void saxpy", "void saxpy_v2"), "the kernel was renamed to `saxpy_v2`; it must stay `saxpy`");
+    check(&format!("{GOOD}\nOr:\n{GOOD}"), "the reply holds 2 code blocks with kernels; exactly one is allowed");
+    let (error, ..) = failure(Provider::OpenAi, vec![openai_text(GOOD, "stop")], |c| c.max_reply_bytes = 100);
     assert_eq!(error, LlmError::TooLong(GOOD.len()));
 }
 
@@ -247,61 +183,32 @@ fn timeout_is_retried_then_fails() {
 #[test]
 fn rate_limit_honours_retry_after() {
     let server = FakeServer::start(vec![
-        Scripted::status(429, r#"{"error": {"type": "rate_limit_error"}}"#)
-            .header("Retry-After", "1"),
+        Scripted::status(429, r#"{"error": {"type": "rate_limit_error"}}"#).header("Retry-After", "1"),
         openai_text(GOOD, "stop"),
     ]);
     let (proposer, proposals) = propose(config(Provider::OpenAi, &server), None);
     assert_good(&proposals);
     assert_eq!(server.requests().len(), 2);
-    assert_eq!(
-        proposer.retry_waits(),
-        [Duration::from_secs(1)],
-        "Retry-After wins over the 5 ms backoff"
-    );
+    assert_eq!(proposer.retry_waits(), [Duration::from_secs(1)], "Retry-After wins over the 5 ms backoff");
 }
 
 #[test]
 fn server_errors_back_off_exponentially_then_fail() {
     let error500 = Scripted::status(500, r#"{"error": "overloaded"}"#);
-    let (error, server, proposer) = failure(
-        Provider::Anthropic,
-        vec![error500.clone(), error500.clone(), error500],
-        |c| c.max_retries = 2,
-    );
-    assert_eq!(
-        error,
-        LlmError::Http {
-            status: 500,
-            body: r#"{"error": "overloaded"}"#.to_owned()
-        }
-    );
+    let (error, server, proposer) =
+        failure(Provider::Anthropic, vec![error500.clone(), error500.clone(), error500], |c| c.max_retries = 2);
+    assert_eq!(error, LlmError::Http { status: 500, body: r#"{"error": "overloaded"}"#.to_owned() });
     assert_eq!(server.requests().len(), 3);
-    assert_eq!(
-        proposer.retry_waits(),
-        [Duration::from_millis(5), Duration::from_millis(10)]
-    );
+    assert_eq!(proposer.retry_waits(), [Duration::from_millis(5), Duration::from_millis(10)]);
     // A client error is not retried.
-    let (error, server, _) = failure(
-        Provider::OpenAi,
-        vec![Scripted::status(400, "bad model")],
-        |_| {},
-    );
-    assert_eq!(
-        error,
-        LlmError::Http {
-            status: 400,
-            body: "bad model".to_owned()
-        }
-    );
+    let (error, server, _) = failure(Provider::OpenAi, vec![Scripted::status(400, "bad model")], |_| {});
+    assert_eq!(error, LlmError::Http { status: 400, body: "bad model".to_owned() });
     assert_eq!(server.requests().len(), 1);
 }
 
 #[test]
 fn nothing_is_sent_unless_enabled() {
-    let (error, server, _) = failure(Provider::OpenAi, vec![openai_text(GOOD, "stop")], |c| {
-        c.enabled = false
-    });
+    let (error, server, _) = failure(Provider::OpenAi, vec![openai_text(GOOD, "stop")], |c| c.enabled = false);
     assert_eq!(error, LlmError::Disabled);
     assert!(server.requests().is_empty());
 }
@@ -326,15 +233,8 @@ fn token_budget_stops_the_search() {
         wanted: 2,
     };
     assert!(proposer.propose(&ctx).is_empty());
-    assert_eq!(
-        proposer.failures()[0].error,
-        LlmError::Budget("150 tokens used, the cap is 120".to_owned())
-    );
-    assert_eq!(
-        proposer.failures().len(),
-        1,
-        "a budget failure ends the batch"
-    );
+    assert_eq!(proposer.failures()[0].error, LlmError::Budget("150 tokens used, the cap is 120".to_owned()));
+    assert_eq!(proposer.failures().len(), 1, "a budget failure ends the batch");
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -344,27 +244,11 @@ fn key_never_shown() {
     let echo = Scripted::status(401, "unauthorized").echoing();
     for provider in [Provider::OpenAi, Provider::Anthropic] {
         let (error, server, proposer) = failure(provider, vec![echo.clone()], |_| {});
-        assert!(
-            server.requests()[0]
-                .headers
-                .iter()
-                .any(|(_, v)| v.contains(KEY)),
-            "the key was sent"
-        );
-        let LlmError::Http {
-            status: 401,
-            ref body,
-        } = error
-        else {
-            panic!("{error:?}")
-        };
+        assert!(server.requests()[0].headers.iter().any(|(_, v)| v.contains(KEY)), "the key was sent");
+        let LlmError::Http { status: 401, ref body } = error else { panic!("{error:?}") };
         assert!(body.contains("[redacted]"), "{body}");
-        let shown = [
-            error.to_string(),
-            format!("{error:?}"),
-            format!("{proposer:?}"),
-            format!("{:?}", proposer.failures()),
-        ];
+        let shown =
+            [error.to_string(), format!("{error:?}"), format!("{proposer:?}"), format!("{:?}", proposer.failures())];
         for text in shown {
             assert!(!text.contains(KEY), "key leaked: {text}");
         }
@@ -375,15 +259,8 @@ fn key_never_shown() {
     config.api_key = Some(ApiKey::new(KEY));
     config.max_retries = 0;
     let (proposer, _) = propose(config.clone(), None);
-    let text = format!(
-        "{} {:?} {config:?}",
-        proposer.failures()[0].error,
-        proposer.failures()
-    );
-    assert!(
-        text.contains("could not reach") && !text.contains(KEY),
-        "{text}"
-    );
+    let text = format!("{} {:?} {config:?}", proposer.failures()[0].error, proposer.failures());
+    assert!(text.contains("could not reach") && !text.contains(KEY), "{text}");
 }
 
 fn cutlass() -> Arc<Index> {
@@ -391,8 +268,7 @@ fn cutlass() -> Arc<Index> {
     INDEX
         .get_or_init(|| {
             let repo = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-            let root = kernelpro_cutlass::find_root(None, &[repo])
-                .expect(kernelpro_cutlass::CUTLASS_INSTALL_HINT);
+            let root = kernelpro_cutlass::find_root(None, &[repo]).expect(kernelpro_cutlass::CUTLASS_INSTALL_HINT);
             Arc::new(Index::build(&root).unwrap())
         })
         .clone()
@@ -408,11 +284,7 @@ fn openai_tool_calling_conversation() {
             "search_cutlass",
             json!({"query": "make_tiled_mma", "path_glob": "include/cute/**"}),
         ),
-        openai_tool_call(
-            "call_2",
-            "read_cutlass_file",
-            json!({"path": MMA_ATOM, "start_line": 1, "end_line": 30}),
-        ),
+        openai_tool_call("call_2", "read_cutlass_file", json!({"path": MMA_ATOM, "start_line": 1, "end_line": 30})),
         openai_text(GOOD, "stop"),
     ]);
     let (_, proposals) = propose(config(Provider::OpenAi, &server), Some(cutlass()));
@@ -424,55 +296,26 @@ fn openai_tool_calling_conversation() {
 
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    let tools: Vec<&str> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
+    let tools: Vec<&str> =
+        requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["search_cutlass", "read_cutlass_file"]);
     assert_eq!(requests[0].body["tool_choice"], "auto");
-    assert!(
-        requests[0].body["messages"][1]["content"]
-            .as_str()
-            .unwrap()
-            .contains("search_cutlass")
-    );
+    assert!(requests[0].body["messages"][1]["content"].as_str().unwrap().contains("search_cutlass"));
     // The call is echoed back, then its result as a `tool` message.
     let messages = requests[1].body["messages"].as_array().unwrap();
     assert_eq!(messages[2]["tool_calls"][0]["id"], "call_1");
-    assert_eq!(
-        (
-            messages[3]["role"].as_str(),
-            messages[3]["tool_call_id"].as_str()
-        ),
-        (Some("tool"), Some("call_1"))
-    );
+    assert_eq!((messages[3]["role"].as_str(), messages[3]["tool_call_id"].as_str()), (Some("tool"), Some("call_1")));
     let search = messages[3]["content"].as_str().unwrap();
-    assert!(
-        search.starts_with(&format!("{MMA_ATOM}:")) && search.contains("make_tiled_mma"),
-        "{search}"
-    );
+    assert!(search.starts_with(&format!("{MMA_ATOM}:")) && search.contains("make_tiled_mma"), "{search}");
     let read = requests[2].body["messages"][5]["content"].as_str().unwrap();
-    assert!(
-        read.starts_with(&format!("{MMA_ATOM} lines 1-30 of ")) && read.contains("     1| "),
-        "{read}"
-    );
+    assert!(read.starts_with(&format!("{MMA_ATOM} lines 1-30 of ")) && read.contains("     1| "), "{read}");
 }
 
 #[test]
 fn anthropic_tool_calling_conversation() {
     let server = FakeServer::start(vec![
-        anthropic_tool_use(
-            "toolu_1",
-            "search_cutlass",
-            json!({"query": "SM90_64x128x16_F32BF16BF16_SS"}),
-        ),
-        anthropic_tool_use(
-            "toolu_2",
-            "read_cutlass_file",
-            json!({"path": MMA_ATOM, "start_line": 10, "end_line": 12}),
-        ),
+        anthropic_tool_use("toolu_1", "search_cutlass", json!({"query": "SM90_64x128x16_F32BF16BF16_SS"})),
+        anthropic_tool_use("toolu_2", "read_cutlass_file", json!({"path": MMA_ATOM, "start_line": 10, "end_line": 12})),
         anthropic_text(GOOD, "end_turn"),
     ]);
     let (_, proposals) = propose(config(Provider::Anthropic, &server), Some(cutlass()));
@@ -480,12 +323,8 @@ fn anthropic_tool_calling_conversation() {
     assert!(proposals[0].note.as_deref().unwrap().contains(MMA_ATOM));
 
     let requests = server.requests();
-    let tools: Vec<&str> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let tools: Vec<&str> =
+        requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(tools, ["search_cutlass", "read_cutlass_file"]);
     assert!(requests[0].body["tools"][0]["input_schema"]["properties"]["query"].is_object());
     assert_eq!(requests[0].body["tool_choice"], json!({"type": "auto"}));
@@ -493,16 +332,8 @@ fn anthropic_tool_calling_conversation() {
     assert_eq!(messages.len(), 5);
     assert_eq!(messages[1]["content"][1]["type"], "tool_use");
     let result = &messages[2]["content"][0];
-    assert_eq!(
-        (result["type"].as_str(), result["tool_use_id"].as_str()),
-        (Some("tool_result"), Some("toolu_1"))
-    );
-    assert!(
-        result["content"]
-            .as_str()
-            .unwrap()
-            .contains("include/cute/atom/mma_traits_sm90_gmma.hpp:")
-    );
+    assert_eq!((result["type"].as_str(), result["tool_use_id"].as_str()), (Some("tool_result"), Some("toolu_1")));
+    assert!(result["content"].as_str().unwrap().contains("include/cute/atom/mma_traits_sm90_gmma.hpp:"));
     let read = messages[4]["content"][0]["content"].as_str().unwrap();
     assert_eq!(read.lines().count(), 4, "{read}");
 }
@@ -525,16 +356,10 @@ fn tool_calls_and_result_bytes_are_capped() {
     assert_good(&proposals);
     let requests = server.requests();
     let first = requests[1].body["messages"][3]["content"].as_str().unwrap();
-    assert!(
-        first.len() <= 600 && first.ends_with("[cut at 600 bytes]\n"),
-        "{first}"
-    );
+    assert!(first.len() <= 600 && first.ends_with("[cut at 600 bytes]\n"), "{first}");
     assert_eq!(requests[1].body["tool_choice"], "none", "no calls left");
     let refused = requests[2].body["messages"][5]["content"].as_str().unwrap();
-    assert!(
-        refused.starts_with("error: no tool calls left"),
-        "{refused}"
-    );
+    assert!(refused.starts_with("error: no tool calls left"), "{refused}");
 }
 
 #[test]
@@ -543,16 +368,11 @@ fn redirects_are_not_followed_with_the_key_or_the_source() {
         for status in [301, 302, 303, 307, 308] {
             // Where a hostile endpoint sends the client: it must hear nothing.
             let target = FakeServer::start(vec![openai_text(GOOD, "stop"); 4]);
-            let redirect =
-                Scripted::status(status, "").header("Location", &format!("{}/steal", target.url));
-            let (error, endpoint, proposer) =
-                failure(provider, vec![redirect.clone(), redirect], |_| {});
+            let redirect = Scripted::status(status, "").header("Location", &format!("{}/steal", target.url));
+            let (error, endpoint, proposer) = failure(provider, vec![redirect.clone(), redirect], |_| {});
             assert_eq!(
                 error,
-                LlmError::Redirect {
-                    status,
-                    location: format!("{}/steal", target.url)
-                },
+                LlmError::Redirect { status, location: format!("{}/steal", target.url) },
                 "{provider:?} {status}"
             );
             assert!(
@@ -587,10 +407,7 @@ fn candidates_that_include_other_files_are_refused_before_compiling() {
         "the candidate was not compiled: `#include \"../../secret.h\"` names a file outside the include path (an absolute path, `..`, or an unusual character)",
     );
     check(
-        GOOD.replace(
-            "  int i =",
-            "#if __has_include(\"/home/u/.ssh/id_rsa\")\n#endif\n  int i =",
-        ),
+        GOOD.replace("  int i =", "#if __has_include(\"/home/u/.ssh/id_rsa\")\n#endif\n  int i ="),
         "the candidate uses `__has_include`, which a kernel rewrite must not add (it reaches files or pragmas)",
     );
 }

@@ -32,10 +32,7 @@ fn check(code: &str, expected: Expect) {
     let site = KernelSite::find(SOURCE, "scale").unwrap();
     let shown = match site.splice("scale", code) {
         Ok(out) => {
-            assert!(
-                out.ends_with(&SOURCE[site.kernel_end..]),
-                "text after the kernel changed"
-            );
+            assert!(out.ends_with(&SOURCE[site.kernel_end..]), "text after the kernel changed");
             out
         }
         Err(e) => format!("error: {e}"),
@@ -117,19 +114,13 @@ void launch(float* y) { scale<<<1, 1>>>(y, y, 0); }
 #[test]
 fn tune_lists_with_other_values_are_ignored() {
     let code = "// kernelpro: tune B in [1024, 128]\n__global__ void scale(float* y, const float* x, int n) { }\n";
-    let out = KernelSite::find(SOURCE, "scale")
-        .unwrap()
-        .splice("scale", code)
-        .unwrap();
+    let out = KernelSite::find(SOURCE, "scale").unwrap().splice("scale", code).unwrap();
     assert!(out.contains("// kernelpro: tune B in [128, 256, 512]"));
 }
 
 #[test]
 fn bad_replies_are_errors() {
-    check(
-        "__device__ float f(float v) { return v; }",
-        expect!["error: the code block holds no `__global__` kernel"],
-    );
+    check("__device__ float f(float v) { return v; }", expect!["error: the code block holds no `__global__` kernel"]);
     check(
         "__global__ void scale(float* y, const float* x, int n) {}\n__global__ void scale2(float* y) {}",
         expect!["error: the code block holds 2 kernels (scale, scale2); exactly one is allowed"],
@@ -184,11 +175,10 @@ fn bad_replies_are_errors() {
 fn kernel_without_spec_or_helpers() {
     let source = "int g;\n// plain\n__global__ void k(int* a) { a[0] = 1; }\n";
     let site = KernelSite::find(source, "k").unwrap();
-    assert_eq!(
-        site.region(),
-        "// plain\n__global__ void k(int* a) { a[0] = 1; }"
-    );
-    let out = site.splice("k", "__device__ int one() { return 1; }\n__global__ void k(int* __restrict__ a) { a[0] = one(); }").unwrap();
+    assert_eq!(site.region(), "// plain\n__global__ void k(int* a) { a[0] = 1; }");
+    let out = site
+        .splice("k", "__device__ int one() { return 1; }\n__global__ void k(int* __restrict__ a) { a[0] = one(); }")
+        .unwrap();
     assert_eq!(
         out,
         "int g;\n__device__ int one() { return 1; }\n\n// plain\n__global__ void k(int* __restrict__ a) { a[0] = one(); }\n"

@@ -3,7 +3,8 @@
 use crate::document::Document;
 use kernelpro_model::{Finding, Severity};
 use tower_lsp_server::ls_types::{
-    CodeDescription, Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Position, Range, Uri,
+    CodeDescription, Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Position,
+    Range, Uri,
 };
 
 pub fn severity(s: Severity) -> DiagnosticSeverity {
@@ -34,7 +35,10 @@ fn doc_href(doc: &str) -> Option<Uri> {
 pub fn diagnostic(f: &Finding, doc: Option<&Document>) -> Diagnostic {
     let range = match doc {
         Some(d) => d.range(f.span),
-        None => Range::new(Position::new(f.span.start.line, 0), Position::new(f.span.end.line, if f.span.end.col == u32::MAX { 1000 } else { f.span.end.col })),
+        None => Range::new(
+            Position::new(f.span.start.line, 0),
+            Position::new(f.span.end.line, if f.span.end.col == u32::MAX { 1000 } else { f.span.end.col }),
+        ),
     };
     let mut message = f.message.clone();
     if let Some(g) = &f.guidance {

@@ -72,10 +72,7 @@ impl Document {
     pub fn snapshot(&self) -> TextSnapshot {
         TextSnapshot {
             text: self.text.clone(),
-            lines: self
-                .lines
-                .get_or_init(|| Arc::new(CoreLines::of(&self.text)))
-                .clone(),
+            lines: self.lines.get_or_init(|| Arc::new(CoreLines::of(&self.text))).clone(),
         }
     }
 
@@ -113,10 +110,7 @@ impl Document {
         };
         profile.stale = true;
         let Some(range) = change.range else { return };
-        let (start, end) = (
-            range.start.line.min(range.end.line),
-            range.end.line.max(range.start.line),
-        );
+        let (start, end) = (range.start.line.min(range.end.line), range.end.line.max(range.start.line));
         let added = change.text.matches('\n').count() as i64;
         let delta = added - (end - start) as i64;
         for f in &mut profile.findings {
@@ -212,13 +206,8 @@ pub struct CoreLines {
 
 impl CoreLines {
     fn of(text: &Rope) -> CoreLines {
-        let mut lines = CoreLines {
-            starts: vec![0],
-            ends: Vec::new(),
-            lsp_lines: vec![0],
-            plain: Vec::new(),
-            lone_cr: false,
-        };
+        let mut lines =
+            CoreLines { starts: vec![0], ends: Vec::new(), lsp_lines: vec![0], plain: Vec::new(), lone_cr: false };
         let (mut offset, mut plain, mut after_cr, mut lone_crs) = (0, true, false, 0u32);
         for chunk in text.chunks() {
             for (i, b) in chunk.bytes().enumerate() {
@@ -227,9 +216,7 @@ impl CoreLines {
                     lines.ends.push(if after_cr { at - 1 } else { at });
                     lines.plain.push(plain);
                     lines.starts.push(at + 1);
-                    lines
-                        .lsp_lines
-                        .push(lines.starts.len() as u32 - 1 + lone_crs);
+                    lines.lsp_lines.push(lines.starts.len() as u32 - 1 + lone_crs);
                     plain = true;
                 } else {
                     if after_cr {
@@ -251,9 +238,7 @@ impl CoreLines {
     /// The LSP line, start and content end of core line `line` when it is plain: the fast case.
     fn plain(&self, line: u32) -> Option<(u32, usize, usize)> {
         let line = line as usize;
-        self.plain
-            .get(line)?
-            .then(|| (self.lsp_lines[line], self.starts[line], self.ends[line]))
+        self.plain.get(line)?.then(|| (self.lsp_lines[line], self.starts[line], self.ends[line]))
     }
 }
 
@@ -293,15 +278,8 @@ impl TextSnapshot {
     /// UTF-8 byte column of an LSP position, for the core ("\n" lines).
     pub fn pos(&self, position: Position) -> Pos {
         // Without a lone "\r", LSP lines are core lines.
-        if let Some((_, start, end)) = self
-            .lines
-            .plain(position.line)
-            .filter(|_| !self.lines.lone_cr)
-        {
-            return Pos::new(
-                position.line,
-                (position.character as usize).min(end - start) as u32,
-            );
+        if let Some((_, start, end)) = self.lines.plain(position.line).filter(|_| !self.lines.lone_cr) {
+            return Pos::new(position.line, (position.character as usize).min(end - start) as u32);
         }
         let text = &self.text;
         let idx = char_index(text, position);
@@ -335,9 +313,7 @@ fn core_to_byte(text: &Rope, starts: &[usize], pos: Pos) -> usize {
     let Some(&start) = starts.get(pos.line as usize) else {
         return len;
     };
-    let mut end = starts
-        .get(pos.line as usize + 1)
-        .map_or(len, |next| next - 1);
+    let mut end = starts.get(pos.line as usize + 1).map_or(len, |next| next - 1);
     if end > start && text.byte(end - 1) == b'\r' && end < len {
         end -= 1; // "\r\n": the "\r" is part of the line break
     }
@@ -375,30 +351,13 @@ mod tests {
                 "x",
             )
         };
-        d.profile = Some(ProfileState {
-            findings: vec![at(0), at(2), at(3)],
-            ..Default::default()
-        });
+        d.profile = Some(ProfileState { findings: vec![at(0), at(2), at(3)], ..Default::default() });
         d.apply_change(&change(1, 0, 1, 0, "new\nlines\n"));
-        let lines: Vec<u32> = d
-            .profile
-            .as_ref()
-            .unwrap()
-            .findings
-            .iter()
-            .map(|f| f.span.start.line)
-            .collect();
+        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
         assert_eq!(lines, [0, 4, 5]);
         assert!(d.profile.as_ref().unwrap().stale);
         d.apply_change(&change(3, 0, 5, 0, ""));
-        let lines: Vec<u32> = d
-            .profile
-            .as_ref()
-            .unwrap()
-            .findings
-            .iter()
-            .map(|f| f.span.start.line)
-            .collect();
+        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
         assert_eq!(lines, [0, 3, 3]);
     }
 
@@ -436,11 +395,7 @@ mod tests {
     /// multi-byte and astral characters.
     #[test]
     fn line_index_matches_the_text() {
-        for text in [
-            "a\rb\r\ncé\r😀d\n\r\rx\ny\r",
-            "ab\r\ncd\n\nxyz",
-            "a\r\r\nb\rc\n",
-        ] {
+        for text in ["a\rb\r\ncé\r😀d\n\r\rx\ny\r", "ab\r\ncd\n\nxyz", "a\r\r\nb\rc\n"] {
             check_line_index(text);
         }
     }
@@ -449,46 +404,27 @@ mod tests {
         let d = Document::new(text, 1);
         let core: Vec<&str> = text.split('\n').collect();
         for (line, content) in core.iter().enumerate() {
-            let content = content
-                .strip_suffix('\r')
-                .filter(|_| line + 1 < core.len())
-                .unwrap_or(content);
+            let content = content.strip_suffix('\r').filter(|_| line + 1 < core.len()).unwrap_or(content);
             for col in 0..=content.len() + 2 {
-                let byte = core[..line].iter().map(|l| l.len() + 1).sum::<usize>()
-                    + col.min(content.len());
-                let byte = (0..=byte)
-                    .rev()
-                    .find(|b| text.is_char_boundary(*b))
-                    .unwrap();
+                let byte = core[..line].iter().map(|l| l.len() + 1).sum::<usize>() + col.min(content.len());
+                let byte = (0..=byte).rev().find(|b| text.is_char_boundary(*b)).unwrap();
                 let before = &text[..byte];
-                let lsp_line =
-                    before.matches(['\n', '\r']).count() - before.matches("\r\n").count();
+                let lsp_line = before.matches(['\n', '\r']).count() - before.matches("\r\n").count();
                 let lsp_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
-                let expected = Position::new(
-                    lsp_line as u32,
-                    before[lsp_start..].encode_utf16().count() as u32,
-                );
+                let expected = Position::new(lsp_line as u32, before[lsp_start..].encode_utf16().count() as u32);
                 let got = d.position(Pos::new(line as u32, col as u32));
                 assert_eq!(got, expected, "core {line}:{col}");
                 if col <= content.len()
                     && text.is_char_boundary(byte)
                     && byte == core[..line].iter().map(|l| l.len() + 1).sum::<usize>() + col
                 {
-                    assert_eq!(
-                        d.pos(got),
-                        Pos::new(line as u32, col as u32),
-                        "back from {got:?}"
-                    );
+                    assert_eq!(d.pos(got), Pos::new(line as u32, col as u32), "back from {got:?}");
                 }
             }
         }
         // Past the last line: clamped onto it.
         let lsp_last = text.matches(['\n', '\r']).count() - text.matches("\r\n").count();
-        assert_eq!(
-            d.position(Pos::new(99, 0)).line as usize,
-            lsp_last,
-            "{text:?}"
-        );
+        assert_eq!(d.position(Pos::new(99, 0)).line as usize, lsp_last, "{text:?}");
     }
 }
 
@@ -496,5 +432,8 @@ mod tests {
 /// (`compile::UNSAVED`: no include dir, no compile_commands.json).
 pub fn path_of(uri: &tower_lsp_server::ls_types::Uri) -> std::path::PathBuf {
     let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
-    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten().unwrap_or_else(|| std::path::PathBuf::from(kernelpro_core::compile::UNSAVED))
+    is_file
+        .then(|| uri.to_file_path().map(|p| p.into_owned()))
+        .flatten()
+        .unwrap_or_else(|| std::path::PathBuf::from(kernelpro_core::compile::UNSAVED))
 }

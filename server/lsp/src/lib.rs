@@ -20,18 +20,13 @@ use tower_lsp_server::{LspService, Server as Transport};
 /// input or a broken frame included).
 pub async fn serve_stdio() -> std::process::ExitCode {
     let (service, socket) = LspService::build(Server::new)
-        .custom_method(
-            "window/workDoneProgress/cancel",
-            Server::work_done_progress_cancel,
-        )
+        .custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel)
         .finish();
     log::to_client(service.inner().client.clone());
     let state = service.inner().state.clone();
     let service = protocol::Protocol::new(service);
     let exit_seen = service.exit_seen.clone();
-    Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket)
-        .serve(service)
-        .await;
+    Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
     let shut_down = state.shut_down.load(std::sync::atomic::Ordering::SeqCst);
     if exit_seen.load(std::sync::atomic::Ordering::SeqCst) && !shut_down {
         std::process::ExitCode::FAILURE

@@ -62,7 +62,9 @@ impl<S: Subscriber> Layer<S> for ClientLayer {
 
 /// The filter: `KERNELPRO_LOG` if set and valid, else INFO for our crates.
 pub fn filter() -> EnvFilter {
-    std::env::var("KERNELPRO_LOG").ok().and_then(|d| EnvFilter::try_new(d).ok()).unwrap_or_else(|| EnvFilter::new("warn,kernelpro=info,kernelpro_lsp=info,kernelpro_core=info,kernelpro_optimize=info"))
+    std::env::var("KERNELPRO_LOG").ok().and_then(|d| EnvFilter::try_new(d).ok()).unwrap_or_else(|| {
+        EnvFilter::new("warn,kernelpro=info,kernelpro_lsp=info,kernelpro_core=info,kernelpro_optimize=info")
+    })
 }
 
 /// Logs every panic (then lets the previous hook print it to stderr as before).
@@ -71,10 +73,17 @@ pub fn log_panics() {
     ONCE.get_or_init(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let what = info.payload().downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| info.payload().downcast_ref::<String>().cloned()).unwrap_or_default();
+            let what = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
             let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
             let thread = std::thread::current().name().unwrap_or("unnamed").to_string();
-            tracing::error!("panic in KernelPro (thread {thread}){at}: {what}; this is a bug, please report it with this log");
+            tracing::error!(
+                "panic in KernelPro (thread {thread}){at}: {what}; this is a bug, please report it with this log"
+            );
             previous(info);
         }));
     });

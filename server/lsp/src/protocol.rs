@@ -19,10 +19,7 @@ pub struct Protocol<S> {
 
 impl<S> Protocol<S> {
     pub fn new(inner: S) -> Self {
-        Protocol {
-            inner,
-            exit_seen: Arc::new(AtomicBool::new(false)),
-        }
+        Protocol { inner, exit_seen: Arc::new(AtomicBool::new(false)) }
     }
 }
 
@@ -47,10 +44,7 @@ where
         if req.method().starts_with("$/")
             && let Some(id) = req.id()
         {
-            let error = Error {
-                data: Some(req.method().into()),
-                ..Error::method_not_found()
-            };
+            let error = Error { data: Some(req.method().into()), ..Error::method_not_found() };
             return future::ready(Ok(Some(Response::from_error(id.clone(), error)))).boxed();
         }
         self.inner.call(req).boxed()

@@ -18,10 +18,7 @@ pub struct Server {
 
 impl Server {
     pub fn new(client: Client) -> Self {
-        Server {
-            client,
-            state: Arc::new(State::default()),
-        }
+        Server { client, state: Arc::new(State::default()) }
     }
 }
 
@@ -92,40 +89,19 @@ impl LanguageServer for Server {
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         guard_notification(handlers::text_sync::did_close(self, params)).await
     }
-    async fn document_symbol(
-        &self,
-        params: DocumentSymbolParams,
-    ) -> Result<Option<DocumentSymbolResponse>> {
-        guard(
-            "textDocument/documentSymbol",
-            handlers::document_symbol::document_symbol(self, params),
-        )
-        .await
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        guard("textDocument/documentSymbol", handlers::document_symbol::document_symbol(self, params)).await
     }
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
-        guard("textDocument/hover", async {
-            handlers::hover::hover(self, params)
-        })
-        .await
+        guard("textDocument/hover", async { handlers::hover::hover(self, params) }).await
     }
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        guard("textDocument/codeLens", async {
-            handlers::code_lens::code_lens(self, params)
-        })
-        .await
+        guard("textDocument/codeLens", async { handlers::code_lens::code_lens(self, params) }).await
     }
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        guard(
-            "textDocument/codeAction",
-            handlers::code_action::code_action(self, params),
-        )
-        .await
+        guard("textDocument/codeAction", handlers::code_action::code_action(self, params)).await
     }
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
-        guard(
-            "workspace/executeCommand",
-            handlers::execute_command::execute_command(self, params),
-        )
-        .await
+        guard("workspace/executeCommand", handlers::execute_command::execute_command(self, params)).await
     }
 }

@@ -48,10 +48,7 @@ impl State {
         self.docs.lock().unwrap_or_else(|p| p.into_inner())
     }
     pub fn settings(&self) -> Settings {
-        self.settings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
     pub fn set_settings(&self, s: Settings) {
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = s;

@@ -174,6 +174,9 @@ mod tests {
             }
         }
         let registry: Vec<(String, Origin)> = CODES.iter().map(|c| (c.code.as_str().to_string(), c.origin)).collect();
-        assert_eq!(documented, registry, "docs/tools.md headings (in order) against the registry in server/model/src/codes.rs");
+        assert_eq!(
+            documented, registry,
+            "docs/tools.md headings (in order) against the registry in server/model/src/codes.rs"
+        );
     }
 }

@@ -46,7 +46,8 @@ impl Context {
 
     async fn admit_async(&self, source: &str) -> Result<Prepared, Outcome> {
         if source != self.original {
-            check_candidate(&self.original, &self.original_src, source, &self.kernel).map_err(|why| Outcome::WrongOutput(format!("rejected: {why}")))?;
+            check_candidate(&self.original, &self.original_src, source, &self.kernel)
+                .map_err(|why| Outcome::WrongOutput(format!("rejected: {why}")))?;
         }
         self.prepare(source).await.map_err(Outcome::CompileError)
     }
@@ -63,7 +64,12 @@ pub fn notes(p: &Prepared) -> Vec<FindingNote> {
         .findings
         .iter()
         .filter(|f| f.kernel.is_none() || f.kernel.as_deref() == Some(p.job.launch.kernel.as_str()))
-        .filter_map(|f| Some(FindingNote { tool: f.code.clone()?, guidance: f.guidance.clone().unwrap_or_else(|| f.message.clone()) }))
+        .filter_map(|f| {
+            Some(FindingNote {
+                tool: f.code.clone()?,
+                guidance: f.guidance.clone().unwrap_or_else(|| f.message.clone()),
+            })
+        })
         .collect()
 }
 
@@ -99,7 +105,16 @@ impl GpuEvaluator {
     /// Runs everything on `run.device`; see [`GpuEvaluator::with_devices`].
     pub fn new(ctx: Context, run: RunOptions, search_seed: u64) -> Self {
         let devices = vec![run.device];
-        GpuEvaluator { ctx, run, devices, reference: None, baseline: None, search_seed, profile_notes: Vec::new(), tolerances: Mutex::default() }
+        GpuEvaluator {
+            ctx,
+            run,
+            devices,
+            reference: None,
+            baseline: None,
+            search_seed,
+            profile_notes: Vec::new(),
+            tolerances: Mutex::default(),
+        }
     }
 
     /// Spreads each batch of candidates over `devices` (candidate i on
@@ -140,10 +155,15 @@ impl GpuEvaluator {
         let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
         let outcome = self.measure(candidate, None, Some(reference), seed, device).await;
         let (new, old) = (&candidate.job.launch, &reference.job.launch);
-        if !matches!(outcome, Outcome::Ok { .. }) || (new.grid, new.block, new.smem) == (old.grid, old.block, old.smem) {
+        if !matches!(outcome, Outcome::Ok { .. }) || (new.grid, new.block, new.smem) == (old.grid, old.block, old.smem)
+        {
             return outcome;
         }
-        let under_old = |why: String| format!("it changes the launch, and under the original launch (which host code that is not updated still uses) {why}");
+        let under_old = |why: String| {
+            format!(
+                "it changes the launch, and under the original launch (which host code that is not updated still uses) {why}"
+            )
+        };
         match self.measure(candidate, Some(reference), Some(reference), seed, device).await {
             Outcome::Ok { .. } => outcome,
             Outcome::WrongOutput(why) => Outcome::WrongOutput(under_old(format!("its output is wrong: {why}"))),
@@ -159,7 +179,14 @@ impl GpuEvaluator {
     /// On a device other than the baseline's, the time (and energy) is scaled
     /// by how the original, timed in the same job as the reference, compares
     /// with its baseline: speedups stay comparable across unequal GPUs.
-    async fn measure(&self, kernel: &Prepared, launch_of: Option<&Prepared>, reference: Option<&Prepared>, seed: u64, device: u32) -> Outcome {
+    async fn measure(
+        &self,
+        kernel: &Prepared,
+        launch_of: Option<&Prepared>,
+        reference: Option<&Prepared>,
+        seed: u64,
+        device: u32,
+    ) -> Outcome {
         let with_seed = |p: &Prepared| {
             let mut job = p.job.clone();
             job.launch.seed = seed;
@@ -175,14 +202,31 @@ impl GpuEvaluator {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
-                let worst: Vec<String> =
-                    r.comparison.iter().filter(|c| c.bad > 0).map(|c| format!("{}: {} of {} elements outside {}, worst {:?}", c.name, c.bad, c.count, c.tolerance_note(), c.worst)).collect();
+                let worst: Vec<String> = r
+                    .comparison
+                    .iter()
+                    .filter(|c| c.bad > 0)
+                    .map(|c| {
+                        format!(
+                            "{}: {} of {} elements outside {}, worst {:?}",
+                            c.name,
+                            c.bad,
+                            c.count,
+                            c.tolerance_note(),
+                            c.worst
+                        )
+                    })
+                    .collect();
                 Outcome::WrongOutput(worst.join("; "))
             }
             Ok(r) => {
                 if launch_of.is_none() && !r.comparison.is_empty() {
-                    let used: Vec<String> = r.comparison.iter().map(|c| format!("`{}` within {}", c.name, c.tolerance_note())).collect();
-                    self.tolerances.lock().expect("not poisoned").insert(key(kernel), format!("verified with seed {seed}: {}", used.join("; ")));
+                    let used: Vec<String> =
+                        r.comparison.iter().map(|c| format!("`{}` within {}", c.name, c.tolerance_note())).collect();
+                    self.tolerances
+                        .lock()
+                        .expect("not poisoned")
+                        .insert(key(kernel), format!("verified with seed {seed}: {}", used.join("; ")));
                 }
                 let t = &r.kernel.timing;
                 let mut time_s = t.median_ms / 1e3;
@@ -219,7 +263,8 @@ impl Evaluator for GpuEvaluator {
         if source == self.ctx.original {
             // The baseline: the original alone, on the search seed and the first
             // device; it is then the reference.
-            let mut outcome = self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
+            let mut outcome =
+                self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
             if let Outcome::Ok { time_s, energy_j, findings, .. } = &mut outcome {
                 self.baseline = Some((*time_s, *energy_j));
                 // Measured findings first: the proposers try the recipes answering them first.
@@ -246,7 +291,8 @@ impl Evaluator for GpuEvaluator {
             .iter()
             .enumerate()
             .map(|(lane, &device)| {
-                let mine: Vec<(usize, &Result<Prepared, Outcome>)> = admitted.iter().enumerate().skip(lane).step_by(this.devices.len()).collect();
+                let mine: Vec<(usize, &Result<Prepared, Outcome>)> =
+                    admitted.iter().enumerate().skip(lane).step_by(this.devices.len()).collect();
                 async move {
                     let mut out = Vec::new();
                     for (i, admitted) in mine {
@@ -260,7 +306,8 @@ impl Evaluator for GpuEvaluator {
                 }
             })
             .collect();
-        let mut outcomes: Vec<(usize, Outcome)> = this.ctx.handle.block_on(join_all(lanes)).into_iter().flatten().collect();
+        let mut outcomes: Vec<(usize, Outcome)> =
+            this.ctx.handle.block_on(join_all(lanes)).into_iter().flatten().collect();
         outcomes.sort_by_key(|(i, _)| *i);
         outcomes.into_iter().map(|(_, o)| o).collect()
     }
@@ -311,7 +358,11 @@ impl StubEvaluator {
             Ok(p) => {
                 let original = source == self.ctx.original;
                 let speedup = match self.launch_speedup {
-                    Some(s) if !crate::guard::launch_changes(&self.ctx.original, source, &self.ctx.kernel).is_empty() => s,
+                    Some(s)
+                        if !crate::guard::launch_changes(&self.ctx.original, source, &self.ctx.kernel).is_empty() =>
+                    {
+                        s
+                    }
                     _ => self.speedup,
                 };
                 let ms = if original { 1.0 } else { 1.0 / speedup };
@@ -344,13 +395,17 @@ impl Evaluator for StubEvaluator {
 /// CuTe/CUTLASS candidates need C++17, relaxed constexpr, the CUTLASS headers,
 /// and `sm_90a` on Hopper for WGMMA and TMA.
 pub fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> {
-    if !(source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")) {
+    if !(source.contains("#include <cute/")
+        || source.contains("#include <cutlass/")
+        || source.contains("#include \"cute/"))
+    {
         return Ok(settings.clone());
     }
     let include = kernelpro_cute::cutlass_include(None, &kernelpro_core::toolchain::Env::for_settings(settings).roots)?;
     let mut s = settings.clone();
     // The compile step sets the architecture itself.
-    s.extra_flags.extend(kernelpro_cute::cute_flags(&s.arch, &include).into_iter().filter(|f| !f.starts_with("-arch=")));
+    s.extra_flags
+        .extend(kernelpro_cute::cute_flags(&s.arch, &include).into_iter().filter(|f| !f.starts_with("-arch=")));
     s.arch = kernelpro_cute::cute_arch(&s.arch);
     Ok(s)
 }
@@ -369,7 +424,8 @@ mod tests {
         let (s, r) = runner_for(&plain, &options(), 2);
         assert_eq!((s.runner, r.device), (plain.runner.clone(), 2));
 
-        let naming = Settings { runner: vec!["env".into(), "CUDA_VISIBLE_DEVICES={device}".into()], ..Settings::default() };
+        let naming =
+            Settings { runner: vec!["env".into(), "CUDA_VISIBLE_DEVICES={device}".into()], ..Settings::default() };
         let (s, r) = runner_for(&naming, &options(), 2);
         assert_eq!((s.runner, r.device), (vec!["env".to_string(), "CUDA_VISIBLE_DEVICES=2".into()], 0));
     }

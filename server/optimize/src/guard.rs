@@ -13,13 +13,16 @@ use kernelpro_spec::{LAUNCH_PARTS, launch_part};
 
 /// `Err` names what the candidate changed that it may not.
 pub fn check_candidate(original: &str, original_src: &SourceFile, candidate: &str, kernel: &str) -> Result<(), String> {
-    let region = kernel_region(original, original_src, kernel).ok_or_else(|| format!("the original has no kernel `{kernel}`"))?;
+    let region = kernel_region(original, original_src, kernel)
+        .ok_or_else(|| format!("the original has no kernel `{kernel}`"))?;
     edit_within_region(original, candidate, region)?;
     let cand_src = kernelpro_source::parse(candidate);
     let (Some(a), Some(b)) = (original_src.kernel(kernel), cand_src.kernel(kernel)) else {
         return Err(format!("the candidate has no kernel `{kernel}`"));
     };
-    let shape = |f: &kernelpro_source::Function| f.params.iter().map(|p| (p.name.clone(), p.base.clone(), p.pointer)).collect::<Vec<_>>();
+    let shape = |f: &kernelpro_source::Function| {
+        f.params.iter().map(|p| (p.name.clone(), p.base.clone(), p.pointer)).collect::<Vec<_>>()
+    };
     if shape(a) != shape(b) {
         return Err("changes the kernel's parameter list (names, order or types)".into());
     }
@@ -39,7 +42,9 @@ pub fn launch_changes(original: &str, candidate: &str, kernel: &str) -> Vec<Stri
         .iter()
         .filter_map(|part| match (of(&before, part), of(&after, part)) {
             (a, b) if a == b => None,
-            (a, b) => Some(format!("`{}` → `{}`", a.unwrap_or_else(|| "none".into()), b.unwrap_or_else(|| "none".into()))),
+            (a, b) => {
+                Some(format!("`{}` → `{}`", a.unwrap_or_else(|| "none".into()), b.unwrap_or_else(|| "none".into())))
+            }
         })
         .collect()
 }
@@ -48,7 +53,8 @@ pub fn launch_changes(original: &str, candidate: &str, kernel: &str) -> Vec<Stri
 /// change: the launch lines only (`launch`), or every other line.
 fn spec_lines(text: &str, kernel: &str, launch: bool) -> Vec<String> {
     let specs = kernelpro_spec::parse_file(text);
-    let mut lines: Vec<String> = specs.kernel(kernel).map(|k| k.lines.iter().map(|l| normalize_tune(&l.text)).collect()).unwrap_or_default();
+    let mut lines: Vec<String> =
+        specs.kernel(kernel).map(|k| k.lines.iter().map(|l| normalize_tune(&l.text)).collect()).unwrap_or_default();
     lines.extend(specs.file_lets.iter().map(|l| normalize_tune(&l.text)));
     lines.retain(|l| launch_part(l).is_some() == launch);
     lines
@@ -93,7 +99,8 @@ mod tests {
 
     #[test]
     fn launch_changes_name_each_changed_line() {
-        let changed = ORIG.replace("grid = 4", "grid = 1").replace("block = B\n", "block = B\n// kernelpro: smem = 1024\n");
+        let changed =
+            ORIG.replace("grid = 4", "grid = 1").replace("block = B\n", "block = B\n// kernelpro: smem = 1024\n");
         assert_eq!(launch_changes(ORIG, &changed, "k"), ["`grid = 4` → `grid = 1`", "`none` → `smem = 1024`"]);
         assert!(launch_changes(ORIG, &ORIG.replace("2.0", "2.0f"), "k").is_empty());
     }

@@ -30,7 +30,13 @@ const MAX_CALLS: usize = 64;
 /// `resolved` is the candidate's launch for the spec's own sizes, in words
 /// (`<<<dim3(1024, 1, 1), dim3(256, 1, 1), 0>>>`), for the note on a site it
 /// cannot write.
-pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32, u32), resolved: Option<&str>) -> SiteUpdate {
+pub fn update_sites(
+    original: &str,
+    candidate: &str,
+    kernel: &str,
+    region: (u32, u32),
+    resolved: Option<&str>,
+) -> SiteUpdate {
     let (before, after) = (Spec::of(original, kernel), Spec::of(candidate, kernel));
     let changed: Vec<usize> = (0..LAUNCH_PARTS.len()).filter(|&i| before.effective(i) != after.effective(i)).collect();
     let mut update = SiteUpdate::default();
@@ -38,8 +44,14 @@ pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32,
         return update;
     }
     let Some(tree) = kernelpro_source::parse_tree(original) else { return update };
-    let params = kernelpro_source::parse(original).kernel(kernel).map(|k| k.params.iter().map(|p| (p.name.clone(), p.pointer)).collect::<Vec<_>>()).unwrap_or_default();
-    let wanted: Vec<String> = changed.iter().map(|&i| format!("`{} = {}`", LAUNCH_PARTS[i], after.parts[i].as_deref().unwrap_or("0"))).collect();
+    let params = kernelpro_source::parse(original)
+        .kernel(kernel)
+        .map(|k| k.params.iter().map(|p| (p.name.clone(), p.pointer)).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let wanted: Vec<String> = changed
+        .iter()
+        .map(|&i| format!("`{} = {}`", LAUNCH_PARTS[i], after.parts[i].as_deref().unwrap_or("0")))
+        .collect();
     for site in sites(&tree, original, kernel) {
         let line = site.line + 1;
         let old = &original[site.config_bytes.0..site.config_bytes.1];
@@ -58,7 +70,11 @@ pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32,
             match value {
                 Ok(v) if i < new_args.len() => new_args[i] = v,
                 Ok(v) if i == new_args.len() => new_args.push(v),
-                Ok(_) => missing.push(format!("a `{}` argument (the call has {} launch arguments)", LAUNCH_PARTS[i], site.config.len())),
+                Ok(_) => missing.push(format!(
+                    "a `{}` argument (the call has {} launch arguments)",
+                    LAUNCH_PARTS[i],
+                    site.config.len()
+                )),
                 Err(names) => missing.extend(names),
             }
         }
@@ -75,8 +91,13 @@ pub fn update_sites(original: &str, candidate: &str, kernel: &str, region: (u32,
         }
         let new_config = new_args.join(", ");
         let start_line_byte = original[..site.config_bytes.0].rfind('\n').map_or(0, |i| i + 1);
-        let end_line_byte = original[site.config_bytes.1..].find('\n').map_or(original.len(), |i| site.config_bytes.1 + i + 1);
-        let text = format!("{}{new_config}{}", &original[start_line_byte..site.config_bytes.0], &original[site.config_bytes.1..end_line_byte]);
+        let end_line_byte =
+            original[site.config_bytes.1..].find('\n').map_or(original.len(), |i| site.config_bytes.1 + i + 1);
+        let text = format!(
+            "{}{new_config}{}",
+            &original[start_line_byte..site.config_bytes.0],
+            &original[site.config_bytes.1..end_line_byte]
+        );
         update.edits.push(LineEdit { start_line: site.line, end_line: site.end_line + 1, text });
         update.notes.push(format!("The edit also changes the launch of `{kernel}` on line {line} from `<<<{old}>>>` to `<<<{new_config}>>>` (the spec's {} in this call's arguments).", wanted.join(", ")));
     }
@@ -123,7 +144,12 @@ impl Spec {
     /// alike when these are equal.
     fn effective(&self, i: usize) -> Option<String> {
         let expr = self.parts[i].as_deref()?;
-        Some(map_names(expr, |n| Some(self.tunes.get(n).cloned().unwrap_or_else(|| n.to_string()))).unwrap_or_default().split_whitespace().collect())
+        Some(
+            map_names(expr, |n| Some(self.tunes.get(n).cloned().unwrap_or_else(|| n.to_string())))
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect(),
+        )
     }
 }
 
@@ -152,7 +178,11 @@ fn sites(tree: &tree_sitter::Tree, text: &str, kernel: &str) -> Vec<Site> {
         let mut cursor = node.walk();
         let Some(config) = node.children(&mut cursor).find(|c| c.kind() == "kernel_call_syntax") else { continue };
         let Some(callee) = node.child_by_field_name("function") else { continue };
-        let name_node = if callee.kind() == "template_function" { callee.child_by_field_name("name").unwrap_or(callee) } else { callee };
+        let name_node = if callee.kind() == "template_function" {
+            callee.child_by_field_name("name").unwrap_or(callee)
+        } else {
+            callee
+        };
         if text[name_node.byte_range()].rsplit("::").next() != Some(kernel) {
             continue;
         }
@@ -186,7 +216,12 @@ struct HostNames<'a> {
 impl<'a> HostNames<'a> {
     fn new(spec: &'a Spec, params: &'a [(String, bool)], args: &'a [String]) -> Self {
         let args = if params.len() == args.len() {
-            params.iter().zip(args).filter(|((_, pointer), _)| !pointer).map(|((p, _), a)| (p.as_str(), a.as_str())).collect()
+            params
+                .iter()
+                .zip(args)
+                .filter(|((_, pointer), _)| !pointer)
+                .map(|((p, _), a)| (p.as_str(), a.as_str()))
+                .collect()
         } else {
             HashMap::new() // a default argument or a macro: positions are unknown
         };
@@ -199,7 +234,11 @@ impl<'a> HostNames<'a> {
         }
         let param = self.spec.bound_to.get(n).map(String::as_str).unwrap_or(n);
         let arg = self.args.get(param)?.trim();
-        Some(if is_name(arg) || arg.chars().all(|c| c.is_ascii_alphanumeric()) { arg.to_string() } else { format!("({arg})") })
+        Some(if is_name(arg) || arg.chars().all(|c| c.is_ascii_alphanumeric()) {
+            arg.to_string()
+        } else {
+            format!("({arg})")
+        })
     }
 
     /// `expr` in host C++ (a `(x, y)` grid or block as `dim3(x, y)`), or what
@@ -211,7 +250,10 @@ impl<'a> HostNames<'a> {
             if !missing.is_empty() {
                 return Err(missing);
             }
-            return Ok(format!("dim3({})", written.into_iter().map(|w| w.expect("no missing names")).collect::<Vec<_>>().join(", ")));
+            return Ok(format!(
+                "dim3({})",
+                written.into_iter().map(|w| w.expect("no missing names")).collect::<Vec<_>>().join(", ")
+            ));
         }
         let mut missing = Vec::new();
         let substituted = map_names(expr, |n| {
@@ -222,14 +264,17 @@ impl<'a> HostNames<'a> {
             got
         });
         match substituted {
-            Some(s) if missing.is_empty() => expand_calls(&s).map(|e| fold(&e)).ok_or_else(|| vec!["`ceil_div`/`min`/`max` calls it cannot rewrite".to_string()]),
+            Some(s) if missing.is_empty() => expand_calls(&s)
+                .map(|e| fold(&e))
+                .ok_or_else(|| vec!["`ceil_div`/`min`/`max` calls it cannot rewrite".to_string()]),
             _ => Err(missing),
         }
     }
 }
 
 fn is_name(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+    s.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
 /// `expr` with every name that is not a call (`ceil_div(`) replaced by `f(name)`;
@@ -284,7 +329,10 @@ fn expand_calls(expr: &str) -> Option<String> {
         let call = ["ceil_div(", "min(", "max("]
             .iter()
             .filter_map(|f| {
-                s.match_indices(f).filter(|(i, _)| !s[..*i].ends_with(|c: char| c.is_alphanumeric() || c == '_')).map(|(i, _)| (i, f.len() - 1)).last()
+                s.match_indices(f)
+                    .filter(|(i, _)| !s[..*i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+                    .map(|(i, _)| (i, f.len() - 1))
+                    .last()
             })
             .max();
         let Some((at, name_len)) = call else { return Some(s) };
@@ -309,11 +357,17 @@ fn expand_calls(expr: &str) -> Option<String> {
 
 /// A constant expression's value (`132 * 16` → `2112`), else the text, trimmed.
 fn fold(expr: &str) -> String {
-    kernelpro_spec::eval(expr.trim(), &Scope::default()).map(|v| v.to_string()).unwrap_or_else(|_| expr.trim().to_string())
+    kernelpro_spec::eval(expr.trim(), &Scope::default())
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| expr.trim().to_string())
 }
 
 fn paren(s: &str) -> String {
-    if is_name(s) || s.parse::<i64>().is_ok() || (s.starts_with('(') && matching_paren(s, 0) == Some(s.len() - 1)) { s.to_string() } else { format!("({s})") }
+    if is_name(s) || s.parse::<i64>().is_ok() || (s.starts_with('(') && matching_paren(s, 0) == Some(s.len() - 1)) {
+        s.to_string()
+    } else {
+        format!("({s})")
+    }
 }
 
 fn matching_paren(s: &str, open: usize) -> Option<usize> {
@@ -356,7 +410,9 @@ fn split_top(s: &str) -> Vec<String> {
 /// `(x, y[, z])` as its parts; `None` for anything else.
 fn tuple_parts(expr: &str) -> Option<Vec<String>> {
     let e = expr.trim();
-    (e.starts_with('(') && matching_paren(e, 0) == Some(e.len() - 1)).then(|| split_top(&e[1..e.len() - 1])).filter(|p| p.len() >= 2)
+    (e.starts_with('(') && matching_paren(e, 0) == Some(e.len() - 1))
+        .then(|| split_top(&e[1..e.len() - 1]))
+        .filter(|p| p.len() >= 2)
 }
 
 #[cfg(test)]
@@ -378,7 +434,11 @@ mod tests {
         for e in u.edits.iter().rev() {
             lines.splice(e.start_line as usize..e.end_line as usize, [e.text.clone()]);
         }
-        let edited = if u.edits.is_empty() { "-".to_string() } else { lines.concat().split_at(original.len() - host.len()).1.to_string() };
+        let edited = if u.edits.is_empty() {
+            "-".to_string()
+        } else {
+            lines.concat().split_at(original.len() - host.len()).1.to_string()
+        };
         expected.assert_eq(&format!("{edited}\n{}", u.notes.join("\n")));
     }
 
@@ -440,8 +500,13 @@ mod tests {
                 The launch of `k` on line 12 (`<<<n / 128, 128>>>`) is left as it is: the new launch (`grid = ceil_div(M, 8)`) uses `M`, which this call's arguments do not give (the spec binds no kernel parameter to it). Write the launch there in the host's values of those names (with the spec's own sizes it is `<<<8, 128, 0>>>`)."#]],
         );
         // No change of the effective launch: nothing to do.
-        check(host, "y = out", "y =  out", expect_test::expect![[r#"
+        check(
+            host,
+            "y = out",
+            "y =  out",
+            expect_test::expect![[r#"
             -
-        "#]]);
+        "#]],
+        );
     }
 }

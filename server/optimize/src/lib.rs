@@ -19,9 +19,11 @@ pub use region::{LineEdit, edit_within_region, kernel_region};
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::harness::RunOptions;
 use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
-use kernelpro_profile::Thresholds;
 use kernelpro_core::settings::Settings;
-use kernelpro_search::{Budget, Evaluator, FindingNote, MemoryEntry, Outcome, Progress, Proposer, Search, SearchConfig, Strategy};
+use kernelpro_profile::Thresholds;
+use kernelpro_search::{
+    Budget, Evaluator, FindingNote, MemoryEntry, Outcome, Progress, Proposer, Search, SearchConfig, Strategy,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -102,7 +104,12 @@ pub struct OptimizeOutcome {
     pub devices: Vec<u32>,
 }
 
-pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Progress)) -> Result<OptimizeOutcome, String> {
+pub fn optimize(
+    req: &OptimizeRequest,
+    handle: Handle,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(&Progress),
+) -> Result<OptimizeOutcome, String> {
     let token = CancellationToken::new();
     let _watch = CancelOnFlag::spawn(&handle, cancel.clone(), token.clone());
     let ctx = Context {
@@ -129,7 +136,11 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let proposer = proposer.as_mut();
     let evaluator_kind = req.settings.optimize.evaluator.clone();
     if let Some(speedups) = evaluator_kind.strip_prefix("stub:") {
-        let bad = || format!("optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP or stub:SPEEDUP:LAUNCH_SPEEDUP, e.g. stub:1.5");
+        let bad = || {
+            format!(
+                "optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP or stub:SPEEDUP:LAUNCH_SPEEDUP, e.g. stub:1.5"
+            )
+        };
         let (speedup, launch_speedup) = match speedups.split_once(':') {
             Some((s, l)) => (s.parse::<f64>().map_err(|_| bad())?, Some(l.parse::<f64>().map_err(|_| bad())?)),
             None => (speedups.parse::<f64>().map_err(|_| bad())?, None),
@@ -144,19 +155,34 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
             }
             None => Vec::new(),
         };
-        let mut ev = StubEvaluator { ctx, speedup, launch_speedup, parallelism: req.settings.optimize.devices.len(), profile_notes };
+        let mut ev = StubEvaluator {
+            ctx,
+            speedup,
+            launch_speedup,
+            parallelism: req.settings.optimize.devices.len(),
+            profile_notes,
+        };
         let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
         let new_launch = best.is_some_and(|n| !launch_changes(&req.text, &n.source, &req.kernel).is_empty());
-        out.title = format!("Apply optimized {}: {:.2}x faster{} (stub evaluator, not measured)", req.kernel, out.speedup, if new_launch { " with a new launch" } else { "" });
+        out.title = format!(
+            "Apply optimized {}: {:.2}x faster{} (stub evaluator, not measured)",
+            req.kernel,
+            out.speedup,
+            if new_launch { " with a new launch" } else { "" }
+        );
         out.notes.splice(0..0, notes);
         return Ok(out);
     }
     let spec_seed = {
         let a = req.settings.clone();
-        kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &req.text, &a).launch_specs.get(&req.kernel).map(|s| s.seed).unwrap_or(0)
+        kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &req.text, &a)
+            .launch_specs
+            .get(&req.kernel)
+            .map(|s| s.seed)
+            .unwrap_or(0)
     };
     let run = RunOptions { exe: req.exe.clone(), runs: 20, warmup: 3, energy: req.settings.optimize.energy, device: 0 };
     let mut ev = GpuEvaluator::new(ctx, run, spec_seed).with_devices(&req.settings.optimize.devices);
@@ -164,7 +190,9 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
     let mut notes = notes;
     match profile_original(req, &ev.ctx) {
         Ok(found) => ev.profile_notes = found,
-        Err(why) => notes.push(format!("the original was not profiled, so recipes follow the static findings only: {why}")),
+        Err(why) => {
+            notes.push(format!("the original was not profiled, so recipes follow the static findings only: {why}"))
+        }
     }
     let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
     // Re-verify the best candidates, fastest first, on two more seeds, one never seen.
@@ -174,7 +202,8 @@ pub fn optimize(req: &OptimizeRequest, handle: Handle, cancel: Arc<AtomicBool>, 
         (Outcome::Ok { time_s, noise, .. }, Some(s)) => s > 1.02 && s > 1.0 + noise / time_s,
         _ => false,
     };
-    let mut ranked: Vec<&kernelpro_search::Node> = result.tree.nodes().iter().filter(|n| n.id != kernelpro_search::NodeId::ROOT && beyond_noise(n)).collect();
+    let mut ranked: Vec<&kernelpro_search::Node> =
+        result.tree.nodes().iter().filter(|n| n.id != kernelpro_search::NodeId::ROOT && beyond_noise(n)).collect();
     ranked.sort_by(|a, b| b.speedup.partial_cmp(&a.speedup).unwrap_or(std::cmp::Ordering::Equal));
     if let Some(best) = result.best
         && let Some(pos) = ranked.iter().position(|n| n.id == best)
@@ -232,18 +261,31 @@ fn profile_original(req: &OptimizeRequest, ctx: &Context) -> Result<Vec<FindingN
         let report = Exports::from_dir(dir).and_then(|e| analyze_exports(&e, &req.text, &Thresholds::default()))?;
         return Ok(notes_of(&report));
     }
-    let file = FileProfileRequest { path: req.path.clone(), text: req.text.clone(), kernel: Some(req.kernel.clone()), full: false, exe: req.exe.clone(), save_exports: None };
+    let file = FileProfileRequest {
+        path: req.path.clone(),
+        text: req.text.clone(),
+        kernel: Some(req.kernel.clone()),
+        full: false,
+        exe: req.exe.clone(),
+        save_exports: None,
+    };
     let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, &ctx.cancel))?;
     Ok(notes_of(&report))
 }
 
 fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
-    report.findings().filter_map(|f| Some(FindingNote::new(f.code.clone()?, f.guidance.clone().unwrap_or_else(|| f.message.clone())))).collect()
+    report
+        .findings()
+        .filter_map(|f| {
+            Some(FindingNote::new(f.code.clone()?, f.guidance.clone().unwrap_or_else(|| f.message.clone())))
+        })
+        .collect()
 }
 
 /// The built-in recipes, and the LLM too when the user enabled it.
 fn proposers(req: &OptimizeRequest) -> (Box<dyn Proposer>, Vec<String>) {
-    let recipes = Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
+    let recipes =
+        Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
     if !req.settings.llm.enabled {
         return (recipes, Vec::new());
     }
@@ -264,7 +306,10 @@ fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, Str
     let mut config = LlmConfig::new(provider, llm.endpoint.clone().unwrap_or_else(|| default_endpoint.into()), model);
     config.enabled = true;
     config.api_key = req.llm_key.clone().or_else(kernelpro_llm::ApiKey::from_env);
-    let cutlass = kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::for_settings(&req.settings).roots).and_then(|root| kernelpro_cutlass::Index::build(&root).ok()).map(Arc::new);
+    let cutlass =
+        kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::for_settings(&req.settings).roots)
+            .and_then(|root| kernelpro_cutlass::Index::build(&root).ok())
+            .map(Arc::new);
     kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass).map_err(|e| e.to_string())
 }
 
@@ -295,18 +340,29 @@ fn baseline_failure(e: &kernelpro_search::SearchError) -> String {
     }
 }
 
-fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search::SearchResult, best: Option<&kernelpro_search::Node>, seeds: Vec<u64>) -> OptimizeOutcome {
+fn outcome_for(
+    req: &OptimizeRequest,
+    original: &str,
+    result: &kernelpro_search::SearchResult,
+    best: Option<&kernelpro_search::Node>,
+    seeds: Vec<u64>,
+) -> OptimizeOutcome {
     let src = kernelpro_source::parse(original);
     let region = kernel_region(original, &src, &req.kernel);
     let edit = best.zip(region).and_then(|(n, r)| edit_within_region(original, &n.source, r).ok().flatten());
     let speedup = best.and_then(|n| n.speedup).unwrap_or(1.0);
     let steps = best
         .map(|n| {
-            result.tree.path(n.id).into_iter().skip(1).map(|id| {
-                let node = &result.tree.nodes()[id.0];
-                StepReport { recipe: node.recipe.clone(), answers: node.answers.clone(), speedup: node.speedup }
-            })
-            .collect()
+            result
+                .tree
+                .path(n.id)
+                .into_iter()
+                .skip(1)
+                .map(|id| {
+                    let node = &result.tree.nodes()[id.0];
+                    StepReport { recipe: node.recipe.clone(), answers: node.answers.clone(), speedup: node.speedup }
+                })
+                .collect()
         })
         .unwrap_or_default();
     let (best_ms, best_energy_j) = match best.map(|n| &n.outcome) {
@@ -317,10 +373,13 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
     let with_launch = if launch.is_empty() { "" } else { " with a new launch" };
     let sites = match (best, region, &edit) {
         (Some(n), Some(r), Some(_)) => {
-            let resolved = kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &n.source, &req.settings).launch_specs.get(&req.kernel).map(|l| {
-                let dims = |d: [u32; 3]| format!("dim3({}, {}, {})", d[0], d[1], d[2]);
-                format!("<<<{}, {}, {}>>>", dims(l.grid), dims(l.block), l.smem)
-            });
+            let resolved = kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &n.source, &req.settings)
+                .launch_specs
+                .get(&req.kernel)
+                .map(|l| {
+                    let dims = |d: [u32; 3]| format!("dim3({}, {}, {})", d[0], d[1], d[2]);
+                    format!("<<<{}, {}, {}>>>", dims(l.grid), dims(l.block), l.smem)
+                });
             update_sites(original, &n.source, &req.kernel, r, resolved.as_deref())
         }
         _ => SiteUpdate::default(),
@@ -338,7 +397,12 @@ fn outcome_for(req: &OptimizeRequest, original: &str, result: &kernelpro_search:
         best_ms,
         original_energy_j: result.baseline_energy_j,
         best_energy_j,
-        title: format!("Apply optimized {}: {:.2}x faster{with_launch}, verified on {} seeds", req.kernel, speedup, seeds.len()),
+        title: format!(
+            "Apply optimized {}: {:.2}x faster{with_launch}, verified on {} seeds",
+            req.kernel,
+            speedup,
+            seeds.len()
+        ),
         verified_seeds: seeds,
         steps,
         tried: result.memory.entries().to_vec(),
@@ -406,7 +470,10 @@ mod tests {
     #[test]
     fn a_failed_baseline_is_said_in_words() {
         let e = kernelpro_search::SearchError::Baseline(Outcome::CompileError("k.cu:3: error: expected a `;`".into()));
-        assert_eq!(super::baseline_failure(&e), "the original kernel could not be compiled for the search: k.cu:3: error: expected a `;`");
+        assert_eq!(
+            super::baseline_failure(&e),
+            "the original kernel could not be compiled for the search: k.cu:3: error: expected a `;`"
+        );
     }
 
     #[test]
@@ -417,7 +484,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(250));
         assert!(!token.is_cancelled());
         flag.store(true, Ordering::Relaxed);
-        rt.block_on(async { tokio::time::timeout(Duration::from_secs(2), token.cancelled()).await }).expect("cancelled within 2 s");
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(2), token.cancelled()).await })
+            .expect("cancelled within 2 s");
         drop(watch);
     }
 
@@ -455,12 +523,31 @@ mod tests {
         assert_eq!(first_step(Some(recorded.clone())), "GridStrideMap");
         assert_eq!(first_step(None), "GridStrideMap");
 
-        let report = Exports::from_dir(&recorded).and_then(|e| analyze_exports(&e, &text, &Thresholds::default())).unwrap();
+        let report =
+            Exports::from_dir(&recorded).and_then(|e| analyze_exports(&e, &text, &Thresholds::default())).unwrap();
         let first_rewrite = |findings: &[FindingNote]| {
             let memory = SearchMemory::default();
-            let ctx = ProposeContext { parent: NodeId::ROOT, source: &text, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings, failure: None, memory: &memory, wanted: 100 };
-            let structural: Vec<&str> = kernelpro_recipes::all().iter().filter(|r| r.tier() == kernelpro_recipes::Tier::Structural).map(|r| r.name()).collect();
-            let p = kernelpro_recipes::RecipeProposer::new("strided_copy").propose(&ctx).into_iter().find(|p| !structural.contains(&p.recipe.as_str())).expect("a rewrite past the structural tier");
+            let ctx = ProposeContext {
+                parent: NodeId::ROOT,
+                source: &text,
+                depth: 0,
+                speedup: Some(1.0),
+                best_speedup: 1.0,
+                findings,
+                failure: None,
+                memory: &memory,
+                wanted: 100,
+            };
+            let structural: Vec<&str> = kernelpro_recipes::all()
+                .iter()
+                .filter(|r| r.tier() == kernelpro_recipes::Tier::Structural)
+                .map(|r| r.name())
+                .collect();
+            let p = kernelpro_recipes::RecipeProposer::new("strided_copy")
+                .propose(&ctx)
+                .into_iter()
+                .find(|p| !structural.contains(&p.recipe.as_str()))
+                .expect("a rewrite past the structural tier");
             (p.recipe, p.answers)
         };
         let measured = first_rewrite(&notes_of(&report));

@@ -37,7 +37,13 @@ pub fn edit_within_region(original: &str, candidate: &str, region: (u32, u32)) -
     let (start, end) = (prefix, a.len() - suffix);
     // Insertions just above the region (new helpers) are allowed.
     if (start as u32) < region.0 || (end as u32) > region.1 + 1 {
-        return Err(format!("changes lines {}..{} outside the kernel (lines {}..{})", start + 1, end, region.0 + 1, region.1 + 1));
+        return Err(format!(
+            "changes lines {}..{} outside the kernel (lines {}..{})",
+            start + 1,
+            end,
+            region.0 + 1,
+            region.1 + 1
+        ));
     }
     Ok(Some(LineEdit { start_line: start as u32, end_line: end as u32, text: b[prefix..b.len() - suffix].concat() }))
 }
@@ -53,7 +59,9 @@ mod tests {
         assert_eq!(region, (3, 6));
         let got = edit_within_region(ORIG, candidate, region);
         match (got, expected) {
-            (Ok(e), Ok(want)) => assert_eq!(e.map(|e| (e.start_line, e.end_line, e.text)), want.map(|(s, e, t)| (s, e, t.to_string()))),
+            (Ok(e), Ok(want)) => {
+                assert_eq!(e.map(|e| (e.start_line, e.end_line, e.text)), want.map(|(s, e, t)| (s, e, t.to_string())))
+            }
             (Err(e), Err(want)) => assert!(e.contains(want), "{e}"),
             (got, want) => panic!("got {got:?}, want {want:?}"),
         }
@@ -63,7 +71,10 @@ mod tests {
     fn edits_inside_the_kernel_only() {
         check(ORIG, Ok(None));
         check(&ORIG.replace("2.0;", "2.0f;"), Ok(Some((5, 6, "  y[0] = 2.0f;\n"))));
-        check(&ORIG.replace("// kernelpro: grid", "__device__ float h() { return 1; }\n// kernelpro: grid"), Ok(Some((3, 3, "__device__ float h() { return 1; }\n"))));
+        check(
+            &ORIG.replace("// kernelpro: grid", "__device__ float h() { return 1; }\n// kernelpro: grid"),
+            Ok(Some((3, 3, "__device__ float h() { return 1; }\n"))),
+        );
         check(&ORIG.replace("y[0] = 1;", "y[0] = 3;"), Err("outside the kernel"));
         check(&ORIG.replace("int main() {}", "int main() { return 1; }"), Err("outside the kernel"));
     }

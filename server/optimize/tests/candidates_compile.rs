@@ -70,13 +70,18 @@ fn bf16_gemm_rewrites_pass_the_guard_with_and_without_a_new_launch() {
     let file = "tests/fixtures/cute/bf16_naive.cu";
     assert_eq!(check(file, "matmul_bf16").iter().filter(|r| *r == "CuteGemm").count(), 2);
     let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(file)).unwrap();
-    let changes: Vec<Vec<String>> = kernelpro_cute::CuteGemmRecipe.rewrite(&text, "matmul_bf16").iter().map(|r| kernelpro_optimize::launch_changes(&text, &r.source, "matmul_bf16")).collect();
+    let changes: Vec<Vec<String>> = kernelpro_cute::CuteGemmRecipe
+        .rewrite(&text, "matmul_bf16")
+        .iter()
+        .map(|r| kernelpro_optimize::launch_changes(&text, &r.source, "matmul_bf16"))
+        .collect();
     assert_eq!(
         changes,
         [
             vec![],
             vec![
-                "`grid = (ceil_div(S, 16), ceil_div(S, 16))` → `grid = ceil_div(S, 128) * ceil_div(S, 256)`".to_string(),
+                "`grid = (ceil_div(S, 16), ceil_div(S, 16))` → `grid = ceil_div(S, 128) * ceil_div(S, 256)`"
+                    .to_string(),
                 "`block = (16, 16)` → `block = 384`".into(),
                 "`none` → `smem = 198080`".into(),
             ]

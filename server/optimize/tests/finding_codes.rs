@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 
 /// The codes the static and the profile tools emit.
 fn emitted() -> BTreeSet<Code> {
-    let statics = kernelpro_lints::registry(&kernelpro_lints::Thresholds::default()).iter().map(|t| t.code()).collect::<Vec<_>>();
+    let statics =
+        kernelpro_lints::registry(&kernelpro_lints::Thresholds::default()).iter().map(|t| t.code()).collect::<Vec<_>>();
     statics.into_iter().chain(kernelpro_profile::tools::TOOLS.iter().map(|t| t.code)).collect()
 }
 

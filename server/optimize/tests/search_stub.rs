@@ -6,7 +6,9 @@ use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::settings::Settings;
 use kernelpro_optimize::{Context, StubEvaluator};
 use kernelpro_recipes::{RecipeProposer, Tier};
-use kernelpro_search::{Budget, Evaluator, Outcome, Proposal, ProposeContext, Proposer, Search, SearchConfig, normalize};
+use kernelpro_search::{
+    Budget, Evaluator, Outcome, Proposal, ProposeContext, Proposer, Search, SearchConfig, normalize,
+};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -67,7 +69,10 @@ fn structural_first_and_no_normalized_source_evaluated_twice() {
         handle: rt.handle().clone(),
         cancel: Default::default(),
     };
-    let mut ev = Counting { inner: StubEvaluator { ctx, speedup: 1.5, launch_speedup: None, parallelism: 2, profile_notes: Vec::new() }, calls: Vec::new() };
+    let mut ev = Counting {
+        inner: StubEvaluator { ctx, speedup: 1.5, launch_speedup: None, parallelism: 2, profile_notes: Vec::new() },
+        calls: Vec::new(),
+    };
     let config = SearchConfig { budget: Budget { max_evaluations: 8, ..Budget::default() }, ..SearchConfig::default() };
     let result = Search::new(config).run(&text, &mut Echo(RecipeProposer::new(kernel)), &mut ev).unwrap();
 
@@ -78,7 +83,13 @@ fn structural_first_and_no_normalized_source_evaluated_twice() {
 
     // The root's first expansion is structural: a warp per row, then its launch variants.
     let tier = |name: &str| kernelpro_recipes::all().into_iter().find(|r| r.name() == name).map(|r| r.tier());
-    let root_children: Vec<&str> = result.tree.nodes().iter().filter(|n| n.parent == Some(kernelpro_search::NodeId::ROOT)).map(|n| n.recipe.as_str()).collect();
+    let root_children: Vec<&str> = result
+        .tree
+        .nodes()
+        .iter()
+        .filter(|n| n.parent == Some(kernelpro_search::NodeId::ROOT))
+        .map(|n| n.recipe.as_str())
+        .collect();
     assert_eq!(root_children.first(), Some(&"WarpUnits"), "{root_children:?}");
     let tiers: Vec<Option<Tier>> = root_children.iter().map(|r| tier(r)).collect();
     assert!(tiers.windows(2).all(|w| w[0] <= w[1]), "the root's children in tier order: {root_children:?}");

@@ -263,10 +263,8 @@ pub fn parse_value(cell: &str) -> Option<Value> {
 pub fn kernel_base_name(printed: &str) -> (String, Option<String>) {
     let printed = printed.trim();
     if printed.starts_with("_Z") {
-        let demangled = cpp_demangle::Symbol::new(printed)
-            .ok()
-            .map(|s| s.to_string())
-            .unwrap_or_else(|| printed.to_string());
+        let demangled =
+            cpp_demangle::Symbol::new(printed).ok().map(|s| s.to_string()).unwrap_or_else(|| printed.to_string());
         return (strip_params(&demangled), Some(printed.to_string()));
     }
     (strip_params(printed), None)
@@ -298,19 +296,13 @@ fn reader(text: &str) -> csv::Reader<&[u8]> {
 fn records(text: &str) -> Result<Vec<Vec<String>>, ParseError> {
     reader(text)
         .records()
-        .map(|r| {
-            r.map(|rec| rec.iter().map(str::to_string).collect())
-                .map_err(|e| ParseError(format!("ncu CSV: {e}")))
-        })
+        .map(|r| r.map(|rec| rec.iter().map(str::to_string).collect()).map_err(|e| ParseError(format!("ncu CSV: {e}"))))
         .collect()
 }
 
 /// ncu prints `==PROF==`/`==WARNING==` lines and blank lines around the CSV.
 fn csv_body(text: &str) -> String {
-    text.lines()
-        .filter(|l| !l.starts_with("==") && !l.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.lines().filter(|l| !l.starts_with("==") && !l.trim().is_empty()).collect::<Vec<_>>().join("\n")
 }
 
 /// `--page raw`: row 0 holds metric names, row 1 units, then one row per launch.
@@ -361,7 +353,9 @@ pub fn parse_details(text: &str, profiles: &mut Vec<KernelProfile>) -> Result<()
     let (unit_c, val_c) = (col("Metric Unit"), col("Metric Value"));
     let (rule_c, type_c, desc_c) = (col("Rule Name"), col("Rule Type"), col("Rule Description"));
     let (sp_type_c, sp_c) = (col("Estimated Speedup Type"), col("Estimated Speedup"));
-    let cell = |row: &Vec<String>, c: Option<usize>| c.and_then(|c| row.get(c)).map(|s| s.trim().to_string()).unwrap_or_default();
+    let cell = |row: &Vec<String>, c: Option<usize>| {
+        c.and_then(|c| row.get(c)).map(|s| s.trim().to_string()).unwrap_or_default()
+    };
     for row in rows {
         let id: u32 = cell(row, Some(id_c)).parse().map_err(|_| ParseError("details page: bad ID".into()))?;
         let index = match profiles.iter().position(|p| p.id == id) {
@@ -470,7 +464,8 @@ impl SourceLayout {
         let pos = |name: &str| header.iter().position(|h| h == name);
         let line_no = pos("Line No");
         let address = pos("Address");
-        let source_after = |c: Option<usize>| c.filter(|&c| header.get(c + 1).is_some_and(|h| h == "Source")).map(|c| c + 1);
+        let source_after =
+            |c: Option<usize>| c.filter(|&c| header.get(c + 1).is_some_and(|h| h == "Source")).map(|c| c + 1);
         SourceLayout {
             header: header.to_vec(),
             line_no,

@@ -8,6 +8,8 @@ pub mod peaks;
 pub mod tools;
 pub mod triage;
 
-pub use csv_pages::{AtomicSpace, KernelProfile, Metric, SassRow, SourceLine, SourcePage, Value, parse_details, parse_raw, parse_source};
+pub use csv_pages::{
+    AtomicSpace, KernelProfile, Metric, SassRow, SourceLine, SourcePage, Value, parse_details, parse_raw, parse_source,
+};
 pub use tools::{Thresholds, Tool, ToolInput, select_tools, stage2_args};
 pub use triage::{Class, Triage, TriageThresholds, triage};

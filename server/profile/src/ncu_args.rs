@@ -112,7 +112,9 @@ pub fn profile_args(collection: &Collection, opts: &ProfileOptions) -> Vec<Strin
     match &opts.output {
         Output::Report(path) => out.extend(["-f", "-o", path].map(String::from)),
         // ncu's own messages go to the same file as `==PROF==` lines, which the CSV reader skips.
-        Output::RawCsv(path) => out.extend(["--csv", "--page", "raw", "--print-units", "base", "--log-file", path].map(String::from)),
+        Output::RawCsv(path) => {
+            out.extend(["--csv", "--page", "raw", "--print-units", "base", "--log-file", path].map(String::from))
+        }
     }
     out
 }
@@ -147,12 +149,19 @@ mod tests {
 
     #[test]
     fn passes_and_source_export() {
-        let opts = ProfileOptions { clock_control: ClockControl::None, kernel_regex: None, output: Output::RawCsv("/tmp/s1.csv".into()) };
+        let opts = ProfileOptions {
+            clock_control: ClockControl::None,
+            kernel_regex: None,
+            output: Output::RawCsv("/tmp/s1.csv".into()),
+        };
         let args = profile_args(&stage1_collection(), &opts).join(" ");
         assert!(args.starts_with("--config-file off --clock-control none --apply-rules no --section SpeedOfLight --section LaunchStats --section Occupancy --metrics smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"), "{args}");
         assert!(args.ends_with("--csv --page raw --print-units base --log-file /tmp/s1.csv"), "{args}");
         let full = ProfileOptions { output: Output::Report("/tmp/full".into()), ..opts };
-        assert_eq!(profile_args(&full_collection(), &full).join(" "), "--config-file off --clock-control none --set full --import-source yes -f -o /tmp/full");
+        assert_eq!(
+            profile_args(&full_collection(), &full).join(" "),
+            "--config-file off --clock-control none --set full --import-source yes -f -o /tmp/full"
+        );
         assert_eq!(
             export_args("/tmp/s1.ncu-rep", Page::Source, Some("saxpy_fp64")).join(" "),
             "--config-file off -i /tmp/s1.ncu-rep --csv --print-units base --page source --print-source cuda,sass --kernel-name saxpy_fp64"

@@ -30,10 +30,7 @@ const TABLE: &[(&str, f64, f64, f64, f64, f64)] = &[
 ];
 
 pub fn peaks_for(profile: &KernelProfile) -> Option<Peaks> {
-    profile
-        .text("device__attribute_display_name")
-        .and_then(from_table)
-        .or_else(|| from_attributes(profile))
+    profile.text("device__attribute_display_name").and_then(from_table).or_else(|| from_attributes(profile))
 }
 
 pub fn from_table(device_name: &str) -> Option<Peaks> {

@@ -96,9 +96,15 @@ pub struct Triage {
 pub fn triage(p: &KernelProfile, t: &TriageThresholds) -> Option<Triage> {
     let sm_pct = p.num("sm__throughput.avg.pct_of_peak_sustained_elapsed")?;
     let mem_pct = p.num("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")?;
-    let dram_pct = p.first(&["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]);
+    let dram_pct = p.first(&[
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    ]);
     let l2_pct = p.num("lts__throughput.avg.pct_of_peak_sustained_elapsed");
-    let l1_pct = p.first(&["l1tex__throughput.avg.pct_of_peak_sustained_elapsed", "l1tex__throughput.avg.pct_of_peak_sustained_active"]);
+    let l1_pct = p.first(&[
+        "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+        "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    ]);
     let duration_ns = p.base("gpu__time_duration.sum");
 
     let measured_class = measured(sm_pct, mem_pct, t);

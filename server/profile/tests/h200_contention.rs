@@ -39,7 +39,14 @@ fn run_tools(profile: &KernelProfile, page: Option<&SourcePage>, file_text: &str
     let tri = triage(profile, &TriageThresholds::default());
     let lines: Vec<&str> = file_text.lines().collect();
     let thresholds = Thresholds::default();
-    let input = ToolInput { profile, source: page, triage: tri.as_ref(), source_lines: &lines, thresholds: &thresholds, launch_overhead_pct: None };
+    let input = ToolInput {
+        profile,
+        source: page,
+        triage: tri.as_ref(),
+        source_lines: &lines,
+        thresholds: &thresholds,
+        launch_overhead_pct: None,
+    };
     let tools = match &tri {
         Some(t) => select_tools(t.class),
         None => kernelpro_profile::tools::TOOLS.iter().collect(),
@@ -114,14 +121,17 @@ fn source_page_keeps_the_inlined_atomic_and_maps_it_to_its_call() {
 #[test]
 fn histogram_atomics_are_contention_on_the_atomic_line() {
     let found = harness_findings("histogram", "histogram", "histogram.cu");
-    check(&found, expect![[r#"
+    check(
+        &found,
+        expect![[r#"
         11 warning ContendedAtomics atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
           -> privatize the table: build a per-block copy in __shared__ memory with shared atomics, __syncthreads(), then add each nonzero entry to global memory once per block; when a warp's lanes often share a key, __match_any_sync lets one lane add for all of them
           gain Some(1.59) [atomic_wait_share=41.4%, drain_at_exit=41.4%, warp_atomics=524288, sectors_per_warp_atomic=20.4 for 32 lanes, busiest_l2_slice_over_average=47.0x]
         9 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
-    "#]]);
+    "#]],
+    );
 }
 
 /// One atomic per block after a shared-memory tree: no contention.
@@ -129,14 +139,17 @@ fn histogram_atomics_are_contention_on_the_atomic_line() {
 fn block_reduction_atomics_are_not_contention() {
     let found = harness_findings("reduction", "reduce_sum", "reduction.cu");
     assert!(!found.iter().any(|f| f.code.as_deref() == Some("ContendedAtomics")), "{}", render(&found));
-    check(&found, expect![[r#"
+    check(
+        &found,
+        expect![[r#"
         13 info WarpStall 40% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `sdata[tid] = i < n ? x[i] : 0.0f;`
           -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
           gain None [stall_reason=long_scoreboard, stall_share=40.2%, line_share_of_samples=40.2%]
         9 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
-    "#]]);
+    "#]],
+    );
 }
 
 // -- synthetic pages (tests/fixtures/h200-contention/synthetic) ----------------
@@ -163,15 +176,22 @@ fn synthetic_findings(kernel: &str) -> Vec<Finding> {
 #[test]
 fn synthetic_single_address_sum_is_contention() {
     let found = synthetic_findings("sum_atomic");
-    assert!(!found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))), "{}", render(&found));
-    check(&found, expect![[r#"
+    assert!(
+        !found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))),
+        "{}",
+        render(&found)
+    );
+    check(
+        &found,
+        expect![[r#"
         15 warning ContendedAtomics atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 98% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
           -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum) (a float sum in fixed order is also reproducible, which atomics are not): blockDim.x times fewer atomics
           gain Some(8.8) [atomic_wait_share=98.5%, drain_at_exit=66.5%, warp_atomics=524288, lanes_per_sector=32, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
         13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
-    "#]]);
+    "#]],
+    );
 }
 
 /// The interleaved reduction: the modulo test splits every warp (predicated
@@ -179,7 +199,9 @@ fn synthetic_single_address_sum_is_contention() {
 #[test]
 fn synthetic_interleaved_reduction_diverges() {
     let found = synthetic_findings("reduce_interleaved");
-    check(&found, expect![[r#"
+    check(
+        &found,
+        expect![[r#"
         67 warning BarrierStall 53% of warp samples wait at a barrier in `__syncthreads();`
           -> warps wait for the slowest warp of the block: balance the work between __syncthreads(), drop barriers that guard nothing, or use smaller blocks
           gain None [barrier_stalls=52.5%]
@@ -192,14 +214,17 @@ fn synthetic_interleaved_reduction_diverges() {
         59 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
-    "#]]);
+    "#]],
+    );
 }
 
 /// The strided-index reduction: 2s-word strides in shared memory conflict.
 #[test]
 fn synthetic_strided_reduction_has_bank_conflicts() {
     let found = synthetic_findings("reduce_strided");
-    check(&found, expect![[r#"
+    check(
+        &found,
+        expect![[r#"
         80 warning SharedBankConflicts 6-way shared-memory bank conflicts in `if (index < blockDim.x) sdata[index] += sdata[index + s];`
           -> the threads of a warp index sdata with a stride, so several of them hit the same bank: use sequential addressing (sdata[tid] += sdata[tid + s], with s halving from blockDim.x / 2), which keeps neighbouring threads on neighbouring words; a 2D tile stored in 1D wants a row stride of 33 instead of 32
           gain Some(2.39) [conflict_ways=6, shared_wavefronts=37748736, ideal_wavefronts=6291456, excess_wavefronts=81.1%]
@@ -209,7 +234,8 @@ fn synthetic_strided_reduction_has_bank_conflicts() {
         80 info WarpStall 44% of warp samples stall waiting for shared-memory or special-function (MUFU) results (short_scoreboard) in `if (index < blockDim.x) sdata[index] += sdata[index + s];`
           -> the line's shared-memory accesses hit the same banks: make neighbouring threads access neighbouring words (sequential addressing, tid + s), or pad/swizzle a 2D tile so a column walk spreads over the 32 banks
           gain None [stall_reason=short_scoreboard, stall_share=44.0%, line_share_of_samples=44.0%]
-    "#]]);
+    "#]],
+    );
 }
 
 /// Without a source page, the kernel-level counters still name the
@@ -291,7 +317,8 @@ fn check_planted(findings_of: impl Fn(&str) -> Option<Vec<Finding>>) {
             failures.push(format!("{kernel}: not in the recording"));
             continue;
         };
-        let hits: Vec<u32> = found.iter().filter(|f| f.code.as_deref() == Some(code)).map(|f| f.span.start.line + 1).collect();
+        let hits: Vec<u32> =
+            found.iter().filter(|f| f.code.as_deref() == Some(code)).map(|f| f.span.start.line + 1).collect();
         let ok = match text {
             Some(t) => hits.contains(&line_of(&src, t)),
             None => hits.is_empty(),
@@ -338,7 +365,11 @@ fn recorded_two_stage_planted_problems_on_their_lines() {
 fn recorded_stall_advice_fits_the_cause() {
     for kernel in ["sum_atomic", "count_atomic", "histogram_global"] {
         let Some(found) = recorded_findings(kernel) else { return };
-        assert!(!found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))), "{kernel}:\n{}", render(&found));
+        assert!(
+            !found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))),
+            "{kernel}:\n{}",
+            render(&found)
+        );
     }
 }
 
@@ -363,11 +394,35 @@ fn recorded_findings_snapshot() {
 #[test]
 fn stall_advice_follows_the_line() {
     let cases: [(&[&str], u32, &str, &str); 11] = [
-        (&["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"], 1, "lg_throttle", "global atomics that many threads aim at the same addresses"),
-        (&["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"], 1, "drain", "wait at exit for their global atomics to drain"),
-        (&["ATOMG.E.ADD.STRONG.GPU PT, R0, desc[UR4][R2.64], R5"], 1, "long_scoreboard", "global atomics that many threads aim"),
+        (
+            &["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"],
+            1,
+            "lg_throttle",
+            "global atomics that many threads aim at the same addresses",
+        ),
+        (
+            &["REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5"],
+            1,
+            "drain",
+            "wait at exit for their global atomics to drain",
+        ),
+        (
+            &["ATOMG.E.ADD.STRONG.GPU PT, R0, desc[UR4][R2.64], R5"],
+            1,
+            "long_scoreboard",
+            "global atomics that many threads aim",
+        ),
         (&["STG.E desc[UR4][R2.64], R5"], 1, "drain", "last global stores to drain"),
-        (&["STG.E desc[UR4][R2.64], R5", "STG.E desc[UR4][R2.64+0x4], R6", "REDG.E.ADD.STRONG.GPU desc[UR4][R8.64], R7"], 1, "drain", "last global stores to drain"),
+        (
+            &[
+                "STG.E desc[UR4][R2.64], R5",
+                "STG.E desc[UR4][R2.64+0x4], R6",
+                "REDG.E.ADD.STRONG.GPU desc[UR4][R8.64], R7",
+            ],
+            1,
+            "drain",
+            "last global stores to drain",
+        ),
         (&["LDL R2, [R1+0x10]"], 1, "long_scoreboard", "local memory"),
         (&["LDS R3, [R5]"], 4, "short_scoreboard", "hit the same banks"),
         (&["LDS R3, [R5]"], 1, "short_scoreboard", "shuffles (__shfl_down_sync)"),
@@ -378,7 +433,9 @@ fn stall_advice_follows_the_line() {
     let file = ["", "__global__ void k(float* out) {", "  line three;", "}"];
     for (ops, ways, reason, phrase) in cases {
         let mut csv = String::from("\"File Path\",\"k.cu\"\n\"Function Name\",\"k(float *)\"\n");
-        csv.push_str("\"Line No\",\"Source\",\"Address\",\"Source\",\"Instructions Executed\",\"L1 Conflicts Shared N-Way\"\n");
+        csv.push_str(
+            "\"Line No\",\"Source\",\"Address\",\"Source\",\"Instructions Executed\",\"L1 Conflicts Shared N-Way\"\n",
+        );
         csv.push_str(&format!("\"3\",\"line three;\",\"-\",\"-\",\"{}\",\"{ways}\"\n", ops.len()));
         for (i, op) in ops.iter().enumerate() {
             csv.push_str(&format!("\"\",\"\",\"0x{:x}\",\"      {op}\",\"1\",\"{ways}\"\n", 0x10 * (i + 1)));
@@ -386,7 +443,14 @@ fn stall_advice_follows_the_line() {
         let page = parse_source(&csv).unwrap().remove(0);
         let profile = KernelProfile { kernel: "k".into(), signature: "k(float *)".into(), ..Default::default() };
         let thresholds = Thresholds::default();
-        let input = ToolInput { profile: &profile, source: Some(&page), triage: None, source_lines: &file, thresholds: &thresholds, launch_overhead_pct: None };
+        let input = ToolInput {
+            profile: &profile,
+            source: Some(&page),
+            triage: None,
+            source_lines: &file,
+            thresholds: &thresholds,
+            launch_overhead_pct: None,
+        };
         let stall = kernelpro_profile::tools::STALL_REASONS.iter().find(|r| r.key == reason).unwrap();
         let advice = input.stall_guidance(stall, Some(3));
         assert!(advice.contains(phrase), "{ops:?} {reason}: {advice}");

@@ -6,7 +6,9 @@ use expect_test::{Expect, expect};
 use kernelpro_model::Finding;
 use kernelpro_profile::ncu_args::{ClockControl, Output, ProfileOptions};
 use kernelpro_profile::tools::{Thresholds, ToolInput, analyze, select_tools, stage2_args};
-use kernelpro_profile::{Class, KernelProfile, SourcePage, TriageThresholds, parse_details, parse_raw, parse_source, triage};
+use kernelpro_profile::{
+    Class, KernelProfile, SourcePage, TriageThresholds, parse_details, parse_raw, parse_source, triage,
+};
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/../../tests/fixtures/h200-probe/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -128,24 +130,30 @@ fn source_page_links_sass_to_cuda_lines() {
 
 #[test]
 fn triage_of_the_full_set() {
-    check_triage("full_raw.csv", expect![[r#"
+    check_triage(
+        "full_raw.csv",
+        expect![[r#"
         saxpy_fp64: memory-bound · L2 77% of peak · 0.27 FLOP/B · 59.7 µs (agreement true)
         strided_copy: memory-bound · L2 95% of peak · 0 FLOP/B · 294.8 µs (agreement true)
         matmul_naive: memory-bound · L1/shared 97% of peak · 0.50 FLOP/B · 3.18 ms (agreement true)
         transpose_conflicts: latency-bound · L1/shared 59% of peak · 0 FLOP/B · 31.1 µs (agreement true)
         divergent: compute-bound · SM 96% of peak · 170 FLOP/B · 2.06 ms (agreement true)
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn triage_of_the_stage1_pass() {
-    check_triage("stage1_raw.csv", expect![[r#"
+    check_triage(
+        "stage1_raw.csv",
+        expect![[r#"
         saxpy_fp64: memory-bound · L2 77% of peak · 59.3 µs (agreement true)
         strided_copy: memory-bound · L2 95% of peak · 296.3 µs (agreement true)
         matmul_naive: memory-bound · L1/shared 98% of peak · 3.18 ms (agreement true)
         transpose_conflicts: memory-bound · L1/shared 67% of peak · 31.0 µs (agreement true)
         divergent: compute-bound · SM 96% of peak · 2.06 ms (agreement true)
-    "#]]);
+    "#]],
+    );
 }
 
 /// The planted problem of each kernel, on the line that causes it.
@@ -174,7 +182,9 @@ fn planted_problems_found_on_their_lines() {
 
 #[test]
 fn findings_saxpy_fp64() {
-    check_findings("saxpy_fp64", expect![[r#"
+    check_findings(
+        "saxpy_fp64",
+        expect![[r#"
         8 warning WarpStall 80% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `if (i < n) y[i] = a * x[i] + y[i] * 2.0;`
           -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
           gain None [stall_reason=long_scoreboard, stall_share=79.8%, line_share_of_samples=79.8%]
@@ -184,12 +194,15 @@ fn findings_saxpy_fp64() {
         8 info Vectorization coalesced but 4-byte global accesses in `if (i < n) y[i] = a * x[i] + y[i] * 2.0;`
           -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
           gain None [memory_instructions_executed=1572864]
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn findings_strided_copy() {
-    check_findings("strided_copy", expect![[r#"
+    check_findings(
+        "strided_copy",
+        expect![[r#"
         13 warning MemoryCoalescing global loads miss in L1 (0% hit rate) and 90% of warp samples wait on them in `if (i < n) out[i] = in[(long long)(i * stride) % n];`
           -> neighbouring threads load addresses far apart: make threadIdx.x walk the fastest-varying (contiguous) index, or load a tile coalesced into __shared__ memory and gather from there
           gain None [l1_hit_rate=0.0%, long_scoreboard_stalls=90.3%, bytes_used_per_sector=4.0 of 32]
@@ -202,43 +215,53 @@ fn findings_strided_copy() {
         11 info HighDRAMThroughput DRAM runs at 80% of its peak bandwidth
           -> 78% of the global sectors are fetched but unused: fix the uncoalesced access first, then cut bytes by fusing with the neighbouring kernel or using narrower types
           gain None [dram_throughput=80.5%, dram_read_bytes=1073708544, dram_write_bytes=67467008, l2_hit_rate=8.8%]
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn findings_matmul_naive() {
-    check_findings("matmul_naive", expect![[r#"
+    check_findings(
+        "matmul_naive",
+        expect![[r#"
         21 warning SharedMemTiling the same global data is re-read through L1 (87% hit rate, L1 at 97% of peak) and no shared memory is used in `for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];`
           -> stage tiles of the inputs in __shared__ arrays (e.g. 32x32), with __syncthreads() between the load phase and the compute phase, and loop over tiles: each element is then read from global memory once per tile instead of once per thread
           gain None [l1_hit_rate=87.5%, l1_throughput=97.1%, lg_throttle_stalls=38.8%]
         21 info Vectorization coalesced but 4-byte global accesses in `for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];`
           -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
           gain None [memory_instructions_executed=536870912]
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn findings_transpose_conflicts() {
-    check_findings("transpose_conflicts", expect![[r#"
+    check_findings(
+        "transpose_conflicts",
+        expect![[r#"
         32 warning SharedBankConflicts 32-way shared-memory bank conflicts in `out[y * N + x] = tile[threadIdx.x][threadIdx.y];`
           -> pad the tile to tile[32][33]: the extra column shifts each row by one bank, so a column walk hits 32 different banks
           gain Some(2.26) [conflict_ways=32, shared_wavefronts=4194304, ideal_wavefronts=131072, excess_wavefronts=93.9%]
         26 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn findings_divergent() {
-    check_findings("divergent", expect![[r#"
+    check_findings(
+        "divergent",
+        expect![[r#"
         39 warning ThreadDivergence divergent branch: the threads of a warp take different paths in `if (threadIdx.x % 2 == 0) { for (int k = 0; k < 64; ++k) v = sinf(v) * 1.0001f;…`
           -> the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path
           gain Some(1.99) [divergent_branches=524288 of 524288, active_threads_per_warp=16.1 of 32, uniform_branches=99.6%]
         40 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
           -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
           gain None [non_fused_share=28.6%, fma_pipe=54.8%]
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
@@ -249,8 +272,14 @@ fn roofline_wins_when_the_methods_disagree() {
 \"0\",\"k(float *)\",\"NVIDIA H200\",\"90.5\",\"30\",\"0\",\"0\",\"1,000,000\",\"0\",\"0\",\"0\",\"6\",\"2\",\"1,840\"";
     let p = &parse_raw(raw).unwrap()[0];
     let t = triage(p, &TriageThresholds::default()).unwrap();
-    assert_eq!((t.measured_class, t.roofline_class, t.class, t.agreement), (Class::ComputeBound, Some(Class::MemoryBound), Class::MemoryBound, false));
-    assert_eq!(t.summary, "memory-bound · 0.25 FLOP/B · 1.84 ms · throughput says compute-bound, roofline says memory-bound");
+    assert_eq!(
+        (t.measured_class, t.roofline_class, t.class, t.agreement),
+        (Class::ComputeBound, Some(Class::MemoryBound), Class::MemoryBound, false)
+    );
+    assert_eq!(
+        t.summary,
+        "memory-bound · 0.25 FLOP/B · 1.84 ms · throughput says compute-bound, roofline says memory-bound"
+    );
 }
 
 #[test]
@@ -268,7 +297,11 @@ fn tool_affinity_and_stage2_pass() {
     expect!["SharedBankConflicts ContendedAtomics OccupancyLimiter HighRegisterUsage WarpStall RegisterSpill TailEffect TensorCore ThreadDivergence FP64Math NonFusedFP32"].assert_eq(&names(Class::ComputeBound));
     expect!["Uncoalesced SharedBankConflicts ContendedAtomics OccupancyLimiter HighRegisterUsage WarpStall BarrierStall LaunchOverhead RegisterSpill TailEffect ThreadDivergence FP64Math"].assert_eq(&names(Class::LatencyBound));
     assert_eq!(select_tools(Class::Balanced).len(), kernelpro_profile::tools::TOOLS.len());
-    let opts = ProfileOptions { clock_control: ClockControl::Base, kernel_regex: Some("strided".into()), output: Output::Report("s2".into()) };
+    let opts = ProfileOptions {
+        clock_control: ClockControl::Base,
+        kernel_regex: Some("strided".into()),
+        output: Output::Report("s2".into()),
+    };
     expect!["--config-file off --clock-control base --apply-rules no --section SourceCounters --metrics l1tex__t_sector_hit_rate.pct,smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sector_hit_rate.pct,smsp__sass_inst_executed_op_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_global_red.sum,smsp__inst_executed_op_generic_atom_dot_alu.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_atom.sum,lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,smsp__thread_inst_executed_per_inst_executed.ratio,smsp__sass_branch_targets_threads_divergent.sum,smsp__sass_average_branch_targets_threads_uniform.pct --import-source yes --kernel-name regex:strided -f -o s2"].assert_eq(&stage2_args(&select_tools(Class::MemoryBound), &opts).join(" "));
 }
 
@@ -281,7 +314,11 @@ fn findings_carry_registry_codes() {
     for kernel in ["strided_copy", "transpose_conflicts", "divergent", "saxpy_fp64", "matmul_naive"] {
         for f in findings(kernel) {
             let code = f.code.as_deref().and_then(Code::parse);
-            assert!(code.is_some_and(|c| c.origin() == Origin::Profile), "{kernel}: {:?} is not a profile code of the registry", f.code);
+            assert!(
+                code.is_some_and(|c| c.origin() == Origin::Profile),
+                "{kernel}: {:?} is not a profile code of the registry",
+                f.code
+            );
             assert_eq!(f.doc_url, code.map(Code::doc_url));
         }
     }

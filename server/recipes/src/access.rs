@@ -19,7 +19,10 @@ fn written(sub: Node, text: &str) -> bool {
 /// `&p[i]` as the argument of `__ldg(...)`.
 fn is_ldg_argument(address: Node, text: &str) -> bool {
     let call = address.parent().and_then(|args| args.parent());
-    call.is_some_and(|c| c.kind() == "call_expression" && c.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == "__ldg"))
+    call.is_some_and(|c| {
+        c.kind() == "call_expression"
+            && c.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == "__ldg")
+    })
 }
 
 /// The `p[i]` nodes of pointer `name` when every use of it is a plain read
@@ -27,7 +30,9 @@ fn is_ldg_argument(address: Node, text: &str) -> bool {
 pub(crate) fn read_only_loads<'t>(kernel: &'t Kernel, name: &str) -> Option<Vec<Node<'t>>> {
     let mut loads = Vec::new();
     for id in uses(kernel.body(), kernel.text, name) {
-        let sub = id.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(id))?;
+        let sub = id
+            .parent()
+            .filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(id))?;
         if written(sub, kernel.text) {
             return None;
         }
@@ -49,10 +54,14 @@ pub(crate) fn reads_only(kernel: &Kernel, node: Node, locals: &[&str], excluded:
         "assignment_expression" | "update_expression" | "comma_expression" => false,
         "identifier" => {
             let name = kernel.text_of(n);
-            let called = n.parent().is_some_and(|p| p.kind() == "call_expression" && p.child_by_field_name("function") == Some(n));
+            let called = n
+                .parent()
+                .is_some_and(|p| p.kind() == "call_expression" && p.child_by_field_name("function") == Some(n));
             (called && !kernel.file_defines(name))
                 || locals.contains(&name)
-                || kernel.param(name).is_some_and(|p| !p.pointer || (!excluded.contains(&name) && read_only_loads(kernel, name).is_some()))
+                || kernel.param(name).is_some_and(|p| {
+                    !p.pointer || (!excluded.contains(&name) && read_only_loads(kernel, name).is_some())
+                })
         }
         _ => true,
     })

@@ -44,7 +44,12 @@ impl<'a> Kernel<'a> {
     /// The kernel model (thread-index values, accesses, loops) under the spec's launch block.
     pub fn model(&self) -> Option<kernelpro_source::kernel_model::KernelModel> {
         let block = self.launch().map(|l| l.block);
-        kernelpro_source::kernel_model::model_kernel(self.text, &kernelpro_source::parse(self.text), &self.func.name, block)
+        kernelpro_source::kernel_model::model_kernel(
+            self.text,
+            &kernelpro_source::parse(self.text),
+            &self.func.name,
+            block,
+        )
     }
 
     /// The C type of buffer parameter `name` as the spec's launch gives it (a template's `T` resolved).
@@ -74,7 +79,11 @@ impl<'a> Kernel<'a> {
     /// Whether `name` is a function or macro this file defines (whose body a recipe cannot see from a call site).
     pub fn file_defines(&self, name: &str) -> bool {
         kernelpro_source::parse(self.text).functions.iter().any(|f| f.name == name)
-            || self.text.lines().any(|l| l.trim_start().strip_prefix('#').is_some_and(|d| d.trim_start().strip_prefix("define").is_some_and(|m| m.trim_start().starts_with(name))))
+            || self.text.lines().any(|l| {
+                l.trim_start().strip_prefix('#').is_some_and(|d| {
+                    d.trim_start().strip_prefix("define").is_some_and(|m| m.trim_start().starts_with(name))
+                })
+            })
     }
 
     pub fn param(&self, name: &str) -> Option<&Param> {
@@ -84,7 +93,10 @@ impl<'a> Kernel<'a> {
     /// The `parameter_declaration` nodes, in order.
     pub fn param_nodes(&self) -> Vec<Node<'_>> {
         let def = self.definition();
-        let Some(declarator) = crate::syntax::descendants(def).into_iter().find(|n| n.kind() == "function_declarator") else { return Vec::new() };
+        let Some(declarator) = crate::syntax::descendants(def).into_iter().find(|n| n.kind() == "function_declarator")
+        else {
+            return Vec::new();
+        };
         let Some(list) = declarator.child_by_field_name("parameters") else { return Vec::new() };
         let mut cursor = list.walk();
         list.named_children(&mut cursor).filter(|n| n.kind() == "parameter_declaration").collect()
@@ -114,11 +126,13 @@ impl<'a> Kernel<'a> {
         for t in &first.tunables {
             combos = combos
                 .into_iter()
-                .flat_map(|c| t.candidates.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.insert(t.name.clone(), *v);
-                    c
-                }))
+                .flat_map(|c| {
+                    t.candidates.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(t.name.clone(), *v);
+                        c
+                    })
+                })
                 .collect();
             if combos.len() > MAX_TUNE_COMBOS {
                 return None;
@@ -135,7 +149,11 @@ impl<'a> Kernel<'a> {
                 .func
                 .params
                 .iter()
-                .map(|p| kernelpro_spec::Param { name: p.name.clone(), ty: p.ty.replace('*', " ").trim().to_string(), pointer: p.pointer })
+                .map(|p| kernelpro_spec::Param {
+                    name: p.name.clone(),
+                    ty: p.ty.replace('*', " ").trim().to_string(),
+                    pointer: p.pointer,
+                })
                 .collect(),
         };
         let opts = ResolveOptions { overrides, ..ResolveOptions::default() };
@@ -153,14 +171,19 @@ impl<'a> Kernel<'a> {
 
     /// The element count of buffer parameter `name`, when every launch the search may pick gives it the same one.
     pub fn buffer_count(&self, name: &str) -> Option<u64> {
-        let counts: Vec<u64> = self.all_launches()?.iter().map(|l| l.buffers().find(|b| b.name == name).map(|b| b.count)).collect::<Option<_>>()?;
+        let counts: Vec<u64> = self
+            .all_launches()?
+            .iter()
+            .map(|l| l.buffers().find(|b| b.name == name).map(|b| b.count))
+            .collect::<Option<_>>()?;
         let first = *counts.first()?;
         counts.iter().all(|c| *c == first).then_some(first)
     }
 
     /// Whether every launch the search may pick has a 1D block of whole warps.
     pub fn whole_warp_1d_blocks(&self) -> bool {
-        self.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] % 32 == 0 && l.block[1] == 1 && l.block[2] == 1))
+        self.all_launches()
+            .is_some_and(|ls| ls.iter().all(|l| l.block[0] % 32 == 0 && l.block[1] == 1 && l.block[2] == 1))
     }
 
     /// The block shape shared by every launch the search may pick.

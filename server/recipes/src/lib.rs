@@ -17,10 +17,13 @@ mod structural;
 mod syntax;
 
 pub use proposer::RecipeProposer;
-pub use structural::{BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpUnits};
 pub use recipes::{
-    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2, PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter,
-    VectorizeLoads, WarpRows, WarpShuffleReduce, all,
+    CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2,
+    PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads, WarpRows, WarpShuffleReduce, all,
+};
+pub use structural::{
+    BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
+    TiledTranspose, WarpUnits,
 };
 
 pub use kernelpro_model::Code;

@@ -56,7 +56,14 @@ impl Proposer for RecipeProposer {
         let per_recipe: Vec<_> = self
             .order(ctx)
             .into_iter()
-            .map(|(i, answers)| (self.recipes[i].tier(), self.recipes[i].name(), answers, self.recipes[i].rewrite(ctx.source, &self.kernel)))
+            .map(|(i, answers)| {
+                (
+                    self.recipes[i].tier(),
+                    self.recipes[i].name(),
+                    answers,
+                    self.recipes[i].rewrite(ctx.source, &self.kernel),
+                )
+            })
             .collect();
         // Exact text, as well as the memory's normalized one (which keeps launch-spec comments).
         let mut seen: HashSet<&str> = HashSet::from([ctx.source]);

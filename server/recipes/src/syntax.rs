@@ -47,7 +47,10 @@ pub(crate) fn derived_from_thread(body: Node, text: &str, axis: &str) -> Vec<Str
             };
             let (Some(name), Some(value)) = (name, value) else { continue };
             let name = &text[name.byte_range()];
-            if name.chars().all(|c| c.is_alphanumeric() || c == '_') && !derived.iter().any(|d| d == name) && mentions(value, text, axis, &derived) {
+            if name.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !derived.iter().any(|d| d == name)
+                && mentions(value, text, axis, &derived)
+            {
                 derived.push(name.to_string());
             }
         }
@@ -90,7 +93,10 @@ pub(crate) fn guarded(st: Node) -> Option<(Node, Node)> {
     if st.kind() != "if_statement" || st.child_by_field_name("alternative").is_some() {
         return None;
     }
-    Some((st.child_by_field_name("condition")?.child_by_field_name("value")?, single_statement(st.child_by_field_name("consequence")?)?))
+    Some((
+        st.child_by_field_name("condition")?.child_by_field_name("value")?,
+        single_statement(st.child_by_field_name("consequence")?)?,
+    ))
 }
 
 /// `atomicAdd(ADDR, VAL);` as a statement → (ADDR, VAL).

@@ -96,7 +96,11 @@ fn check(file: &str, kernel: &str, recipe_name: &str, expected: Expect) {
 
 #[test]
 fn tune_parameter() {
-    check("tune_block.cu", "saxpy", "TuneParameter", expect![[r#"
+    check(
+        "tune_block.cu",
+        "saxpy",
+        "TuneParameter",
+        expect![[r#"
         ## tune B = 256
         @@ -1,3 +1,3 @@
          // kernelpro: let N = 1 << 20
@@ -109,60 +113,100 @@ fn tune_parameter() {
         -// kernelpro: tune B in [128, 256, 512]
         +// kernelpro: tune B in [512, 128, 256]
          // kernelpro: grid = ceil_div(N, B)
-    "#]]);
-    check("no_tune.cu", "saxpy", "TuneParameter", expect![[r#"
+    "#]],
+    );
+    check(
+        "no_tune.cu",
+        "saxpy",
+        "TuneParameter",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn float_literals() {
-    check("kernels.cu", "saxpy_fp64", "FloatLiterals", expect![[r#"
+    check(
+        "kernels.cu",
+        "saxpy_fp64",
+        "FloatLiterals",
+        expect![[r#"
         ## float literals (1) and float math calls (0)
         @@ -8,3 +8,3 @@
            int i = blockIdx.x * blockDim.x + threadIdx.x;
         -  if (i < n) y[i] = a * x[i] + y[i] * 2.0;
         +  if (i < n) y[i] = a * x[i] + y[i] * 2.0f;
          }
-    "#]]);
-    check("double_axpy.cu", "daxpy", "FloatLiterals", expect![[r#"
+    "#]],
+    );
+    check(
+        "double_axpy.cu",
+        "daxpy",
+        "FloatLiterals",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn restrict_const() {
-    check("kernels.cu", "strided_copy", "RestrictConst", expect![[r#"
+    check(
+        "kernels.cu",
+        "strided_copy",
+        "RestrictConst",
+        expect![[r#"
         ## __restrict__ out, __restrict__ in
         @@ -11,3 +11,3 @@
          // strided (uncoalesced) access
         -__global__ void strided_copy(float* out, const float* in, int n, int stride) {
         +__global__ void strided_copy(float* __restrict__ out, const float* __restrict__ in, int n, int stride) {
            int i = blockIdx.x * blockDim.x + threadIdx.x;
-    "#]]);
-    check("already_restrict.cu", "copy", "RestrictConst", expect![[r#"
+    "#]],
+    );
+    check(
+        "already_restrict.cu",
+        "copy",
+        "RestrictConst",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn ldg() {
-    check("kernels.cu", "strided_copy", "Ldg", expect![[r#"
+    check(
+        "kernels.cu",
+        "strided_copy",
+        "Ldg",
+        expect![[r#"
         ## __ldg loads of in
         @@ -13,3 +13,3 @@
            int i = blockIdx.x * blockDim.x + threadIdx.x;
         -  if (i < n) out[i] = in[(long long)(i * stride) % n];
         +  if (i < n) out[i] = __ldg(&in[(long long)(i * stride) % n]);
          }
-    "#]]);
-    check("in_place.cu", "scale_in_place", "Ldg", expect![[r#"
+    "#]],
+    );
+    check(
+        "in_place.cu",
+        "scale_in_place",
+        "Ldg",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn pragma_unroll() {
-    check("unroll_loops.cu", "fir", "PragmaUnroll", expect![[r#"
+    check(
+        "unroll_loops.cu",
+        "fir",
+        "PragmaUnroll",
+        expect![[r#"
         ## #pragma unroll at line 7, #pragma unroll 4 at line 9
         @@ -6,4 +6,6 @@
            for (int r = 0; r < reps; ++r) {
@@ -171,46 +215,76 @@ fn pragma_unroll() {
            }
         +  #pragma unroll 4
            for (int k = 0; k < reps; ++k) acc *= 0.5f;
-    "#]]);
-    check("unroll_done.cu", "fir", "PragmaUnroll", expect![[r#"
+    "#]],
+    );
+    check(
+        "unroll_done.cu",
+        "fir",
+        "PragmaUnroll",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn launch_bounds() {
-    check("tune_block.cu", "saxpy", "LaunchBounds", expect![[r#"
+    check(
+        "tune_block.cu",
+        "saxpy",
+        "LaunchBounds",
+        expect![[r#"
         ## __launch_bounds__(512)
         @@ -8,3 +8,3 @@
          // kernelpro: n = N
         -__global__ void saxpy(float* y, const float* x, float a, int n) {
         +__global__ void __launch_bounds__(512) saxpy(float* y, const float* x, float a, int n) {
            int i = blockIdx.x * blockDim.x + threadIdx.x;
-    "#]]);
+    "#]],
+    );
     // No launch spec: the block size is unknown.
-    check("kernels.cu", "saxpy_fp64", "LaunchBounds", expect![[r#"
+    check(
+        "kernels.cu",
+        "saxpy_fp64",
+        "LaunchBounds",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn pad_shared_tile() {
-    check("kernels.cu", "transpose_conflicts", "PadSharedTile", expect![[r#"
+    check(
+        "kernels.cu",
+        "transpose_conflicts",
+        "PadSharedTile",
+        expect![[r#"
         ## pad tile[..][33]
         @@ -27,3 +27,3 @@
          __global__ void transpose_conflicts(float* out, const float* in, int N) {
         -  __shared__ float tile[32][32];
         +  __shared__ float tile[32][33];
            int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
-    "#]]);
-    check("padded_tile.cu", "transpose_padded", "PadSharedTile", expect![[r#"
+    "#]],
+    );
+    check(
+        "padded_tile.cu",
+        "transpose_padded",
+        "PadSharedTile",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn vectorize_loads() {
-    check("kernels.cu", "saxpy_fp64", "VectorizeLoads", expect![[r#"
+    check(
+        "kernels.cu",
+        "saxpy_fp64",
+        "VectorizeLoads",
+        expect![[r#"
         ## float4 loads of x, y and stores of y, grid-stride with a scalar tail
         @@ -8,3 +8,13 @@
            int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -227,15 +301,25 @@ fn vectorize_loads() {
         +  }
         +  for (int kp_t = n / 4 * 4 + i; kp_t < n; kp_t += gridDim.x * blockDim.x) y[kp_t] = a * x[kp_t] + y[kp_t] * 2.0;
          }
-    "#]]);
-    check("kernels.cu", "strided_copy", "VectorizeLoads", expect![[r#"
+    "#]],
+    );
+    check(
+        "kernels.cu",
+        "strided_copy",
+        "VectorizeLoads",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn warp_shuffle_reduce() {
-    check("reduce_shared.cu", "block_sum", "WarpShuffleReduce", expect![[r#"
+    check(
+        "reduce_shared.cu",
+        "block_sum",
+        "WarpShuffleReduce",
+        expect![[r#"
         ## warp-shuffle reduction of the last 32 partial sums of sdata
         @@ -12,3 +12,3 @@
            __syncthreads();
@@ -251,8 +335,13 @@ fn warp_shuffle_reduce() {
         +  }
         +  __syncthreads();
            if (tid == 0) out[blockIdx.x] = sdata[0];
-    "#]]);
-    check("atomic_sum.cu", "sum_atomic", "WarpShuffleReduce", expect![[r#"
+    "#]],
+    );
+    check(
+        "atomic_sum.cu",
+        "sum_atomic",
+        "WarpShuffleReduce",
+        expect![[r#"
         ## one atomicAdd per warp into total after a shuffle reduction
         @@ -8,3 +8,8 @@
            int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -264,16 +353,26 @@ fn warp_shuffle_reduce() {
         +    if ((threadIdx.x & 31) == 0) atomicAdd(total, kp_v);
         +  }
          }
-    "#]]);
+    "#]],
+    );
     // 16-wide blocks: a warp spans two rows, the last-warp and lane-0 tricks do not hold.
-    check("reduce_2d_block.cu", "sum_atomic_2d", "WarpShuffleReduce", expect![[r#"
+    check(
+        "reduce_2d_block.cu",
+        "sum_atomic_2d",
+        "WarpShuffleReduce",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn shared_tiling() {
-    check("matmul_naive.cu", "matmul_naive", "SharedTiling", expect![[r#"
+    check(
+        "matmul_naive.cu",
+        "matmul_naive",
+        "SharedTiling",
+        expect![[r#"
         ## 16x16 shared-memory tiles of A and B
         @@ -10,7 +10,15 @@
            int col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -295,15 +394,25 @@ fn shared_tiling() {
            }
         +  if (row < N && col < N) C[row * N + col] = acc;
          }
-    "#]]);
-    check("matmul_rect_block.cu", "matmul_naive", "SharedTiling", expect![[r#"
+    "#]],
+    );
+    check(
+        "matmul_rect_block.cu",
+        "matmul_naive",
+        "SharedTiling",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn loop_interchange() {
-    check("rowmajor_slow.cu", "scale2d", "LoopInterchange", expect![[r#"
+    check(
+        "rowmajor_slow.cu",
+        "scale2d",
+        "LoopInterchange",
+        expect![[r#"
         ## swap threadIdx.x and threadIdx.y so lanes walk the fastest index (2 strided accesses)
         @@ -7,4 +7,4 @@
          __global__ void scale2d(float* out, const float* a, int N) {
@@ -312,16 +421,26 @@ fn loop_interchange() {
         +  int r = blockIdx.x * blockDim.x + threadIdx.y;
         +  int c = blockIdx.y * blockDim.y + threadIdx.x;
            if (r < N && c < N) out[r * N + c] = 2.f * a[r * N + c];
-    "#]]);
+    "#]],
+    );
     // threadIdx.x already walks the fastest index of B and C.
-    check("matmul_naive.cu", "matmul_naive", "LoopInterchange", expect![[r#"
+    check(
+        "matmul_naive.cu",
+        "matmul_naive",
+        "LoopInterchange",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn privatize_atomics() {
-    check("bench/histogram.cu", "histogram", "PrivatizeAtomics", expect![[r#"
+    check(
+        "bench/histogram.cu",
+        "histogram",
+        "PrivatizeAtomics",
+        expect![[r#"
         ## 256 bins of bins privatized in shared memory, 264 blocks at most, grid-stride
         @@ -9,4 +9,20 @@
          __global__ void histogram(unsigned* bins, unsigned char* data, int n) {
@@ -394,20 +513,35 @@ fn privatize_atomics() {
         +    if (kp_c != 0) atomicAdd(&bins[kp_j], kp_c);
         +  }
          }
-    "#]]);
+    "#]],
+    );
     // 65536 bins do not fit the shared copy.
-    check("own/hist_refused.cu", "hist_wide", "PrivatizeAtomics", expect![[r#"
+    check(
+        "own/hist_refused.cu",
+        "hist_wide",
+        "PrivatizeAtomics",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
     // Without a spec the bins' count is unknown.
-    check("own/hist_refused.cu", "hist_unknown", "PrivatizeAtomics", expect![[r#"
+    check(
+        "own/hist_refused.cu",
+        "hist_unknown",
+        "PrivatizeAtomics",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn coarsen_reduce() {
-    check("bench/reduction.cu", "reduce_sum", "CoarsenReduce", expect![[r#"
+    check(
+        "bench/reduction.cu",
+        "reduce_sum",
+        "CoarsenReduce",
+        expect![[r#"
         ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
         @@ -9,12 +9,18 @@
          __global__ void reduce_sum(float* total, float* x, int n) {
@@ -492,8 +626,13 @@ fn coarsen_reduce() {
            }
         -  if (tid == 0) atomicAdd(total, sdata[0]);
          }
-    "#]]);
-    check("atomic_sum.cu", "sum_atomic", "CoarsenReduce", expect![[r#"
+    "#]],
+    );
+    check(
+        "atomic_sum.cu",
+        "sum_atomic",
+        "CoarsenReduce",
+        expect![[r#"
         ## coarsened sum into total: 264 blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block
         @@ -7,4 +7,18 @@
          __global__ void sum_atomic(float* total, const float* x, int n) {
@@ -560,20 +699,35 @@ fn coarsen_reduce() {
         +    if (threadIdx.x == 0) atomicAdd(total, kp_v);
         +  }
          }
-    "#]]);
+    "#]],
+    );
     // One output per block: the blocks' sums are the result, not one total.
-    check("reduce_shared.cu", "block_sum", "CoarsenReduce", expect![[r#"
+    check(
+        "reduce_shared.cu",
+        "block_sum",
+        "CoarsenReduce",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
     // 16x16 blocks: not whole warps along x.
-    check("reduce_2d_block.cu", "sum_atomic_2d", "CoarsenReduce", expect![[r#"
+    check(
+        "reduce_2d_block.cu",
+        "sum_atomic_2d",
+        "CoarsenReduce",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn warp_rows() {
-    check("bench/softmax.cu", "softmax_rows", "WarpRows", expect![[r#"
+    check(
+        "bench/softmax.cu",
+        "softmax_rows",
+        "WarpRows",
+        expect![[r#"
         ## one warp per row (r): lanes stride the columns, accumulators combined by __shfl_xor_sync
         @@ -12,9 +12,15 @@
          __global__ void softmax_rows(float* y, float* x, int rows, int cols) {
@@ -598,9 +752,14 @@ fn warp_rows() {
         +    for (int c = kp_lane; c < cols; c += 32) y[r * cols + c] = exp(x[r * cols + c] - m) / s;
         +  }
          }
-    "#]]);
+    "#]],
+    );
     // In place under `if (r < rows) { ... }`, a sum that starts at 1e-12, 96-thread blocks.
-    check("own/rows_norm.cu", "l2_normalize", "WarpRows", expect![[r#"
+    check(
+        "own/rows_norm.cu",
+        "l2_normalize",
+        "WarpRows",
+        expect![[r#"
         ## one warp per row (r): lanes stride the columns, accumulators combined by __shfl_xor_sync
         @@ -9,8 +9,12 @@
          __global__ void l2_normalize(float* x, int rows, int cols) {
@@ -619,20 +778,35 @@ fn warp_rows() {
         -    for (int c = 0; c < cols; ++c) x[r * cols + c] = x[r * cols + c] * inv;
         +    for (int c = kp_lane; c < cols; c += 32) x[r * cols + c] = x[r * cols + c] * inv;
            }
-    "#]]);
+    "#]],
+    );
     // Row r reads row r + 1.
-    check("own/rows_refused.cu", "next_row_diff", "WarpRows", expect![[r#"
+    check(
+        "own/rows_refused.cu",
+        "next_row_diff",
+        "WarpRows",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
     // `s = 0.5f * s + e` is not a reduction lanes can split.
-    check("own/rows_refused.cu", "running_decay", "WarpRows", expect![[r#"
+    check(
+        "own/rows_refused.cu",
+        "running_decay",
+        "WarpRows",
+        expect![[r#"
         no rewrite
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
 fn prefetch_l2() {
-    check("bench/elementwise_fp64.cu", "elementwise", "PrefetchL2", expect![[r###"
+    check(
+        "bench/elementwise_fp64.cu",
+        "elementwise",
+        "PrefetchL2",
+        expect![[r###"
         ## L2 prefetch of x about two waves ahead (blocks along x)
         @@ -11,2 +11,5 @@
            int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -640,8 +814,13 @@ fn prefetch_l2() {
         +  const int kp_ahead = max(1, (int)__fdividef(524288.0f, (float)(blockDim.x * blockDim.y * blockDim.z)));
         +  if (blockIdx.x + kp_ahead < gridDim.x && ((i + kp_ahead * (int)blockDim.x) < n)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&x[i + kp_ahead * (int)blockDim.x]));
            if (i < n) y[i] = a * x[i] + sqrt(x[i]) * 0.5;
-    "###]]);
-    check("own/copy_rows.cu", "copy_rows", "PrefetchL2", expect![[r###"
+    "###]],
+    );
+    check(
+        "own/copy_rows.cu",
+        "copy_rows",
+        "PrefetchL2",
+        expect![[r###"
         ## L2 prefetch of in about two waves ahead (blocks along y)
         @@ -10,2 +10,5 @@
            int c = blockIdx.y * blockDim.y + threadIdx.x;
@@ -649,8 +828,13 @@ fn prefetch_l2() {
         +  const int kp_ahead = max(1, (int)__fdividef(524288.0f, (float)(blockDim.x * blockDim.y * blockDim.z) * gridDim.x));
         +  if (blockIdx.y + kp_ahead < gridDim.y && (r < w && (c + kp_ahead * (int)blockDim.y) < w)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&in[r * w + (c + kp_ahead * (int)blockDim.y)]));
            if (r < w && c < w) out[r * w + c] = in[r * w + c];
-    "###]]);
-    check("bench/transpose.cu", "transpose", "PrefetchL2", expect![[r###"
+    "###]],
+    );
+    check(
+        "bench/transpose.cu",
+        "transpose",
+        "PrefetchL2",
+        expect![[r###"
         ## L2 prefetch of in about two waves ahead (blocks along y)
         @@ -10,2 +10,5 @@
            int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
@@ -658,8 +842,13 @@ fn prefetch_l2() {
         +  const int kp_ahead = max(1, (int)__fdividef(524288.0f, (float)(blockDim.x * blockDim.y * blockDim.z) * gridDim.x));
         +  if (blockIdx.y + kp_ahead < gridDim.y) asm volatile("prefetch.global.L2 [%0];" :: "l"(&in[(y + kp_ahead * 32) * n + x]));
            tile[threadIdx.y][threadIdx.x] = in[y * n + x];
-    "###]]);
-    check("bench/stencil2d.cu", "stencil", "PrefetchL2", expect![[r###"
+    "###]],
+    );
+    check(
+        "bench/stencil2d.cu",
+        "stencil",
+        "PrefetchL2",
+        expect![[r###"
         ## L2 prefetch of in about two waves ahead (blocks along y)
         @@ -10,2 +10,5 @@
            int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -667,8 +856,13 @@ fn prefetch_l2() {
         +  const int kp_ahead = max(1, (int)__fdividef(524288.0f, (float)(blockDim.x * blockDim.y * blockDim.z) * gridDim.x));
         +  if (blockIdx.y + kp_ahead < gridDim.y && !(x >= w || (y + kp_ahead * (int)blockDim.y) >= w) && !(x == 0 || (y + kp_ahead * (int)blockDim.y) == 0 || x == w - 1 || (y + kp_ahead * (int)blockDim.y) == w - 1)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&in[(y + kp_ahead * (int)blockDim.y) * w + x]));
            if (x >= w || y >= w) return;
-    "###]]);
-    check("bench/reduction.cu", "reduce_sum", "PrefetchL2", expect![[r###"
+    "###]],
+    );
+    check(
+        "bench/reduction.cu",
+        "reduce_sum",
+        "PrefetchL2",
+        expect![[r###"
         ## L2 prefetch of x about two waves ahead (blocks along x)
         @@ -12,2 +12,5 @@
            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -676,9 +870,14 @@ fn prefetch_l2() {
         +  const int kp_ahead = max(1, (int)__fdividef(524288.0f, (float)(blockDim.x * blockDim.y * blockDim.z)));
         +  if (blockIdx.x + kp_ahead < gridDim.x && ((i + kp_ahead * (int)blockDim.x) < n)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&x[i + kp_ahead * (int)blockDim.x]));
            sdata[tid] = i < n ? x[i] : 0.0f;
-    "###]]);
+    "###]],
+    );
     // The index stream is prefetched; the gathered `x[idx[i]]` is not (its address needs a load).
-    check("own/prefetch_refused.cu", "gather", "PrefetchL2", expect![[r###"
+    check(
+        "own/prefetch_refused.cu",
+        "gather",
+        "PrefetchL2",
+        expect![[r###"
         ## L2 prefetch of idx about two waves ahead (blocks along x)
         @@ -19,2 +19,5 @@
            int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -686,7 +885,8 @@ fn prefetch_l2() {
         +  const int kp_ahead = max(1, (int)__fdividef(524288.0f, (float)(blockDim.x * blockDim.y * blockDim.z)));
         +  if (blockIdx.x + kp_ahead < gridDim.x && ((i + kp_ahead * (int)blockDim.x) < n)) asm volatile("prefetch.global.L2 [%0];" :: "l"(&idx[i + kp_ahead * (int)blockDim.x]));
            if (i < n) y[i] = x[idx[i]];
-    "###]]);
+    "###]],
+    );
     for refused in ["moved_index", "hidden_loads", "row_sums"] {
         assert_eq!(render("own/prefetch_refused.cu", refused, "PrefetchL2"), "no rewrite\n", "{refused}");
     }
@@ -694,10 +894,14 @@ fn prefetch_l2() {
 
 /// nvcc from `KERNELPRO_NVCC` or the repo's pinned wheel.
 fn nvcc() -> PathBuf {
-    let path = std::env::var_os("KERNELPRO_NVCC")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"));
-    assert!(path.exists(), "nvcc not found at {}: set KERNELPRO_NVCC or run scripts/setup.sh to install the pinned CUDA wheels", path.display());
+    let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
+    });
+    assert!(
+        path.exists(),
+        "nvcc not found at {}: set KERNELPRO_NVCC or run scripts/setup.sh to install the pinned CUDA wheels",
+        path.display()
+    );
     path
 }
 
@@ -710,8 +914,19 @@ fn every_rewrite_compiles_for_sm_90() {
         for (i, rw) in recipe(name).rewrite(&fixture(file), kernel).iter().enumerate() {
             let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
             std::fs::write(&cu, &rw.source).unwrap();
-            let out = std::process::Command::new(&nvcc).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
-            assert!(out.status.success(), "{name} on {kernel} ({}) does not compile:\n{}\n{}", rw.note, String::from_utf8_lossy(&out.stderr), rw.source);
+            let out = std::process::Command::new(&nvcc)
+                .args(["-arch=sm_90", "-cubin", "-o"])
+                .arg(cu.with_extension("cubin"))
+                .arg(&cu)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name} on {kernel} ({}) does not compile:\n{}\n{}",
+                rw.note,
+                String::from_utf8_lossy(&out.stderr),
+                rw.source
+            );
             compiled += 1;
         }
     }
@@ -721,12 +936,25 @@ fn every_rewrite_compiles_for_sm_90() {
 fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String {
     let findings: Vec<FindingNote> = tools.iter().map(|t| FindingNote::new(*t, "")).collect();
     let memory = SearchMemory::default();
-    let ctx = ProposeContext { parent: NodeId(0), source, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings: &findings, failure: None, memory: &memory, wanted };
+    let ctx = ProposeContext {
+        parent: NodeId(0),
+        source,
+        depth: 0,
+        speedup: Some(1.0),
+        best_speedup: 1.0,
+        findings: &findings,
+        failure: None,
+        memory: &memory,
+        wanted,
+    };
     let proposals = RecipeProposer::new(kernel).propose(&ctx);
     let sources: std::collections::HashSet<&str> = proposals.iter().map(|p| p.source.as_str()).collect();
     assert_eq!(sources.len(), proposals.len(), "duplicate proposals");
     assert!(!sources.contains(source), "proposed the parent itself");
-    proposals.iter().map(|p| format!("{} answers={:?} note={:?}\n", p.recipe, p.answers, p.note.as_deref().unwrap_or(""))).collect()
+    proposals
+        .iter()
+        .map(|p| format!("{} answers={:?} note={:?}\n", p.recipe, p.answers, p.note.as_deref().unwrap_or("")))
+        .collect()
 }
 
 #[test]
@@ -757,13 +985,26 @@ fn proposer_puts_structural_then_answering_recipes_first() {
 /// last, even when a finding only they answer comes first.
 #[test]
 fn structural_candidates_come_before_micro_ones() {
-    let tier = |name: &str| crate::all().into_iter().find(|r| r.name() == name).map(|r| r.tier()).expect("a built-in recipe");
+    let tier =
+        |name: &str| crate::all().into_iter().find(|r| r.name() == name).map(|r| r.tier()).expect("a built-in recipe");
     for (file, kernel) in [("kernels.cu", "saxpy_fp64"), ("kernels.cu", "strided_copy"), ("tune_block.cu", "saxpy")] {
         let text = fixture(file);
-        let findings: Vec<FindingNote> = ["MissingRestrict", "RegisterSpill", "Uncoalesced"].iter().map(|t| FindingNote::new(*t, "")).collect();
+        let findings: Vec<FindingNote> =
+            ["MissingRestrict", "RegisterSpill", "Uncoalesced"].iter().map(|t| FindingNote::new(*t, "")).collect();
         let memory = SearchMemory::default();
-        let ctx = ProposeContext { parent: NodeId(0), source: &text, depth: 0, speedup: Some(1.0), best_speedup: 1.0, findings: &findings, failure: None, memory: &memory, wanted: 100 };
-        let tiers: Vec<(crate::Tier, String)> = RecipeProposer::new(kernel).propose(&ctx).iter().map(|p| (tier(&p.recipe), p.recipe.clone())).collect();
+        let ctx = ProposeContext {
+            parent: NodeId(0),
+            source: &text,
+            depth: 0,
+            speedup: Some(1.0),
+            best_speedup: 1.0,
+            findings: &findings,
+            failure: None,
+            memory: &memory,
+            wanted: 100,
+        };
+        let tiers: Vec<(crate::Tier, String)> =
+            RecipeProposer::new(kernel).propose(&ctx).iter().map(|p| (tier(&p.recipe), p.recipe.clone())).collect();
         assert!(tiers.windows(2).all(|w| w[0].0 <= w[1].0), "{kernel}: {tiers:?}");
         assert!(tiers.iter().any(|t| t.0 == crate::Tier::Micro), "{kernel}: {tiers:?}");
     }

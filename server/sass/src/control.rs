@@ -103,10 +103,7 @@ mod tests {
         check(0x002fe2000f8e0200, "stall 1 cycle · waits on SB1");
         // LDG.E R10, desc[UR6][R10.64]: hi >> 41 = 0xb1
         // = 0000 | 000000 | 000 | 101 | 1 | 0001: read SB0 (address regs), write SB5.
-        check(
-            0x000162000c1e1900,
-            "stall 1 cycle · sets write barrier SB5 · sets read barrier SB0",
-        );
+        check(0x000162000c1e1900, "stall 1 cycle · sets write barrier SB5 · sets read barrier SB0");
         // FADD R6, R0.reuse, R0: hi >> 41 = 0x207f1
         // = 0001 | 000000 | 111 | 111 | 1 | 0001: reuse flag for operand a.
         check(0x040fe20000000000, "stall 1 cycle · reuses operand a");

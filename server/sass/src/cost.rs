@@ -42,10 +42,8 @@ impl CostClass {
 /// Whether the instruction runs on the FP64 pipe or converts to or from double.
 pub fn is_fp64(instruction: &Instruction) -> bool {
     let op = instruction.opcode.as_str();
-    matches!(
-        instruction.base_opcode(),
-        "DADD" | "DMUL" | "DFMA" | "DSETP" | "DMNMX" | "DSET" | "DMMA"
-    ) || (matches!(instruction.base_opcode(), "F2F" | "I2F" | "F2I") && op.contains("F64"))
+    matches!(instruction.base_opcode(), "DADD" | "DMUL" | "DFMA" | "DSETP" | "DMNMX" | "DSET" | "DMMA")
+        || (matches!(instruction.base_opcode(), "F2F" | "I2F" | "F2I") && op.contains("F64"))
         || op.starts_with("MUFU.RCP64")
         || op.starts_with("MUFU.RSQ64")
 }
@@ -58,9 +56,7 @@ pub fn classify(instruction: &Instruction) -> CostClass {
         "LDL" | "STL" => CostClass::LocalMemory,
         "ATOM" | "ATOMG" | "RED" | "ATOMS" | "REDG" => CostClass::Atomic,
         "BAR" | "MEMBAR" | "SYNCS" | "ERRBAR" => CostClass::Barrier,
-        "LDG" | "LD" | "LDGSTS" | "TEX" | "TLD" | "TLD4" | "SULD" | "UTMALDG" => {
-            CostClass::GlobalLoad
-        }
+        "LDG" | "LD" | "LDGSTS" | "TEX" | "TLD" | "TLD4" | "SULD" | "UTMALDG" => CostClass::GlobalLoad,
         "F2F" | "I2F" | "F2I" | "I2I" | "F2FP" | "I2FP" | "F2IP" => CostClass::Conversion,
         "STG" | "ST" | "SUST" | "UTMASTG" => CostClass::GlobalStore,
         "LDS" | "STS" | "LDSM" | "STSM" => CostClass::SharedMemory,

@@ -70,9 +70,7 @@ impl Function {
     /// ends with `/` + the other, because nvcc records the path as it was given.
     pub fn instructions_at(&self, file: &str, line: u32) -> &[usize] {
         let same_file = |recorded: &str| {
-            recorded == file
-                || recorded.ends_with(&format!("/{file}"))
-                || file.ends_with(&format!("/{recorded}"))
+            recorded == file || recorded.ends_with(&format!("/{file}")) || file.ends_with(&format!("/{recorded}"))
         };
         self.lines
             .iter()
@@ -89,9 +87,7 @@ pub struct Disassembly {
 impl Disassembly {
     /// Looks a function up by mangled, demangled or short name.
     pub fn function(&self, name: &str) -> Option<&Function> {
-        self.functions
-            .iter()
-            .find(|f| f.mangled == name || f.demangled == name || f.name == name)
+        self.functions.iter().find(|f| f.mangled == name || f.demangled == name || f.name == name)
     }
 }
 
@@ -121,14 +117,9 @@ impl Parser {
     fn line(&mut self, raw: &str) {
         let line = raw.trim();
         let pending_low_word = self.pending_low_word.take();
-        if let Some(arch) = line
-            .strip_prefix(".target")
-            .or_else(|| line.strip_prefix("code for"))
-        {
+        if let Some(arch) = line.strip_prefix(".target").or_else(|| line.strip_prefix("code for")) {
             self.arch = Some(arch.trim().to_string());
-        } else if let Some(name) =
-            section_function(line).or_else(|| line.strip_prefix("Function :"))
-        {
+        } else if let Some(name) = section_function(line).or_else(|| line.strip_prefix("Function :")) {
             self.start_function(name.trim());
         } else if let Some(marker) = line.strip_prefix("//##") {
             self.marker(marker);
@@ -174,16 +165,11 @@ impl Parser {
         let index = function.instructions.len();
         function.instructions.push(instruction);
         self.markers_pending = false;
-        self.line_map
-            .extend(self.current_sources.iter().map(|s| (s.clone(), index)));
+        self.line_map.extend(self.current_sources.iter().map(|s| (s.clone(), index)));
     }
 
     fn attach_encoding(&mut self, lo: u64, hi: u64) {
-        if let Some(instruction) = self
-            .functions
-            .last_mut()
-            .and_then(|f| f.instructions.last_mut())
-        {
+        if let Some(instruction) = self.functions.last_mut().and_then(|f| f.instructions.last_mut()) {
             instruction.encoding = Some([lo, hi]);
             instruction.control = Some(ControlBits::from_hi(hi));
         }
@@ -197,28 +183,20 @@ impl Parser {
         for (source, index) in self.line_map.drain(..) {
             match function.lines.last_mut() {
                 Some(last) if last.source == source => last.instructions.push(index),
-                _ => function.lines.push(LineInstructions {
-                    source,
-                    instructions: vec![index],
-                }),
+                _ => function.lines.push(LineInstructions { source, instructions: vec![index] }),
             }
         }
     }
 
     fn finish(mut self) -> Disassembly {
         self.flush_line_map();
-        Disassembly {
-            functions: self.functions,
-        }
+        Disassembly { functions: self.functions }
     }
 }
 
 /// `.section .text._Z3fooPf,"ax",@progbits` → `_Z3fooPf`.
 fn section_function(line: &str) -> Option<&str> {
-    let rest = line
-        .strip_prefix(".section")?
-        .trim_start()
-        .strip_prefix(".text.")?;
+    let rest = line.strip_prefix(".section")?.trim_start().strip_prefix(".text.")?;
     Some(rest.split(',').next().unwrap_or(rest))
 }
 
@@ -231,16 +209,10 @@ fn marker_sources(marker: &str) -> Vec<SourceLine> {
         let Some(close) = after.find('"') else { break };
         let file = &after[..close];
         rest = &after[close + 1..];
-        let number = rest
-            .trim_start_matches([',', ' '])
-            .strip_prefix("line")
-            .map(str::trim_start);
+        let number = rest.trim_start_matches([',', ' ']).strip_prefix("line").map(str::trim_start);
         let digits = number.map(|n| n.split(|c: char| !c.is_ascii_digit()).next().unwrap_or(""));
         if let Some(line) = digits.and_then(|d| d.parse().ok()) {
-            sources.push(SourceLine {
-                file: file.to_string(),
-                line,
-            });
+            sources.push(SourceLine { file: file.to_string(), line });
         }
     }
     sources

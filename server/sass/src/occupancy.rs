@@ -53,17 +53,9 @@ impl ArchLimits {
             shared_alloc_unit: 128,
         };
         // 1536 threads and 100 KB of shared memory per SM: GA10x, Ada, consumer Blackwell.
-        let small_sm = ArchLimits {
-            max_warps_per_sm: 48,
-            shared_per_sm: 100 * KB,
-            max_shared_per_block: 99 * KB,
-            ..base
-        };
-        let big_smem = ArchLimits {
-            shared_per_sm: 228 * KB,
-            max_shared_per_block: 227 * KB,
-            ..base
-        };
+        let small_sm =
+            ArchLimits { max_warps_per_sm: 48, shared_per_sm: 100 * KB, max_shared_per_block: 99 * KB, ..base };
+        let big_smem = ArchLimits { shared_per_sm: 228 * KB, max_shared_per_block: 227 * KB, ..base };
         let name = arch.strip_suffix(['a', 'f']).unwrap_or(arch);
         let limits = match name {
             "sm_75" => ArchLimits {
@@ -76,31 +68,14 @@ impl ArchLimits {
                 ..base
             },
             "sm_80" => base,
-            "sm_86" | "sm_88" => ArchLimits {
-                max_blocks_per_sm: 16,
-                ..small_sm
-            },
+            "sm_86" | "sm_88" => ArchLimits { max_blocks_per_sm: 16, ..small_sm },
             // Orin: 1536 threads per SM with the A100's 164 KB carveout.
-            "sm_87" => ArchLimits {
-                max_warps_per_sm: 48,
-                max_blocks_per_sm: 16,
-                ..base
-            },
-            "sm_89" => ArchLimits {
-                max_blocks_per_sm: 24,
-                ..small_sm
-            },
+            "sm_87" => ArchLimits { max_warps_per_sm: 48, max_blocks_per_sm: 16, ..base },
+            "sm_89" => ArchLimits { max_blocks_per_sm: 24, ..small_sm },
             "sm_90" | "sm_100" | "sm_103" => big_smem,
             // Thor (sm_101 before CUDA 13): 1536 threads and 24 blocks per SM, 228 KB.
-            "sm_110" => ArchLimits {
-                max_warps_per_sm: 48,
-                max_blocks_per_sm: 24,
-                ..big_smem
-            },
-            "sm_120" | "sm_121" => ArchLimits {
-                max_blocks_per_sm: 24,
-                ..small_sm
-            },
+            "sm_110" => ArchLimits { max_warps_per_sm: 48, max_blocks_per_sm: 24, ..big_smem },
+            "sm_120" | "sm_121" => ArchLimits { max_blocks_per_sm: 24, ..small_sm },
             _ => return None,
         };
         let arch = KNOWN.iter().find(|k| **k == name).copied()?;
@@ -109,10 +84,8 @@ impl ArchLimits {
 }
 
 /// The architectures [`ArchLimits::for_arch`] knows, as nvcc 13.2 lists them.
-pub const KNOWN: [&str; 12] = [
-    "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110",
-    "sm_120", "sm_121",
-];
+pub const KNOWN: [&str; 12] =
+    ["sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"];
 
 /// The resource that caps blocks per SM. When several give the same cap the
 /// hardware limits (warps, blocks) are named first: raising a resource would not help.
@@ -153,18 +126,11 @@ pub fn occupancy(
     let candidates = [
         (Limiter::Warps, by_warps),
         (Limiter::Blocks, limits.max_blocks_per_sm),
-        (
-            Limiter::Registers,
-            blocks_by_registers(limits, warps_per_block, regs_per_thread),
-        ),
-        (
-            Limiter::SharedMemory,
-            blocks_by_shared(limits, smem_per_block_bytes),
-        ),
+        (Limiter::Registers, blocks_by_registers(limits, warps_per_block, regs_per_thread)),
+        (Limiter::SharedMemory, blocks_by_shared(limits, smem_per_block_bytes)),
     ];
-    let (limiter, blocks_per_sm) = candidates
-        .into_iter()
-        .fold(candidates[0], |best, c| if c.1 < best.1 { c } else { best });
+    let (limiter, blocks_per_sm) =
+        candidates.into_iter().fold(candidates[0], |best, c| if c.1 < best.1 { c } else { best });
     let active_warps = blocks_per_sm * warps_per_block;
     Occupancy {
         blocks_per_sm,
@@ -190,16 +156,13 @@ fn blocks_by_registers(limits: &ArchLimits, warps_per_block: u32, regs_per_threa
 }
 
 fn blocks_by_shared(limits: &ArchLimits, smem_per_block_bytes: u32) -> u32 {
-    let allocated = (smem_per_block_bytes + limits.reserved_shared_per_block)
-        .next_multiple_of(limits.shared_alloc_unit);
+    let allocated =
+        (smem_per_block_bytes + limits.reserved_shared_per_block).next_multiple_of(limits.shared_alloc_unit);
     if allocated > limits.max_shared_per_block + limits.reserved_shared_per_block {
         return 0;
     }
     // No shared memory at all (7.5 reserves none): shared memory does not limit.
-    limits
-        .shared_per_sm
-        .checked_div(allocated)
-        .unwrap_or(u32::MAX)
+    limits.shared_per_sm.checked_div(allocated).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -210,15 +173,8 @@ mod tests {
     fn check(arch: &str, threads: u32, regs: u32, smem: u32, expected: (u32, u32, Limiter)) {
         let limits = ArchLimits::for_arch(arch).unwrap();
         let o = occupancy(&limits, threads, regs, smem);
-        assert_eq!(
-            (o.blocks_per_sm, o.active_warps, o.limiter),
-            expected,
-            "{arch} {threads}t {regs}r {smem}B"
-        );
-        assert_eq!(
-            o.percent,
-            100.0 * expected.1 as f64 / limits.max_warps_per_sm as f64
-        );
+        assert_eq!((o.blocks_per_sm, o.active_warps, o.limiter), expected, "{arch} {threads}t {regs}r {smem}B");
+        assert_eq!(o.percent, 100.0 * expected.1 as f64 / limits.max_warps_per_sm as f64);
     }
 
     use Limiter::*;
@@ -332,14 +288,8 @@ mod tests {
 
     #[test]
     fn known_architectures() {
-        assert_eq!(
-            ArchLimits::for_arch("sm_90a").map(|l| l.arch),
-            Some("sm_90")
-        );
-        assert_eq!(
-            ArchLimits::for_arch("sm_100f").map(|l| l.arch),
-            Some("sm_100")
-        );
+        assert_eq!(ArchLimits::for_arch("sm_90a").map(|l| l.arch), Some("sm_90"));
+        assert_eq!(ArchLimits::for_arch("sm_100f").map(|l| l.arch), Some("sm_100"));
         assert_eq!(ArchLimits::for_arch("sm_70"), None);
         assert_eq!(ArchLimits::for_arch("compute_90"), None);
         for arch in KNOWN {

@@ -42,13 +42,7 @@ pub fn table() -> &'static [OpcodeDoc] {
             .map(|line| {
                 let mut cols = line.split('\t');
                 let mut col = || cols.next().unwrap_or("").trim();
-                OpcodeDoc {
-                    key: col(),
-                    since: col(),
-                    pipe: col(),
-                    meaning: col(),
-                    cost: col(),
-                }
+                OpcodeDoc { key: col(), since: col(), pipe: col(), meaning: col(), cost: col() }
             })
             .collect()
     })
@@ -66,10 +60,8 @@ pub fn lookup_all(opcode: &str) -> Vec<&'static OpcodeDoc> {
     let mut parts = opcode.split('.');
     let base = parts.next().unwrap_or(opcode);
     let modifiers: Vec<&str> = parts.collect();
-    let mut matches: Vec<&OpcodeDoc> = table()
-        .iter()
-        .filter(|doc| doc.base() == base && in_order(doc.modifiers(), &modifiers))
-        .collect();
+    let mut matches: Vec<&OpcodeDoc> =
+        table().iter().filter(|doc| doc.base() == base && in_order(doc.modifiers(), &modifiers)).collect();
     // Stable sort: among equally specific variants the table order decides.
     matches.sort_by_key(|doc| doc.modifiers().count());
     matches
@@ -91,12 +83,8 @@ pub fn markdown() -> String {
          | opcode | since | pipe | meaning | cost |\n|---|---|---|---|---|\n",
     );
     for doc in table() {
-        let cells =
-            [doc.key, doc.since, doc.pipe, doc.meaning, doc.cost].map(|c| c.replace('|', "\\|"));
-        out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
-            cells[0], cells[1], cells[2], cells[3], cells[4]
-        ));
+        let cells = [doc.key, doc.since, doc.pipe, doc.meaning, doc.cost].map(|c| c.replace('|', "\\|"));
+        out.push_str(&format!("| `{}` | {} | {} | {} | {} |\n", cells[0], cells[1], cells[2], cells[3], cells[4]));
     }
     out
 }
@@ -121,10 +109,7 @@ mod tests {
         check("I2F.F64.S64", &["I2F", "I2F.F64"]);
         check("ISETP.GE.U32.AND.EX", &["ISETP", "ISETP.EX", "ISETP.U32"]);
         check("NOSUCHOP.X", &[]);
-        assert_eq!(
-            lookup("LDG.E.128.CONSTANT").map(|d| d.key),
-            Some("LDG.CONSTANT")
-        );
+        assert_eq!(lookup("LDG.E.128.CONSTANT").map(|d| d.key), Some("LDG.CONSTANT"));
         assert_eq!(lookup("DFMA").map(|d| d.pipe), Some("fp64"));
     }
 

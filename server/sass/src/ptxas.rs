@@ -42,27 +42,20 @@ pub fn parse_ptxas(text: &str) -> Vec<KernelResources> {
     let mut kernels: Vec<KernelResources> = Vec::new();
     let mut arch = String::new();
     for line in text.lines() {
-        let info = line
-            .split_once("ptxas info")
-            .map(|(_, rest)| rest.trim_start_matches([' ', ':']));
+        let info = line.split_once("ptxas info").map(|(_, rest)| rest.trim_start_matches([' ', ':']));
         if let Some(rest) = info.and_then(|i| i.strip_prefix("Compiling entry function ")) {
             let (mangled, for_arch) = compiling(rest);
             arch = for_arch.unwrap_or_default();
-            kernels.push(KernelResources {
-                entry: true,
-                ..new_kernel(mangled, &arch)
-            });
-        } else if let Some(mangled) = info.and_then(|i| i.strip_prefix("Function properties for "))
-        {
+            kernels.push(KernelResources { entry: true, ..new_kernel(mangled, &arch) });
+        } else if let Some(mangled) = info.and_then(|i| i.strip_prefix("Function properties for ")) {
             // Non-entry (noinline) functions only get this header.
             let mangled = mangled.trim();
             if kernels.last().is_none_or(|k| k.mangled != mangled) {
                 kernels.push(new_kernel(mangled, &arch));
             }
         } else if let Some(kernel) = kernels.last_mut() {
-            let items = info
-                .and_then(|i| i.strip_prefix("Used "))
-                .or_else(|| line.contains("stack frame").then_some(line));
+            let items =
+                info.and_then(|i| i.strip_prefix("Used ")).or_else(|| line.contains("stack frame").then_some(line));
             for item in items.into_iter().flat_map(|items| items.split(',')) {
                 apply_item(kernel, item.trim());
             }
@@ -89,10 +82,7 @@ fn new_kernel(mangled: &str, arch: &str) -> KernelResources {
 
 /// One comma-separated item such as `19 registers`, `used 1 barriers`, `372 bytes cmem[0]`.
 fn apply_item(kernel: &mut KernelResources, item: &str) {
-    let words: Vec<&str> = item
-        .split_whitespace()
-        .filter(|w| *w != "used" && *w != "Used")
-        .collect();
+    let words: Vec<&str> = item.split_whitespace().filter(|w| *w != "used" && *w != "Used").collect();
     let Some(value) = words.first().and_then(|w| w.parse::<u32>().ok()) else {
         return;
     };
@@ -105,9 +95,7 @@ fn apply_item(kernel: &mut KernelResources, item: &str) {
         "bytes spill loads" => kernel.spill_loads = value,
         "bytes smem" => kernel.shared_static = value,
         other => {
-            let bank = other
-                .strip_prefix("bytes cmem[")
-                .and_then(|b| b.strip_suffix(']'));
+            let bank = other.strip_prefix("bytes cmem[").and_then(|b| b.strip_suffix(']'));
             if let Some(bank) = bank.and_then(|b| b.parse().ok()) {
                 kernel.constant_bytes.push((bank, value));
             }
@@ -136,23 +124,8 @@ ptxas info    : Function properties for _Z2g0f
         let kernels = parse_ptxas(report);
         let summary: Vec<_> = kernels
             .iter()
-            .map(|k| {
-                (
-                    k.name.as_str(),
-                    k.arch.as_str(),
-                    k.entry,
-                    k.registers,
-                    k.stack_frame,
-                    k.spills(),
-                )
-            })
+            .map(|k| (k.name.as_str(), k.arch.as_str(), k.entry, k.registers, k.stack_frame, k.spills()))
             .collect();
-        assert_eq!(
-            summary,
-            vec![
-                ("k", "sm_90", true, 12, 0, false),
-                ("g0", "sm_90", false, 0, 8, true)
-            ]
-        );
+        assert_eq!(summary, vec![("k", "sm_90", true, 12, 0, false), ("g0", "sm_90", false, 0, 8, true)]);
     }
 }

@@ -6,11 +6,7 @@ use kernelpro_sass::disasm::{Disassembly, Function, parse_sass};
 
 macro_rules! fixture {
     ($path:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/",
-            $path
-        ))
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/", $path))
     };
 }
 
@@ -31,22 +27,14 @@ fn render(function: &Function, n: usize) -> String {
             .filter(|l| l.instructions.contains(&index))
             .map(|l| format!("{}:{}", l.source.file, l.source.line))
             .collect();
-        let guard = ins
-            .predicate
-            .as_deref()
-            .map(|p| format!("@{p} "))
-            .unwrap_or_default();
+        let guard = ins.predicate.as_deref().map(|p| format!("@{p} ")).unwrap_or_default();
         let control = ins.control.map(|c| c.describe()).unwrap_or_default();
         out += &format!(
             "{:04x} {guard}{} [{}] {}| {control} | {}\n",
             ins.offset,
             ins.opcode,
             ins.base_opcode(),
-            if ins.operands.is_empty() {
-                String::new()
-            } else {
-                format!("{} ", ins.operands)
-            },
+            if ins.operands.is_empty() { String::new() } else { format!("{} ", ins.operands) },
             sources.join(" ")
         );
     }
@@ -115,23 +103,11 @@ fn inlined_header_lines_map_to_header_and_call_site() {
     );
     let disassembly = parse_sass(fixture!("sass/inlined_sm90.nvdisasm.txt"));
     let smooth = disassembly.function("smooth").unwrap();
-    let fadd_sat = smooth
-        .instructions
-        .iter()
-        .position(|i| i.opcode == "FADD.SAT")
-        .unwrap();
-    assert!(
-        smooth
-            .instructions_at("vec_math.cuh", 3)
-            .contains(&fadd_sat)
-    );
+    let fadd_sat = smooth.instructions.iter().position(|i| i.opcode == "FADD.SAT").unwrap();
+    assert!(smooth.instructions_at("vec_math.cuh", 3).contains(&fadd_sat));
     assert!(smooth.instructions_at("inlined.cu", 6).contains(&fadd_sat));
     // Paths match by suffix, since nvcc records them as given on its command line.
-    assert!(
-        smooth
-            .instructions_at("/home/me/project/vec_math.cuh", 3)
-            .contains(&fadd_sat)
-    );
+    assert!(smooth.instructions_at("/home/me/project/vec_math.cuh", 3).contains(&fadd_sat));
 }
 
 #[test]
@@ -165,10 +141,7 @@ fn opcodes(d: &Disassembly) -> Vec<(String, Vec<Listed>)> {
         .map(|f| {
             (
                 f.mangled.clone(),
-                f.instructions
-                    .iter()
-                    .map(|i| (i.offset, i.predicate.clone(), i.opcode.clone()))
-                    .collect(),
+                f.instructions.iter().map(|i| (i.offset, i.predicate.clone(), i.opcode.clone())).collect(),
             )
         })
         .collect();
@@ -190,12 +163,7 @@ fn cuobjdump_and_nvdisasm_decode_the_same_encodings() {
     let nvdisasm = parse_sass(fixture!("sass/kernels_sm80.nvdisasm.txt"));
     for function in &nvdisasm.functions {
         let other = cuobjdump.function(&function.mangled).unwrap();
-        let encodings = |f: &Function| {
-            f.instructions
-                .iter()
-                .map(|i| i.encoding)
-                .collect::<Vec<_>>()
-        };
+        let encodings = |f: &Function| f.instructions.iter().map(|i| i.encoding).collect::<Vec<_>>();
         assert_eq!(encodings(function), encodings(other), "{}", function.name);
         assert!(function.instructions.iter().all(|i| i.control.is_some()));
     }

@@ -6,11 +6,7 @@ use kernelpro_sass::ptxas::parse_ptxas;
 
 macro_rules! fixture {
     ($path:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/",
-            $path
-        ))
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/", $path))
     };
 }
 
@@ -20,8 +16,16 @@ fn check(text: &str, expected: Expect) {
         .map(|k| {
             format!(
                 "{} ({}) {}: {} regs, {} B stack, spills {}/{} B, {} B smem, cmem {:?}, {} barriers\n",
-                k.name, k.mangled, k.arch, k.registers, k.stack_frame, k.spill_stores, k.spill_loads,
-                k.shared_static, k.constant_bytes, k.barriers
+                k.name,
+                k.mangled,
+                k.arch,
+                k.registers,
+                k.stack_frame,
+                k.spill_stores,
+                k.spill_loads,
+                k.shared_static,
+                k.constant_bytes,
+                k.barriers
             )
         })
         .collect();

@@ -7,30 +7,16 @@ use kernelpro_search::synthetic::{LandscapeEvaluator, MoveProposer, source};
 use kernelpro_search::{Backup, Search, SearchConfig, Strategy};
 
 fn main() {
-    let seeds: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    println!(
-        "{:<8} {:>10} {:>10} {:>8} {:>8} {:>8}",
-        "strategy", "geomean", "mean ln", ">=2x", ">=5x", "evals"
-    );
+    let seeds: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20);
+    println!("{:<8} {:>10} {:>10} {:>8} {:>8} {:>8}", "strategy", "geomean", "mean ln", ">=2x", ">=5x", "evals");
     for strategy in [Strategy::Mcts, Strategy::Greedy, Strategy::Random] {
         let mut logs = Vec::new();
         let mut evals = 0;
         for seed in 0..seeds {
-            let mut config = SearchConfig {
-                strategy,
-                seed,
-                ..SearchConfig::default()
-            };
+            let mut config = SearchConfig { strategy, seed, ..SearchConfig::default() };
             override_from_env(&mut config);
             let result = Search::new(config)
-                .run(
-                    &source(&[]),
-                    &mut MoveProposer::new(seed),
-                    &mut LandscapeEvaluator::default(),
-                )
+                .run(&source(&[]), &mut MoveProposer::new(seed), &mut LandscapeEvaluator::default())
                 .expect("the original evaluates");
             logs.push(result.best_speedup.ln());
             evals += result.evaluations;

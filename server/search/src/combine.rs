@@ -49,12 +49,7 @@ impl Proposer for ByFindings {
     }
 
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
-        let matches = |tools: &[String]| {
-            ctx.findings
-                .iter()
-                .filter(|f| tools.contains(&f.tool))
-                .count()
-        };
+        let matches = |tools: &[String]| ctx.findings.iter().filter(|f| tools.contains(&f.tool)).count();
         let mut order: Vec<usize> = (0..self.proposers.len()).collect();
         // Stable sort: equal matches keep the given order.
         order.sort_by_key(|&i| std::cmp::Reverse(matches(&self.tools[i])));
@@ -62,20 +57,13 @@ impl Proposer for ByFindings {
     }
 }
 
-fn collect(
-    proposers: &mut [Box<dyn Proposer>],
-    order: &[usize],
-    ctx: &ProposeContext,
-) -> Vec<Proposal> {
+fn collect(proposers: &mut [Box<dyn Proposer>], order: &[usize], ctx: &ProposeContext) -> Vec<Proposal> {
     let mut out = Vec::new();
     for &i in order {
         if out.len() >= ctx.wanted {
             break;
         }
-        let rest = ProposeContext {
-            wanted: ctx.wanted - out.len(),
-            ..*ctx
-        };
+        let rest = ProposeContext { wanted: ctx.wanted - out.len(), ..*ctx };
         out.extend(proposers[i].propose(&rest).into_iter().take(rest.wanted));
     }
     out

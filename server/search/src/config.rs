@@ -35,11 +35,7 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget {
-            max_evaluations: 60,
-            max_iterations: 90,
-            wall_time: None,
-        }
+        Budget { max_evaluations: 60, max_iterations: 90, wall_time: None }
     }
 }
 
@@ -56,12 +52,7 @@ pub struct Widening {
 
 impl Default for Widening {
     fn default() -> Self {
-        Widening {
-            k: 1.0,
-            alpha: 0.5,
-            wide_factor: 2.0,
-            debug_children: 1,
-        }
+        Widening { k: 1.0, alpha: 0.5, wide_factor: 2.0, debug_children: 1 }
     }
 }
 
@@ -78,11 +69,7 @@ pub struct Pruning {
 
 impl Default for Pruning {
     fn default() -> Self {
-        Pruning {
-            max_misses: 3,
-            regress_ratio: 0.9,
-            regress_min_descendants: 2,
-        }
+        Pruning { max_misses: 3, regress_ratio: 0.9, regress_min_descendants: 2 }
     }
 }
 

@@ -13,10 +13,7 @@ pub struct FindingNote {
 
 impl FindingNote {
     pub fn new(tool: impl Into<String>, guidance: impl Into<String>) -> Self {
-        FindingNote {
-            tool: tool.into(),
-            guidance: guidance.into(),
-        }
+        FindingNote { tool: tool.into(), guidance: guidance.into() }
     }
 }
 

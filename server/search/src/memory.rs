@@ -46,9 +46,7 @@ impl SearchMemory {
 
     /// The entry of an already tried source, if any.
     pub fn lookup(&self, source: &str) -> Option<&MemoryEntry> {
-        self.by_hash
-            .get(&source_hash(source))
-            .map(|&i| &self.entries[i])
+        self.by_hash.get(&source_hash(source)).map(|&i| &self.entries[i])
     }
 
     pub(crate) fn record(
@@ -61,10 +59,7 @@ impl SearchMemory {
         speedup: Option<f64>,
     ) {
         let hash = source_hash(source);
-        let detail = outcome
-            .failure()
-            .and_then(|m| m.lines().next())
-            .unwrap_or("");
+        let detail = outcome.failure().and_then(|m| m.lines().next()).unwrap_or("");
         self.by_hash.entry(hash).or_insert(self.entries.len());
         self.entries.push(MemoryEntry {
             hash,
@@ -80,11 +75,7 @@ impl SearchMemory {
 
 /// FNV-1a over [`normalize`]d source: stable across runs and platforms.
 pub fn source_hash(source: &str) -> u64 {
-    normalize(source)
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        })
+    normalize(source).bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Drops comments and whitespace, keeping one space only where it separates two

@@ -36,12 +36,7 @@ pub struct Proposal {
 
 impl Proposal {
     pub fn new(source: impl Into<String>, recipe: impl Into<String>) -> Self {
-        Proposal {
-            source: source.into(),
-            recipe: recipe.into(),
-            answers: None,
-            note: None,
-        }
+        Proposal { source: source.into(), recipe: recipe.into(), answers: None, note: None }
     }
 
     pub fn answering(mut self, tool: impl Into<String>) -> Self {

@@ -77,32 +77,18 @@ pub fn pick_best(tree: &Tree) -> Option<NodeId> {
         .iter()
         .skip(1)
         .filter_map(|n| match &n.outcome {
-            Outcome::Ok {
-                time_s,
-                energy_j,
-                noise,
-                ..
-            } => Some(Timed {
-                id: n.id,
-                time: *time_s,
-                energy: *energy_j,
-                noise: *noise,
-            }),
+            Outcome::Ok { time_s, energy_j, noise, .. } => {
+                Some(Timed { id: n.id, time: *time_s, energy: *energy_j, noise: *noise })
+            }
             _ => None,
         })
         .collect();
-    let fastest = candidates
-        .iter()
-        .min_by(|a, b| a.time.total_cmp(&b.time).then(a.id.cmp(&b.id)))?;
+    let fastest = candidates.iter().min_by(|a, b| a.time.total_cmp(&b.time).then(a.id.cmp(&b.id)))?;
     let frugal = candidates
         .iter()
         .filter(|c| c.time <= fastest.time + c.noise.max(fastest.noise))
         .filter_map(|c| Some((c.energy?, c)))
-        .min_by(|(ea, a), (eb, b)| {
-            ea.total_cmp(eb)
-                .then(a.time.total_cmp(&b.time))
-                .then(a.id.cmp(&b.id))
-        });
+        .min_by(|(ea, a), (eb, b)| ea.total_cmp(eb).then(a.time.total_cmp(&b.time)).then(a.id.cmp(&b.id)));
     Some(frugal.map_or(fastest.id, |(_, c)| c.id))
 }
 
@@ -124,11 +110,7 @@ pub(crate) fn best_path(tree: &Tree, best: NodeId) -> Vec<Step> {
 }
 
 pub(crate) fn stats(tree: &Tree, duplicates: usize) -> TreeStats {
-    let mut s = TreeStats {
-        nodes: tree.len(),
-        duplicates,
-        ..TreeStats::default()
-    };
+    let mut s = TreeStats { nodes: tree.len(), duplicates, ..TreeStats::default() };
     for n in tree.nodes() {
         s.max_depth = s.max_depth.max(n.depth);
         s.closed += n.closed as usize;

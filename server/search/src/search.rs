@@ -85,12 +85,7 @@ pub struct Search<'a> {
 
 impl<'a> Search<'a> {
     pub fn new(config: SearchConfig) -> Self {
-        Search {
-            config,
-            cancel: None,
-            on_progress: None,
-            memory: SearchMemory::default(),
-        }
+        Search { config, cancel: None, on_progress: None, memory: SearchMemory::default() }
     }
 
     /// Checked before every evaluation; setting it stops with the best so far.
@@ -119,9 +114,7 @@ impl<'a> Search<'a> {
         let started = Instant::now();
         let baseline = evaluator.evaluate(original);
         let (baseline_time_s, baseline_energy_j) = match &baseline {
-            Outcome::Ok {
-                time_s, energy_j, ..
-            } => (*time_s, *energy_j),
+            Outcome::Ok { time_s, energy_j, .. } => (*time_s, *energy_j),
             _ => return Err(SearchError::Baseline(baseline)),
         };
         let mut run = Run {
@@ -140,14 +133,7 @@ impl<'a> Search<'a> {
             best: None,
             outcomes: HashMap::from([(normalize(original), baseline.clone())]),
         };
-        run.memory.record(
-            original,
-            NodeId::ROOT,
-            "original",
-            None,
-            &baseline,
-            Some(1.0),
-        );
+        run.memory.record(original, NodeId::ROOT, "original", None, &baseline, Some(1.0));
         run.tree.add(
             None,
             Evaluated {
@@ -207,11 +193,7 @@ struct Run<'c, 'a> {
 }
 
 impl Run<'_, '_> {
-    fn main_loop(
-        &mut self,
-        proposer: &mut dyn Proposer,
-        evaluator: &mut dyn Evaluator,
-    ) -> StopReason {
+    fn main_loop(&mut self, proposer: &mut dyn Proposer, evaluator: &mut dyn Evaluator) -> StopReason {
         loop {
             if let Some(reason) = self.out_of_budget() {
                 return reason;
@@ -222,22 +204,13 @@ impl Run<'_, '_> {
             self.iterations += 1;
             let mut closed = Vec::new();
             let best_speedup = self.fastest_speedup();
-            let selection = select(
-                &mut self.tree,
-                self.config,
-                best_speedup,
-                &mut self.rng,
-                &mut closed,
-            );
+            let selection = select(&mut self.tree, self.config, best_speedup, &mut self.rng, &mut closed);
             self.emit_closed(closed);
             let Some(selection) = selection else {
                 return StopReason::Exhausted;
             };
             let node = selection.node;
-            self.emit(Event::Selected {
-                iteration: self.iterations,
-                node,
-            });
+            self.emit(Event::Selected { iteration: self.iterations, node });
 
             let wanted = selection
                 .slots
@@ -257,11 +230,7 @@ impl Run<'_, '_> {
             };
             let mut proposals = proposer.propose(&ctx);
             proposals.truncate(wanted);
-            self.emit(Event::Proposed {
-                node,
-                proposer: proposer.name().to_owned(),
-                count: proposals.len(),
-            });
+            self.emit(Event::Proposed { node, proposer: proposer.name().to_owned(), count: proposals.len() });
             if proposals.is_empty() {
                 let closed = self.tree.record_attempt(node, None, self.config);
                 self.emit_closed(closed);
@@ -294,22 +263,14 @@ impl Run<'_, '_> {
                 if let Some(seen) = self.memory.lookup(&proposal.source) {
                     let of = seen.node;
                     self.duplicates += 1;
-                    self.emit(Event::Duplicate {
-                        parent: node,
-                        recipe: proposal.recipe,
-                        of,
-                    });
+                    self.emit(Event::Duplicate { parent: node, recipe: proposal.recipe, of });
                     let closed = self.tree.record_attempt(node, None, self.config);
                     self.emit_closed(closed);
                     continue;
                 }
                 if ready.is_empty() {
-                    let chunk: Vec<&str> = pending
-                        .next()
-                        .expect("a new source is in the batch")
-                        .iter()
-                        .map(String::as_str)
-                        .collect();
+                    let chunk: Vec<&str> =
+                        pending.next().expect("a new source is in the batch").iter().map(String::as_str).collect();
                     ready.extend(self.evaluate_once(evaluator, &chunk));
                 }
                 let outcome = ready.pop_front().expect("refilled above");
@@ -340,13 +301,7 @@ impl Run<'_, '_> {
                     self.best = pick_best(&self.tree);
                 }
                 grew = true;
-                self.emit(Event::Evaluated {
-                    node: id,
-                    parent: node,
-                    recipe,
-                    outcome: kind,
-                    speedup,
-                });
+                self.emit(Event::Evaluated { node: id, parent: node, recipe, outcome: kind, speedup });
                 let closed = self.tree.record_attempt(node, Some(id), self.config);
                 self.emit_closed(closed);
             }
@@ -377,18 +332,11 @@ impl Run<'_, '_> {
 
     fn out_of_budget(&self) -> Option<StopReason> {
         let budget = &self.config.budget;
-        if self
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
+        if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             Some(StopReason::Cancelled)
         } else if self.evaluations >= budget.max_evaluations {
             Some(StopReason::Evaluations)
-        } else if budget
-            .wall_time
-            .is_some_and(|limit| self.started.elapsed() >= limit)
-        {
+        } else if budget.wall_time.is_some_and(|limit| self.started.elapsed() >= limit) {
             Some(StopReason::WallTime)
         } else {
             None
@@ -401,11 +349,7 @@ impl Run<'_, '_> {
 
     /// The fastest verified speedup, the original included: what "best so far" means for widening.
     fn fastest_speedup(&self) -> f64 {
-        self.tree
-            .nodes()
-            .iter()
-            .filter_map(|n| n.speedup)
-            .fold(1.0, f64::max)
+        self.tree.nodes().iter().filter_map(|n| n.speedup).fold(1.0, f64::max)
     }
 
     fn emit_closed(&mut self, closed: Vec<NodeId>) {

@@ -27,32 +27,16 @@ pub(crate) fn select(
                 .nodes()
                 .iter()
                 .filter(|n| !n.closed && !n.exhausted && !n.failed())
-                .max_by(|a, b| {
-                    a.speedup
-                        .partial_cmp(&b.speedup)
-                        .unwrap()
-                        .then(b.id.cmp(&a.id))
-                })?;
-            Some(Selection {
-                node: fastest.id,
-                slots: config.candidates_per_iteration,
-            })
+                .max_by(|a, b| a.speedup.partial_cmp(&b.speedup).unwrap().then(b.id.cmp(&a.id)))?;
+            Some(Selection { node: fastest.id, slots: config.candidates_per_iteration })
         }
         Strategy::Random => {
-            let open: Vec<NodeId> = tree
-                .nodes()
-                .iter()
-                .filter(|n| !n.closed && !n.exhausted)
-                .map(|n| n.id)
-                .collect();
+            let open: Vec<NodeId> = tree.nodes().iter().filter(|n| !n.closed && !n.exhausted).map(|n| n.id).collect();
             if open.is_empty() {
                 return None;
             }
             let node = open[rng.below(open.len())];
-            Some(Selection {
-                node,
-                slots: baseline_slots(tree, node, config),
-            })
+            Some(Selection { node, slots: baseline_slots(tree, node, config) })
         }
     }
 }
@@ -60,22 +44,14 @@ pub(crate) fn select(
 /// Baselines ignore widening, but a failed node still only gets its debug children.
 fn baseline_slots(tree: &Tree, node: NodeId, config: &SearchConfig) -> usize {
     if tree[node].failed() {
-        config
-            .widening
-            .debug_children
-            .saturating_sub(tree[node].children.len())
+        config.widening.debug_children.saturating_sub(tree[node].children.len())
     } else {
         config.candidates_per_iteration
     }
 }
 
 /// Descends from the root by UCT until a node whose widening limit leaves room.
-fn uct(
-    tree: &mut Tree,
-    config: &SearchConfig,
-    best_speedup: f64,
-    closed: &mut Vec<NodeId>,
-) -> Option<Selection> {
+fn uct(tree: &mut Tree, config: &SearchConfig, best_speedup: f64, closed: &mut Vec<NodeId>) -> Option<Selection> {
     let mut v = NodeId::ROOT;
     loop {
         if tree[v].closed {
@@ -85,12 +61,7 @@ fn uct(
             let slots = tree.child_limit(v, config, best_speedup) - tree[v].children.len();
             return Some(Selection { node: v, slots });
         }
-        let open: Vec<NodeId> = tree[v]
-            .children
-            .iter()
-            .copied()
-            .filter(|&c| !tree[c].closed)
-            .collect();
+        let open: Vec<NodeId> = tree[v].children.iter().copied().filter(|&c| !tree[c].closed).collect();
         if open.is_empty() {
             if tree.can_widen(v, config) {
                 // Every child is a dead end: count a visit of the node itself
@@ -107,14 +78,9 @@ fn uct(
             continue;
         }
         let ln_n = (tree[v].visits as f64).ln();
-        let score = |c: NodeId| {
-            tree.value(c, config.backup)
-                + config.exploration * (ln_n / tree[c].visits as f64).sqrt()
-        };
+        let score =
+            |c: NodeId| tree.value(c, config.backup) + config.exploration * (ln_n / tree[c].visits as f64).sqrt();
         // Ties go to the older child, so runs are reproducible.
-        v = open.iter().copied().fold(
-            open[0],
-            |best, c| if score(c) > score(best) { c } else { best },
-        );
+        v = open.iter().copied().fold(open[0], |best, c| if score(c) > score(best) { c } else { best });
     }
 }

@@ -27,9 +27,7 @@ pub fn source(moves: &[u8]) -> String {
 
 pub fn parse(source: &str) -> Vec<u8> {
     let list = source.strip_prefix("moves:").unwrap_or("");
-    list.split(',')
-        .filter_map(|m| m.trim().parse().ok())
-        .collect()
+    list.split(',').filter_map(|m| m.trim().parse().ok()).collect()
 }
 
 /// The speedup of a path, or `None` if it fails to compile.
@@ -54,12 +52,7 @@ pub fn speedup(moves: &[u8]) -> Option<f64> {
         }
         Some(_) => {
             // A third of the moves past the first fail to compile, as rewrites do.
-            if moves
-                .iter()
-                .enumerate()
-                .skip(1)
-                .any(|(depth, &m)| m as usize % 3 == depth % 3)
-            {
+            if moves.iter().enumerate().skip(1).any(|(depth, &m)| m as usize % 3 == depth % 3) {
                 return None;
             }
             let climbed = (1.0 + 0.1 * moves.len() as f64).min(PLATEAU);
@@ -70,9 +63,7 @@ pub fn speedup(moves: &[u8]) -> Option<f64> {
 
 /// Deterministic value in [-1, 1] per path.
 fn jitter(moves: &[u8]) -> f64 {
-    let seed = moves.iter().fold(0x1234_5678u64, |h, &m| {
-        (h ^ m as u64).wrapping_mul(0x0100_0000_01b3)
-    });
+    let seed = moves.iter().fold(0x1234_5678u64, |h, &m| (h ^ m as u64).wrapping_mul(0x0100_0000_01b3));
     SplitMix64::new(seed).unit() * 2.0 - 1.0
 }
 
@@ -98,10 +89,7 @@ impl Evaluator for LandscapeEvaluator {
                     findings: vec![FindingNote::new("Depth", guidance)],
                 }
             }
-            None => Outcome::CompileError(format!(
-                "error: move {} does not apply",
-                moves.last().unwrap()
-            )),
+            None => Outcome::CompileError(format!("error: move {} does not apply", moves.last().unwrap())),
         }
     }
 }
@@ -114,9 +102,7 @@ pub struct MoveProposer {
 
 impl MoveProposer {
     pub fn new(seed: u64) -> Self {
-        MoveProposer {
-            rng: SplitMix64::new(seed ^ 0x5eed),
-        }
+        MoveProposer { rng: SplitMix64::new(seed ^ 0x5eed) }
     }
 }
 
@@ -127,9 +113,7 @@ impl Proposer for MoveProposer {
 
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
         let parent = parse(ctx.source);
-        let mut fresh: Vec<u8> = (0..BRANCHING)
-            .filter(|&m| !tried(ctx.memory, &parent, m))
-            .collect();
+        let mut fresh: Vec<u8> = (0..BRANCHING).filter(|&m| !tried(ctx.memory, &parent, m)).collect();
         let mut out = Vec::new();
         while out.len() < ctx.wanted && !fresh.is_empty() {
             let m = fresh.swap_remove(self.rng.below(fresh.len()));

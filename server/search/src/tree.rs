@@ -105,14 +105,7 @@ impl Tree {
 
     /// Adds a node and backs its reward up to the root.
     pub(crate) fn add(&mut self, parent: Option<NodeId>, evaluated: Evaluated) -> NodeId {
-        let Evaluated {
-            source,
-            recipe,
-            answers,
-            outcome,
-            speedup,
-            reward,
-        } = evaluated;
+        let Evaluated { source, recipe, answers, outcome, speedup, reward } = evaluated;
         let id = NodeId(self.nodes.len());
         let depth = parent.map_or(0, |p| self[p].depth + 1);
         self.nodes.push(Node {
@@ -196,9 +189,7 @@ impl Tree {
     /// Whether the node may take a child now.
     pub fn expandable(&self, id: NodeId, config: &SearchConfig, best_speedup: f64) -> bool {
         let node = &self[id];
-        !node.closed
-            && !node.exhausted
-            && node.children.len() < self.child_limit(id, config, best_speedup)
+        !node.closed && !node.exhausted && node.children.len() < self.child_limit(id, config, best_speedup)
     }
 
     pub(crate) fn mark_exhausted(&mut self, id: NodeId) {
@@ -225,8 +216,7 @@ impl Tree {
         let p = &config.pruning;
         let node = &mut self.nodes[parent.0];
         node.misses = if hit { 0 } else { node.misses + 1 };
-        let failed_out =
-            node.speedup.is_none() && node.children.len() >= config.widening.debug_children;
+        let failed_out = node.speedup.is_none() && node.children.len() >= config.widening.debug_children;
         if node.parent.is_some() && (failed_out || node.misses >= p.max_misses) {
             node.exhausted = true;
         }
@@ -239,9 +229,7 @@ impl Tree {
                 let node = &self[id];
                 !node.closed
                     && node.verified_descendants >= p.regress_min_descendants
-                    && node
-                        .speedup
-                        .is_some_and(|s| node.best_descendant < p.regress_ratio * s)
+                    && node.speedup.is_some_and(|s| node.best_descendant < p.regress_ratio * s)
             })
             .collect();
         for &id in &closed {

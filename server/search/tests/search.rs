@@ -3,9 +3,8 @@
 use expect_test::{Expect, expect};
 use kernelpro_search::synthetic::{LandscapeEvaluator, MoveProposer, source};
 use kernelpro_search::{
-    Budget, ByFindings, Evaluator, Event, FindingNote, NodeId, Outcome, Proposal, ProposeContext,
-    Proposer, RoundRobin, Search, SearchConfig, SearchError, SearchResult, StopReason, Strategy,
-    Tree, Widening, normalize,
+    Budget, ByFindings, Evaluator, Event, FindingNote, NodeId, Outcome, Proposal, ProposeContext, Proposer, RoundRobin,
+    Search, SearchConfig, SearchError, SearchResult, StopReason, Strategy, Tree, Widening, normalize,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,10 +20,7 @@ struct Scripted<F: Fn(&str) -> Outcome> {
 
 impl<F: Fn(&str) -> Outcome> Scripted<F> {
     fn new(outcome: F) -> Self {
-        Scripted {
-            outcome,
-            calls: Vec::new(),
-        }
+        Scripted { outcome, calls: Vec::new() }
     }
 }
 
@@ -36,12 +32,7 @@ impl<F: Fn(&str) -> Outcome> Evaluator for Scripted<F> {
 }
 
 fn ok(time_s: f64) -> Outcome {
-    Outcome::Ok {
-        time_s,
-        energy_j: None,
-        noise: 0.0,
-        findings: Vec::new(),
-    }
+    Outcome::Ok { time_s, energy_j: None, noise: 0.0, findings: Vec::new() }
 }
 
 /// Depth of a `r/1/4`-style source.
@@ -62,10 +53,7 @@ impl Proposer for Counter {
         (0..ctx.wanted)
             .map(|_| {
                 self.next += 1;
-                Proposal::new(
-                    format!("{}/{}", ctx.source, self.next),
-                    format!("step-{}", self.next),
-                )
+                Proposal::new(format!("{}/{}", ctx.source, self.next), format!("step-{}", self.next))
             })
             .collect()
     }
@@ -84,24 +72,12 @@ impl Proposer for Fixed {
 }
 
 fn landscape(strategy: Strategy, seed: u64) -> SearchResult {
-    let config = SearchConfig {
-        strategy,
-        seed,
-        ..SearchConfig::default()
-    };
-    Search::new(config)
-        .run(
-            &source(&[]),
-            &mut MoveProposer::new(seed),
-            &mut LandscapeEvaluator::default(),
-        )
-        .unwrap()
+    let config = SearchConfig { strategy, seed, ..SearchConfig::default() };
+    Search::new(config).run(&source(&[]), &mut MoveProposer::new(seed), &mut LandscapeEvaluator::default()).unwrap()
 }
 
 fn scripted(config: SearchConfig, outcome: impl Fn(&str) -> Outcome) -> SearchResult {
-    Search::new(config)
-        .run("r", &mut Counter { next: 0 }, &mut Scripted::new(outcome))
-        .unwrap()
+    Search::new(config).run("r", &mut Counter { next: 0 }, &mut Scripted::new(outcome)).unwrap()
 }
 
 /// One line per node, indented by depth: source, speedup or failure, flags.
@@ -110,17 +86,10 @@ fn render(tree: &Tree) -> String {
     let mut stack = vec![NodeId::ROOT];
     while let Some(id) = stack.pop() {
         let n = &tree[id];
-        let result = n
-            .speedup
-            .map_or(format!("{:?}", n.outcome.kind()), |s| format!("{s:.2}x"));
+        let result = n.speedup.map_or(format!("{:?}", n.outcome.kind()), |s| format!("{s:.2}x"));
         let flags = [(n.exhausted, " exhausted"), (n.closed, " closed")];
         let flags: String = flags.iter().filter(|f| f.0).map(|f| f.1).collect();
-        out += &format!(
-            "{}{} {result} visits={}{flags}\n",
-            "  ".repeat(n.depth),
-            n.source,
-            n.visits
-        );
+        out += &format!("{}{} {result} visits={}{flags}\n", "  ".repeat(n.depth), n.source, n.visits);
         stack.extend(n.children.iter().rev());
     }
     out
@@ -134,26 +103,15 @@ fn check_strategies(seeds: u64, expected: Expect) {
     let mut means = Vec::new();
     for strategy in [Strategy::Mcts, Strategy::Greedy, Strategy::Random] {
         let runs: Vec<SearchResult> = (0..seeds).map(|seed| landscape(strategy, seed)).collect();
-        assert!(
-            runs.iter().all(|r| r.evaluations == 60),
-            "{strategy:?} used the whole budget"
-        );
+        assert!(runs.iter().all(|r| r.evaluations == 60), "{strategy:?} used the whole budget");
         let mean = runs.iter().map(|r| r.best_speedup.ln()).sum::<f64>() / seeds as f64;
-        table += &format!(
-            "{strategy:?}: mean ln {mean:.3} = geomean {:.2}x\n",
-            mean.exp()
-        );
+        table += &format!("{strategy:?}: mean ln {mean:.3} = geomean {:.2}x\n", mean.exp());
         means.push(mean);
     }
     expected.assert_eq(&table);
-    let [mcts, greedy, random] = means[..] else {
-        unreachable!()
-    };
+    let [mcts, greedy, random] = means[..] else { unreachable!() };
     assert!(mcts > greedy && mcts > random, "{table}");
-    assert!(
-        greedy < 1.35f64.ln(),
-        "greedy stays on the 1.3x plateau: {table}"
-    );
+    assert!(greedy < 1.35f64.ln(), "greedy stays on the 1.3x plateau: {table}");
 }
 
 #[test]
@@ -184,14 +142,7 @@ fn best_path_lists_each_rewrite_from_the_original() {
     let path: Vec<String> = result
         .best_path
         .iter()
-        .map(|s| {
-            format!(
-                "{} {:?} {:.2}",
-                s.recipe,
-                s.outcome,
-                s.speedup.unwrap_or(0.0)
-            )
-        })
+        .map(|s| format!("{} {:?} {:.2}", s.recipe, s.outcome, s.speedup.unwrap_or(0.0)))
         .collect();
     expect![[r#"
         [
@@ -209,29 +160,14 @@ fn best_path_lists_each_rewrite_from_the_original() {
 #[test]
 fn progressive_widening_bounds_children_by_visits() {
     // Without the asymmetric factor every node obeys ceil(k * visits^alpha).
-    let widening = Widening {
-        wide_factor: 1.0,
-        ..Widening::default()
-    };
+    let widening = Widening { wide_factor: 1.0, ..Widening::default() };
     for seed in 0..20 {
-        let config = SearchConfig {
-            seed,
-            widening: widening.clone(),
-            ..SearchConfig::default()
-        };
+        let config = SearchConfig { seed, widening: widening.clone(), ..SearchConfig::default() };
         let result = Search::new(config)
-            .run(
-                &source(&[]),
-                &mut MoveProposer::new(seed),
-                &mut LandscapeEvaluator::default(),
-            )
+            .run(&source(&[]), &mut MoveProposer::new(seed), &mut LandscapeEvaluator::default())
             .unwrap();
         for n in result.tree.nodes() {
-            let bound = if n.failed() {
-                1
-            } else {
-                (n.visits as f64).sqrt().ceil() as usize
-            };
+            let bound = if n.failed() { 1 } else { (n.visits as f64).sqrt().ceil() as usize };
             assert!(
                 n.children.len() <= bound,
                 "seed {seed}: {} has {} children, {} visits",
@@ -246,13 +182,7 @@ fn progressive_widening_bounds_children_by_visits() {
 #[test]
 fn root_and_improving_nodes_branch_wider() {
     // Depth 1 is faster than the root, depth 2 is not faster than depth 1.
-    let config = SearchConfig {
-        budget: Budget {
-            max_evaluations: 8,
-            ..Budget::default()
-        },
-        ..SearchConfig::default()
-    };
+    let config = SearchConfig { budget: Budget { max_evaluations: 8, ..Budget::default() }, ..SearchConfig::default() };
     let result = scripted(config, |s| ok(if depth(s) == 0 { 1.0 } else { 0.5 }));
     expect![[r#"
         r 1.00x visits=9
@@ -271,19 +201,12 @@ fn root_and_improving_nodes_branch_wider() {
 #[test]
 fn widening_limits_depend_on_progress() {
     // Depth 1 improves on the root; at depth 2 half the rewrites regress slightly, half fail.
-    let config = SearchConfig {
-        budget: Budget {
-            max_evaluations: 30,
-            ..Budget::default()
-        },
-        ..SearchConfig::default()
-    };
+    let config =
+        SearchConfig { budget: Budget { max_evaluations: 30, ..Budget::default() }, ..SearchConfig::default() };
     let result = scripted(config.clone(), |s| match depth(s) {
         0 => ok(1.0),
         1 => ok(0.5),
-        _ if s.ends_with(['1', '3', '5', '7', '9']) => {
-            Outcome::CompileError("error: expected ';'".into())
-        }
+        _ if s.ends_with(['1', '3', '5', '7', '9']) => Outcome::CompileError("error: expected ';'".into()),
         _ => ok(0.52),
     });
     let tree = &result.tree;
@@ -297,10 +220,7 @@ fn widening_limits_depend_on_progress() {
         };
         assert_eq!(limit(n.id), expected, "{}", n.source);
     }
-    assert!(
-        tree.nodes().iter().any(|n| n.failed()),
-        "the budget reaches failing depths"
-    );
+    assert!(tree.nodes().iter().any(|n| n.failed()), "the budget reaches failing depths");
 }
 
 #[test]
@@ -309,10 +229,7 @@ fn a_node_is_exhausted_after_three_failing_children() {
     // fastest node, gives it no fourth child and moves on.
     let config = SearchConfig {
         strategy: Strategy::Greedy,
-        budget: Budget {
-            max_evaluations: 12,
-            ..Budget::default()
-        },
+        budget: Budget { max_evaluations: 12, ..Budget::default() },
         ..SearchConfig::default()
     };
     let result = scripted(config, |s| match s {
@@ -322,26 +239,14 @@ fn a_node_is_exhausted_after_three_failing_children() {
         _ => ok(1.0 / 1.2),
     });
     let failing = &result.tree[NodeId(1)];
-    assert_eq!(
-        (failing.children.len(), failing.exhausted, failing.closed),
-        (3, true, false)
-    );
-    assert_eq!(
-        result.tree.nodes().len(),
-        13,
-        "the rest of the tree kept growing"
-    );
+    assert_eq!((failing.children.len(), failing.exhausted, failing.closed), (3, true, false));
+    assert_eq!(result.tree.nodes().len(), 13, "the rest of the tree kept growing");
 }
 
 #[test]
 fn a_node_whose_descendants_regress_is_closed() {
-    let config = SearchConfig {
-        budget: Budget {
-            max_evaluations: 20,
-            ..Budget::default()
-        },
-        ..SearchConfig::default()
-    };
+    let config =
+        SearchConfig { budget: Budget { max_evaluations: 20, ..Budget::default() }, ..SearchConfig::default() };
     let result = scripted(config, |s| match s {
         "r" => ok(1.0),
         "r/1" => ok(0.5),
@@ -349,11 +254,7 @@ fn a_node_whose_descendants_regress_is_closed() {
         _ => ok(1.0),
     });
     let fast = &result.tree[NodeId(1)];
-    assert!(
-        fast.closed && fast.verified_descendants >= 2,
-        "{}",
-        render(&result.tree)
-    );
+    assert!(fast.closed && fast.verified_descendants >= 2, "{}", render(&result.tree));
     assert!(result.trace.contains(&Event::Closed { node: NodeId(1) }));
 }
 
@@ -372,32 +273,20 @@ fn failed_nodes_get_one_debug_child_with_the_error() {
     }
     let config = SearchConfig {
         strategy: Strategy::Random,
-        budget: Budget {
-            max_evaluations: 40,
-            ..Budget::default()
-        },
+        budget: Budget { max_evaluations: 40, ..Budget::default() },
         ..SearchConfig::default()
     };
     let result = Search::new(config)
         .run(
             "r",
             &mut Recorder(&seen, Counter { next: 0 }),
-            &mut Scripted::new(|s| {
-                if depth(s) == 0 {
-                    ok(1.0)
-                } else {
-                    Outcome::CompileError("error: bad".into())
-                }
-            }),
+            &mut Scripted::new(|s| if depth(s) == 0 { ok(1.0) } else { Outcome::CompileError("error: bad".into()) }),
         )
         .unwrap();
     for n in result.tree.nodes().iter().filter(|n| n.failed()) {
         assert!(n.children.len() <= 1, "{}", n.source);
     }
-    assert!(
-        seen.borrow().contains(&Some("error: bad".to_owned())),
-        "a debug proposal sees the error"
-    );
+    assert!(seen.borrow().contains(&Some("error: bad".to_owned())), "a debug proposal sees the error");
 }
 
 // ---- memory --------------------------------------------------------------
@@ -405,21 +294,9 @@ fn failed_nodes_get_one_debug_child_with_the_error() {
 #[test]
 fn identical_sources_are_evaluated_once() {
     let mut evaluator = Scripted::new(|_| ok(0.5));
-    let mut proposer = Fixed(vec![
-        "x = a + b; // fast",
-        "x = a+b;",
-        "/* again */ x=a+b ;",
-    ]);
-    let config = SearchConfig {
-        budget: Budget {
-            max_iterations: 5,
-            ..Budget::default()
-        },
-        ..SearchConfig::default()
-    };
-    let result = Search::new(config)
-        .run("x = a - b;", &mut proposer, &mut evaluator)
-        .unwrap();
+    let mut proposer = Fixed(vec!["x = a + b; // fast", "x = a+b;", "/* again */ x=a+b ;"]);
+    let config = SearchConfig { budget: Budget { max_iterations: 5, ..Budget::default() }, ..SearchConfig::default() };
+    let result = Search::new(config).run("x = a - b;", &mut proposer, &mut evaluator).unwrap();
     assert_eq!(evaluator.calls, ["x = a - b;", "x = a + b; // fast"]);
     assert_eq!(result.evaluations, 1);
     assert!(result.stats.duplicates >= 2);
@@ -456,16 +333,8 @@ fn proposers_see_the_memory_and_notes_are_kept() {
             vec![Proposal::new(source, "bang").with_note(format!("saw {}", self.0))]
         }
     }
-    let config = SearchConfig {
-        budget: Budget {
-            max_evaluations: 3,
-            ..Budget::default()
-        },
-        ..SearchConfig::default()
-    };
-    let result = Search::new(config)
-        .run("k", &mut Noting(0), &mut Scripted::new(|_| ok(1.0)))
-        .unwrap();
+    let config = SearchConfig { budget: Budget { max_evaluations: 3, ..Budget::default() }, ..SearchConfig::default() };
+    let result = Search::new(config).run("k", &mut Noting(0), &mut Scripted::new(|_| ok(1.0))).unwrap();
     assert_eq!(result.memory.notes, ["saw 1", "saw 2", "saw 3"]);
 }
 
@@ -484,23 +353,10 @@ fn cancellation_returns_the_best_so_far() {
                 flag.store(true, Ordering::Relaxed);
             }
         })
-        .run(
-            &source(&[]),
-            &mut MoveProposer::new(1),
-            &mut LandscapeEvaluator::default(),
-        )
+        .run(&source(&[]), &mut MoveProposer::new(1), &mut LandscapeEvaluator::default())
         .unwrap();
-    assert_eq!(
-        (result.stop, result.evaluations, seen),
-        (StopReason::Cancelled, 5, 5)
-    );
-    let fastest = result
-        .tree
-        .nodes()
-        .iter()
-        .skip(1)
-        .filter_map(|n| n.speedup)
-        .fold(0.0, f64::max);
+    assert_eq!((result.stop, result.evaluations, seen), (StopReason::Cancelled, 5, 5));
+    let fastest = result.tree.nodes().iter().skip(1).filter_map(|n| n.speedup).fold(0.0, f64::max);
     assert_eq!(result.best_speedup, fastest);
     assert!(result.best.is_some());
 }
@@ -508,17 +364,11 @@ fn cancellation_returns_the_best_so_far() {
 #[test]
 fn a_spent_wall_time_stops_before_any_candidate() {
     let config = SearchConfig {
-        budget: Budget {
-            wall_time: Some(Duration::ZERO),
-            ..Budget::default()
-        },
+        budget: Budget { wall_time: Some(Duration::ZERO), ..Budget::default() },
         ..SearchConfig::default()
     };
     let result = scripted(config, |_| ok(1.0));
-    assert_eq!(
-        (result.stop, result.evaluations, result.best),
-        (StopReason::WallTime, 0, None)
-    );
+    assert_eq!((result.stop, result.evaluations, result.best), (StopReason::WallTime, 0, None));
     assert_eq!(result.best_speedup, 1.0);
 }
 
@@ -531,11 +381,7 @@ fn progress_reports_every_evaluation() {
                 reports.push((p.evaluations, p.best_speedup));
             }
         })
-        .run(
-            &source(&[]),
-            &mut MoveProposer::new(2),
-            &mut LandscapeEvaluator::default(),
-        )
+        .run(&source(&[]), &mut MoveProposer::new(2), &mut LandscapeEvaluator::default())
         .unwrap();
     assert_eq!(reports.len(), 60);
     assert!(reports.iter().enumerate().all(|(i, r)| r.0 == i + 1));
@@ -545,11 +391,7 @@ fn progress_reports_every_evaluation() {
 #[test]
 fn a_failing_original_is_an_error() {
     let err = Search::new(SearchConfig::default())
-        .run(
-            "r",
-            &mut Counter { next: 0 },
-            &mut Scripted::new(|_| Outcome::Timeout),
-        )
+        .run("r", &mut Counter { next: 0 }, &mut Scripted::new(|_| Outcome::Timeout))
         .unwrap_err();
     assert_eq!(err, SearchError::Baseline(Outcome::Timeout));
 }
@@ -562,68 +404,34 @@ fn check_energy(children: &[(&'static str, f64, Option<f64>, f64)], expected: &s
     let table = children.to_vec();
     let sources: Vec<&'static str> = children.iter().map(|c| c.0).collect();
     let config = SearchConfig {
-        budget: Budget {
-            max_evaluations: children.len(),
-            ..Budget::default()
-        },
+        budget: Budget { max_evaluations: children.len(), ..Budget::default() },
         candidates_per_iteration: children.len(),
-        widening: Widening {
-            k: children.len() as f64,
-            ..Widening::default()
-        },
+        widening: Widening { k: children.len() as f64, ..Widening::default() },
         ..SearchConfig::default()
     };
     let evaluator = move |s: &str| match table.iter().find(|c| c.0 == s) {
-        Some(&(_, time_s, energy_j, noise)) => Outcome::Ok {
-            time_s,
-            energy_j,
-            noise,
-            findings: Vec::new(),
-        },
+        Some(&(_, time_s, energy_j, noise)) => Outcome::Ok { time_s, energy_j, noise, findings: Vec::new() },
         None => ok(1e-3),
     };
-    let result = Search::new(config)
-        .run("r", &mut Fixed(sources), &mut Scripted::new(evaluator))
-        .unwrap();
+    let result = Search::new(config).run("r", &mut Fixed(sources), &mut Scripted::new(evaluator)).unwrap();
     let best = &result.tree[result.best.unwrap()];
     assert_eq!(best.source, expected);
-    assert_eq!(
-        result.best_energy_j,
-        children.iter().find(|c| c.0 == expected).unwrap().2
-    );
+    assert_eq!(result.best_energy_j, children.iter().find(|c| c.0 == expected).unwrap().2);
     assert_eq!(result.best_speedup, 1e-3 / best.outcome.time_s().unwrap());
 }
 
 #[test]
 fn within_noise_the_lower_energy_wins() {
     check_energy(
-        &[
-            ("fast-hot", 0.500e-3, Some(0.9), 0.01e-3),
-            ("near-cool", 0.505e-3, Some(0.6), 0.01e-3),
-        ],
+        &[("fast-hot", 0.500e-3, Some(0.9), 0.01e-3), ("near-cool", 0.505e-3, Some(0.6), 0.01e-3)],
         "near-cool",
     );
     check_energy(
-        &[
-            ("fast-hot", 0.500e-3, Some(0.9), 0.001e-3),
-            ("near-cool", 0.505e-3, Some(0.6), 0.001e-3),
-        ],
+        &[("fast-hot", 0.500e-3, Some(0.9), 0.001e-3), ("near-cool", 0.505e-3, Some(0.6), 0.001e-3)],
         "fast-hot",
     );
-    check_energy(
-        &[
-            ("fast", 0.5e-3, None, 0.01e-3),
-            ("slow-cool", 0.7e-3, Some(0.1), 0.01e-3),
-        ],
-        "fast",
-    );
-    check_energy(
-        &[
-            ("fast", 0.5e-3, None, 0.01e-3),
-            ("near", 0.505e-3, Some(0.2), 0.01e-3),
-        ],
-        "near",
-    );
+    check_energy(&[("fast", 0.5e-3, None, 0.01e-3), ("slow-cool", 0.7e-3, Some(0.1), 0.01e-3)], "fast");
+    check_energy(&[("fast", 0.5e-3, None, 0.01e-3), ("near", 0.505e-3, Some(0.2), 0.01e-3)], "near");
 }
 
 // ---- combined proposers -------------------------------------------------------
@@ -640,12 +448,7 @@ impl Proposer for Named {
     }
 }
 
-fn recipes_of(
-    proposer: &mut dyn Proposer,
-    findings: &[FindingNote],
-    wanted: usize,
-    calls: usize,
-) -> Vec<String> {
+fn recipes_of(proposer: &mut dyn Proposer, findings: &[FindingNote], wanted: usize, calls: usize) -> Vec<String> {
     let memory = Default::default();
     let ctx = ProposeContext {
         parent: NodeId::ROOT,
@@ -658,39 +461,20 @@ fn recipes_of(
         memory: &memory,
         wanted,
     };
-    (0..calls)
-        .map(|_| {
-            proposer
-                .propose(&ctx)
-                .iter()
-                .map(|p| p.recipe.clone())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect()
+    (0..calls).map(|_| proposer.propose(&ctx).iter().map(|p| p.recipe.clone()).collect::<Vec<_>>().join(",")).collect()
 }
 
 #[test]
 fn round_robin_rotates_the_leading_proposer() {
-    let mut rr = RoundRobin::new(vec![
-        Box::new(Named("a")),
-        Box::new(Named("b")),
-        Box::new(Named("c")),
-    ]);
+    let mut rr = RoundRobin::new(vec![Box::new(Named("a")), Box::new(Named("b")), Box::new(Named("c"))]);
     assert_eq!(recipes_of(&mut rr, &[], 2, 3), ["a,b", "b,c", "c,a"]);
 }
 
 #[test]
 fn by_findings_asks_the_matching_proposer_first() {
     let mut bf = ByFindings::new(vec![
-        (
-            vec!["BankConflict".into()],
-            Box::new(Named("pad")) as Box<dyn Proposer>,
-        ),
-        (
-            vec!["Uncoalesced".into(), "Vectorization".into()],
-            Box::new(Named("vec")),
-        ),
+        (vec!["BankConflict".into()], Box::new(Named("pad")) as Box<dyn Proposer>),
+        (vec!["Uncoalesced".into(), "Vectorization".into()], Box::new(Named("vec"))),
         (vec![], Box::new(Named("tune"))),
     ]);
     let findings = [FindingNote::new("Uncoalesced", "use float4")];
@@ -711,11 +495,7 @@ struct Batched<E: Evaluator> {
 
 impl<E: Evaluator> Batched<E> {
     fn new(inner: E, width: usize) -> Self {
-        Batched {
-            inner,
-            width,
-            batches: Vec::new(),
-        }
+        Batched { inner, width, batches: Vec::new() }
     }
 }
 
@@ -724,15 +504,10 @@ impl<E: Evaluator> Evaluator for Batched<E> {
         self.inner.evaluate(source)
     }
     fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
-        self.batches
-            .push(sources.iter().map(|s| s.to_string()).collect());
+        self.batches.push(sources.iter().map(|s| s.to_string()).collect());
         // Out of order, as concurrent runs finish: the search must not care.
-        let mut outcomes: Vec<(usize, Outcome)> = sources
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, s)| (i, self.inner.evaluate(s)))
-            .collect();
+        let mut outcomes: Vec<(usize, Outcome)> =
+            sources.iter().enumerate().rev().map(|(i, s)| (i, self.inner.evaluate(s))).collect();
         outcomes.sort_by_key(|(i, _)| *i);
         outcomes.into_iter().map(|(_, o)| o).collect()
     }
@@ -745,38 +520,21 @@ impl<E: Evaluator> Evaluator for Batched<E> {
 fn a_batch_evaluator_gets_each_iterations_candidates_together_with_the_same_result() {
     for strategy in [Strategy::Mcts, Strategy::Greedy, Strategy::Random] {
         for seed in 0..8 {
-            let config = SearchConfig {
-                strategy,
-                seed,
-                ..SearchConfig::default()
-            };
+            let config = SearchConfig { strategy, seed, ..SearchConfig::default() };
             let one_by_one = Search::new(config.clone())
-                .run(
-                    &source(&[]),
-                    &mut MoveProposer::new(seed),
-                    &mut LandscapeEvaluator::default(),
-                )
+                .run(&source(&[]), &mut MoveProposer::new(seed), &mut LandscapeEvaluator::default())
                 .unwrap();
             let mut batched = Batched::new(LandscapeEvaluator::default(), 4);
-            let parallel = Search::new(config.clone())
-                .run(&source(&[]), &mut MoveProposer::new(seed), &mut batched)
-                .unwrap();
+            let parallel =
+                Search::new(config.clone()).run(&source(&[]), &mut MoveProposer::new(seed), &mut batched).unwrap();
 
             let what = format!("{strategy:?} seed {seed}");
             assert_eq!(parallel.trace, one_by_one.trace, "{what}");
             assert_eq!(render(&parallel.tree), render(&one_by_one.tree), "{what}");
-            assert_eq!(
-                parallel.memory.entries(),
-                one_by_one.memory.entries(),
-                "{what}"
-            );
+            assert_eq!(parallel.memory.entries(), one_by_one.memory.entries(), "{what}");
             assert_eq!(
                 (parallel.best, parallel.best_speedup, parallel.evaluations),
-                (
-                    one_by_one.best,
-                    one_by_one.best_speedup,
-                    one_by_one.evaluations
-                ),
+                (one_by_one.best, one_by_one.best_speedup, one_by_one.evaluations),
                 "{what}"
             );
 
@@ -785,19 +543,12 @@ fn a_batch_evaluator_gets_each_iterations_candidates_together_with_the_same_resu
             assert_eq!(batched.inner.evaluated[0], source(&[]), "{what}");
             assert!(batched.batches.len() <= parallel.iterations, "{what}");
             assert!(
-                batched
-                    .batches
-                    .iter()
-                    .all(|b| (1..=config.candidates_per_iteration).contains(&b.len())),
+                batched.batches.iter().all(|b| (1..=config.candidates_per_iteration).contains(&b.len())),
                 "{what}: {:?}",
                 batched.batches
             );
             let pairs = batched.batches.iter().filter(|b| b.len() == 2).count();
-            assert!(
-                pairs * 2 > batched.batches.len(),
-                "{what}: {:?}",
-                batched.batches
-            );
+            assert!(pairs * 2 > batched.batches.len(), "{what}: {:?}", batched.batches);
             // Every recorded candidate came through a batch; a batch-mate of a
             // candidate that pruned its parent may be evaluated but not recorded.
             let sent: usize = batched.batches.iter().map(Vec::len).sum();
@@ -810,27 +561,14 @@ fn a_batch_evaluator_gets_each_iterations_candidates_together_with_the_same_resu
 #[test]
 fn a_batch_holds_no_repeats_or_remembered_sources() {
     let mut evaluator = Batched::new(Scripted::new(|_| ok(0.5)), 8);
-    let mut proposer = Fixed(vec![
-        "x = a + b; // fast",
-        "x = a+b;",
-        "x = b + a;",
-        "/* again */ x=a+b ;",
-    ]);
+    let mut proposer = Fixed(vec!["x = a + b; // fast", "x = a+b;", "x = b + a;", "/* again */ x=a+b ;"]);
     let config = SearchConfig {
         candidates_per_iteration: 4,
-        widening: Widening {
-            k: 4.0,
-            ..Widening::default()
-        },
-        budget: Budget {
-            max_iterations: 3,
-            ..Budget::default()
-        },
+        widening: Widening { k: 4.0, ..Widening::default() },
+        budget: Budget { max_iterations: 3, ..Budget::default() },
         ..SearchConfig::default()
     };
-    let result = Search::new(config)
-        .run("x = a - b;", &mut proposer, &mut evaluator)
-        .unwrap();
+    let result = Search::new(config).run("x = a - b;", &mut proposer, &mut evaluator).unwrap();
     assert_eq!(
         evaluator.batches,
         [vec!["x = a + b; // fast", "x = b + a;"]],
@@ -877,19 +615,11 @@ fn a_candidate_evaluated_but_not_recorded_is_not_evaluated_again() {
     let config = SearchConfig {
         strategy: Strategy::Greedy,
         candidates_per_iteration: 4,
-        widening: Widening {
-            k: 4.0,
-            ..Widening::default()
-        },
-        budget: Budget {
-            max_iterations: 4,
-            ..Budget::default()
-        },
+        widening: Widening { k: 4.0, ..Widening::default() },
+        budget: Budget { max_iterations: 4, ..Budget::default() },
         ..SearchConfig::default()
     };
-    let result = Search::new(config)
-        .run("r", &mut Script(0), &mut evaluator)
-        .unwrap();
+    let result = Search::new(config).run("r", &mut Script(0), &mut evaluator).unwrap();
     let mut calls = evaluator.inner.calls.clone();
     calls.sort();
     assert_eq!(calls, ["f1", "f2", "f3", "r", "r/1", "r/2", "x = 1;"], "{:?}", result.trace);

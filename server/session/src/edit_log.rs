@@ -26,7 +26,11 @@ impl LineChange {
             // Within one line: still the same statement (a typo fixed, a qualifier added).
             return LineChange { keep_before: first.saturating_add(1), old_after: first.saturating_add(1), delta: 0 };
         }
-        LineChange { keep_before: first, old_after: last.saturating_add(1), delta: added as i64 - (last - first) as i64 }
+        LineChange {
+            keep_before: first,
+            old_after: last.saturating_add(1),
+            delta: added as i64 - (last - first) as i64,
+        }
     }
 
     /// Where `line` (before the change) is after it; `None` when the change rewrote it.
@@ -122,44 +126,68 @@ mod tests {
 
     #[test]
     fn two_lines_inserted_above_a_line_move_it_and_everything_below() {
-        check(5, &[((2, 0), (2, 0), "a\nb\n")], expect![[r#"
+        check(
+            5,
+            &[((2, 0), (2, 0), "a\nb\n")],
+            expect![[r#"
             forward 0 1 4 5 6
-            back    0 1 - - 2 3 4"#]]);
+            back    0 1 - - 2 3 4"#]],
+        );
     }
 
     #[test]
     fn a_line_split_in_the_middle_is_rewritten() {
-        check(4, &[((1, 5), (1, 5), "\n")], expect![[r#"
+        check(
+            4,
+            &[((1, 5), (1, 5), "\n")],
+            expect![[r#"
             forward 0 - 3 4
-            back    0 - - 2 3 4"#]]);
+            back    0 - - 2 3 4"#]],
+        );
     }
 
     #[test]
     fn a_change_within_one_line_keeps_its_findings() {
-        check(4, &[((1, 4), (1, 4), "__restrict__ ")], expect![[r#"
+        check(
+            4,
+            &[((1, 4), (1, 4), "__restrict__ ")],
+            expect![[r#"
             forward 0 1 2 3
-            back    0 1 2 3 4 5"#]]);
+            back    0 1 2 3 4 5"#]],
+        );
     }
 
     #[test]
     fn deleted_lines_lose_their_findings_and_the_rest_moves_up() {
-        check(6, &[((1, 0), (3, 0), "")], expect![[r#"
+        check(
+            6,
+            &[((1, 0), (3, 0), "")],
+            expect![[r#"
             forward 0 - - 1 2 3
-            back    0 3 4 5 6 7 8 9"#]]);
+            back    0 3 4 5 6 7 8 9"#]],
+        );
     }
 
     #[test]
     fn lines_joined_mid_line_are_rewritten() {
-        check(6, &[((1, 3), (3, 2), "x")], expect![[r#"
+        check(
+            6,
+            &[((1, 3), (3, 2), "x")],
+            expect![[r#"
             forward 0 - - - 2 3
-            back    0 - 4 5 6 7 8 9"#]]);
+            back    0 - 4 5 6 7 8 9"#]],
+        );
     }
 
     #[test]
     fn an_insertion_and_its_undo_map_back_to_the_same_lines() {
-        check(4, &[((1, 0), (1, 0), "a\nb\n"), ((1, 0), (3, 0), "")], expect![[r#"
+        check(
+            4,
+            &[((1, 0), (1, 0), "a\nb\n"), ((1, 0), (3, 0), "")],
+            expect![[r#"
             forward 0 1 2 3
-            back    0 1 2 3 4 5"#]]);
+            back    0 1 2 3 4 5"#]],
+        );
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub fn rebase(original: &str, edits: &[LineEdit], current: &str) -> Result<Vec<L
     for e in edits {
         let e = anchored(e, &old);
         let block = &old[(e.start_line as usize).min(old.len())..(e.end_line as usize).min(old.len())];
-        let at = closest_occurrence(&new, block, e.start_line as usize).ok_or(NotApplicable::Changed { line: e.start_line })?;
+        let at = closest_occurrence(&new, block, e.start_line as usize)
+            .ok_or(NotApplicable::Changed { line: e.start_line })?;
         let len = (e.end_line - e.start_line) as usize;
         out.push(LineEdit { start_line: at as u32, end_line: (at + len) as u32, text: e.text.clone() });
     }
@@ -71,7 +72,11 @@ fn anchored(e: &LineEdit, old: &[&str]) -> LineEdit {
     } else {
         let last = old[old.len() - 1];
         let sep = if last.ends_with('\n') { "" } else { "\n" };
-        LineEdit { start_line: old.len() as u32 - 1, end_line: old.len() as u32, text: format!("{last}{sep}{}", e.text) }
+        LineEdit {
+            start_line: old.len() as u32 - 1,
+            end_line: old.len() as u32,
+            text: format!("{last}{sep}{}", e.text),
+        }
     }
 }
 
@@ -96,7 +101,11 @@ mod tests {
     /// The edit replacing the kernel's body line, re-based onto `current` and
     /// applied; or why not.
     fn check(current: &str, expected: Expect) {
-        let edit = LineEdit { start_line: 1, end_line: 3, text: "__global__ void k(float* __restrict__ y) {\n  y[0] = 2;\n".into() };
+        let edit = LineEdit {
+            start_line: 1,
+            end_line: 3,
+            text: "__global__ void k(float* __restrict__ y) {\n  y[0] = 2;\n".into(),
+        };
         let got = match rebase(ORIGINAL, &[edit], current) {
             Ok(edits) => apply(current, &edits),
             Err(e) => format!("not applicable: {e}"),
@@ -104,21 +113,25 @@ mod tests {
         expected.assert_eq(&got);
     }
 
-
     #[test]
     fn unchanged_text_takes_the_edit_as_is() {
-        check(ORIGINAL, expect![[r#"
+        check(
+            ORIGINAL,
+            expect![[r#"
             // header
             __global__ void k(float* __restrict__ y) {
               y[0] = 2;
             }
             int main() {}
-        "#]]);
+        "#]],
+        );
     }
 
     #[test]
     fn lines_added_above_move_the_edit_down() {
-        check("// header\n// a comment\n// another\n__global__ void k(float* y) {\n  y[0] = 1;\n}\nint main() {}\n", expect![[r#"
+        check(
+            "// header\n// a comment\n// another\n__global__ void k(float* y) {\n  y[0] = 1;\n}\nint main() {}\n",
+            expect![[r#"
             // header
             // a comment
             // another
@@ -126,35 +139,47 @@ mod tests {
               y[0] = 2;
             }
             int main() {}
-        "#]]);
+        "#]],
+        );
     }
 
     #[test]
     fn an_edit_below_the_kernel_keeps_it() {
-        check("// header\n__global__ void k(float* y) {\n  y[0] = 1;\n}\nint main() { return 0; }\n", expect![[r#"
+        check(
+            "// header\n__global__ void k(float* y) {\n  y[0] = 1;\n}\nint main() { return 0; }\n",
+            expect![[r#"
             // header
             __global__ void k(float* __restrict__ y) {
               y[0] = 2;
             }
             int main() { return 0; }
-        "#]]);
+        "#]],
+        );
     }
 
     #[test]
     fn a_change_inside_the_replaced_lines_stops_it() {
-        check("// header\n__global__ void k(float* y) {\n  y[0] = 3;\n}\nint main() {}\n", expect![[r#"not applicable: the lines this result replaces (from line 2) changed since the search: undo the change or run Optimize again"#]]);
+        check(
+            "// header\n__global__ void k(float* y) {\n  y[0] = 3;\n}\nint main() {}\n",
+            expect![[
+                r#"not applicable: the lines this result replaces (from line 2) changed since the search: undo the change or run Optimize again"#
+            ]],
+        );
     }
 
     #[test]
     fn after_an_undo_it_applies_again() {
         // The undo restores the original text exactly.
-        check(ORIGINAL, expect![[r#"
+        check(
+            ORIGINAL,
+            expect![[r#"
             // header
             __global__ void k(float* __restrict__ y) {
               y[0] = 2;
             }
             int main() {}
-        "#]]);
+        "#]],
+        );
     }
 
     #[test]

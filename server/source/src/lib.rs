@@ -67,18 +67,13 @@ impl SourceFile {
     }
     /// The innermost function whose definition covers the 0-based line.
     pub fn function_at_line(&self, line: u32) -> Option<&Function> {
-        self.functions
-            .iter()
-            .filter(|f| f.span.contains_line(line))
-            .min_by_key(|f| f.span.end.line - f.span.start.line)
+        self.functions.iter().filter(|f| f.span.contains_line(line)).min_by_key(|f| f.span.end.line - f.span.start.line)
     }
 }
 
 pub fn parse_tree(text: &str) -> Option<Tree> {
     let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_cuda::LANGUAGE.into())
-        .ok()?;
+    parser.set_language(&tree_sitter_cuda::LANGUAGE.into()).ok()?;
     parser.parse(text, None)
 }
 
@@ -87,15 +82,9 @@ pub fn parse(text: &str) -> SourceFile {
         return SourceFile::default();
     };
     let root = tree.root_node();
-    let mut file = SourceFile {
-        has_syntax_errors: root.has_error(),
-        ..Default::default()
-    };
+    let mut file = SourceFile { has_syntax_errors: root.has_error(), ..Default::default() };
     collect(root, text, &mut file);
-    file.has_main = file
-        .functions
-        .iter()
-        .any(|f| f.name == "main" && f.kind == FnKind::Host);
+    file.has_main = file.functions.iter().any(|f| f.name == "main" && f.kind == FnKind::Host);
     file
 }
 
@@ -121,25 +110,15 @@ fn collect(root: Node, text: &str, file: &mut SourceFile) {
 
 pub fn span_of(node: Node) -> Span {
     let (s, e) = (node.start_position(), node.end_position());
-    Span::new(
-        Pos::new(s.row as u32, s.column as u32),
-        Pos::new(e.row as u32, e.column as u32),
-    )
+    Span::new(Pos::new(s.row as u32, s.column as u32), Pos::new(e.row as u32, e.column as u32))
 }
 
 fn function<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str) -> Option<Function> {
     let declarator = find_function_declarator(node.child_by_field_name("declarator")?)?;
     let name_node = declarator.child_by_field_name("declarator")?;
-    let name = text[name_node.byte_range()]
-        .rsplit("::")
-        .next()?
-        .trim()
-        .to_string();
+    let name = text[name_node.byte_range()].rsplit("::").next()?.trim().to_string();
     let head = &text[node.start_byte()..declarator.start_byte()];
-    let has = |w: &str| {
-        head.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|t| t == w)
-    };
+    let has = |w: &str| head.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|t| t == w);
     let kind = if has("__global__") {
         FnKind::Kernel
     } else if has("__device__") && has("__host__") {
@@ -207,28 +186,18 @@ fn param(node: Node, text: &str) -> Option<Param> {
                 name_range = Some(d.byte_range());
                 break;
             }
-            "pointer_declarator" | "array_declarator" | "abstract_pointer_declarator" => {
-                pointer = true
-            }
+            "pointer_declarator" | "array_declarator" | "abstract_pointer_declarator" => pointer = true,
             _ => {}
         }
         decl = d.child_by_field_name("declarator").or_else(|| {
             let mut c = d.walk();
-            d.named_children(&mut c)
-                .find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
+            d.named_children(&mut c).find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
         });
     }
-    let base = node
-        .child_by_field_name("type")
-        .map(|t| text[t.byte_range()].to_string())
-        .unwrap_or_default();
+    let base = node.child_by_field_name("type").map(|t| text[t.byte_range()].to_string()).unwrap_or_default();
     // The type is the declaration with the name's own bytes cut out.
     let ty = match name_range {
-        Some(r) => format!(
-            "{}{}",
-            &text[node.start_byte()..r.start],
-            &text[r.end..node.end_byte()]
-        ),
+        Some(r) => format!("{}{}", &text[node.start_byte()..r.start], &text[r.end..node.end_byte()]),
         None => full.to_string(),
     };
     let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -282,12 +251,7 @@ mod tests {
                 )
             })
             .collect();
-        expected.assert_eq(&format!(
-            "main={} errors={}\n{}",
-            file.has_main,
-            file.has_syntax_errors,
-            got.join("\n")
-        ));
+        expected.assert_eq(&format!("main={} errors={}\n{}", file.has_main, file.has_syntax_errors, got.join("\n")));
     }
 
     #[test]
@@ -306,12 +270,7 @@ mod tests {
 
     /// Runs `f` on a thread with a tokio worker's stack (2 MiB), where the server parses.
     fn on_worker_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-        std::thread::Builder::new()
-            .stack_size(2 << 20)
-            .spawn(f)
-            .unwrap()
-            .join()
-            .expect("no stack overflow")
+        std::thread::Builder::new().stack_size(2 << 20).spawn(f).unwrap().join().expect("no stack overflow")
     }
 
     /// A kernel after 100,000 levels of nesting of each kind: tree-sitter and the
@@ -323,58 +282,25 @@ mod tests {
         let cases = [
             (
                 "parentheses in a body",
-                format!(
-                    "__global__ void k(float* y) {{ y[0] = {}1{}; }}\n",
-                    "(".repeat(DEPTH),
-                    ")".repeat(DEPTH)
-                ),
+                format!("__global__ void k(float* y) {{ y[0] = {}1{}; }}\n", "(".repeat(DEPTH), ")".repeat(DEPTH)),
             ),
             (
                 "braces in a body",
-                format!(
-                    "__global__ void k(float* y) {{ {} }}\n",
-                    "{".repeat(DEPTH) + &"}".repeat(DEPTH)
-                ),
+                format!("__global__ void k(float* y) {{ {} }}\n", "{".repeat(DEPTH) + &"}".repeat(DEPTH)),
             ),
-            (
-                "top-level parentheses",
-                format!("{}{};\n", "(".repeat(DEPTH), ")".repeat(DEPTH)),
-            ),
-            (
-                "top-level braces",
-                format!("{}{}\n", "{".repeat(DEPTH), "}".repeat(DEPTH)),
-            ),
-            (
-                "namespaces",
-                format!(
-                    "{}{}\n",
-                    "namespace a { ".repeat(DEPTH / 10),
-                    "}".repeat(DEPTH / 10)
-                ),
-            ),
+            ("top-level parentheses", format!("{}{};\n", "(".repeat(DEPTH), ")".repeat(DEPTH))),
+            ("top-level braces", format!("{}{}\n", "{".repeat(DEPTH), "}".repeat(DEPTH))),
+            ("namespaces", format!("{}{}\n", "namespace a { ".repeat(DEPTH / 10), "}".repeat(DEPTH / 10))),
             (
                 "a declarator in parentheses",
-                format!(
-                    "__device__ int {}f{}(int x) {{ return x; }}\n",
-                    "(".repeat(DEPTH),
-                    ")".repeat(DEPTH)
-                ),
+                format!("__device__ int {}f{}(int x) {{ return x; }}\n", "(".repeat(DEPTH), ")".repeat(DEPTH)),
             ),
-            (
-                "a long sum",
-                format!(
-                    "__global__ void k(float* y) {{ y[0] = 1{}; }}\n",
-                    " + 1".repeat(DEPTH)
-                ),
-            ),
+            ("a long sum", format!("__global__ void k(float* y) {{ y[0] = 1{}; }}\n", " + 1".repeat(DEPTH))),
         ];
         for (what, text) in cases {
             let text = text + tail;
             let file = on_worker_stack(move || parse(&text));
-            assert!(
-                file.kernel("after").is_some(),
-                "{what}: the kernel after it is lost"
-            );
+            assert!(file.kernel("after").is_some(), "{what}: the kernel after it is lost");
         }
         // Unclosed: tree-sitter may swallow the rest, but nothing overflows.
         for open in ["(", "{", "[", "namespace a { "] {

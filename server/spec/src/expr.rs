@@ -89,12 +89,7 @@ pub(crate) fn shown(text: &str) -> String {
 const OPS: [&str; 10] = ["<<", ">>", "+", "-", "*", "/", "%", "(", ")", ","];
 
 fn err(kind: ExprErrorKind, message: impl Into<String>, start: usize, end: usize) -> ExprError {
-    ExprError {
-        kind,
-        message: message.into(),
-        start,
-        end,
-    }
+    ExprError { kind, message: message.into(), start, end }
 }
 
 impl<'a> Parser<'a> {
@@ -111,9 +106,8 @@ impl<'a> Parser<'a> {
         let rest = &self.src[self.pos..];
         let c = bytes[self.pos];
         if c.is_ascii_digit() {
-            let len = rest
-                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '.'))
-                .unwrap_or(rest.len());
+            let len =
+                rest.find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '.')).unwrap_or(rest.len());
             let text = &rest[..len];
             let end = self.pos + len;
             self.tok = Tok::Int(parse_int(text).ok_or_else(|| {
@@ -122,25 +116,15 @@ impl<'a> Parser<'a> {
                 } else {
                     "write a decimal or 0x-hex integer that fits in 64 bits"
                 };
-                err(
-                    ExprErrorKind::Syntax,
-                    format!("`{}` is not an integer: {hint}", shown(text)),
-                    self.pos,
-                    end,
-                )
+                err(ExprErrorKind::Syntax, format!("`{}` is not an integer: {hint}", shown(text)), self.pos, end)
             })?);
             self.pos = end;
         } else if c.is_ascii_alphabetic() || c == b'_' {
-            let len = rest
-                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
-                .unwrap_or(rest.len());
+            let len = rest.find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).unwrap_or(rest.len());
             if len > MAX_NAME_LEN {
                 return Err(err(
                     ExprErrorKind::Syntax,
-                    format!(
-                        "`{}` is {len} characters long: names have at most {MAX_NAME_LEN}",
-                        shown(&rest[..len])
-                    ),
+                    format!("`{}` is {len} characters long: names have at most {MAX_NAME_LEN}", shown(&rest[..len])),
                     self.pos,
                     self.pos + len,
                 ));
@@ -173,28 +157,16 @@ impl<'a> Parser<'a> {
             return self.advance();
         }
         let (s, e) = self.here();
-        Err(err(
-            ExprErrorKind::Syntax,
-            format!("expected `{op}` {what}"),
-            s,
-            e,
-        ))
+        Err(err(ExprErrorKind::Syntax, format!("expected `{op}` {what}"), s, e))
     }
 
     /// The range of the current token; an empty range at the end gets one column so it shows.
     fn here(&self) -> (usize, usize) {
-        if self.tok == Tok::End {
-            (self.src.len(), self.src.len())
-        } else {
-            (self.tok_start, self.tok_end())
-        }
+        if self.tok == Tok::End { (self.src.len(), self.src.len()) } else { (self.tok_start, self.tok_end()) }
     }
 
     /// Runs `inner` one nesting level deeper, or reports the level past [`MAX_NESTING`] at the current token.
-    fn nested(
-        &mut self,
-        inner: impl FnOnce(&mut Self) -> Result<i64, ExprError>,
-    ) -> Result<i64, ExprError> {
+    fn nested(&mut self, inner: impl FnOnce(&mut Self) -> Result<i64, ExprError>) -> Result<i64, ExprError> {
         if self.depth >= MAX_NESTING {
             let (s, e) = self.here();
             return Err(err(
@@ -225,12 +197,7 @@ impl<'a> Parser<'a> {
                 _ => None,
             }
             .ok_or_else(|| {
-                err(
-                    ExprErrorKind::Overflow,
-                    format!("`{lhs} {op} {rhs}` overflows a 64-bit integer"),
-                    os,
-                    oe,
-                )
+                err(ExprErrorKind::Overflow, format!("`{lhs} {op} {rhs}` overflows a 64-bit integer"), os, oe)
             })?;
         }
         Ok(lhs)
@@ -242,18 +209,9 @@ impl<'a> Parser<'a> {
             let (os, oe) = self.here();
             self.advance()?;
             let rhs = self.multiplicative()?;
-            let v = if op == "+" {
-                lhs.checked_add(rhs)
-            } else {
-                lhs.checked_sub(rhs)
-            };
+            let v = if op == "+" { lhs.checked_add(rhs) } else { lhs.checked_sub(rhs) };
             lhs = v.ok_or_else(|| {
-                err(
-                    ExprErrorKind::Overflow,
-                    format!("`{lhs} {op} {rhs}` overflows a 64-bit integer"),
-                    os,
-                    oe,
-                )
+                err(ExprErrorKind::Overflow, format!("`{lhs} {op} {rhs}` overflows a 64-bit integer"), os, oe)
             })?;
         }
         Ok(lhs)
@@ -280,12 +238,7 @@ impl<'a> Parser<'a> {
                 _ => lhs.checked_rem(rhs),
             };
             lhs = v.ok_or_else(|| {
-                err(
-                    ExprErrorKind::Overflow,
-                    format!("`{lhs} {op} {rhs}` overflows a 64-bit integer"),
-                    os,
-                    oe,
-                )
+                err(ExprErrorKind::Overflow, format!("`{lhs} {op} {rhs}` overflows a 64-bit integer"), os, oe)
             })?;
         }
         Ok(lhs)
@@ -297,14 +250,7 @@ impl<'a> Parser<'a> {
             return self.nested(|p| {
                 p.advance()?;
                 let v = p.unary()?;
-                v.checked_neg().ok_or_else(|| {
-                    err(
-                        ExprErrorKind::Overflow,
-                        "negation overflows a 64-bit integer",
-                        s,
-                        e,
-                    )
-                })
+                v.checked_neg().ok_or_else(|| err(ExprErrorKind::Overflow, "negation overflows a 64-bit integer", s, e))
             });
         }
         if self.tok == Tok::Op("+") {
@@ -338,20 +284,11 @@ impl<'a> Parser<'a> {
                         be,
                     ));
                 }
-                let q = a.checked_div(b).ok_or_else(|| {
-                    err(
-                        ExprErrorKind::Overflow,
-                        "ceil_div overflows a 64-bit integer",
-                        s,
-                        e,
-                    )
-                })?;
+                let q = a
+                    .checked_div(b)
+                    .ok_or_else(|| err(ExprErrorKind::Overflow, "ceil_div overflows a 64-bit integer", s, e))?;
                 let r = a % b;
-                Ok(if r != 0 && ((r > 0) == (b > 0)) {
-                    q + 1
-                } else {
-                    q
-                })
+                Ok(if r != 0 && ((r > 0) == (b > 0)) { q + 1 } else { q })
             }
         }
     }
@@ -373,21 +310,23 @@ impl<'a> Parser<'a> {
             Tok::Name(name) => {
                 self.advance()?;
                 self.scope.get(name).ok_or_else(|| {
-                    err(ExprErrorKind::UnknownName, format!("unknown name `{name}`: define it with `let {name} = ...` above this line ({})", self.scope.known()), s, e)
+                    err(
+                        ExprErrorKind::UnknownName,
+                        format!(
+                            "unknown name `{name}`: define it with `let {name} = ...` above this line ({})",
+                            self.scope.known()
+                        ),
+                        s,
+                        e,
+                    )
                 })
             }
-            Tok::End => Err(err(
-                ExprErrorKind::Syntax,
-                "expression ends too early: expected a number, a name or `(`",
-                s,
-                e,
-            )),
-            Tok::Op(op) => Err(err(
-                ExprErrorKind::Syntax,
-                format!("unexpected `{op}`: expected a number, a name or `(`"),
-                s,
-                e,
-            )),
+            Tok::End => {
+                Err(err(ExprErrorKind::Syntax, "expression ends too early: expected a number, a name or `(`", s, e))
+            }
+            Tok::Op(op) => {
+                Err(err(ExprErrorKind::Syntax, format!("unexpected `{op}`: expected a number, a name or `(`"), s, e))
+            }
         }
     }
 }
@@ -395,10 +334,7 @@ impl<'a> Parser<'a> {
 /// Parses a decimal or `0x` hex integer, allowing `_` separators.
 fn parse_int(text: &str) -> Option<i64> {
     let clean: String = text.chars().filter(|c| *c != '_').collect();
-    match clean
-        .strip_prefix("0x")
-        .or_else(|| clean.strip_prefix("0X"))
-    {
+    match clean.strip_prefix("0x").or_else(|| clean.strip_prefix("0X")) {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => clean.parse().ok(),
     }
@@ -406,14 +342,7 @@ fn parse_int(text: &str) -> Option<i64> {
 
 /// Evaluates `src` with the names in `scope`.
 pub fn eval(src: &str, scope: &Scope) -> Result<i64, ExprError> {
-    let mut p = Parser {
-        src,
-        pos: 0,
-        tok: Tok::End,
-        tok_start: 0,
-        scope,
-        depth: 0,
-    };
+    let mut p = Parser { src, pos: 0, tok: Tok::End, tok_start: 0, scope, depth: 0 };
     p.advance()?;
     let v = p.shift()?;
     if p.tok != Tok::End {
@@ -454,16 +383,8 @@ mod tests {
         let mut scope = Scope::default();
         scope.set("N", 1 << 24);
         scope.set("B", 256);
-        let got = eval(src, &scope).map_err(|e| {
-            (
-                e.message.clone(),
-                src[e.start..e.end.min(src.len())].to_string(),
-            )
-        });
-        let got = got
-            .as_ref()
-            .map_err(|(m, t)| (m.as_str(), t.as_str()))
-            .copied();
+        let got = eval(src, &scope).map_err(|e| (e.message.clone(), src[e.start..e.end.min(src.len())].to_string()));
+        let got = got.as_ref().map_err(|(m, t)| (m.as_str(), t.as_str())).copied();
         assert_eq!(got, expected, "{src}");
     }
 
@@ -483,28 +404,10 @@ mod tests {
 
     #[test]
     fn reports_the_token_at_fault() {
-        check(
-            "N / 0",
-            Err(("division by zero: the right side of `/` is 0", "0")),
-        );
-        check(
-            "ceil_div(N, B - 256)",
-            Err((
-                "division by zero: the second argument of ceil_div is 0",
-                "B - 256",
-            )),
-        );
-        check(
-            "N * N * N * N",
-            Err((
-                "`281474976710656 * 16777216` overflows a 64-bit integer",
-                "*",
-            )),
-        );
-        check(
-            "1 << 64",
-            Err(("`1 << 64` overflows a 64-bit integer", "<<")),
-        );
+        check("N / 0", Err(("division by zero: the right side of `/` is 0", "0")));
+        check("ceil_div(N, B - 256)", Err(("division by zero: the second argument of ceil_div is 0", "B - 256")));
+        check("N * N * N * N", Err(("`281474976710656 * 16777216` overflows a 64-bit integer", "*")));
+        check("1 << 64", Err(("`1 << 64` overflows a 64-bit integer", "<<")));
         check(
             "9223372036854775808",
             Err((
@@ -514,18 +417,9 @@ mod tests {
         );
         check(
             "N + M",
-            Err((
-                "unknown name `M`: define it with `let M = ...` above this line (defined names: N, B)",
-                "M",
-            )),
+            Err(("unknown name `M`: define it with `let M = ...` above this line (defined names: N, B)", "M")),
         );
-        check(
-            "N +",
-            Err((
-                "expression ends too early: expected a number, a name or `(`",
-                "",
-            )),
-        );
+        check("N +", Err(("expression ends too early: expected a number, a name or `(`", "")));
         check("(N", Err(("expected `)` to close the parenthesis", "")));
         check(
             "N $ 2",
@@ -534,56 +428,23 @@ mod tests {
                 "$",
             )),
         );
-        check(
-            "2.5 * N",
-            Err((
-                "`2.5` is not an integer: only integers are allowed here",
-                "2.5",
-            )),
-        );
-        check(
-            "N N",
-            Err(("unexpected text after the end of the expression", "N")),
-        );
-        check(
-            "min(N)",
-            Err(("expected `,` between the two arguments of min(a, b)", ")")),
-        );
+        check("2.5 * N", Err(("`2.5` is not an integer: only integers are allowed here", "2.5")));
+        check("N N", Err(("unexpected text after the end of the expression", "N")));
+        check("min(N)", Err(("expected `,` between the two arguments of min(a, b)", ")")));
     }
 
     #[test]
     fn nesting_is_bounded_with_a_message() {
         let nested = |n: usize| format!("{}1{}", "(".repeat(n), ")".repeat(n));
         check(&nested(MAX_NESTING), Ok(1));
-        check(
-            &format!(
-                "{}2{}",
-                "min(1 + ".repeat(MAX_NESTING),
-                ", 5)".repeat(MAX_NESTING)
-            ),
-            Ok(5),
-        );
+        check(&format!("{}2{}", "min(1 + ".repeat(MAX_NESTING), ", 5)".repeat(MAX_NESTING)), Ok(5));
         let message = "the expression nests deeper than 64 levels of parentheses, calls or signs: simplify it, or name parts with `let`";
         check(&nested(MAX_NESTING + 1), Err((message, "(")));
-        check(
-            &format!("{}N", "-".repeat(MAX_NESTING + 1)),
-            Err((message, "-")),
-        );
-        check(
-            &format!(
-                "{}1{}",
-                "max(0, ".repeat(MAX_NESTING + 1),
-                ")".repeat(MAX_NESTING + 1)
-            ),
-            Err((message, "max")),
-        );
+        check(&format!("{}N", "-".repeat(MAX_NESTING + 1)), Err((message, "-")));
+        check(&format!("{}1{}", "max(0, ".repeat(MAX_NESTING + 1), ")".repeat(MAX_NESTING + 1)), Err((message, "max")));
         // 100,000 levels of each kind on a tokio worker's stack: an error, not an overflow.
-        for text in [
-            nested(100_000),
-            "-".repeat(100_000) + "1",
-            "+".repeat(100_000) + "1",
-            "ceil_div(".repeat(100_000),
-        ] {
+        for text in [nested(100_000), "-".repeat(100_000) + "1", "+".repeat(100_000) + "1", "ceil_div(".repeat(100_000)]
+        {
             let got = std::thread::Builder::new()
                 .stack_size(2 << 20)
                 .spawn(move || eval(&text, &Scope::default()))
@@ -599,10 +460,7 @@ mod tests {
         let name = "n".repeat(MAX_NAME_LEN + 1);
         check(
             &format!("1 + {name}"),
-            Err((
-                "`nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn…` is 257 characters long: names have at most 256",
-                &name,
-            )),
+            Err(("`nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn…` is 257 characters long: names have at most 256", &name)),
         );
         let digits = "9".repeat(10_000);
         check(

@@ -35,10 +35,7 @@ pub struct ResolveOptions {
 
 impl Default for ResolveOptions {
     fn default() -> Self {
-        ResolveOptions {
-            memory_cap_bytes: 8 << 30,
-            overrides: BTreeMap::new(),
-        }
+        ResolveOptions { memory_cap_bytes: 8 << 30, overrides: BTreeMap::new() }
     }
 }
 
@@ -81,11 +78,8 @@ struct Resolver<'a> {
 impl Resolver<'_> {
     fn report(&mut self, code: &str, line: u32, start: u32, end: u32, message: String) {
         let span = Span::new(Pos::new(line, start), Pos::new(line, end.max(start + 1)));
-        self.findings.push(
-            Finding::new("spec", Severity::Error, span, message)
-                .with_code(code)
-                .with_kernel(self.kernel),
-        );
+        self.findings
+            .push(Finding::new("spec", Severity::Error, span, message).with_code(code).with_kernel(self.kernel));
     }
 
     fn report_at(&mut self, code: &str, line: u32, at: Piece, message: String) {
@@ -94,11 +88,8 @@ impl Resolver<'_> {
 
     fn report_line(&mut self, code: &str, line: u32, message: String) {
         let span = Span::line(line);
-        self.findings.push(
-            Finding::new("spec", Severity::Error, span, message)
-                .with_code(code)
-                .with_kernel(self.kernel),
-        );
+        self.findings
+            .push(Finding::new("spec", Severity::Error, span, message).with_code(code).with_kernel(self.kernel));
     }
 
     fn expr_error(&mut self, line: u32, at: Piece, what: &str, e: ExprError) {
@@ -108,19 +99,11 @@ impl Resolver<'_> {
             ExprErrorKind::Syntax | ExprErrorKind::UnknownName => code::BAD_EXPRESSION,
         };
         let (s, t) = (at.col + e.start as u32, at.col + e.end as u32);
-        self.report(
-            code,
-            line,
-            s,
-            t,
-            format!("bad expression in {what}: {}", e.message),
-        );
+        self.report(code, line, s, t, format!("bad expression in {what}: {}", e.message));
     }
 
     fn eval(&mut self, line: u32, at: Piece, what: &str) -> Option<i64> {
-        expr::eval(at.text, &self.scope)
-            .map_err(|e| self.expr_error(line, at, what, e))
-            .ok()
+        expr::eval(at.text, &self.scope).map_err(|e| self.expr_error(line, at, what, e)).ok()
     }
 
     fn define(&mut self, line: u32, name: Piece, value: i64) {
@@ -130,10 +113,7 @@ impl Resolver<'_> {
                 code::DUPLICATE,
                 line,
                 name,
-                format!(
-                    "`{}` is already defined on line {first}: rename one of them",
-                    name.text
-                ),
+                format!("`{}` is already defined on line {first}: rename one of them", name.text),
             );
             return;
         }
@@ -149,10 +129,7 @@ pub fn resolve(
     signature: &KernelSignature,
     opts: &ResolveOptions,
 ) -> Result<LaunchSpec, Vec<Finding>> {
-    let anchor = spec
-        .lines
-        .last()
-        .map_or(spec.kernel_line.saturating_sub(1), |l| l.line);
+    let anchor = spec.lines.last().map_or(spec.kernel_line.saturating_sub(1), |l| l.line);
     let mut r = Resolver {
         kernel: &spec.kernel,
         anchor,
@@ -166,12 +143,9 @@ pub fn resolve(
 
     let instantiate = resolve_instantiation(&mut r, spec, &own);
     let template_args: HashMap<&str, &str> = match &instantiate {
-        Some(inst) => spec
-            .template_params
-            .iter()
-            .map(String::as_str)
-            .zip(inst.args.iter().map(String::as_str))
-            .collect(),
+        Some(inst) => {
+            spec.template_params.iter().map(String::as_str).zip(inst.args.iter().map(String::as_str)).collect()
+        }
         None => HashMap::new(),
     };
     for (name, arg) in &template_args {
@@ -203,8 +177,7 @@ pub fn resolve(
     let args = resolve_args(&mut r, &own, signature, &template_args, opts);
 
     if r.findings.is_empty() {
-        let (grid, block, smem, check, seed, op) =
-            launch.expect("no findings means every launch field resolved");
+        let (grid, block, smem, check, seed, op) = launch.expect("no findings means every launch field resolved");
         Ok(LaunchSpec {
             kernel: spec.kernel.clone(),
             grid,
@@ -229,11 +202,8 @@ fn parse_lines<'a>(r: &mut Resolver, lines: &'a [SpecLine]) -> Vec<(u32, Directi
         match directive::parse(l) {
             Ok(d) => out.push((l.line, d)),
             Err(e) => {
-                let code = if e.message.starts_with("unknown directive") {
-                    code::UNKNOWN_DIRECTIVE
-                } else {
-                    code::SYNTAX
-                };
+                let code =
+                    if e.message.starts_with("unknown directive") { code::UNKNOWN_DIRECTIVE } else { code::SYNTAX };
                 r.report(code, l.line, e.start, e.end, e.message);
             }
         }
@@ -246,9 +216,7 @@ fn directive_head<'a>(d: &Directive<'a>) -> Piece<'a> {
     match d {
         Directive::Let { name, .. } | Directive::Tune { name, .. } => *name,
         Directive::Dims { exprs, .. } => exprs[0],
-        Directive::Smem(p) | Directive::Seed(p) | Directive::Instantiate(p) | Directive::Op(p) => {
-            *p
-        }
+        Directive::Smem(p) | Directive::Seed(p) | Directive::Instantiate(p) | Directive::Op(p) => *p,
         Directive::Check { rtol, atol } => rtol.or(*atol).expect("check has a tolerance"),
         Directive::Buffer { param, .. } | Directive::Scalar { param, .. } => *param,
     }
@@ -270,41 +238,23 @@ fn resolve_lets(r: &mut Resolver, own: &[(u32, Directive)], opts: &ResolveOption
                         code::EMPTY_TUNE,
                         *line,
                         *list,
-                        format!(
-                            "`tune {}` has no values: list at least one, e.g. `[128, 256]`",
-                            name.text
-                        ),
+                        format!("`tune {}` has no values: list at least one, e.g. `[128, 256]`", name.text),
                     );
                     continue;
                 }
                 let what = format!("a value of `tune {}`", name.text);
-                let candidates: Vec<i64> = values
-                    .iter()
-                    .filter_map(|v| r.eval(*line, *v, &what))
-                    .collect();
+                let candidates: Vec<i64> = values.iter().filter_map(|v| r.eval(*line, *v, &what)).collect();
                 if candidates.len() != values.len() {
                     continue;
                 }
-                let value = opts
-                    .overrides
-                    .get(name.text)
-                    .copied()
-                    .unwrap_or(candidates[0]);
+                let value = opts.overrides.get(name.text).copied().unwrap_or(candidates[0]);
                 r.define(*line, *name, value);
-                tunables.push(Tunable {
-                    name: name.text.to_string(),
-                    candidates,
-                    value,
-                });
+                tunables.push(Tunable { name: name.text.to_string(), candidates, value });
             }
             _ => {}
         }
     }
-    for name in opts
-        .overrides
-        .keys()
-        .filter(|n| !tunables.iter().any(|t| &t.name == *n))
-    {
+    for name in opts.overrides.keys().filter(|n| !tunables.iter().any(|t| &t.name == *n)) {
         let anchor = r.anchor;
         r.report_line(
             code::UNKNOWN_DIRECTIVE,
@@ -315,43 +265,22 @@ fn resolve_lets(r: &mut Resolver, own: &[(u32, Directive)], opts: &ResolveOption
     tunables
 }
 
-type Launch = (
-    [u32; 3],
-    [u32; 3],
-    u32,
-    Option<Tolerance>,
-    u64,
-    Option<String>,
-);
+type Launch = ([u32; 3], [u32; 3], u32, Option<Tolerance>, u64, Option<String>);
 
 /// Checks `op = gemm M N K [layout]`: each size an integer parameter of the
 /// kernel or an expression (without spaces) of at least 1, the layout `row`,
 /// `col`, `A,B` or `A,B,C` of those. Returns the hint as written.
-fn resolve_op(
-    r: &mut Resolver,
-    line: u32,
-    p: Piece,
-    signature: &KernelSignature,
-) -> Option<String> {
+fn resolve_op(r: &mut Resolver, line: u32, p: Piece, signature: &KernelSignature) -> Option<String> {
     const SHAPE: &str = "write `op = gemm M N K [layout]`, e.g. `op = gemm M N K row`";
     let mut words = Vec::new();
     let mut rest = p;
     while !rest.text.is_empty() {
-        let len = rest
-            .text
-            .find(char::is_whitespace)
-            .unwrap_or(rest.text.len());
-        let word = Piece {
-            text: &rest.text[..len],
-            col: rest.col,
-        };
+        let len = rest.text.find(char::is_whitespace).unwrap_or(rest.text.len());
+        let word = Piece { text: &rest.text[..len], col: rest.col };
         words.push(word);
         let after = &rest.text[len..];
         let lead = after.len() - after.trim_start().len();
-        rest = Piece {
-            text: after.trim_start(),
-            col: rest.col + (len + lead) as u32,
-        };
+        rest = Piece { text: after.trim_start(), col: rest.col + (len + lead) as u32 };
     }
     let Some((kind, sizes)) = words.split_first() else {
         return None;
@@ -361,10 +290,7 @@ fn resolve_op(
             code::BAD_OP,
             line,
             *kind,
-            format!(
-                "unknown op `{}`: the one op is gemm; {SHAPE}",
-                expr::shown(kind.text)
-            ),
+            format!("unknown op `{}`: the one op is gemm; {SHAPE}", expr::shown(kind.text)),
         );
         return None;
     }
@@ -373,31 +299,20 @@ fn resolve_op(
             code::BAD_OP,
             line,
             p,
-            format!(
-                "`op = gemm` needs three sizes, M N K (got {}): {SHAPE}",
-                sizes.len()
-            ),
+            format!("`op = gemm` needs three sizes, M N K (got {}): {SHAPE}", sizes.len()),
         );
         return None;
     }
     let mut ok = true;
     for (size, dim) in sizes[..3].iter().zip(["M", "N", "K"]) {
-        let param = signature
-            .params
-            .iter()
-            .any(|q| q.name == size.text && !q.pointer);
+        let param = signature.params.iter().any(|q| q.name == size.text && !q.pointer);
         if param && !r.scope.contains(size.text) {
             continue; // the kernel's own size parameter: its binding is checked with the arguments
         }
         match r.eval(line, *size, &format!("the gemm size {dim}")) {
             Some(v) if v >= 1 => {}
             Some(v) => {
-                r.report_at(
-                    code::BAD_OP,
-                    line,
-                    *size,
-                    format!("the gemm size {dim} is {v}: sizes are at least 1"),
-                );
+                r.report_at(code::BAD_OP, line, *size, format!("the gemm size {dim} is {v}: sizes are at least 1"));
                 ok = false;
             }
             None => ok = false,
@@ -406,46 +321,39 @@ fn resolve_op(
     if let Some(layout) = sizes.get(3) {
         let parts: Vec<&str> = layout.text.split(',').collect();
         if parts.len() > 3 || parts.iter().any(|w| !matches!(*w, "row" | "col")) {
-            r.report_at(code::BAD_OP, line, *layout, format!("`{}` is not a layout: write `row`, `col`, or one per matrix as `A,B` or `A,B,C` (e.g. `row,col`)", expr::shown(layout.text)));
+            r.report_at(
+                code::BAD_OP,
+                line,
+                *layout,
+                format!(
+                    "`{}` is not a layout: write `row`, `col`, or one per matrix as `A,B` or `A,B,C` (e.g. `row,col`)",
+                    expr::shown(layout.text)
+                ),
+            );
             ok = false;
         }
     }
     if let Some(extra) = sizes.get(4) {
-        let tail = Piece {
-            text: &p.text[(extra.col - p.col) as usize..],
-            col: extra.col,
-        };
+        let tail = Piece { text: &p.text[(extra.col - p.col) as usize..], col: extra.col };
         r.report_at(
             code::BAD_OP,
             line,
             tail,
-            format!(
-                "unexpected `{}` after the layout: {SHAPE}",
-                expr::shown(tail.text)
-            ),
+            format!("unexpected `{}` after the layout: {SHAPE}", expr::shown(tail.text)),
         );
         ok = false;
     }
     ok.then(|| p.text.to_string())
 }
 
-fn resolve_launch(
-    r: &mut Resolver,
-    own: &[(u32, Directive)],
-    signature: &KernelSignature,
-) -> Option<Launch> {
+fn resolve_launch(r: &mut Resolver, own: &[(u32, Directive)], signature: &KernelSignature) -> Option<Launch> {
     let (mut grid, mut block) = (None, None);
-    let (mut smem, mut seed, mut check, mut op) =
-        (Some(0u32), Some(DEFAULT_SEED), Some(None), Some(None));
+    let (mut smem, mut seed, mut check, mut op) = (Some(0u32), Some(DEFAULT_SEED), Some(None), Some(None));
     let mut seen: HashMap<&str, u32> = HashMap::new();
     for (line, d) in own {
         let key = match d {
-            Directive::Dims {
-                which: Dims::Grid, ..
-            } => "grid",
-            Directive::Dims {
-                which: Dims::Block, ..
-            } => "block",
+            Directive::Dims { which: Dims::Grid, .. } => "grid",
+            Directive::Dims { which: Dims::Block, .. } => "block",
             Directive::Smem(_) => "smem",
             Directive::Seed(_) => "seed",
             Directive::Check { .. } => "check",
@@ -465,18 +373,19 @@ fn resolve_launch(
         match d {
             Directive::Dims { which, exprs } => {
                 let dims = resolve_dims(r, *line, *which, exprs);
-                if *which == Dims::Grid {
-                    grid = dims
-                } else {
-                    block = dims
-                }
+                if *which == Dims::Grid { grid = dims } else { block = dims }
             }
             Directive::Smem(p) => {
                 smem = r.eval(*line, *p, "`smem`").and_then(|v| {
                     if (0..=MAX_SMEM).contains(&v) {
                         Some(v as u32)
                     } else {
-                        r.report_at(code::LAUNCH_RANGE, *line, *p, format!("smem = {v} bytes is outside 0..={MAX_SMEM} (227 KiB, the most a block can use)"));
+                        r.report_at(
+                            code::LAUNCH_RANGE,
+                            *line,
+                            *p,
+                            format!("smem = {v} bytes is outside 0..={MAX_SMEM} (227 KiB, the most a block can use)"),
+                        );
                         None
                     }
                 });
@@ -511,9 +420,7 @@ fn resolve_launch(
                     }
                 };
                 let (rt, at) = (tol(rtol, "rtol"), tol(atol, "atol"));
-                check = rt
-                    .zip(at)
-                    .map(|(rtol, atol)| Some(Tolerance { rtol, atol }));
+                check = rt.zip(at).map(|(rtol, atol)| Some(Tolerance { rtol, atol }));
             }
             Directive::Op(p) => op = resolve_op(r, *line, *p, signature).map(Some),
             _ => unreachable!("filtered above"),
@@ -548,10 +455,7 @@ fn resolve_dims(r: &mut Resolver, line: u32, which: Dims, exprs: &[Piece]) -> Op
                     code::LAUNCH_RANGE,
                     line,
                     *p,
-                    format!(
-                        "{name}.{axis} = {v} is outside 1..={}: CUDA rejects such a launch",
-                        max[i]
-                    ),
+                    format!("{name}.{axis} = {v} is outside 1..={}: CUDA rejects such a launch", max[i]),
                 );
                 ok = false;
             }
@@ -575,11 +479,7 @@ fn resolve_dims(r: &mut Resolver, line: u32, which: Dims, exprs: &[Piece]) -> Op
     ok.then_some(dims)
 }
 
-fn resolve_instantiation(
-    r: &mut Resolver,
-    spec: &KernelSpecRaw,
-    own: &[(u32, Directive)],
-) -> Option<Instantiation> {
+fn resolve_instantiation(r: &mut Resolver, spec: &KernelSpecRaw, own: &[(u32, Directive)]) -> Option<Instantiation> {
     let found = own.iter().find_map(|(line, d)| match d {
         Directive::Instantiate(p) => Some((*line, *p)),
         _ => None,
@@ -590,42 +490,26 @@ fn resolve_instantiation(
             let example = format!(
                 "{}<{}>",
                 spec.kernel,
-                spec.template_params
-                    .iter()
-                    .map(|t| format!("{t}_VALUE"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                spec.template_params.iter().map(|t| format!("{t}_VALUE")).collect::<Vec<_>>().join(", ")
             );
             r.report_line(
                 code::BAD_TEMPLATE,
                 anchor,
-                format!(
-                    "`{}` is a template: add `// kernelpro: instantiate = {example}`",
-                    spec.kernel
-                ),
+                format!("`{}` is a template: add `// kernelpro: instantiate = {example}`", spec.kernel),
             );
         }
         return None;
     };
-    let parsed = p
-        .text
-        .find('<')
-        .filter(|_| p.text.ends_with('>'))
-        .map(|open| {
-            let name = p.text[..open].trim();
-            let args: Vec<String> = split_top_level(&p.text[open + 1..p.text.len() - 1])
-                .into_iter()
-                .map(|(_, a)| a.trim().to_string())
-                .collect();
-            (name, args)
-        });
+    let parsed = p.text.find('<').filter(|_| p.text.ends_with('>')).map(|open| {
+        let name = p.text[..open].trim();
+        let args: Vec<String> = split_top_level(&p.text[open + 1..p.text.len() - 1])
+            .into_iter()
+            .map(|(_, a)| a.trim().to_string())
+            .collect();
+        (name, args)
+    });
     let Some((name, args)) = parsed else {
-        r.report_at(
-            code::BAD_TEMPLATE,
-            line,
-            p,
-            format!("expected `instantiate = {}<ARGS>`", spec.kernel),
-        );
+        r.report_at(code::BAD_TEMPLATE, line, p, format!("expected `instantiate = {}<ARGS>`", spec.kernel));
         return None;
     };
     if name != spec.kernel {
@@ -633,10 +517,7 @@ fn resolve_instantiation(
             code::BAD_TEMPLATE,
             line,
             p,
-            format!(
-                "`{name}` is not this kernel: write `instantiate = {}<...>`",
-                spec.kernel
-            ),
+            format!("`{name}` is not this kernel: write `instantiate = {}<...>`", spec.kernel),
         );
         return None;
     }
@@ -647,27 +528,18 @@ fn resolve_instantiation(
             code::BAD_TEMPLATE,
             line,
             p,
-            format!(
-                "{} template arguments given, `{}` takes {want} ({params})",
-                args.len(),
-                spec.kernel
-            ),
+            format!("{} template arguments given, `{}` takes {want} ({params})", args.len(), spec.kernel),
         );
         return None;
     }
-    Some(Instantiation {
-        name: name.to_string(),
-        args,
-    })
+    Some(Instantiation { name: name.to_string(), args })
 }
 
 /// A parameter's C type with template arguments substituted (`const T` → `const float`).
 fn concrete_type(ty: &str, template_args: &HashMap<&str, &str>) -> String {
     ty.split_inclusive(|c: char| !(c.is_alphanumeric() || c == '_'))
         .map(|piece| {
-            let word_len = piece
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(piece.len());
+            let word_len = piece.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(piece.len());
             let (word, tail) = piece.split_at(word_len);
             format!("{}{tail}", template_args.get(word).copied().unwrap_or(word))
         })
@@ -706,10 +578,7 @@ fn resolve_args(
                 code::DUPLICATE,
                 *line,
                 param,
-                format!(
-                    "`{}` is already bound on line {first}: keep one",
-                    param.text
-                ),
+                format!("`{}` is already bound on line {first}: keep one", param.text),
             );
         }
     }
@@ -737,35 +606,34 @@ fn resolve_args(
             continue;
         };
         let arg = match d {
-            Directive::Buffer {
-                param,
-                dir,
-                ty: elem,
-                count,
-                init,
-            } => {
+            Directive::Buffer { param, dir, ty: elem, count, init } => {
                 if !p.pointer {
-                    r.report_at(code::TYPE_MISMATCH, line, *param, format!("`{}` is a `{ty}` value, not a pointer: bind it to a number, e.g. `{} = N`", p.name, p.name));
+                    r.report_at(
+                        code::TYPE_MISMATCH,
+                        line,
+                        *param,
+                        format!(
+                            "`{}` is a `{ty}` value, not a pointer: bind it to a number, e.g. `{} = N`",
+                            p.name, p.name
+                        ),
+                    );
                     continue;
                 }
-                resolve_buffer(
-                    r,
-                    line,
-                    p,
-                    &ty,
-                    *dir,
-                    *elem,
-                    *count,
-                    init.as_ref(),
-                    opts,
-                    &mut total_bytes,
-                )
-                .map(Arg::Buffer)
+                resolve_buffer(r, line, p, &ty, *dir, *elem, *count, init.as_ref(), opts, &mut total_bytes)
+                    .map(Arg::Buffer)
             }
             Directive::Scalar { param, value } => {
                 if p.pointer {
                     let elem = ElemType::from_c(&ty).map_or("float", ElemType::spec_name);
-                    r.report_at(code::TYPE_MISMATCH, line, *param, format!("`{}` is a pointer (`{ty}*`): bind it to a buffer, e.g. `{} = in {elem}[N]`", p.name, p.name));
+                    r.report_at(
+                        code::TYPE_MISMATCH,
+                        line,
+                        *param,
+                        format!(
+                            "`{}` is a pointer (`{ty}*`): bind it to a buffer, e.g. `{} = in {elem}[N]`",
+                            p.name, p.name
+                        ),
+                    );
                     continue;
                 }
                 resolve_scalar(r, line, p, &ty, *value).map(Arg::Scalar)
@@ -796,11 +664,7 @@ fn resolve_buffer(
             code::TYPE_MISMATCH,
             line,
             elem,
-            format!(
-                "unknown element type `{}`: use one of {}",
-                elem.text,
-                names.join(", ")
-            ),
+            format!("unknown element type `{}`: use one of {}", elem.text, names.join(", ")),
         );
         return None;
     };
@@ -823,10 +687,7 @@ fn resolve_buffer(
             code::TYPE_MISMATCH,
             line,
             elem,
-            format!(
-                "`{}` points to const data, so the kernel cannot write it: make it `in`",
-                p.name
-            ),
+            format!("`{}` points to const data, so the kernel cannot write it: make it `in`", p.name),
         );
         return None;
     }
@@ -846,19 +707,14 @@ fn resolve_buffer(
             code::OVERFLOW,
             line,
             count,
-            format!(
-                "{n} elements of {} overflow a 64-bit byte count",
-                elem_ty.spec_name()
-            ),
+            format!("{n} elements of {} overflow a 64-bit byte count", elem_ty.spec_name()),
         );
         return None;
     };
     *total_bytes = total_bytes.saturating_add(bytes);
     if *total_bytes > opts.memory_cap_bytes {
-        let (gib, cap) = (
-            *total_bytes as f64 / (1u64 << 30) as f64,
-            opts.memory_cap_bytes as f64 / (1u64 << 30) as f64,
-        );
+        let (gib, cap) =
+            (*total_bytes as f64 / (1u64 << 30) as f64, opts.memory_cap_bytes as f64 / (1u64 << 30) as f64);
         r.report_at(
             code::MEMORY_CAP,
             line,
@@ -867,27 +723,11 @@ fn resolve_buffer(
         );
         return None;
     }
-    Some(BufferArg {
-        name: p.name.clone(),
-        dir,
-        elem: elem_ty,
-        count: n as u64,
-        init,
-    })
+    Some(BufferArg { name: p.name.clone(), dir, elem: elem_ty, count: n as u64, init })
 }
 
-fn resolve_init(
-    r: &mut Resolver,
-    line: u32,
-    elem: ElemType,
-    dir: Dir,
-    init: Option<&InitSyntax>,
-) -> Option<Init> {
-    let default = if elem.is_float() {
-        Init::Uniform { lo: -1.0, hi: 1.0 }
-    } else {
-        default_randint(elem)
-    };
+fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Option<&InitSyntax>) -> Option<Init> {
+    let default = if elem.is_float() { Init::Uniform { lo: -1.0, hi: 1.0 } } else { default_randint(elem) };
     let Some(init) = init else {
         return Some(default);
     };
@@ -909,20 +749,13 @@ fn resolve_init(
             code::SYNTAX,
             line,
             init.name,
-            format!(
-                "`{}` takes {} arguments, not {}",
-                init.name.text,
-                want.join(" or "),
-                init.args.len()
-            ),
+            format!("`{}` takes {} arguments, not {}", init.name.text, want.join(" or "), init.args.len()),
         );
         false
     };
     let scope = r.scope.clone();
     let number = |r: &mut Resolver, p: Piece| -> Option<f64> {
-        expr::number(p.text, &scope)
-            .map_err(|e| r.expr_error(line, p, &format!("`{}`", init.name.text), e))
-            .ok()
+        expr::number(p.text, &scope).map_err(|e| r.expr_error(line, p, &format!("`{}`", init.name.text), e)).ok()
     };
     match init.name.text {
         "uniform" => {
@@ -931,10 +764,7 @@ fn resolve_init(
                     code::TYPE_MISMATCH,
                     line,
                     init.name,
-                    format!(
-                        "`uniform` fills floating types; for {} use `randint(lo, hi)`",
-                        elem.spec_name()
-                    ),
+                    format!("`uniform` fills floating types; for {} use `randint(lo, hi)`", elem.spec_name()),
                 );
                 return None;
             }
@@ -946,12 +776,7 @@ fn resolve_init(
             }
             let (lo, hi) = (number(r, init.args[0])?, number(r, init.args[1])?);
             if lo > hi {
-                r.report_at(
-                    code::BAD_EXPRESSION,
-                    line,
-                    init.args[0],
-                    format!("uniform({lo}, {hi}): lo is above hi"),
-                );
+                r.report_at(code::BAD_EXPRESSION, line, init.args[0], format!("uniform({lo}, {hi}): lo is above hi"));
                 return None;
             }
             Some(Init::Uniform { lo, hi })
@@ -964,24 +789,14 @@ fn resolve_init(
                 return Some(default_randint(elem));
             }
             let what = "`randint`";
-            let (lo, hi) = (
-                r.eval(line, init.args[0], what)?,
-                r.eval(line, init.args[1], what)?,
-            );
-            let (min, max) = if elem.is_float() {
-                (-(1 << 24), 1 << 24)
-            } else {
-                elem.int_range()
-            };
+            let (lo, hi) = (r.eval(line, init.args[0], what)?, r.eval(line, init.args[1], what)?);
+            let (min, max) = if elem.is_float() { (-(1 << 24), 1 << 24) } else { elem.int_range() };
             if lo > hi || lo < min || hi > max {
                 r.report_at(
                     code::OVERFLOW,
                     line,
                     init.name,
-                    format!(
-                        "randint({lo}, {hi}) must have lo <= hi within {min}..={max} for {}",
-                        elem.spec_name()
-                    ),
+                    format!("randint({lo}, {hi}) must have lo <= hi within {min}..={max} for {}", elem.spec_name()),
                 );
                 return None;
             }
@@ -1003,17 +818,19 @@ fn resolve_init(
                     code::TYPE_MISMATCH,
                     line,
                     init.args[0],
-                    format!(
-                        "fill({value}) is not an integer, but the buffer holds {}",
-                        elem.spec_name()
-                    ),
+                    format!("fill({value}) is not an integer, but the buffer holds {}", elem.spec_name()),
                 );
                 return None;
             }
             Some(Init::Fill { value })
         }
         other => {
-            r.report_at(code::SYNTAX, line, init.name, format!("unknown fill `{other}`: use uniform(lo, hi), randint(lo, hi), zeros, ones, iota or fill(v)"));
+            r.report_at(
+                code::SYNTAX,
+                line,
+                init.name,
+                format!("unknown fill `{other}`: use uniform(lo, hi), randint(lo, hi), zeros, ones, iota or fill(v)"),
+            );
             None
         }
     }
@@ -1022,25 +839,20 @@ fn resolve_init(
 /// `randint` without bounds: small values that every integer type holds.
 fn default_randint(elem: ElemType) -> Init {
     let (min, _) = elem.int_range();
-    Init::Randint {
-        lo: if min < 0 { -100 } else { 0 },
-        hi: 100,
-    }
+    Init::Randint { lo: if min < 0 { -100 } else { 0 }, hi: 100 }
 }
 
-fn resolve_scalar(
-    r: &mut Resolver,
-    line: u32,
-    p: &Param,
-    c_type: &str,
-    value: Piece,
-) -> Option<ScalarArg> {
+fn resolve_scalar(r: &mut Resolver, line: u32, p: &Param, c_type: &str, value: Piece) -> Option<ScalarArg> {
     let Some(ty) = ScalarType::from_c(c_type) else {
         r.report_at(
             code::TYPE_MISMATCH,
             line,
             value,
-            format!("cannot pass `{}` of type `{}`: KernelPro passes bool, integer and floating scalars", p.name, base_c_type(c_type)),
+            format!(
+                "cannot pass `{}` of type `{}`: KernelPro passes bool, integer and floating scalars",
+                p.name,
+                base_c_type(c_type)
+            ),
         );
         return None;
     };
@@ -1059,19 +871,11 @@ fn resolve_scalar(
             );
             return None;
         }
-        return Some(ScalarArg {
-            name: p.name.clone(),
-            ty,
-            value: ScalarValue::F64(f),
-        });
+        return Some(ScalarArg { name: p.name.clone(), ty, value: ScalarValue::F64(f) });
     }
     let v = r.eval(line, value, &format!("the value of `{}`", p.name))?;
     if ty.is_float() {
-        return Some(ScalarArg {
-            name: p.name.clone(),
-            ty,
-            value: ScalarValue::F64(v as f64),
-        });
+        return Some(ScalarArg { name: p.name.clone(), ty, value: ScalarValue::F64(v as f64) });
     }
     let (min, max) = ty.int_range();
     if v < min || v > max {
@@ -1079,16 +883,9 @@ fn resolve_scalar(
             code::OVERFLOW,
             line,
             value,
-            format!(
-                "{v} does not fit in `{}` ({min}..={max})",
-                base_c_type(c_type)
-            ),
+            format!("{v} does not fit in `{}` ({min}..={max})", base_c_type(c_type)),
         );
         return None;
     }
-    Some(ScalarArg {
-        name: p.name.clone(),
-        ty,
-        value: ScalarValue::I64(v),
-    })
+    Some(ScalarArg { name: p.name.clone(), ty, value: ScalarValue::I64(v) })
 }

@@ -60,14 +60,8 @@ impl FileSpecs {
 const MAX_DECL_LINES: usize = 12;
 
 /// Attribute-like macros that take parentheses before the kernel's name.
-const ATTRIBUTES: [&str; 6] = [
-    "__launch_bounds__",
-    "__attribute__",
-    "__align__",
-    "__declspec",
-    "alignas",
-    "__cluster_dims__",
-];
+const ATTRIBUTES: [&str; 6] =
+    ["__launch_bounds__", "__attribute__", "__align__", "__declspec", "alignas", "__cluster_dims__"];
 
 pub fn parse_file(source: &str) -> FileSpecs {
     let lines: Vec<&str> = source.lines().collect();
@@ -87,23 +81,13 @@ pub fn parse_file(source: &str) -> FileSpecs {
             }
             i += 1;
         }
-        let only_lets = block
-            .iter()
-            .all(|l| l.text.starts_with("let ") || l.text.is_empty());
-        let kernel = kernel_after(&lines, i).or_else(|| {
-            if only_lets {
-                None
-            } else {
-                kernel_after(&lines, next_code_line(&lines, i)?)
-            }
-        });
+        let only_lets = block.iter().all(|l| l.text.starts_with("let ") || l.text.is_empty());
+        let kernel = kernel_after(&lines, i)
+            .or_else(|| if only_lets { None } else { kernel_after(&lines, next_code_line(&lines, i)?) });
         match kernel {
-            Some((kernel, kernel_line, template_params)) => specs.kernels.push(KernelSpecRaw {
-                kernel,
-                kernel_line,
-                template_params,
-                lines: block,
-            }),
+            Some((kernel, kernel_line, template_params)) => {
+                specs.kernels.push(KernelSpecRaw { kernel, kernel_line, template_params, lines: block })
+            }
             None if only_lets => specs.file_lets.extend(block),
             None => specs.detached.extend(block),
         }
@@ -137,18 +121,10 @@ fn next_code_line(lines: &[&str], start: usize) -> Option<usize> {
 }
 
 fn spec_line(index: usize, line: &str) -> Option<SpecLine> {
-    let body = line
-        .trim_start()
-        .strip_prefix("//")?
-        .trim_start()
-        .strip_prefix("kernelpro:")?;
+    let body = line.trim_start().strip_prefix("//")?.trim_start().strip_prefix("kernelpro:")?;
     let text = body.trim();
     let col = line.len() - body.trim_start().len();
-    Some(SpecLine {
-        line: index as u32,
-        col: col as u32,
-        text: text.to_string(),
-    })
+    Some(SpecLine { line: index as u32, col: col as u32, text: text.to_string() })
 }
 
 /// The kernel declared starting at line `start`: its name, the line of the
@@ -172,22 +148,13 @@ fn kernel_after(lines: &[&str], start: usize) -> Option<(String, u32, Vec<String
     let decl = &decl[..decl.find(['{', ';']).unwrap_or(decl.len())];
     let (template_params, rest_at) = template_header(decl);
     let rest = &decl[rest_at..];
-    if !rest
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .any(|w| w == "__global__")
-    {
+    if !rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "__global__") {
         return None;
     }
     let name_at = rest_at + function_name_offset(rest)?;
-    let name_len = decl[name_at..]
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(0);
+    let name_len = decl[name_at..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(0);
     let line = start + line_starts.iter().rposition(|s| *s <= name_at).unwrap_or(0);
-    Some((
-        decl[name_at..name_at + name_len].to_string(),
-        line as u32,
-        template_params,
-    ))
+    Some((decl[name_at..name_at + name_len].to_string(), line as u32, template_params))
 }
 
 /// Parameter names of a leading `template <...>` and the offset after it.
@@ -221,10 +188,7 @@ fn template_header(decl: &str) -> (Vec<String>, usize) {
         .into_iter()
         .filter_map(|(_, part)| {
             let declarator = part.split('=').next().unwrap_or("");
-            declarator
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .rfind(|w| !w.is_empty())
-                .map(str::to_string)
+            declarator.split(|c: char| !(c.is_alphanumeric() || c == '_')).rfind(|w| !w.is_empty()).map(str::to_string)
         })
         .collect();
     let header_end = decl.len() - trimmed.len() + "template".len() + close + 1;
@@ -241,9 +205,7 @@ fn function_name_offset(decl: &str) -> Option<usize> {
             continue;
         }
         let before = decl[..i].trim_end();
-        let ident_start = before
-            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .map_or(0, |p| p + 1);
+        let ident_start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
         let ident = &before[ident_start..];
         if !ATTRIBUTES.contains(&ident) {
             return (!ident.is_empty()).then_some(ident_start);
@@ -296,10 +258,7 @@ mod tests {
         let specs = parse_file(source);
         let mut out = String::new();
         for k in &specs.kernels {
-            out += &format!(
-                "kernel {} at line {} template {:?}\n",
-                k.kernel, k.kernel_line, k.template_params
-            );
+            out += &format!("kernel {} at line {} template {:?}\n", k.kernel, k.kernel_line, k.template_params);
             for l in &k.lines {
                 out += &format!("  {}:{} {}\n", l.line, l.col, l.text);
             }
@@ -327,18 +286,7 @@ mod tests {
         .into_iter()
         .map(launch_part)
         .collect();
-        assert_eq!(
-            parts,
-            [
-                Some("grid"),
-                Some("block"),
-                Some("smem"),
-                None,
-                None,
-                None,
-                None
-            ]
-        );
+        assert_eq!(parts, [Some("grid"), Some("block"), Some("smem"), None, None, None, None]);
     }
 
     #[test]

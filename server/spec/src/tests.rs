@@ -10,46 +10,27 @@ fn signature(name: &str, params: &str) -> KernelSignature {
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
             let p = p.trim();
-            let split = p
-                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .expect("type and name");
+            let split = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).expect("type and name");
             let (ty, name) = (p[..=split].trim(), &p[split + 1..]);
             let pointer = ty.ends_with('*');
-            Param {
-                name: name.to_string(),
-                ty: ty.trim_end_matches('*').trim().to_string(),
-                pointer,
-            }
+            Param { name: name.to_string(), ty: ty.trim_end_matches('*').trim().to_string(), pointer }
         })
         .collect();
-    KernelSignature {
-        name: name.to_string(),
-        params,
-    }
+    KernelSignature { name: name.to_string(), params }
 }
 
 fn run(source: &str, params: &str, opts: &ResolveOptions) -> String {
     let specs = parse_file(source);
     let kernel = &specs.kernels[0];
-    match resolve(
-        kernel,
-        &specs.file_lets,
-        &signature(&kernel.kernel, params),
-        opts,
-    ) {
+    match resolve(kernel, &specs.file_lets, &signature(&kernel.kernel, params), opts) {
         Ok(spec) => serde_json::to_string_pretty(&spec).unwrap(),
         Err(findings) => findings
             .iter()
             .map(|f| {
-                let end = if f.span.end.col == u32::MAX {
-                    "end".to_string()
-                } else {
-                    f.span.end.col.to_string()
-                };
+                let end = if f.span.end.col == u32::MAX { "end".to_string() } else { f.span.end.col.to_string() };
                 let line = source.lines().nth(f.span.start.line as usize).unwrap_or("");
-                let marked = line
-                    .get(f.span.start.col as usize..f.span.end.col.min(line.len() as u32) as usize)
-                    .unwrap_or(line);
+                let marked =
+                    line.get(f.span.start.col as usize..f.span.end.col.min(line.len() as u32) as usize).unwrap_or(line);
                 format!(
                     "{}:{}-{} [{}] `{}` {}\n",
                     f.span.start.line,
@@ -169,27 +150,12 @@ fn resolves_the_issue_saxpy_example() {
 
 #[test]
 fn tune_overrides_change_the_launch() {
-    let opts = ResolveOptions {
-        overrides: [("B".to_string(), 512)].into(),
-        ..Default::default()
-    };
+    let opts = ResolveOptions { overrides: [("B".to_string(), 512)].into(), ..Default::default() };
     let spec = parse_file(SAXPY);
-    let launch = resolve(
-        &spec.kernels[0],
-        &spec.file_lets,
-        &signature("saxpy", SAXPY_PARAMS),
-        &opts,
-    )
-    .unwrap();
-    assert_eq!(
-        (launch.grid, launch.block, launch.tunables[0].value),
-        ([32768, 1, 1], [512, 1, 1], 512)
-    );
+    let launch = resolve(&spec.kernels[0], &spec.file_lets, &signature("saxpy", SAXPY_PARAMS), &opts).unwrap();
+    assert_eq!((launch.grid, launch.block, launch.tunables[0].value), ([32768, 1, 1], [512, 1, 1], 512));
 
-    let opts = ResolveOptions {
-        overrides: [("TILE".to_string(), 64)].into(),
-        ..Default::default()
-    };
+    let opts = ResolveOptions { overrides: [("TILE".to_string(), 64)].into(), ..Default::default() };
     expect![[r#"
         7:0-end [unknown-directive] `// kernelpro: n = N` the optimizer set `TILE`, but this kernel has no `tune TILE in [...]`
     "#]]
@@ -575,15 +541,8 @@ fn reports_bad_gemm_hints() {
         "#]],
     );
     // Sizes may be the kernel's own integer parameters, expressions without spaces, and layouts per matrix.
-    let ok = run(
-        &spec("gemm m N*2 ceil_div(N,2) row,col"),
-        params,
-        &ResolveOptions::default(),
-    );
-    assert!(
-        ok.contains(r#""op": "gemm m N*2 ceil_div(N,2) row,col""#),
-        "{ok}"
-    );
+    let ok = run(&spec("gemm m N*2 ceil_div(N,2) row,col"), params, &ResolveOptions::default());
+    assert!(ok.contains(r#""op": "gemm m N*2 ceil_div(N,2) row,col""#), "{ok}");
 }
 
 #[test]
@@ -603,10 +562,8 @@ fn caps_tune_lists_names_and_nesting() {
         .join()
         .expect("no stack overflow");
     // Each line is `L:C-C [code] `marked` message`; the marked text is long here.
-    let messages: Vec<&str> = got
-        .lines()
-        .filter_map(|l| l.split_once("] `")?.1.split_once("` ").map(|(_, m)| m))
-        .collect();
+    let messages: Vec<&str> =
+        got.lines().filter_map(|l| l.split_once("] `")?.1.split_once("` ").map(|(_, m)| m)).collect();
     expect![[r#"
         [
             "`tune B` lists 5000 values: at most 64 (the optimizer tries each one)",

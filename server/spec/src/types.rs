@@ -212,7 +212,19 @@ mod tests {
         for t in ElemType::ALL {
             assert_eq!(ElemType::from_c(t.c_name()), Some(t), "{t:?}");
         }
-        for t in [ScalarType::Bool, ScalarType::I8, ScalarType::U16, ScalarType::I32, ScalarType::U32, ScalarType::I64, ScalarType::U64, ScalarType::F16, ScalarType::Bf16, ScalarType::F32, ScalarType::F64] {
+        for t in [
+            ScalarType::Bool,
+            ScalarType::I8,
+            ScalarType::U16,
+            ScalarType::I32,
+            ScalarType::U32,
+            ScalarType::I64,
+            ScalarType::U64,
+            ScalarType::F16,
+            ScalarType::Bf16,
+            ScalarType::F32,
+            ScalarType::F64,
+        ] {
             assert_eq!(ScalarType::from_c(t.c_name()), Some(t), "{t:?}");
         }
     }

@@ -26,23 +26,12 @@ pub(crate) fn detect(k: &KernelInfo) -> Option<GemmShape> {
     if words.next().is_some() {
         return None;
     }
-    let buffers: Vec<_> = launch
-        .args
-        .iter()
-        .filter_map(|a| {
-            if let Arg::Buffer(b) = a {
-                Some(b)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let buffers: Vec<_> =
+        launch.args.iter().filter_map(|a| if let Arg::Buffer(b) = a { Some(b) } else { None }).collect();
     let mut inputs = buffers.iter().filter(|b| b.dir == Dir::In);
     let (a, b) = (inputs.next()?, inputs.next()?);
     let c = buffers.iter().find(|b| b.dir.is_output())?;
-    let fits = |count: u64, rows: &Dim, cols: &Dim| {
-        count as i64 >= rows.value.unwrap_or(0) * cols.value.unwrap_or(0)
-    };
+    let fits = |count: u64, rows: &Dim, cols: &Dim| count as i64 >= rows.value.unwrap_or(0) * cols.value.unwrap_or(0);
     if !(fits(a.count, &m, &kk) && fits(b.count, &kk, &n) && fits(c.count, &m, &n)) {
         return None;
     }
@@ -72,21 +61,11 @@ pub(crate) fn detect(k: &KernelInfo) -> Option<GemmShape> {
 /// or whose spec binding it is, else its value as a literal.
 fn size(k: &KernelInfo, scope: &Scope, word: &str) -> Option<Dim> {
     if k.int_param(word) {
-        return Some(Dim {
-            expr: word.to_string(),
-            value: k.scalar_value(word),
-        });
+        return Some(Dim { expr: word.to_string(), value: k.scalar_value(word) });
     }
     let value = kernelpro_spec::eval(word, scope).ok()?;
-    let bound = k
-        .func
-        .params
-        .iter()
-        .find(|p| k.int_param(&p.name) && k.binding(&p.name) == Some(word));
-    Some(Dim {
-        expr: bound.map_or_else(|| value.to_string(), |p| p.name.clone()),
-        value: Some(value),
-    })
+    let bound = k.func.params.iter().find(|p| k.int_param(&p.name) && k.binding(&p.name) == Some(word));
+    Some(Dim { expr: bound.map_or_else(|| value.to_string(), |p| p.name.clone()), value: Some(value) })
 }
 
 fn layouts(word: Option<&str>) -> Option<[Major; 3]> {

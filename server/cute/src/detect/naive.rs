@@ -13,41 +13,22 @@ use tree_sitter::Node;
 pub(crate) fn detect(text: &str, k: &KernelInfo) -> Option<GemmShape> {
     let tree = kernelpro_source::parse_tree(text)?;
     let (start, _) = k.func.body_bytes?;
-    let mut body = tree
-        .root_node()
-        .descendant_for_byte_range(start, start + 1)?;
+    let mut body = tree.root_node().descendant_for_byte_range(start, start + 1)?;
     while body.kind() != "compound_statement" || body.start_byte() != start {
         body = body.parent()?;
     }
-    let stmts: Vec<String> = statements(body)
-        .into_iter()
-        .map(|n| compact(text, n))
-        .collect();
+    let stmts: Vec<String> = statements(body).into_iter().map(|n| compact(text, n)).collect();
     let (row, col, rest) = index_decls(&stmts)?;
     let (m, n, inner) = guarded(&row, &col, rest)?;
     let [acc_decl, loop_, store] = &inner[..] else {
         return None;
     };
-    let acc = acc_decl
-        .strip_prefix("float")?
-        .strip_suffix(";")?
-        .split_once('=')
-        .filter(|(_, v)| is_zero(v))?
-        .0
-        .to_string();
+    let acc =
+        acc_decl.strip_prefix("float")?.strip_suffix(";")?.split_once('=').filter(|(_, v)| is_zero(v))?.0.to_string();
     let (kdim, a, a_layout, b, b_layout) = product_loop(loop_, &acc, &row, &col, &m, &n)?;
     let (c, c_layout, alpha_beta) = store_of(store, &acc, &row, &col, &m, &n)?;
-    let elem_of = |name: &str| {
-        k.param(name)
-            .filter(|p| p.pointer)
-            .and_then(|p| Elem::from_c(&p.base))
-    };
-    let dim = |name: &str| {
-        k.int_param(name).then(|| Dim {
-            expr: name.to_string(),
-            value: k.scalar_value(name),
-        })
-    };
+    let elem_of = |name: &str| k.param(name).filter(|p| p.pointer).and_then(|p| Elem::from_c(&p.base));
+    let dim = |name: &str| k.int_param(name).then(|| Dim { expr: name.to_string(), value: k.scalar_value(name) });
     let c_type = elem_of(&c)?;
     if alpha_beta.is_some() && c_type != Elem::Float {
         return None;
@@ -75,17 +56,12 @@ fn statements(node: Node) -> Vec<Node> {
         return vec![node];
     }
     let mut cursor = node.walk();
-    node.named_children(&mut cursor)
-        .filter(|n| n.kind() != "comment")
-        .collect()
+    node.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
 }
 
 /// The node's text without whitespace; nested blocks keep their braces.
 fn compact(text: &str, node: Node) -> String {
-    text[node.byte_range()]
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect()
+    text[node.byte_range()].chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 fn is_zero(v: &str) -> bool {
@@ -104,25 +80,17 @@ fn affine(outer: &str, stride: &str, inner: &str) -> [String; 4] {
 
 /// `blockIdx.A*blockDim.A+threadIdx.A` in the orders people write it.
 fn global_index(axis: &str) -> [String; 4] {
-    affine(
-        &format!("blockIdx.{axis}"),
-        &format!("blockDim.{axis}"),
-        &format!("threadIdx.{axis}"),
-    )
+    affine(&format!("blockIdx.{axis}"), &format!("blockDim.{axis}"), &format!("threadIdx.{axis}"))
 }
 
 /// The two leading declarations `int row = <y index>; int col = <x index>;` (either order).
 fn index_decls(stmts: &[String]) -> Option<(String, String, &[String])> {
     let decl = |s: &str, axis: &str| -> Option<String> {
         let s = s.strip_prefix("const").unwrap_or(s);
-        let s = ["int", "unsignedint", "unsigned", "size_t"]
-            .iter()
-            .find_map(|t| s.strip_prefix(t))?;
+        let s = ["int", "unsignedint", "unsigned", "size_t"].iter().find_map(|t| s.strip_prefix(t))?;
         let s = s.strip_prefix("const").unwrap_or(s);
         let (name, value) = s.strip_suffix(';')?.split_once('=')?;
-        global_index(axis)
-            .contains(&value.to_string())
-            .then(|| name.to_string())
+        global_index(axis).contains(&value.to_string()).then(|| name.to_string())
     };
     let (first, second) = (stmts.first()?, stmts.get(1)?);
     let (row, col) = match (decl(first, "y"), decl(second, "x")) {
@@ -139,20 +107,10 @@ fn guarded(row: &str, col: &str, rest: &[String]) -> Option<(String, String, Vec
     };
     let bounds = |cond: &str, op: &str, join: &str| -> Option<(String, String)> {
         let (l, r) = cond.split_once(join)?;
-        let (l, r) = if l.starts_with(&format!("{row}{op}")) {
-            (l, r)
-        } else {
-            (r, l)
-        };
-        Some((
-            l.strip_prefix(&format!("{row}{op}"))?.to_string(),
-            r.strip_prefix(&format!("{col}{op}"))?.to_string(),
-        ))
+        let (l, r) = if l.starts_with(&format!("{row}{op}")) { (l, r) } else { (r, l) };
+        Some((l.strip_prefix(&format!("{row}{op}"))?.to_string(), r.strip_prefix(&format!("{col}{op}"))?.to_string()))
     };
-    if let Some(cond) = first
-        .strip_prefix("if(")
-        .and_then(|s| s.strip_suffix(")return;"))
-    {
+    if let Some(cond) = first.strip_prefix("if(").and_then(|s| s.strip_suffix(")return;")) {
         let (m, n) = bounds(cond, ">=", "||")?;
         return Some((m, n, tail.to_vec()));
     }
@@ -221,10 +179,7 @@ fn product_loop(
     let s = [format!("++{kv})"), format!("{kv}++)"), format!("{kv}+=1)")]
         .iter()
         .find_map(|p| s.strip_prefix(p.as_str()))?;
-    let s = s
-        .strip_prefix('{')
-        .and_then(|b| b.strip_suffix('}'))
-        .unwrap_or(s);
+    let s = s.strip_prefix('{').and_then(|b| b.strip_suffix('}')).unwrap_or(s);
     let product = s.strip_prefix(&format!("{acc}+="))?.strip_suffix(';')?;
     let (x, y) = split_product(product)?;
     let (a, a_idx) = load(x)?;
@@ -235,11 +190,7 @@ fn product_loop(
 }
 
 /// Row-major when the index is `r*s+c` of `row_form`, column-major for `col_form`.
-fn layout_of(
-    idx: &str,
-    row_form: (&str, &str, &str),
-    col_form: (&str, &str, &str),
-) -> Option<Major> {
+fn layout_of(idx: &str, row_form: (&str, &str, &str), col_form: (&str, &str, &str)) -> Option<Major> {
     let is = |(o, s, i): (&str, &str, &str)| affine(o, s, i).iter().any(|f| f == idx);
     if is(row_form) {
         Some(Major::Row)
@@ -273,44 +224,21 @@ fn split_product(s: &str) -> Option<(&str, &str)> {
 
 /// `NAME[IDX]` inside the conversions to float people write → (NAME, IDX).
 fn load(s: &str) -> Option<(String, String)> {
-    const CALLS: [&str; 4] = [
-        "float(",
-        "static_cast<float>(",
-        "__half2float(",
-        "__bfloat162float(",
-    ];
-    let s = CALLS
-        .iter()
-        .find_map(|c| s.strip_prefix(c)?.strip_suffix(')'))
-        .unwrap_or(s);
+    const CALLS: [&str; 4] = ["float(", "static_cast<float>(", "__half2float(", "__bfloat162float("];
+    let s = CALLS.iter().find_map(|c| s.strip_prefix(c)?.strip_suffix(')')).unwrap_or(s);
     let s = s.strip_prefix("(float)").unwrap_or(s);
-    let s = s
-        .strip_prefix('(')
-        .and_then(|x| x.strip_suffix(')'))
-        .unwrap_or(s);
+    let s = s.strip_prefix('(').and_then(|x| x.strip_suffix(')')).unwrap_or(s);
     let (name, idx) = s.strip_suffix(']')?.split_once('[')?;
     let ident = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
     ident.then(|| (name.to_string(), idx.to_string()))
 }
 
 /// `C[idx] = acc;` (maybe converted) or `C[idx] = alpha*acc + beta*C[idx];`.
-fn store_of(
-    s: &str,
-    acc: &str,
-    row: &str,
-    col: &str,
-    m: &str,
-    n: &str,
-) -> Option<(String, Major, Option<Scale>)> {
+fn store_of(s: &str, acc: &str, row: &str, col: &str, m: &str, n: &str) -> Option<(String, Major, Option<Scale>)> {
     let (target, value) = s.strip_suffix(';')?.split_once('=')?;
     let (c, idx) = load(target)?;
     let layout = layout_of(&idx, (row, n, col), (col, m, row))?;
-    const CONVERSIONS: [&str; 4] = [
-        "__float2half",
-        "__float2half_rn",
-        "__float2bfloat16",
-        "__float2bfloat16_rn",
-    ];
+    const CONVERSIONS: [&str; 4] = ["__float2half", "__float2half_rn", "__float2bfloat16", "__float2bfloat16_rn"];
     let converted = value == acc || CONVERSIONS.iter().any(|f| value == format!("{f}({acc})"));
     if converted {
         return Some((c, layout, None));
@@ -318,16 +246,8 @@ fn store_of(
     let (scaled, old) = value.split_once('+')?;
     let (alpha, a) = scaled.split_once('*')?;
     let (beta, old) = old.split_once('*')?;
-    (a == acc && old == target && ident(alpha) && ident(beta)).then(|| {
-        (
-            c,
-            layout,
-            Some(Scale {
-                alpha: alpha.to_string(),
-                beta: beta.to_string(),
-            }),
-        )
-    })
+    (a == acc && old == target && ident(alpha) && ident(beta))
+        .then(|| (c, layout, Some(Scale { alpha: alpha.to_string(), beta: beta.to_string() })))
 }
 
 fn ident(s: &str) -> bool {

@@ -37,18 +37,11 @@ impl StaticTool for AtomicContention {
                     .flat_map(|f| f.params.iter().map(|p| p.name.as_str()))
                     .collect()
             };
-            for a in model
-                .accesses
-                .iter()
-                .filter(|a| a.space == Space::Global && !params.contains(&a.base.as_str()))
-            {
+            for a in model.accesses.iter().filter(|a| a.space == Space::Global && !params.contains(&a.base.as_str())) {
                 let AccessKind::Atomic(function) = &a.kind else {
                     continue;
                 };
-                if model
-                    .branches_of(a)
-                    .any(|b| b.kind == BranchKind::SingleThread)
-                {
+                if model.branches_of(a).any(|b| b.kind == BranchKind::SingleThread) {
                     continue;
                 }
                 let in_loop = !a.loops.is_empty();

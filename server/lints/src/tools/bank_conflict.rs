@@ -10,9 +10,7 @@ use crate::locate::{instructions_on, listing, sass_functions};
 use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Code, Finding, Severity};
-use kernelpro_source::kernel_model::{
-    Access, Atom, KernelModel, SharedArray, Space, bank_conflict_ways, poly::gcd,
-};
+use kernelpro_source::kernel_model::{Access, Atom, KernelModel, SharedArray, Space, bank_conflict_ways, poly::gcd};
 
 pub struct SharedBankConflict;
 
@@ -51,11 +49,7 @@ impl StaticTool for SharedBankConflict {
                     continue;
                 }
                 let array = model.shared.iter().find(|s| s.name == a.base);
-                let ways = if c.at_least {
-                    format!("at least {}-way", c.ways)
-                } else {
-                    format!("{}-way", c.ways)
-                };
+                let ways = if c.at_least { format!("at least {}-way", c.ways) } else { format!("{}-way", c.ways) };
                 let mut f = finding(
                     NAME,
                     Severity::Warning,
@@ -107,11 +101,7 @@ fn conflict(model: &KernelModel, a: &Access) -> Option<Conflict> {
         None => format!("`{}`", lane.scale(words_per_elem)),
     };
     if let Some(ways) = bank_conflict_ways(&model.geometry(), &a.index, bytes) {
-        return (ways >= MIN_WAYS).then_some(Conflict {
-            ways,
-            at_least: false,
-            stride_words,
-        });
+        return (ways >= MIN_WAYS).then_some(Conflict { ways, at_least: false, stride_words });
     }
     // A symbolic stride: its constant factor's power of two divides every lane difference.
     if !a.index.is_affine() || bytes < 4 || lane.is_zero() {
@@ -119,14 +109,8 @@ fn conflict(model: &KernelModel, a: &Access) -> Option<Conflict> {
     }
     let ways = gcd(lane.content() * words_per_elem, 32) as u32;
     // A stride that scales with a loop counter (`2 * s * tid`) grows to 32-way.
-    let grows = lane
-        .atoms()
-        .any(|a| matches!(a, Atom::Loop(_) | Atom::Opaque { .. }));
-    (ways >= MIN_WAYS || (ways >= 2 && grows)).then_some(Conflict {
-        ways,
-        at_least: true,
-        stride_words,
-    })
+    let grows = lane.atoms().any(|a| matches!(a, Atom::Loop(_) | Atom::Opaque { .. }));
+    (ways >= MIN_WAYS || (ways >= 2 && grows)).then_some(Conflict { ways, at_least: true, stride_words })
 }
 
 fn guidance(array: Option<&SharedArray>, c: &Conflict) -> String {

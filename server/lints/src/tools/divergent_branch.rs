@@ -31,15 +31,9 @@ impl StaticTool for DivergentBranch {
                 if b.source == BranchSource::Loop || !lines.first(&model.name, b.span.start.line) {
                     continue;
                 }
-                let in_loop = model
-                    .accesses
-                    .iter()
-                    .any(|a| a.branches.contains(&id) && !a.loops.is_empty());
+                let in_loop = model.accesses.iter().any(|a| a.branches.contains(&id) && !a.loops.is_empty());
                 let shared_reduction = model.accesses.iter().any(|a| {
-                    a.branches.contains(&id)
-                        && a.space == Space::Shared
-                        && !a.is_atomic()
-                        && a.kind != AccessKind::Read
+                    a.branches.contains(&id) && a.space == Space::Shared && !a.is_atomic() && a.kind != AccessKind::Read
                 });
                 let guidance = if shared_reduction && in_loop {
                     "Use sequential addressing: `for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sdata[tid] += sdata[tid + s]; __syncthreads(); }` keeps the working lanes contiguous, so whole warps are busy or idle (and finish the last 32 with `__shfl_down_sync`).".to_string()

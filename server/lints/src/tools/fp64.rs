@@ -21,9 +21,9 @@ const NAME: Code = Code::Fp64Promotion;
 
 /// Math functions whose unsuffixed name has a double overload.
 const MATH: &[&str] = &[
-    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
-    "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf",
-    "fabs", "floor", "ceil", "round", "trunc", "fmod", "fmin", "fmax", "fma", "hypot",
+    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "fabs", "floor", "ceil", "round", "trunc",
+    "fmod", "fmin", "fmax", "fma", "hypot",
 ];
 
 /// Why a line computes in double, with the node to underline.
@@ -51,11 +51,7 @@ impl StaticTool for Fp64Promotion {
         for kernel in input.source.kernels() {
             for function in sass_functions(sass, &kernel.name) {
                 for (line, hits) in lines_with(function, input.path, is_fp64) {
-                    lines
-                        .entry(line)
-                        .or_insert_with(|| (kernel.name.clone(), Vec::new()))
-                        .1
-                        .extend(hits);
+                    lines.entry(line).or_insert_with(|| (kernel.name.clone(), Vec::new())).1.extend(hits);
                 }
             }
         }
@@ -95,27 +91,15 @@ impl StaticTool for Fp64Promotion {
 /// The first visible cause of double arithmetic on a 0-based line, by priority.
 fn cause_on_line<'t>(syntax: &Syntax, body: Node<'t>, line: u32) -> Option<Cause<'t>> {
     let doubles = double_locals(syntax, body);
-    let on_line: Vec<Node> = descendants(body)
-        .into_iter()
-        .filter(|n| n.start_position().row as u32 == line)
-        .collect();
-    let literal = on_line
-        .iter()
-        .find(|n| n.kind() == "number_literal" && is_double_literal(syntax.text(**n)));
-    let local = on_line
-        .iter()
-        .find(|n| n.kind() == "identifier" && doubles.contains(syntax.text(**n)));
+    let on_line: Vec<Node> = descendants(body).into_iter().filter(|n| n.start_position().row as u32 == line).collect();
+    let literal = on_line.iter().find(|n| n.kind() == "number_literal" && is_double_literal(syntax.text(**n)));
+    let local = on_line.iter().find(|n| n.kind() == "identifier" && doubles.contains(syntax.text(**n)));
     let call = on_line.iter().find_map(|n| {
-        let callee = (n.kind() == "call_expression")
-            .then(|| n.child_by_field_name("function"))
-            .flatten()?;
+        let callee = (n.kind() == "call_expression").then(|| n.child_by_field_name("function")).flatten()?;
         let name = syntax.text(callee).trim_start_matches("std::");
-        MATH.contains(&name)
-            .then(|| Cause::MathCall(*n, name.to_string()))
+        MATH.contains(&name).then(|| Cause::MathCall(*n, name.to_string()))
     });
-    let double_type = on_line
-        .iter()
-        .find(|n| n.kind() == "primitive_type" && syntax.text(**n) == "double");
+    let double_type = on_line.iter().find(|n| n.kind() == "primitive_type" && syntax.text(**n) == "double");
     literal
         .map(|n| Cause::Literal(*n))
         .or_else(|| local.map(|n| Cause::DoubleLocal(*n)))
@@ -126,19 +110,11 @@ fn cause_on_line<'t>(syntax: &Syntax, body: Node<'t>, line: u32) -> Option<Cause
 /// Names declared with type `double` in the body.
 fn double_locals(syntax: &Syntax, body: Node) -> HashSet<String> {
     let mut names = HashSet::new();
-    for declaration in descendants(body)
-        .into_iter()
-        .filter(|n| n.kind() == "declaration")
-    {
-        if declaration
-            .child_by_field_name("type")
-            .is_some_and(|t| syntax.text(t) == "double")
-        {
+    for declaration in descendants(body).into_iter().filter(|n| n.kind() == "declaration") {
+        if declaration.child_by_field_name("type").is_some_and(|t| syntax.text(t) == "double") {
             let mut cursor = declaration.walk();
             for declarator in declaration.children_by_field_name("declarator", &mut cursor) {
-                let name = declarator
-                    .child_by_field_name("declarator")
-                    .unwrap_or(declarator);
+                let name = declarator.child_by_field_name("declarator").unwrap_or(declarator);
                 if name.kind() == "identifier" {
                     names.insert(syntax.text(name).to_string());
                 }
@@ -166,29 +142,19 @@ fn describe<'t>(syntax: &Syntax, cause: &Cause<'t>) -> (Node<'t>, String, String
                     && syntax.operator(p).is_some_and(|op| op != "=")
             });
             let what = if accumulates {
-                format!(
-                    "`{text}` is a `double` accumulator: each update converts to double and runs on the FP64 pipe"
-                )
+                format!("`{text}` is a `double` accumulator: each update converts to double and runs on the FP64 pipe")
             } else {
                 format!("`{text}` is declared `double`")
             };
-            (
-                *n,
-                what,
-                format!("Declare `{text}` as `float` unless it really needs double precision."),
-            )
+            (*n, what, format!("Declare `{text}` as `float` unless it really needs double precision."))
         }
         Cause::MathCall(n, name) => (
             *n,
             format!("`{name}` is called on a double argument and runs the double version"),
-            format!(
-                "Call `{name}f` and keep its argument float (check for double literals inside it)."
-            ),
+            format!("Call `{name}f` and keep its argument float (check for double literals inside it)."),
         ),
-        Cause::DoubleType(n) => (
-            *n,
-            "a `double` conversion forces double arithmetic".to_string(),
-            "Use `float` here.".to_string(),
-        ),
+        Cause::DoubleType(n) => {
+            (*n, "a `double` conversion forces double arithmetic".to_string(), "Use `float` here.".to_string())
+        }
     }
 }

@@ -42,9 +42,7 @@ impl StaticTool for LocalMemorySpill {
                 .resources
                 .iter()
                 .filter(|r| {
-                    r.entry
-                        && short_name(&r.name) == kernel.name
-                        && (r.arch.is_empty() || r.arch == input.arch)
+                    r.entry && short_name(&r.name) == kernel.name && (r.arch.is_empty() || r.arch == input.arch)
                 })
                 .max_by_key(|r| (r.spill_stores + r.spill_loads, r.stack_frame));
             let mut lines: Vec<(u32, Vec<&Instruction>)> = input
@@ -61,11 +59,7 @@ impl StaticTool for LocalMemorySpill {
             if !spills && stack == 0 && lines.is_empty() {
                 continue;
             }
-            let severity = if spills {
-                Severity::Warning
-            } else {
-                Severity::Information
-            };
+            let severity = if spills { Severity::Warning } else { Severity::Information };
             let local_ops: usize = lines.iter().map(|(_, i)| i.len()).sum();
             let mut summary = match resources {
                 Some(r) if spills => finding(
@@ -83,10 +77,7 @@ impl StaticTool for LocalMemorySpill {
                     severity,
                     kernel.name_span,
                     &kernel.name,
-                    format!(
-                        "`{}` uses local memory ({stack} B stack frame) without register spills",
-                        kernel.name
-                    ),
+                    format!("`{}` uses local memory ({stack} B stack frame) without register spills", kernel.name),
                 ),
             };
             if let Some(r) = resources {
@@ -114,24 +105,15 @@ impl StaticTool for LocalMemorySpill {
                 Some(cause) if !spills => cause.guidance(),
                 _ => guidance(input.text, kernel, spills),
             };
-            findings.push(
-                summary
-                    .with_evidence("LDL/STL instructions", local_ops)
-                    .with_guidance(guidance.clone()),
-            );
+            findings.push(summary.with_evidence("LDL/STL instructions", local_ops).with_guidance(guidance.clone()));
 
             // The busiest lines, reported in source order.
             lines.sort_by_key(|(line, hits)| (std::cmp::Reverse(hits.len()), *line));
             lines.truncate(self.max_lines);
             lines.sort_by_key(|(line, _)| *line);
             for (line, hits) in lines {
-                let cause = causes
-                    .iter()
-                    .find(|(l, _)| *l == line)
-                    .and_then(|(_, c)| c.as_ref());
-                let why = cause
-                    .map(|c| format!(": {}", c.message()))
-                    .unwrap_or_default();
+                let cause = causes.iter().find(|(l, _)| *l == line).and_then(|(_, c)| c.as_ref());
+                let why = cause.map(|c| format!(": {}", c.message())).unwrap_or_default();
                 findings.push(
                     finding(
                         NAME,
@@ -162,17 +144,23 @@ enum Cause {
 }
 
 /// Math calls whose argument reduction (large arguments) works on a local array.
-const SLOW_PATH_MATH: &[&str] = &[
-    "sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos", "powf", "pow",
-];
+const SLOW_PATH_MATH: &[&str] = &["sinf", "cosf", "tanf", "sincosf", "sin", "cos", "tan", "sincos", "powf", "pow"];
 
 impl Cause {
     fn message(&self) -> String {
         match self {
-            Cause::Printf => "`printf` stores its arguments to a buffer in local memory (the stack) for `vprintf`".into(),
-            Cause::Volatile(v) => format!("`{v}` is `volatile`, so it lives in local memory and every access goes there"),
-            Cause::MathSlowPath(f) => format!("`{f}`'s slow path for large arguments (range reduction) keeps a local array"),
-            Cause::IndexedArray(a) => format!("the per-thread array `{a}` is indexed at run time, so it lives in local memory"),
+            Cause::Printf => {
+                "`printf` stores its arguments to a buffer in local memory (the stack) for `vprintf`".into()
+            }
+            Cause::Volatile(v) => {
+                format!("`{v}` is `volatile`, so it lives in local memory and every access goes there")
+            }
+            Cause::MathSlowPath(f) => {
+                format!("`{f}`'s slow path for large arguments (range reduction) keeps a local array")
+            }
+            Cause::IndexedArray(a) => {
+                format!("the per-thread array `{a}` is indexed at run time, so it lives in local memory")
+            }
         }
     }
     fn guidance(&self) -> String {
@@ -186,72 +174,37 @@ impl Cause {
 }
 
 /// The cause on a 0-based line, by priority: printf, volatile, math call, indexed array.
-fn cause_on_line(
-    syntax: &Syntax,
-    source: &kernelpro_source::SourceFile,
-    line: u32,
-) -> Option<Cause> {
+fn cause_on_line(syntax: &Syntax, source: &kernelpro_source::SourceFile, line: u32) -> Option<Cause> {
     let body = source.function_at_line(line).and_then(|f| syntax.body(f))?;
     let nodes = descendants(body);
-    let on_line: Vec<_> = nodes
-        .iter()
-        .filter(|n| n.start_position().row as u32 == line)
-        .collect();
+    let on_line: Vec<_> = nodes.iter().filter(|n| n.start_position().row as u32 == line).collect();
     let callee = |n: &tree_sitter::Node| {
-        (n.kind() == "call_expression")
-            .then(|| n.child_by_field_name("function"))
-            .flatten()
-            .map(|f| syntax.text(f))
+        (n.kind() == "call_expression").then(|| n.child_by_field_name("function")).flatten().map(|f| syntax.text(f))
     };
-    if on_line
-        .iter()
-        .any(|n| callee(n).is_some_and(|c| c == "printf"))
-    {
+    if on_line.iter().any(|n| callee(n).is_some_and(|c| c == "printf")) {
         return Some(Cause::Printf);
     }
     let volatile: Vec<&str> = nodes
         .iter()
-        .filter(|d| {
-            d.kind() == "declaration"
-                && syntax.text(**d).split_whitespace().any(|w| w == "volatile")
-        })
-        .flat_map(|d| {
-            descendants(*d)
-                .into_iter()
-                .filter(|n| n.kind() == "identifier")
-                .map(|n| syntax.text(n))
-                .take(1)
-        })
+        .filter(|d| d.kind() == "declaration" && syntax.text(**d).split_whitespace().any(|w| w == "volatile"))
+        .flat_map(|d| descendants(*d).into_iter().filter(|n| n.kind() == "identifier").map(|n| syntax.text(n)).take(1))
         .collect();
-    if let Some(v) = on_line
-        .iter()
-        .find(|n| n.kind() == "identifier" && volatile.contains(&syntax.text(***n)))
-    {
+    if let Some(v) = on_line.iter().find(|n| n.kind() == "identifier" && volatile.contains(&syntax.text(***n))) {
         return Some(Cause::Volatile(syntax.text(**v).to_string()));
     }
-    if let Some(f) = on_line
-        .iter()
-        .filter_map(|n| callee(n))
-        .find(|c| SLOW_PATH_MATH.contains(c))
-    {
+    if let Some(f) = on_line.iter().filter_map(|n| callee(n)).find(|c| SLOW_PATH_MATH.contains(c)) {
         return Some(Cause::MathSlowPath(f.to_string()));
     }
     let arrays: Vec<&str> = nodes
         .iter()
         .filter(|n| n.kind() == "array_declarator")
-        .filter(|n| {
-            !n.parent()
-                .is_some_and(|d| syntax.text(d).contains("__shared__"))
-        })
+        .filter(|n| !n.parent().is_some_and(|d| syntax.text(d).contains("__shared__")))
         .filter_map(|n| n.child_by_field_name("declarator").map(|d| syntax.text(d)))
         .collect();
     on_line
         .iter()
         .filter(|n| n.kind() == "subscript_expression")
-        .find(|n| {
-            n.child_by_field_name("argument")
-                .is_some_and(|a| arrays.contains(&syntax.text(a)))
-        })
+        .find(|n| n.child_by_field_name("argument").is_some_and(|a| arrays.contains(&syntax.text(a))))
         .and_then(|n| n.child_by_field_name("argument"))
         .map(|a| Cause::IndexedArray(syntax.text(a).to_string()))
 }
@@ -263,8 +216,7 @@ fn guidance(text: &str, kernel: &Function, spills: bool) -> String {
                 (#pragma unroll), or use __sinf/__cosf when arguments are small."
             .to_string();
     }
-    let head =
-        &text[kernel.start_byte..kernel.body_bytes.map_or(kernel.end_byte, |(body, _)| body)];
+    let head = &text[kernel.start_byte..kernel.body_bytes.map_or(kernel.end_byte, |(body, _)| body)];
     let cap = head.find("__launch_bounds__").map(|at| {
         let rest = &head[at..];
         rest[..rest.find(')').map_or(rest.len(), |e| e + 1)].to_string()

@@ -56,10 +56,7 @@ fn staged(model: &KernelModel, base: &str) -> bool {
     model.accesses.iter().any(|r| {
         r.base == base
             && r.space == Space::Global
-            && model
-                .accesses
-                .iter()
-                .any(|w| w.space == Space::Shared && !w.is_read() && w.statement == r.statement)
+            && model.accesses.iter().any(|w| w.space == Space::Shared && !w.is_read() && w.statement == r.statement)
     })
 }
 
@@ -141,25 +138,19 @@ fn contractions(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
 /// read walking a long loop with the same address for all those lanes, in a
 /// kernel whose lanes write different elements.
 fn recomputed(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
-    let lanes_write_apart = model
-        .accesses
-        .iter()
-        .any(|w| w.space == Space::Global && !w.is_read() && !w.lane_coefficient().is_zero());
+    let lanes_write_apart =
+        model.accesses.iter().any(|w| w.space == Space::Global && !w.is_read() && !w.lane_coefficient().is_zero());
     if !model.is_kernel || !lanes_write_apart {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for a in reads(model).filter(|a| {
-        a.accumulated && !a.in_product && a.lane_coefficient().is_zero() && !staged(model, &a.base)
-    }) {
+    for a in reads(model)
+        .filter(|a| a.accumulated && !a.in_product && a.lane_coefficient().is_zero() && !staged(model, &a.base))
+    {
         let walked = model.loops_of(a).find(|l| {
             !l.grid_stride
-                && l.bound
-                    .as_ref()
-                    .is_none_or(|b| b.as_constant().is_none_or(|k| k.abs() > 32))
-                && l.atom
-                    .as_ref()
-                    .is_some_and(|k| !a.index.coefficient(k).is_zero())
+                && l.bound.as_ref().is_none_or(|b| b.as_constant().is_none_or(|k| k.abs() > 32))
+                && l.atom.as_ref().is_some_and(|k| !a.index.coefficient(k).is_zero())
         });
         let Some(l) = walked else { continue };
         let var = l.var.as_deref().unwrap_or("?");

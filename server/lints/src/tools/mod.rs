@@ -29,13 +29,7 @@ pub use uncoalesced::UncoalescedAccess;
 use kernelpro_model::{Code, Finding, Severity, Span};
 
 /// A finding of `tool` about `kernel`, with the tool's code and doc link.
-fn finding(
-    tool: Code,
-    severity: Severity,
-    span: Span,
-    kernel: &str,
-    message: String,
-) -> Finding {
+fn finding(tool: Code, severity: Severity, span: Span, kernel: &str, message: String) -> Finding {
     Finding::new("kernelpro", severity, span, message)
         .with_code(tool.as_str())
         .with_kernel(kernel)
@@ -47,8 +41,5 @@ fn line_span(text: &str, line: u32) -> Span {
     let content = text.lines().nth(line as usize).unwrap_or("");
     let start = content.len() - content.trim_start().len();
     let end = content.trim_end().len().max(start);
-    Span::new(
-        kernelpro_model::Pos::new(line, start as u32),
-        kernelpro_model::Pos::new(line, end as u32),
-    )
+    Span::new(kernelpro_model::Pos::new(line, start as u32), kernelpro_model::Pos::new(line, end as u32))
 }

@@ -34,22 +34,19 @@ impl StaticTool for OccupancyLimit {
             let block = launch.block;
             let dynamic = launch.smem.unwrap_or(0);
             for r in input.resources.iter().filter(|r| {
-                r.entry
-                    && short_name(&r.name) == kernel.name
-                    && (r.arch.is_empty() || r.arch == input.arch)
+                r.entry && short_name(&r.name) == kernel.name && (r.arch.is_empty() || r.arch == input.arch)
             }) {
                 let shared = r.shared_static + dynamic;
                 let occ = occupancy(&limits, block, r.registers, shared);
-                if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory)
-                    || occ.percent >= self.min_percent
+                if !matches!(occ.limiter, Limiter::Registers | Limiter::SharedMemory) || occ.percent >= self.min_percent
                 {
                     continue;
                 }
                 let wanted = occ.blocks_per_sm + 1;
                 let (what, guidance) = if occ.limiter == Limiter::Registers {
-                    let fits = (1..r.registers).rev().find(|&regs| {
-                        occupancy(&limits, block, regs, shared).blocks_per_sm >= wanted
-                    });
+                    let fits = (1..r.registers)
+                        .rev()
+                        .find(|&regs| occupancy(&limits, block, regs, shared).blocks_per_sm >= wanted);
                     let change = match fits {
                         Some(regs) => format!(
                             "At most {regs} registers per thread (now {}) fit {wanted} blocks per SM",
@@ -67,9 +64,7 @@ impl StaticTool for OccupancyLimit {
                     let fits = (0..shared / 128)
                         .rev()
                         .map(|units| units * 128)
-                        .find(|&bytes| {
-                            occupancy(&limits, block, r.registers, bytes).blocks_per_sm >= wanted
-                        });
+                        .find(|&bytes| occupancy(&limits, block, r.registers, bytes).blocks_per_sm >= wanted);
                     let change = match fits {
                         Some(bytes) => format!(
                             "At most {bytes} B of shared memory per block (now {shared}) fit {wanted} blocks per SM"
@@ -89,27 +84,27 @@ impl StaticTool for OccupancyLimit {
                     )
                 };
                 findings.push(
-                finding(
-                    NAME,
-                    Severity::Information,
-                    kernel.name_span,
-                    &kernel.name,
-                    format!(
-                        "`{}` reaches {:.1}% occupancy on {} with {block}-thread blocks, limited by {what}",
-                        r.name, occ.percent, limits.arch
-                    ),
-                )
-                .with_evidence("block size", format!("{block} (from {})", launch.from.describe()))
-                .with_evidence("registers", r.registers)
-                .with_evidence("shared memory (B)", shared)
-                .with_evidence(
-                    "dynamic shared memory (B)",
-                    launch.smem.map_or("unknown".to_string(), |b| b.to_string()),
-                )
-                .with_evidence("blocks per SM", occ.blocks_per_sm)
-                .with_evidence("active warps", format!("{}/{}", occ.active_warps, occ.max_warps))
-                .with_guidance(guidance),
-            );
+                    finding(
+                        NAME,
+                        Severity::Information,
+                        kernel.name_span,
+                        &kernel.name,
+                        format!(
+                            "`{}` reaches {:.1}% occupancy on {} with {block}-thread blocks, limited by {what}",
+                            r.name, occ.percent, limits.arch
+                        ),
+                    )
+                    .with_evidence("block size", format!("{block} (from {})", launch.from.describe()))
+                    .with_evidence("registers", r.registers)
+                    .with_evidence("shared memory (B)", shared)
+                    .with_evidence(
+                        "dynamic shared memory (B)",
+                        launch.smem.map_or("unknown".to_string(), |b| b.to_string()),
+                    )
+                    .with_evidence("blocks per SM", occ.blocks_per_sm)
+                    .with_evidence("active warps", format!("{}/{}", occ.active_warps, occ.max_warps))
+                    .with_guidance(guidance),
+                );
             }
         }
         findings

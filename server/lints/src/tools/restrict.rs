@@ -61,30 +61,13 @@ impl StaticTool for MissingRestrict {
             let Some(cost) = aliasing_cost(&pointers, &loads, &stores) else {
                 continue;
             };
-            let read = pointers
-                .iter()
-                .find(|p| p.name == cost.read)
-                .expect("a parameter");
-            let written = pointers
-                .iter()
-                .find(|p| p.name == cost.written)
-                .expect("a parameter");
-            let lacking: Vec<&str> = [written, read]
-                .into_iter()
-                .filter(|p| !p.restrict)
-                .map(|p| p.name.as_str())
-                .collect();
+            let read = pointers.iter().find(|p| p.name == cost.read).expect("a parameter");
+            let written = pointers.iter().find(|p| p.name == cost.written).expect("a parameter");
+            let lacking: Vec<&str> =
+                [written, read].into_iter().filter(|p| !p.restrict).map(|p| p.name.as_str()).collect();
             let declare = |p: &Param| {
-                let base = if p.base.is_empty() {
-                    "T"
-                } else {
-                    p.base.as_str()
-                };
-                let konst = if p.name == cost.read || p.is_const {
-                    "const "
-                } else {
-                    ""
-                };
+                let base = if p.base.is_empty() { "T" } else { p.base.as_str() };
+                let konst = if p.name == cost.read || p.is_const { "const " } else { "" };
                 format!("`{konst}{base}* __restrict__ {}`", p.name)
             };
             findings.push(
@@ -138,33 +121,23 @@ fn aliasing_cost(
             pointers
                 .iter()
                 .filter(move |r| r.name != w.name && !(r.restrict && w.restrict))
-                .filter_map(move |r| {
-                    Some((stores.get(&w.name)?, loads.get(&r.name)?, &w.name, &r.name))
-                })
+                .filter_map(move |r| Some((stores.get(&w.name)?, loads.get(&r.name)?, &w.name, &r.name)))
         })
     };
     for (ws, rs, w, r) in pairs() {
-        if let Some((s, l)) = ws.iter().find_map(|s| {
-            rs.iter()
-                .find(|l| l.loops.iter().any(|id| s.loops.contains(id)))
-                .map(|l| (s, l))
-        }) {
+        if let Some((s, l)) =
+            ws.iter().find_map(|s| rs.iter().find(|l| l.loops.iter().any(|id| s.loops.contains(id))).map(|l| (s, l)))
+        {
             return Some(Cost {
                 written: w.clone(),
                 read: r.clone(),
                 where_: "in the same loop as".into(),
-                evidence: format!(
-                    "load on line {}, store on line {}, in one loop",
-                    l.line + 1,
-                    s.line + 1
-                ),
+                evidence: format!("load on line {}, store on line {}, in one loop", l.line + 1, s.line + 1),
             });
         }
     }
     for (ws, rs, w, r) in pairs() {
-        let (Some(first), Some(last)) =
-            (rs.iter().map(|u| u.at).min(), rs.iter().map(|u| u.at).max())
-        else {
+        let (Some(first), Some(last)) = (rs.iter().map(|u| u.at).min(), rs.iter().map(|u| u.at).max()) else {
             continue;
         };
         if rs.len() >= 2
@@ -174,11 +147,7 @@ fn aliasing_cost(
                 written: w.clone(),
                 read: r.clone(),
                 where_: format!("{} times around", rs.len()),
-                evidence: format!(
-                    "{} loads, a store on line {} between them",
-                    rs.len(),
-                    s.line + 1
-                ),
+                evidence: format!("{} loads, a store on line {} between them", rs.len(), s.line + 1),
             });
         }
     }
@@ -192,25 +161,18 @@ fn accesses(
     pointers: &[&Param],
 ) -> (HashMap<String, Vec<Use>>, HashMap<String, Vec<Use>>) {
     let nodes = descendants(body);
-    let mut owner: HashMap<String, String> = pointers
-        .iter()
-        .map(|p| (p.name.clone(), p.name.clone()))
-        .collect();
+    let mut owner: HashMap<String, String> = pointers.iter().map(|p| (p.name.clone(), p.name.clone())).collect();
     // `T* row = x + r * C;` makes `row` an access path of `x` (declarations come in source order).
     for decl in nodes.iter().filter(|n| n.kind() == "init_declarator") {
-        let (Some(declarator), Some(value)) = (
-            decl.child_by_field_name("declarator"),
-            decl.child_by_field_name("value"),
-        ) else {
+        let (Some(declarator), Some(value)) =
+            (decl.child_by_field_name("declarator"), decl.child_by_field_name("value"))
+        else {
             continue;
         };
         if declarator.kind() != "pointer_declarator" {
             continue;
         }
-        let Some(name) = descendants(declarator)
-            .into_iter()
-            .find(|n| n.kind() == "identifier")
-        else {
+        let Some(name) = descendants(declarator).into_iter().find(|n| n.kind() == "identifier") else {
             continue;
         };
         let sources: Vec<&String> = descendants(value)
@@ -231,19 +193,10 @@ fn accesses(
         };
         let access = access(syntax, *n);
         let loops = nodes_above(*n, body)
-            .filter(|a| {
-                matches!(
-                    a.kind(),
-                    "for_statement" | "while_statement" | "do_statement" | "for_range_loop"
-                )
-            })
+            .filter(|a| matches!(a.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))
             .map(|a| a.id())
             .collect();
-        let use_ = Use {
-            at: n.start_byte(),
-            line: n.start_position().row as u32,
-            loops,
-        };
+        let use_ = Use { at: n.start_byte(), line: n.start_position().row as u32, loops };
         match access {
             Access::Load => loads.entry(param.clone()).or_default().push(use_),
             Access::Store => stores.entry(param.clone()).or_default().push(use_),
@@ -255,10 +208,8 @@ fn accesses(
 
 /// The ancestors of `node` up to (not including) `top`.
 fn nodes_above<'t>(node: Node<'t>, top: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    std::iter::successors(node.parent(), move |n| {
-        n.parent().filter(|_| n.id() != top.id())
-    })
-    .take_while(move |n| n.id() != top.id())
+    std::iter::successors(node.parent(), move |n| n.parent().filter(|_| n.id() != top.id()))
+        .take_while(move |n| n.id() != top.id())
 }
 
 /// Climbs from a use of the pointer through indexing, dereference and pointer
@@ -277,32 +228,17 @@ fn access(syntax: &Syntax, use_: Node) -> Access {
             "parenthesized_expression" | "cast_expression" => {}
             "binary_expression" if !dereferenced => {}
             "assignment_expression" if parent.child_by_field_name("left") == Some(node) => {
-                return if dereferenced {
-                    Access::Store
-                } else {
-                    Access::None
-                };
+                return if dereferenced { Access::Store } else { Access::None };
             }
             // `q = p`: another name for the same memory may be written through.
             "assignment_expression" => {
-                return if dereferenced {
-                    Access::Load
-                } else {
-                    Access::Store
-                };
+                return if dereferenced { Access::Load } else { Access::Store };
             }
             "update_expression" => {
-                return if dereferenced {
-                    Access::Store
-                } else {
-                    Access::None
-                };
+                return if dereferenced { Access::Store } else { Access::None };
             }
             "argument_list" => {
-                let callee = parent
-                    .parent()
-                    .and_then(|c| c.child_by_field_name("function"))
-                    .map(|f| syntax.text(f));
+                let callee = parent.parent().and_then(|c| c.child_by_field_name("function")).map(|f| syntax.text(f));
                 return if dereferenced || callee.is_some_and(|c| READ_ONLY_CALLS.contains(&c)) {
                     Access::Load
                 } else {

@@ -32,10 +32,7 @@ impl StaticTool for RowWalk {
             for (id, l) in model.loops.iter().enumerate() {
                 let Some(atom) = &l.atom else { continue };
                 if !matches!(&l.step, Step::Add(s) if s.as_constant() == Some(1))
-                    || l.bound
-                        .as_ref()
-                        .and_then(|b| b.as_constant())
-                        .is_some_and(|b| b.abs() <= SHORT_ROW)
+                    || l.bound.as_ref().and_then(|b| b.as_constant()).is_some_and(|b| b.abs() <= SHORT_ROW)
                 {
                     continue;
                 }
@@ -43,8 +40,7 @@ impl StaticTool for RowWalk {
                 // tile's width fixed at compile time, not a row whose length is
                 // known to be long: whether it is, the model cannot tell.
                 if l.bound.as_ref().is_some_and(|b| {
-                    b.atoms().next().is_some()
-                        && b.atoms().all(|a| matches!(a, Atom::Sym(s) if fixed.contains(s)))
+                    b.atoms().next().is_some() && b.atoms().all(|a| matches!(a, Atom::Sym(s) if fixed.contains(s)))
                 }) {
                     continue;
                 }
@@ -52,8 +48,7 @@ impl StaticTool for RowWalk {
                 let walked: Vec<_> = bad
                     .iter()
                     .filter(|u| {
-                        u.access.loops.contains(&id)
-                            && u.access.index.coefficient(atom).as_constant() == Some(1)
+                        u.access.loops.contains(&id) && u.access.index.coefficient(atom).as_constant() == Some(1)
                     })
                     .collect();
                 let Some(first) = walked.first() else {
@@ -63,21 +58,11 @@ impl StaticTool for RowWalk {
                     continue;
                 }
                 let var = l.var.as_deref().unwrap_or("?");
-                let bound = l
-                    .bound
-                    .as_ref()
-                    .map(|b| format!("`{b}`"))
-                    .unwrap_or_else(|| "many".into());
-                let mut arrays: Vec<String> = walked
-                    .iter()
-                    .map(|u| format!("`{}`", u.access.base))
-                    .collect();
+                let bound = l.bound.as_ref().map(|b| format!("`{b}`")).unwrap_or_else(|| "many".into());
+                let mut arrays: Vec<String> = walked.iter().map(|u| format!("`{}`", u.access.base)).collect();
                 arrays.dedup();
                 let reduces = walked.iter().any(|u| u.access.accumulated)
-                    || model
-                        .accesses
-                        .iter()
-                        .any(|a| a.loops.contains(&id) && a.accumulated);
+                    || model.accesses.iter().any(|a| a.loops.contains(&id) && a.accumulated);
                 let writes = walked.iter().any(|u| u.access.kind != AccessKind::Read);
                 let a = first.access;
                 let message = format!(
@@ -104,11 +89,7 @@ impl StaticTool for RowWalk {
                         .with_evidence("loop", format!("{var}: bound {bound}"))
                         .with_evidence(
                             "walked accesses",
-                            walked
-                                .iter()
-                                .map(|u| u.access.text.clone())
-                                .collect::<Vec<_>>()
-                                .join(", "),
+                            walked.iter().map(|u| u.access.text.clone()).collect::<Vec<_>>().join(", "),
                         )
                         .with_evidence("lane stride (elements)", lane_step(a).to_string())
                         .with_guidance(fix),
@@ -122,12 +103,7 @@ impl StaticTool for RowWalk {
 /// The names of a template kernel's non-type parameters (`template <int BM, const int TN>`
 /// gives `BM`, `TN`; `typename T` gives nothing).
 fn template_values(input: &LintInput, kernel: &str) -> Vec<String> {
-    let Some(f) = input
-        .source
-        .functions
-        .iter()
-        .find(|f| f.name == kernel && f.is_template)
-    else {
+    let Some(f) = input.source.functions.iter().find(|f| f.name == kernel && f.is_template) else {
         return Vec::new();
     };
     let Some(text) = input.text.get(f.start_byte..f.end_byte) else {

@@ -25,9 +25,7 @@ pub struct ScalarLoads;
 const NAME: Code = Code::ScalarLoads;
 
 fn is_scalar_global_load(instruction: &Instruction) -> bool {
-    instruction.base_opcode() == "LDG"
-        && !instruction.opcode.contains(".64")
-        && !instruction.opcode.contains(".128")
+    instruction.base_opcode() == "LDG" && !instruction.opcode.contains(".64") && !instruction.opcode.contains(".128")
 }
 
 /// One candidate: the load to underline, what it does and the vector width that would do.
@@ -58,14 +56,8 @@ impl StaticTool for ScalarLoads {
                 if !lines.first(&model.name, c.load.line()) {
                     continue;
                 }
-                let mut f = finding(
-                    NAME,
-                    Severity::Information,
-                    c.load.span,
-                    &model.name,
-                    c.message,
-                )
-                .with_guidance(c.guidance);
+                let mut f =
+                    finding(NAME, Severity::Information, c.load.span, &model.name, c.message).with_guidance(c.guidance);
                 if let Some(functions) = &sass {
                     let scalar: Vec<&Instruction> = instructions_on(functions, input.path, line)
                         .into_iter()
@@ -74,9 +66,7 @@ impl StaticTool for ScalarLoads {
                     if scalar.is_empty() {
                         continue;
                     }
-                    f = f
-                        .with_evidence("sass", listing(&scalar, 6))
-                        .with_evidence("scalar LDG on line", scalar.len());
+                    f = f.with_evidence("sass", listing(&scalar, 6)).with_evidence("scalar LDG on line", scalar.len());
                 }
                 findings.push(f);
             }
@@ -112,22 +102,14 @@ fn neighbouring_offsets(model: &KernelModel) -> Vec<Candidate<'_>> {
     let mut groups: BTreeMap<(String, Poly), BTreeMap<i64, &Access>> = BTreeMap::new();
     for a in scalar_reads(model) {
         let c = a.index.constant_term();
-        groups
-            .entry((a.base.clone(), a.index.sub(&Poly::constant(c))))
-            .or_default()
-            .entry(c)
-            .or_insert(a);
+        groups.entry((a.base.clone(), a.index.sub(&Poly::constant(c)))).or_default().entry(c).or_insert(a);
     }
     let mut out = Vec::new();
     for ((base, _), offsets) in groups {
         let Some((&lo, first)) = offsets.iter().next() else {
             continue;
         };
-        let run = offsets
-            .keys()
-            .zip(lo..)
-            .take_while(|(k, want)| **k == *want)
-            .count() as i64;
+        let run = offsets.keys().zip(lo..).take_while(|(k, want)| **k == *want).count() as i64;
         let lane = first.lane_coefficient().as_constant();
         // Lanes must be exactly one run apart: together the warp reads a contiguous range.
         if run < 2 || lane != Some(run) {
@@ -161,9 +143,7 @@ fn short_loops(model: &KernelModel) -> Vec<Candidate<'_>> {
     let mut out = Vec::new();
     for a in scalar_reads(model) {
         for l in model.loops_of(a) {
-            let (Some(atom), Some(trip)) =
-                (&l.atom, l.bound.as_ref().and_then(|b| b.as_constant()))
-            else {
+            let (Some(atom), Some(trip)) = (&l.atom, l.bound.as_ref().and_then(|b| b.as_constant())) else {
                 continue;
             };
             if !matches!(&l.step, Step::Add(s) if s.as_constant() == Some(1))
@@ -199,11 +179,7 @@ fn short_loops(model: &KernelModel) -> Vec<Candidate<'_>> {
 /// An elementwise map: its first load, when every global access is `p[i]`-like
 /// (lanes one 4-byte element apart) and the only loops are grid-stride ones.
 fn elementwise_map(model: &KernelModel) -> Vec<Candidate<'_>> {
-    let global: Vec<&Access> = model
-        .accesses
-        .iter()
-        .filter(|a| a.space != Space::Local)
-        .collect();
+    let global: Vec<&Access> = model.accesses.iter().filter(|a| a.space != Space::Local).collect();
     let contiguous = |a: &&Access| {
         a.space == Space::Global
             && !a.is_atomic()
@@ -212,11 +188,7 @@ fn elementwise_map(model: &KernelModel) -> Vec<Candidate<'_>> {
             && a.lane_coefficient().as_constant() == Some(1)
     };
     // One index per array: several offsets of one array are a stencil (MissedReuse's).
-    let one_index = global.iter().all(|a| {
-        global
-            .iter()
-            .all(|b| b.base != a.base || b.index == a.index)
-    });
+    let one_index = global.iter().all(|a| global.iter().all(|b| b.base != a.base || b.index == a.index));
     let map = one_index
         && !global.is_empty()
         && global.iter().all(contiguous)

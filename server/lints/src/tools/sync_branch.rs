@@ -26,12 +26,8 @@ impl StaticTool for SyncInDivergentBranch {
         let mut lines = Lines::default();
         for model in models(input).iter() {
             for barrier in &model.barriers {
-                let Some(branch) = barrier
-                    .branches
-                    .iter()
-                    .rev()
-                    .map(|&i| &model.branches[i])
-                    .find(|b| b.kind.splits_block())
+                let Some(branch) =
+                    barrier.branches.iter().rev().map(|&i| &model.branches[i]).find(|b| b.kind.splits_block())
                 else {
                     continue;
                 };
@@ -69,10 +65,7 @@ impl StaticTool for SyncInDivergentBranch {
                 )
                 .with_evidence("condition", branch.condition.clone())
                 .with_evidence("condition line", branch.span.start.line + 1)
-                .with_evidence(
-                    "condition varies",
-                    format!("{:?}", branch.kind).to_lowercase(),
-                )
+                .with_evidence("condition varies", format!("{:?}", branch.kind).to_lowercase())
                 .with_guidance(guidance);
                 if !sass.is_empty() {
                     f = f.with_evidence("sass", listing(&sass, 4));

@@ -7,9 +7,7 @@ use super::finding;
 use crate::model::{Lines, geometry_note, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Code, Finding, Severity};
-use kernelpro_source::kernel_model::{
-    Access, AccessKind, Atom, Dim, KernelModel, Poly, Space, sectors_per_request,
-};
+use kernelpro_source::kernel_model::{Access, AccessKind, Atom, Dim, KernelModel, Poly, Space, sectors_per_request};
 use std::collections::BTreeSet;
 
 pub struct UncoalescedAccess;
@@ -33,10 +31,7 @@ impl Uncoalesced<'_> {
     /// `32 sectors per request instead of 4`.
     pub fn sectors_text(&self) -> String {
         if self.elem_known {
-            format!(
-                "{} sectors per request instead of {}",
-                self.sectors, self.ideal
-            )
+            format!("{} sectors per request instead of {}", self.sectors, self.ideal)
         } else {
             format!(
                 "at least {} sectors per request instead of at most {} (`{}` is a template parameter)",
@@ -56,23 +51,13 @@ pub fn uncoalesced(model: &KernelModel) -> Vec<Uncoalesced<'_>> {
         .filter_map(|a| match a.elem.bytes {
             Some(bytes) => {
                 let (sectors, ideal) = sectors_per_request(&geometry, &a.index, bytes)?;
-                (sectors >= MIN_RATIO * ideal).then_some(Uncoalesced {
-                    access: a,
-                    sectors,
-                    ideal,
-                    elem_known: true,
-                })
+                (sectors >= MIN_RATIO * ideal).then_some(Uncoalesced { access: a, sectors, ideal, elem_known: true })
             }
             // A template element: count with 1-byte elements (a lower bound) and
             // fire only when that alone is far past any type's fewest (8, for 8 bytes).
             None => {
                 let (sectors, _) = sectors_per_request(&geometry, &a.index, 1)?;
-                (sectors >= MIN_RATIO * 8).then_some(Uncoalesced {
-                    access: a,
-                    sectors,
-                    ideal: 8,
-                    elem_known: false,
-                })
+                (sectors >= MIN_RATIO * 8).then_some(Uncoalesced { access: a, sectors, ideal: 8, elem_known: false })
             }
         })
         .collect()
@@ -90,9 +75,7 @@ fn covered_by_neighbours(model: &KernelModel, a: &Access) -> bool {
         .accesses
         .iter()
         .filter(|b| {
-            b.base == a.base
-                && b.space == a.space
-                && b.index.sub(&Poly::constant(b.index.constant_term())) == rest
+            b.base == a.base && b.space == a.space && b.index.sub(&Poly::constant(b.index.constant_term())) == rest
         })
         .map(|b| b.index.constant_term())
         .collect();
@@ -142,14 +125,8 @@ impl StaticTool for UncoalescedAccess {
                     finding(NAME, Severity::Warning, a.span, &model.name, message)
                         .with_evidence("index", a.index.to_string())
                         .with_evidence("lane stride (elements)", lane.to_string())
-                        .with_evidence(
-                            "element",
-                            format!("{} ({} bytes)", a.elem.name, a.elem.bytes.unwrap_or(0)),
-                        )
-                        .with_evidence(
-                            "sectors per warp request",
-                            format!("{} (ideal {})", u.sectors, u.ideal),
-                        )
+                        .with_evidence("element", format!("{} ({} bytes)", a.elem.name, a.elem.bytes.unwrap_or(0)))
+                        .with_evidence("sectors per warp request", format!("{} (ideal {})", u.sectors, u.ideal))
                         .with_guidance(guidance(&model, a)),
                 );
             }
@@ -160,11 +137,8 @@ impl StaticTool for UncoalescedAccess {
 
 /// The expert fix for this access's pattern.
 fn guidance(model: &KernelModel, a: &Access) -> String {
-    let walks_row = model.loops_of(a).any(|l| {
-        l.atom
-            .as_ref()
-            .is_some_and(|at| a.index.coefficient(at).as_constant() == Some(1))
-    });
+    let walks_row =
+        model.loops_of(a).any(|l| l.atom.as_ref().is_some_and(|at| a.index.coefficient(at).as_constant() == Some(1)));
     let partner = model.accesses.iter().find(|b| {
         b.statement == a.statement
             && b.base != a.base

@@ -22,26 +22,13 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn recorded(cu: &'static str, sass: &str, ptxas: &str) -> Fixture {
-        Fixture {
-            path: cu.rsplit('/').next().unwrap(),
-            cu: read(cu),
-            sass: read(sass),
-            ptxas: read(ptxas),
-        }
+        Fixture { path: cu.rsplit('/').next().unwrap(), cu: read(cu), sass: read(sass), ptxas: read(ptxas) }
     }
     pub fn planted() -> Fixture {
-        Fixture::recorded(
-            "lints/planted.cu",
-            "lints/planted.sm90.nvdisasm.txt",
-            "lints/planted.sm90.ptxas.txt",
-        )
+        Fixture::recorded("lints/planted.cu", "lints/planted.sm90.nvdisasm.txt", "lints/planted.sm90.ptxas.txt")
     }
     pub fn clean() -> Fixture {
-        Fixture::recorded(
-            "lints/clean.cu",
-            "lints/clean.sm90.nvdisasm.txt",
-            "lints/clean.sm90.ptxas.txt",
-        )
+        Fixture::recorded("lints/clean.cu", "lints/clean.sm90.nvdisasm.txt", "lints/clean.sm90.ptxas.txt")
     }
 }
 
@@ -62,13 +49,10 @@ pub fn findings_of(
     // The fixtures' own launches (h200-probe's `main`), and a spec's for big_shared.
     let in_file = kernelpro_lints::launch::in_file(&fixture.cu, &source, source.kernels());
     let launches = |k: &str| {
-        in_file.get(k).copied().or_else(|| {
-            (k == "big_shared").then_some(Launch {
-                block: 128,
-                smem: Some(0),
-                from: LaunchFrom::Spec,
-            })
-        })
+        in_file
+            .get(k)
+            .copied()
+            .or_else(|| (k == "big_shared").then_some(Launch { block: 128, smem: Some(0), from: LaunchFrom::Spec }))
     };
     let input = LintInput {
         path: fixture.path,
@@ -91,11 +75,7 @@ pub fn findings_of(
 /// `Tool line:col-line:col message`, 1-based lines and columns as an editor shows them.
 pub fn render(findings: &[Finding]) -> String {
     let col = |c: u32| {
-        if c == u32::MAX {
-            "$".to_string()
-        } else {
-            (c + 1).to_string()
-        }
+        if c == u32::MAX { "$".to_string() } else { (c + 1).to_string() }
     };
     findings
         .iter()

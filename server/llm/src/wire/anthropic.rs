@@ -6,13 +6,7 @@ use crate::config::LlmConfig;
 use crate::error::LlmError;
 use serde_json::{Value, json};
 
-pub fn body(
-    config: &LlmConfig,
-    system: &str,
-    messages: &[Value],
-    tools: &[ToolSpec],
-    tools_allowed: bool,
-) -> Value {
+pub fn body(config: &LlmConfig, system: &str, messages: &[Value], tools: &[ToolSpec], tools_allowed: bool) -> Value {
     let mut body = json!({
         "model": config.model,
         "system": system,
@@ -23,8 +17,10 @@ pub fn body(
         body["temperature"] = json!(t);
     }
     if !tools.is_empty() {
-        let specs: Vec<Value> =
-            tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
+        let specs: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
         body["tools"] = json!(specs);
         body["tool_choice"] = json!({"type": if tools_allowed { "auto" } else { "none" }});
     }
@@ -32,10 +28,8 @@ pub fn body(
 }
 
 pub fn parse(reply: &Value) -> Result<Turn, LlmError> {
-    let content = reply
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| garbled("no `content` array in the reply"))?;
+    let content =
+        reply.get("content").and_then(Value::as_array).ok_or_else(|| garbled("no `content` array in the reply"))?;
     let mut text = String::new();
     let mut calls = Vec::new();
     for block in content {
@@ -46,20 +40,11 @@ pub fn parse(reply: &Value) -> Result<Turn, LlmError> {
                     .get("name")
                     .and_then(Value::as_str)
                     .ok_or_else(|| garbled("a tool_use block without a name"))?;
-                let id = block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| garbled("a tool_use block without an id"))?;
-                let arguments = block
-                    .get("input")
-                    .filter(|i| i.is_object())
-                    .cloned()
-                    .ok_or_else(|| "no input object".to_owned());
-                calls.push(ToolCall {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
-                    arguments,
-                });
+                let id =
+                    block.get("id").and_then(Value::as_str).ok_or_else(|| garbled("a tool_use block without an id"))?;
+                let arguments =
+                    block.get("input").filter(|i| i.is_object()).cloned().ok_or_else(|| "no input object".to_owned());
+                calls.push(ToolCall { id: id.to_owned(), name: name.to_owned(), arguments });
             }
             _ => {} // thinking and other blocks carry no answer
         }
@@ -75,19 +60,11 @@ pub fn parse(reply: &Value) -> Result<Turn, LlmError> {
         output: u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
     });
     let assistant = json!({"role": "assistant", "content": content});
-    Ok(Turn {
-        text,
-        calls,
-        stop,
-        usage,
-        assistant,
-    })
+    Ok(Turn { text, calls, stop, usage, assistant })
 }
 
 pub fn results(results: &[(String, String)]) -> Value {
-    let blocks: Vec<Value> = results
-        .iter()
-        .map(|(id, text)| json!({"type": "tool_result", "tool_use_id": id, "content": text}))
-        .collect();
+    let blocks: Vec<Value> =
+        results.iter().map(|(id, text)| json!({"type": "tool_result", "tool_use_id": id, "content": text})).collect();
     json!({"role": "user", "content": blocks})
 }

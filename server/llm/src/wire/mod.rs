@@ -65,20 +65,14 @@ impl Conversation {
             messages.push(serde_json::json!({"role": "system", "content": system}));
         }
         messages.push(serde_json::json!({"role": "user", "content": user}));
-        Conversation {
-            provider,
-            system: system.to_owned(),
-            messages,
-        }
+        Conversation { provider, system: system.to_owned(), messages }
     }
 
     /// The request body; `tool_choice` is `none` once the tool calls are used up.
     pub fn body(&self, config: &LlmConfig, tools: &[ToolSpec], tools_allowed: bool) -> Value {
         match self.provider {
             Provider::OpenAi => openai::body(config, &self.messages, tools, tools_allowed),
-            Provider::Anthropic => {
-                anthropic::body(config, &self.system, &self.messages, tools, tools_allowed)
-            }
+            Provider::Anthropic => anthropic::body(config, &self.system, &self.messages, tools, tools_allowed),
         }
     }
 

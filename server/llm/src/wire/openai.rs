@@ -7,12 +7,7 @@ use crate::config::LlmConfig;
 use crate::error::LlmError;
 use serde_json::{Value, json};
 
-pub fn body(
-    config: &LlmConfig,
-    messages: &[Value],
-    tools: &[ToolSpec],
-    tools_allowed: bool,
-) -> Value {
+pub fn body(config: &LlmConfig, messages: &[Value], tools: &[ToolSpec], tools_allowed: bool) -> Value {
     let mut body = json!({
         "model": config.model,
         "messages": messages,
@@ -33,54 +28,26 @@ pub fn body(
 }
 
 pub fn parse(reply: &Value) -> Result<Turn, LlmError> {
-    let choice = reply
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| garbled("no `choices` in the reply"))?;
-    let message = choice
-        .get("message")
-        .ok_or_else(|| garbled("no `message` in the first choice"))?;
+    let choice = reply.get("choices").and_then(|c| c.get(0)).ok_or_else(|| garbled("no `choices` in the reply"))?;
+    let message = choice.get("message").ok_or_else(|| garbled("no `message` in the first choice"))?;
     let text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         // Some servers send content parts.
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
         Some(Value::Null) | None => String::new(),
         Some(_) => return Err(garbled("`content` is neither text nor parts")),
     };
     let mut calls = Vec::new();
-    for call in message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let function = call
-            .get("function")
-            .ok_or_else(|| garbled("a tool call without `function`"))?;
-        let name = function
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| garbled("a tool call without a name"))?;
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let function = call.get("function").ok_or_else(|| garbled("a tool call without `function`"))?;
+        let name = function.get("name").and_then(Value::as_str).ok_or_else(|| garbled("a tool call without a name"))?;
         let arguments = match function.get("arguments") {
-            Some(Value::String(s)) => {
-                serde_json::from_str(s).map_err(|e| format!("arguments are not JSON: {e}"))
-            }
+            Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| format!("arguments are not JSON: {e}")),
             Some(v @ Value::Object(_)) => Ok(v.clone()),
             _ => Err("no arguments".to_owned()),
         };
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or(name)
-            .to_owned();
-        calls.push(ToolCall {
-            id,
-            name: name.to_owned(),
-            arguments,
-        });
+        let id = call.get("id").and_then(Value::as_str).unwrap_or(name).to_owned();
+        calls.push(ToolCall { id, name: name.to_owned(), arguments });
     }
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
         _ if !calls.is_empty() => Stop::ToolUse,
@@ -91,27 +58,15 @@ pub fn parse(reply: &Value) -> Result<Turn, LlmError> {
     };
     let usage = reply.get("usage").map_or(Usage::default(), |u| Usage {
         input: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output: u
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        output: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
     });
     let mut assistant = json!({"role": "assistant", "content": text});
     if let Some(tool_calls) = message.get("tool_calls").filter(|_| !calls.is_empty()) {
         assistant["tool_calls"] = tool_calls.clone();
     }
-    Ok(Turn {
-        text,
-        calls,
-        stop,
-        usage,
-        assistant,
-    })
+    Ok(Turn { text, calls, stop, usage, assistant })
 }
 
 pub fn results(results: &[(String, String)]) -> Vec<Value> {
-    results
-        .iter()
-        .map(|(id, text)| json!({"role": "tool", "tool_call_id": id, "content": text}))
-        .collect()
+    results.iter().map(|(id, text)| json!({"role": "tool", "tool_call_id": id, "content": text})).collect()
 }

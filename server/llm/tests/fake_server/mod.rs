@@ -28,11 +28,7 @@ impl Scripted {
         }
     }
     pub fn status(status: u16, body: &str) -> Scripted {
-        Scripted {
-            status,
-            body: body.to_owned(),
-            ..Scripted::json(Value::Null)
-        }
+        Scripted { status, body: body.to_owned(), ..Scripted::json(Value::Null) }
     }
     pub fn raw(body: &str) -> Scripted {
         Scripted::status(200, body)
@@ -61,10 +57,7 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -81,18 +74,10 @@ impl FakeServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = requests.clone();
         std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async move {
                 // Registering the socket needs the runtime's reactor.
-                serve(
-                    tokio::net::TcpListener::from_std(listener).unwrap(),
-                    script,
-                    recorded,
-                )
-                .await
+                serve(tokio::net::TcpListener::from_std(listener).unwrap(), script, recorded).await
             });
         });
         FakeServer { url, requests }
@@ -103,11 +88,7 @@ impl FakeServer {
     }
 }
 
-async fn serve(
-    listener: tokio::net::TcpListener,
-    script: Vec<Scripted>,
-    recorded: Arc<Mutex<Vec<Recorded>>>,
-) {
+async fn serve(listener: tokio::net::TcpListener, script: Vec<Scripted>, recorded: Arc<Mutex<Vec<Recorded>>>) {
     let script = Arc::new(script);
     let next = Arc::new(AtomicUsize::new(0));
     loop {
@@ -141,22 +122,13 @@ async fn answer(
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.lines();
-    let path = lines
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .to_owned();
+    let path = lines.next().unwrap_or("").split_whitespace().nth(1).unwrap_or("").to_owned();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
+    let length: usize =
+        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     while buf.len() < head_end + length {
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await?;
@@ -166,22 +138,14 @@ async fn answer(
         buf.extend_from_slice(&chunk[..n]);
     }
     let body = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
-    recorded.lock().unwrap().push(Recorded {
-        path,
-        headers,
-        body,
-    });
+    recorded.lock().unwrap().push(Recorded { path, headers, body });
 
     let reply = script
         .get(next.fetch_add(1, Ordering::SeqCst))
         .cloned()
         .unwrap_or_else(|| Scripted::status(500, "script exhausted"));
     tokio::time::sleep(reply.delay).await;
-    let body = if reply.echo_headers {
-        format!("{} {head}", reply.body)
-    } else {
-        reply.body
-    };
+    let body = if reply.echo_headers { format!("{} {head}", reply.body) } else { reply.body };
     let mut response = format!(
         "HTTP/1.1 {} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         reply.status,

@@ -15,7 +15,10 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
     let moved = |span: kernelpro_model::Span| {
         let line = edits.to_current(span.start.line)?;
         let end = line + span.end.line.saturating_sub(span.start.line);
-        Some(kernelpro_model::Span::new(kernelpro_model::Pos { line, ..span.start }, kernelpro_model::Pos { line: end, ..span.end }))
+        Some(kernelpro_model::Span::new(
+            kernelpro_model::Pos { line, ..span.start },
+            kernelpro_model::Pos { line: end, ..span.end },
+        ))
     };
     let verdicts = crate::jobs::profile::verdicts(doc);
     for k in analysis.source.kernels() {
@@ -23,7 +26,11 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
             let title = if *stale { format!("{summary} (stale)") } else { summary.clone() };
             let Some(at) = moved(kernelpro_model::Span::new(k.span.start, k.span.start)) else { continue };
             let at = doc.range(at);
-            lenses.push(CodeLens { range: at, command: Some(Command { title, command: String::new(), arguments: None }), data: None });
+            lenses.push(CodeLens {
+                range: at,
+                command: Some(Command { title, command: String::new(), arguments: None }),
+                data: None,
+            });
         }
     }
     for lens in kernelpro_core::lens::kernel_lenses(analysis) {
@@ -31,8 +38,12 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
         let range = doc.range(span);
         let (command, arguments) = match &lens.action {
             kernelpro_core::lens::LensAction::None => (String::new(), None),
-            kernelpro_core::lens::LensAction::Profile => ("kernelpro.profile".into(), Some(vec![serde_json::json!(uri.as_str())])),
-            kernelpro_core::lens::LensAction::Optimize { kernel } => ("kernelpro.optimize".into(), Some(vec![serde_json::json!(uri.as_str()), serde_json::json!(kernel)])),
+            kernelpro_core::lens::LensAction::Profile => {
+                ("kernelpro.profile".into(), Some(vec![serde_json::json!(uri.as_str())]))
+            }
+            kernelpro_core::lens::LensAction::Optimize { kernel } => {
+                ("kernelpro.optimize".into(), Some(vec![serde_json::json!(uri.as_str()), serde_json::json!(kernel)]))
+            }
         };
         lenses.push(CodeLens { range, command: Some(Command { title: lens.title, command, arguments }), data: None });
     }

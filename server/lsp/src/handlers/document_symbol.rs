@@ -10,16 +10,8 @@ use kernelpro_core::source::{self, FnKind};
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub async fn document_symbol(
-    server: &Server,
-    params: DocumentSymbolParams,
-) -> Result<Option<DocumentSymbolResponse>> {
-    let Some(text) = server
-        .state
-        .docs()
-        .get(&params.text_document.uri)
-        .map(|d| d.snapshot())
-    else {
+pub async fn document_symbol(server: &Server, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+    let Some(text) = server.state.docs().get(&params.text_document.uri).map(|d| d.snapshot()) else {
         return Ok(None);
     };
     let symbols = crate::server::blocking(move || symbols(&text)).await;

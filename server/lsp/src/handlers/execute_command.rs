@@ -9,7 +9,11 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
     match params.command.as_str() {
         "kernelpro.showSass" => {
             let uri = uri_arg(&args, 0)?;
-            let line = args.get(1).and_then(|v| v.as_u64()).ok_or_else(|| Error::invalid_params("kernelpro.showSass needs [uri, line]"))? as u32;
+            let line = args
+                .get(1)
+                .and_then(|v| v.as_u64())
+                .ok_or_else(|| Error::invalid_params("kernelpro.showSass needs [uri, line]"))?
+                as u32;
             let docs = server.state.docs();
             let analysis = docs.get(&uri).and_then(|d| d.current_analysis()).cloned();
             drop(docs);
@@ -21,16 +25,34 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
         }
         "kernelpro.optimize" => {
             let uri = uri_arg(&args, 0)?;
-            let kernel = args.get(1).and_then(|v| v.as_str()).ok_or_else(|| Error::invalid_params("kernelpro.optimize needs [uri, kernel]"))?.to_string();
-            crate::jobs::optimize::start(server, uri, kernel, params.work_done_progress_params.work_done_token).await.map(Some)
+            let kernel = args
+                .get(1)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| Error::invalid_params("kernelpro.optimize needs [uri, kernel]"))?
+                .to_string();
+            crate::jobs::optimize::start(server, uri, kernel, params.work_done_progress_params.work_done_token)
+                .await
+                .map(Some)
         }
         "kernelpro.profile" => {
             let uri = uri_arg(&args, 0)?;
-            Ok(Some(crate::jobs::profile::run(&server.state, &server.client, uri, params.work_done_progress_params.work_done_token).await))
+            Ok(Some(
+                crate::jobs::profile::run(
+                    &server.state,
+                    &server.client,
+                    uri,
+                    params.work_done_progress_params.work_done_token,
+                )
+                .await,
+            ))
         }
         "kernelpro.installCuda" => {
             // Only on the user's click: the editor names the folder (its own storage, not the workspace).
-            let dir = args.first().and_then(|v| v.as_str()).map(std::path::PathBuf::from).ok_or_else(|| Error::invalid_params("kernelpro.installCuda needs [folder]"))?;
+            let dir = args
+                .first()
+                .and_then(|v| v.as_str())
+                .map(std::path::PathBuf::from)
+                .ok_or_else(|| Error::invalid_params("kernelpro.installCuda needs [folder]"))?;
             let token = tokio_util::sync::CancellationToken::new();
             match kernelpro_core::install::install_cuda(&dir, &[], &token).await {
                 Ok(nvcc) => {
@@ -40,16 +62,25 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                     settings.nvcc = Some(nvcc.clone());
                     server.state.set_settings(settings);
                     crate::jobs::analysis::schedule_all(&server.state, &server.client);
-                    Ok(Some(serde_json::json!({"nvcc": nvcc, "message": format!("The CUDA compiler is installed ({}); open files are being analysed again.", nvcc.display())})))
+                    Ok(Some(
+                        serde_json::json!({"nvcc": nvcc, "message": format!("The CUDA compiler is installed ({}); open files are being analysed again.", nvcc.display())}),
+                    ))
                 }
-                Err(e) => Ok(Some(serde_json::json!({"error": e.to_string(), "message": format!("Installing the CUDA compiler failed: {e}")}))),
+                Err(e) => Ok(Some(
+                    serde_json::json!({"error": e.to_string(), "message": format!("Installing the CUDA compiler failed: {e}")}),
+                )),
             }
         }
-        "kernelpro.doctor" => Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text()))),
+        "kernelpro.doctor" => {
+            Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text())))
+        }
         other => Err(Error::invalid_params(format!("unknown or not yet available command: {other}"))),
     }
 }
 
 fn uri_arg(args: &[LSPAny], i: usize) -> Result<Uri> {
-    args.get(i).and_then(|v| v.as_str()).and_then(|s| s.parse().ok()).ok_or_else(|| Error::invalid_params("the first argument must be the document URI"))
+    args.get(i)
+        .and_then(|v| v.as_str())
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Error::invalid_params("the first argument must be the document URI"))
 }

@@ -17,7 +17,10 @@ pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
     let Some(mut markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
     if let Some(k) = analysis.source.kernels().find(|k| k.name_span.start.line == pos.line) {
         if let Some((summary, change, stale)) = crate::jobs::profile::verdicts(doc).remove(&k.name) {
-            markdown.push_str(&format!("\nLast profile: **{summary}**{}\n", if stale { " (before your latest edits)" } else { "" }));
+            markdown.push_str(&format!(
+                "\nLast profile: **{summary}**{}\n",
+                if stale { " (before your latest edits)" } else { "" }
+            ));
             if let Some(c) = change {
                 markdown.push_str(&format!("\nSince the previous profile: {c}\n"));
             }
@@ -27,5 +30,8 @@ pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
             markdown.push_str(&diff);
         }
     }
-    Ok(Some(Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }), range: None }))
+    Ok(Some(Hover {
+        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
+        range: None,
+    }))
 }

@@ -7,15 +7,24 @@ use std::sync::atomic::Ordering;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub const COMMANDS: &[&str] = &["kernelpro.showSass", "kernelpro.doctor", "kernelpro.profile", "kernelpro.optimize", "kernelpro.installCuda"];
+pub const COMMANDS: &[&str] =
+    &["kernelpro.showSass", "kernelpro.doctor", "kernelpro.profile", "kernelpro.optimize", "kernelpro.installCuda"];
 
 pub async fn initialize(server: &Server, params: InitializeParams) -> Result<InitializeResult> {
-    let refresh = params.capabilities.workspace.as_ref().and_then(|w| w.code_lens.as_ref()).and_then(|c| c.refresh_support).unwrap_or(false);
+    let refresh = params
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.code_lens.as_ref())
+        .and_then(|c| c.refresh_support)
+        .unwrap_or(false);
     server.state.code_lens_refresh.store(refresh, Ordering::SeqCst);
     let progress = params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
     server.state.work_done_progress.store(progress, Ordering::SeqCst);
     // Tool discovery may search these folders' `.venv`, and only while trusted.
-    let local = |u: &Uri| u.scheme().as_str().eq_ignore_ascii_case("file").then(|| u.to_file_path().map(|p| p.into_owned())).flatten();
+    let local = |u: &Uri| {
+        u.scheme().as_str().eq_ignore_ascii_case("file").then(|| u.to_file_path().map(|p| p.into_owned())).flatten()
+    };
     #[allow(deprecated)] // root_uri: the only root an older client sends
     let roots: Vec<std::path::PathBuf> = match (&params.workspace_folders, &params.root_uri) {
         (Some(folders), _) if !folders.is_empty() => folders.iter().filter_map(|f| local(&f.uri)).collect(),
@@ -50,7 +59,10 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
             document_symbol_provider: Some(OneOf::Left(true)),
             code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
             code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
-            execute_command_provider: Some(ExecuteCommandOptions { commands: COMMANDS.iter().map(|c| c.to_string()).collect(), ..Default::default() }),
+            execute_command_provider: Some(ExecuteCommandOptions {
+                commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
+                ..Default::default()
+            }),
             ..Default::default()
         },
         server_info: Some(ServerInfo { name: "kernelpro".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
@@ -61,7 +73,10 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
 pub async fn initialized(server: &Server) {
     let settings = server.state.settings();
     if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
-        let message = format!("KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. To allow it: {}.", settings.editor.trust_hint());
+        let message = format!(
+            "KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. To allow it: {}.",
+            settings.editor.trust_hint()
+        );
         // The log keeps it for clients that show no messages, or hide this one.
         server.client.log_message(MessageType::INFO, &message).await;
         // The VS Code extension says it in its own words (with a button to
@@ -84,14 +99,17 @@ pub fn shutdown(server: &Server) {
 pub async fn did_change_configuration(server: &Server, params: DidChangeConfigurationParams) {
     let value = match params.settings.get("kernelpro") {
         Some(v) => v.clone(),
-        None if params.settings.is_object() && !params.settings.as_object().is_some_and(|o| o.is_empty()) => params.settings.clone(),
+        None if params.settings.is_object() && !params.settings.as_object().is_some_and(|o| o.is_empty()) => {
+            params.settings.clone()
+        }
         _ => {
             // Pulled in a task of its own: a notification handler that waits on
             // the client would hold up the messages queued behind it.
             let (state, client) = (server.state.clone(), server.client.clone());
             tokio::spawn(async move {
                 let item = ConfigurationItem { scope_uri: None, section: Some("kernelpro".into()) };
-                if let Ok(Ok(mut v)) = tokio::time::timeout(std::time::Duration::from_secs(10), client.configuration(vec![item])).await
+                if let Ok(Ok(mut v)) =
+                    tokio::time::timeout(std::time::Duration::from_secs(10), client.configuration(vec![item])).await
                     && !v.is_empty()
                 {
                     apply_settings(&state, &client, &v.remove(0)).await;
@@ -105,7 +123,11 @@ pub async fn did_change_configuration(server: &Server, params: DidChangeConfigur
 
 /// Takes new settings; when they differ (trust included), every open document
 /// is analysed again at once rather than at its next save.
-async fn apply_settings(state: &std::sync::Arc<crate::state::State>, client: &tower_lsp_server::Client, value: &serde_json::Value) {
+async fn apply_settings(
+    state: &std::sync::Arc<crate::state::State>,
+    client: &tower_lsp_server::Client,
+    value: &serde_json::Value,
+) {
     let before = state.settings();
     let (settings, problems) = Settings::from_json(&before, value);
     let changed = settings != before;

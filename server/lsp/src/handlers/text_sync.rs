@@ -9,10 +9,7 @@ use tower_lsp_server::ls_types::*;
 
 pub fn did_open(server: &Server, params: DidOpenTextDocumentParams) {
     let doc = params.text_document;
-    server
-        .state
-        .docs()
-        .insert(doc.uri.clone(), Document::new(&doc.text, doc.version));
+    server.state.docs().insert(doc.uri.clone(), Document::new(&doc.text, doc.version));
     analysis::schedule(server, doc.uri);
 }
 
@@ -66,16 +63,10 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     {
         t.cancel();
     }
-    let headers = server
-        .state
-        .header_diagnostics
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&uri)
-        .unwrap_or_default();
+    let headers =
+        server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
     for h in headers {
         let view = publish::header_view(&server.state, &h);
         server.client.publish_diagnostics(h, view, None).await;
     }
 }
-

@@ -65,39 +65,18 @@ async fn begin_progress(
     client: &Client,
     uri: &Uri,
     generation: u64,
-) -> Option<
-    tower_lsp_server::OngoingProgress<
-        tower_lsp_server::Unbounded,
-        tower_lsp_server::NotCancellable,
-    >,
-> {
-    if !state.settings().trusted
-        || !state
-            .work_done_progress
-            .load(std::sync::atomic::Ordering::SeqCst)
-    {
+) -> Option<tower_lsp_server::OngoingProgress<tower_lsp_server::Unbounded, tower_lsp_server::NotCancellable>> {
+    if !state.settings().trusted || !state.work_done_progress.load(std::sync::atomic::Ordering::SeqCst) {
         return None;
     }
     let token = ProgressToken::String(format!("kernelpro-analysis:{}#{generation}", uri.as_str()));
-    let created = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        client.create_work_done_progress(token.clone()),
-    )
-    .await;
+    let created =
+        tokio::time::timeout(std::time::Duration::from_secs(2), client.create_work_done_progress(token.clone())).await;
     if !matches!(created, Ok(Ok(()))) {
         return None;
     }
-    let name = path_of(uri)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Some(
-        client
-            .progress(token, "KernelPro")
-            .with_message(format!("compiling {name}"))
-            .begin()
-            .await,
-    )
+    let name = path_of(uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Some(client.progress(token, "KernelPro").with_message(format!("compiling {name}")).begin().await)
 }
 
 /// Runs both analysis steps, publishing after each; returns whether a profile should follow.
@@ -117,11 +96,7 @@ async fn analyse_and_publish(
         // The compiler's messages and the source tools' findings go out first;
         // SASS and the tools that read it (nvdisasm costs about a compile of a
         // small file) follow in a second publish.
-        let first = match state
-            .analyzer
-            .compile_step(&path, text, &settings, token)
-            .await
-        {
+        let first = match state.analyzer.compile_step(&path, text, &settings, token).await {
             Ok(a) => a,
             Err(AnalysisError::Cancelled) => {
                 tracing::debug!(file = %path.display(), version, "analysis cancelled by a newer one");
@@ -134,10 +109,7 @@ async fn analyse_and_publish(
             let first = Arc::new(first);
             // Until step two replaces them, the last SASS findings stay on the
             // lines this save left alone: a save never blanks them.
-            let previous = state
-                .docs()
-                .get(uri)
-                .and_then(|d| d.current_analysis().cloned());
+            let previous = state.docs().get(uri).and_then(|d| d.current_analysis().cloned());
             let shown = match previous {
                 Some(p) => Arc::new(first.keeping_sass_findings_of(&p)),
                 None => first.clone(),
@@ -146,9 +118,7 @@ async fn analyse_and_publish(
             // publish waits for both, so it always comes after the first.
             let (current, second) = tokio::join!(
                 publish(state, client, uri, version, generation, shown, false),
-                state
-                    .analyzer
-                    .machine_code_step(&first, text, &settings, token)
+                state.analyzer.machine_code_step(&first, text, &settings, token)
             );
             if !current {
                 return false;
@@ -162,9 +132,7 @@ async fn analyse_and_publish(
         // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
         let editor = settings.editor;
         let (text, settings, path) = (text.to_string(), settings.clone(), path.clone());
-        let mut analysis =
-            crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings))
-                .await;
+        let mut analysis = crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings)).await;
         analysis.findings.push(untrusted(editor));
         analysis
     };
@@ -177,33 +145,19 @@ async fn analyse_and_publish(
         trusted = settings.trusted,
         "analysed"
     );
-    publish(
-        state,
-        client,
-        uri,
-        version,
-        generation,
-        Arc::new(analysis),
-        true,
-    )
-    .await
-        && profile_now
+    publish(state, client, uri, version, generation, Arc::new(analysis), true).await && profile_now
 }
 
 /// Why an untrusted document gets no compiler diagnostics, on the document
 /// itself: a client that shows no messages (or hid the one at start) still sees it.
 fn untrusted(editor: kernelpro_core::editor::Editor) -> Finding {
-    Finding::new(
-        "kernelpro",
-        Severity::Information,
-        Span::line(0),
-        untrusted_message(editor),
-    )
-    .with_code("Untrusted")
+    Finding::new("kernelpro", Severity::Information, Span::line(0), untrusted_message(editor)).with_code("Untrusted")
 }
 
 /// In the words of the user's editor (core::editor).
 pub fn untrusted_message(editor: kernelpro_core::editor::Editor) -> String {
-    format!("workspace not trusted: nothing is compiled, checked or profiled here until you {}. Until then only the file's structure and launch specs are checked.", editor.trust_hint())
+    format!(
+        "workspace not trusted: nothing is compiled, checked or profiled here until you {}. Until then only the file's structure and launch specs are checked.",
+        editor.trust_hint()
+    )
 }
-

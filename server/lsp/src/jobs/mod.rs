@@ -24,7 +24,9 @@ mod structure {
             let pat = format!("{what}::");
             let mut used: Vec<String> = text
                 .match_indices(&pat)
-                .map(|(i, _)| text[i + pat.len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
+                .map(|(i, _)| {
+                    text[i + pat.len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>()
+                })
                 .filter(|m| !m.is_empty() && *m != name)
                 .collect();
             // `use crate::jobs::{analysis, publish};`

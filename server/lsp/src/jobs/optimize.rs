@@ -21,32 +21,18 @@ impl Drop for CancelOnDrop {
     }
 }
 
-pub async fn start(
-    server: &Server,
-    uri: Uri,
-    kernel: String,
-    token: Option<ProgressToken>,
-) -> Result<LSPAny> {
+pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<ProgressToken>) -> Result<LSPAny> {
     let settings = server.state.settings();
     if !settings.trusted {
-        return Err(Error::invalid_params(
-            "KernelPro does not compile or run code in an untrusted workspace",
-        ));
+        return Err(Error::invalid_params("KernelPro does not compile or run code in an untrusted workspace"));
     }
     let (text, version) = {
         let docs = server.state.docs();
-        let doc = docs
-            .get(&uri)
-            .ok_or_else(|| Error::invalid_params("the document is not open"))?;
+        let doc = docs.get(&uri).ok_or_else(|| Error::invalid_params("the document is not open"))?;
         (doc.text().to_string(), doc.version)
     };
-    if kernelpro_core::source::parse(&text)
-        .kernel(&kernel)
-        .is_none()
-    {
-        return Err(Error::invalid_params(format!(
-            "no __global__ function named `{kernel}` in this file"
-        )));
+    if kernelpro_core::source::parse(&text).kernel(&kernel).is_none() {
+        return Err(Error::invalid_params(format!("no __global__ function named `{kernel}` in this file")));
     }
     // A client that gives its own token shows the progress and renders the
     // reply's `message` itself; the others are also told by window/showMessage.
@@ -54,10 +40,7 @@ pub async fn start(
     let token = match token {
         Some(t) => t,
         None => {
-            let t = ProgressToken::String(format!(
-                "kernelpro-optimize-{kernel}-{version}-{}",
-                std::process::id()
-            ));
+            let t = ProgressToken::String(format!("kernelpro-optimize-{kernel}-{version}-{}", std::process::id()));
             // Clients without progress support simply see no bar.
             let _ = server.client.create_work_done_progress(t.clone()).await;
             t
@@ -65,12 +48,7 @@ pub async fn start(
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let key = token_key(&token);
-    server
-        .state
-        .progress_cancels
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key.clone(), cancel.clone());
+    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), cancel.clone());
     let _guard = CancelOnDrop(cancel.clone());
     let progress = server
         .client
@@ -107,23 +85,10 @@ pub async fn start(
     });
     while let Some((done, max, best)) = rx.recv().await {
         let pct = (done * 100).checked_div(max).unwrap_or(0).min(100) as u32;
-        progress
-            .report_with_message(
-                format!("{done}/{max} evaluations · best {best:.2}x"),
-                pct,
-                None,
-            )
-            .await;
+        progress.report_with_message(format!("{done}/{max} evaluations · best {best:.2}x"), pct, None).await;
     }
-    let result = search
-        .await
-        .unwrap_or_else(|e| Err(format!("the search failed: {e}")));
-    server
-        .state
-        .progress_cancels
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&key);
+    let result = search.await.unwrap_or_else(|e| Err(format!("the search failed: {e}")));
+    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     match result {
         // A cancel before anything was measured (the original's own compile
         // or run stopped) is still a cancel, not a failure.
@@ -144,19 +109,13 @@ pub async fn start(
         Err(e) => {
             tracing::warn!(kernel = %kernel, "optimize failed: {e}");
             progress.finish_with_message(format!("failed: {e}")).await;
-            Err(Error {
-                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
-                message: e.into(),
-                data: None,
-            })
+            Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
         }
         Ok(outcome) => {
             let cancelled = cancel.load(Ordering::SeqCst);
             tracing::info!(kernel = %kernel, evaluations = outcome.evaluations, speedup = outcome.speedup, cancelled, stop = %outcome.stop, "optimize finished");
             let message = result_message(&outcome, cancelled, settings.editor);
-            progress
-                .finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() })
-                .await;
+            progress.finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() }).await;
             let reply = serde_json::json!({
                 "kernel": outcome.kernel,
                 "title": outcome.title,
@@ -167,18 +126,10 @@ pub async fn start(
                 "message": message,
             });
             {
-                let mut all = server
-                    .state
-                    .optimizations
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
+                let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
                 let list = all.entry(uri).or_default();
                 list.retain(|o| o.outcome.kernel != kernel);
-                list.push(StoredOptimization {
-                    version,
-                    original: text,
-                    outcome,
-                });
+                list.push(StoredOptimization { version, original: text, outcome });
             }
             if !client_renders {
                 server.client.show_message(MessageType::INFO, message).await;
@@ -191,7 +142,11 @@ pub async fn start(
 /// The finished search in words. A cancelled run says so first; what it
 /// found before the cancel is offered as its own sentence, never as if the
 /// run had finished.
-pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool, editor: kernelpro_core::editor::Editor) -> String {
+pub fn result_message(
+    outcome: &kernelpro_optimize::OptimizeOutcome,
+    cancelled: bool,
+    editor: kernelpro_core::editor::Editor,
+) -> String {
     let kernel = &outcome.kernel;
     let apply = editor.code_action_hint();
     let mut message = match (cancelled, outcome.edit.is_some()) {
@@ -199,7 +154,8 @@ pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: 
         (false, false) => format!("{}.", outcome.title),
         (true, true) => format!(
             "Optimize {kernel} was cancelled after {}. The best verified version so far is {:.2}x faster: apply it with {apply} if you want it.",
-            evaluations(outcome.evaluations), outcome.speedup
+            evaluations(outcome.evaluations),
+            outcome.speedup
         ),
         (true, false) => format!(
             "Optimize {kernel} was cancelled after {}, before any verified faster version was found.",
@@ -227,13 +183,7 @@ pub fn token_key(token: &ProgressToken) -> String {
 
 /// `window/workDoneProgress/cancel`: the user pressed Cancel on the progress bar.
 pub fn cancel(server: &Server, token: &ProgressToken) {
-    if let Some(flag) = server
-        .state
-        .progress_cancels
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&token_key(token))
-    {
+    if let Some(flag) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
         flag.store(true, Ordering::SeqCst);
     }
 }
@@ -266,7 +216,10 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str
     };
     let edits = edits
         .into_iter()
-        .map(|e| TextEdit { range: Range::new(Position::new(e.start_line, 0), Position::new(e.end_line, 0)), new_text: e.text })
+        .map(|e| TextEdit {
+            range: Range::new(Position::new(e.start_line, 0), Position::new(e.end_line, 0)),
+            new_text: e.text,
+        })
         .collect();
     let changes = [(uri.clone(), edits)].into_iter().collect();
     action.edit = Some(WorkspaceEdit { changes: Some(changes), ..Default::default() });
@@ -275,27 +228,12 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str
 
 /// The last search's notes, best path and a unified diff of its result, for the kernel's hover.
 pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str) -> Option<String> {
-    let all = server
-        .state
-        .optimizations
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let new_text = stored.outcome.new_text.as_ref()?;
     let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
-    let path: String = stored
-        .outcome
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, st)| format!("{}. {st}\n", i + 1))
-        .collect();
-    let notes: String = stored
-        .outcome
-        .notes
-        .iter()
-        .map(|n| format!("{n}\n\n"))
-        .collect();
+    let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();
+    let notes: String = stored.outcome.notes.iter().map(|n| format!("{n}\n\n")).collect();
     Some(format!(
         "**{}**\n\n{notes}{path}```diff\n{}```\n",
         stored.outcome.title,

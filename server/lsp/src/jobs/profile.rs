@@ -13,15 +13,13 @@ use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
 
-pub async fn run(
-    state: &State,
-    client: &Client,
-    uri: Uri,
-    token: Option<ProgressToken>,
-) -> serde_json::Value {
+pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<ProgressToken>) -> serde_json::Value {
     let settings = state.settings();
     if !settings.trusted {
-        return failed(format!("KernelPro does not run code in an untrusted workspace; to allow it, {}.", settings.editor.trust_hint()));
+        return failed(format!(
+            "KernelPro does not run code in an untrusted workspace; to allow it, {}.",
+            settings.editor.trust_hint()
+        ));
     }
     let Some(text) = state.docs().get(&uri).map(|d| d.text().to_string()) else {
         return failed("the document is not open".into());
@@ -81,33 +79,25 @@ pub async fn run(
     let mut profile = ProfileState::default();
     let reply = match result {
         Err(e) => {
-            progress
-                .finish_with_message(format!("unavailable: {e}"))
-                .await;
+            progress.finish_with_message(format!("unavailable: {e}")).await;
             profile.findings.push(unavailable(&e));
             failed(format!("Profiling is unavailable: {e}"))
         }
         Ok(report) => {
-            progress
-                .finish_with_message(format!("{} kernels profiled", report.kernels.len()))
-                .await;
+            progress.finish_with_message(format!("{} kernels profiled", report.kernels.len())).await;
             for change in BaselineStore::in_cache_dir().record(&path, &report, 5.0) {
                 if change.slower {
-                    profile
-                        .findings
-                        .push(kernelpro_core::profiling::slower_finding(
-                            &req.text,
-                            &change.kernel,
-                            &change.text,
-                        ));
+                    profile.findings.push(kernelpro_core::profiling::slower_finding(
+                        &req.text,
+                        &change.kernel,
+                        &change.text,
+                    ));
                 }
                 profile.changes.insert(change.kernel, change.text);
             }
             for k in &report.kernels {
                 if let Some(t) = &k.triage {
-                    profile
-                        .summaries
-                        .insert(k.kernel.clone(), t.summary.clone());
+                    profile.summaries.insert(k.kernel.clone(), t.summary.clone());
                 }
                 profile.findings.extend(k.findings.iter().cloned());
             }
@@ -150,14 +140,9 @@ pub fn summary(report: &kernelpro_core::profiling::ProfileReport) -> String {
 }
 
 /// Kernel name → the last profile's verdict and what changed, for lens and hover.
-pub fn verdicts(
-    doc: &crate::document::Document,
-) -> HashMap<String, (String, Option<String>, bool)> {
+pub fn verdicts(doc: &crate::document::Document) -> HashMap<String, (String, Option<String>, bool)> {
     let Some(p) = doc.profile.as_ref() else {
         return HashMap::new();
     };
-    p.summaries
-        .iter()
-        .map(|(k, s)| (k.clone(), (s.clone(), p.changes.get(k).cloned(), p.stale)))
-        .collect()
+    p.summaries.iter().map(|(k, s)| (k.clone(), (s.clone(), p.changes.get(k).cloned(), p.stale))).collect()
 }

@@ -60,11 +60,7 @@ type Diagnostics = (Vec<Diagnostic>, HashMap<Uri, Vec<Diagnostic>>);
 fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
     let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
     let mut main = Vec::new();
-    let findings = doc
-        .analysis
-        .as_ref()
-        .map(|(_, a)| a.findings.as_slice())
-        .unwrap_or_default();
+    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
     // Main-file findings move with the edits made since the analysis; those on
     // rewritten lines are dropped until the next analysis.
     let edits = doc.edits_since_analysis();
@@ -79,10 +75,7 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
             }
             Some(p) => {
                 if let Some(h) = Uri::from_file_path(p) {
-                    headers
-                        .entry(h)
-                        .or_default()
-                        .push(convert::diagnostic(f, None));
+                    headers.entry(h).or_default().push(convert::diagnostic(f, None));
                 }
             }
         }
@@ -91,8 +84,7 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
         for f in &profile.findings {
             let mut d = convert::diagnostic(f, Some(doc));
             if profile.stale {
-                d.message
-                    .push_str("\n(profiled before your latest edits: profile again to refresh)");
+                d.message.push_str("\n(profiled before your latest edits: profile again to refresh)");
             }
             main.push(d);
         }
@@ -109,12 +101,8 @@ async fn send(
     headers: HashMap<Uri, Vec<Diagnostic>>,
 ) {
     let previous = {
-        let mut map = state
-            .header_diagnostics
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        map.insert(uri.clone(), headers.keys().cloned().collect())
-            .unwrap_or_default()
+        let mut map = state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert(uri.clone(), headers.keys().cloned().collect()).unwrap_or_default()
     };
     for old in previous.into_iter().filter(|h| !headers.contains_key(h)) {
         let view = header_view(state, &old);
@@ -129,10 +117,7 @@ async fn send(
     client.publish_diagnostics(uri.clone(), main, version).await;
     // Lenses come from the same analysis: ask the client to fetch them again.
     // Not awaited here: a client slow to answer must not hold up publishing.
-    if state
-        .code_lens_refresh
-        .load(std::sync::atomic::Ordering::SeqCst)
-    {
+    if state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
         let client = client.clone();
         tokio::spawn(async move {
             let _ = client.code_lens_refresh().await;

@@ -5,8 +5,8 @@
 //! fence), how many sectors each warp-level atomic touches (the source
 //! page), and how unevenly the reductions spread over the L2 slices.
 
-use super::input::{gain_from_saved_share, pct, round2};
 use super::ToolInput;
+use super::input::{gain_from_saved_share, pct, round2};
 use crate::csv_pages::{AtomicSpace, SassRow};
 use kernelpro_model::{Code, Finding, Severity};
 
@@ -71,7 +71,11 @@ fn site_of(line: Option<u32>, rows: &[&SassRow]) -> AtomicSite {
     let executed: f64 = rows.iter().map(|r| executed(r)).sum();
     let updates: f64 = rows
         .iter()
-        .map(|r| r.num("Predicated-On Thread Instructions Executed").or_else(|| r.num("Thread Instructions Executed")).unwrap_or(0.0))
+        .map(|r| {
+            r.num("Predicated-On Thread Instructions Executed")
+                .or_else(|| r.num("Thread Instructions Executed"))
+                .unwrap_or(0.0)
+        })
         .sum();
     let sectors: Option<f64> = rows.iter().map(|r| r.num("L2 Theoretical Sectors Global")).sum();
     let lanes = if executed > 0.0 { updates / executed } else { 0.0 };
@@ -128,7 +132,8 @@ fn atomic_line(inp: &ToolInput, row: &SassRow) -> Option<u32> {
             let source = inp.source?;
             many.iter()
                 .filter_map(|&l| {
-                    let before = source.instructions_of(l).filter_map(|i| i.address_value()).filter(|&a| a < at).max()?;
+                    let before =
+                        source.instructions_of(l).filter_map(|i| i.address_value()).filter(|&a| a < at).max()?;
                     Some((l, at - before))
                 })
                 .min_by_key(|(_, d)| *d)
@@ -170,8 +175,10 @@ pub fn atomic_wait(inp: &ToolInput) -> Option<AtomicWait> {
             let on_atomics: f64 = rows.iter().filter(|r| r.atomic() == Some(AtomicSpace::Global)).map(samples).sum();
             // Drain at exit waits for every outstanding global write: the
             // atomics' part is their share of the kernel's global writes.
-            let atomic_writes: f64 = rows.iter().filter(|r| r.atomic() == Some(AtomicSpace::Global)).map(executed).sum();
-            let stores: f64 = rows.iter().filter(|r| matches!(r.opcode().split('.').next(), Some("STG" | "ST"))).map(executed).sum();
+            let atomic_writes: f64 =
+                rows.iter().filter(|r| r.atomic() == Some(AtomicSpace::Global)).map(executed).sum();
+            let stores: f64 =
+                rows.iter().filter(|r| matches!(r.opcode().split('.').next(), Some("STG" | "ST"))).map(executed).sum();
             let atomic_part = if atomic_writes + stores > 0.0 { atomic_writes / (atomic_writes + stores) } else { 1.0 };
             let drain: f64 = rows.iter().filter_map(|r| r.num("stall_drain")).sum::<f64>() * atomic_part;
             let membar: f64 = rows.iter().filter(|r| r.atomic().is_none()).filter_map(|r| r.num("stall_membar")).sum();
@@ -203,9 +210,12 @@ fn l2_atomic_updates(inp: &ToolInput) -> Option<f64> {
 /// (or, failing that, for the reduction sectors).
 fn slice_concentration(inp: &ToolInput) -> Option<f64> {
     let ratio = |max: &str, avg: &str| Some(inp.num(max)? / inp.num(avg).filter(|&a| a > 0.0)?);
-    ratio("lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed", "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed")
-        .or_else(|| ratio("lts__t_sectors_srcunit_tex_op_red.max", "lts__t_sectors_srcunit_tex_op_red.avg"))
-        .or_else(|| ratio("lts__t_sectors_op_red.max", "lts__t_sectors_op_red.avg"))
+    ratio(
+        "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
+        "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    )
+    .or_else(|| ratio("lts__t_sectors_srcunit_tex_op_red.max", "lts__t_sectors_srcunit_tex_op_red.avg"))
+    .or_else(|| ratio("lts__t_sectors_op_red.max", "lts__t_sectors_op_red.avg"))
 }
 
 impl AtomicWait {
@@ -230,13 +240,22 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
     let one_slice = wait.slice_concentration.is_some_and(|c| c >= t.atomic_slice_concentration);
     let place = if one_slice { "in one L2 slice" } else { "in L2" };
     let what = match spread {
-        Spread::OneSector { lanes } => format!("all {lanes:.0} lanes of each warp update one address (one 32-byte sector): {count} serialize {place}"),
+        Spread::OneSector { lanes } => format!(
+            "all {lanes:.0} lanes of each warp update one address (one 32-byte sector): {count} serialize {place}"
+        ),
         Spread::OneLane => format!("one lane per warp does the atomic: {count} still serialize {place}"),
-        Spread::Scattered { .. } => format!("threads update a small table with global atomics: {count} collide {place}"),
+        Spread::Scattered { .. } => {
+            format!("threads update a small table with global atomics: {count} collide {place}")
+        }
         Spread::Unknown => format!("global atomics serialize {place} ({count})"),
     };
-    let waiting = if wait.sampled { format!("; {:.0}% of warp samples wait for them", wait.share_pct) } else { String::new() };
-    let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct || (!wait.sampled && one_slice) { Severity::Warning } else { Severity::Information };
+    let waiting =
+        if wait.sampled { format!("; {:.0}% of warp samples wait for them", wait.share_pct) } else { String::new() };
+    let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct || (!wait.sampled && one_slice) {
+        Severity::Warning
+    } else {
+        Severity::Information
+    };
     let mut f = inp
         .finding(Code::ContendedAtomics, severity, line, format!("atomic contention: {what}{waiting}"))
         .with_evidence("atomic_wait_share", pct(wait.share_pct));
@@ -247,7 +266,9 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
         f = f.with_evidence("warp_atomics", site.executed);
         match site.spread {
             Spread::OneSector { lanes } => f = f.with_evidence("lanes_per_sector", format!("{lanes:.0}")),
-            Spread::Scattered { lanes, sectors } => f = f.with_evidence("sectors_per_warp_atomic", format!("{sectors:.1} for {lanes:.0} lanes")),
+            Spread::Scattered { lanes, sectors } => {
+                f = f.with_evidence("sectors_per_warp_atomic", format!("{sectors:.1} for {lanes:.0} lanes"))
+            }
             _ => {}
         }
     }

@@ -1,8 +1,8 @@
 //! Compute tools: tensor cores, thread divergence, FP64 promotion, non-fused
 //! FP32 arithmetic. The per-line ones read the SASS rows of the source page.
 
-use super::input::{pct, round2};
 use super::ToolInput;
+use super::input::{pct, round2};
 use crate::csv_pages::SassRow;
 use crate::triage::flop_counts;
 use kernelpro_model::{Code, Finding, Severity};
@@ -64,7 +64,9 @@ pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
         let splits = match r.num("Divergent Branches") {
             Some(d) => d / executed(r) >= t.divergent_branch_share,
             None => {
-                let (Some(threads), Some(taken)) = (r.num("Avg. Threads Executed"), r.num("Avg. Predicated-On Threads Executed")) else {
+                let (Some(threads), Some(taken)) =
+                    (r.num("Avg. Threads Executed"), r.num("Avg. Predicated-On Threads Executed"))
+                else {
                     continue;
                 };
                 let share = if threads > 0.0 { taken / threads } else { 0.0 };
@@ -116,7 +118,10 @@ pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
             ops.iter().any(|o| o.starts_with("I2F.U32.RP")) && ops.iter().any(|o| o.starts_with("MUFU.RCP"))
         });
         if division {
-            f = f.with_evidence("integer_division", "the modulo by a variable compiles to a division sequence on every step");
+            f = f.with_evidence(
+                "integer_division",
+                "the modulo by a variable compiles to a division sequence on every step",
+            );
         }
         f.with_guidance(divergence_advice(text))
     };
@@ -128,16 +133,24 @@ pub fn thread_divergence(inp: &ToolInput) -> Vec<Finding> {
                 let message = if name == "divergent_branches" {
                     "divergent branch: the threads of a warp take different paths".to_string()
                 } else {
-                    format!("the condition splits the lanes of every warp: {value} lanes do the work of its predicated body")
+                    format!(
+                        "the condition splits the lanes of every warp: {value} lanes do the work of its predicated body"
+                    )
                 };
-                let f = inp.finding(Code::ThreadDivergence, Severity::Warning, Some(l), message).with_evidence(name, value);
+                let f =
+                    inp.finding(Code::ThreadDivergence, Severity::Warning, Some(l), message).with_evidence(name, value);
                 with_common(f, &text, Some(l), name == "divergent_branches")
             })
             .collect();
     }
     match (inp.num("smsp__sass_branch_targets_threads_divergent.sum"), efficiency) {
         (Some(d), Some(e)) if d > 0.0 && e < 0.8 => {
-            let f = inp.finding(Code::ThreadDivergence, Severity::Warning, None, format!("{d:.0} divergent branch targets; warps run {:.0}% full", e * 100.0));
+            let f = inp.finding(
+                Code::ThreadDivergence,
+                Severity::Warning,
+                None,
+                format!("{d:.0} divergent branch targets; warps run {:.0}% full", e * 100.0),
+            );
             vec![with_common(f, "", None, true)]
         }
         _ => vec![],
@@ -251,7 +264,11 @@ fn double_literal(text: &str) -> Option<String> {
             continue;
         }
         let start = i;
-        while i < bytes.len() && ((bytes[i] as char).is_ascii_alphanumeric() || bytes[i] == b'.' || ((bytes[i] == b'-' || bytes[i] == b'+') && matches!(bytes[i - 1], b'e' | b'E'))) {
+        while i < bytes.len()
+            && ((bytes[i] as char).is_ascii_alphanumeric()
+                || bytes[i] == b'.'
+                || ((bytes[i] == b'-' || bytes[i] == b'+') && matches!(bytes[i - 1], b'e' | b'E')))
+        {
             i += 1;
         }
         let lit = &text[start..i];

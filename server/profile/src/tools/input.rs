@@ -27,15 +27,13 @@ impl<'a> ToolInput<'a> {
         let name = self.profile.kernel.split('<').next().unwrap_or("");
         let declared = self.source_lines.iter().enumerate().find(|(i, text)| {
             contains_call(text, name)
-                && (text.contains("__global__") || i.checked_sub(1).is_some_and(|p| self.source_lines[p].contains("__global__")))
+                && (text.contains("__global__")
+                    || i.checked_sub(1).is_some_and(|p| self.source_lines[p].contains("__global__")))
         });
         if let Some((i, _)) = declared {
             return i as u32;
         }
-        self.source
-            .and_then(|s| s.own_lines().map(|l| l.line).min())
-            .map(|l| l.saturating_sub(1))
-            .unwrap_or(0)
+        self.source.and_then(|s| s.own_lines().map(|l| l.line).min()).map(|l| l.saturating_sub(1)).unwrap_or(0)
     }
 
     /// The trimmed text of a 1-based line, from the file or else from the source page.
@@ -46,7 +44,11 @@ impl<'a> ToolInput<'a> {
             None => self.source.and_then(|s| s.line(line)).map(|l| l.text.clone()).unwrap_or_default(),
         };
         let text = text.trim();
-        if text.chars().count() > 80 { format!("{}…", text.chars().take(79).collect::<String>()) } else { text.to_string() }
+        if text.chars().count() > 80 {
+            format!("{}…", text.chars().take(79).collect::<String>())
+        } else {
+            text.to_string()
+        }
     }
 
     /// A finding of `tool` on a 1-based ncu line, or on the kernel's
@@ -102,7 +104,9 @@ impl<'a> ToolInput<'a> {
 
     /// Percent of peak memory throughput, from triage or the raw metrics.
     pub fn mem_pct(&self) -> Option<f64> {
-        self.triage.map(|t| t.mem_pct).or_else(|| self.num("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"))
+        self.triage
+            .map(|t| t.mem_pct)
+            .or_else(|| self.num("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"))
     }
 
     pub fn sm_pct(&self) -> Option<f64> {
@@ -111,7 +115,10 @@ impl<'a> ToolInput<'a> {
 
     pub fn l1_pct(&self) -> Option<f64> {
         self.triage.and_then(|t| t.l1_pct).or_else(|| {
-            self.profile.first(&["l1tex__throughput.avg.pct_of_peak_sustained_elapsed", "l1tex__throughput.avg.pct_of_peak_sustained_active"])
+            self.profile.first(&[
+                "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+                "l1tex__throughput.avg.pct_of_peak_sustained_active",
+            ])
         })
     }
 }

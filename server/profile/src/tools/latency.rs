@@ -1,8 +1,8 @@
 //! Latency tools: occupancy and what limits it, registers, warp stalls,
 //! barriers, spills, launch overhead, tail waves.
 
-use super::input::{gain_from_saved_share, pct};
 use super::ToolInput;
+use super::input::{gain_from_saved_share, pct};
 use kernelpro_model::{Code, Finding, Severity};
 
 pub fn occupancy_limiter(inp: &ToolInput) -> Vec<Finding> {
@@ -33,9 +33,15 @@ pub fn occupancy_limiter(inp: &ToolInput) -> Vec<Finding> {
         (Some(t), _) if t - achieved > 20.0 => format!(
             "theoretical occupancy is {t:.0}% but only {achieved:.0}% is reached: the grid is too small or unbalanced; launch more blocks (at least a few per SM) or give warps equal work"
         ),
-        (_, Some(("registers", b))) => format!("registers limit an SM to {b:.0} blocks: cut the {regs:.0} registers/thread with __launch_bounds__(threads, minBlocks) or -maxrregcount"),
-        (_, Some(("shared memory", b))) => format!("shared memory limits an SM to {b:.0} blocks: use less than the {smem:.0} bytes/block, e.g. smaller tiles or fewer stages"),
-        (_, Some(("warps per block", b))) => format!("block size limits an SM to {b:.0} blocks: use a block size that divides 2048 threads, e.g. 256"),
+        (_, Some(("registers", b))) => format!(
+            "registers limit an SM to {b:.0} blocks: cut the {regs:.0} registers/thread with __launch_bounds__(threads, minBlocks) or -maxrregcount"
+        ),
+        (_, Some(("shared memory", b))) => format!(
+            "shared memory limits an SM to {b:.0} blocks: use less than the {smem:.0} bytes/block, e.g. smaller tiles or fewer stages"
+        ),
+        (_, Some(("warps per block", b))) => {
+            format!("block size limits an SM to {b:.0} blocks: use a block size that divides 2048 threads, e.g. 256")
+        }
         (_, Some((name, b))) => format!("{name} limit an SM to {b:.0} blocks: use more threads per block"),
         (_, None) => "launch more, fuller blocks".into(),
     };
@@ -133,22 +139,35 @@ pub fn register_spill(inp: &ToolInput) -> Vec<Finding> {
         .filter(|r| r.num("Instructions Executed").is_some_and(|n| n > 0.0))
         .collect();
     let counted = inp.profile.first(&["sass__inst_executed_register_spilling"]).unwrap_or(0.0)
-        + ["ld", "st"].iter().filter_map(|op| inp.num(&format!("smsp__sass_inst_executed_op_local_{op}.sum"))).sum::<f64>();
+        + ["ld", "st"]
+            .iter()
+            .filter_map(|op| inp.num(&format!("smsp__sass_inst_executed_op_local_{op}.sum")))
+            .sum::<f64>();
     if counted <= 0.0 && spill_rows.is_empty() {
         return vec![];
     }
     let long_sb = inp.stall_share("long_scoreboard").unwrap_or(0.0);
     let (sm, mem) = (inp.sm_pct().unwrap_or(0.0), inp.mem_pct().unwrap_or(0.0));
-    let local: f64 = ["ld", "st"].iter().filter_map(|op| inp.num(&format!("l1tex__t_sectors_pipe_lsu_mem_local_op_{op}.sum"))).sum();
-    let global: f64 = ["ld", "st"].iter().filter_map(|op| inp.num(&format!("l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"))).sum();
+    let local: f64 =
+        ["ld", "st"].iter().filter_map(|op| inp.num(&format!("l1tex__t_sectors_pipe_lsu_mem_local_op_{op}.sum"))).sum();
+    let global: f64 = ["ld", "st"]
+        .iter()
+        .filter_map(|op| inp.num(&format!("l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum")))
+        .sum();
     let local_share = if local + global > 0.0 { local * 100.0 / (local + global) } else { 0.0 };
     let case_a = long_sb > t.spill_long_scoreboard_pct && sm < t.spill_idle_max_pct && mem < t.spill_idle_max_pct;
     let case_b = mem > t.spill_memory_pct && local_share > t.spill_local_share_pct;
     if !(case_a || case_b) {
         return vec![];
     }
-    let hot = spill_rows.iter().max_by(|a, b| a.num("Instructions Executed").unwrap_or(0.0).total_cmp(&b.num("Instructions Executed").unwrap_or(0.0)));
-    let why = if case_a { "latency: warps wait on the spilled values" } else { "bandwidth: local-memory traffic competes with global loads" };
+    let hot = spill_rows.iter().max_by(|a, b| {
+        a.num("Instructions Executed").unwrap_or(0.0).total_cmp(&b.num("Instructions Executed").unwrap_or(0.0))
+    });
+    let why = if case_a {
+        "latency: warps wait on the spilled values"
+    } else {
+        "bandwidth: local-memory traffic competes with global loads"
+    };
     vec![inp
         .finding(Code::RegisterSpill, Severity::Warning, hot.and_then(|r| inp.own_line(r)), format!("register spills cost {why}"))
         .with_evidence("local_traffic_share", pct(local_share))
@@ -166,17 +185,29 @@ pub fn tail_effect(inp: &ToolInput) -> Vec<Finding> {
     if idle <= inp.thresholds.tail_idle_pct {
         return vec![];
     }
-    let per_wave = match (inp.num("launch__sm_count"), inp.profile.first(&["launch__occupancy_limit_warps"]).zip(
-        ["launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_blocks"]
+    let per_wave = match (
+        inp.num("launch__sm_count"),
+        inp.profile.first(&["launch__occupancy_limit_warps"]).zip(
+            [
+                "launch__occupancy_limit_registers",
+                "launch__occupancy_limit_shared_mem",
+                "launch__occupancy_limit_blocks",
+            ]
             .iter()
             .filter_map(|m| inp.num(m))
             .reduce(f64::min),
-    )) {
+        ),
+    ) {
         (Some(sms), Some((w, other))) => Some(sms * w.min(other)),
         _ => None,
     };
     let mut f = inp
-        .finding(Code::TailEffect, Severity::Information, None, format!("{waves:.2} waves: the last one leaves {idle:.0}% of the SM time idle"))
+        .finding(
+            Code::TailEffect,
+            Severity::Information,
+            None,
+            format!("{waves:.2} waves: the last one leaves {idle:.0}% of the SM time idle"),
+        )
         .with_evidence("waves_per_sm", format!("{waves:.2}"));
     if let Some(g) = gain_from_saved_share(idle / 100.0) {
         f = f.with_gain(g);

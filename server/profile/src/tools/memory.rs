@@ -1,8 +1,8 @@
 //! Memory tools: coalescing, DRAM traffic, shared-memory tiling and bank
 //! conflicts, vectorized access.
 
-use super::input::{gain_from_saved_share, pct};
 use super::ToolInput;
+use super::input::{gain_from_saved_share, pct};
 use kernelpro_model::{Code, Finding, Severity};
 
 const EXCESS: &str = "L2 Theoretical Sectors Global Excessive";
@@ -60,7 +60,10 @@ pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
                     Code::Uncoalesced,
                     Severity::Warning,
                     Some(l.line),
-                    format!("uncoalesced global access: {ratio:.1}x the ideal sectors, {:.0}% of them wasted", excess * 100.0 / sectors),
+                    format!(
+                        "uncoalesced global access: {ratio:.1}x the ideal sectors, {:.0}% of them wasted",
+                        excess * 100.0 / sectors
+                    ),
                 )
                 .with_evidence("sectors", sectors)
                 .with_evidence("ideal_sectors", ideal)
@@ -75,7 +78,10 @@ pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
     if inp.source.is_some() {
         return per_line;
     }
-    let (sectors, ideal) = match (inp.num("memory_l2_theoretical_sectors_global"), inp.num("memory_l2_theoretical_sectors_global_ideal")) {
+    let (sectors, ideal) = match (
+        inp.num("memory_l2_theoretical_sectors_global"),
+        inp.num("memory_l2_theoretical_sectors_global_ideal"),
+    ) {
         (Some(s), Some(i)) if i > 0.0 => (s, i),
         _ => {
             let (Some(s), Some(r)) = (
@@ -90,22 +96,37 @@ pub fn uncoalesced(inp: &ToolInput) -> Vec<Finding> {
     if sectors / ideal <= t.uncoalesced_over_ideal {
         return vec![];
     }
-    vec![inp
-        .finding(Code::Uncoalesced, Severity::Warning, None, format!("uncoalesced global access: {:.1}x the ideal sectors", sectors / ideal))
+    vec![
+        inp.finding(
+            Code::Uncoalesced,
+            Severity::Warning,
+            None,
+            format!("uncoalesced global access: {:.1}x the ideal sectors", sectors / ideal),
+        )
         .with_evidence("sectors", sectors)
         .with_evidence("ideal_sectors", ideal)
-        .with_guidance(guidance)]
+        .with_guidance(guidance),
+    ]
 }
 
 pub fn high_dram_throughput(inp: &ToolInput) -> Vec<Finding> {
-    let Some(dram) = inp.triage.and_then(|t| t.dram_pct).or_else(|| inp.num("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")) else {
+    let Some(dram) = inp
+        .triage
+        .and_then(|t| t.dram_pct)
+        .or_else(|| inp.num("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"))
+    else {
         return vec![];
     };
     if dram <= inp.thresholds.dram_throughput_pct {
         return vec![];
     }
     let mut f = inp
-        .finding(Code::HighDRAMThroughput, Severity::Information, None, format!("DRAM runs at {dram:.0}% of its peak bandwidth"))
+        .finding(
+            Code::HighDRAMThroughput,
+            Severity::Information,
+            None,
+            format!("DRAM runs at {dram:.0}% of its peak bandwidth"),
+        )
         .with_evidence("dram_throughput", pct(dram));
     for (name, metric) in [("dram_read_bytes", "dram__bytes_read.sum"), ("dram_write_bytes", "dram__bytes_write.sum")] {
         if let Some(v) = inp.profile.base(metric) {
@@ -115,7 +136,10 @@ pub fn high_dram_throughput(inp: &ToolInput) -> Vec<Finding> {
     if let Some(hit) = inp.num("lts__t_sector_hit_rate.pct") {
         f = f.with_evidence("l2_hit_rate", pct(hit));
     }
-    let wasted = match (inp.num("memory_l2_theoretical_sectors_global"), inp.num("derived__memory_l2_theoretical_sectors_global_excessive")) {
+    let wasted = match (
+        inp.num("memory_l2_theoretical_sectors_global"),
+        inp.num("derived__memory_l2_theoretical_sectors_global_excessive"),
+    ) {
         (Some(all), Some(excess)) if all > 0.0 && excess > 0.0 => Some(excess * 100.0 / all),
         _ => None,
     };
@@ -162,7 +186,12 @@ fn is_global_mem(row: &crate::csv_pages::SassRow) -> bool {
 pub fn vectorization(inp: &ToolInput) -> Vec<Finding> {
     let t = inp.thresholds;
     let busy = inp.mem_pct().is_some_and(|m| m > t.vectorize_memory_pct);
-    if !busy || inp.instructions().iter().any(|r| is_global_mem(r) && (r.opcode().contains(".64") || r.opcode().contains(".128"))) {
+    if !busy
+        || inp
+            .instructions()
+            .iter()
+            .any(|r| is_global_mem(r) && (r.opcode().contains(".64") || r.opcode().contains(".128")))
+    {
         return vec![];
     }
     let narrow_line = inp
@@ -195,11 +224,14 @@ pub fn vectorization(inp: &ToolInput) -> Vec<Finding> {
 /// source page.
 pub fn shared_bank_conflicts(inp: &ToolInput) -> Vec<Finding> {
     let t = inp.thresholds;
-    let excess_share = match (inp.num("derived__memory_l1_wavefronts_shared_excessive"), inp.num("memory_l1_wavefronts_shared")) {
-        (Some(e), Some(all)) if all > 0.0 => Some(e / all),
-        _ => kernel_conflicts(inp).map(|(c, w)| c / w),
-    };
-    let with_gain = |f: Finding| match excess_share.and_then(|share| gain_from_saved_share(share * inp.l1_pct().unwrap_or(0.0) / 100.0)) {
+    let excess_share =
+        match (inp.num("derived__memory_l1_wavefronts_shared_excessive"), inp.num("memory_l1_wavefronts_shared")) {
+            (Some(e), Some(all)) if all > 0.0 => Some(e / all),
+            _ => kernel_conflicts(inp).map(|(c, w)| c / w),
+        };
+    let with_gain = |f: Finding| match excess_share
+        .and_then(|share| gain_from_saved_share(share * inp.l1_pct().unwrap_or(0.0) / 100.0))
+    {
         Some(g) => f.with_evidence("excess_wavefronts", pct(excess_share.unwrap_or(0.0) * 100.0)).with_gain(g),
         None => match excess_share {
             Some(share) => f.with_evidence("excess_wavefronts", pct(share * 100.0)),
@@ -213,7 +245,12 @@ pub fn shared_bank_conflicts(inp: &ToolInput) -> Vec<Finding> {
             return vec![];
         }
         let f = inp
-            .finding(Code::SharedBankConflicts, Severity::Warning, None, format!("shared-memory bank conflicts: {over:.1}x the ideal wavefronts"))
+            .finding(
+                Code::SharedBankConflicts,
+                Severity::Warning,
+                None,
+                format!("shared-memory bank conflicts: {over:.1}x the ideal wavefronts"),
+            )
             .with_evidence("bank_conflicts", conflicts)
             .with_evidence("shared_wavefronts", wavefronts)
             .with_guidance(STRIDE_ADVICE);
@@ -271,7 +308,8 @@ fn padding_advice(file: &[&str], line: &str) -> String {
     for decl in file.iter().filter(|l| l.contains("__shared__")) {
         let Some((before, rest)) = decl.split_once('[') else { continue };
         let name = before.split_whitespace().last().unwrap_or("");
-        let dims: Vec<&str> = rest.split(';').next().unwrap_or("").split(['[', ']']).map(str::trim).filter(|d| !d.is_empty()).collect();
+        let dims: Vec<&str> =
+            rest.split(';').next().unwrap_or("").split(['[', ']']).map(str::trim).filter(|d| !d.is_empty()).collect();
         if name.is_empty() || !line.contains(&format!("{name}[")) || dims.len() != 2 {
             continue;
         }

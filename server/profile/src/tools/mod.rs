@@ -12,7 +12,7 @@ mod stalls;
 
 pub use atomics::{AtomicSite, AtomicWait, Spread, atomic_wait};
 pub use input::ToolInput;
-pub use stalls::{StallReason, STALL_REASONS};
+pub use stalls::{STALL_REASONS, StallReason};
 
 use crate::ncu_args::{Collection, ProfileOptions, profile_args};
 use crate::triage::Class;
@@ -211,8 +211,20 @@ pub static TOOLS: &[Tool] = &[
         ],
         run: atomics::atomic_contention,
     },
-    Tool { code: Code::OccupancyLimiter, classes: &[C, L], sections: &[], metrics: &[], run: latency::occupancy_limiter },
-    Tool { code: Code::HighRegisterUsage, classes: &[C, L], sections: &[], metrics: &[], run: latency::high_register_usage },
+    Tool {
+        code: Code::OccupancyLimiter,
+        classes: &[C, L],
+        sections: &[],
+        metrics: &[],
+        run: latency::occupancy_limiter,
+    },
+    Tool {
+        code: Code::HighRegisterUsage,
+        classes: &[C, L],
+        sections: &[],
+        metrics: &[],
+        run: latency::high_register_usage,
+    },
     Tool {
         code: Code::WarpStall,
         classes: &[M, C, L],
@@ -262,7 +274,13 @@ pub static TOOLS: &[Tool] = &[
         ],
         run: compute::thread_divergence,
     },
-    Tool { code: Code::FP64Math, classes: &[C, L, M], sections: &["SourceCounters"], metrics: &[], run: compute::fp64_math },
+    Tool {
+        code: Code::FP64Math,
+        classes: &[C, L, M],
+        sections: &["SourceCounters"],
+        metrics: &[],
+        run: compute::fp64_math,
+    },
     Tool {
         code: Code::NonFusedFP32,
         classes: &[C],

@@ -7,19 +7,20 @@
 //! 32-slot shared array and one `atomicAdd` per block. The sum's order changes:
 //! the spec's tolerance decides whether that is close enough.
 
-use kernelpro_model::Code;
 use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
 use crate::recipes::warp_reduce::{SHUFFLE, is_thread_x, tree_reduction};
 use crate::syntax::{atomic_add, compact, descendants, guarded, indent_at, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct CoarsenReduce;
 
 /// Types with both `__shfl_down_sync` and `atomicAdd`.
-const SUMMABLE: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int"];
+const SUMMABLE: &[&str] =
+    &["float", "double", "int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int"];
 
 struct Sum {
     index: String,
@@ -61,7 +62,13 @@ fn atomic_shape(k: &Kernel) -> Option<Sum> {
         Some(c) => format!("if ({}) {add}", k.text_of(c)),
         None => add,
     };
-    Some(Sum { index, index_ty: k.text_of(decl.child_by_field_name("type")?).to_string(), ty, add, addr: k.text_of(addr).to_string() })
+    Some(Sum {
+        index,
+        index_ty: k.text_of(decl.child_by_field_name("type")?).to_string(),
+        ty,
+        add,
+        addr: k.text_of(addr).to_string(),
+    })
 }
 
 /// The declared size of the `__shared__` array declaration `decl` with its name, element type and size.
@@ -84,17 +91,28 @@ fn tree_shape(k: &Kernel) -> Option<Sum> {
     let index_decl = [a, b, c].into_iter().find(|d| k.index_decl(*d, "x").is_some())?;
     let index = k.index_decl(index_decl, "x")?;
     let (_, tid, tree_sd, tree_ty) = tree_reduction(k, tree)?;
-    let tid_decl = [a, b, c].into_iter().find(|d| d.child_by_field_name("declarator").and_then(|n| n.child_by_field_name("declarator")).is_some_and(|n| k.text_of(n) == tid))?;
+    let tid_decl = [a, b, c].into_iter().find(|d| {
+        d.child_by_field_name("declarator")
+            .and_then(|n| n.child_by_field_name("declarator"))
+            .is_some_and(|n| k.text_of(n) == tid)
+    })?;
     let distinct = [index_decl, tid_decl].iter().all(|d| shared_array(k, *d).is_none()) && index_decl != tid_decl;
     // The tree sums the whole block only for power-of-two blocks that fit the array.
-    let blocks_ok = k.whole_warp_1d_blocks() && k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0].is_power_of_two() && u64::from(l.block[0]) <= size));
-    let assign = store.named_child(0).filter(|e| store.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+    let blocks_ok = k.whole_warp_1d_blocks()
+        && k.all_launches()
+            .is_some_and(|ls| ls.iter().all(|l| l.block[0].is_power_of_two() && u64::from(l.block[0]) <= size));
+    let assign = store
+        .named_child(0)
+        .filter(|e| store.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
     let rhs = assign.child_by_field_name("right")?;
-    let store_ok = compact(t, assign.child_by_field_name("left")?) == format!("{sd}[{tid}]") && k.text_of(assign.child_by_field_name("operator")?) == "=";
+    let store_ok = compact(t, assign.child_by_field_name("left")?) == format!("{sd}[{tid}]")
+        && k.text_of(assign.child_by_field_name("operator")?) == "=";
     let (cond, st) = guarded(last)?;
     let (addr, val) = atomic_add(k.text, st)?;
     let target = single_address(k, addr)?;
-    let last_ok = compact(t, cond) == format!("{tid}==0") && compact(t, val) == format!("{sd}[0]") && k.param(&target)?.base == ty;
+    let last_ok = compact(t, cond) == format!("{tid}==0")
+        && compact(t, val) == format!("{sd}[0]")
+        && k.param(&target)?.base == ty;
     let ok = distinct
         && blocks_ok
         && store_ok
@@ -125,12 +143,21 @@ fn rewrite(k: &Kernel, s: &Sum, cap: u32) -> Option<Rewrite> {
     b += &grid_stride_head(ind, index_ty, index);
     b += &format!("{ind}  {add}\n{ind}}}\n");
     b += &format!("{ind}{SHUFFLE}\n");
-    b += &format!("{ind}__shared__ {ty} kp_warp[32];\n{ind}if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;\n{ind}__syncthreads();\n");
-    b += &format!("{ind}if (threadIdx.x < 32) {{\n{ind}  kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : ({ty})0;\n");
+    b += &format!(
+        "{ind}__shared__ {ty} kp_warp[32];\n{ind}if ((threadIdx.x & 31) == 0) kp_warp[threadIdx.x >> 5] = kp_v;\n{ind}__syncthreads();\n"
+    );
+    b += &format!(
+        "{ind}if (threadIdx.x < 32) {{\n{ind}  kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : ({ty})0;\n"
+    );
     b += &format!("{ind}  {SHUFFLE}\n{ind}  if (threadIdx.x == 0) atomicAdd({addr}, kp_v);\n{ind}}}\n{outer}}}");
     let mut source = k.text.to_string();
     source.replace_range(body.byte_range(), &b);
-    Some(Rewrite { source, note: format!("coarsened sum into {addr}: {cap} blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block") })
+    Some(Rewrite {
+        source,
+        note: format!(
+            "coarsened sum into {addr}: {cap} blocks at most, grid-stride register sums, warp shuffles, one atomicAdd per block"
+        ),
+    })
 }
 
 impl Recipe for CoarsenReduce {
@@ -141,7 +168,14 @@ impl Recipe for CoarsenReduce {
         crate::Tier::Rewrite
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::BarrierStall, Code::WarpStall, Code::LaunchOverhead, Code::TailEffect, Code::DivergentBranch, Code::ThreadDivergence]
+        &[
+            Code::BarrierStall,
+            Code::WarpStall,
+            Code::LaunchOverhead,
+            Code::TailEffect,
+            Code::DivergentBranch,
+            Code::ThreadDivergence,
+        ]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };

@@ -1,18 +1,19 @@
 //! FP64 promotion: double literals get an `f` suffix and double math calls
 //! become their float versions, unless the kernel really works in double.
 
-use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::descendants;
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 
 pub struct FloatLiterals;
 
 /// Double-precision math functions with a float twin named `NAMEf`.
 const MATH: &[&str] = &[
-    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh",
-    "cosh", "tanh", "fabs", "floor", "ceil", "round", "trunc", "fmin", "fmax", "fmod", "hypot", "erf", "erfc", "fma", "sincos",
+    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "floor", "ceil", "round", "trunc", "fmin",
+    "fmax", "fmod", "hypot", "erf", "erfc", "fma", "sincos",
 ];
 
 /// `2.0`, `1e-3`, `.5` without a suffix; not hex, not integers.
@@ -49,7 +50,9 @@ impl Recipe for FloatLiterals {
                     literals += 1;
                 }
                 "call_expression" => {
-                    let Some(f) = n.child_by_field_name("function").filter(|f| f.kind() == "identifier") else { continue };
+                    let Some(f) = n.child_by_field_name("function").filter(|f| f.kind() == "identifier") else {
+                        continue;
+                    };
                     if MATH.contains(&k.text_of(f)) {
                         edits.insert(f.end_byte(), "f");
                         calls += 1;

@@ -3,11 +3,11 @@
 //! are only relabeled), but consecutive lanes then walk the fastest index.
 //! Skipped when anything depends on which threads share a warp.
 
-use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, derived_from_thread, descendants, mentions};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct LoopInterchange;
@@ -32,20 +32,10 @@ fn terms<'t>(node: Node<'t>, text: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     let mut stack = vec![node];
     while let Some(node) = stack.pop() {
-        let node = if node.kind() == "parenthesized_expression" {
-            node.named_child(0).unwrap_or(node)
-        } else {
-            node
-        };
+        let node = if node.kind() == "parenthesized_expression" { node.named_child(0).unwrap_or(node) } else { node };
         let plus = node.kind() == "binary_expression"
-            && node
-                .child_by_field_name("operator")
-                .is_some_and(|o| &text[o.byte_range()] == "+");
-        match (
-            plus,
-            node.child_by_field_name("left"),
-            node.child_by_field_name("right"),
-        ) {
+            && node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "+");
+        match (plus, node.child_by_field_name("left"), node.child_by_field_name("right")) {
             (true, Some(l), Some(r)) => stack.extend([r, l]),
             _ => out.push(node),
         }
@@ -57,17 +47,10 @@ fn terms<'t>(node: Node<'t>, text: &str) -> Vec<Node<'t>> {
 fn x_positions(k: &Kernel) -> (usize, usize) {
     let derived = derived_from_thread(k.body(), k.text, "x");
     let (mut slow, mut fast) = (0, 0);
-    for sub in descendants(k.body())
-        .into_iter()
-        .filter(|n| n.kind() == "subscript_expression")
-    {
-        let global = sub
-            .child_by_field_name("argument")
-            .is_some_and(|a| k.param(k.text_of(a)).is_some_and(|p| p.pointer));
-        let Some(index) = sub
-            .child_by_field_name("indices")
-            .and_then(|i| i.named_child(0))
-        else {
+    for sub in descendants(k.body()).into_iter().filter(|n| n.kind() == "subscript_expression") {
+        let global =
+            sub.child_by_field_name("argument").is_some_and(|a| k.param(k.text_of(a)).is_some_and(|p| p.pointer));
+        let Some(index) = sub.child_by_field_name("indices").and_then(|i| i.named_child(0)) else {
             continue;
         };
         if !global {
@@ -75,9 +58,7 @@ fn x_positions(k: &Kernel) -> (usize, usize) {
         }
         for term in terms(index, k.text) {
             let product = term.kind() == "binary_expression"
-                && term
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| k.text_of(o) == "*");
+                && term.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "*");
             if mentions(term, k.text, "x", &derived) {
                 if product { slow += 1 } else { fast += 1 }
             }
@@ -122,14 +103,9 @@ impl Recipe for LoopInterchange {
             };
             edits.replace(field.byte_range(), swapped);
         }
-        let note = format!(
-            "swap threadIdx.x and threadIdx.y so lanes walk the fastest index ({slow} strided accesses)"
-        );
-        edits
-            .apply(text)
-            .map(|source| Rewrite { source, note })
-            .into_iter()
-            .collect()
+        let note =
+            format!("swap threadIdx.x and threadIdx.y so lanes walk the fastest index ({slow} strided accesses)");
+        edits.apply(text).map(|source| Rewrite { source, note }).into_iter().collect()
     }
 }
 
@@ -144,28 +120,19 @@ mod tests {
         let got = std::thread::Builder::new()
             .stack_size(2 << 20)
             .spawn(|| {
-                let text = format!(
-                    "int i = (a * 2){};",
-                    (0..100_000).map(|i| format!(" + t{i}")).collect::<String>()
-                );
+                let text = format!("int i = (a * 2){};", (0..100_000).map(|i| format!(" + t{i}")).collect::<String>());
                 let tree = kernelpro_source::parse_tree(&text).unwrap();
                 let init = crate::syntax::descendants(tree.root_node())
                     .into_iter()
                     .find(|n| n.kind() == "init_declarator")
                     .unwrap();
                 let value = init.child_by_field_name("value").unwrap();
-                terms(value, &text)
-                    .iter()
-                    .map(|n| text[n.byte_range()].to_string())
-                    .collect::<Vec<_>>()
+                terms(value, &text).iter().map(|n| text[n.byte_range()].to_string()).collect::<Vec<_>>()
             })
             .unwrap()
             .join()
             .expect("no stack overflow");
         assert_eq!(got.len(), 100_001);
-        assert_eq!(
-            (got[0].as_str(), got[1].as_str(), got[100_000].as_str()),
-            ("a * 2", "t0", "t99999")
-        );
+        assert_eq!((got[0].as_str(), got[1].as_str(), got[100_000].as_str()), ("a * 2", "t0", "t99999"));
     }
 }

@@ -1,10 +1,10 @@
 //! `__launch_bounds__(B)` with B the largest block the spec can launch, so the
 //! compiler may budget registers for it.
 
-use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::descendants;
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 
 pub struct LaunchBounds;
 
@@ -16,7 +16,13 @@ impl Recipe for LaunchBounds {
         crate::Tier::Micro
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::OccupancyLimiter, Code::OccupancyLimit, Code::HighRegisterUsage, Code::RegisterSpill, Code::LocalMemorySpill]
+        &[
+            Code::OccupancyLimiter,
+            Code::OccupancyLimit,
+            Code::HighRegisterUsage,
+            Code::RegisterSpill,
+            Code::LocalMemorySpill,
+        ]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
@@ -26,8 +32,14 @@ impl Recipe for LaunchBounds {
             return Vec::new();
         }
         let Some(launches) = k.all_launches() else { return Vec::new() };
-        let Some(threads) = launches.iter().map(|l| l.block.iter().map(|&d| d as u64).product::<u64>()).max() else { return Vec::new() };
-        let Some(name) = descendants(def).into_iter().find(|n| n.kind() == "function_declarator").and_then(|d| d.child_by_field_name("declarator")) else {
+        let Some(threads) = launches.iter().map(|l| l.block.iter().map(|&d| d as u64).product::<u64>()).max() else {
+            return Vec::new();
+        };
+        let Some(name) = descendants(def)
+            .into_iter()
+            .find(|n| n.kind() == "function_declarator")
+            .and_then(|d| d.child_by_field_name("declarator"))
+        else {
             return Vec::new();
         };
         let mut source = text.to_string();

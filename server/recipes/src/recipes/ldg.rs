@@ -1,17 +1,36 @@
 //! Read-only global loads of `const` pointer parameters through `__ldg`.
 
-use kernelpro_model::Code;
 use crate::access::{read_only_loads, under_ldg};
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 
 pub struct Ldg;
 
 /// Element types `__ldg` has overloads for.
 const LDG_TYPES: &[&str] = &[
-    "float", "double", "int", "unsigned", "unsigned int", "char", "signed char", "unsigned char", "short", "unsigned short", "long long", "unsigned long long", "float2",
-    "float4", "int2", "int4", "uint2", "uint4", "double2", "__half", "__half2",
+    "float",
+    "double",
+    "int",
+    "unsigned",
+    "unsigned int",
+    "char",
+    "signed char",
+    "unsigned char",
+    "short",
+    "unsigned short",
+    "long long",
+    "unsigned long long",
+    "float2",
+    "float4",
+    "int2",
+    "int4",
+    "uint2",
+    "uint4",
+    "double2",
+    "__half",
+    "__half2",
 ];
 
 impl Recipe for Ldg {

@@ -33,7 +33,10 @@ pub use warp_reduce::WarpShuffleReduce;
 pub use warp_rows::WarpRows;
 
 use crate::Recipe;
-use crate::structural::{BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpUnits};
+use crate::structural::{
+    BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
+    TiledTranspose, WarpUnits,
+};
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
 /// parallel pattern recognised from what its threads touch, rewritten into

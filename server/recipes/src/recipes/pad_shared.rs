@@ -1,11 +1,11 @@
 //! Pads 2D shared tiles by one column (`[32][32]` → `[32][33]`) so that
 //! column accesses fall in different banks.
 
-use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, uses};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct PadSharedTile;
@@ -54,7 +54,10 @@ impl Recipe for PadSharedTile {
             // Padding is safe only when every use indexes both dimensions (no flat pointer walks).
             let tile = k.text_of(name);
             let indexed_2d = uses(k.body(), text, tile).iter().skip(1).all(|u| {
-                u.parent().filter(|p| p.kind() == "subscript_expression").and_then(|p| p.parent()).is_some_and(|pp| pp.kind() == "subscript_expression")
+                u.parent()
+                    .filter(|p| p.kind() == "subscript_expression")
+                    .and_then(|p| p.parent())
+                    .is_some_and(|pp| pp.kind() == "subscript_expression")
             });
             if cols * bytes % BANK_ROW_BYTES != 0 || !indexed_2d {
                 continue;

@@ -16,12 +16,12 @@
 //! of the kernel's early returns. Loads in loops, behind `else`, `&&`/`||`, or
 //! after a return the recipe cannot read are left alone.
 
-use kernelpro_model::Code;
 use crate::access::read_only_loads;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, indent_at, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct PrefetchL2;
@@ -42,11 +42,18 @@ struct Index<'t> {
 /// `blockIdx.A*S+threadIdx.T` in any order (compact text) → (A, S).
 fn index_form(value: &str) -> Option<(usize, String)> {
     let [l, r] = value.split('+').collect::<Vec<_>>()[..] else { return None };
-    let product = if r.starts_with("threadIdx.") && r.len() == 11 { l } else if l.starts_with("threadIdx.") && l.len() == 11 { r } else { return None };
+    let product = if r.starts_with("threadIdx.") && r.len() == 11 {
+        l
+    } else if l.starts_with("threadIdx.") && l.len() == 11 {
+        r
+    } else {
+        return None;
+    };
     let [a, b] = product.split('*').collect::<Vec<_>>()[..] else { return None };
     let (block, stride) = if a.starts_with("blockIdx.") { (a, b) } else { (b, a) };
     let axis = AXES.iter().position(|x| block.strip_prefix("blockIdx.") == Some(*x))?;
-    let stride_ok = stride.chars().all(|c| c.is_ascii_digit()) && !stride.is_empty() || stride.strip_prefix("blockDim.").is_some_and(|x| AXES.contains(&x));
+    let stride_ok = stride.chars().all(|c| c.is_ascii_digit()) && !stride.is_empty()
+        || stride.strip_prefix("blockDim.").is_some_and(|x| AXES.contains(&x));
     stride_ok.then(|| (axis, stride.to_string()))
 }
 
@@ -55,7 +62,10 @@ fn indices<'t>(k: &'t Kernel, top: &[Node<'t>]) -> Vec<Index<'t>> {
     for decl in top.iter().filter(|s| s.kind() == "declaration") {
         let mut cursor = decl.walk();
         for init in decl.children_by_field_name("declarator", &mut cursor).filter(|d| d.kind() == "init_declarator") {
-            let (Some(name), Some(value)) = (init.child_by_field_name("declarator"), init.child_by_field_name("value")) else { continue };
+            let (Some(name), Some(value)) = (init.child_by_field_name("declarator"), init.child_by_field_name("value"))
+            else {
+                continue;
+            };
             if let (Some((axis, stride)), "identifier") = (index_form(&compact(k.text, value)), name.kind()) {
                 out.push(Index { name: k.text_of(name).to_string(), axis, stride, decl: *decl });
             }
@@ -77,12 +87,27 @@ fn path<'t>(body: Node<'t>, load: Node<'t>, text: &str) -> Option<(Node<'t>, Vec
         let is = |field: &str| parent.child_by_field_name(field) == Some(node);
         match parent.kind() {
             _ if parent == body => return Some((node, conds)),
-            "if_statement" if is("consequence") => conds.push((parent.child_by_field_name("condition")?.child_by_field_name("value")?, false)),
+            "if_statement" if is("consequence") => {
+                conds.push((parent.child_by_field_name("condition")?.child_by_field_name("value")?, false))
+            }
             "if_statement" if !is("condition") => return None,
-            "conditional_expression" if is("consequence") => conds.push((parent.child_by_field_name("condition")?, false)),
-            "conditional_expression" if is("alternative") => conds.push((parent.child_by_field_name("condition")?, true)),
-            "binary_expression" if is("right") && matches!(parent.child_by_field_name("operator").map(|o| &text[o.byte_range()]), Some("&&" | "||")) => return None,
-            "for_statement" | "for_range_loop" | "while_statement" | "do_statement" | "switch_statement" | "case_statement" | "else_clause" | "lambda_expression" => return None,
+            "conditional_expression" if is("consequence") => {
+                conds.push((parent.child_by_field_name("condition")?, false))
+            }
+            "conditional_expression" if is("alternative") => {
+                conds.push((parent.child_by_field_name("condition")?, true))
+            }
+            "binary_expression"
+                if is("right")
+                    && matches!(
+                        parent.child_by_field_name("operator").map(|o| &text[o.byte_range()]),
+                        Some("&&" | "||")
+                    ) =>
+            {
+                return None;
+            }
+            "for_statement" | "for_range_loop" | "while_statement" | "do_statement" | "switch_statement"
+            | "case_statement" | "else_clause" | "lambda_expression" => return None,
             _ => {}
         }
         node = parent;
@@ -95,9 +120,14 @@ fn early_return<'t>(st: Node<'t>) -> Option<Option<Node<'t>>> {
     if returns == 0 {
         return Some(None);
     }
-    let cons = st.child_by_field_name("consequence").filter(|_| st.kind() == "if_statement" && st.child_by_field_name("alternative").is_none())?;
+    let cons = st
+        .child_by_field_name("consequence")
+        .filter(|_| st.kind() == "if_statement" && st.child_by_field_name("alternative").is_none())?;
     let last = if cons.kind() == "compound_statement" { *statements(cons).last()? } else { cons };
-    (returns == 1 && last.kind() == "return_statement").then(|| st.child_by_field_name("condition")?.child_by_field_name("value")).flatten().map(Some)
+    (returns == 1 && last.kind() == "return_statement")
+        .then(|| st.child_by_field_name("condition")?.child_by_field_name("value"))
+        .flatten()
+        .map(Some)
 }
 
 /// Whether `node` reads only what the later thread sees the same way (or
@@ -107,11 +137,16 @@ fn early_return<'t>(st: Node<'t>) -> Option<Option<Node<'t>>> {
 fn portable(k: &Kernel, node: Node, v: &Index, top: Node, locals: &[(String, Node)]) -> bool {
     let axis_block = format!("blockIdx.{}", AXES[v.axis]);
     descendants(node).into_iter().all(|n| match n.kind() {
-        "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "comma_expression" => false,
+        "subscript_expression"
+        | "call_expression"
+        | "assignment_expression"
+        | "update_expression"
+        | "comma_expression" => false,
         "field_expression" => compact(k.text, n) != axis_block,
         "identifier" => {
             let name = k.text_of(n);
-            let local = name == v.name || locals.iter().any(|(l, init)| l == name && init.end_byte() <= top.start_byte());
+            let local =
+                name == v.name || locals.iter().any(|(l, init)| l == name && init.end_byte() <= top.start_byte());
             (local && !reassigned(k, name, top)) || k.param(name).is_some_and(|p| !p.pointer)
         }
         _ => true,
@@ -143,8 +178,15 @@ fn independent_locals<'t>(k: &'t Kernel, top_level: &[Node<'t>], v: &Index) -> V
                 "init_declarator" => (d.child_by_field_name("declarator"), d.child_by_field_name("value")),
                 _ => (Some(d), None),
             };
-            let Some(name) = name.filter(|n| n.kind() == "identifier").map(|n| k.text_of(n).to_string()) else { continue };
-            let depends = value.is_some_and(|v| descendants(v).into_iter().any(|n| compact(k.text, n) == axis_block || (n.kind() == "identifier" && tainted.contains(&k.text_of(n).to_string()))));
+            let Some(name) = name.filter(|n| n.kind() == "identifier").map(|n| k.text_of(n).to_string()) else {
+                continue;
+            };
+            let depends = value.is_some_and(|v| {
+                descendants(v).into_iter().any(|n| {
+                    compact(k.text, n) == axis_block
+                        || (n.kind() == "identifier" && tainted.contains(&k.text_of(n).to_string()))
+                })
+            });
             if depends || name == v.name {
                 tainted.push(name);
             } else {
@@ -214,15 +256,23 @@ impl Recipe for PrefetchL2 {
                         returns.extend(early_return(*st)?.map(|c| (c, true)));
                     }
                     let conds: Vec<Cond> = returns.into_iter().chain(conds).collect();
-                    let reads_before = |at: Node| portable(&k, index, v, at, &locals) && conds.iter().all(|(c, _)| portable(&k, *c, v, at, &locals));
+                    let reads_before = |at: Node| {
+                        portable(&k, index, v, at, &locals)
+                            && conds.iter().all(|(c, _)| portable(&k, *c, v, at, &locals))
+                    };
                     if !reads_before(top) {
                         return None;
                     }
                     // As early as what it reads allows (ahead of the early returns): a
                     // prefetch issued after the kernel's own checks leads its loads by less
                     // (stencil 0.052 ms there, 0.046 ms before them).
-                    let after_decls = top_level.iter().copied().find(|s| s.start_byte() > v.decl.start_byte() && s.kind() != "declaration");
-                    let at = after_decls.filter(|at| at.start_byte() <= top.start_byte() && reads_before(*at)).unwrap_or(top);
+                    let after_decls = top_level
+                        .iter()
+                        .copied()
+                        .find(|s| s.start_byte() > v.decl.start_byte() && s.kind() != "declaration");
+                    let at = after_decls
+                        .filter(|at| at.start_byte() <= top.start_byte() && reads_before(*at))
+                        .unwrap_or(top);
                     Some((on_path, top, at, conds, index))
                 })
                 .min_by_key(|(on_path, top, ..)| (*on_path, top.start_byte()));
@@ -247,9 +297,13 @@ impl Recipe for PrefetchL2 {
         );
         for (top, guard, address) in &prefetches {
             let indent = indent_at(text, top.start_byte());
-            edits.insert(top.start_byte(), format!("if ({guard}) asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"({address}));\n{indent}"));
+            edits.insert(
+                top.start_byte(),
+                format!("if ({guard}) asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"({address}));\n{indent}"),
+            );
         }
-        let names: Vec<&str> = prefetches.iter().filter_map(|(_, _, a)| a.trim_start_matches('&').split('[').next()).collect();
+        let names: Vec<&str> =
+            prefetches.iter().filter_map(|(_, _, a)| a.trim_start_matches('&').split('[').next()).collect();
         let note = format!("L2 prefetch of {} about two waves ahead (blocks along {a})", names.join(", "));
         edits.apply(text).map(|source| Rewrite { source, note }).into_iter().collect()
     }

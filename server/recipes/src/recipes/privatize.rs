@@ -6,12 +6,12 @@
 //! stride doing shared atomics, then flushes its non-zero bins with one global
 //! atomic each. An index outside the shared copy goes to the global bins as before.
 
-use kernelpro_model::Code;
 use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, guarded, indent_at, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct PrivatizeAtomics;
@@ -19,7 +19,14 @@ pub struct PrivatizeAtomics;
 /// The most bins copied into shared memory.
 const MAX_BINS: u64 = 4096;
 /// Element types with a shared-memory `atomicAdd`, with their sizes.
-const BIN_TYPES: &[(&str, u64)] = &[("unsigned", 4), ("unsigned int", 4), ("int", 4), ("float", 4), ("unsigned long long", 8), ("unsigned long long int", 8)];
+const BIN_TYPES: &[(&str, u64)] = &[
+    ("unsigned", 4),
+    ("unsigned int", 4),
+    ("int", 4),
+    ("float", 4),
+    ("unsigned long long", 8),
+    ("unsigned long long int", 8),
+];
 
 struct Histogram<'t> {
     index: String,
@@ -35,7 +42,9 @@ struct Histogram<'t> {
 /// `atomicAdd(&P[E], V)` as a statement: (P, E, V).
 fn bin_atomic<'t>(k: &'t Kernel, st: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
     let (addr, value) = atomic_add(k.text, st)?;
-    let sub = addr.child_by_field_name("argument").filter(|s| addr.kind() == "pointer_expression" && k.text_of(addr).starts_with('&') && s.kind() == "subscript_expression")?;
+    let sub = addr.child_by_field_name("argument").filter(|s| {
+        addr.kind() == "pointer_expression" && k.text_of(addr).starts_with('&') && s.kind() == "subscript_expression"
+    })?;
     let bins = k.text_of(sub.child_by_field_name("argument")?).to_string();
     let at = sub.child_by_field_name("indices")?.named_child(0)?;
     Some((bins, at, value))
@@ -53,7 +62,16 @@ fn matches<'t>(k: &'t Kernel) -> Option<Histogram<'t>> {
     let count = k.buffer_count(&bins).filter(|c| (1..=MAX_BINS).contains(c) && c * size <= 32 * 1024)?;
     let locals = [index.as_str()];
     let pure = |n: Node| reads_only(k, n, &locals, &[bins.as_str()]);
-    (one_d && guard.is_none_or(pure) && pure(at) && pure(value)).then_some(Histogram { index, index_ty, guard, bins, bin_ty, count, at, value })
+    (one_d && guard.is_none_or(pure) && pure(at) && pure(value)).then_some(Histogram {
+        index,
+        index_ty,
+        guard,
+        bins,
+        bin_ty,
+        count,
+        at,
+        value,
+    })
 }
 
 fn rewrite(k: &Kernel, h: &Histogram, cap: u32) -> Option<Rewrite> {
@@ -64,7 +82,9 @@ fn rewrite(k: &Kernel, h: &Histogram, cap: u32) -> Option<Rewrite> {
     let (at, value) = (k.text_of(h.at), k.text_of(h.value));
     let mut b = format!("{{\n{ind}__shared__ {bin_ty} kp_bins[{count}];\n");
     b += &capped_blocks(ind, cap);
-    b += &format!("{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) kp_bins[kp_j] = 0;\n{ind}__syncthreads();\n");
+    b += &format!(
+        "{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) kp_bins[kp_j] = 0;\n{ind}__syncthreads();\n"
+    );
     b += &grid_stride_head(ind, index_ty, index);
     let (open, close, inner) = match h.guard {
         Some(g) => (format!("{ind}  if ({}) {{\n", k.text_of(g)), format!("{ind}  }}\n"), format!("{ind}    ")),
@@ -77,10 +97,15 @@ fn rewrite(k: &Kernel, h: &Histogram, cap: u32) -> Option<Rewrite> {
     b += &close;
     b += &format!("{ind}}}\n{ind}__syncthreads();\n");
     b += &format!("{ind}for (unsigned kp_j = threadIdx.x; kp_j < {count}u; kp_j += blockDim.x) {{\n");
-    b += &format!("{ind}  const {bin_ty} kp_c = kp_bins[kp_j];\n{ind}  if (kp_c != 0) atomicAdd(&{bins}[kp_j], kp_c);\n{ind}}}\n{outer}}}");
+    b += &format!(
+        "{ind}  const {bin_ty} kp_c = kp_bins[kp_j];\n{ind}  if (kp_c != 0) atomicAdd(&{bins}[kp_j], kp_c);\n{ind}}}\n{outer}}}"
+    );
     let mut source = k.text.to_string();
     source.replace_range(body.byte_range(), &b);
-    Some(Rewrite { source, note: format!("{count} bins of {bins} privatized in shared memory, {cap} blocks at most, grid-stride") })
+    Some(Rewrite {
+        source,
+        note: format!("{count} bins of {bins} privatized in shared memory, {cap} blocks at most, grid-stride"),
+    })
 }
 
 impl Recipe for PrivatizeAtomics {

@@ -1,11 +1,11 @@
 //! `const` on read-only pointer parameters and `__restrict__` on every pointer
 //! parameter (kept simple: the kernel's pointers are taken not to alias).
 
-use kernelpro_model::Code;
 use crate::access::read_only_loads;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 
 pub struct RestrictConst;
 
@@ -24,7 +24,10 @@ impl Recipe for RestrictConst {
         let mut edits = Edits::default();
         let mut changed = Vec::new();
         for (node, param) in k.param_nodes().into_iter().zip(&k.func.params) {
-            let Some(pointer) = node.child_by_field_name("declarator").filter(|d| d.kind() == "pointer_declarator") else { continue };
+            let Some(pointer) = node.child_by_field_name("declarator").filter(|d| d.kind() == "pointer_declarator")
+            else {
+                continue;
+            };
             if !param.is_const && read_only_loads(&k, &param.name).is_some() {
                 edits.insert(node.start_byte(), "const ");
                 changed.push(format!("const {}", param.name));

@@ -3,10 +3,10 @@
 //! square 16 or 32 block: tiles of A and B staged through shared memory, with
 //! bounds checks so any N and the same grid stay correct.
 
-use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct SharedTiling;
@@ -20,7 +20,10 @@ struct Matmul<'t> {
 fn matches<'t>(k: &'t Kernel) -> Option<Matmul<'t>> {
     let t = k.text;
     let [d1, d2, guard] = statements(k.body())[..] else { return None };
-    let (row, col) = (k.index_decl(d1, "y").or_else(|| k.index_decl(d2, "y"))?, k.index_decl(d1, "x").or_else(|| k.index_decl(d2, "x"))?);
+    let (row, col) = (
+        k.index_decl(d1, "y").or_else(|| k.index_decl(d2, "y"))?,
+        k.index_decl(d1, "x").or_else(|| k.index_decl(d2, "x"))?,
+    );
     if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
         return None;
     }
@@ -33,22 +36,37 @@ fn matches<'t>(k: &'t Kernel) -> Option<Matmul<'t>> {
     let acc_init = acc_decl.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let acc = k.text_of(acc_init.child_by_field_name("declarator")?).to_string();
     let ty = k.text_of(acc_decl.child_by_field_name("type")?).to_string();
-    let zero = ["0", "0.f", "0.0f", "0.0", "0.", "0.0F", "0.F"].contains(&compact(t, acc_init.child_by_field_name("value")?).as_str());
-    let kv = k.text_of(statements(loop_.child_by_field_name("initializer")?).into_iter().find(|n| n.kind() == "init_declarator")?.child_by_field_name("declarator")?).to_string();
+    let zero = ["0", "0.f", "0.0f", "0.0", "0.", "0.0F", "0.F"]
+        .contains(&compact(t, acc_init.child_by_field_name("value")?).as_str());
+    let kv = k
+        .text_of(
+            statements(loop_.child_by_field_name("initializer")?)
+                .into_iter()
+                .find(|n| n.kind() == "init_declarator")?
+                .child_by_field_name("declarator")?,
+        )
+        .to_string();
     let step = compact(t, loop_.child_by_field_name("update")?);
-    let loop_ok = loop_.kind() == "for_statement" && compact(t, loop_.child_by_field_name("condition")?) == format!("{kv}<{n}") && [format!("++{kv}"), format!("{kv}++"), format!("{kv}+=1")].contains(&step);
+    let loop_ok = loop_.kind() == "for_statement"
+        && compact(t, loop_.child_by_field_name("condition")?) == format!("{kv}<{n}")
+        && [format!("++{kv}"), format!("{kv}++"), format!("{kv}+=1")].contains(&step);
     let body = compact(t, single_statement(loop_.child_by_field_name("body")?)?);
     let (a, rest) = body.strip_prefix(&format!("{acc}+="))?.split_once('[')?;
     let (b, _) = rest.split_once("]*")?.1.split_once('[')?;
     let c = compact(t, store).split('[').next()?.to_string();
-    let body_ok = body == format!("{acc}+={a}[{row}*{n}+{kv}]*{b}[{kv}*{n}+{col}];") && compact(t, store) == format!("{c}[{row}*{n}+{col}]={acc};");
+    let body_ok = body == format!("{acc}+={a}[{row}*{n}+{kv}]*{b}[{kv}*{n}+{col}];")
+        && compact(t, store) == format!("{c}[{row}*{n}+{col}]={acc};");
     let typed = |p: &str| k.param(p).is_some_and(|p| p.pointer && p.base == ty);
     let scalar_n = k.param(&n).is_some_and(|p| !p.pointer);
-    (zero && loop_ok && body_ok && typed(a) && typed(b) && typed(&c) && scalar_n && ["float", "double"].contains(&ty.as_str())).then(|| Matmul {
-        guard,
-        acc_decl,
-        names: [row, col, n, a.to_string(), b.to_string(), c, ty, acc],
-    })
+    (zero
+        && loop_ok
+        && body_ok
+        && typed(a)
+        && typed(b)
+        && typed(&c)
+        && scalar_n
+        && ["float", "double"].contains(&ty.as_str()))
+    .then(|| Matmul { guard, acc_decl, names: [row, col, n, a.to_string(), b.to_string(), c, ty, acc] })
 }
 
 impl Recipe for SharedTiling {

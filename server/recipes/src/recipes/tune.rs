@@ -1,9 +1,9 @@
 //! Tuning: for each `// kernelpro: tune NAME in [...]` line of the kernel,
 //! move each other candidate first (the first value is the one launched).
 
-use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 
 pub struct TuneParameter;
 
@@ -24,10 +24,13 @@ impl Recipe for TuneParameter {
             let Some(rest) = line.text.strip_prefix("tune ") else { continue };
             let (Some(open), Some(close)) = (line.text.find('['), line.text.rfind(']')) else { continue };
             let name = rest.split(" in ").next().unwrap_or("").trim();
-            let values: Vec<&str> = line.text[open + 1..close].split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+            let values: Vec<&str> =
+                line.text[open + 1..close].split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
             let list_at = k.spec_offset(line) + open + 1..k.spec_offset(line) + close;
             for (i, first) in values.iter().enumerate().skip(1) {
-                let reordered: Vec<&str> = std::iter::once(*first).chain(values.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, v)| *v)).collect();
+                let reordered: Vec<&str> = std::iter::once(*first)
+                    .chain(values.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, v)| *v))
+                    .collect();
                 let mut source = text.to_string();
                 source.replace_range(list_at.clone(), &reordered.join(", "));
                 out.push(Rewrite { source, note: format!("tune {name} = {first}") });

@@ -1,11 +1,11 @@
 //! `#pragma unroll` before innermost `for` loops: full unrolling for a
 //! compile-time bound, `#pragma unroll 4` for a runtime one.
 
-use kernelpro_model::Code;
 use crate::edit::Edits;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, starts_line};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct PragmaUnroll;
@@ -43,7 +43,8 @@ impl Recipe for PragmaUnroll {
         let mut edits = Edits::default();
         let mut notes = Vec::new();
         for f in descendants(k.body()) {
-            let innermost = f.kind() == "for_statement" && !descendants(f).iter().skip(1).any(|n| n.kind() == "for_statement");
+            let innermost =
+                f.kind() == "for_statement" && !descendants(f).iter().skip(1).any(|n| n.kind() == "for_statement");
             // A pragma must start its own line and the loop must be a statement of a block.
             if !innermost || has_pragma(f) || f.parent().is_none_or(|p| p.kind() != "compound_statement") {
                 continue;
@@ -53,7 +54,11 @@ impl Recipe for PragmaUnroll {
                 None => "#pragma unroll 4",
             };
             let indent = indent_at(text, f.start_byte());
-            let inserted = if starts_line(text, f.start_byte()) { format!("{pragma}\n{indent}") } else { format!("\n{indent}{pragma}\n{indent}") };
+            let inserted = if starts_line(text, f.start_byte()) {
+                format!("{pragma}\n{indent}")
+            } else {
+                format!("\n{indent}{pragma}\n{indent}")
+            };
             edits.insert(f.start_byte(), inserted);
             notes.push(format!("{pragma} at line {}", f.start_position().row + 1));
         }

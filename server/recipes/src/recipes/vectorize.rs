@@ -2,10 +2,10 @@
 //! `i`: four elements per thread with `float4` loads and stores in a
 //! grid-stride loop, then a scalar tail, so any launch stays correct.
 
-use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct VectorizeLoads;
@@ -37,20 +37,30 @@ fn matches<'t>(k: &'t Kernel) -> Option<Elementwise<'t>> {
     let [decl, guard] = statements(k.body())[..] else { return None };
     let init = decl.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let index = k.text_of(init.child_by_field_name("declarator")?).to_string();
-    if !GLOBAL_INDEX.contains(&compact(text, init.child_by_field_name("value")?).as_str()) || guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
+    if !GLOBAL_INDEX.contains(&compact(text, init.child_by_field_name("value")?).as_str())
+        || guard.kind() != "if_statement"
+        || guard.child_by_field_name("alternative").is_some()
+    {
         return None;
     }
     let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
     let (left, right) = (cond.child_by_field_name("left")?, cond.child_by_field_name("right")?);
     let bound = k.text_of(right).to_string();
-    if k.text_of(cond.child_by_field_name("operator")?) != "<" || k.text_of(left) != index || k.param(&bound).is_none_or(|p| p.pointer) {
+    if k.text_of(cond.child_by_field_name("operator")?) != "<"
+        || k.text_of(left) != index
+        || k.param(&bound).is_none_or(|p| p.pointer)
+    {
         return None;
     }
     let stmt = single_statement(guard.child_by_field_name("consequence")?)?;
-    let assign = stmt.named_child(0).filter(|a| stmt.kind() == "expression_statement" && a.kind() == "assignment_expression")?;
+    let assign =
+        stmt.named_child(0).filter(|a| stmt.kind() == "expression_statement" && a.kind() == "assignment_expression")?;
     let target = assign.child_by_field_name("left")?;
     let out = k.text_of(target.child_by_field_name("argument")?).to_string();
-    if k.text_of(assign.child_by_field_name("operator")?) != "=" || compact(text, target) != format!("{out}[{index}]") || !float_pointer(k, &out) {
+    if k.text_of(assign.child_by_field_name("operator")?) != "="
+        || compact(text, target) != format!("{out}[{index}]")
+        || !float_pointer(k, &out)
+    {
         return None;
     }
     let expr = assign.child_by_field_name("right")?;
@@ -66,7 +76,11 @@ fn matches<'t>(k: &'t Kernel) -> Option<Elementwise<'t>> {
                     inputs.push(p);
                 }
             }
-            "identifier" if k.text_of(n) == index && n.parent().is_none_or(|p| p.kind() != "subscript_argument_list") => return None,
+            "identifier"
+                if k.text_of(n) == index && n.parent().is_none_or(|p| p.kind() != "subscript_argument_list") =>
+            {
+                return None;
+            }
             _ => {}
         }
     }
@@ -112,9 +126,15 @@ impl Recipe for VectorizeLoads {
             body += &format!("{ind}  kp_out.{lane} = {};\n", substitute(&k, &m, |p| format!("kp_{p}.{lane}")));
         }
         body += &format!("{ind}  reinterpret_cast<float4*>({y})[kp_v] = kp_out;\n{ind}}}\n");
-        body += &format!("{ind}for (int kp_t = {n} / 4 * 4 + {i}; kp_t < {n}; kp_t += {stride}) {y}[kp_t] = {};", substitute(&k, &m, |p| format!("{p}[kp_t]")));
+        body += &format!(
+            "{ind}for (int kp_t = {n} / 4 * 4 + {i}; kp_t < {n}; kp_t += {stride}) {y}[kp_t] = {};",
+            substitute(&k, &m, |p| format!("{p}[kp_t]"))
+        );
         let mut source = text.to_string();
         source.replace_range(m.guard.byte_range(), &body);
-        vec![Rewrite { source, note: format!("float4 loads of {} and stores of {y}, grid-stride with a scalar tail", m.inputs.join(", ")) }]
+        vec![Rewrite {
+            source,
+            note: format!("float4 loads of {} and stores of {y}, grid-stride with a scalar tail", m.inputs.join(", ")),
+        }]
     }
 }

@@ -2,15 +2,16 @@
 //! reduction, and per-element `atomicAdd` into one address, go through
 //! `__shfl_down_sync` (one atomic per warp).
 
-use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, compact, descendants, guarded, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct WarpShuffleReduce;
 
-pub(crate) const SHUFFLE: &str = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
+pub(crate) const SHUFFLE: &str =
+    "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
 const REDUCIBLE: &[&str] = &["float", "double", "int", "unsigned", "unsigned int"];
 
 /// `tid` when it is `threadIdx.x` or a local initialized to it.
@@ -27,7 +28,9 @@ pub(crate) fn is_thread_x(k: &Kernel, tid: &str) -> bool {
 fn shared_type(k: &Kernel, name: &str) -> Option<String> {
     descendants(k.body()).into_iter().filter(|n| n.kind() == "declaration").find_map(|d| {
         let shared = descendants(d).iter().any(|n| k.text_of(*n) == "__shared__");
-        let declares = descendants(d.child_by_field_name("declarator")?).iter().any(|n| n.kind() == "identifier" && k.text_of(*n) == name);
+        let declares = descendants(d.child_by_field_name("declarator")?)
+            .iter()
+            .any(|n| n.kind() == "identifier" && k.text_of(*n) == name);
         if shared && declares { Some(k.text_of(d.child_by_field_name("type")?).to_string()) } else { None }
     })
 }
@@ -36,12 +39,16 @@ fn shared_type(k: &Kernel, name: &str) -> Option<String> {
 /// the condition node, `tid`, `sd` and the element type.
 pub(crate) fn tree_reduction<'t>(k: &'t Kernel, f: Node<'t>) -> Option<(Node<'t>, String, String, String)> {
     let t = k.text;
-    let init = descendants(f.child_by_field_name("initializer")?).into_iter().find(|n| n.kind() == "init_declarator")?;
+    let init =
+        descendants(f.child_by_field_name("initializer")?).into_iter().find(|n| n.kind() == "init_declarator")?;
     let s = k.text_of(init.child_by_field_name("declarator")?);
     let cond = f.child_by_field_name("condition")?;
     let update = compact(t, f.child_by_field_name("update")?);
     let halves = [format!("{s}>>=1"), format!("{s}/=2"), format!("{s}={s}/2"), format!("{s}={s}>>1")];
-    if !["blockDim.x/2", "blockDim.x>>1"].contains(&compact(t, init.child_by_field_name("value")?).as_str()) || compact(t, cond) != format!("{s}>0") || !halves.contains(&update) {
+    if !["blockDim.x/2", "blockDim.x>>1"].contains(&compact(t, init.child_by_field_name("value")?).as_str())
+        || compact(t, cond) != format!("{s}>0")
+        || !halves.contains(&update)
+    {
         return None;
     }
     let [step, sync] = statements(f.child_by_field_name("body")?)[..] else { return None };
@@ -50,21 +57,29 @@ pub(crate) fn tree_reduction<'t>(k: &'t Kernel, f: Node<'t>) -> Option<(Node<'t>
     let add = compact(t, single_statement(step.child_by_field_name("consequence")?)?);
     let sd = add.split('[').next()?.to_string();
     let ty = shared_type(k, &sd)?;
-    let shape_ok = step.kind() == "if_statement" && step.child_by_field_name("alternative").is_none() && compact(t, sync) == "__syncthreads();";
-    let add_ok = bound == s && add == format!("{sd}[{tid}]+={sd}[{tid}+{s}];") && is_thread_x(k, tid) && REDUCIBLE.contains(&ty.as_str());
+    let shape_ok = step.kind() == "if_statement"
+        && step.child_by_field_name("alternative").is_none()
+        && compact(t, sync) == "__syncthreads();";
+    let add_ok = bound == s
+        && add == format!("{sd}[{tid}]+={sd}[{tid}+{s}];")
+        && is_thread_x(k, tid)
+        && REDUCIBLE.contains(&ty.as_str());
     (shape_ok && add_ok).then(|| (cond, tid.to_string(), sd, ty))
 }
 
 /// Whether every launch has a 1D power-of-two block of at least 64 threads (the tree's last 32 steps are then one warp's).
 fn last_warp_is_warp_zero(k: &Kernel) -> bool {
-    k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] >= 64 && l.block[0].is_power_of_two() && l.block[1] == 1 && l.block[2] == 1))
+    k.all_launches().is_some_and(|ls| {
+        ls.iter().all(|l| l.block[0] >= 64 && l.block[0].is_power_of_two() && l.block[1] == 1 && l.block[2] == 1)
+    })
 }
 
 fn shared_rewrite(k: &Kernel) -> Option<Rewrite> {
     if !last_warp_is_warp_zero(k) {
         return None;
     }
-    let f = descendants(k.body()).into_iter().find(|n| n.kind() == "for_statement" && tree_reduction(k, *n).is_some())?;
+    let f =
+        descendants(k.body()).into_iter().find(|n| n.kind() == "for_statement" && tree_reduction(k, *n).is_some())?;
     let (cond, tid, sd, ty) = tree_reduction(k, f)?;
     let s = &k.text_of(cond)[..k.text_of(cond).find('>')?];
     let ind = indent_at(k.text, f.start_byte());
@@ -104,7 +119,10 @@ fn atomic_rewrite(k: &Kernel) -> Option<Rewrite> {
         return None;
     }
     // Every lane must reach the shuffle: a top-level statement with no `return` before it.
-    let st = statements(k.body()).into_iter().take_while(|s| !descendants(*s).iter().any(|n| n.kind() == "return_statement")).find(|s| atomic_site(k, *s).is_some())?;
+    let st = statements(k.body())
+        .into_iter()
+        .take_while(|s| !descendants(*s).iter().any(|n| n.kind() == "return_statement"))
+        .find(|s| atomic_site(k, *s).is_some())?;
     let (cond, addr, val, ty) = atomic_site(k, st)?;
     let ind = indent_at(k.text, st.start_byte());
     let load = match cond {

@@ -13,13 +13,13 @@
 //! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
 //! recipe's.
 
-use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, names_in, render, strip_parens, units};
 use super::{BLOCK_THREADS, BLOCK_TID, GRID_THREADS};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct TiledContraction;
@@ -43,7 +43,8 @@ struct Dot<'t> {
 
 /// `for (T p = 0; p < K; ++p) acc += A * B;` → (p, T, K, acc, A, B).
 fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, String, Node<'t>, Node<'t>)> {
-    let init = f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let init =
+        f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
     let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let p = k.text_of(decl.child_by_field_name("declarator")?).to_string();
     let p_ty = k.text_of(init.child_by_field_name("type")?).to_string();
@@ -66,7 +67,10 @@ fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, Stri
     let right = strip_parens(a.child_by_field_name("right")?);
     let product = match k.text_of(a.child_by_field_name("operator")?) {
         "+=" => right,
-        "=" if right.kind() == "binary_expression" && k.text_of(right.child_by_field_name("operator")?) == "+" && k.text_of(strip_parens(right.child_by_field_name("left")?)) == acc => {
+        "=" if right.kind() == "binary_expression"
+            && k.text_of(right.child_by_field_name("operator")?) == "+"
+            && k.text_of(strip_parens(right.child_by_field_name("left")?)) == acc =>
+        {
             strip_parens(right.child_by_field_name("right")?)
         }
         _ => return None,
@@ -103,12 +107,15 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let (p, p_ty, bound, acc, x, y) = found?;
     // The bound is uniform: parameters and literals only.
     if bound.chars().any(|c| !(c.is_alphanumeric() || c == '_' || " +-*/()".contains(c)))
-        || bound.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| !w.is_empty() && !w.chars().next().unwrap().is_ascii_digit() && k.param(w).is_none_or(|q| q.pointer))
+        || bound.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| {
+            !w.is_empty() && !w.chars().next().unwrap().is_ascii_digit() && k.param(w).is_none_or(|q| q.pointer)
+        })
     {
         return None;
     }
     // Which pre declarations follow i, j.
-    let locals: Vec<(String, Node)> = pre.iter().flat_map(|d| declared_in(k, *d).into_iter().map(move |n| (n, *d))).collect();
+    let locals: Vec<(String, Node)> =
+        pre.iter().flat_map(|d| declared_in(k, *d).into_iter().map(move |n| (n, *d))).collect();
     let follows = |e: Node, idx: &str| -> bool {
         let mut seen = vec![e];
         let mut at = 0;
@@ -129,7 +136,13 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let acc_decl = locals.iter().find(|(l, _)| *l == acc)?.1;
     let acc_ty = k.text_of(acc_decl.child_by_field_name("type")?).replace("const ", "").trim().to_string();
     // A template's `T` is what the spec instantiates the buffers of that type with.
-    let resolved = k.func.params.iter().find(|q| q.pointer && q.base == acc_ty).and_then(|q| k.buffer_type(&q.name)).filter(|_| k.func.is_template);
+    let resolved = k
+        .func
+        .params
+        .iter()
+        .find(|q| q.pointer && q.base == acc_ty)
+        .and_then(|q| k.buffer_type(&q.name))
+        .filter(|_| k.func.is_template);
     if !["float", "double"].contains(&acc_ty.as_str()) && !resolved.is_some_and(|t| ["float", "double"].contains(&t)) {
         return None;
     }
@@ -140,7 +153,11 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     };
     // Operands only load (no writes, no accumulator).
     for e in [a, b] {
-        if names_in(k, e).contains(&acc.as_str()) || descendants(e).iter().any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression")) {
+        if names_in(k, e).contains(&acc.as_str())
+            || descendants(e)
+                .iter()
+                .any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression"))
+        {
             return None;
         }
     }
@@ -150,7 +167,8 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
 /// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
 fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
     descendants(e).into_iter().filter(|d| d.kind() == "subscript_expression").any(|s| {
-        let idx = s.child_by_field_name("indices").and_then(|i| i.named_child(0)).map(|i| flat(k, i)).unwrap_or_default();
+        let idx =
+            s.child_by_field_name("indices").and_then(|i| i.named_child(0)).map(|i| flat(k, i)).unwrap_or_default();
         idx.split('+').any(|t| t.trim_matches(|c| c == '(' || c == ')') == p)
     })
 }
@@ -161,8 +179,17 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let pre: String = d.pre.iter().map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n"))).collect::<Option<_>>()?;
-    let epi = d.epilogue.iter().map(|n| render(k, Piece::Node(*n), &[], &deep)).collect::<Option<Vec<_>>>()?.join(&format!("\n{deep}"));
+    let pre: String = d
+        .pre
+        .iter()
+        .map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n")))
+        .collect::<Option<_>>()?;
+    let epi = d
+        .epilogue
+        .iter()
+        .map(|n| render(k, Piece::Node(*n), &[], &deep))
+        .collect::<Option<Vec<_>>>()?
+        .join(&format!("\n{deep}"));
     // The declarations an operand needs (row pointers), re-emitted where it is loaded.
     let needs = |e: Node| -> Option<String> {
         let mut out = Vec::new();
@@ -277,7 +304,10 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(d) = recognise(k, &u).filter(|_| ok) else {
         return Vec::new();
     };
-    if u.body.iter().any(|p| matches!(p, Piece::Node(n) if statements(*n).iter().any(|s| s.kind() == "return_statement"))) {
+    if u.body
+        .iter()
+        .any(|p| matches!(p, Piece::Node(n) if statements(*n).iter().any(|s| s.kind() == "return_statement")))
+    {
         return Vec::new();
     }
     let Some(mut text) = generate(k, &u, &d) else {
@@ -291,7 +321,10 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
     let fp = if float_acc { ", double accumulator as float" } else { "" };
-    let note = format!("{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}", u.indices[0].name, u.indices[1].name, d.p);
+    let note = format!(
+        "{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}",
+        u.indices[0].name, u.indices[1].name, d.p
+    );
     launch_variants(k, &Rewrite { source, note }, &u, Tuning::Tiles { threads: THREADS, units: TILE * TILE })
 }
 

@@ -10,20 +10,29 @@
 //! shuffles, a shared array of warp sums and one atomic per block: on a 16M
 //! element sum, 16M atomics on one address become a few hundred.
 
-use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, names_in, render, stores, units, whole_warps};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, descendants, indent_at};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct GridStrideMap;
 pub struct BlockReduce;
 
 /// Types `atomicAdd` and `__shfl_down_sync` both take.
-const SUM_TYPES: &[&str] = &["float", "double", "int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int", "long long"];
+const SUM_TYPES: &[&str] = &[
+    "float",
+    "double",
+    "int",
+    "unsigned",
+    "unsigned int",
+    "unsigned long long",
+    "unsigned long long int",
+    "long long",
+];
 
 /// The unit loop around `lines` (each already indented text), re-binding the user's indices.
 pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
@@ -38,7 +47,12 @@ pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tai
     let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
     let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
     let prologue = u.prologue(k, &ind).unwrap_or_default();
-    format!("{{\n{ind}// {label} (kernelpro).\n{prologue}{head}{ind}for (long long kp_u = {}; kp_u < {}; kp_u += {}) {{\n{inner}{ind}}}\n{tail}{outer}}}", u.grid_tid(), u.count(), u.grid_threads())
+    format!(
+        "{{\n{ind}// {label} (kernelpro).\n{prologue}{head}{ind}for (long long kp_u = {}; kp_u < {}; kp_u += {}) {{\n{inner}{ind}}}\n{tail}{outer}}}",
+        u.grid_tid(),
+        u.count(),
+        u.grid_threads()
+    )
 }
 
 fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
@@ -61,7 +75,10 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
     if let Some(text) = vectorized(k, &u, &lines) {
         let mut source = k.text.to_string();
         source.replace_range(k.body().byte_range(), &text);
-        let note = format!("grid-stride map over ({}), four units a step through 128-bit streaming loads and stores", u.names().join(", "));
+        let note = format!(
+            "grid-stride map over ({}), four units a step through 128-bit streaming loads and stores",
+            u.names().join(", ")
+        );
         out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Threads));
     }
     let text = unit_loop(k, &u, &lines, "", "", "grid-stride over the units");
@@ -85,16 +102,29 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
         return None;
     }
     let i = index.name.as_str();
-    let nodes: Vec<Node> = u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
+    let nodes: Vec<Node> =
+        u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
     let mut reads: Vec<String> = Vec::new();
     let mut writes: Vec<(String, usize)> = Vec::new();
     let mut edits_of: Vec<Vec<(std::ops::Range<usize>, String)>> = vec![Vec::new(); nodes.len()];
     for (at, n) in nodes.iter().enumerate() {
-        if descendants(*n).iter().any(|d| matches!(d.kind(), "return_statement" | "continue_statement" | "break_statement" | "goto_statement" | "pointer_expression" | "update_expression")) {
+        if descendants(*n).iter().any(|d| {
+            matches!(
+                d.kind(),
+                "return_statement"
+                    | "continue_statement"
+                    | "break_statement"
+                    | "goto_statement"
+                    | "pointer_expression"
+                    | "update_expression"
+            )
+        }) {
             return None;
         }
         for d in descendants(*n) {
-            if d.kind() == "assignment_expression" && d.child_by_field_name("left").is_some_and(|l| l.kind() == "subscript_expression") {
+            if d.kind() == "assignment_expression"
+                && d.child_by_field_name("left").is_some_and(|l| l.kind() == "subscript_expression")
+            {
                 let top = d.parent().is_some_and(|p| p.kind() == "expression_statement" && p == *n);
                 if !top || d.child_by_field_name("operator").is_none_or(|o| k.text_of(o) != "=") {
                     return None;
@@ -104,11 +134,16 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
                 continue;
             }
             let p = k.text_of(d.child_by_field_name("argument")?);
-            let idx = d.child_by_field_name("indices").and_then(|x| x.named_child(0)).map(|x| super::recognize::flat(k, x))?;
+            let idx = d
+                .child_by_field_name("indices")
+                .and_then(|x| x.named_child(0))
+                .map(|x| super::recognize::flat(k, x))?;
             if idx != i || k.param(p).is_none_or(|q| !q.pointer || q.base != "float") {
                 return None;
             }
-            let stored = d.parent().is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(d));
+            let stored = d
+                .parent()
+                .is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(d));
             if stored {
                 if !writes.iter().any(|(w, _)| w == p) {
                     writes.push((p.to_string(), d.parent()?.end_byte()));
@@ -152,7 +187,13 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
     for (w, _) in &writes {
         step.push_str(&format!("{ind2}__stcs(reinterpret_cast<float4*>({w}) + kp_v, kp_o_{w});\n"));
     }
-    let tail: String = u.rebind("kp_u").lines().map(str::to_string).chain(lines.iter().cloned()).map(|l| format!("{ind2}{l}\n")).collect();
+    let tail: String = u
+        .rebind("kp_u")
+        .lines()
+        .map(str::to_string)
+        .chain(lines.iter().cloned())
+        .map(|l| format!("{ind2}{l}\n"))
+        .collect();
     Some(format!(
         "{{\n{ind}// grid-stride over the units, four a step through float4 (kernelpro).\n{}{ind}for (long long kp_v = {}; kp_v < ({units}) / 4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = ({units}) / 4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
         u.prologue(k, &ind)?,
@@ -166,7 +207,8 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
 /// A `for` bounded by an integer literal below 64.
 fn short_loop(k: &Kernel, f: Node) -> bool {
     let cond = f.child_by_field_name("condition").map(super::recognize::strip_parens);
-    cond.and_then(|c| c.child_by_field_name("right")).is_some_and(|r| k.text_of(r).trim().parse::<i64>().is_ok_and(|n| n < 64))
+    cond.and_then(|c| c.child_by_field_name("right"))
+        .is_some_and(|r| k.text_of(r).trim().parse::<i64>().is_ok_and(|n| n < 64))
 }
 
 fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
@@ -191,13 +233,24 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     // The address is the same for every unit: parameters and literals only, or
     // what the model sees as a constant offset from a buffer (`T* acc = result + 0;`).
     let addr_names = names_in(k, addr);
-    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some()) && !descendants(addr).iter().any(|d| d.kind() == "call_expression") {
+    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some())
+        && !descendants(addr).iter().any(|d| d.kind() == "call_expression")
+    {
         let Some(p) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)) else { return Vec::new() };
         (k.text_of(addr).to_string(), p.name.clone())
     } else {
         let model = k.model();
-        let found = model.as_ref().and_then(|m| m.accesses.iter().find(|a| a.is_atomic() && a.text.split_whitespace().collect::<String>() == k.text_of(*call).split_whitespace().collect::<String>()));
-        let Some((base, c)) = found.and_then(|a| Some((a.base.clone(), a.index.as_constant()?))).filter(|(b, _)| k.param(b).is_some_and(|p| p.pointer)) else {
+        let found = model.as_ref().and_then(|m| {
+            m.accesses.iter().find(|a| {
+                a.is_atomic()
+                    && a.text.split_whitespace().collect::<String>()
+                        == k.text_of(*call).split_whitespace().collect::<String>()
+            })
+        });
+        let Some((base, c)) = found
+            .and_then(|a| Some((a.base.clone(), a.index.as_constant()?)))
+            .filter(|(b, _)| k.param(b).is_some_and(|p| p.pointer))
+        else {
             return Vec::new();
         };
         (format!("&{base}[{c}]"), base)
@@ -205,7 +258,9 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(p) = k.param(&buffer) else { return Vec::new() };
     // A template's element type is the one the spec instantiates.
     let ty = p.base.clone();
-    if !SUM_TYPES.contains(&ty.as_str()) && !(k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t))) {
+    if !SUM_TYPES.contains(&ty.as_str())
+        && !(k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t)))
+    {
         return Vec::new();
     }
     let ind2 = format!("{}    ", indent_at(k.text, k.body().start_byte()));
@@ -252,7 +307,11 @@ impl Recipe for GridStrideMap {
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, |k| {
             // Kernels that store through an atomic are BlockReduce's or the histogram recipe's.
-            if units(k).is_some_and(|u| u.body.iter().any(|p| matches!(p, Piece::Node(n) if stores(k, *n).iter().any(|(f, _)| f.starts_with("atomic"))))) {
+            if units(k).is_some_and(|u| {
+                u.body
+                    .iter()
+                    .any(|p| matches!(p, Piece::Node(n) if stores(k, *n).iter().any(|(f, _)| f.starts_with("atomic"))))
+            }) {
                 return Vec::new();
             }
             map_rewrites(k)

@@ -55,7 +55,9 @@ fn spec_units(k: &Kernel, u: &Units) -> Option<String> {
                     chars.next();
                 }
                 let name = &b[at..end];
-                let binding = k.spec_lines().iter().find_map(|l| l.text.split_once('=').filter(|(lhs, _)| lhs.trim() == name).map(|(_, rhs)| rhs.trim().to_string()));
+                let binding = k.spec_lines().iter().find_map(|l| {
+                    l.text.split_once('=').filter(|(lhs, _)| lhs.trim() == name).map(|(_, rhs)| rhs.trim().to_string())
+                });
                 let p = k.param(name).filter(|p| !p.pointer)?;
                 let _ = p;
                 let binding = binding?;
@@ -103,7 +105,8 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
         let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
         let mut source = base.source.clone();
         // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text; the later one first.
-        let mut edits = [(g_at, grid.text.len(), format!("grid = {g}")), (b_at, block.text.len(), format!("block = {threads}"))];
+        let mut edits =
+            [(g_at, grid.text.len(), format!("grid = {g}")), (b_at, block.text.len(), format!("block = {threads}"))];
         edits.sort_by_key(|e| std::cmp::Reverse(e.0));
         for (at, len, with) in edits {
             source.replace_range(at..at + len, &with);

@@ -57,7 +57,11 @@ const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * bloc
 /// ([`recognize::split_flat`]) where that gives any, else as written.
 /// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
 /// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen.
-fn with_units_view(text: &str, kernel: &str, f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>) -> Vec<crate::Rewrite> {
+fn with_units_view(
+    text: &str,
+    kernel: &str,
+    f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>,
+) -> Vec<crate::Rewrite> {
     let expanded = recognize::expand_macros(text, kernel);
     let mut views: Vec<String> = Vec::new();
     for t in std::iter::once(text).chain(expanded.as_deref()) {

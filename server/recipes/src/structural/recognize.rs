@@ -13,7 +13,20 @@ use kernelpro_source::kernel_model::{AccessKind, Atom, Dep, Dim, KernelModel, Po
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
-const THREAD_BOUND: &[&str] = &["threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shfl", "__shared__", "warpSize", "cooperative_groups", "__ballot", "__activemask"];
+const THREAD_BOUND: &[&str] = &[
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "__syncthreads",
+    "__syncwarp",
+    "__shfl",
+    "__shared__",
+    "warpSize",
+    "cooperative_groups",
+    "__ballot",
+    "__activemask",
+];
 
 /// Cast spellings stripped before an index value is compared (after whitespace removal).
 const CASTS: &[&str] = &[
@@ -80,7 +93,11 @@ impl Units<'_> {
             let base = if divisor.is_empty() { u.to_string() } else { format!("({u} / ({divisor}))") };
             let value = if n == 0 { base } else { format!("{base} % ({})", i.bound) };
             out.push_str(&format!("const {} {} = ({})({});\n", i.ty, i.name, i.ty, value));
-            divisor = if divisor.is_empty() { format!("(long long)({})", i.bound) } else { format!("{divisor} * (long long)({})", i.bound) };
+            divisor = if divisor.is_empty() {
+                format!("(long long)({})", i.bound)
+            } else {
+                format!("{divisor} * (long long)({})", i.bound)
+            };
         }
         out
     }
@@ -91,12 +108,20 @@ impl Units<'_> {
 
     /// The calling thread's index among the threads that walk the units (64-bit).
     pub fn grid_tid(&self) -> String {
-        if self.fixed.is_empty() { super::GRID_TID.to_string() } else { format!("((long long)blockIdx.x * {} + {})", super::BLOCK_THREADS, super::BLOCK_TID) }
+        if self.fixed.is_empty() {
+            super::GRID_TID.to_string()
+        } else {
+            format!("((long long)blockIdx.x * {} + {})", super::BLOCK_THREADS, super::BLOCK_TID)
+        }
     }
 
     /// How many threads walk the units (64-bit).
     pub fn grid_threads(&self) -> String {
-        if self.fixed.is_empty() { super::GRID_THREADS.to_string() } else { format!("((long long)gridDim.x * {})", super::BLOCK_THREADS) }
+        if self.fixed.is_empty() {
+            super::GRID_THREADS.to_string()
+        } else {
+            format!("((long long)gridDim.x * {})", super::BLOCK_THREADS)
+        }
     }
 
     /// The head declarations and the fixed indices, as lines at indentation `to`, emitted before the unit loop.
@@ -152,10 +177,14 @@ fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
     let mut out = Vec::new();
     for d in decls {
-        let name = d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
+        let name = d
+            .child_by_field_name("declarator")
+            .filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
         let value = k.text_of(d.child_by_field_name("value")?);
         // A block index alone is a fixed index, marked by an upper-case axis.
-        let axis = global_index_axis(value).or_else(|| ['x', 'y', 'z'].into_iter().find(|a| bare(value) == format!("blockIdx.{a}")).map(|a| a.to_ascii_uppercase()))?;
+        let axis = global_index_axis(value).or_else(|| {
+            ['x', 'y', 'z'].into_iter().find(|a| bare(value) == format!("blockIdx.{a}")).map(|a| a.to_ascii_uppercase())
+        })?;
         out.push((k.text_of(name).to_string(), ty.clone(), axis));
     }
     (!out.is_empty()).then_some(out)
@@ -201,7 +230,9 @@ fn model_index(k: &Kernel, st: Node, model: &KernelModel) -> Option<ModelIndex> 
     let offset_ok = !rest.is_zero()
         && rest.dep() == Dep::Uniform
         && !rest.data_dependent()
-        && rest.atoms().all(|a| !matches!(a, Atom::Bid(Dim::X) | Atom::Gdim(Dim::X) | Atom::Loop(_) | Atom::Opaque { data: true, .. }));
+        && rest.atoms().all(|a| {
+            !matches!(a, Atom::Bid(Dim::X) | Atom::Gdim(Dim::X) | Atom::Loop(_) | Atom::Opaque { data: true, .. })
+        });
     (offset_ok && derived_decl(k, st).is_some()).then_some(ModelIndex::Derived)
 }
 
@@ -213,7 +244,9 @@ fn derived_decl(k: &Kernel, st: Node) -> Option<String> {
     let value = d.child_by_field_name("value")?;
     let terms = atoms(k, value, "+");
     let tid = terms.iter().position(|t| bare(k.text_of(*t)) == "threadIdx.x")?;
-    let block = terms.iter().position(|t| ["blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x"].contains(&bare(k.text_of(*t)).as_str()))?;
+    let block = terms
+        .iter()
+        .position(|t| ["blockIdx.x*blockDim.x", "blockDim.x*blockIdx.x"].contains(&bare(k.text_of(*t)).as_str()))?;
     let mut rest = Vec::new();
     for (i, t) in terms.iter().enumerate() {
         if i == tid || i == block {
@@ -236,7 +269,9 @@ fn block_helper(k: &Kernel, st: Node) -> bool {
     st.kind() == "declaration"
         && !k.text_of(st).contains("threadIdx")
         && !k.text_of(st).contains("__shared__")
-        && descendants(st).into_iter().all(|n| !matches!(n.kind(), "subscript_expression" | "call_expression" | "pointer_expression"))
+        && descendants(st)
+            .into_iter()
+            .all(|n| !matches!(n.kind(), "subscript_expression" | "call_expression" | "pointer_expression"))
         && descendants(st).into_iter().any(|n| n.kind() == "init_declarator")
 }
 
@@ -246,7 +281,8 @@ fn atoms<'t>(k: &Kernel, cond: Node<'t>, op: &str) -> Vec<Node<'t>> {
     let mut stack = vec![cond];
     while let Some(n) = stack.pop() {
         let n = strip_parens(n);
-        let is_op = n.kind() == "binary_expression" && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == op);
+        let is_op =
+            n.kind() == "binary_expression" && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == op);
         if is_op {
             stack.extend([n.child_by_field_name("right"), n.child_by_field_name("left")].into_iter().flatten());
         } else {
@@ -277,14 +313,22 @@ fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped
     } else {
         return None;
     };
-    let x = if names.contains(&GLOBAL_X) && global_index_axis(k.text_of(x)) == Some('x') { GLOBAL_X.to_string() } else { bare(k.text_of(x)) };
+    let x = if names.contains(&GLOBAL_X) && global_index_axis(k.text_of(x)) == Some('x') {
+        GLOBAL_X.to_string()
+    } else {
+        bare(k.text_of(x))
+    };
     names.contains(&x.as_str()).then_some((x, b))
 }
 
 /// Whether `node` names a built-in of the original thread mapping.
 pub(crate) fn thread_bound(k: &Kernel, node: Node) -> bool {
     descendants(node).into_iter().any(|n| {
-        (n.kind() == "identifier" || n.kind() == "field_identifier" || n.kind() == "type_identifier" || n.kind() == "primitive_type" || n.kind().contains("specifier"))
+        (n.kind() == "identifier"
+            || n.kind() == "field_identifier"
+            || n.kind() == "type_identifier"
+            || n.kind() == "primitive_type"
+            || n.kind().contains("specifier"))
             && THREAD_BOUND.iter().any(|b| k.text_of(n).starts_with(b))
     }) || k.text_of(node).contains("__shared__")
 }
@@ -321,16 +365,30 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             // Uniform declarations (scalar parameters and earlier uniform names only) go before the unit loop.
             let head_names: Vec<String> = head.iter().flat_map(|h| declared_in(k, *h)).collect();
             let mut cursor = first.walk();
-            let values: Vec<Node> = first.children_by_field_name("declarator", &mut cursor).filter_map(|d| d.child_by_field_name("value")).collect();
+            let values: Vec<Node> = first
+                .children_by_field_name("declarator", &mut cursor)
+                .filter_map(|d| d.child_by_field_name("value"))
+                .collect();
             let uniform = !values.is_empty()
                 && values.iter().all(|v| {
                     descendants(*v).into_iter().all(|n| match n.kind() {
-                        "identifier" => k.param(k.text_of(n)).is_some_and(|p| !p.pointer) || head_names.iter().any(|h| h == k.text_of(n)),
-                        "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "pointer_expression" => false,
+                        "identifier" => {
+                            k.param(k.text_of(n)).is_some_and(|p| !p.pointer)
+                                || head_names.iter().any(|h| h == k.text_of(n))
+                        }
+                        "subscript_expression"
+                        | "call_expression"
+                        | "assignment_expression"
+                        | "update_expression"
+                        | "pointer_expression" => false,
                         _ => true,
                     })
                 });
-            if indices.is_empty() && !derived || (uniform && pre.is_empty()) { head.push(first) } else { pre.push(Piece::Node(first)) }
+            if indices.is_empty() && !derived || (uniform && pre.is_empty()) {
+                head.push(first)
+            } else {
+                pre.push(Piece::Node(first))
+            }
         } else if first.kind() == "declaration" && is_stride_decl(k, first) {
             strides.extend(declared_in(k, first));
         } else if block_helper(k, first) {
@@ -340,8 +398,11 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         }
         sts.remove(0);
     }
-    let mut fixed: Vec<(String, String, char)> =
-        indices.iter().filter(|i| i.2.is_ascii_uppercase()).map(|(n, t, a)| (n.clone(), t.replace("const ", "").trim().to_string(), a.to_ascii_lowercase())).collect();
+    let mut fixed: Vec<(String, String, char)> = indices
+        .iter()
+        .filter(|i| i.2.is_ascii_uppercase())
+        .map(|(n, t, a)| (n.clone(), t.replace("const ", "").trim().to_string(), a.to_ascii_lowercase()))
+        .collect();
     indices.retain(|i| !i.2.is_ascii_uppercase());
     if derived {
         // The derived declarations stand on a synthetic `x` index; their y/z block indices stay the launch's.
@@ -349,7 +410,8 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             return None;
         }
         indices.push((GLOBAL_X.to_string(), "long long".to_string(), 'x'));
-        let texts: Vec<String> = pre.iter().filter_map(|p| if let Piece::Derived(n) = p { derived_decl(k, *n) } else { None }).collect();
+        let texts: Vec<String> =
+            pre.iter().filter_map(|p| if let Piece::Derived(n) = p { derived_decl(k, *n) } else { None }).collect();
         for (name, axis) in [("kp_by", 'y'), ("kp_bz", 'z')] {
             if texts.iter().any(|t| t.contains(name)) {
                 fixed.push((name.to_string(), "long long".to_string(), axis));
@@ -369,13 +431,17 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         let index = IndexVar { name, ty, axis, bound: k.text_of(bound).to_string() };
         return finish(k, vec![index], body, head, fixed, &[bound]);
     }
-    if indices.is_empty() || !strides.is_empty() || indices.iter().enumerate().any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0)) {
+    if indices.is_empty()
+        || !strides.is_empty()
+        || indices.iter().enumerate().any(|(i, a)| indices[..i].iter().any(|b| b.2 == a.2 || b.0 == a.0))
+    {
         return None;
     }
     let names: Vec<&str> = indices.iter().map(|i| i.0.as_str()).collect();
     let mut bounds: Vec<Option<Node>> = vec![None; indices.len()];
     let mut pieces: Vec<Piece> = pre;
-    let guard = sts.first().copied().filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
+    let guard =
+        sts.first().copied().filter(|g| g.kind() == "if_statement" && g.child_by_field_name("alternative").is_none());
     let guard = guard?;
     let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
     let then = guard.child_by_field_name("consequence")?;
@@ -415,21 +481,32 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     if pieces.iter().any(|p| matches!(p, Piece::Node(n) | Piece::Skip(n, _) | Piece::Derived(n) if names_in(k, *n).iter().any(|x| helpers.iter().any(|h| h == x)))) {
         return None;
     }
-    let indices: Vec<IndexVar> =
-        indices.into_iter().zip(&bounds).map(|((name, ty, axis), b)| IndexVar { name, ty: ty.replace("const ", "").trim().to_string(), axis, bound: k.text_of(*b).to_string() }).collect();
+    let indices: Vec<IndexVar> = indices
+        .into_iter()
+        .zip(&bounds)
+        .map(|((name, ty, axis), b)| IndexVar {
+            name,
+            ty: ty.replace("const ", "").trim().to_string(),
+            axis,
+            bound: k.text_of(*b).to_string(),
+        })
+        .collect();
     finish(k, indices, pieces, head, fixed, &bounds)
 }
 
 /// `T s = gridDim.x * blockDim.x;` (any order, casts): a grid stride's declaration.
 fn is_stride_decl(k: &Kernel, st: Node) -> bool {
-    let Some(d) = st.child_by_field_name("declarator").and_then(|d| d.child_by_field_name("value")) else { return false };
+    let Some(d) = st.child_by_field_name("declarator").and_then(|d| d.child_by_field_name("value")) else {
+        return false;
+    };
     let b = bare(k.text_of(d));
     ["gridDim.x*blockDim.x", "blockDim.x*gridDim.x"].contains(&b.as_str())
 }
 
 /// `for (T i = <global index>; i < B; i += <grid stride>)`: (i, T, axis, B).
 fn grid_stride_loop<'t>(k: &Kernel, f: Node<'t>, strides: &[String]) -> Option<(String, String, char, Node<'t>)> {
-    let init = f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let init =
+        f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
     let [(name, ty, axis)] = &index_decls(k, init)?[..] else { return None };
     if axis.is_ascii_uppercase() {
         return None;
@@ -437,14 +514,26 @@ fn grid_stride_loop<'t>(k: &Kernel, f: Node<'t>, strides: &[String]) -> Option<(
     let cond = strip_parens(f.child_by_field_name("condition")?);
     let (x, bound) = bound_atom(k, cond, &[name.as_str()], "<", ">")?;
     let step = f.child_by_field_name("update")?;
-    let rhs = step.child_by_field_name("right").filter(|_| step.kind() == "assignment_expression" && step.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+="))?;
+    let rhs = step.child_by_field_name("right").filter(|_| {
+        step.kind() == "assignment_expression"
+            && step.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+=")
+    })?;
     let r = bare(k.text_of(rhs));
-    let stride_ok = strides.contains(&r) || [format!("gridDim.{axis}*blockDim.{axis}"), format!("blockDim.{axis}*gridDim.{axis}")].contains(&r);
-    (stride_ok && x == *name && k.text_of(step.child_by_field_name("left")?) == name).then(|| (name.clone(), ty.replace("const ", "").trim().to_string(), *axis, bound))
+    let stride_ok = strides.contains(&r)
+        || [format!("gridDim.{axis}*blockDim.{axis}"), format!("blockDim.{axis}*gridDim.{axis}")].contains(&r);
+    (stride_ok && x == *name && k.text_of(step.child_by_field_name("left")?) == name)
+        .then(|| (name.clone(), ty.replace("const ", "").trim().to_string(), *axis, bound))
 }
 
 /// The checks shared by both forms: uniform bounds, a unit body free of the original mapping.
-fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, head: Vec<Node<'t>>, fixed: Vec<(String, String, char)>, bounds: &[Node]) -> Option<Units<'t>> {
+fn finish<'t>(
+    k: &Kernel,
+    mut indices: Vec<IndexVar>,
+    pieces: Vec<Piece<'t>>,
+    head: Vec<Node<'t>>,
+    fixed: Vec<(String, String, char)>,
+    bounds: &[Node],
+) -> Option<Units<'t>> {
     let names: Vec<&str> = indices.iter().map(|i| i.name.as_str()).chain(fixed.iter().map(|f| f.0.as_str())).collect();
     let local_names: Vec<String> = pieces
         .iter()
@@ -459,9 +548,13 @@ fn finish<'t>(k: &Kernel, mut indices: Vec<IndexVar>, pieces: Vec<Piece<'t>>, he
         let uniform = descendants(*b).into_iter().all(|n| match n.kind() {
             "identifier" => {
                 let name = k.text_of(n);
-                !names.contains(&name) && !local_names.iter().any(|l| l == name) && k.param(name).is_none_or(|p| !p.pointer)
+                !names.contains(&name)
+                    && !local_names.iter().any(|l| l == name)
+                    && k.param(name).is_none_or(|p| !p.pointer)
             }
-            "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "ERROR" => false,
+            "subscript_expression" | "call_expression" | "assignment_expression" | "update_expression" | "ERROR" => {
+                false
+            }
             _ => true,
         });
         if !uniform {
@@ -506,7 +599,12 @@ fn contiguous_index(k: &Kernel, indices: &[IndexVar]) -> Option<usize> {
         return None;
     }
     let model = k.model()?;
-    let stores: Vec<&Poly> = model.accesses.iter().filter(|a| a.space == Space::Global && matches!(a.kind, AccessKind::Write | AccessKind::ReadWrite)).map(|a| &a.index).collect();
+    let stores: Vec<&Poly> = model
+        .accesses
+        .iter()
+        .filter(|a| a.space == Space::Global && matches!(a.kind, AccessKind::Write | AccessKind::ReadWrite))
+        .map(|a| &a.index)
+        .collect();
     if stores.is_empty() {
         return None;
     }
@@ -515,7 +613,12 @@ fn contiguous_index(k: &Kernel, indices: &[IndexVar]) -> Option<usize> {
         'y' => Dim::Y,
         _ => Dim::Z,
     };
-    let unit: Vec<usize> = indices.iter().enumerate().filter(|(_, i)| stores.iter().all(|p| p.coefficient(&Atom::Tid(dim(i.axis))).as_constant() == Some(1))).map(|(n, _)| n).collect();
+    let unit: Vec<usize> = indices
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| stores.iter().all(|p| p.coefficient(&Atom::Tid(dim(i.axis))).as_constant() == Some(1)))
+        .map(|(n, _)| n)
+        .collect();
     match unit[..] {
         [one] => Some(one),
         _ => None,
@@ -613,13 +716,17 @@ pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> 
         };
         match t.kind() {
             "subscript_expression" => {
-                if let (Some(a), Some(i)) = (t.child_by_field_name("argument"), t.child_by_field_name("indices").and_then(|i| i.named_child(0))) {
+                if let (Some(a), Some(i)) =
+                    (t.child_by_field_name("argument"), t.child_by_field_name("indices").and_then(|i| i.named_child(0)))
+                {
                     out.push((k.text_of(a).to_string(), i));
                 }
             }
             "pointer_expression" | "field_expression" => out.push(("*".to_string(), t)),
             // A macro or call as the target (`AT(y, r, c) = v`): its arguments stand for the index.
-            "call_expression" => out.push((format!("{}()", t.child_by_field_name("function").map_or("", |f| k.text_of(f))), t)),
+            "call_expression" => {
+                out.push((format!("{}()", t.child_by_field_name("function").map_or("", |f| k.text_of(f))), t))
+            }
             _ => {}
         }
     }
@@ -657,7 +764,10 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
     let sts = statements(k.body());
     let [(idx, _, 'x')] = &index_decls(&k, *sts.first()?)?[..] else { return None };
     let guard = *sts.get(1)?;
-    let (cond, then) = (guard.child_by_field_name("condition")?.child_by_field_name("value")?, guard.child_by_field_name("consequence")?);
+    let (cond, then) = (
+        guard.child_by_field_name("condition")?.child_by_field_name("value")?,
+        guard.child_by_field_name("consequence")?,
+    );
     if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
         return None;
     }
@@ -670,14 +780,18 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
         return None;
     };
     let c = strip_parens(cond);
-    if c.kind() != "binary_expression" || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op) || bare(k.text_of(c.child_by_field_name("left")?)) != *idx {
+    if c.kind() != "binary_expression"
+        || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op)
+        || bare(k.text_of(c.child_by_field_name("left")?)) != *idx
+    {
         return None;
     }
     let bound = strip_parens(c.child_by_field_name("right")?);
     if bound.kind() != "binary_expression" || bound.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
         return None;
     }
-    let (bl, br) = (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
+    let (bl, br) =
+        (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
     // The declarations splitting idx: (name, type, is the row, divisor) from the first one or two statements.
     let mut parts: Vec<(String, String, bool, String)> = Vec::new();
     let mut split_sts = Vec::new();
@@ -690,12 +804,22 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
         let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
         let mut got = Vec::new();
         for d in decls {
-            let (n, v) = (d.child_by_field_name("declarator").filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier"), d.child_by_field_name("value"));
+            let (n, v) = (
+                d.child_by_field_name("declarator")
+                    .filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier"),
+                d.child_by_field_name("value"),
+            );
             let (Some(n), Some(v)) = (n, v.map(strip_parens)) else { break };
-            let op = v.child_by_field_name("operator").filter(|_| v.kind() == "binary_expression").map(|o| k.text_of(o));
+            let op =
+                v.child_by_field_name("operator").filter(|_| v.kind() == "binary_expression").map(|o| k.text_of(o));
             let left = v.child_by_field_name("left").map(|l| bare(k.text_of(l)));
             match (op, left) {
-                (Some(op @ ("/" | "%")), Some(l)) if l == *idx => got.push((k.text_of(n).to_string(), ty.clone(), op == "/", compact(k.text, v.child_by_field_name("right")?))),
+                (Some(op @ ("/" | "%")), Some(l)) if l == *idx => got.push((
+                    k.text_of(n).to_string(),
+                    ty.clone(),
+                    op == "/",
+                    compact(k.text, v.child_by_field_name("right")?),
+                )),
                 _ => break,
             }
         }
@@ -709,32 +833,60 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
         split_sts.push(*st);
     }
     let [a, b] = &parts[..] else { return None };
-    let (row, col) = if a.2 && !b.2 { (a, b) } else if b.2 && !a.2 { (b, a) } else { return None };
+    let (row, col) = if a.2 && !b.2 {
+        (a, b)
+    } else if b.2 && !a.2 {
+        (b, a)
+    } else {
+        return None;
+    };
     let divisor = row.3.trim_matches(|c| c == '(' || c == ')').to_string();
     if row.3 != col.3 || !divisor.chars().all(|c| c.is_alphanumeric() || c == '_') {
         return None;
     }
-    let rows = if br == divisor { bl } else if bl == divisor { br } else { return None };
+    let rows = if br == divisor {
+        bl
+    } else if bl == divisor {
+        br
+    } else {
+        return None;
+    };
     // idx is never assigned; its other uses become the recombined index.
     let body = k.body();
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for d in descendants(body) {
-        if matches!(d.kind(), "assignment_expression" | "update_expression") && d.child_by_field_name("left").or(d.child_by_field_name("argument")).is_some_and(|t| k.text_of(t) == idx) {
+        if matches!(d.kind(), "assignment_expression" | "update_expression")
+            && d.child_by_field_name("left").or(d.child_by_field_name("argument")).is_some_and(|t| k.text_of(t) == idx)
+        {
             return None;
         }
     }
     let (r, c_) = (&row.0, &col.0);
     let first = sts[0];
-    edits.push((first.byte_range(), format!("{} {c_} = blockIdx.x * blockDim.x + threadIdx.x;\n  {} {r} = blockIdx.y * blockDim.y + threadIdx.y;", col.1, row.1)));
+    edits.push((
+        first.byte_range(),
+        format!(
+            "{} {c_} = blockIdx.x * blockDim.x + threadIdx.x;\n  {} {r} = blockIdx.y * blockDim.y + threadIdx.y;",
+            col.1, row.1
+        ),
+    ));
     // `(R) && c` would read as a cast of `&&c`: parentheses only around an expression.
     let rows = if rows.chars().all(|ch| ch.is_alphanumeric() || ch == '_') { rows } else { format!("({rows})") };
-    let new_cond = if returns { format!("{r} >= {rows} || {c_} >= {divisor}") } else { format!("{r} < {rows} && {c_} < {divisor}") };
+    let new_cond = if returns {
+        format!("{r} >= {rows} || {c_} >= {divisor}")
+    } else {
+        format!("{r} < {rows} && {c_} < {divisor}")
+    };
     edits.push((cond.byte_range(), new_cond));
     for st in &split_sts {
         edits.push((st.byte_range(), String::new()));
     }
     for d in descendants(body) {
-        let inside = |n: Node| n.start_byte() >= first.end_byte() && !split_sts.iter().any(|s| s.byte_range().contains(&n.start_byte())) && !cond.byte_range().contains(&n.start_byte());
+        let inside = |n: Node| {
+            n.start_byte() >= first.end_byte()
+                && !split_sts.iter().any(|s| s.byte_range().contains(&n.start_byte()))
+                && !cond.byte_range().contains(&n.start_byte())
+        };
         if d.kind() == "identifier" && k.text_of(d) == idx && inside(d) {
             edits.push((d.byte_range(), format!("({r} * ({divisor}) + {c_})")));
         }
@@ -758,7 +910,11 @@ const MACRO_DEPTH: usize = 4;
 pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
     let mut macros: Vec<(String, Vec<String>, String)> = Vec::new();
     for line in text.lines() {
-        let Some(rest) = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("define")) else { continue };
+        let Some(rest) =
+            line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("define"))
+        else {
+            continue;
+        };
         let rest = rest.trim_start();
         let Some(open) = rest.find('(') else { continue };
         let mname = &rest[..open];
@@ -766,7 +922,8 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
             continue; // an object-like macro (`#define N (4)`) has a space before its parenthesis
         }
         let Some(close) = rest[open..].find(')') else { continue };
-        let params: Vec<String> = rest[open + 1..open + close].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+        let params: Vec<String> =
+            rest[open + 1..open + close].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
         let body = rest[open + close + 1..].trim();
         if body.is_empty() || body.contains('#') || body.ends_with('\\') || params.iter().any(|p| p == "...") {
             continue;
@@ -788,7 +945,8 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
             if edits.iter().any(|(r, _)| r.contains(&call.start_byte())) {
                 continue;
             }
-            let args: Vec<&str> = statements(call.child_by_field_name("arguments")?).into_iter().map(|a| k.text_of(a)).collect();
+            let args: Vec<&str> =
+                statements(call.child_by_field_name("arguments")?).into_iter().map(|a| k.text_of(a)).collect();
             if args.len() != params.len() {
                 continue;
             }
@@ -813,7 +971,10 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
             // A subscript stays one (it may be stored to); anything else keeps its grouping.
             let subscript = {
                 let head: String = expanded.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                !head.is_empty() && expanded[head.len()..].starts_with('[') && expanded.ends_with(']') && expanded[head.len()..].matches('[').count() == 1
+                !head.is_empty()
+                    && expanded[head.len()..].starts_with('[')
+                    && expanded.ends_with(']')
+                    && expanded[head.len()..].matches('[').count() == 1
             };
             edits.push((call.byte_range(), if subscript { expanded } else { format!("({expanded})") }));
         }

@@ -9,13 +9,13 @@
 //! those reads compares them with the unit bound (`p < n`), so nothing the
 //! original would not touch is read.
 
-use kernelpro_model::Code;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, names_in, render, units};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use kernelpro_source::kernel_model::{AccessKind, BranchSource, Space, pattern::stencil_read};
 use tree_sitter::Node;
 
@@ -36,7 +36,10 @@ fn rewrite(k: &Kernel) -> Option<Vec<Rewrite>> {
     }
     let model = k.model()?;
     // The input the stencil reads: a read-only buffer parameter whose reads the model calls a stencil's.
-    let read = model.accesses.iter().find(|a| a.space == Space::Global && a.kind == AccessKind::Read && stencil_read(&model, a).is_some())?;
+    let read = model
+        .accesses
+        .iter()
+        .find(|a| a.space == Space::Global && a.kind == AccessKind::Read && stencil_read(&model, a).is_some())?;
     let x = read.base.clone();
     let p = k.param(&x).filter(|p| p.pointer)?;
     if model.accesses.iter().any(|a| a.base == x && a.kind != AccessKind::Read) {
@@ -45,18 +48,27 @@ fn rewrite(k: &Kernel) -> Option<Vec<Rewrite>> {
     // The kernel's guard on those reads compares them with the unit bound: the input has that many elements.
     let bound = index.bound.as_str();
     let guarded = model.accesses.iter().filter(|a| a.base == x).all(|a| {
-        model.branches_of(a).filter(|b| matches!(b.source, BranchSource::If | BranchSource::Ternary)).any(|b| b.condition.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == bound))
+        model
+            .branches_of(a)
+            .filter(|b| matches!(b.source, BranchSource::If | BranchSource::Ternary))
+            .any(|b| b.condition.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == bound))
     });
     if !guarded || !bound.chars().all(|c| c.is_alphanumeric() || c == '_') {
         return None;
     }
-    let nodes: Vec<Node> = u.body.iter().filter_map(|p| if let Piece::Node(n) | Piece::Skip(n, _) = p { Some(*n) } else { None }).collect();
+    let nodes: Vec<Node> = u
+        .body
+        .iter()
+        .filter_map(|p| if let Piece::Node(n) | Piece::Skip(n, _) = p { Some(*n) } else { None })
+        .collect();
     // Every mention of the input is a subscript `x[E]`, rewritten to the tile read `kp_x(E)`.
     let mut edits_of: Vec<Vec<(std::ops::Range<usize>, String)>> = Vec::new();
     for n in &nodes {
         let mut edits = Vec::new();
         for d in descendants(*n).into_iter().filter(|d| d.kind() == "identifier" && k.text_of(*d) == x) {
-            let sub = d.parent().filter(|s| s.kind() == "subscript_expression" && s.child_by_field_name("argument") == Some(d))?;
+            let sub = d
+                .parent()
+                .filter(|s| s.kind() == "subscript_expression" && s.child_by_field_name("argument") == Some(d))?;
             let e = sub.child_by_field_name("indices")?.named_child(0)?;
             if descendants(e).iter().any(|i| i.kind() == "identifier" && k.text_of(*i) == x) {
                 return None;
@@ -65,7 +77,9 @@ fn rewrite(k: &Kernel) -> Option<Vec<Rewrite>> {
         }
         edits_of.push(edits);
     }
-    if edits_of.iter().all(Vec::is_empty) || names_in(k, k.body()).iter().filter(|n| **n == x).count() != edits_of.iter().map(Vec::len).sum::<usize>() {
+    if edits_of.iter().all(Vec::is_empty)
+        || names_in(k, k.body()).iter().filter(|n| **n == x).count() != edits_of.iter().map(Vec::len).sum::<usize>()
+    {
         return None;
     }
     let ty = p.base.clone();

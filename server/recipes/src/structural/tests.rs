@@ -6,7 +6,17 @@ use crate::{Recipe, all};
 use expect_test::{Expect, expect};
 use std::path::{Path, PathBuf};
 
-const STRUCTURAL: &[&str] = &["WarpUnits", "BlockUnits", "TiledContraction", "BlockReduce", "PrivateHistogram", "ShuffleTree", "StencilTile", "TiledTranspose", "GridStrideMap"];
+const STRUCTURAL: &[&str] = &[
+    "WarpUnits",
+    "BlockUnits",
+    "TiledContraction",
+    "BlockReduce",
+    "PrivateHistogram",
+    "ShuffleTree",
+    "StencilTile",
+    "TiledTranspose",
+    "GridStrideMap",
+];
 
 /// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
 fn fixture(name: &str) -> String {
@@ -165,12 +175,18 @@ const NOT_COVERED: &[(&str, &str)] = &[];
 #[test]
 fn naive_corpus_is_covered() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/naive");
-    let mut classes: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut classes: Vec<PathBuf> =
+        std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     classes.sort();
     let mut wrong = Vec::new();
     let mut naive = 0;
     for class in classes {
-        let mut files: Vec<String> = std::fs::read_dir(&class).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|f| f.ends_with(".cu")).collect();
+        let mut files: Vec<String> = std::fs::read_dir(&class)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.ends_with(".cu"))
+            .collect();
         files.sort();
         for file in files {
             let rel = format!("naive/{}/{file}", class.file_name().unwrap().to_string_lossy());
@@ -199,7 +215,9 @@ fn naive_corpus_is_covered() {
 }
 
 fn nvcc() -> PathBuf {
-    let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc"));
+    let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
+    });
     assert!(path.exists(), "nvcc not found at {}: set KERNELPRO_NVCC", path.display());
     path
 }
@@ -207,7 +225,13 @@ fn nvcc() -> PathBuf {
 /// `source` with the spec's `instantiate = K<ARGS>` compiled in (nvcc checks a template only where it is instantiated).
 fn instantiated(source: &str) -> String {
     let mut out = source.to_string();
-    for (n, inst) in source.lines().filter_map(|l| l.trim().strip_prefix("// kernelpro:")?.trim().strip_prefix("instantiate")?.trim().strip_prefix('=')).enumerate() {
+    for (n, inst) in source
+        .lines()
+        .filter_map(|l| {
+            l.trim().strip_prefix("// kernelpro:")?.trim().strip_prefix("instantiate")?.trim().strip_prefix('=')
+        })
+        .enumerate()
+    {
         out.push_str(&format!("\nstatic void* kp_instantiate_{n} = (void*)&{};\n", inst.trim()));
     }
     out
@@ -223,14 +247,30 @@ fn every_structural_rewrite_compiles_for_sm_90() {
             // The launch variants differ only in spec comments: compile each recipe's distinct bodies.
             let mut seen = std::collections::HashSet::new();
             for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
-                let code: String = rw.source.lines().filter(|l| !l.trim_start().starts_with("// kernelpro:")).collect::<Vec<_>>().join("\n");
+                let code: String = rw
+                    .source
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
                 if !seen.insert(code) {
                     continue;
                 }
                 let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
                 std::fs::write(&cu, instantiated(&rw.source)).unwrap();
-                let out = std::process::Command::new(&nvcc).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
-                assert!(out.status.success(), "{name} on {kernel} ({}) does not compile:\n{}\n{}", rw.note, String::from_utf8_lossy(&out.stderr), rw.source);
+                let out = std::process::Command::new(&nvcc)
+                    .args(["-arch=sm_90", "-cubin", "-o"])
+                    .arg(cu.with_extension("cubin"))
+                    .arg(&cu)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{name} on {kernel} ({}) does not compile:\n{}\n{}",
+                    rw.note,
+                    String::from_utf8_lossy(&out.stderr),
+                    rw.source
+                );
             }
         }
     }
@@ -574,7 +614,11 @@ fn snapshots() {
 #[test]
 fn snapshots_of_model_recognised_units() {
     // The interleaved tree's root gets the block's sum; the user's last statement is kept.
-    check("naive/block_reduce/reduce_interleaved_mod.cu", "reduce0", "ShuffleTree", expect![[r#"
+    check(
+        "naive/block_reduce/reduce_interleaved_mod.cu",
+        "reduce0",
+        "ShuffleTree",
+        expect![[r#"
         ## the interleaved tree over sdata as warp shuffles and one shared slot per warp
         __global__ void reduce0(float* partial, const float* x, int n) {
           extern __shared__ float sdata[];
@@ -594,9 +638,14 @@ fn snapshots_of_model_recognised_units() {
           __syncthreads();
           if (tid == 0) partial[blockIdx.x] = sdata[0];
         }
-    "#]]);
+    "#]],
+    );
     // The bin chosen through pointer arithmetic (`hist + bin`) goes to a per-block copy.
-    check("naive/histogram/hist_int_shift.cu", "histo_shift", "PrivateHistogram", expect![[r#"
+    check(
+        "naive/histogram/hist_int_shift.cu",
+        "histo_shift",
+        "PrivateHistogram",
+        expect![[r#"
         ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block
         ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
         ## 256 bins of hist privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
@@ -617,9 +666,14 @@ fn snapshots_of_model_recognised_units() {
             if (kp_c != 0) atomicAdd(&hist[kp_j], kp_c);
           }
         }
-    "#]]);
+    "#]],
+    );
     // Reads of x at i + j - r go through the tile; the guard on them stays the user's.
-    check("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile", expect![[r#"
+    check(
+        "naive/stencil/conv1d_v1.cu",
+        "conv1d_v1",
+        "StencilTile",
+        expect![[r#"
         ## 1D stencil over (i) reading x through a shared tile with a halo of 32
         ## 1D stencil over (i) reading x through a shared tile with a halo of 32; launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
         ## 1D stencil over (i) reading x through a shared tile with a halo of 32; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
@@ -648,10 +702,15 @@ fn snapshots_of_model_recognised_units() {
             }
           }
         }
-    "#]]);
+    "#]],
+    );
     // `i = blockIdx.y * (nrow / 2) + <global x>` with the guard on the global x alone: a synthetic unit index.
     // A maximum's walk and the walk summing exp(e - max) become one online pass, one paired shuffle.
-    check("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits", expect![[r#"
+    check(
+        "naive/softmax/softmax_attn2d_long.cu",
+        "attn_softmax",
+        "WarpUnits",
+        expect![[r#"
         ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass
         ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass; launch block = 256, grid = (min(ceil_div(SEQ, 8), 132 * 16), BH)
         ## one warp per unit (q): 3 loop(s) split across lanes, shuffle all-reductions, online max and sum in one pass; launch block = 128, grid = (min(ceil_div(SEQ, 4), 132 * 32), BH)
@@ -678,8 +737,13 @@ fn snapshots_of_model_recognised_units() {
             __syncwarp();
           }
         }
-    "#]]);
-    check("naive/argmax/argmax_template_macro.cu", "argmax_kernel", "WarpUnits", expect![[r#"
+    "#]],
+    );
+    check(
+        "naive/argmax/argmax_template_macro.cu",
+        "argmax_kernel",
+        "WarpUnits",
+        expect![[r#"
         ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions
         ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(ROWS / 2, 8), 132 * 16), 2)
         ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(ROWS / 2, 4), 132 * 32), 2)
@@ -705,7 +769,8 @@ fn snapshots_of_model_recognised_units() {
             __syncwarp();
           }
         }
-    "#]]);
+    "#]],
+    );
 }
 
 /// Which structural rewrites apply to every kernel of the `.cu` files under
@@ -744,8 +809,21 @@ fn probe_dir() {
                         let dir = tempfile::tempdir().unwrap();
                         let cu = dir.path().join("k.cu");
                         std::fs::write(&cu, &rw.source).unwrap();
-                        let out = std::process::Command::new(nvcc()).args(["-arch=sm_90", "-cubin", "-o"]).arg(cu.with_extension("cubin")).arg(&cu).output().unwrap();
-                        println!("  {name} ({}): {}", rw.note, if out.status.success() { "compiles".to_string() } else { String::from_utf8_lossy(&out.stderr).to_string() });
+                        let out = std::process::Command::new(nvcc())
+                            .args(["-arch=sm_90", "-cubin", "-o"])
+                            .arg(cu.with_extension("cubin"))
+                            .arg(&cu)
+                            .output()
+                            .unwrap();
+                        println!(
+                            "  {name} ({}): {}",
+                            rw.note,
+                            if out.status.success() {
+                                "compiles".to_string()
+                            } else {
+                                String::from_utf8_lossy(&out.stderr).to_string()
+                            }
+                        );
                     }
                 }
             }

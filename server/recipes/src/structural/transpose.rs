@@ -8,13 +8,13 @@
 //! a scale or a cast in it stays. Tiles are walked with a grid stride over
 //! blocks: any launch is correct.
 
-use kernelpro_model::Code;
 use super::BLOCK_TID;
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, flat, render, units};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct TiledTranspose;
@@ -35,24 +35,33 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
     if !u.fixed.is_empty() {
         return None;
     }
-    let nodes: Vec<Node> = u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
-    let subs: Vec<Node> = nodes.iter().flat_map(|n| descendants(*n)).filter(|d| d.kind() == "subscript_expression").collect();
+    let nodes: Vec<Node> =
+        u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
+    let subs: Vec<Node> =
+        nodes.iter().flat_map(|n| descendants(*n)).filter(|d| d.kind() == "subscript_expression").collect();
     let [a, b] = subs[..] else { return None };
-    let is_store = |s: Node| s.parent().is_some_and(|p| p.kind() == "assignment_expression" && p.child_by_field_name("left") == Some(s));
+    let is_store = |s: Node| {
+        s.parent().is_some_and(|p| p.kind() == "assignment_expression" && p.child_by_field_name("left") == Some(s))
+    };
     let (store, load) = match (is_store(a), is_store(b)) {
         (true, false) => (a, b),
         (false, true) => (b, a),
         _ => return None,
     };
     let assign = store.parent()?;
-    if k.text_of(assign.child_by_field_name("operator")?) != "=" || !assign.parent().is_some_and(|p| p.kind() == "expression_statement" && nodes.contains(&p)) {
+    if k.text_of(assign.child_by_field_name("operator")?) != "="
+        || !assign.parent().is_some_and(|p| p.kind() == "expression_statement" && nodes.contains(&p))
+    {
         return None;
     }
     // The statement must be the last piece, declarations before it.
     let (last, before) = nodes.split_last()?;
     if *last != assign.parent()?
         || before.iter().any(|n| n.kind() != "declaration")
-        || descendants(*last).iter().any(|d| d.kind() == "call_expression" && d.child_by_field_name("function").is_some_and(|f| k.text_of(f).starts_with("atomic")))
+        || descendants(*last).iter().any(|d| {
+            d.kind() == "call_expression"
+                && d.child_by_field_name("function").is_some_and(|f| k.text_of(f).starts_with("atomic"))
+        })
     {
         return None;
     }
@@ -80,7 +89,10 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
     let outer = indent_at(k.text, k.body().start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let decls: String = before.iter().map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n"))).collect::<Option<_>>()?;
+    let decls: String = before
+        .iter()
+        .map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n")))
+        .collect::<Option<_>>()?;
     let load_text = k.text_of(load);
     let stmt = render(k, Piece::Node(*last), &[(load.byte_range(), "kp_tile[kp_r][kp_c]".to_string())], &deep)?;
     // Phase 1 lanes walk the load's contiguous index, phase 2 the store's; the tile is [i][j].
@@ -118,7 +130,14 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
     );
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
-    Some(Rewrite { source, note: format!("32x33 shared tiles: loads along {}, stores along {}", if load_j { jname } else { iname }, if store_j { jname } else { iname }) })
+    Some(Rewrite {
+        source,
+        note: format!(
+            "32x33 shared tiles: loads along {}, stores along {}",
+            if load_j { jname } else { iname },
+            if store_j { jname } else { iname }
+        ),
+    })
 }
 
 impl Recipe for TiledTranspose {
@@ -134,7 +153,9 @@ impl Recipe for TiledTranspose {
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         super::with_units_view(text, kernel, |k| {
             let Some(u) = units(k) else { return Vec::new() };
-            rewrite(k, &u).map(|rw| launch_variants(k, &rw, &u, Tuning::Tiles { threads: 256, units: 1024 })).unwrap_or_default()
+            rewrite(k, &u)
+                .map(|rw| launch_variants(k, &rw, &u, Tuning::Tiles { threads: 256, units: 1024 }))
+                .unwrap_or_default()
         })
     }
 }

@@ -9,10 +9,10 @@
 //! run unchanged. The launch and the per-block output stay as they are: the
 //! block is the unit of these kernels.
 
-use kernelpro_model::Code;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct ShuffleTree;
@@ -24,7 +24,9 @@ const REDUCIBLE: &[&str] = &["float", "double", "int", "unsigned", "unsigned int
 fn is_thread_x(k: &Kernel, name: &str) -> bool {
     let bare = |s: &str| {
         let s = s.replace(['(', ')', ' '], "");
-        ["unsignedint", "unsigned", "int", "long", "size_t"].iter().fold(s, |s, c| s.strip_prefix(c).map(str::to_string).unwrap_or(s))
+        ["unsignedint", "unsigned", "int", "long", "size_t"]
+            .iter()
+            .fold(s, |s, c| s.strip_prefix(c).map(str::to_string).unwrap_or(s))
     };
     name == "threadIdx.x"
         || descendants(k.body()).into_iter().any(|n| {
@@ -56,13 +58,21 @@ fn interleaved_tree(k: &Kernel, f: Node, sd: &str, size: Option<&str>) -> Option
         return None;
     }
     let t = k.text;
-    let init = descendants(f.child_by_field_name("initializer")?).into_iter().find(|n| n.kind() == "init_declarator")?;
+    let init =
+        descendants(f.child_by_field_name("initializer")?).into_iter().find(|n| n.kind() == "init_declarator")?;
     let s = k.text_of(init.child_by_field_name("declarator")?);
     if compact(t, init.child_by_field_name("value")?) != "1" {
         return None;
     }
     let update = compact(t, f.child_by_field_name("update")?);
-    let doubles = [format!("{s}*=2"), format!("{s}<<=1"), format!("{s}={s}*2"), format!("{s}=2*{s}"), format!("{s}={s}<<1"), format!("{s}+={s}")];
+    let doubles = [
+        format!("{s}*=2"),
+        format!("{s}<<=1"),
+        format!("{s}={s}*2"),
+        format!("{s}=2*{s}"),
+        format!("{s}={s}<<1"),
+        format!("{s}+={s}"),
+    ];
     if !doubles.contains(&update) {
         return None;
     }
@@ -81,7 +91,13 @@ fn interleaved_tree(k: &Kernel, f: Node, sd: &str, size: Option<&str>) -> Option
         [step] => (*step, None),
         [decl, step] if decl.kind() == "declaration" => {
             let d = decl.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
-            (*step, Some((k.text_of(d.child_by_field_name("declarator")?).to_string(), compact(t, d.child_by_field_name("value")?))))
+            (
+                *step,
+                Some((
+                    k.text_of(d.child_by_field_name("declarator")?).to_string(),
+                    compact(t, d.child_by_field_name("value")?),
+                )),
+            )
         }
         _ => return None,
     };
@@ -111,8 +127,12 @@ fn interleaved_tree(k: &Kernel, f: Node, sd: &str, size: Option<&str>) -> Option
         }
         // `index = 2 * s * tid; if (index < L) S[index] += S[index + s];`
         Some((name, value)) => {
-            let tid = ["2*{s}*", "{s}*2*", "2*", "{s}*"].iter().find_map(|p| value.strip_prefix(&p.replace("{s}", s)).filter(|r| !r.contains('*')).map(str::to_string))?;
-            let value_ok = [format!("2*{s}*{tid}"), format!("{s}*2*{tid}"), format!("2*{tid}*{s}"), format!("{tid}*2*{s}")].contains(&value);
+            let tid = ["2*{s}*", "{s}*2*", "2*", "{s}*"].iter().find_map(|p| {
+                value.strip_prefix(&p.replace("{s}", s)).filter(|r| !r.contains('*')).map(str::to_string)
+            })?;
+            let value_ok =
+                [format!("2*{s}*{tid}"), format!("{s}*2*{tid}"), format!("2*{tid}*{s}"), format!("{tid}*2*{s}")]
+                    .contains(&value);
             let guard_ok = guard == format!("{name}<{bound}");
             (a == name && value_ok && guard_ok && is_thread_x(k, &tid)).then_some(tid)
         }
@@ -128,14 +148,19 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     let t = k.text;
     // The tree loop, and the array it reduces.
     let (at, f, sd, ty, tid) = sts.iter().enumerate().find_map(|(at, f)| {
-        let update = descendants(*f).into_iter().find(|n| n.kind() == "assignment_expression" && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+="))?;
+        let update = descendants(*f).into_iter().find(|n| {
+            n.kind() == "assignment_expression"
+                && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+=")
+        })?;
         let sd = compact(t, update.child_by_field_name("left")?).split('[').next()?.to_string();
         let (ty, size) = shared_array(k, &sd)?;
         let tid = interleaved_tree(k, *f, &sd, size.as_deref())?;
         Some((at, *f, sd, ty, tid))
     })?;
     // A template's element type is whatever the instantiation names (the spec's, compiled with it).
-    let template_param = k.func.is_template && ty.chars().all(|c| c.is_alphanumeric() || c == '_') && !["half", "__half", "char", "short", "bool"].contains(&ty.as_str());
+    let template_param = k.func.is_template
+        && ty.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !["half", "__half", "char", "short", "bool"].contains(&ty.as_str());
     if !REDUCIBLE.contains(&ty.as_str()) && !template_param {
         return None;
     }
@@ -144,22 +169,31 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     while compact(t, sts[p]) == "__syncthreads();" {
         p = p.checked_sub(1)?;
     }
-    let store = sts[p].named_child(0).filter(|e| sts[p].kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+    let store = sts[p]
+        .named_child(0)
+        .filter(|e| sts[p].kind() == "expression_statement" && e.kind() == "assignment_expression")?;
     let lhs = compact(t, store.child_by_field_name("left")?);
-    if store.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("=") || (lhs != format!("{sd}[{tid}]") && lhs != format!("{sd}[threadIdx.x]")) {
+    if store.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("=")
+        || (lhs != format!("{sd}[{tid}]") && lhs != format!("{sd}[threadIdx.x]"))
+    {
         return None;
     }
     let value = k.text_of(store.child_by_field_name("right")?);
     // Nothing else writes the array; after the tree only its root is read.
     let writes_elsewhere = sts.iter().enumerate().any(|(i, s)| {
-        i != p && i != at && descendants(*s).into_iter().any(|d| {
-            matches!(d.kind(), "assignment_expression" | "update_expression")
-                && compact(t, d.child_by_field_name("left").or(d.child_by_field_name("argument")).unwrap_or(d)).starts_with(&format!("{sd}["))
-        })
+        i != p
+            && i != at
+            && descendants(*s).into_iter().any(|d| {
+                matches!(d.kind(), "assignment_expression" | "update_expression")
+                    && compact(t, d.child_by_field_name("left").or(d.child_by_field_name("argument")).unwrap_or(d))
+                        .starts_with(&format!("{sd}["))
+            })
     });
     let later_reads_ok = sts[at + 1..].iter().all(|s| {
         let c = compact(t, *s);
-        c.match_indices(&format!("{sd}[")).all(|(i, m)| c[i + m.len()..].starts_with("0]")) && !c.contains(&format!("{sd}+")) && !c.contains(&format!("*{sd}"))
+        c.match_indices(&format!("{sd}[")).all(|(i, m)| c[i + m.len()..].starts_with("0]"))
+            && !c.contains(&format!("{sd}+"))
+            && !c.contains(&format!("*{sd}"))
     });
     if writes_elsewhere || !later_reads_ok {
         return None;
@@ -182,7 +216,10 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     );
     let mut source = t.to_string();
     source.replace_range(sts[p].start_byte()..f.end_byte(), &text);
-    Some(Rewrite { source, note: format!("the interleaved tree over {sd} as warp shuffles and one shared slot per warp") })
+    Some(Rewrite {
+        source,
+        note: format!("the interleaved tree over {sd} as warp shuffles and one shared slot per warp"),
+    })
 }
 
 impl Recipe for ShuffleTree {
@@ -193,7 +230,13 @@ impl Recipe for ShuffleTree {
         crate::Tier::Structural
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::DivergentBranch, Code::ThreadDivergence, Code::SharedBankConflict, Code::SharedBankConflicts, Code::WarpStall]
+        &[
+            Code::DivergentBranch,
+            Code::ThreadDivergence,
+            Code::SharedBankConflict,
+            Code::SharedBankConflicts,
+            Code::WarpStall,
+        ]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         Kernel::find_generic(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()

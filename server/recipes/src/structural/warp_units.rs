@@ -17,13 +17,15 @@
 //! A second rewrite turns `double` accumulators and casts into `float` when
 //! the kernel's buffers hold no doubles.
 
-use kernelpro_model::Code;
-use super::{BLOCK_THREADS, BLOCK_TID};
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps};
+use super::recognize::{
+    Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps,
+};
+use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, statements};
 use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct WarpUnits;
@@ -63,11 +65,17 @@ impl Carry {
     /// After the warps' all-reductions, a block's: each warp's value through shared
     /// memory, every thread folding them in the same order (so all agree).
     fn across_warps(&self) -> String {
-        let fold = |v: &str, op: String| format!("{{ __shared__ decltype({v}) kp_x[32]; if ((kp_lane & 31) == 0) kp_x[kp_lane >> 5] = {v}; __syncthreads(); {v} = kp_x[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {op}; __syncthreads(); }}");
+        let fold = |v: &str, op: String| {
+            format!(
+                "{{ __shared__ decltype({v}) kp_x[32]; if ((kp_lane & 31) == 0) kp_x[kp_lane >> 5] = {v}; __syncthreads(); {v} = kp_x[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {op}; __syncthreads(); }}"
+            )
+        };
         match self {
             Carry::Sum(v) => fold(v, format!("{v} += kp_x[kp_w]")),
             Carry::Call(v, f) => fold(v, format!("{v} = {f}({v}, kp_x[kp_w])")),
-            Carry::Compare(v, greater) => fold(v, format!("{{ if (kp_x[kp_w] {} {v}) {v} = kp_x[kp_w]; }}", if *greater { '>' } else { '<' })),
+            Carry::Compare(v, greater) => {
+                fold(v, format!("{{ if (kp_x[kp_w] {} {v}) {v} = kp_x[kp_w]; }}", if *greater { '>' } else { '<' }))
+            }
             Carry::Arg(b, i, greater, strict) => {
                 let op = if *greater { '>' } else { '<' };
                 let tie = if *strict { '<' } else { '>' };
@@ -93,7 +101,11 @@ impl Carry {
                 let op = if *greater { '>' } else { '<' };
                 // The original keeps the first index on ties when it compares strictly, else the last.
                 let tie = if *strict { '<' } else { '>' };
-                format!("{head} {{ const auto kp_t = {}; const auto kp_j = {}; if (kp_t {op} {b} || (kp_t == {b} && kp_j {tie} {i})) {{ {b} = kp_t; {i} = kp_j; }} }}", sh(b), sh(i))
+                format!(
+                    "{head} {{ const auto kp_t = {}; const auto kp_j = {}; if (kp_t {op} {b} || (kp_t == {b} && kp_j {tie} {i})) {{ {b} = kp_t; {i} = kp_j; }} }}",
+                    sh(b),
+                    sh(i)
+                )
             }
         }
     }
@@ -125,7 +137,11 @@ fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)
 
 /// `e` with identifier `v` occurrences (by byte start).
 fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
-    descendants(node).into_iter().filter(|n| n.kind() == "identifier" && k.text_of(*n) == v).map(|n| n.start_byte()).collect()
+    descendants(node)
+        .into_iter()
+        .filter(|n| n.kind() == "identifier" && k.text_of(*n) == v)
+        .map(|n| n.start_byte())
+        .collect()
 }
 
 fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
@@ -144,7 +160,9 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         if st.child_by_field_name("alternative").is_some() {
             continue;
         }
-        let Some(cond) = st.child_by_field_name("condition").and_then(|c| c.child_by_field_name("value")).map(strip_parens) else {
+        let Some(cond) =
+            st.child_by_field_name("condition").and_then(|c| c.child_by_field_name("value")).map(strip_parens)
+        else {
             continue;
         };
         let Some(then) = st.child_by_field_name("consequence") else {
@@ -168,7 +186,10 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
             continue;
         };
         // Normalise to `e OP v`.
-        let (e, v, op) = if l.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(l)) && !mentions(k, r, k.text_of(l)) {
+        let (e, v, op) = if l.kind() == "identifier"
+            && !inner.iter().any(|n| n == k.text_of(l))
+            && !mentions(k, r, k.text_of(l))
+        {
             let mirrored = match op {
                 ">" => "<",
                 ">=" => "<=",
@@ -177,7 +198,8 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
                 _ => continue,
             };
             (r, k.text_of(l), mirrored)
-        } else if r.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(r)) && !mentions(k, l, k.text_of(r)) {
+        } else if r.kind() == "identifier" && !inner.iter().any(|n| n == k.text_of(r)) && !mentions(k, l, k.text_of(r))
+        {
             (l, k.text_of(r), op)
         } else {
             continue;
@@ -189,7 +211,9 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         let mut idx = None;
         let mut ok = true;
         for a in &assigns {
-            let (Some(t), Some(o), Some(rhs)) = (a.child_by_field_name("left"), a.child_by_field_name("operator"), a.child_by_field_name("right")) else {
+            let (Some(t), Some(o), Some(rhs)) =
+                (a.child_by_field_name("left"), a.child_by_field_name("operator"), a.child_by_field_name("right"))
+            else {
                 ok = false;
                 break;
             };
@@ -221,7 +245,11 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
     }
     for d in descendants(body) {
         let (target, op, right) = match d.kind() {
-            "assignment_expression" if !handled.contains(&d.start_byte()) => (d.child_by_field_name("left")?, k.text_of(d.child_by_field_name("operator")?), d.child_by_field_name("right")),
+            "assignment_expression" if !handled.contains(&d.start_byte()) => (
+                d.child_by_field_name("left")?,
+                k.text_of(d.child_by_field_name("operator")?),
+                d.child_by_field_name("right"),
+            ),
             "update_expression" => (d.child_by_field_name("argument")?, "++", None),
             _ => continue,
         };
@@ -236,9 +264,14 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         let carry = match (op, right.map(strip_parens)) {
             ("++", _) => Carry::Sum(v.to_string()),
             ("+=" | "-=", Some(r)) if !mentions(k, r, v) => Carry::Sum(v.to_string()),
-            ("=", Some(r)) if r.kind() == "binary_expression" && r.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+") => {
+            ("=", Some(r))
+                if r.kind() == "binary_expression"
+                    && r.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+") =>
+            {
                 let (a, b) = (r.child_by_field_name("left")?, r.child_by_field_name("right")?);
-                let own = |x: Node, y: Node| strip_parens(x).kind() == "identifier" && k.text_of(strip_parens(x)) == v && !mentions(k, y, v);
+                let own = |x: Node, y: Node| {
+                    strip_parens(x).kind() == "identifier" && k.text_of(strip_parens(x)) == v && !mentions(k, y, v)
+                };
                 if own(a, b) {
                     owned.push(strip_parens(a).start_byte());
                 } else if own(b, a) {
@@ -282,7 +315,10 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
             }
         }
     }
-    let header_ok = [f.child_by_field_name("condition"), f.child_by_field_name("initializer")].into_iter().flatten().all(|h| out.iter().all(|cv| cv.names().iter().all(|v| !mentions(k, h, v))));
+    let header_ok = [f.child_by_field_name("condition"), f.child_by_field_name("initializer")]
+        .into_iter()
+        .flatten()
+        .all(|h| out.iter().all(|cv| cv.names().iter().all(|v| !mentions(k, h, v))));
     header_ok.then_some(out)
 }
 
@@ -293,7 +329,10 @@ fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
     let st = stores(k, f);
     let mut stored: Vec<(String, String)> = Vec::new();
     for (p, at) in &st {
-        if p == "*" || (p.starts_with("atomic") && !k.text_of(*at).contains(c)) || (!p.starts_with("atomic") && !follows(*at)) {
+        if p == "*"
+            || (p.starts_with("atomic") && !k.text_of(*at).contains(c))
+            || (!p.starts_with("atomic") && !follows(*at))
+        {
             return false;
         }
         if !p.starts_with("atomic") {
@@ -301,7 +340,9 @@ fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
         }
     }
     descendants(f).into_iter().filter(|n| n.kind() == "subscript_expression").all(|s| {
-        let (Some(a), Some(i)) = (s.child_by_field_name("argument"), s.child_by_field_name("indices").and_then(|i| i.named_child(0))) else {
+        let (Some(a), Some(i)) =
+            (s.child_by_field_name("argument"), s.child_by_field_name("indices").and_then(|i| i.named_child(0)))
+        else {
             return false;
         };
         let p = k.text_of(a);
@@ -358,7 +399,10 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
                 return None;
             }
             lines.extend(carried.iter().filter_map(Carry::before));
-            let edits = [(init.byte_range(), format!("{} + kp_lane", k.text_of(init))), (step.byte_range(), format!("{c} += {}", team.stride()))];
+            let edits = [
+                (init.byte_range(), format!("{} + kp_lane", k.text_of(init))),
+                (step.byte_range(), format!("{c} += {}", team.stride())),
+            ];
             lines.push(render(k, *piece, &edits, &ind2)?);
             lines.extend(carried.iter().map(Carry::after));
             if team == Team::Block {
@@ -382,14 +426,18 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
                 "update_expression" => d.child_by_field_name("argument"),
                 _ => None,
             };
-            t.map(strip_parens).is_some_and(|t| t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t)))
+            t.map(strip_parens)
+                .is_some_and(|t| t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t)))
         });
         // Lane 0 alone may not leave the unit: the others would meet the next shuffle without it.
-        let exits = descendants(n).iter().any(|d| matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement"));
+        let exits = descendants(n).iter().any(|d| {
+            matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement")
+        });
         if outer_assigned || exits || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
             return None;
         }
-        lines.push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
+        lines
+            .push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
         lines.push(team.sync().to_string());
     }
     if split == 0 {
@@ -413,7 +461,10 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
     } else {
         // Fixed block indices keep the launch's y/z: the units then run over the x blocks.
         let (block, blocks) = if u.fixed.is_empty() {
-            ("((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))", "((long long)gridDim.x * gridDim.y * gridDim.z)")
+            (
+                "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))",
+                "((long long)gridDim.x * gridDim.y * gridDim.z)",
+            )
         } else {
             ("(long long)blockIdx.x", "(long long)gridDim.x")
         };
@@ -442,22 +493,37 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
     let a = node(at)?;
     let (c, init, step) = walk_loop(k, a)?;
     let (m, max) = match carries(k, a, &c)?[..] {
-        [Carry::Call(ref m, ref f)] if ["fmaxf", "fmax", "max", "std::max"].contains(&f.as_str()) => (m.clone(), Some(f.clone())),
+        [Carry::Call(ref m, ref f)] if ["fmaxf", "fmax", "max", "std::max"].contains(&f.as_str()) => {
+            (m.clone(), Some(f.clone()))
+        }
         [Carry::Compare(ref m, true)] => (m.clone(), None),
         _ => return None,
     };
     // Declarations between the loops, not reading the maximum.
     let mut j = at + 1;
     while let Some(d) = node(j).filter(|d| d.kind() == "declaration") {
-        if mentions(k, d, &m) || descendants(d).into_iter().any(|x| matches!(x.kind(), "call_expression" | "subscript_expression")) {
+        if mentions(k, d, &m)
+            || descendants(d).into_iter().any(|x| matches!(x.kind(), "call_expression" | "subscript_expression"))
+        {
             return None;
         }
         j += 1;
     }
     let b = node(j)?;
     let (c2, _, _) = walk_loop(k, b)?;
-    let header = |f: Node| Some(flat(k, f.child_by_field_name("initializer")?) + &flat(k, f.child_by_field_name("condition")?) + &flat(k, f.child_by_field_name("update")?));
-    if c2 != c || header(a)? != header(b)? || !stores(k, b).is_empty() || !stores(k, a).is_empty() || !iterations_independent(k, a, &c) {
+    let header = |f: Node| {
+        Some(
+            flat(k, f.child_by_field_name("initializer")?)
+                + &flat(k, f.child_by_field_name("condition")?)
+                + &flat(k, f.child_by_field_name("update")?),
+        )
+    };
+    if c2 != c
+        || header(a)? != header(b)?
+        || !stores(k, b).is_empty()
+        || !stores(k, a).is_empty()
+        || !iterations_independent(k, a, &c)
+    {
         return None;
     }
     let [Carry::Sum(ref s)] = carries(k, b, &c)?[..] else { return None };
@@ -466,13 +532,19 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
         descendants(d).into_iter().any(|x| {
             x.kind() == "init_declarator"
                 && x.child_by_field_name("declarator").is_some_and(|n| k.text_of(n) == s)
-                && x.child_by_field_name("value").is_some_and(|v| k.text_of(v).trim_end_matches(['f', 'F']).parse::<f64>().is_ok_and(|z| z == 0.0))
+                && x.child_by_field_name("value")
+                    .is_some_and(|v| k.text_of(v).trim_end_matches(['f', 'F']).parse::<f64>().is_ok_and(|z| z == 0.0))
         })
     });
     if !zero_start {
         return None;
     }
-    if s == &m || descendants(a).iter().chain(descendants(b).iter()).any(|d| matches!(d.kind(), "break_statement" | "continue_statement" | "return_statement")) {
+    if s == &m
+        || descendants(a)
+            .iter()
+            .chain(descendants(b).iter())
+            .any(|d| matches!(d.kind(), "break_statement" | "continue_statement" | "return_statement"))
+    {
         return None;
     }
     // Every read of the maximum in the sum's loop is `EXP(e - m)`: the sum rescales by `EXP(m_old - m)`.
@@ -483,7 +555,13 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
         while let Some(p) = up.parent() {
             match p.kind() {
                 "parenthesized_expression" | "cast_expression" => {}
-                "binary_expression" if !minus && p.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "-") && p.child_by_field_name("right").is_some_and(|r| r.byte_range().contains(&at)) => minus = true,
+                "binary_expression"
+                    if !minus
+                        && p.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "-")
+                        && p.child_by_field_name("right").is_some_and(|r| r.byte_range().contains(&at)) =>
+                {
+                    minus = true
+                }
                 "argument_list" if minus => {
                     let f = p.parent().and_then(|call| call.child_by_field_name("function")).map(|f| k.text_of(f))?;
                     if !EXPS.contains(&f) || exp.is_some_and(|e| e != f) {
@@ -503,7 +581,8 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
         Some(f) => format!("{f}({x}, {y})"),
         None => format!("({y} > {x} ? {y} : {x})"),
     };
-    let mut out: Vec<String> = (at + 1..j).map(|i| render(k, Piece::Node(node(i).expect("declaration")), &[], ind)).collect::<Option<_>>()?;
+    let mut out: Vec<String> =
+        (at + 1..j).map(|i| render(k, Piece::Node(node(i).expect("declaration")), &[], ind)).collect::<Option<_>>()?;
     out.push(format!("if (kp_lane != 0) {s} = 0;"));
     let ind2 = format!("{ind}  ");
     let body_a = render(k, Piece::Node(a.child_by_field_name("body")?), &[], &ind2)?;
@@ -557,7 +636,8 @@ fn float_literals(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < b.len() {
-        let starts = b[i].is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        let starts = b[i].is_ascii_digit()
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
         if !starts {
             out.push(b[i] as char);
             i += 1;
@@ -593,7 +673,10 @@ const FEW_UNITS: i64 = 8 * super::launch::SMS as i64;
 
 fn block_rewrites(k: &Kernel) -> Vec<Rewrite> {
     // Only for a row reduction with few rows under the spec's sizes (GEMM outputs and gathers are many).
-    let rows = k.model().and_then(|m| m.pattern()).is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::RowReduction);
+    let rows = k
+        .model()
+        .and_then(|m| m.pattern())
+        .is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::RowReduction);
     if !rows || units(k).and_then(|u| unit_count(k, &u)).is_none_or(|n| n >= FEW_UNITS) {
         return Vec::new();
     }
@@ -619,7 +702,10 @@ fn unit_count(k: &Kernel, u: &Units) -> Option<i64> {
         n = n.checked_mul(kernelpro_spec::eval(&i.bound, &scope).ok()?)?;
     }
     for (_, _, axis) in &u.fixed {
-        let g = launch.grid[match axis { 'y' => 1, _ => 2 }] as i64;
+        let g = launch.grid[match axis {
+            'y' => 1,
+            _ => 2,
+        }] as i64;
         n = n.checked_mul(g)?;
     }
     Some(n)
@@ -631,7 +717,10 @@ fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
         return Vec::new();
     }
     // A stencil's loop runs over its few taps (a warp would idle most lanes): StencilTile's case.
-    if k.model().and_then(|m| m.pattern()).is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::Stencil) {
+    if k.model()
+        .and_then(|m| m.pattern())
+        .is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::Stencil)
+    {
         return Vec::new();
     }
     let body = k.body();
@@ -651,8 +740,16 @@ fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
         let names = u.names().join(", ");
         let fp = if float_acc { ", double accumulators as float" } else { "" };
         let on = if text.contains("kp_m0") { ", online max and sum in one pass" } else { "" };
-        let (who, tuning) = if team == Team::Warp { ("one warp per unit", Tuning::Warps) } else { ("one block per unit", Tuning::Blocks) };
-        let across = if team == Team::Warp { "lanes, shuffle all-reductions" } else { "the block's threads, shuffle and shared-memory all-reductions" };
+        let (who, tuning) = if team == Team::Warp {
+            ("one warp per unit", Tuning::Warps)
+        } else {
+            ("one block per unit", Tuning::Blocks)
+        };
+        let across = if team == Team::Warp {
+            "lanes, shuffle all-reductions"
+        } else {
+            "the block's threads, shuffle and shared-memory all-reductions"
+        };
         let note = format!("{who} ({names}): {split} loop(s) split across {across}{on}{fp}");
         out.extend(launch_variants(k, &Rewrite { source, note }, &u, tuning));
     }

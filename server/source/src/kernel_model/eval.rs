@@ -10,8 +10,8 @@ use super::macros::{Macros, parse_int};
 use super::poly::{Atom, Dep, Dim, Poly};
 use super::types::{ElemType, size_of};
 use super::{
-    Access, AccessKind, Barrier, Branch, BranchKind, BranchSource, KernelModel, Launch, LocalArray,
-    Loop, LoopKind, SharedArray, Space, Step,
+    Access, AccessKind, Barrier, Branch, BranchKind, BranchSource, KernelModel, Launch, LocalArray, Loop, LoopKind,
+    SharedArray, Space, Step,
 };
 use crate::{Function, span_of};
 use kernelpro_model::Span;
@@ -22,12 +22,7 @@ const MAX_DEPTH: usize = 128;
 /// Device-function calls walked inside one another at most this deep.
 const MAX_CALL_DEPTH: usize = 4;
 
-const BARRIERS: &[&str] = &[
-    "__syncthreads",
-    "__syncthreads_count",
-    "__syncthreads_and",
-    "__syncthreads_or",
-];
+const BARRIERS: &[&str] = &["__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"];
 const LOADS: &[&str] = &["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"];
 const STORES: &[&str] = &["__stcg", "__stcs", "__stwb", "__stwt"];
 
@@ -121,11 +116,7 @@ pub fn model_kernel(
     let mut w = Walker {
         src: text,
         macros,
-        scopes: vec![Scope {
-            vars: HashMap::new(),
-            loop_depth: 0,
-            inductions: Vec::new(),
-        }],
+        scopes: vec![Scope { vars: HashMap::new(), loop_depth: 0, inductions: Vec::new() }],
         model: KernelModel {
             name: kernel.name.clone(),
             is_kernel: kernel.kind == crate::FnKind::Kernel,
@@ -154,8 +145,7 @@ pub fn model_kernel(
             .filter_map(|f| {
                 let (s, e) = f.body_bytes?;
                 let body = tree.root_node().descendant_for_byte_range(s, e)?;
-                (body.kind() == "compound_statement")
-                    .then(|| (f.name.clone(), (body, f.params.clone())))
+                (body.kind() == "compound_statement").then(|| (f.name.clone(), (body, f.params.clone())))
             })
             .collect(),
         calls: vec![kernel.name.clone()],
@@ -182,16 +172,11 @@ pub fn model_kernel(
 }
 
 fn op_text<'s>(src: &'s str, node: Node) -> &'s str {
-    node.child_by_field_name("operator")
-        .map(|o| &src[o.byte_range()])
-        .unwrap_or("")
+    node.child_by_field_name("operator").map(|o| &src[o.byte_range()]).unwrap_or("")
 }
 
 fn is_pointer_declarator(node: Node) -> bool {
-    matches!(
-        node.kind(),
-        "pointer_declarator" | "abstract_pointer_declarator"
-    )
+    matches!(node.kind(), "pointer_declarator" | "abstract_pointer_declarator")
 }
 
 /// The identifier a declarator declares, and whether it declares a pointer.
@@ -205,8 +190,7 @@ fn declared_name<'t>(mut node: Node<'t>) -> (Option<Node<'t>>, bool) {
         }
         let next = node.child_by_field_name("declarator").or_else(|| {
             let mut c = node.walk();
-            node.named_children(&mut c)
-                .find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
+            node.named_children(&mut c).find(|n| n.kind() == "identifier" || n.kind().ends_with("declarator"))
         });
         match next {
             Some(n) => node = n,
@@ -222,18 +206,11 @@ impl<'a> Walker<'a> {
     }
 
     fn span(&self, node: Node) -> Span {
-        self.site
-            .as_ref()
-            .map(|(s, _)| *s)
-            .unwrap_or_else(|| span_of(node))
+        self.site.as_ref().map(|(s, _)| *s).unwrap_or_else(|| span_of(node))
     }
 
     fn lookup(&self, name: &str) -> Option<(usize, &Value)> {
-        self.scopes
-            .iter()
-            .enumerate()
-            .rev()
-            .find_map(|(i, s)| s.vars.get(name).map(|v| (i, v)))
+        self.scopes.iter().enumerate().rev().find_map(|(i, s)| s.vars.get(name).map(|v| (i, v)))
     }
 
     fn bind(&mut self, name: &str, value: Value) {
@@ -254,12 +231,7 @@ impl<'a> Walker<'a> {
     /// Assigns to an existing variable (or declares it at kernel scope if unseen).
     fn assign(&mut self, name: &str, value: Value) {
         let depth = self.loop_stack.len();
-        match self
-            .scopes
-            .iter_mut()
-            .rev()
-            .find(|s| s.vars.contains_key(name))
-        {
+        match self.scopes.iter_mut().rev().find(|s| s.vars.contains_key(name)) {
             Some(scope) => {
                 if scope.inductions.iter().any(|n| n == name) && scope.loop_depth < depth {
                     return;
@@ -276,9 +248,7 @@ impl<'a> Walker<'a> {
                                 Value::Ptr(p)
                             }
                             Value::Num(n) => {
-                                let data = n
-                                    .atoms()
-                                    .any(|a| matches!(a, Atom::Opaque { data: true, .. }));
+                                let data = n.atoms().any(|a| matches!(a, Atom::Opaque { data: true, .. }));
                                 Value::Num(Poly::opaque(name, dep, data))
                             }
                         }
@@ -287,11 +257,7 @@ impl<'a> Walker<'a> {
                 };
                 scope.vars.insert(name.to_string(), new);
             }
-            None => self.scopes[0]
-                .vars
-                .insert(name.to_string(), value)
-                .map(|_| ())
-                .unwrap_or(()),
+            None => self.scopes[0].vars.insert(name.to_string(), value).map(|_| ()).unwrap_or(()),
         }
     }
 
@@ -300,10 +266,7 @@ impl<'a> Walker<'a> {
     /// File-scope constants, `__shared__` and `__device__` arrays.
     fn file_scope(&mut self, root: Node<'a>) {
         let mut cursor = root.walk();
-        let decls: Vec<Node> = root
-            .named_children(&mut cursor)
-            .filter(|n| n.kind() == "declaration")
-            .collect();
+        let decls: Vec<Node> = root.named_children(&mut cursor).filter(|n| n.kind() == "declaration").collect();
         for d in decls {
             let head = self.text(d);
             let is_const = head.starts_with("const")
@@ -328,29 +291,16 @@ impl<'a> Walker<'a> {
         let device_array = head.contains("__device__") && !head.contains("__shared__");
         let constant = head.contains("__constant__");
         let mut cursor = d.walk();
-        let declarators: Vec<Node> = d
-            .children_by_field_name("declarator", &mut cursor)
-            .collect();
+        let declarators: Vec<Node> = d.children_by_field_name("declarator", &mut cursor).collect();
         for decl in declarators {
             let (target, value) = if decl.kind() == "init_declarator" {
-                (
-                    decl.child_by_field_name("declarator"),
-                    decl.child_by_field_name("value"),
-                )
+                (decl.child_by_field_name("declarator"), decl.child_by_field_name("value"))
             } else {
                 (Some(decl), None)
             };
             let Some(target) = target else { continue };
             if target.kind() == "array_declarator" {
-                self.array(
-                    target,
-                    type_text,
-                    shared,
-                    device_array,
-                    constant,
-                    file_scope,
-                    depth,
-                );
+                self.array(target, type_text, shared, device_array, constant, file_scope, depth);
                 if let Some(v) = value {
                     self.expr(v, depth + 1);
                 }
@@ -392,12 +342,10 @@ impl<'a> Walker<'a> {
         let mut dims = Vec::new();
         let mut node = target;
         while node.kind() == "array_declarator" {
-            dims.push(node.child_by_field_name("size").and_then(
-                |s| match self.expr(s, depth + 1) {
-                    Value::Num(p) => p.as_constant(),
-                    _ => None,
-                },
-            ));
+            dims.push(node.child_by_field_name("size").and_then(|s| match self.expr(s, depth + 1) {
+                Value::Num(p) => p.as_constant(),
+                _ => None,
+            }));
             match node.child_by_field_name("declarator") {
                 Some(inner) => node = inner,
                 None => break,
@@ -436,21 +384,9 @@ impl<'a> Walker<'a> {
         let inner = dims
             .iter()
             .skip(1)
-            .map(|d| {
-                d.map(Poly::constant)
-                    .unwrap_or_else(|| Poly::opaque("dim", Dep::Uniform, false))
-            })
+            .map(|d| d.map(Poly::constant).unwrap_or_else(|| Poly::opaque("dim", Dep::Uniform, false)))
             .collect();
-        self.bind(
-            &name,
-            Value::Ptr(Pointer {
-                base: name.clone(),
-                space,
-                offset: Poly::zero(),
-                elem,
-                inner,
-            }),
-        );
+        self.bind(&name, Value::Ptr(Pointer { base: name.clone(), space, offset: Poly::zero(), elem, inner }));
     }
 
     // ---------------------------------------------------------------- statements
@@ -501,9 +437,7 @@ impl<'a> Walker<'a> {
             }
             "switch_statement" => {
                 self.statement += 1;
-                let cond = n
-                    .child_by_field_name("condition")
-                    .map(|c| c.named_child(0).unwrap_or(c));
+                let cond = n.child_by_field_name("condition").map(|c| c.named_child(0).unwrap_or(c));
                 let pushed = cond.map(|c| self.branch(c, BranchSource::Switch, depth));
                 if let Some(b) = n.child_by_field_name("body") {
                     self.stmt(b, depth + 1);
@@ -547,10 +481,7 @@ impl<'a> Walker<'a> {
             "return_statement" | "continue_statement" | "break_statement" => true,
             "compound_statement" => {
                 let mut cursor = n.walk();
-                let children: Vec<Node> = n
-                    .named_children(&mut cursor)
-                    .filter(|c| c.kind() != "comment")
-                    .collect();
+                let children: Vec<Node> = n.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect();
                 children.last().is_some_and(|last| Self::exits(*last)) && children.len() <= 2
             }
             _ => false,
@@ -562,23 +493,12 @@ impl<'a> Walker<'a> {
         let Some(cond) = n.child_by_field_name("condition") else {
             return;
         };
-        let cond = if cond.kind() == "condition_clause" {
-            cond.child_by_field_name("value").unwrap_or(cond)
-        } else {
-            cond
-        };
+        let cond =
+            if cond.kind() == "condition_clause" { cond.child_by_field_name("value").unwrap_or(cond) } else { cond };
         let consequence = n.child_by_field_name("consequence");
         let alternative = n.child_by_field_name("alternative");
         let early = alternative.is_none() && consequence.is_some_and(Self::exits);
-        let b = self.branch(
-            cond,
-            if early {
-                BranchSource::EarlyExit
-            } else {
-                BranchSource::If
-            },
-            depth,
-        );
+        let b = self.branch(cond, if early { BranchSource::EarlyExit } else { BranchSource::If }, depth);
         if let Some(c) = consequence {
             self.stmt(c, depth + 1);
         }
@@ -599,11 +519,7 @@ impl<'a> Walker<'a> {
         let b = self.model.branches.len();
         self.model.branches.push(Branch {
             span: self.span(cond),
-            condition: self
-                .site
-                .as_ref()
-                .map(|s| s.1.clone())
-                .unwrap_or_else(|| self.text(cond).to_string()),
+            condition: self.site.as_ref().map(|s| s.1.clone()).unwrap_or_else(|| self.text(cond).to_string()),
             kind,
             source,
         });
@@ -626,9 +542,7 @@ impl<'a> Walker<'a> {
         match value.dep() {
             Dep::Uniform => BranchKind::Uniform,
             Dep::Warp => BranchKind::WarpUniform,
-            Dep::Thread if value.data_dependent() && shape != BranchKind::Bound => {
-                BranchKind::DataDependent
-            }
+            Dep::Thread if value.data_dependent() && shape != BranchKind::Bound => BranchKind::DataDependent,
             Dep::Thread => shape,
         }
     }
@@ -658,10 +572,7 @@ impl<'a> Walker<'a> {
         if node.kind() != "binary_expression" || depth > MAX_DEPTH {
             return BranchKind::Thread;
         }
-        let (Some(l), Some(r)) = (
-            node.child_by_field_name("left"),
-            node.child_by_field_name("right"),
-        ) else {
+        let (Some(l), Some(r)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) else {
             return BranchKind::Thread;
         };
         let op = op_text(self.src, node);
@@ -690,11 +601,7 @@ impl<'a> Walker<'a> {
 
     fn for_stmt(&mut self, n: Node<'a>, depth: usize) {
         self.statement += 1;
-        self.scopes.push(Scope {
-            vars: HashMap::new(),
-            loop_depth: self.loop_stack.len(),
-            inductions: Vec::new(),
-        });
+        self.scopes.push(Scope { vars: HashMap::new(), loop_depth: self.loop_stack.len(), inductions: Vec::new() });
         let mut var = None;
         let mut init = None;
         if let Some(i) = n.child_by_field_name("initializer") {
@@ -727,14 +634,10 @@ impl<'a> Walker<'a> {
             }
         }
         let update = n.child_by_field_name("update");
-        let (step_var, step) = update
-            .map(|u| self.step_of(u, depth))
-            .unwrap_or((None, Step::Unknown));
+        let (step_var, step) = update.map(|u| self.step_of(u, depth)).unwrap_or((None, Step::Unknown));
         if var.is_none() {
             var = step_var.clone();
-            init = var
-                .as_ref()
-                .and_then(|v| self.lookup(v).map(|(_, x)| x.clone()));
+            init = var.as_ref().and_then(|v| self.lookup(v).map(|(_, x)| x.clone()));
         }
         let var = var.filter(|v| step_var.as_deref().is_none_or(|s| s == v));
         let span = self.header_span(n);
@@ -754,11 +657,7 @@ impl<'a> Walker<'a> {
 
     fn while_stmt(&mut self, n: Node<'a>, depth: usize) {
         self.statement += 1;
-        let kind = if n.kind() == "do_statement" {
-            LoopKind::Do
-        } else {
-            LoopKind::While
-        };
+        let kind = if n.kind() == "do_statement" { LoopKind::Do } else { LoopKind::While };
         let cond = n.child_by_field_name("condition").map(|c| {
             if matches!(c.kind(), "condition_clause" | "parenthesized_expression") {
                 c.named_child(0).unwrap_or(c)
@@ -784,14 +683,8 @@ impl<'a> Walker<'a> {
                 }
             }
         }
-        let init = var
-            .as_ref()
-            .and_then(|v| self.lookup(v).map(|(_, x)| x.clone()));
-        self.scopes.push(Scope {
-            vars: HashMap::new(),
-            loop_depth: self.loop_stack.len(),
-            inductions: Vec::new(),
-        });
+        let init = var.as_ref().and_then(|v| self.lookup(v).map(|(_, x)| x.clone()));
+        self.scopes.push(Scope { vars: HashMap::new(), loop_depth: self.loop_stack.len(), inductions: Vec::new() });
         let span = self.header_span(n);
         self.enter_loop(n, kind, span, var, init, step, cond, body, depth);
         self.scopes.pop();
@@ -811,18 +704,12 @@ impl<'a> Walker<'a> {
 
     /// `i++` → (i, Add 1); `i += e` → (i, Add e); `i >>= 1` → (i, Scale).
     fn step_of(&mut self, u: Node<'a>, depth: usize) -> (Option<String>, Step) {
-        let ident = |w: &Self, n: Option<Node>| {
-            n.filter(|n| n.kind() == "identifier")
-                .map(|n| w.text(n).to_string())
-        };
+        let ident = |w: &Self, n: Option<Node>| n.filter(|n| n.kind() == "identifier").map(|n| w.text(n).to_string());
         match u.kind() {
             "update_expression" => {
                 let name = ident(self, u.child_by_field_name("argument"));
                 let t = self.text(u);
-                (
-                    name,
-                    Step::Add(Poly::constant(if t.contains("--") { -1 } else { 1 })),
-                )
+                (name, Step::Add(Poly::constant(if t.contains("--") { -1 } else { 1 })))
             }
             "assignment_expression" => {
                 let name = ident(self, u.child_by_field_name("left"));
@@ -839,9 +726,8 @@ impl<'a> Walker<'a> {
                     "*=" | "/=" | "<<=" | ">>=" => Step::Scale(format!("{op} {}", self.text(r))),
                     "=" => {
                         // `i = i + e`
-                        let rest = name.as_ref().map(|n| {
-                            rv.sub(&self.lookup(n).map(|(_, v)| as_poly(v)).unwrap_or_default())
-                        });
+                        let rest =
+                            name.as_ref().map(|n| rv.sub(&self.lookup(n).map(|(_, v)| as_poly(v)).unwrap_or_default()));
                         match rest {
                             Some(s)
                                 if s.dep() == Dep::Uniform
@@ -889,9 +775,7 @@ impl<'a> Walker<'a> {
             }
             let (_, s) = self.step_of(d, depth);
             match s {
-                Step::Add(p) if p.dep() == Dep::Uniform && step.is_none() => {
-                    step = Some(Step::Add(p))
-                }
+                Step::Add(p) if p.dep() == Dep::Uniform && step.is_none() => step = Some(Step::Add(p)),
                 _ => return None,
             }
         }
@@ -926,21 +810,15 @@ impl<'a> Walker<'a> {
                         i.add(&s.mul(&Poly::atom(a)))
                     }
                 }
-                _ => Poly::opaque(
-                    v,
-                    init_poly.as_ref().map(|p| p.dep()).unwrap_or(Dep::Uniform),
-                    false,
-                ),
+                _ => Poly::opaque(v, init_poly.as_ref().map(|p| p.dep()).unwrap_or(Dep::Uniform), false),
             };
             let value = match (&init, &step, &atom) {
-                (Some(Value::Ptr(p)), Step::Add(s), Some(a)) => Value::Ptr(Pointer {
-                    offset: p.offset.add(&s.mul(&Poly::atom(a.clone()))),
-                    ..p.clone()
-                }),
-                (Some(Value::Ptr(p)), _, _) => Value::Ptr(Pointer {
-                    offset: Poly::opaque(v, p.offset.dep(), false),
-                    ..p.clone()
-                }),
+                (Some(Value::Ptr(p)), Step::Add(s), Some(a)) => {
+                    Value::Ptr(Pointer { offset: p.offset.add(&s.mul(&Poly::atom(a.clone()))), ..p.clone() })
+                }
+                (Some(Value::Ptr(p)), _, _) => {
+                    Value::Ptr(Pointer { offset: Poly::opaque(v, p.offset.dep(), false), ..p.clone() })
+                }
                 _ => Value::Num(value),
             };
             self.set_existing_or_bind(v, value);
@@ -968,16 +846,10 @@ impl<'a> Walker<'a> {
             }
         };
         let lane_init = init_poly.as_ref().is_some_and(|i| lane_varying(i));
-        let step_poly = if let Step::Add(s) = &step {
-            Some(s.clone())
-        } else {
-            None
-        };
-        let has =
-            |p: &Option<Poly>, f: fn(&Atom) -> bool| p.as_ref().is_some_and(|p| p.atoms().any(f));
+        let step_poly = if let Step::Add(s) = &step { Some(s.clone()) } else { None };
+        let has = |p: &Option<Poly>, f: fn(&Atom) -> bool| p.as_ref().is_some_and(|p| p.atoms().any(f));
         let grid_stride = lane_init && has(&step_poly, |a| matches!(a, Atom::Gdim(_)));
-        let block_stride =
-            lane_init && !grid_stride && has(&step_poly, |a| matches!(a, Atom::Bdim(_)));
+        let block_stride = lane_init && !grid_stride && has(&step_poly, |a| matches!(a, Atom::Bdim(_)));
         let id = self.model.loops.len();
         self.model.loops.push(Loop {
             kind,
@@ -999,21 +871,12 @@ impl<'a> Walker<'a> {
             self.stmt(b, depth + 1);
         }
         self.loop_stack.pop();
-        self.branch_stack.truncate(
-            self.branch_stack
-                .iter()
-                .position(|&x| x == branch)
-                .unwrap_or(self.branch_stack.len()),
-        );
+        self.branch_stack
+            .truncate(self.branch_stack.iter().position(|&x| x == branch).unwrap_or(self.branch_stack.len()));
     }
 
     fn set_existing_or_bind(&mut self, name: &str, value: Value) {
-        match self
-            .scopes
-            .iter_mut()
-            .rev()
-            .find(|s| s.vars.contains_key(name))
-        {
+        match self.scopes.iter_mut().rev().find(|s| s.vars.contains_key(name)) {
             Some(scope) => {
                 scope.vars.insert(name.to_string(), value);
             }
@@ -1026,18 +889,14 @@ impl<'a> Walker<'a> {
         for d in descendants(body) {
             let target = match d.kind() {
                 "update_expression" => d.child_by_field_name("argument"),
-                "assignment_expression" if op_text(self.src, d) != "=" => {
-                    d.child_by_field_name("left")
-                }
+                "assignment_expression" if op_text(self.src, d) != "=" => d.child_by_field_name("left"),
                 _ => None,
             };
             if let Some(t) = target.filter(|t| t.kind() == "identifier") {
                 let name = self.text(t).to_string();
                 if Some(name.as_str()) != counter
                     && !names.contains(&name)
-                    && self
-                        .lookup(&name)
-                        .is_some_and(|(_, v)| as_poly(v).is_affine())
+                    && self.lookup(&name).is_some_and(|(_, v)| as_poly(v).is_affine())
                 {
                     names.push(name);
                 }
@@ -1073,10 +932,7 @@ impl<'a> Walker<'a> {
         if node.kind() != "binary_expression" {
             return None;
         }
-        let (l, r) = (
-            node.child_by_field_name("left")?,
-            node.child_by_field_name("right")?,
-        );
+        let (l, r) = (node.child_by_field_name("left")?, node.child_by_field_name("right")?);
         let is_var = |n: Node| n.kind() == "identifier" && &self.src[n.byte_range()] == var;
         let other = match op_text(self.src, node) {
             "<" | "<=" | "!=" | ">" | ">=" if is_var(l) => r,
@@ -1100,19 +956,12 @@ impl<'a> Walker<'a> {
     fn children_dep(&mut self, n: Node<'a>, depth: usize) -> Dep {
         let mut cursor = n.walk();
         let children: Vec<Node> = n.named_children(&mut cursor).collect();
-        children
-            .into_iter()
-            .map(|c| self.expr(c, depth + 1).dep())
-            .max()
-            .unwrap_or(Dep::Uniform)
+        children.into_iter().map(|c| self.expr(c, depth + 1).dep()).max().unwrap_or(Dep::Uniform)
     }
 
     fn opaque_of(&self, n: Node, parts: &[&Poly]) -> Value {
         let dep = parts.iter().map(|p| p.dep()).max().unwrap_or(Dep::Uniform);
-        let data = parts.iter().any(|p| {
-            p.atoms()
-                .any(|a| matches!(a, Atom::Opaque { data: true, .. }))
-        });
+        let data = parts.iter().any(|p| p.atoms().any(|a| matches!(a, Atom::Opaque { data: true, .. })));
         Value::Num(Poly::opaque(self.text(n), dep, data))
     }
 
@@ -1146,10 +995,7 @@ impl<'a> Walker<'a> {
                 }
             }
             "cast_expression" => {
-                let ty = n
-                    .child_by_field_name("type")
-                    .map(|t| self.text(t))
-                    .unwrap_or("");
+                let ty = n.child_by_field_name("type").map(|t| self.text(t)).unwrap_or("");
                 let v = match n.child_by_field_name("value") {
                     Some(v) => self.expr(v, depth + 1),
                     None => return Value::Num(Poly::zero()),
@@ -1165,10 +1011,11 @@ impl<'a> Walker<'a> {
                         Value::Num(Poly::opaque(&self.access_text(n), p.offset.dep(), true))
                     }
                     Place::Row(p) => Value::Ptr(p),
-                    Place::Var(name) => self
-                        .lookup(&name)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or(Value::Num(Poly::opaque(&name, Dep::Uniform, false))),
+                    Place::Var(name) => self.lookup(&name).map(|(_, v)| v.clone()).unwrap_or(Value::Num(Poly::opaque(
+                        &name,
+                        Dep::Uniform,
+                        false,
+                    ))),
                     Place::Unknown => Value::Num(Poly::opaque(self.text(n), Dep::Thread, true)),
                 }
             }
@@ -1179,9 +1026,7 @@ impl<'a> Walker<'a> {
                 };
                 match self.place(arg, depth) {
                     Place::Elem(p) | Place::Row(p) => Value::Ptr(p),
-                    Place::Var(name) => {
-                        Value::Num(Poly::opaque(&format!("&{name}"), Dep::Uniform, false))
-                    }
+                    Place::Var(name) => Value::Num(Poly::opaque(&format!("&{name}"), Dep::Uniform, false)),
                     Place::Unknown => Value::Num(Poly::opaque(self.text(n), Dep::Uniform, false)),
                 }
             }
@@ -1190,29 +1035,16 @@ impl<'a> Walker<'a> {
                     return Value::Num(Poly::zero());
                 };
                 let b = self.branch(cond, BranchSource::Ternary, depth);
-                let c = n
-                    .child_by_field_name("consequence")
-                    .map(|c| self.expr(c, depth + 1));
-                let a = n
-                    .child_by_field_name("alternative")
-                    .map(|a| self.expr(a, depth + 1));
+                let c = n.child_by_field_name("consequence").map(|c| self.expr(c, depth + 1));
+                let a = n.child_by_field_name("alternative").map(|a| self.expr(a, depth + 1));
                 if self.branch_stack.last() == Some(&b) {
                     self.branch_stack.pop();
                 }
                 match (c, a) {
                     (Some(c), Some(a)) if c == a => c,
-                    (Some(Value::Ptr(p)), Some(Value::Ptr(q)))
-                        if p.base == q.base && p.elem == q.elem =>
-                    {
-                        let dep = p
-                            .offset
-                            .dep()
-                            .max(q.offset.dep())
-                            .max(self.model.branches[b].kind.dep());
-                        Value::Ptr(Pointer {
-                            offset: Poly::opaque(self.text(n), dep, false),
-                            ..p
-                        })
+                    (Some(Value::Ptr(p)), Some(Value::Ptr(q))) if p.base == q.base && p.elem == q.elem => {
+                        let dep = p.offset.dep().max(q.offset.dep()).max(self.model.branches[b].kind.dep());
+                        Value::Ptr(Pointer { offset: Poly::opaque(self.text(n), dep, false), ..p })
                     }
                     (c, a) => {
                         let cp = c.as_ref().map(as_poly).unwrap_or_default();
@@ -1230,10 +1062,7 @@ impl<'a> Walker<'a> {
                 let delta = if self.text(n).contains("--") { -1 } else { 1 };
                 match self.place(arg, depth) {
                     Place::Var(name) => {
-                        let old = self
-                            .lookup(&name)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or(Value::Num(Poly::zero()));
+                        let old = self.lookup(&name).map(|(_, v)| v.clone()).unwrap_or(Value::Num(Poly::zero()));
                         let new = add(old.clone(), Poly::constant(delta));
                         self.assign(&name, new);
                         old
@@ -1257,11 +1086,7 @@ impl<'a> Walker<'a> {
             "call_expression" => self.call(n, depth),
             "sizeof_expression" => {
                 let t = self.text(n);
-                let inner = t
-                    .trim_start_matches("sizeof")
-                    .trim()
-                    .trim_start_matches('(')
-                    .trim_end_matches(')');
+                let inner = t.trim_start_matches("sizeof").trim().trim_start_matches('(').trim_end_matches(')');
                 match size_of(&super::types::base_type(inner)) {
                     Some(s) if !inner.contains('*') => Value::Num(Poly::constant(s as i64)),
                     _ => Value::Num(Poly::opaque(t, Dep::Uniform, false)),
@@ -1294,16 +1119,8 @@ impl<'a> Walker<'a> {
     }
 
     /// Runs `f` on a macro body's nodes, with accesses placed on the use site `n`.
-    fn in_macro<T>(
-        &mut self,
-        n: Node<'a>,
-        macro_text: &'a str,
-        f: impl FnOnce(&mut Self) -> T,
-    ) -> T {
-        let site = self
-            .site
-            .clone()
-            .unwrap_or_else(|| (span_of(n), self.text(n).to_string()));
+    fn in_macro<T>(&mut self, n: Node<'a>, macro_text: &'a str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let site = self.site.clone().unwrap_or_else(|| (span_of(n), self.text(n).to_string()));
         let saved_src = std::mem::replace(&mut self.src, macro_text);
         let saved_site = self.site.replace(site);
         let out = f(self);
@@ -1313,10 +1130,7 @@ impl<'a> Walker<'a> {
     }
 
     fn field(&mut self, n: Node<'a>, depth: usize) -> Value {
-        let (Some(arg), Some(field)) = (
-            n.child_by_field_name("argument"),
-            n.child_by_field_name("field"),
-        ) else {
+        let (Some(arg), Some(field)) = (n.child_by_field_name("argument"), n.child_by_field_name("field")) else {
             return Value::Num(Poly::zero());
         };
         let f = self.text(field);
@@ -1344,10 +1158,7 @@ impl<'a> Walker<'a> {
     }
 
     fn binary(&mut self, n: Node<'a>, depth: usize) -> Value {
-        let (Some(l), Some(r)) = (
-            n.child_by_field_name("left"),
-            n.child_by_field_name("right"),
-        ) else {
+        let (Some(l), Some(r)) = (n.child_by_field_name("left"), n.child_by_field_name("right")) else {
             return Value::Num(Poly::zero());
         };
         let op = op_text(self.src, n);
@@ -1362,34 +1173,22 @@ impl<'a> Walker<'a> {
         match op {
             "+" => match (lv, rv) {
                 (Value::Ptr(p), Value::Num(k)) | (Value::Num(k), Value::Ptr(p)) => {
-                    Value::Ptr(Pointer {
-                        offset: p.offset.add(&k),
-                        ..p
-                    })
+                    Value::Ptr(Pointer { offset: p.offset.add(&k), ..p })
                 }
                 (a, b) => Value::Num(as_poly(&a).add(&as_poly(&b))),
             },
             "-" => match (lv, rv) {
-                (Value::Ptr(p), Value::Num(k)) => Value::Ptr(Pointer {
-                    offset: p.offset.sub(&k),
-                    ..p
-                }),
+                (Value::Ptr(p), Value::Num(k)) => Value::Ptr(Pointer { offset: p.offset.sub(&k), ..p }),
                 (a, b) => Value::Num(as_poly(&a).sub(&as_poly(&b))),
             },
             "*" => Value::Num(as_poly(&lv).mul(&as_poly(&rv))),
             "/" | ">>" => {
                 let (a, b) = (as_poly(&lv), as_poly(&rv));
-                let k = b.as_constant().and_then(|k| {
-                    if op == ">>" {
-                        (0..62).contains(&k).then(|| 1i64 << k)
-                    } else {
-                        Some(k)
-                    }
-                });
+                let k = b
+                    .as_constant()
+                    .and_then(|k| if op == ">>" { (0..62).contains(&k).then(|| 1i64 << k) } else { Some(k) });
                 match k.filter(|k| *k > 0) {
-                    Some(k) if k % 32 != 0 && k > 32 && lane_contiguous(&a) => {
-                        Value::Num(self.quotient(l, r))
-                    }
+                    Some(k) if k % 32 != 0 && k > 32 && lane_contiguous(&a) => Value::Num(self.quotient(l, r)),
                     Some(k) => self.divide(n, &a, k),
                     None if op == "/" && b.dep() == Dep::Uniform && lane_contiguous(&a) => {
                         Value::Num(self.quotient(l, r))
@@ -1419,17 +1218,11 @@ impl<'a> Walker<'a> {
                 // `x & (2^k - 1)` is `x % 2^k`.
                 let mask = |p: &Poly| p.as_constant().filter(|m| *m > 0 && (m + 1) & m == 0);
                 match (mask(&b), mask(&a)) {
-                    (Some(m), _) => {
-                        self.modulo(n, &a, &Poly::constant(m + 1), &(m + 1).to_string())
-                    }
-                    (None, Some(m)) => {
-                        self.modulo(n, &b, &Poly::constant(m + 1), &(m + 1).to_string())
-                    }
+                    (Some(m), _) => self.modulo(n, &a, &Poly::constant(m + 1), &(m + 1).to_string()),
+                    (None, Some(m)) => self.modulo(n, &b, &Poly::constant(m + 1), &(m + 1).to_string()),
                     _ => {
                         if lane_varying(&a) && b.dep() == Dep::Uniform && self.dry == 0 {
-                            self.lane_modulo.get_or_insert_with(|| {
-                                format!("& {}", self.src[r.byte_range()].trim())
-                            });
+                            self.lane_modulo.get_or_insert_with(|| format!("& {}", self.src[r.byte_range()].trim()));
                         }
                         self.opaque_of(n, &[&a, &b])
                     }
@@ -1492,13 +1285,8 @@ impl<'a> Walker<'a> {
                 lane.add(&Poly::opaque(self.text(n), Dep::Warp, false).scale(32))
             });
         }
-        if lane_varying(a) && k.is_none_or(|k| k % 32 != 0) && self.dry == 0 && !a.data_dependent()
-        {
-            let m = modulus
-                .trim()
-                .trim_start_matches('(')
-                .trim_end_matches(')')
-                .to_string();
+        if lane_varying(a) && k.is_none_or(|k| k % 32 != 0) && self.dry == 0 && !a.data_dependent() {
+            let m = modulus.trim().trim_start_matches('(').trim_end_matches(')').to_string();
             self.lane_modulo.get_or_insert(m);
         }
         let dep = a.dep().max(b.dep());
@@ -1512,23 +1300,15 @@ impl<'a> Walker<'a> {
             return false;
         }
         let bx_multiple = self.block.is_none_or(|b| b[0] % 32 == 0);
-        a.terms
-            .iter()
-            .filter(|(m, _)| m.as_slice() != [Atom::Tid(Dim::X)])
-            .all(|(m, c)| {
-                let has_bdim_x = m.contains(&Atom::Bdim(Dim::X));
-                let varying = m
-                    .iter()
-                    .any(|x| x.dep() != Dep::Uniform && !matches!(x, Atom::Tid(_)));
-                !varying && (c % 32 == 0 || (has_bdim_x && bx_multiple))
-            })
+        a.terms.iter().filter(|(m, _)| m.as_slice() != [Atom::Tid(Dim::X)]).all(|(m, c)| {
+            let has_bdim_x = m.contains(&Atom::Bdim(Dim::X));
+            let varying = m.iter().any(|x| x.dep() != Dep::Uniform && !matches!(x, Atom::Tid(_)));
+            !varying && (c % 32 == 0 || (has_bdim_x && bx_multiple))
+        })
     }
 
     fn assignment(&mut self, n: Node<'a>, depth: usize) -> Value {
-        let (Some(l), Some(r)) = (
-            n.child_by_field_name("left"),
-            n.child_by_field_name("right"),
-        ) else {
+        let (Some(l), Some(r)) = (n.child_by_field_name("left"), n.child_by_field_name("right")) else {
             return Value::Num(Poly::zero());
         };
         let op = op_text(self.src, n);
@@ -1548,10 +1328,7 @@ impl<'a> Walker<'a> {
                 let name = self.text(l);
                 matches!(op, "+=" | "-=")
                     || (op == "="
-                        && self
-                            .text(r)
-                            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                            .any(|w| w == name))
+                        && self.text(r).split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == name))
             };
         self.accumulating += accumulates as usize;
         let rv = self.expr(r, depth + 1);
@@ -1564,27 +1341,17 @@ impl<'a> Walker<'a> {
                     ("+=", Some(o)) => add(o, as_poly(&rv)),
                     ("-=", Some(o)) => add(o, as_poly(&rv).neg()),
                     ("*=", Some(o)) => Value::Num(as_poly(&o).mul(&as_poly(&rv))),
-                    ("<<=", Some(o)) => {
-                        match as_poly(&rv).as_constant().filter(|k| (0..62).contains(k)) {
-                            Some(k) => Value::Num(as_poly(&o).scale(1 << k)),
-                            None => self.opaque_of(n, &[&as_poly(&o), &as_poly(&rv)]),
-                        }
-                    }
+                    ("<<=", Some(o)) => match as_poly(&rv).as_constant().filter(|k| (0..62).contains(k)) {
+                        Some(k) => Value::Num(as_poly(&o).scale(1 << k)),
+                        None => self.opaque_of(n, &[&as_poly(&o), &as_poly(&rv)]),
+                    },
                     (_, Some(o)) => self.opaque_of(n, &[&as_poly(&o), &as_poly(&rv)]),
                 };
                 self.assign(&name, new.clone());
                 new
             }
             Place::Elem(p) => {
-                self.record(
-                    l,
-                    &p,
-                    if op == "=" {
-                        AccessKind::Write
-                    } else {
-                        AccessKind::ReadWrite
-                    },
-                );
+                self.record(l, &p, if op == "=" { AccessKind::Write } else { AccessKind::ReadWrite });
                 rv
             }
             _ => rv,
@@ -1651,9 +1418,7 @@ impl<'a> Walker<'a> {
             // `p[i].x = v` writes (part of) the element `p[i]`.
             "field_expression" if self.text(n).contains('.') && !self.text(n).contains("->") => {
                 match n.child_by_field_name("argument") {
-                    Some(a)
-                        if matches!(a.kind(), "subscript_expression" | "pointer_expression") =>
-                    {
+                    Some(a) if matches!(a.kind(), "subscript_expression" | "pointer_expression") => {
                         self.place(a, depth + 1)
                     }
                     Some(a) if a.kind() == "identifier" => Place::Var(self.text(a).to_string()),
@@ -1675,10 +1440,7 @@ impl<'a> Walker<'a> {
     }
 
     fn access_text(&self, n: Node) -> String {
-        self.site
-            .as_ref()
-            .map(|s| s.1.clone())
-            .unwrap_or_else(|| self.text(n).to_string())
+        self.site.as_ref().map(|s| s.1.clone()).unwrap_or_else(|| self.text(n).to_string())
     }
 
     fn record(&mut self, n: Node, p: &Pointer, kind: AccessKind) {
@@ -1703,24 +1465,15 @@ impl<'a> Walker<'a> {
 
     /// A function-like macro call `M(a, b)`: `f` on the body with the
     /// parameters bound to the arguments' values; `None` when `n` is not one.
-    fn expand<T>(
-        &mut self,
-        n: Node<'a>,
-        depth: usize,
-        f: impl FnOnce(&mut Self, Node<'a>) -> T,
-    ) -> Option<T> {
+    fn expand<T>(&mut self, n: Node<'a>, depth: usize, f: impl FnOnce(&mut Self, Node<'a>) -> T) -> Option<T> {
         let name = self.text(n.child_by_field_name("function")?);
         let args: Vec<Node> = {
             let list = n.child_by_field_name("arguments")?;
             let mut cursor = list.walk();
-            list.named_children(&mut cursor)
-                .filter(|c| c.kind() != "comment")
-                .collect()
+            list.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect()
         };
         let macros = self.macros;
-        let m = macros
-            .get(name)
-            .filter(|m| m.params.as_ref().is_some_and(|p| p.len() == args.len()))?;
+        let m = macros.get(name).filter(|m| m.params.as_ref().is_some_and(|p| p.len() == args.len()))?;
         let body = m.expr()?;
         if self.lookup(name).is_some() {
             return None;
@@ -1740,17 +1493,8 @@ impl<'a> Walker<'a> {
     /// A call of a `__device__` function of the file: its body walked with the
     /// parameters bound to the arguments (its accesses stay on its own lines,
     /// in the caller's loops and branches). The result is opaque.
-    fn inline_call(
-        &mut self,
-        n: Node<'a>,
-        name: &str,
-        args: &[Node<'a>],
-        depth: usize,
-    ) -> Option<Value> {
-        if self.calls.len() > MAX_CALL_DEPTH
-            || self.calls.iter().any(|c| c == name)
-            || self.site.is_some()
-        {
+    fn inline_call(&mut self, n: Node<'a>, name: &str, args: &[Node<'a>], depth: usize) -> Option<Value> {
+        if self.calls.len() > MAX_CALL_DEPTH || self.calls.iter().any(|c| c == name) || self.site.is_some() {
             return None;
         }
         let (body, params) = self.callees.get(name).cloned()?;
@@ -1762,11 +1506,7 @@ impl<'a> Walker<'a> {
         }
         let scopes = std::mem::replace(
             &mut self.scopes,
-            vec![Scope {
-                vars,
-                loop_depth: self.loop_stack.len(),
-                inductions: Vec::new(),
-            }],
+            vec![Scope { vars, loop_depth: self.loop_stack.len(), inductions: Vec::new() }],
         );
         let branches = self.branch_stack.len();
         self.calls.push(name.to_string());
@@ -1785,17 +1525,12 @@ impl<'a> Walker<'a> {
             .child_by_field_name("arguments")
             .map(|a| {
                 let mut cursor = a.walk();
-                a.named_children(&mut cursor)
-                    .filter(|c| c.kind() != "comment")
-                    .collect()
+                a.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect()
             })
             .unwrap_or_default();
         // `static_cast<T>(e)` and friends.
         if function.kind() == "template_function" {
-            let name = function
-                .child_by_field_name("name")
-                .map(|x| self.text(x))
-                .unwrap_or("");
+            let name = function.child_by_field_name("name").map(|x| self.text(x)).unwrap_or("");
             if matches!(name, "static_cast" | "reinterpret_cast" | "const_cast") {
                 let ty = function
                     .child_by_field_name("arguments")
@@ -1817,10 +1552,7 @@ impl<'a> Walker<'a> {
         // warp's. Opaque, but never uniform: `if (warp.thread_rank() == 0)`
         // picks one thread.
         if function.kind() == "field_expression" && args.is_empty() {
-            let method = function
-                .child_by_field_name("field")
-                .map(|f| self.text(f))
-                .unwrap_or("");
+            let method = function.child_by_field_name("field").map(|f| self.text(f)).unwrap_or("");
             let dep = match method {
                 "thread_rank" => Some(Dep::Thread),
                 "meta_group_rank" => Some(Dep::Warp),
@@ -1868,22 +1600,10 @@ impl<'a> Walker<'a> {
             let saved = std::mem::take(&mut self.product_depth);
             let addr = args.first().map(|a| self.expr(*a, depth + 1));
             self.product_depth = saved;
-            let rest: Vec<Poly> = args
-                .iter()
-                .skip(1)
-                .map(|a| self.num(*a, depth + 1))
-                .collect();
+            let rest: Vec<Poly> = args.iter().skip(1).map(|a| self.num(*a, depth + 1)).collect();
             if let Some(Value::Ptr(p)) = addr {
                 let load = LOADS.contains(&name.as_str());
-                self.record(
-                    n,
-                    &p,
-                    if load {
-                        AccessKind::Read
-                    } else {
-                        AccessKind::Write
-                    },
-                );
+                self.record(n, &p, if load { AccessKind::Read } else { AccessKind::Write });
                 if load {
                     return Value::Num(Poly::opaque(self.text(n), p.offset.dep(), true));
                 }
@@ -1895,10 +1615,7 @@ impl<'a> Walker<'a> {
             return v;
         }
         // `fmaf(a, b, acc)` multiplies its first two operands.
-        let fma = matches!(
-            name.as_str(),
-            "fma" | "fmaf" | "__fmaf_rn" | "__fma_rn" | "__fmaf_rz" | "__fmul_rn"
-        );
+        let fma = matches!(name.as_str(), "fma" | "fmaf" | "__fmaf_rn" | "__fma_rn" | "__fmaf_rz" | "__fmul_rn");
         let values: Vec<Poly> = args
             .iter()
             .enumerate()
@@ -1955,13 +1672,8 @@ fn add(v: Value, k: Poly) -> Value {
 /// Neighbouring lanes hold neighbouring values: `tid.x` (or the lane) with
 /// coefficient 1 and no other lane-varying term.
 fn lane_contiguous(p: &Poly) -> bool {
-    let lane = p
-        .coefficient(&Atom::Tid(Dim::X))
-        .add(&p.coefficient(&Atom::Lane));
-    lane.as_constant() == Some(1)
-        && p.without(|a| matches!(a, Atom::Tid(Dim::X) | Atom::Lane))
-            .dep()
-            != Dep::Thread
+    let lane = p.coefficient(&Atom::Tid(Dim::X)).add(&p.coefficient(&Atom::Lane));
+    lane.as_constant() == Some(1) && p.without(|a| matches!(a, Atom::Tid(Dim::X) | Atom::Lane)).dep() != Dep::Thread
 }
 
 fn lane_varying(p: &Poly) -> bool {

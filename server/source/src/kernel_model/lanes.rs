@@ -23,14 +23,9 @@ impl WarpGeometry {
     /// Lanes of a warp, as (tid.x, tid.y, tid.z). Without a known block,
     /// `threadIdx.x` is taken as the lane dimension (blockDim.x ≥ 32).
     pub fn lanes(&self) -> Vec<[i64; 3]> {
-        let [bx, by, bz] = self
-            .block
-            .map(|b| b.map(|d| d.max(1) as i64))
-            .unwrap_or([32, 1, 1]);
+        let [bx, by, bz] = self.block.map(|b| b.map(|d| d.max(1) as i64)).unwrap_or([32, 1, 1]);
         let threads = (bx * by * bz).min(32);
-        (0..threads)
-            .map(|l| [l % bx, (l / bx) % by, l / (bx * by)])
-            .collect()
+        (0..threads).map(|l| [l % bx, (l / bx) % by, l / (bx * by)]).collect()
     }
     /// Lanes span several rows of `threadIdx.y` (blockDim.x < 32).
     pub fn lanes_span_rows(&self) -> bool {
@@ -56,13 +51,7 @@ impl WarpGeometry {
         };
         let lanes = self.lanes();
         let first = at(0, lanes[0]);
-        Some(
-            lanes
-                .iter()
-                .enumerate()
-                .map(|(l, t)| at(l, *t).sub(&first))
-                .collect(),
-        )
+        Some(lanes.iter().enumerate().map(|(l, t)| at(l, *t).sub(&first)).collect())
     }
 }
 
@@ -72,9 +61,7 @@ pub fn sectors_per_request(geometry: &WarpGeometry, index: &Poly, elem: u32) -> 
     let offsets = geometry.lane_offsets(index)?;
     let mut sectors: BTreeSet<(Poly, i64)> = BTreeSet::new();
     for offset in &offsets {
-        let symbolic = offset
-            .without(|_| false)
-            .sub(&Poly::constant(offset.constant_term()));
+        let symbolic = offset.without(|_| false).sub(&Poly::constant(offset.constant_term()));
         let start = offset.constant_term() * elem as i64;
         for byte in [start, start + elem as i64 - 1] {
             sectors.insert((symbolic.clone(), byte.div_euclid(32)));
@@ -94,10 +81,7 @@ pub fn sectors_per_request(geometry: &WarpGeometry, index: &Poly, elem: u32) -> 
 /// 8- and 16-byte accesses are served in half- and quarter-warp phases.
 pub fn bank_conflict_ways(geometry: &WarpGeometry, index: &Poly, elem: u32) -> Option<u32> {
     let offsets = geometry.lane_offsets(index)?;
-    let bytes: Vec<i64> = offsets
-        .iter()
-        .map(|o| o.as_constant().map(|c| c * elem as i64))
-        .collect::<Option<_>>()?;
+    let bytes: Vec<i64> = offsets.iter().map(|o| o.as_constant().map(|c| c * elem as i64)).collect::<Option<_>>()?;
     let per_phase = (32 / (elem / 4).max(1)).max(1) as usize;
     let mut worst = 1;
     for phase in bytes.chunks(per_phase) {
@@ -127,27 +111,15 @@ mod tests {
         let g = WarpGeometry::new(None);
         let c = Poly::atom(Atom::Sym("C".into()));
         assert_eq!(sectors_per_request(&g, &tid(Dim::X), 4), Some((4, 4)));
-        assert_eq!(
-            sectors_per_request(&g, &tid(Dim::X).mul(&c), 4),
-            Some((32, 4))
-        );
-        assert_eq!(
-            sectors_per_request(&g, &tid(Dim::X).scale(2), 4),
-            Some((8, 4))
-        );
+        assert_eq!(sectors_per_request(&g, &tid(Dim::X).mul(&c), 4), Some((32, 4)));
+        assert_eq!(sectors_per_request(&g, &tid(Dim::X).scale(2), 4), Some((8, 4)));
         assert_eq!(sectors_per_request(&g, &Poly::constant(3), 4), Some((1, 4)));
         // (16, 16) block: two rows of 16 floats per warp.
         let g16 = WarpGeometry::new(Some([16, 16, 1]));
         let w = Poly::atom(Atom::Sym("W".into()));
-        assert_eq!(
-            sectors_per_request(&g16, &tid(Dim::Y).mul(&w).add(&tid(Dim::X)), 4),
-            Some((4, 4))
-        );
+        assert_eq!(sectors_per_request(&g16, &tid(Dim::Y).mul(&w).add(&tid(Dim::X)), 4), Some((4, 4)));
         // Lanes 16 apart share a sector: 16 sectors, not 32.
-        assert_eq!(
-            sectors_per_request(&g16, &tid(Dim::X).mul(&w).add(&tid(Dim::Y)), 4),
-            Some((16, 4))
-        );
+        assert_eq!(sectors_per_request(&g16, &tid(Dim::X).mul(&w).add(&tid(Dim::Y)), 4), Some((16, 4)));
         assert_eq!(bank_conflict_ways(&g, &tid(Dim::X), 4), Some(1));
         assert_eq!(bank_conflict_ways(&g, &tid(Dim::X).scale(32), 4), Some(32));
         assert_eq!(bank_conflict_ways(&g, &tid(Dim::X).scale(33), 4), Some(1));

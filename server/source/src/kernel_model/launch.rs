@@ -16,11 +16,7 @@ pub fn launch_sites(tree: &Tree, text: &str, macros: &Macros) -> Sites {
     let mut sites: Sites = HashMap::new();
     let mut stack = vec![(tree.root_node(), None::<Node>)];
     while let Some((node, function)) = stack.pop() {
-        let function = if node.kind() == "function_definition" {
-            Some(node)
-        } else {
-            function
-        };
+        let function = if node.kind() == "function_definition" { Some(node) } else { function };
         if node.kind() == "call_expression"
             && let Some(config) = child_of_kind(node, "kernel_call_syntax")
             && let Some(callee) = node.child_by_field_name("function")
@@ -30,14 +26,8 @@ pub fn launch_sites(tree: &Tree, text: &str, macros: &Macros) -> Sites {
             } else {
                 callee
             };
-            let name = text[name_node.byte_range()]
-                .rsplit("::")
-                .next()
-                .unwrap_or("")
-                .to_string();
-            let block = config
-                .named_child(1)
-                .and_then(|b| block_shape(b, text, macros, function));
+            let name = text[name_node.byte_range()].rsplit("::").next().unwrap_or("").to_string();
+            let block = config.named_child(1).and_then(|b| block_shape(b, text, macros, function));
             sites
                 .entry(name)
                 .and_modify(|old| {
@@ -53,28 +43,18 @@ pub fn launch_sites(tree: &Tree, text: &str, macros: &Macros) -> Sites {
     sites
 }
 
-pub fn launch_of(
-    kernel: &Function,
-    tree: &Tree,
-    text: &str,
-    sites: &Sites,
-    macros: &Macros,
-) -> Launch {
+pub fn launch_of(kernel: &Function, tree: &Tree, text: &str, sites: &Sites, macros: &Macros) -> Launch {
     let mut launch = Launch::default();
     if let Some(block) = sites.get(&kernel.name).copied().flatten() {
         launch.block = Some(block);
         launch.source = Some(LaunchSource::LaunchSite);
     }
-    let definition = tree
-        .root_node()
-        .descendant_for_byte_range(kernel.start_byte, kernel.end_byte);
+    let definition = tree.root_node().descendant_for_byte_range(kernel.start_byte, kernel.end_byte);
     let mut stack: Vec<Node> = definition.into_iter().collect();
     while let Some(node) = stack.pop() {
         if node.kind() == "launch_bounds" {
-            launch.max_threads = node
-                .named_child(0)
-                .and_then(|n| fold(n, text, macros, 0))
-                .and_then(|v| u32::try_from(v).ok());
+            launch.max_threads =
+                node.named_child(0).and_then(|n| fold(n, text, macros, 0)).and_then(|v| u32::try_from(v).ok());
             break;
         }
         // The attribute sits between the return type and the declarator, never in the body.
@@ -93,21 +73,12 @@ fn child_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
 }
 
 /// `256`, `BLOCK`, `dim3(16, 16)`, or a name declared in the calling function with such a value.
-fn block_shape(
-    node: Node,
-    text: &str,
-    macros: &Macros,
-    function: Option<Node>,
-) -> Option<[u32; 3]> {
+fn block_shape(node: Node, text: &str, macros: &Macros, function: Option<Node>) -> Option<[u32; 3]> {
     if let Some(v) = fold(node, text, macros, 0) {
         return Some([u32::try_from(v).ok()?, 1, 1]);
     }
     match node.kind() {
-        "call_expression"
-            if node
-                .child_by_field_name("function")
-                .is_some_and(|f| &text[f.byte_range()] == "dim3") =>
-        {
+        "call_expression" if node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == "dim3") => {
             dims(node.child_by_field_name("arguments")?, text, macros)
         }
         "identifier" => {
@@ -128,17 +99,13 @@ fn declared_value<'t>(function: Node<'t>, name: &str, text: &str) -> Option<Node
     let mut stack = vec![function];
     while let Some(node) = stack.pop() {
         if node.kind() == "init_declarator"
-            && node
-                .child_by_field_name("declarator")
-                .is_some_and(|d| &text[d.byte_range()] == name)
+            && node.child_by_field_name("declarator").is_some_and(|d| &text[d.byte_range()] == name)
             && let Some(v) = node.child_by_field_name("value")
         {
             found.push(v);
         }
         if node.kind() == "assignment_expression"
-            && node
-                .child_by_field_name("left")
-                .is_some_and(|d| &text[d.byte_range()] == name)
+            && node.child_by_field_name("left").is_some_and(|d| &text[d.byte_range()] == name)
         {
             return None;
         }

@@ -21,8 +21,7 @@ impl Macro {
     fn new(params: Option<Vec<String>>, body: &str) -> Macro {
         let body = body.trim().trim_end_matches('\\').trim();
         let text = format!("{PREFIX}{body});\n");
-        let tree =
-            crate::parse_tree(&text).filter(|t| !t.root_node().has_error() && !body.is_empty());
+        let tree = crate::parse_tree(&text).filter(|t| !t.root_node().has_error() && !body.is_empty());
         Macro { params, text, tree }
     }
 
@@ -30,15 +29,9 @@ impl Macro {
     pub fn expr(&self) -> Option<Node<'_>> {
         let tree = self.tree.as_ref()?;
         let start = PREFIX.len() - 1;
-        let node = tree
-            .root_node()
-            .descendant_for_byte_range(start, start + 1)?;
+        let node = tree.root_node().descendant_for_byte_range(start, start + 1)?;
         // The `(` token's parent is the parenthesized expression around the body.
-        let paren = if node.kind() == "parenthesized_expression" {
-            node
-        } else {
-            node.parent()?
-        };
+        let paren = if node.kind() == "parenthesized_expression" { node } else { node.parent()? };
         (paren.kind() == "parenthesized_expression").then_some(paren)
     }
 }
@@ -58,20 +51,12 @@ impl Macros {
                     let Some(name) = node.child_by_field_name("name") else {
                         continue;
                     };
-                    let body = node
-                        .child_by_field_name("value")
-                        .map(|v| &text[v.byte_range()])
-                        .unwrap_or("");
+                    let body = node.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
                     let params = node.child_by_field_name("parameters").map(|p| {
                         let mut cursor = p.walk();
-                        p.named_children(&mut cursor)
-                            .map(|n| text[n.byte_range()].to_string())
-                            .collect()
+                        p.named_children(&mut cursor).map(|n| text[n.byte_range()].to_string()).collect()
                     });
-                    map.insert(
-                        text[name.byte_range()].to_string(),
-                        Macro::new(params, body),
-                    );
+                    map.insert(text[name.byte_range()].to_string(), Macro::new(params, body));
                 }
                 // Function bodies hold no #defines worth modelling at this level; blocks may.
                 _ => {
@@ -132,13 +117,8 @@ pub fn fold(node: Node, text: &str, macros: &Macros, depth: usize) -> Option<i64
 
 /// `32`, `0x20`, `32u`, `256L` as an integer; floating literals give `None`.
 pub fn parse_int(literal: &str) -> Option<i64> {
-    let digits = literal
-        .trim_end_matches(['u', 'U', 'l', 'L'])
-        .replace('\'', "");
-    match digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
+    let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']).replace('\'', "");
+    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => digits.parse().ok(),
     }
@@ -156,14 +136,8 @@ mod tests {
         assert_eq!(macros.integer("N"), Some(1024));
         assert_eq!(macros.integer("M"), Some(1025));
         let idx = macros.get("IDX").unwrap();
-        assert_eq!(
-            idx.params.as_deref(),
-            Some(&["r".to_string(), "c".to_string()][..])
-        );
-        assert_eq!(
-            &idx.text[idx.expr().unwrap().byte_range()],
-            "(((r) * C + (c)))"
-        );
+        assert_eq!(idx.params.as_deref(), Some(&["r".to_string(), "c".to_string()][..]));
+        assert_eq!(&idx.text[idx.expr().unwrap().byte_range()], "(((r) * C + (c)))");
         assert!(macros.get("STMT").unwrap().expr().is_none());
     }
 }

@@ -88,9 +88,7 @@ impl Access {
     }
     /// What neighbouring lanes' indices differ by along `threadIdx.x` (and the lane id), in elements.
     pub fn lane_coefficient(&self) -> Poly {
-        self.index
-            .coefficient(&Atom::Tid(Dim::X))
-            .add(&self.index.coefficient(&Atom::Lane))
+        self.index.coefficient(&Atom::Tid(Dim::X)).add(&self.index.coefficient(&Atom::Lane))
     }
     /// The index is data-dependent across threads (`x[idx[i]]`).
     pub fn is_irregular(&self) -> bool {
@@ -279,11 +277,7 @@ impl KernelModel {
 
 /// The model of every kernel (and device function) in `text`. `block` gives a kernel's launch block
 /// (a launch spec's) when the caller knows it; in-file launch sites are used otherwise.
-pub fn model_file(
-    text: &str,
-    source: &SourceFile,
-    block: &dyn Fn(&str) -> Option<[u32; 3]>,
-) -> Vec<KernelModel> {
+pub fn model_file(text: &str, source: &SourceFile, block: &dyn Fn(&str) -> Option<[u32; 3]>) -> Vec<KernelModel> {
     let Some(tree) = crate::parse_tree(text) else {
         return Vec::new();
     };
@@ -305,13 +299,6 @@ pub fn model_file(
 }
 
 /// The model of one kernel by name.
-pub fn model_kernel(
-    text: &str,
-    source: &SourceFile,
-    name: &str,
-    block: Option<[u32; 3]>,
-) -> Option<KernelModel> {
-    model_file(text, source, &|k| if k == name { block } else { None })
-        .into_iter()
-        .find(|m| m.name == name)
+pub fn model_kernel(text: &str, source: &SourceFile, name: &str, block: Option<[u32; 3]>) -> Option<KernelModel> {
+    model_file(text, source, &|k| if k == name { block } else { None }).into_iter().find(|m| m.name == name)
 }

@@ -132,11 +132,8 @@ impl Poly {
     }
     pub fn opaque(text: &str, dep: Dep, data: bool) -> Poly {
         let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let text = if text.chars().count() > 40 {
-            format!("{}…", text.chars().take(39).collect::<String>())
-        } else {
-            text
-        };
+        let text =
+            if text.chars().count() > 40 { format!("{}…", text.chars().take(39).collect::<String>()) } else { text };
         Poly::atom(Atom::Opaque { text, dep, data })
     }
     pub fn is_zero(&self) -> bool {
@@ -160,8 +157,7 @@ impl Poly {
     }
     /// Whether some atom came from memory and varies across threads (a gather: `x[idx[i]]`).
     pub fn data_dependent(&self) -> bool {
-        self.atoms()
-            .any(|a| matches!(a, Atom::Opaque { data: true, dep, .. } if *dep != Dep::Uniform))
+        self.atoms().any(|a| matches!(a, Atom::Opaque { data: true, dep, .. } if *dep != Dep::Uniform))
     }
     /// Affine in the lane-varying atoms: no monomial holds two of them (or one
     /// squared), and no opaque atom varies across lanes. Warp-uniform values
@@ -189,13 +185,7 @@ impl Poly {
         out.bounded()
     }
     pub fn neg(&self) -> Poly {
-        Poly {
-            terms: self
-                .terms
-                .iter()
-                .map(|(m, c)| (m.clone(), c.wrapping_neg()))
-                .collect(),
-        }
+        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.wrapping_neg())).collect() }
     }
     pub fn sub(&self, other: &Poly) -> Poly {
         self.add(&other.neg())
@@ -204,13 +194,7 @@ impl Poly {
         if k == 0 {
             return Poly::zero();
         }
-        Poly {
-            terms: self
-                .terms
-                .iter()
-                .map(|(m, c)| (m.clone(), c.wrapping_mul(k)))
-                .collect(),
-        }
+        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.wrapping_mul(k))).collect() }
     }
     pub fn mul(&self, other: &Poly) -> Poly {
         let mut out = Poly::zero();
@@ -228,9 +212,7 @@ impl Poly {
         if k == 0 || self.terms.values().any(|c| c % k != 0) {
             return None;
         }
-        Some(Poly {
-            terms: self.terms.iter().map(|(m, c)| (m.clone(), c / k)).collect(),
-        })
+        Some(Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c / k)).collect() })
     }
 
     fn bounded(self) -> Poly {
@@ -238,9 +220,7 @@ impl Poly {
             return self;
         }
         let dep = self.dep();
-        let data = self
-            .atoms()
-            .any(|a| matches!(a, Atom::Opaque { data: true, .. }));
+        let data = self.atoms().any(|a| matches!(a, Atom::Opaque { data: true, .. }));
         Poly::opaque("long expression", dep, data)
     }
 
@@ -258,25 +238,11 @@ impl Poly {
     }
     /// The terms that hold no atom for which `pred` is true.
     pub fn without(&self, pred: impl Fn(&Atom) -> bool) -> Poly {
-        Poly {
-            terms: self
-                .terms
-                .iter()
-                .filter(|(m, _)| !m.iter().any(&pred))
-                .map(|(m, c)| (m.clone(), *c))
-                .collect(),
-        }
+        Poly { terms: self.terms.iter().filter(|(m, _)| !m.iter().any(&pred)).map(|(m, c)| (m.clone(), *c)).collect() }
     }
     /// The terms holding an atom for which `pred` is true.
     pub fn only(&self, pred: impl Fn(&Atom) -> bool) -> Poly {
-        Poly {
-            terms: self
-                .terms
-                .iter()
-                .filter(|(m, _)| m.iter().any(&pred))
-                .map(|(m, c)| (m.clone(), *c))
-                .collect(),
-        }
+        Poly { terms: self.terms.iter().filter(|(m, _)| m.iter().any(&pred)).map(|(m, c)| (m.clone(), *c)).collect() }
     }
     /// Replaces atoms by values (each atom → a polynomial).
     pub fn substitute(&self, value: impl Fn(&Atom) -> Option<Poly>) -> Poly {
@@ -293,9 +259,7 @@ impl Poly {
     }
     /// The largest integer dividing every coefficient (0 for the zero polynomial).
     pub fn content(&self) -> i64 {
-        self.terms
-            .values()
-            .fold(0i64, |g, c| gcd(g, c.unsigned_abs() as i64))
+        self.terms.values().fold(0i64, |g, c| gcd(g, c.unsigned_abs() as i64))
     }
 }
 
@@ -316,11 +280,7 @@ impl fmt::Display for Poly {
         let mut first = true;
         let constant = self.terms.get(&Vec::new()).copied();
         for (m, c) in self.terms.iter().filter(|(m, _)| !m.is_empty()) {
-            let (sign, abs) = if *c < 0 {
-                ("-", c.unsigned_abs())
-            } else {
-                ("+", *c as u64)
-            };
+            let (sign, abs) = if *c < 0 { ("-", c.unsigned_abs()) } else { ("+", *c as u64) };
             if first {
                 if sign == "-" {
                     write!(f, "-")?;
@@ -356,13 +316,8 @@ mod tests {
     fn arithmetic_and_display() {
         let tid = Poly::atom(Atom::Tid(Dim::X));
         let c = Poly::atom(Atom::Sym("C".into()));
-        let row = Poly::atom(Atom::Bid(Dim::X))
-            .mul(&Poly::atom(Atom::Bdim(Dim::X)))
-            .add(&tid);
-        let idx = row
-            .mul(&c)
-            .add(&Poly::atom(Atom::Loop("k".into())))
-            .add(&Poly::constant(-1));
+        let row = Poly::atom(Atom::Bid(Dim::X)).mul(&Poly::atom(Atom::Bdim(Dim::X))).add(&tid);
+        let idx = row.mul(&c).add(&Poly::atom(Atom::Loop("k".into()))).add(&Poly::constant(-1));
         assert_eq!(idx.to_string(), "tid.x*C + k + bid.x*bdim.x*C - 1");
         assert_eq!(idx.coefficient(&Atom::Tid(Dim::X)).to_string(), "C");
         assert!(idx.is_affine());

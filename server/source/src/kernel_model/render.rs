@@ -7,27 +7,13 @@ use std::fmt::Write;
 pub fn render(m: &KernelModel) -> String {
     let mut out = String::new();
     let launch = match (m.launch.block, m.launch.source) {
-        (Some([x, y, z]), Some(s)) => format!(
-            " block=({x},{y},{z}) from {}",
-            if s == LaunchSource::Spec {
-                "spec"
-            } else {
-                "launch site"
-            }
-        ),
+        (Some([x, y, z]), Some(s)) => {
+            format!(" block=({x},{y},{z}) from {}", if s == LaunchSource::Spec { "spec" } else { "launch site" })
+        }
         _ => " block=?".to_string(),
     };
-    let bounds = m
-        .launch
-        .max_threads
-        .map(|t| format!(" launch_bounds={t}"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{} {}{launch}{bounds}",
-        if m.is_kernel { "kernel" } else { "device fn" },
-        m.name
-    );
+    let bounds = m.launch.max_threads.map(|t| format!(" launch_bounds={t}")).unwrap_or_default();
+    let _ = writeln!(out, "{} {}{launch}{bounds}", if m.is_kernel { "kernel" } else { "device fn" }, m.name);
     if let Some(p) = m.pattern() {
         let _ = writeln!(out, "  pattern {}: {}", p.pattern.name(), p.because);
     }
@@ -47,16 +33,8 @@ pub fn render(m: &KernelModel) -> String {
             Step::Unknown => "?".into(),
         };
         let var = l.var.as_deref().unwrap_or("?");
-        let init = l
-            .init
-            .as_ref()
-            .map(|p| p.to_string())
-            .unwrap_or_else(|| "?".into());
-        let bound = l
-            .bound
-            .as_ref()
-            .map(|p| p.to_string())
-            .unwrap_or_else(|| "?".into());
+        let init = l.init.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "?".into());
+        let bound = l.bound.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "?".into());
         let kind = if l.grid_stride {
             " grid-stride"
         } else if l.block_stride {
@@ -79,13 +57,7 @@ pub fn render(m: &KernelModel) -> String {
             BranchKind::LaneModulo { modulus } => format!("lane modulo {modulus}"),
             k => format!("{k:?}").to_lowercase(),
         };
-        let _ = writeln!(
-            out,
-            "  branch{i} L{} {:?} `{}`: {kind}",
-            b.span.start.line + 1,
-            b.source,
-            b.condition
-        );
+        let _ = writeln!(out, "  branch{i} L{} {:?} `{}`: {kind}", b.span.start.line + 1, b.source, b.condition);
     }
     for a in &m.accesses {
         let space = match a.space {
@@ -99,11 +71,7 @@ pub fn render(m: &KernelModel) -> String {
             AccessKind::ReadWrite => "read-write".to_string(),
             AccessKind::Atomic(f) => f.clone(),
         };
-        let size = a
-            .elem
-            .bytes
-            .map(|b| format!("{b}B"))
-            .unwrap_or_else(|| "?B".into());
+        let size = a.elem.bytes.map(|b| format!("{b}B")).unwrap_or_else(|| "?B".into());
         let lane = a.lane_coefficient();
         let form = if a.is_irregular() {
             " irregular".to_string()
@@ -113,11 +81,7 @@ pub fn render(m: &KernelModel) -> String {
             format!(" lane*{lane}")
         };
         let loops: Vec<String> = a.loops.iter().map(|l| format!("loop{l}")).collect();
-        let loops = if loops.is_empty() {
-            String::new()
-        } else {
-            format!(" in {}", loops.join(","))
-        };
+        let loops = if loops.is_empty() { String::new() } else { format!(" in {}", loops.join(",")) };
         let product = match (a.in_product, a.accumulated) {
             (true, true) => " product accumulated",
             (true, false) => " product",
@@ -134,29 +98,14 @@ pub fn render(m: &KernelModel) -> String {
         );
     }
     for b in &m.barriers {
-        let under: Vec<String> = b
-            .branches
-            .iter()
-            .filter(|&&i| m.branches[i].kind.splits_block())
-            .map(|i| format!("branch{i}"))
-            .collect();
-        let under = if under.is_empty() {
-            String::new()
-        } else {
-            format!(" under {}", under.join(","))
-        };
-        let _ = writeln!(
-            out,
-            "  barrier L{} {}{under}",
-            b.span.start.line + 1,
-            b.text
-        );
+        let under: Vec<String> =
+            b.branches.iter().filter(|&&i| m.branches[i].kind.splits_block()).map(|i| format!("branch{i}")).collect();
+        let under = if under.is_empty() { String::new() } else { format!(" under {}", under.join(",")) };
+        let _ = writeln!(out, "  barrier L{} {}{under}", b.span.start.line + 1, b.text);
     }
     out
 }
 
 fn dims(d: &[Option<i64>]) -> String {
-    d.iter()
-        .map(|x| x.map(|v| format!("[{v}]")).unwrap_or_else(|| "[]".into()))
-        .collect()
+    d.iter().map(|x| x.map(|v| format!("[{v}]")).unwrap_or_else(|| "[]".into())).collect()
 }

@@ -13,16 +13,10 @@ pub struct ElemType {
 impl ElemType {
     pub fn new(name: &str) -> ElemType {
         let name = base_type(name);
-        ElemType {
-            bytes: size_of(&name),
-            name,
-        }
+        ElemType { bytes: size_of(&name), name }
     }
     pub fn unknown() -> ElemType {
-        ElemType {
-            name: "?".into(),
-            bytes: None,
-        }
+        ElemType { name: "?".into(), bytes: None }
     }
     /// Whether it is a floating type (for accumulator and FP64 reasoning).
     pub fn is_double(&self) -> bool {
@@ -60,15 +54,14 @@ pub fn base_type(ty: &str) -> String {
 /// Size in bytes of a CUDA scalar or vector type; `None` for anything else.
 pub fn size_of(base: &str) -> Option<u32> {
     Some(match base {
-        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool"
-        | "__nv_fp8_e4m3" | "__nv_fp8_e5m2" => 1,
-        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half"
-        | "__nv_bfloat16" | "nv_bfloat16" | "char2" | "uchar2" => 2,
-        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2"
-        | "__half2" | "__nv_bfloat162" | "nv_bfloat162" | "char4" | "uchar4" | "short2" => 4,
-        "long" | "unsigned long" | "long long" | "unsigned long long" | "long int" | "int64_t"
-        | "uint64_t" | "size_t" | "ptrdiff_t" | "double" | "float2" | "int2" | "uint2"
-        | "short4" => 8,
+        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" | "__nv_fp8_e4m3"
+        | "__nv_fp8_e5m2" => 1,
+        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "__nv_bfloat16" | "nv_bfloat16"
+        | "char2" | "uchar2" => 2,
+        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2" | "__half2"
+        | "__nv_bfloat162" | "nv_bfloat162" | "char4" | "uchar4" | "short2" => 4,
+        "long" | "unsigned long" | "long long" | "unsigned long long" | "long int" | "int64_t" | "uint64_t"
+        | "size_t" | "ptrdiff_t" | "double" | "float2" | "int2" | "uint2" | "short4" => 8,
         "float3" | "int3" | "uint3" => 12,
         "float4" | "int4" | "uint4" | "double2" | "longlong2" => 16,
         "double4" | "longlong4" => 32,
@@ -79,17 +72,11 @@ pub fn size_of(base: &str) -> Option<u32> {
 /// Whether a declared scalar type is an integer (index-like) type.
 pub fn is_integer(base: &str) -> bool {
     matches!(size_of(base), Some(_))
-        && !matches!(
-            base,
-            "float" | "double" | "half" | "__half" | "__nv_bfloat16" | "nv_bfloat16"
-        )
+        && !matches!(base, "float" | "double" | "half" | "__half" | "__nv_bfloat16" | "nv_bfloat16")
         && !base.contains('2')
         && !base.contains('3')
         && !base.contains('4')
-        || matches!(
-            base,
-            "int64_t" | "uint64_t" | "int32_t" | "uint32_t" | "int16_t" | "uint16_t"
-        )
+        || matches!(base, "int64_t" | "uint64_t" | "int32_t" | "uint32_t" | "int16_t" | "uint16_t")
 }
 
 #[cfg(test)]
