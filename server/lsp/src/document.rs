@@ -6,7 +6,6 @@ use kernelpro_model::{Pos, Span};
 use kernelpro_session::{EditLog, LineChange};
 use ropey::Rope;
 use std::sync::{Arc, OnceLock};
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 pub struct Document {
@@ -16,10 +15,6 @@ pub struct Document {
     pub version: i32,
     /// The latest finished analysis and the version it was made from.
     pub analysis: Option<(i32, Arc<FileAnalysis>)>,
-    /// Cancels the analysis in flight when a newer one starts.
-    pub in_flight: Option<CancellationToken>,
-    /// Bumped on every analysis start; a result is published only if still current.
-    pub generation: u64,
     /// The last profile's results, kept on their lines while the user edits.
     pub profile: Option<ProfileState>,
     /// Line changes not yet seen by the stored analysis, with the version each
@@ -46,8 +41,6 @@ impl Document {
             lines: OnceLock::new(),
             version,
             analysis: None,
-            in_flight: None,
-            generation: 0,
             profile: None,
             edits: Vec::new(),
         }

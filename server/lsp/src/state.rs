@@ -31,6 +31,8 @@ pub struct State {
     pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
     /// The LLM key the client sent from its secret storage (never from settings).
     pub llm_key: Mutex<Option<kernelpro_llm::ApiKey>>,
+    /// Every running job (analysis now), one per document and kind, version-tagged.
+    pub jobs: Mutex<kernelpro_session::Jobs<Uri, String>>,
     /// Cancel flags of running searches, by progress token.
     pub progress_cancels: Mutex<HashMap<String, Arc<AtomicBool>>>,
 }
@@ -46,6 +48,10 @@ pub struct StoredOptimization {
 impl State {
     pub fn docs(&self) -> MutexGuard<'_, HashMap<Uri, Document>> {
         self.docs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Lock order: `docs` before `jobs` where both are held.
+    pub fn jobs(&self) -> MutexGuard<'_, kernelpro_session::Jobs<Uri, String>> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
     }
     pub fn settings(&self) -> Settings {
         self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()

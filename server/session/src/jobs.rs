@@ -32,6 +32,13 @@ pub struct Jobs<D, S = String> {
     next: u64,
 }
 
+impl JobTicket {
+    /// A number no other job of this registry has (for progress tokens).
+    pub fn id(&self) -> u64 {
+        self.generation
+    }
+}
+
 impl<D, S> Default for Jobs<D, S> {
     fn default() -> Self {
         Jobs { running: HashMap::new(), next: 0 }

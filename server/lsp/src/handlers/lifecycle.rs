@@ -89,10 +89,9 @@ pub async fn initialized(server: &Server) {
 
 pub fn shutdown(server: &Server) {
     server.state.shut_down.store(true, Ordering::SeqCst);
-    for doc in server.state.docs().values_mut() {
-        if let Some(t) = doc.in_flight.take() {
-            t.cancel();
-        }
+    let uris: Vec<Uri> = server.state.docs().keys().cloned().collect();
+    for uri in uris {
+        server.state.jobs().cancel(&uri, None);
     }
 }
 

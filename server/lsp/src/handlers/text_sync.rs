@@ -58,11 +58,8 @@ pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {
 
 pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
-    if let Some(doc) = server.state.docs().remove(&uri)
-        && let Some(t) = doc.in_flight
-    {
-        t.cancel();
-    }
+    server.state.docs().remove(&uri);
+    server.state.jobs().cancel(&uri, None);
     let headers =
         server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
     for h in headers {

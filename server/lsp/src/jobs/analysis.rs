@@ -8,8 +8,8 @@ use crate::server::Server;
 use crate::state::State;
 use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
 use kernelpro_model::{Finding, Severity, Span};
+use kernelpro_session::{JobKind, JobTicket};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
 
@@ -27,18 +27,15 @@ pub fn schedule_all(state: &Arc<State>, client: &Client) {
 }
 
 fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
-    let (text, version, generation, token) = {
-        let mut docs = state.docs();
-        let Some(doc) = docs.get_mut(&uri) else {
+    // The text and the job start under one lock: a newer save can't slip between them.
+    let (text, version, ticket) = {
+        let docs = state.docs();
+        let Some(doc) = docs.get(&uri) else {
             return;
         };
-        if let Some(old) = doc.in_flight.take() {
-            old.cancel();
-        }
-        let token = CancellationToken::new();
-        doc.in_flight = Some(token.clone());
-        doc.generation += 1;
-        (doc.text().to_string(), doc.version, doc.generation, token)
+        // Starting it cancels the analysis in flight for this document.
+        let ticket = state.jobs().start(&uri, JobKind::Analyze, String::new(), doc.version);
+        (doc.text().to_string(), doc.version, ticket)
     };
     let state = state.clone();
     let client = client.clone();
@@ -46,8 +43,8 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
         // The progress bar is asked for beside the analysis, not before it: a
         // client slow to answer must not hold up the compile.
         let (progress, profile_now) = tokio::join!(
-            begin_progress(&state, &client, &uri, generation),
-            analyse_and_publish(&state, &client, &uri, &text, version, generation, &token)
+            begin_progress(&state, &client, &uri, ticket.id()),
+            analyse_and_publish(&state, &client, &uri, &text, version, &ticket)
         );
         if let Some(p) = progress {
             p.finish().await;
@@ -86,9 +83,9 @@ async fn analyse_and_publish(
     uri: &Uri,
     text: &str,
     version: i32,
-    generation: u64,
-    token: &CancellationToken,
+    ticket: &JobTicket,
 ) -> bool {
+    let token = &ticket.token;
     let settings = state.settings();
     let path = path_of(uri);
     let started = std::time::Instant::now();
@@ -117,7 +114,7 @@ async fn analyse_and_publish(
             // nvdisasm starts while the first publish goes out; the second
             // publish waits for both, so it always comes after the first.
             let (current, second) = tokio::join!(
-                publish(state, client, uri, version, generation, shown, false),
+                publish(state, client, uri, version, ticket, shown, false),
                 state.analyzer.machine_code_step(&first, text, &settings, token)
             );
             if !current {
@@ -145,7 +142,7 @@ async fn analyse_and_publish(
         trusted = settings.trusted,
         "analysed"
     );
-    publish(state, client, uri, version, generation, Arc::new(analysis), true).await && profile_now
+    publish(state, client, uri, version, ticket, Arc::new(analysis), true).await && profile_now
 }
 
 /// Why an untrusted document gets no compiler diagnostics, on the document

@@ -17,7 +17,7 @@ pub(crate) async fn publish(
     client: &Client,
     uri: &Uri,
     version: i32,
-    generation: u64,
+    ticket: &kernelpro_session::JobTicket,
     analysis: Arc<FileAnalysis>,
     last: bool,
 ) -> bool {
@@ -27,12 +27,13 @@ pub(crate) async fn publish(
         let Some(doc) = docs.get_mut(uri) else {
             return false;
         };
-        if doc.generation != generation {
+        let (kind, sub) = (kernelpro_session::JobKind::Analyze, String::new());
+        if !state.jobs().is_current(uri, kind, &sub, ticket) {
             return false; // a newer analysis has started: this one is stale
         }
         doc.set_analysis(version, analysis);
         if last {
-            doc.in_flight = None;
+            state.jobs().finish(uri, kind, &sub, ticket);
         }
         // Positions are mapped to the text as it is now: tag them with its version.
         let now = doc.version;

@@ -116,7 +116,7 @@ impl Recipe for PrivatizeAtomics {
         crate::Tier::Rewrite
     }
     fn answers(&self) -> &'static [Code] {
-        &[Code::WarpStall, Code::LaunchOverhead, Code::TailEffect]
+        &[Code::AtomicContention, Code::ContendedAtomics, Code::WarpStall, Code::LaunchOverhead, Code::TailEffect]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
