@@ -29,6 +29,7 @@ pub fn messages(
         ("kernel", site.region().trim_end()),
         ("launch_spec", &launch_spec(ctx.source, kernel)),
         ("findings", &findings(ctx)),
+        ("model", &kernel_model(ctx.source, kernel)),
         ("hardware", &config.hardware),
         ("memory", &memory(ctx, config.memory_entries)),
         ("failure", &failure),
@@ -51,6 +52,34 @@ fn launch_spec(source: &str, kernel: &str) -> String {
     } else {
         lines.join("\n")
     }
+}
+
+/// What each thread of the kernel touches, from KernelPro's kernel model (the
+/// paper's semantic feedback): its parallel pattern, every access's index as
+/// a form in the thread and loop values with its stride across a warp's lanes,
+/// and the expert form of that pattern to aim for.
+fn kernel_model(source: &str, kernel: &str) -> String {
+    use kernelpro_source::kernel_model::{Pattern, model_kernel};
+    let parsed = kernelpro_source::parse(source);
+    let Some(model) = model_kernel(source, &parsed, kernel, None) else {
+        return "(not modelled)".to_owned();
+    };
+    let expert = model.pattern().map(|p| match p.pattern {
+        Pattern::Map => "a grid-stride loop with 128-bit (float4) loads and stores, consecutive lanes on consecutive elements",
+        Pattern::RowReduction => "a warp per row (a block for few long rows): lanes walk the row contiguously, then shuffle reductions",
+        Pattern::Gather => "a warp per gathered row, lanes along the row, 128-bit accesses where aligned",
+        Pattern::Contraction => "shared-memory tiles of both operands with a register tile per thread (e.g. 64x64 blocks, 4x4 per thread), or tensor cores",
+        Pattern::ScalarReduction => "grid-stride partial sums per thread, warp shuffles, one atomic (or one store) per block",
+        Pattern::Histogram => "per-block bins in shared memory, then one global atomic per bin per block",
+        Pattern::Stencil => "a shared-memory tile with its halo, each input read from global memory once per block",
+        Pattern::Transpose => "a 32x33 shared-memory tile so both the reads and the writes are coalesced",
+    });
+    let mut out = format!("```\n{}\n```\n", model.render().trim_end());
+    out.push_str("(`lane*K`: neighbouring threads of a warp are K elements apart; 1 is coalesced.)\n");
+    if let Some(e) = expert {
+        out.push_str(&format!("Expert form of this pattern: {e}.\n"));
+    }
+    out
 }
 
 fn findings(ctx: &ProposeContext) -> String {

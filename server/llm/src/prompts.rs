@@ -95,9 +95,9 @@ mod tests {
     #[test]
     fn embedded_templates_use_every_placeholder() {
         let t = Templates::default();
-        for name in ["kernel", "kernel_name", "launch_spec", "findings", "hardware", "memory", "tools"] {
+        for name in ["kernel", "kernel_name", "launch_spec", "findings", "model", "hardware", "memory", "tools"] {
             assert!(t.optimize.contains(&format!("{{{{{name}}}}}")), "optimize.md lacks {name}");
         }
-        assert!(t.fix.contains("{{failure}}"));
+        assert!(t.fix.contains("{{failure}}") && t.fix.contains("{{model}}"));
     }
 }

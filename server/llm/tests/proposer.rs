@@ -108,6 +108,12 @@ fn openai_good_reply() {
         "- `tune B in [128, 256]`",
         "- Fp64Promotion: Use float literals",
         "NVIDIA H200 (sm_90)",
+        // The kernel model's facts: the pattern, each access's form and lane stride, the expert form.
+        "## What each thread touches (KernelPro's kernel model)",
+        "pattern map",
+        "global read x[",
+        "lane*1",
+        "Expert form of this pattern: a grid-stride loop with 128-bit (float4) loads",
     ] {
         assert!(user.contains(part), "prompt lacks {part}:\n{user}");
     }
