@@ -387,24 +387,9 @@ fn matching_paren(s: &str, open: usize) -> Option<usize> {
     None
 }
 
-/// `a, b` split at its top-level commas.
+/// `a, b` split at its top-level commas, each part trimmed (the spec parser's splitter).
 fn split_top(s: &str) -> Vec<String> {
-    let (mut parts, mut depth, mut cur) = (Vec::new(), 0i32, String::new());
-    for c in s.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    parts.push(cur.trim().to_string());
-    parts
+    kernelpro_spec::split_top_level(s).into_iter().map(|(_, p)| p.trim().to_string()).collect()
 }
 
 /// `(x, y[, z])` as its parts; `None` for anything else.

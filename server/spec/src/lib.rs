@@ -16,7 +16,7 @@ mod types;
 pub use expr::{ExprError, ExprErrorKind, Scope, eval};
 pub use launch::*;
 pub use resolve::{KernelSignature, Param, ResolveOptions, code, resolve};
-pub use source::{FileSpecs, KernelSpecRaw, LAUNCH_PARTS, SpecLine, launch_part, parse_file};
+pub use source::{FileSpecs, KernelSpecRaw, LAUNCH_PARTS, SpecLine, launch_part, parse_file, split_top_level};
 pub use types::{ElemType, ScalarType, base_c_type};
 
 #[cfg(test)]

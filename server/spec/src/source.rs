@@ -230,7 +230,7 @@ fn function_name_offset(decl: &str) -> Option<usize> {
 }
 
 /// Splits at commas outside parentheses and square brackets; each part comes with its byte offset, untrimmed.
-pub(crate) fn split_top_level(text: &str) -> Vec<(usize, &str)> {
+pub fn split_top_level(text: &str) -> Vec<(usize, &str)> {
     let mut parts = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;

@@ -119,23 +119,10 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
     out
 }
 
-/// `(a, b[, c])` split at its top-level commas.
+/// `(a, b[, c])` split at its top-level commas (the spec parser's splitter).
 fn tuple_parts(text: &str) -> Option<Vec<String>> {
     let inner = text.strip_prefix('(')?.strip_suffix(')')?;
-    let (mut parts, mut depth, mut cur) = (Vec::new(), 0i32, String::new());
-    for ch in inner.chars() {
-        match ch {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(ch);
-    }
-    parts.push(cur.trim().to_string());
+    let parts: Vec<String> =
+        kernelpro_spec::split_top_level(inner).into_iter().map(|(_, p)| p.trim().to_string()).collect();
     (parts.len() >= 2).then_some(parts)
 }
