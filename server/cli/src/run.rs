@@ -82,6 +82,8 @@ pub async fn run(args: &RunArgs) -> ExitCode {
         warmup: args.warmup,
         energy: !args.no_energy,
         device: args.device,
+        // Ctrl-C ends the worker's group through the signal handler (`children::kill_all`).
+        cancel: Default::default(),
     };
     match harness::run(&kernel.job, reference.as_ref().map(|r| &r.job), &settings, &opts).await {
         Ok(result) => {

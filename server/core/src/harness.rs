@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub warmup: u32,
     pub energy: bool,
     pub device: u32,
+    /// Ends the worker (and its process group) when fired.
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 /// A kernel compiled and ready to launch; the temp dir holds its cubin.
@@ -146,8 +148,7 @@ fn compiled_entry(analysis: &FileAnalysis, kernel: &str, wanted: Option<&str>) -
     pick.map(|r| r.mangled.clone())
 }
 
-/// Runs a prepared kernel (and reference) in the worker child; the blocking
-/// wait happens off the async runtime.
+/// Runs a prepared kernel (and reference) in the worker child.
 /// The jobs' cubins must outlive the call (keep their `Prepared` alive).
 pub async fn run(
     kernel: &KernelJob,
@@ -164,16 +165,12 @@ pub async fn run(
         flush_l2: true,
         energy_window_ms: if opts.energy { 1000 } else { 0 },
     };
-    let exe = opts.exe.clone();
-    let runner = settings.runner.clone();
     // The kernels get the run timeout; energy adds its window, and the
     // buffers' set-up (filled and compared on the GPU) time in proportion to their bytes.
     let timeout = Duration::from_secs(settings.run_timeout_secs.max(1))
         + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO }
         + job.setup_allowance();
-    // GPU jobs count against the same job limit as compiles.
-    let _slot = crate::jobs::slot(&tokio_util::sync::CancellationToken::new()).await;
-    tokio::task::spawn_blocking(move || run_job(&exe, &job, timeout, &runner))
-        .await
-        .unwrap_or_else(|e| Err(HarnessError::Worker(format!("the harness thread failed: {e}"))))
+    // The runner takes a place under the job limit shared with compiles, and
+    // kills the worker's group when `opts.cancel` fires or this future is dropped.
+    run_job(&opts.exe, &job, timeout, &settings.runner, &opts.cancel).await
 }

@@ -5,12 +5,10 @@
 
 pub mod docs;
 pub mod editor;
-pub mod jobs;
 pub mod nvcc_diag;
-pub mod process;
 pub mod settings;
 pub mod settings_doc;
-pub use kernelpro_gpu::children;
+pub use kernelpro_runner::{children, jobs, process};
 pub use kernelpro_source as source;
 pub mod analysis;
 pub mod baseline;

@@ -19,13 +19,13 @@
 //! Runners: the prefix is put before `EXE __gpu-worker`, and the job travels
 //! on stdin, so `srun --gres=gpu:1 --` (Slurm) and `ssh gpu-box --` both work
 //! when the cubin path is visible on the far side (a shared file system) or
-//! the job carries PTX. On timeout the local process group is killed; with ssh
+//! the job carries PTX. On timeout the local process group is killed (the child runs through
+//! `kernelpro_runner::run_tool`, as every child does); with ssh
 //! the remote worker ends when its connection drops. Several GPUs of one
-//! machine: give each job its own `Job::device` and call `run_job` from one
-//! thread per device. Energy is NVML's total-energy counter over a loop of
+//! machine: give each job its own `Job::device` and run one `run_job` per
+//! device at a time. Energy is NVML's total-energy counter over a loop of
 //! `energy_window_ms` (1 s by default; 0 turns it off).
 
-pub mod children;
 mod data;
 mod device;
 mod energy_field;

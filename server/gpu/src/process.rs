@@ -1,14 +1,16 @@
 //! The parent side: runs a job in a child process (`kernelpro __gpu-worker`)
-//! so that faults, hangs and driver errors cannot take the server down.
+//! so that faults, hangs and driver errors cannot take the server down. The
+//! child runs through the one runner (`kernelpro_runner::run_tool`): its own
+//! process group, a timeout, the caller's cancellation token, capped output, no
+//! API keys in its environment, and the group killed if the caller's future is
+//! dropped.
 
 use crate::job::{Job, JobResult};
+use kernelpro_runner::{ToolCommand, ToolError, run_tool};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// The hidden subcommand that runs [`crate::worker_main`].
 pub const WORKER_SUBCOMMAND: &str = "__gpu-worker";
@@ -24,14 +26,16 @@ pub(crate) enum Reply {
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error(
-        "could not start the GPU worker `{command}`: {source}; check the runner setting and that the program exists on the GPU machine"
+        "could not start the GPU worker `{command}`: {message}; check the runner setting and that the program exists on the GPU machine"
     )]
-    Spawn { command: String, source: std::io::Error },
+    Spawn { command: String, message: String },
     #[error(
         "the GPU work did not finish within {} s and was killed: the kernel may never end (check loop bounds, and `__syncthreads()` or spin-waits in divergent code), or it is just slow: raise the timeout setting",
         .after.as_secs_f64()
     )]
     Timeout { after: Duration },
+    #[error("the GPU work was cancelled")]
+    Cancelled,
     #[error("the GPU worker died ({status}) without a result{}", tail_note(.stderr))]
     Crashed { status: String, stderr: String },
     /// A message from the worker: no driver, a load or launch error, a fault in the kernel.
@@ -44,79 +48,41 @@ fn tail_note(stderr: &str) -> String {
     if tail.is_empty() { String::new() } else { format!(": {}", tail.join("\n")) }
 }
 
-/// API keys no child gets: nvcc, the GPU worker, ncu, a runner and the
-/// program under test need none (the one list; `core::process` uses it too).
-pub const SECRET_ENV: [&str; 3] = ["KERNELPRO_LLM_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+pub use kernelpro_runner::SECRET_ENV;
 
-/// Runs `job` in `runner_prefix... exe __gpu-worker`, killing the child's whole
-/// process group when `timeout` passes.
-pub fn run_job(exe: &Path, job: &Job, timeout: Duration, runner_prefix: &[String]) -> Result<JobResult, HarnessError> {
+/// Runs `job` in `runner_prefix... exe __gpu-worker` (the job on stdin, the
+/// reply on stdout), killing the child's whole process group when `timeout`
+/// passes or `cancel` fires.
+pub async fn run_job(
+    exe: &Path,
+    job: &Job,
+    timeout: Duration,
+    runner_prefix: &[String],
+    cancel: &CancellationToken,
+) -> Result<JobResult, HarnessError> {
     let mut argv: Vec<String> = runner_prefix.to_vec();
     argv.push(exe.to_string_lossy().into_owned());
     argv.push(WORKER_SUBCOMMAND.to_string());
-    let mut command = Command::new(&argv[0]);
-    for secret in SECRET_ENV {
-        command.env_remove(secret);
-    }
-    let mut child = command
-        .args(&argv[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| HarnessError::Spawn { command: argv.join(" "), source })?;
-    // Dropped on every return, after the group is killed below.
-    let _registered = crate::children::register(child.id() as i32);
-
     let input = serde_json::to_vec(job).expect("a job always serializes");
-    let mut stdin = child.stdin.take().expect("stdin is piped");
-    // Written from a thread: a child that never reads must not block us past the timeout.
-    thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let stdout = drain(child.stdout.take().expect("stdout is piped"));
-    let stderr = drain(child.stderr.take().expect("stderr is piped"));
-
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() >= timeout => {
-                kill_group(child.id());
-                let _ = child.wait();
-                return Err(HarnessError::Timeout { after: timeout });
-            }
-            Ok(None) => thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(HarnessError::Crashed { status: e.to_string(), stderr: String::new() }),
+    let command = ToolCommand::new(&argv[0], timeout).args(&argv[1..]).stdin(input);
+    let out = run_tool(&command, cancel).await.map_err(|e| match e {
+        ToolError::Timeout { .. } => HarnessError::Timeout { after: timeout },
+        ToolError::Cancelled { .. } => HarnessError::Cancelled,
+        ToolError::NotFound { .. } | ToolError::NotExecutable { .. } | ToolError::Spawn { .. } => {
+            HarnessError::Spawn { command: argv.join(" "), message: e.to_string() }
         }
-    };
-    // Grandchildren (an ssh session, a runner) may hold the pipes open; end them too.
-    kill_group(child.id());
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    match parse_reply(&stdout) {
+        ToolError::Flood { .. } => HarnessError::Worker(format!("the GPU worker's output was cut off: {e}")),
+    })?;
+    match parse_reply(&out.stdout) {
         Ok(Reply::Done(result)) => Ok(*result),
         Ok(Reply::Failed(message)) => Err(HarnessError::Worker(message)),
-        Err(Some(e)) if status.success() => Err(HarnessError::Worker(format!(
+        Err(Some(e)) if out.success() => Err(HarnessError::Worker(format!(
             "the GPU worker finished but its reply could not be read ({e}); the worker and the server are different versions, or this is a KernelPro bug"
         ))),
-        Err(_) => Err(HarnessError::Crashed { status: describe(status), stderr }),
-    }
-}
-
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = pipe.read_to_end(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
-    })
-}
-
-fn kill_group(pid: u32) {
-    // SAFETY: kill(2) with a negative pid signals the group we created with process_group(0).
-    unsafe {
-        libc::kill(-(pid as i32), libc::SIGKILL);
+        Err(_) => Err(HarnessError::Crashed {
+            status: out.code.map_or_else(|| "killed by a signal".to_string(), |c| format!("exit code {c}")),
+            stderr: out.stderr,
+        }),
     }
 }
 
@@ -136,15 +102,6 @@ fn parse_reply(stdout: &str) -> Result<Reply, Option<String>> {
         }
     }
     Err(first_error)
-}
-
-fn describe(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit code {code}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => status.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -179,34 +136,34 @@ mod tests {
         path
     }
 
-    #[test]
-    fn kills_the_whole_group_on_timeout() {
+    #[tokio::test]
+    async fn kills_the_whole_group_on_timeout() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("grandchild.pid");
         let exe = fake_worker(dir.path(), &format!("sleep 30 & echo $! > {}\nwait", pid_file.display()));
-        let err = run_job(&exe, &job(), Duration::from_millis(500), &[]).unwrap_err();
+        let err = run_job(&exe, &job(), Duration::from_millis(500), &[], &CancellationToken::new()).await.unwrap_err();
         assert!(matches!(err, HarnessError::Timeout { .. }), "{err}");
         assert!(err.to_string().starts_with("the GPU work did not finish within 0.5 s and was killed"));
         let grandchild: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
         // The grandchild is gone once init reaps it; poll instead of sleeping a fixed time.
         let gone = (0..200).any(|_| {
-            thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(10));
             // SAFETY: signal 0 only checks that the process exists.
             unsafe { libc::kill(grandchild, 0) != 0 }
         });
         assert!(gone, "the sleeping grandchild survived");
     }
 
-    #[test]
-    fn reports_a_crash_with_its_stderr() {
+    #[tokio::test]
+    async fn reports_a_crash_with_its_stderr() {
         let dir = tempfile::tempdir().unwrap();
         let exe = fake_worker(dir.path(), "cat > /dev/null; echo 'Segmentation fault' >&2; exit 139");
-        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &[]).unwrap_err();
+        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &[], &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.to_string(), "the GPU worker died (exit code 139) without a result: Segmentation fault");
     }
 
-    #[test]
-    fn passes_the_job_and_reads_the_reply_after_runner_noise() {
+    #[tokio::test]
+    async fn passes_the_job_and_reads_the_reply_after_runner_noise() {
         let dir = tempfile::tempdir().unwrap();
         // The reply echoes the job's function name back to prove stdin arrived.
         let exe = fake_worker(
@@ -214,13 +171,15 @@ mod tests {
             r#"grep -q '"function":"k"' && echo 'Welcome to gpu-box' && echo 'srun: {"Failed":"no CUDA driver here"}'"#,
         );
         let prefix = vec!["env".to_string(), "KERNELPRO_RUNNER=1".to_string()];
-        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &prefix).unwrap_err();
+        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &prefix, &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.to_string(), "no CUDA driver here");
     }
 
-    #[test]
-    fn reports_a_runner_that_cannot_start() {
-        let err = run_job(Path::new("/nonexistent/kernelpro"), &job(), DEFAULT_TIMEOUT, &[]).unwrap_err();
+    #[tokio::test]
+    async fn reports_a_runner_that_cannot_start() {
+        let err = run_job(Path::new("/nonexistent/kernelpro"), &job(), DEFAULT_TIMEOUT, &[], &CancellationToken::new())
+            .await
+            .unwrap_err();
         assert!(
             err.to_string().starts_with("could not start the GPU worker `/nonexistent/kernelpro __gpu-worker`"),
             "{err}"
@@ -297,12 +256,49 @@ mod tests {
         assert_eq!(back.kernel.timing.median_ms, 0.5);
     }
 
-    #[test]
-    fn an_unreadable_reply_from_a_worker_that_succeeded_is_named() {
+    #[tokio::test]
+    async fn an_unreadable_reply_from_a_worker_that_succeeded_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let exe = fake_worker(dir.path(), r#"cat > /dev/null; echo '{"Done":{"device_name":null}}'; exit 0"#);
-        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &[]).unwrap_err();
+        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &[], &CancellationToken::new()).await.unwrap_err();
         assert!(matches!(err, HarnessError::Worker(_)), "{err:?}");
         assert!(err.to_string().starts_with("the GPU worker finished but its reply could not be read"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn cancellation_ends_the_worker_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = fake_worker(dir.path(), "sleep 30");
+        let cancel = CancellationToken::new();
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            c2.cancel();
+        });
+        let started = std::time::Instant::now();
+        let err = run_job(&exe, &job(), Duration::from_secs(30), &[], &cancel).await.unwrap_err();
+        assert!(matches!(err, HarnessError::Cancelled), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn no_api_key_reaches_the_worker_or_its_runner() {
+        // SAFETY: set once before the child starts; no other test of this crate reads these variables.
+        unsafe {
+            std::env::set_var("KERNELPRO_LLM_KEY", "sk-secret-kp");
+            std::env::set_var("OPENAI_API_KEY", "sk-secret-openai");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("env.txt");
+        let exe = fake_worker(dir.path(), &format!("env > {}\necho '{{\"Failed\":\"no GPU\"}}'", seen.display()));
+        let runner = ["env".to_string(), "ANTHROPIC_API_KEY=sk-secret-runner".to_string()];
+        let err = run_job(&exe, &job(), DEFAULT_TIMEOUT, &runner, &CancellationToken::new()).await.unwrap_err();
+        assert_eq!(err.to_string(), "no GPU");
+        let env = std::fs::read_to_string(&seen).unwrap();
+        assert!(env.contains("PATH="), "{env}");
+        assert!(
+            !env.contains("sk-secret-kp") && !env.contains("sk-secret-openai"),
+            "a key reached the GPU worker:\n{env}"
+        );
     }
 }

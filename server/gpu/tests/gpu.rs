@@ -86,7 +86,8 @@ fn job(name: &str, reference: Option<&str>) -> Job {
 }
 
 fn run(job: &Job, timeout: Duration) -> Result<JobResult, HarnessError> {
-    run_job(&std::env::current_exe().unwrap(), job, timeout, &runner())
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(run_job(&std::env::current_exe().unwrap(), job, timeout, &runner(), &Default::default()))
 }
 
 fn show(label: &str, r: &KernelRun) {

@@ -1,10 +1,14 @@
 //! One HTTP POST with a timeout, retried with exponential backoff on 429,
 //! 5xx, timeouts and failed connections (a `Retry-After` in seconds wins).
+//! Each attempt and each pause runs through `kernelpro_runner::bounded`, so a
+//! cancelled search ends the request in flight; the reply is read up to a cap.
 
 use crate::config::{ApiKey, LlmConfig, Provider};
 use crate::error::LlmError;
+use kernelpro_runner::{Interrupted, bounded};
 use serde_json::Value;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -22,6 +26,9 @@ pub struct Client {
     max_retries: u32,
     backoff: Duration,
     max_backoff: Duration,
+    /// One attempt's limit (reqwest's own timeout, and the runner's bound around it).
+    request_timeout: Duration,
+    cancel: CancellationToken,
     /// Every pause taken before a retry, for the caller's report.
     pub waits: Vec<Duration>,
 }
@@ -43,20 +50,35 @@ impl Client {
             max_retries: config.max_retries,
             backoff: config.backoff,
             max_backoff: config.max_backoff,
+            request_timeout: config.request_timeout,
+            cancel: CancellationToken::new(),
             waits: Vec::new(),
         })
+    }
+
+    /// Requests and pauses end (as [`LlmError::Cancelled`]) when `cancel` fires.
+    pub fn set_cancel(&mut self, cancel: CancellationToken) {
+        self.cancel = cancel;
     }
 
     pub async fn post(&mut self, body: &Value) -> Result<Value, LlmError> {
         let mut attempt = 0;
         loop {
-            let (result, retry_after) = self.once(body).await;
+            // reqwest's timeout covers the request; the runner's bound adds the cancellation.
+            let limit = self.request_timeout + Duration::from_secs(1);
+            let (result, retry_after) = match bounded("the LLM endpoint", limit, &self.cancel, self.once(body)).await {
+                Ok(answer) => answer,
+                Err(Interrupted::Timeout { .. }) => (Err(LlmError::Timeout), None),
+                Err(Interrupted::Cancelled { .. }) => return Err(LlmError::Cancelled),
+            };
             match result {
                 Err(e) if e.is_retryable() && attempt < self.max_retries => {
                     let backoff = self.backoff.saturating_mul(1 << attempt.min(16));
                     let wait = retry_after.unwrap_or(backoff).min(self.max_backoff);
                     self.waits.push(wait);
-                    tokio::time::sleep(wait).await;
+                    if self.cancel.run_until_cancelled(tokio::time::sleep(wait)).await.is_none() {
+                        return Err(LlmError::Cancelled);
+                    }
                     attempt += 1;
                 }
                 other => return other,
@@ -99,17 +121,25 @@ impl Client {
                 .unwrap_or_else(|| "(no Location header)".to_owned());
             return (Err(LlmError::Redirect { status: status.as_u16(), location }), None);
         }
-        let bytes = match response.bytes().await {
-            Ok(b) => b,
-            Err(e) => return (Err(self.transport(e)), retry_after),
-        };
+        // Read up to the cap: a hostile or broken endpoint must not fill the memory.
+        let mut response = response;
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    bytes.extend_from_slice(&chunk);
+                    if bytes.len() > MAX_REPLY_BODY {
+                        return (Err(LlmError::TooLong(bytes.len())), None);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return (Err(self.transport(e)), retry_after),
+            }
+        }
         if !status.is_success() {
             let text = String::from_utf8_lossy(&bytes);
             let body = self.scrub(&text.chars().take(ERROR_BODY_CHARS).collect::<String>());
             return (Err(LlmError::Http { status: status.as_u16(), body }), retry_after);
-        }
-        if bytes.len() > MAX_REPLY_BODY {
-            return (Err(LlmError::TooLong(bytes.len())), None);
         }
         let parsed =
             serde_json::from_slice(&bytes).map_err(|e| LlmError::Garbled(format!("the reply is not JSON: {e}")));

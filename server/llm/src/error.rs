@@ -9,6 +9,8 @@ pub enum LlmError {
     Config(String),
     #[error("the LLM request timed out")]
     Timeout,
+    #[error("the LLM request was cancelled")]
+    Cancelled,
     #[error("HTTP {status} from the LLM endpoint: {body}")]
     Http { status: u16, body: String },
     /// Redirects are not followed: the key and the source would go along.

@@ -80,6 +80,12 @@ impl LlmProposer {
         })
     }
 
+    /// A request in flight, or a pause before a retry, ends when `cancel` fires.
+    pub fn with_cancel(mut self, cancel: tokio_util::sync::CancellationToken) -> Self {
+        self.client.set_cancel(cancel);
+        self
+    }
+
     /// One rewrite of the node in `ctx`, or why there is none. Nothing is sent
     /// unless the config is enabled and the budget allows it.
     pub fn propose_one(&mut self, ctx: &ProposeContext) -> Result<Proposal, LlmError> {

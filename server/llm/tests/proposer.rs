@@ -417,3 +417,36 @@ fn candidates_that_include_other_files_are_refused_before_compiling() {
         "the candidate uses `__has_include`, which a kernel rewrite must not add (it reaches files or pragmas)",
     );
 }
+
+#[test]
+fn a_cancelled_search_ends_the_request_in_flight() {
+    let server = FakeServer::start(vec![openai_text(GOOD, "stop").delayed(Duration::from_secs(30))]);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut proposer =
+        LlmProposer::new(config(Provider::OpenAi, &server), "saxpy", None).unwrap().with_cancel(cancel.clone());
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        cancel.cancel();
+    });
+    let memory = SearchMemory::default();
+    let ctx = ProposeContext {
+        parent: NodeId(0),
+        source: SOURCE,
+        depth: 0,
+        speedup: Some(1.0),
+        best_speedup: 1.0,
+        findings: &[],
+        failure: None,
+        memory: &memory,
+        wanted: 1,
+    };
+    let started = std::time::Instant::now();
+    assert!(proposer.propose(&ctx).is_empty());
+    canceller.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the request outlived its cancellation: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(proposer.failures().last().map(|f| f.error.clone()), Some(LlmError::Cancelled));
+}

@@ -415,7 +415,14 @@ mod tests {
     use super::*;
 
     fn options() -> RunOptions {
-        RunOptions { exe: "kernelpro".into(), runs: 20, warmup: 3, energy: false, device: 0 }
+        RunOptions {
+            exe: "kernelpro".into(),
+            runs: 20,
+            warmup: 3,
+            energy: false,
+            device: 0,
+            cancel: Default::default(),
+        }
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn optimize(
         },
         ..SearchConfig::default()
     };
-    let (mut proposer, notes) = proposers(req);
+    let (mut proposer, notes) = proposers(req, &ctx.cancel);
     let proposer = proposer.as_mut();
     let evaluator_kind = req.settings.optimize.evaluator.clone();
     if let Some(speedups) = evaluator_kind.strip_prefix("stub:") {
@@ -184,7 +184,14 @@ pub fn optimize(
             .map(|s| s.seed)
             .unwrap_or(0)
     };
-    let run = RunOptions { exe: req.exe.clone(), runs: 20, warmup: 3, energy: req.settings.optimize.energy, device: 0 };
+    let run = RunOptions {
+        exe: req.exe.clone(),
+        runs: 20,
+        warmup: 3,
+        energy: req.settings.optimize.energy,
+        device: 0,
+        cancel: ctx.cancel.clone(),
+    };
     let mut ev = GpuEvaluator::new(ctx, run, spec_seed).with_devices(&req.settings.optimize.devices);
     let devices = ev.devices().to_vec();
     let mut notes = notes;
@@ -283,13 +290,14 @@ fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
 }
 
 /// The built-in recipes, and the LLM too when the user enabled it.
-fn proposers(req: &OptimizeRequest) -> (Box<dyn Proposer>, Vec<String>) {
+fn proposers(req: &OptimizeRequest, cancel: &CancellationToken) -> (Box<dyn Proposer>, Vec<String>) {
     let recipes =
         Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
     if !req.settings.llm.enabled {
         return (recipes, Vec::new());
     }
-    match llm_proposer(req) {
+    // A cancelled search ends the request in flight, not only the next one.
+    match llm_proposer(req).map(|llm| llm.with_cancel(cancel.clone())) {
         Ok(llm) => (Box::new(kernelpro_search::RoundRobin::new(vec![recipes, Box::new(llm)])), Vec::new()),
         Err(why) => (recipes, vec![format!("the LLM proposer is not used: {why}")]),
     }

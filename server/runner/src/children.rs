@@ -1,8 +1,7 @@
-//! The process groups of the children running now (tools through
-//! `core::process::run_tool`, GPU workers through [`crate::run_job`]), so that
+//! The process groups of the children running now (every child is started by
+//! [`crate::run_tool`]), so that
 //! a signal ending this process ends them too: each child leads its own
-//! process group, out of reach of a SIGTERM or SIGINT sent to us. It lives in
-//! this crate, the lowest one that starts processes, so both runners share it.
+//! process group, out of reach of a SIGTERM or SIGINT sent to us.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
