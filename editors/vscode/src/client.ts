@@ -2,8 +2,10 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
   CodeLensRequest,
   DidChangeConfigurationNotification,
+  ErrorAction,
   ExecuteCommandRequest,
   LanguageClient,
   type LanguageClientOptions,
@@ -13,6 +15,7 @@ import {
   State,
 } from 'vscode-languageclient/node';
 import { findServer } from './binary';
+import { GAVE_UP_MESSAGE, RestartNotice, shouldRestart } from './crashes';
 import { CPP_EXTENSIONS, type HoverMode, shouldHover } from './hover';
 import { ENV_KEY, llmKey } from './secrets';
 import { initializationOptions, serverSettings } from './settings';
@@ -58,6 +61,12 @@ export class KernelProClient {
   readonly jobs = new Jobs(() => this.client);
   /** Server commands the extension runs itself (commands.ts), code lenses' included. */
   readonly serverCommands = new Map<string, (args: unknown[]) => Promise<unknown>>();
+  /** Shown while the server restarts after a crash; closes once it runs again. */
+  readonly restartNotice = new RestartNotice();
+  /** When the server stopped unexpectedly (the last few minutes'). */
+  private readonly crashes: number[] = [];
+  /** stop() was asked for: the server's exit is no crash. */
+  private stopping = false;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -104,6 +113,14 @@ export class KernelProClient {
       outputChannel: this.output,
       traceOutputChannel: this.trace,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // Our own messages (crashes.ts): the client's toasts stay up after the server recovers.
+      errorHandler: {
+        error: (_error, _message, count) => ({
+          action: count && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+          handled: true,
+        }),
+        closed: () => this.serverClosed(),
+      },
       middleware: {
         provideHover: hoverMiddleware(() => this.client),
         // Lenses come from the same analysis as the findings: ask for them again
@@ -138,6 +155,14 @@ export class KernelProClient {
     client.onDidChangeState((e) => {
       if (e.newState === State.Starting) this.status.set('starting');
       if (e.newState === State.Stopped) this.status.set('stopped');
+      // Back after a crash: the notice goes, the status bar says so again.
+      if (e.newState === State.Running && this.restartNotice.shown) {
+        this.restartNotice.dismiss();
+        this.output.appendLine('The server is running again.');
+        void this.gpu().then((gpu) =>
+          this.status.set(this.trusted ? 'running' : 'restricted', this.trusted ? undefined : UNTRUSTED_MESSAGE, gpu),
+        );
+      }
     });
     this.status.set('starting');
     try {
@@ -169,7 +194,31 @@ export class KernelProClient {
   async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
-    if (client?.isRunning()) await client.stop();
+    this.restartNotice.dismiss();
+    this.stopping = true;
+    try {
+      if (client?.isRunning()) await client.stop();
+    } finally {
+      this.stopping = false;
+    }
+  }
+
+  /** The server's connection closed: restart it (with a notice that closes once it
+   * is back), unless it keeps stopping; then one error that stays, with the log. */
+  serverClosed(): { action: CloseAction; handled: boolean } {
+    if (this.stopping) return { action: CloseAction.DoNotRestart, handled: true };
+    if (shouldRestart(this.crashes, Date.now())) {
+      this.output.appendLine('The server stopped unexpectedly; restarting it.');
+      this.restartNotice.show();
+      return { action: CloseAction.Restart, handled: true };
+    }
+    this.restartNotice.dismiss();
+    this.output.appendLine(GAVE_UP_MESSAGE);
+    this.status.set('stopped', GAVE_UP_MESSAGE);
+    void Promise.resolve(vscode.window.showErrorMessage(GAVE_UP_MESSAGE, 'Show Log')).then((choice) => {
+      if (choice === 'Show Log') this.output.show();
+    });
+    return { action: CloseAction.DoNotRestart, handled: true };
   }
 
   async restart(): Promise<void> {

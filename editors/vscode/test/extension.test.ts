@@ -22,7 +22,13 @@ class FakeClient {
     clients.push(this);
   }
   lensRefreshes: unknown[] = [];
-  onDidChangeState() {}
+  stateListeners: ((e: { newState: number }) => void)[] = [];
+  onDidChangeState(l: (e: { newState: number }) => void) {
+    this.stateListeners.push(l);
+  }
+  setState(newState: number) {
+    for (const l of this.stateListeners) l({ newState });
+  }
   getFeature(method: string) {
     return method === 'textDocument/codeLens'
       ? { getProvider: (doc: unknown) => ({ onDidChangeCodeLensEmitter: { fire: () => this.lensRefreshes.push(doc) } }) }
@@ -67,6 +73,8 @@ class FakeClient {
 vi.mock('vscode-languageclient/node', () => ({
   LanguageClient: FakeClient,
   State: { Stopped: 1, Starting: 3, Running: 2 },
+  CloseAction: { DoNotRestart: 1, Restart: 2 },
+  ErrorAction: { Continue: 1, Shutdown: 2 },
   RevealOutputChannelOn: { Never: 4 },
   ExecuteCommandRequest: { type: 'executeCommand' },
   DocumentSymbolRequest: { type: 'documentSymbol' },
@@ -330,6 +338,43 @@ describe('activate', () => {
     expect(what).toBe('showTextDocument');
     expect(doc.uri.value).toMatch(/^kernelpro-sass:\/SASS kernels\.cu line 9\.md\?/);
     expect(doc.content).toContain('FFMA R1, R2, R3, R4');
+  });
+});
+
+describe('a server that stops unexpectedly', () => {
+  it('restarts with a notice that closes once it runs again; no toast stays up', async () => {
+    await activate(context() as never);
+    const c = last();
+    const closed = () => c.clientOptions.errorHandler.closed();
+    expect(closed()).toEqual({ action: 2, handled: true }); // Restart, and no toast of the client's
+    const notice = vscode.state.progress.find((p) => p.options.title.includes('restarting'))!;
+    expect(notice.done).toBe(false);
+    closed(); // a second crash before it is back: still one notice
+    expect(vscode.state.progress.filter((p) => p.options.title.includes('restarting'))).toHaveLength(1);
+    c.setState(2); // Running
+    await new Promise((r) => setTimeout(r, 0));
+    expect(notice.done).toBe(true);
+    expect(vscode.state.messages.filter((m) => m.kind === 'error')).toEqual([]);
+    expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: NVIDIA H200');
+  });
+
+  it('gives up after five crashes in three minutes with one error that names the log', async () => {
+    await activate(context() as never);
+    const c = last();
+    const results = Array.from({ length: 5 }, () => c.clientOptions.errorHandler.closed());
+    expect(results.map((r: { action: number }) => r.action)).toEqual([2, 2, 2, 2, 1]);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(vscode.state.progress.every((p) => !p.options.title.includes('restarting') || p.done)).toBe(true);
+    expect(vscode.state.messages).toEqual([{ kind: 'error', text: expect.stringContaining('was not restarted') }]);
+    expect(vscode.state.buttons.at(-1)).toEqual(['Show Log']);
+  });
+
+  it('a stop the user asked for is no crash', async () => {
+    await activate(context() as never);
+    await vscode.state.commands.get('kernelpro.restartServer')!();
+    expect(clients).toHaveLength(2);
+    expect(vscode.state.progress.filter((p) => p.options.title.includes('restarting'))).toEqual([]);
+    expect(vscode.state.messages.filter((m) => m.kind === 'error')).toEqual([]);
   });
 });
 

@@ -16,9 +16,9 @@ pub struct Document {
     /// The latest finished analysis and the version it was made from.
     pub analysis: Option<(i32, Arc<FileAnalysis>)>,
     /// The last profile's results, kept on their lines while the user edits.
-    pub profile: Option<ProfileState>,
-    /// Line changes not yet seen by the stored analysis, with the version each
-    /// made, so hover and lenses stay on their lines until the next analysis.
+    profile: Option<ProfileState>,
+    /// Line changes not yet seen by the stored analysis or profile, with the
+    /// version each made, so findings, hover and lenses stay on their lines.
     edits: Vec<(i32, LineChange)>,
 }
 
@@ -30,8 +30,9 @@ pub struct ProfileState {
     pub summaries: std::collections::HashMap<String, String>,
     /// What changed since the previous profile, per kernel.
     pub changes: std::collections::HashMap<String, String>,
-    /// Edits happened since the profile.
-    pub stale: bool,
+    /// The document version the profile measured: its findings' lines are
+    /// that text's, moved through the edits made since when published.
+    pub version: i32,
 }
 
 impl Document {
@@ -71,7 +72,6 @@ impl Document {
 
     /// Applies one change of the edit that made `self.version`.
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
-        self.shift_profile(change);
         match change.range {
             None => {
                 let old = self.text.to_string();
@@ -91,33 +91,6 @@ impl Document {
                 self.text.remove(start..end);
                 self.text.insert(start, &change.text);
             }
-        }
-    }
-
-    /// Keeps profile findings on the lines they refer to: lines below an edit
-    /// move by the number of lines it added or removed; findings inside a
-    /// replaced range stay at its start. Any edit marks the profile stale.
-    fn shift_profile(&mut self, change: &TextDocumentContentChangeEvent) {
-        let Some(profile) = &mut self.profile else {
-            return;
-        };
-        profile.stale = true;
-        let Some(range) = change.range else { return };
-        let (start, end) = (range.start.line.min(range.end.line), range.end.line.max(range.start.line));
-        let added = change.text.matches('\n').count() as i64;
-        let delta = added - (end - start) as i64;
-        for f in &mut profile.findings {
-            let line = f.span.start.line;
-            let moved = if line > end {
-                (line as i64 + delta).max(0) as u32
-            } else if line > start {
-                start
-            } else {
-                line
-            };
-            let height = f.span.end.line.saturating_sub(f.span.start.line);
-            f.span.start.line = moved;
-            f.span.end.line = moved + height;
         }
     }
 
@@ -163,18 +136,63 @@ impl Document {
 
     /// Stores a finished analysis of `version`; edits up to it are now in it.
     pub fn set_analysis(&mut self, version: i32, analysis: Arc<FileAnalysis>) {
-        self.edits.retain(|(v, _)| *v > version);
         self.analysis = Some((version, analysis));
+        self.forget_old_edits();
+    }
+
+    /// Stores a finished profile (of the text of `profile.version`, which may
+    /// be older than the document now: its findings are moved when published).
+    pub fn set_profile(&mut self, profile: ProfileState) {
+        self.profile = Some(profile);
+        self.forget_old_edits();
+    }
+
+    pub fn profile(&self) -> Option<&ProfileState> {
+        self.profile.as_ref()
+    }
+
+    /// Edits were made since the profile measured the text.
+    pub fn profile_is_stale(&self) -> bool {
+        self.profile.as_ref().is_some_and(|p| p.version != self.version)
+    }
+
+    /// The profile's findings on the lines they are on now; those on lines
+    /// rewritten since are dropped (profile again to place them).
+    pub fn profile_findings_now(&self) -> Vec<kernelpro_model::Finding> {
+        let Some(profile) = &self.profile else { return Vec::new() };
+        let edits = self.edits_since(profile.version);
+        profile
+            .findings
+            .iter()
+            .filter_map(|f| {
+                let line = edits.to_current(f.span.start.line)?;
+                let mut moved = f.clone();
+                moved.span.end.line = line + f.span.end.line.saturating_sub(f.span.start.line);
+                moved.span.start.line = line;
+                Some(moved)
+            })
+            .collect()
     }
 
     /// The changes since the stored analysis's text.
     pub fn edits_since_analysis(&self) -> EditLog {
-        let since = self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v);
+        self.edits_since(self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v))
+    }
+
+    /// The changes made after `version`.
+    pub fn edits_since(&self, version: i32) -> EditLog {
         let mut log = EditLog::new();
-        for (_, c) in self.edits.iter().filter(|(v, _)| *v > since) {
+        for (_, c) in self.edits.iter().filter(|(v, _)| *v > version) {
             log.push(*c);
         }
         log
+    }
+
+    /// Keeps the edits the stored analysis or profile has not seen.
+    fn forget_old_edits(&mut self) {
+        let analysis = self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v);
+        let oldest = self.profile.as_ref().map_or(analysis, |p| p.version.min(analysis));
+        self.edits.retain(|(v, _)| *v > oldest);
     }
 }
 
@@ -344,14 +362,36 @@ mod tests {
                 "x",
             )
         };
-        d.profile = Some(ProfileState { findings: vec![at(0), at(2), at(3)], ..Default::default() });
+        let lines = |d: &Document| d.profile_findings_now().iter().map(|f| f.span.start.line).collect::<Vec<u32>>();
+        d.set_profile(ProfileState { findings: vec![at(0), at(2), at(3)], version: 1, ..Default::default() });
+        d.version = 2;
         d.apply_change(&change(1, 0, 1, 0, "new\nlines\n"));
-        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
-        assert_eq!(lines, [0, 4, 5]);
-        assert!(d.profile.as_ref().unwrap().stale);
+        assert_eq!(lines(&d), [0, 4, 5]);
+        assert!(d.profile_is_stale());
+        // Lines 3 and 4 deleted: the finding that was on line 2 (now 4) is gone.
+        d.version = 3;
         d.apply_change(&change(3, 0, 5, 0, ""));
-        let lines: Vec<u32> = d.profile.as_ref().unwrap().findings.iter().map(|f| f.span.start.line).collect();
-        assert_eq!(lines, [0, 3, 3]);
+        assert_eq!(lines(&d), [0, 3]);
+    }
+
+    #[test]
+    fn a_profile_that_lands_after_edits_is_moved_through_them() {
+        // The profile measured version 1; two lines were inserted above its finding while it ran.
+        let mut d = Document::new("a\nb\nc\n", 1);
+        d.version = 2;
+        d.apply_change(&change(0, 0, 0, 0, "x\ny\n"));
+        let at2 = kernelpro_model::Finding::new(
+            "ncu",
+            kernelpro_model::Severity::Warning,
+            kernelpro_model::Span::line(2),
+            "x",
+        );
+        d.set_profile(ProfileState { findings: vec![at2], version: 1, ..Default::default() });
+        assert_eq!(d.profile_findings_now()[0].span.start.line, 4);
+        assert!(d.profile_is_stale());
+        // An analysis of the current text does not forget the edits the profile has not seen.
+        d.set_analysis(2, Arc::new(FileAnalysis::without_tools(std::path::Path::new("a.cu"), "", &Default::default())));
+        assert_eq!(d.profile_findings_now()[0].span.start.line, 4);
     }
 
     #[test]

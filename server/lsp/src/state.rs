@@ -6,7 +6,6 @@ use kernelpro_core::analysis::Analyzer;
 use kernelpro_core::settings::Settings;
 use kernelpro_optimize::OptimizeOutcome;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock};
 use tower_lsp_server::ls_types::Uri;
@@ -31,10 +30,11 @@ pub struct State {
     pub optimizations: Mutex<HashMap<Uri, Vec<StoredOptimization>>>,
     /// The LLM key the client sent from its secret storage (never from settings).
     pub llm_key: Mutex<Option<kernelpro_llm::ApiKey>>,
-    /// Every running job (analysis now), one per document and kind, version-tagged.
+    /// Every running job (analysis, profile, optimize), one per document, kind
+    /// and kernel, version-tagged; didClose and shutdown cancel them.
     pub jobs: Mutex<kernelpro_session::Jobs<Uri, String>>,
-    /// Cancel flags of running searches, by progress token.
-    pub progress_cancels: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// The tokens of running profiles and searches, by progress token (the Cancel button).
+    pub progress_cancels: Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
 }
 
 /// A finished search: its edits apply while the lines they replace are unchanged (see `kernelpro_session::rebase`).

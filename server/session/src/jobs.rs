@@ -62,6 +62,12 @@ impl<D: Eq + Hash + Clone, S: Eq + Hash + Clone> Jobs<D, S> {
             && self.running.get(&(doc.clone(), kind, sub.clone())).is_some_and(|t| t.generation == ticket.generation)
     }
 
+    /// Whether no newer job replaced `ticket` and its document is still open,
+    /// cancelled or not (a search cancelled by the user still offers its best).
+    pub fn is_latest(&self, doc: &D, kind: JobKind, sub: &S, ticket: &JobTicket) -> bool {
+        self.running.get(&(doc.clone(), kind, sub.clone())).is_some_and(|t| t.generation == ticket.generation)
+    }
+
     /// The job ended (its result used or dropped); a newer job of the key stays.
     pub fn finish(&mut self, doc: &D, kind: JobKind, sub: &S, ticket: &JobTicket) {
         let key = (doc.clone(), kind, sub.clone());
@@ -106,6 +112,19 @@ mod tests {
         jobs.finish(&"a.cu", JobKind::Analyze, &(), &first);
         assert!(jobs.is_current(&"a.cu", JobKind::Analyze, &(), &second));
         assert_eq!(jobs.running().count(), 1);
+    }
+
+    #[test]
+    fn a_cancelled_job_is_still_the_latest_until_replaced_or_its_document_closes() {
+        let mut jobs: Jobs<&str, &str> = Jobs::default();
+        let search = jobs.start(&"a.cu", JobKind::Optimize, "k", 1);
+        search.token.cancel(); // the user pressed Cancel: its best so far is still offered
+        assert!(!jobs.is_current(&"a.cu", JobKind::Optimize, &"k", &search));
+        assert!(jobs.is_latest(&"a.cu", JobKind::Optimize, &"k", &search));
+        let newer = jobs.start(&"a.cu", JobKind::Optimize, "k", 2);
+        assert!(!jobs.is_latest(&"a.cu", JobKind::Optimize, &"k", &search));
+        jobs.cancel(&"a.cu", None); // didClose
+        assert!(!jobs.is_latest(&"a.cu", JobKind::Optimize, &"k", &newer));
     }
 
     #[test]

@@ -6,18 +6,19 @@ use crate::server::Server;
 use crate::state::StoredOptimization;
 use kernelpro_optimize::{OptimizeRequest, optimize};
 use kernelpro_search::Strategy;
+use kernelpro_session::JobKind;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
-/// Sets the search's cancel flag if the request's future is dropped
-/// (`$/cancelRequest`), so the blocking search stops at its next evaluation.
-struct CancelOnDrop(Arc<AtomicBool>);
+/// Cancels the job if the request's future is dropped (`$/cancelRequest`),
+/// so the blocking search stops at its next evaluation.
+struct CancelOnDrop(tokio_util::sync::CancellationToken);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.cancel();
     }
 }
 
@@ -46,10 +47,21 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
             t
         }
     };
-    let cancel = Arc::new(AtomicBool::new(false));
+    // One search per kernel: a new one cancels the running one; the progress's
+    // Cancel button, didClose and shutdown fire the job's token.
+    let ticket = server.state.jobs().start(&uri, JobKind::Optimize, kernel.clone(), version);
     let key = token_key(&token);
-    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), cancel.clone());
-    let _guard = CancelOnDrop(cancel.clone());
+    server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), ticket.token.clone());
+    let _guard = CancelOnDrop(ticket.token.clone());
+    // The search (plain Rust on a blocking thread) watches a flag: the token sets it.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _bridge = {
+        let (token, flag) = (ticket.token.clone(), cancel.clone());
+        AbortOnDrop(tokio::spawn(async move {
+            token.cancelled().await;
+            flag.store(true, Ordering::SeqCst);
+        }))
+    };
     let progress = server
         .client
         .progress(token, format!("Optimizing {kernel}"))
@@ -89,6 +101,14 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     }
     let result = search.await.unwrap_or_else(|e| Err(format!("the search failed: {e}")));
     server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    // A search replaced by a newer one of the same kernel, or whose document
+    // closed, keeps nothing: only the latest search's result is offered.
+    let latest = {
+        let mut jobs = server.state.jobs();
+        let latest = jobs.is_latest(&uri, JobKind::Optimize, &kernel, &ticket);
+        jobs.finish(&uri, JobKind::Optimize, &kernel, &ticket);
+        latest
+    };
     match result {
         // A cancel before anything was measured (the original's own compile
         // or run stopped) is still a cancel, not a failure.
@@ -125,7 +145,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
                 "evaluations": outcome.evaluations,
                 "message": message,
             });
-            {
+            if latest {
                 let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
                 let list = all.entry(uri).or_default();
                 list.retain(|o| o.outcome.kernel != kernel);
@@ -183,8 +203,16 @@ pub fn token_key(token: &ProgressToken) -> String {
 
 /// `window/workDoneProgress/cancel`: the user pressed Cancel on the progress bar.
 pub fn cancel(server: &Server, token: &ProgressToken) {
-    if let Some(flag) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
-        flag.store(true, Ordering::SeqCst);
+    if let Some(job) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
+        job.cancel();
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -6,10 +6,8 @@ use crate::document::ProfileState;
 use crate::state::State;
 use kernelpro_core::baseline::BaselineStore;
 use kernelpro_core::profiling::{FileProfileRequest, profile_file, unavailable};
+use kernelpro_session::JobKind;
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
 
@@ -21,35 +19,24 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
             settings.editor.trust_hint()
         ));
     }
-    let Some(text) = state.docs().get(&uri).map(|d| d.text().to_string()) else {
+    let Some((text, version)) = state.docs().get(&uri).map(|d| (d.text().to_string(), d.version)) else {
         return failed("the document is not open".into());
     };
+    // One profile per document: a new one cancels the running one; didClose
+    // and shutdown cancel it too (its ncu runs are killed with their groups).
+    let ticket = state.jobs().start(&uri, JobKind::Profile, String::new(), version);
     let token = match token {
         Some(t) => t,
         None => {
-            let t = ProgressToken::String(format!("kernelpro-profile-{}", uri.as_str()));
+            let t = ProgressToken::String(format!("kernelpro-profile-{}-{}", uri.as_str(), ticket.id()));
             let _ = client.create_work_done_progress(t.clone()).await;
             t
         }
     };
-    // Cancel on the progress (window/workDoneProgress/cancel) stops ncu:
-    // dropping the runs kills their process groups.
-    let key = match &token {
-        ProgressToken::String(s) => s.clone(),
-        ProgressToken::Number(n) => n.to_string(),
-    };
-    let flag = Arc::new(AtomicBool::new(false));
-    state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), flag.clone());
-    let cancel = CancellationToken::new();
-    let watch = {
-        let (flag, cancel) = (flag.clone(), cancel.clone());
-        tokio::spawn(async move {
-            while !flag.load(Ordering::SeqCst) {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            cancel.cancel();
-        })
-    };
+    // Cancel on the progress (window/workDoneProgress/cancel) fires the job's token.
+    let key = crate::jobs::optimize::token_key(&token);
+    state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), ticket.token.clone());
+    let cancel = ticket.token.clone();
     let progress = client
         .progress(token, "Profiling kernels")
         .with_message("stage 1: roofline triage")
@@ -69,14 +56,14 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
         r = profile_file(&req, &settings, &state.analyzer, &cancel) => r,
         _ = cancel.cancelled() => Err("cancelled".into()),
     };
-    watch.abort();
     state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     if cancel.is_cancelled() {
+        state.jobs().finish(&uri, JobKind::Profile, &String::new(), &ticket);
         // The findings of the last finished profile stay as they were.
         progress.finish_with_message("cancelled").await;
         return serde_json::json!({"cancelled": true, "message": "Profiling was cancelled; the findings of the last finished profile (if any) stay."});
     }
-    let mut profile = ProfileState::default();
+    let mut profile = ProfileState { version, ..Default::default() };
     let reply = match result {
         Err(e) => {
             progress.finish_with_message(format!("unavailable: {e}")).await;
@@ -105,8 +92,16 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
             serde_json::json!({"kernels": kernels, "message": summary(&report)})
         }
     };
-    if let Some(doc) = state.docs().get_mut(&uri) {
-        doc.profile = Some(profile);
+    {
+        // Lock order: docs, then jobs. A profile replaced or cancelled meanwhile is not stored.
+        let mut docs = state.docs();
+        let mut jobs = state.jobs();
+        if jobs.is_current(&uri, JobKind::Profile, &String::new(), &ticket)
+            && let Some(doc) = docs.get_mut(&uri)
+        {
+            doc.set_profile(profile);
+        }
+        jobs.finish(&uri, JobKind::Profile, &String::new(), &ticket);
     }
     crate::jobs::publish::republish(state, client, &uri).await;
     reply
@@ -141,8 +136,9 @@ pub fn summary(report: &kernelpro_core::profiling::ProfileReport) -> String {
 
 /// Kernel name → the last profile's verdict and what changed, for lens and hover.
 pub fn verdicts(doc: &crate::document::Document) -> HashMap<String, (String, Option<String>, bool)> {
-    let Some(p) = doc.profile.as_ref() else {
+    let Some(p) = doc.profile() else {
         return HashMap::new();
     };
-    p.summaries.iter().map(|(k, s)| (k.clone(), (s.clone(), p.changes.get(k).cloned(), p.stale))).collect()
+    let stale = doc.profile_is_stale();
+    p.summaries.iter().map(|(k, s)| (k.clone(), (s.clone(), p.changes.get(k).cloned(), stale))).collect()
 }

@@ -81,14 +81,14 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
             }
         }
     }
-    if let Some(profile) = &doc.profile {
-        for f in &profile.findings {
-            let mut d = convert::diagnostic(f, Some(doc));
-            if profile.stale {
-                d.message.push_str("\n(profiled before your latest edits: profile again to refresh)");
-            }
-            main.push(d);
+    // The profile's findings move through the edits made since it measured the text.
+    let stale = doc.profile_is_stale();
+    for f in doc.profile_findings_now() {
+        let mut d = convert::diagnostic(&f, Some(doc));
+        if stale {
+            d.message.push_str("\n(profiled before your latest edits: profile again to refresh)");
         }
+        main.push(d);
     }
     (main, headers)
 }
