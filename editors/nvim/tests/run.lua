@@ -64,9 +64,19 @@ local source = project .. '/' .. vim.fs.basename(fixture)
 
 -- Count every publish and watch progress, to know when the server has settled.
 local publishes, active_progress = 0, {}
+-- Findings must never blink off while a save is analysed: once the file had
+-- some, a publish of none for it is a flicker.
+report.flicker = { had_findings = false, empty_publishes = 0 }
 local default_publish = vim.lsp.handlers['textDocument/publishDiagnostics']
 vim.lsp.handlers['textDocument/publishDiagnostics'] = function(err, result, ctx)
   publishes = publishes + 1
+  if result and vim.uri_to_fname(result.uri) == vim.uv.fs_realpath(source) then
+    if #result.diagnostics > 0 then
+      report.flicker.had_findings = true
+    elseif report.flicker.had_findings then
+      report.flicker.empty_publishes = report.flicker.empty_publishes + 1
+    end
+  end
   return default_publish(err, result, ctx)
 end
 report.progress = {}
@@ -291,8 +301,8 @@ end)
 report.code_lens_displayed = #vim.lsp.codelens.get(bufnr)
 
 -- Optimize through the code action, then apply the finished search's edit.
-local function code_actions()
-  local position = { line = kernel_line, character = kernel_col }
+local function code_actions(line)
+  local position = { line = line or kernel_line, character = kernel_col }
   return request(client, 'textDocument/codeAction', {
     textDocument = text_document,
     range = { start = position, ['end'] = position },
@@ -331,6 +341,54 @@ if optimize then
   report.optimize.publishes_during = publishes - before_optimize
   local after = code_actions()
   report.optimize.actions_after = titles(after)
+  -- Unsaved edits (issue 22, items 2 and 3). Two lines inserted far above the
+  -- kernel: the result stays applicable, hover and lenses move with the text.
+  local function break_undo()
+    vim.cmd('let &undolevels = &undolevels')
+  end
+  local function enabled(actions, prefix)
+    local a = find(actions, prefix)
+    return a ~= nil and a.disabled == nil
+  end
+  report.edits = {}
+  local hover_before = hover(finding_line, 2).text
+  break_undo()
+  vim.api.nvim_buf_set_lines(bufnr, 0, 0, false, { '// a note far from the kernel', '// and another' })
+  break_undo()
+  report.edits.apply_after_far_edit = enabled(code_actions(kernel_line + 2), 'Apply optimized')
+  report.edits.hover_follows = hover(finding_line + 2, 2).text == hover_before and hover_before ~= nil
+  local moved_lenses = request(client, 'textDocument/codeLens', { textDocument = text_document }, bufnr) or {}
+  report.edits.lens_lines = vim.tbl_map(function(l)
+    return l.range.start.line
+  end, vim.tbl_filter(function(l)
+    return l.command and l.command.command == 'kernelpro.optimize' and l.command.arguments[2] == kernel_name
+  end, moved_lenses))
+  vim.cmd('silent undo')
+  report.edits.undone = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), '\n') == table.concat(lines, '\n')
+  report.edits.apply_after_undo = enabled(code_actions(kernel_line), 'Apply optimized')
+  -- An edit of the kernel's own lines: the action cannot apply, and choosing
+  -- it (Neovim 0.11 lists disabled actions) says why instead of nothing.
+  break_undo()
+  vim.api.nvim_buf_set_text(bufnr, kernel_line + 1, 0, kernel_line + 1, 0, { '  ' })
+  break_undo()
+  local dead = find(code_actions(kernel_line), 'Apply optimized')
+  report.edits.disabled_reason = dead and dead.disabled and dead.disabled.reason
+  if dead and dead.command then
+    local notes0, echoes0 = #report.notified, #report.echoed
+    client:exec_cmd(dead.command, { bufnr = bufnr })
+    -- The server's window/showMessage: Neovim 0.11 echoes warnings, notifies others.
+    wait_for('why the optimized kernel cannot be applied', function()
+      report.edits.chosen_dead_action = notified_after(notes0, 'cannot be applied')
+      for i = echoes0 + 1, #report.echoed do
+        if report.echoed[i]:find('cannot be applied', 1, true) then
+          report.edits.chosen_dead_action = report.echoed[i]
+        end
+      end
+      return report.edits.chosen_dead_action ~= nil
+    end)
+  end
+  vim.cmd('silent undo')
+  after = code_actions()
   local apply = find(after, 'Apply optimized')
   if apply then
     if not apply.edit and (client.server_capabilities.codeActionProvider or {}).resolveProvider then
@@ -430,6 +488,15 @@ end))
 check('code_lens_displayed', report.code_lens_displayed > 0)
 check('optimize_action', report.optimize.command ~= nil)
 check('optimize_applied', report.optimize.buffer_changed == true)
+-- Unsaved edits: the result survives an edit elsewhere and an undo; hover and lenses follow the lines.
+check('optimize_survives_far_edit', report.edits and report.edits.apply_after_far_edit == true)
+check('optimize_reoffered_after_undo', report.edits and report.edits.undone and report.edits.apply_after_undo == true)
+check('hover_follows_unsaved_edits', report.edits and report.edits.hover_follows == true)
+check('lenses_follow_unsaved_edits', report.edits and vim.tbl_contains(report.edits.lens_lines, kernel_line + 2))
+check('dead_action_says_why', report.edits and type(report.edits.disabled_reason) == 'string'
+  and type(report.edits.chosen_dead_action) == 'string'
+  and report.edits.chosen_dead_action:find('changed since the search', 1, true) ~= nil)
+check('no_flicker_on_save', report.flicker.had_findings and report.flicker.empty_publishes == 0)
 check('health', report.health:find('kernelpro: server', 1, true) ~= nil)
 -- :checkhealth agrees with itself: the running server's doctor, in Neovim's words.
 check('health_consistent', report.health:find('doctor (the running server)', 1, true) ~= nil

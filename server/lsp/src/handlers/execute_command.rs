@@ -1,4 +1,4 @@
-//! workspace/executeCommand: showSass, doctor, profile, optimize, installCuda.
+//! workspace/executeCommand: showSass, doctor, profile, optimize, installCuda, explain.
 
 use crate::server::Server;
 use tower_lsp_server::jsonrpc::{Error, Result};
@@ -70,6 +70,13 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                     serde_json::json!({"error": e.to_string(), "message": format!("Installing the CUDA compiler failed: {e}")}),
                 )),
             }
+        }
+        // A disabled code action's command: a client that ignores `disabled`
+        // (Neovim 0.11 lists such actions) still tells the user why it cannot apply.
+        "kernelpro.explain" => {
+            let why = args.first().and_then(|v| v.as_str()).unwrap_or("this action cannot be applied now").to_string();
+            server.client.show_message(MessageType::WARNING, format!("KernelPro: {why}")).await;
+            Ok(Some(serde_json::json!({ "message": why })))
         }
         "kernelpro.doctor" => {
             Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text())))

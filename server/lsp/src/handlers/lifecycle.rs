@@ -7,8 +7,14 @@ use std::sync::atomic::Ordering;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub const COMMANDS: &[&str] =
-    &["kernelpro.showSass", "kernelpro.doctor", "kernelpro.profile", "kernelpro.optimize", "kernelpro.installCuda"];
+pub const COMMANDS: &[&str] = &[
+    "kernelpro.showSass",
+    "kernelpro.doctor",
+    "kernelpro.profile",
+    "kernelpro.optimize",
+    "kernelpro.installCuda",
+    "kernelpro.explain",
+];
 
 pub async fn initialize(server: &Server, params: InitializeParams) -> Result<InitializeResult> {
     let refresh = params

@@ -238,6 +238,13 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str
     let edits = match kernelpro_session::rebase(&stored.original, &made, current_text) {
         Ok(edits) => edits,
         Err(why) => {
+            let reason = format!("the optimized {kernel} cannot be applied: {why}");
+            // Clients that ignore `disabled` run the command instead, which says why.
+            action.command = Some(Command {
+                title: action.title.clone(),
+                command: "kernelpro.explain".into(),
+                arguments: Some(vec![serde_json::json!(reason)]),
+            });
             action.disabled = Some(CodeActionDisabled { reason: why.to_string() });
             return Some(action);
         }
