@@ -453,6 +453,26 @@ report.install_message = notified_after(before_install, 'The CUDA compiler is in
 report.managed_nvcc = kp.managed_nvcc()
 report.server_nvcc = (kp.client(bufnr).settings.kernelpro or {}).nvcc
 
+-- Untrusted (issue 22, item 9): no Optimize or Profile lens is offered, and
+-- :KernelProTrust analyses the file again at once, without a save.
+local function lens_commands()
+  local got = request(client, 'textDocument/codeLens', { textDocument = text_document }, bufnr) or {}
+  return vim.tbl_map(function(l)
+    return l.command and l.command.command or ''
+  end, got)
+end
+local before_untrust = publishes
+kp.update_settings({ trusted = false })
+wait_for('the republish once untrusted', settled_after(before_untrust))
+report.untrusted = { lens_commands = lens_commands(), notified_before = #report.notified }
+local before_trust = publishes
+vim.cmd('KernelProTrust')
+wait_for('the analysis after :KernelProTrust', function()
+  return settled_after(before_trust)() and #vim.diagnostic.get(bufnr, { severity = vim.diagnostic.severity.WARN }) > 0
+end)
+report.untrusted.reanalysed_without_save = true
+report.untrusted.trusted_lens_commands = lens_commands()
+
 -- :checkhealth kernelpro, as a user would read it.
 vim.cmd('checkhealth kernelpro')
 report.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
@@ -496,6 +516,11 @@ check('lenses_follow_unsaved_edits', report.edits and vim.tbl_contains(report.ed
 check('dead_action_says_why', report.edits and type(report.edits.disabled_reason) == 'string'
   and type(report.edits.chosen_dead_action) == 'string'
   and report.edits.chosen_dead_action:find('changed since the search', 1, true) ~= nil)
+check('untrusted_offers_no_runs', report.untrusted and #report.untrusted.lens_commands > 0
+  and not vim.tbl_contains(report.untrusted.lens_commands, 'kernelpro.optimize')
+  and not vim.tbl_contains(report.untrusted.lens_commands, 'kernelpro.profile')
+  and vim.tbl_contains(report.untrusted.trusted_lens_commands, 'kernelpro.optimize'))
+check('trust_reanalyses_without_save', report.untrusted and report.untrusted.reanalysed_without_save == true)
 check('no_flicker_on_save', report.flicker.had_findings and report.flicker.empty_publishes == 0)
 check('health', report.health:find('kernelpro: server', 1, true) ~= nil)
 -- :checkhealth agrees with itself: the running server's doctor, in Neovim's words.

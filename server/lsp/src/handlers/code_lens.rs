@@ -1,4 +1,5 @@
-//! textDocument/codeLens: a summary above each kernel, plus Profile and Optimize.
+//! textDocument/codeLens: a summary above each kernel, plus Profile and Optimize
+//! (in an untrusted workspace, one lens that says how to allow them instead).
 
 use crate::server::Server;
 use tower_lsp_server::jsonrpc::Result;
@@ -21,6 +22,11 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
         ))
     };
     let verdicts = crate::jobs::profile::verdicts(doc);
+    let settings = server.state.settings();
+    let restricted = format!(
+        "nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, {}",
+        settings.editor.trust_hint()
+    );
     for k in analysis.source.kernels() {
         if let Some((summary, _, stale)) = verdicts.get(&k.name) {
             let title = if *stale { format!("{summary} (stale)") } else { summary.clone() };
@@ -36,16 +42,30 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
     for lens in kernelpro_core::lens::kernel_lenses(analysis) {
         let Some(span) = moved(lens.span) else { continue };
         let range = doc.range(span);
-        let (command, arguments) = match &lens.action {
-            kernelpro_core::lens::LensAction::None => (String::new(), None),
-            kernelpro_core::lens::LensAction::Profile => {
-                ("kernelpro.profile".into(), Some(vec![serde_json::json!(uri.as_str())]))
+        use kernelpro_core::lens::LensAction;
+        // Untrusted: no run is offered (it would only fail); the Profile lens's place says why.
+        let (title, command, arguments) = match &lens.action {
+            LensAction::Profile | LensAction::Optimize { .. } if !settings.trusted => {
+                if matches!(lens.action, LensAction::Optimize { .. }) {
+                    continue;
+                }
+                (
+                    "🔒 Profile / Optimize: trust the workspace".to_string(),
+                    "kernelpro.explain".into(),
+                    Some(vec![serde_json::json!(restricted)]),
+                )
             }
-            kernelpro_core::lens::LensAction::Optimize { kernel } => {
-                ("kernelpro.optimize".into(), Some(vec![serde_json::json!(uri.as_str()), serde_json::json!(kernel)]))
+            LensAction::None => (lens.title, String::new(), None),
+            LensAction::Profile => {
+                (lens.title, "kernelpro.profile".into(), Some(vec![serde_json::json!(uri.as_str())]))
             }
+            LensAction::Optimize { kernel } => (
+                lens.title,
+                "kernelpro.optimize".into(),
+                Some(vec![serde_json::json!(uri.as_str()), serde_json::json!(kernel)]),
+            ),
         };
-        lenses.push(CodeLens { range, command: Some(Command { title: lens.title, command, arguments }), data: None });
+        lenses.push(CodeLens { range, command: Some(Command { title, command, arguments }), data: None });
     }
     Ok(Some(lenses))
 }
