@@ -165,7 +165,14 @@ try {
   await shot('vscode-optimize-cancelled.png');
   await page.keyboard.press('Escape');
   await editor.locator('.view-lines').click();
-  await goToLine(signature);
+  // An unsaved edit far from the kernel (a comment above everything) keeps the
+  // result applicable (issue 22, item 2): the Quick Fix is still offered, one line lower.
+  const note = '// a note far from the kernel';
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('Home');
+  await page.keyboard.type(note);
+  await page.keyboard.press('Enter');
+  await goToLine(signature + 1);
   await page.keyboard.press('Control+.');
   const apply = page.locator('.action-widget .monaco-list-row', { hasText: 'Apply optimized' });
   await apply.first().waitFor();
@@ -180,13 +187,15 @@ try {
   // Save, then read the edit from disk.
   await page.keyboard.press('Control+S');
   const original = lines.join('\n');
+  let saved;
   const deadline = Date.now() + timeout;
   while (readFileSync(source, 'utf8') === original) {
     if (Date.now() > deadline) throw new Error('the optimized kernel was not applied and saved');
     await new Promise((r) => setTimeout(r, 200));
   }
-  const saved = readFileSync(source, 'utf8').split('\n');
-  report.applied_lines = saved.filter((l, i) => l !== lines[i]);
+  saved = readFileSync(source, 'utf8').split('\n');
+  // Compared past the inserted note.
+  report.applied_lines = saved.slice(1).filter((l, i) => l !== lines[i]);
 
   // Profile: a notification while it runs, then its outcome in words (here: no ncu).
   await editor.locator('.view-lines').click();
@@ -228,6 +237,7 @@ try {
   report.checks.status_bar = /KernelPro/.test(report.status_bar ?? '');
   report.checks.optimize_quick_fix = report.quick_fixes.some((t) => t.includes('Apply optimized'));
   report.checks.optimize_applied = report.applied_lines.length > 0;
+  report.checks.optimize_survives_far_edit = report.quick_fixes.some((t) => t.includes('Apply optimized')) && saved[0] === note;
   report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
   await finish(report.failed.length ? 1 : 0);
 } catch (e) {
