@@ -23,7 +23,7 @@ pub use recipes::{
 };
 pub use structural::{
     BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
-    TiledTranspose, WarpUnits,
+    TiledTranspose, WarpScan, WarpUnits,
 };
 
 pub use kernelpro_model::Code;

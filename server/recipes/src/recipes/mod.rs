@@ -35,7 +35,7 @@ pub use warp_rows::WarpRows;
 use crate::Recipe;
 use crate::structural::{
     BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
-    TiledTranspose, WarpUnits,
+    TiledTranspose, WarpScan, WarpUnits,
 };
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
@@ -50,6 +50,7 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
     vec![
         Box::new(WarpUnits),
         Box::new(BlockUnits),
+        Box::new(WarpScan),
         Box::new(TiledContraction),
         Box::new(BlockReduce),
         Box::new(PrivateHistogram),

@@ -22,6 +22,9 @@
 //! - [`ShuffleTree`]: an interleaved shared-memory tree reduction per block
 //!   becomes warp shuffles and one shared slot per warp.
 //! - [`StencilTile`]: a 1D stencil reads its input through a shared tile with a halo.
+//! - [`WarpScan`]: a thread walking its row with a running sum stored at every
+//!   element (a cumulative sum) becomes a warp per row scanning 32 elements at
+//!   a time with shuffles.
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
@@ -30,6 +33,7 @@ mod grid_stride;
 mod histogram;
 mod launch;
 mod recognize;
+mod scan;
 mod stencil;
 mod transpose;
 mod tree;
@@ -38,6 +42,7 @@ mod warp_units;
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
 pub use histogram::PrivateHistogram;
+pub use scan::WarpScan;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
 pub use tree::ShuffleTree;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const STRUCTURAL: &[&str] = &[
     "WarpUnits",
     "BlockUnits",
+    "WarpScan",
     "TiledContraction",
     "BlockReduce",
     "PrivateHistogram",
@@ -44,6 +45,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x8"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
+    ("cumsum_2d_double.cu", "cumsum_y", "WarpScan x4"),
+    ("cumsum_template_macro.cu", "scaled_exclusive_cumsum", "WarpScan x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -123,7 +126,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "TiledTranspose x2, GridStrideMap x4"),
-    // KernelBench level-1 tasks: pointer-walking reductions (48), convolutions and scans get none yet;
+    // KernelBench level-1 tasks: pointer-walking reductions (48) and 2D convolutions get none yet;
     // few long rows (128 of 393216 in 23, 24) also get a block per row.
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
     ("kbench/19_ReLU.cu", "relu", "GridStrideMap x8"),
@@ -143,8 +146,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
     ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x8"),
-    ("kbench/89_cumsum.cu", "cumsum_rows", ""),
-    ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", ""),
+    ("kbench/89_cumsum.cu", "cumsum_rows", "WarpScan x4"),
+    ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", "WarpScan x4"),
     ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
 ];
 

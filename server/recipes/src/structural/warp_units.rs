@@ -112,7 +112,7 @@ impl Carry {
 }
 
 /// `for (T c = START; c < END; ++c)`: (c, the init value node, the update node), when END is not a small literal.
-fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
+pub(super) fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
     if f.kind() != "for_statement" {
         return None;
     }
@@ -136,7 +136,7 @@ fn walk_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)
 }
 
 /// `e` with identifier `v` occurrences (by byte start).
-fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
+pub(super) fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
     descendants(node)
         .into_iter()
         .filter(|n| n.kind() == "identifier" && k.text_of(*n) == v)
@@ -144,7 +144,7 @@ fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
         .collect()
 }
 
-fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
+pub(super) fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
     !occurrences(k, node, v).is_empty()
 }
 
