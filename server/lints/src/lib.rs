@@ -45,6 +45,9 @@ pub struct LintInput<'a> {
     /// The launch block shape (x, y, z) of a kernel when a launch spec gives one;
     /// the kernel model uses it to place a warp's lanes (2D blocks).
     pub block_dims: &'a dyn Fn(&str) -> Option<[u32; 3]>,
+    /// A kernel's integer scalar arguments when a launch spec gives them (`stride = 1`, `ks = 3`):
+    /// the model specializes on the small ones (`KernelModel::specialize`).
+    pub spec_values: &'a dyn Fn(&str) -> Vec<(String, i64)>,
 }
 
 impl LintInput<'_> {

@@ -16,7 +16,7 @@ pub fn models(input: &LintInput) -> Rc<Vec<KernelModel>> {
     let mut hasher = DefaultHasher::new();
     input.text.hash(&mut hasher);
     for f in &input.source.functions {
-        (f.name.as_str(), (input.block_dims)(&f.name)).hash(&mut hasher);
+        (f.name.as_str(), (input.block_dims)(&f.name), (input.spec_values)(&f.name)).hash(&mut hasher);
     }
     let key = hasher.finish();
     LAST.with(|last| {
@@ -25,7 +25,11 @@ pub fn models(input: &LintInput) -> Rc<Vec<KernelModel>> {
         {
             return models.clone();
         }
-        let models = Rc::new(model_file(input.text, input.source, input.block_dims));
+        let mut models = model_file(input.text, input.source, input.block_dims);
+        for m in &mut models {
+            m.specialize(&(input.spec_values)(&m.name));
+        }
+        let models = Rc::new(models);
         *last.borrow_mut() = Some((key, models.clone()));
         models
     })

@@ -65,6 +65,7 @@ fn check_occupancy(src: &str, ptxas: &str, arch: &str, expected: Expect) {
         launches: &launches,
         default_block: 256,
         block_dims: &|_: &str| None,
+        spec_values: &|_: &str| Vec::new(),
     };
     let tool = OccupancyLimit { min_percent: 50.0 };
     let findings = tool.analyze(&input);
@@ -121,6 +122,7 @@ fn unknown_architectures_stay_silent() {
         launches: &no_launch,
         default_block: 1024,
         block_dims: &|_: &str| None,
+        spec_values: &|_: &str| Vec::new(),
     };
     assert!(OccupancyLimit { min_percent: 50.0 }.analyze(&input).is_empty());
 }

@@ -53,6 +53,7 @@ fn model_findings(name: &str) -> (String, Vec<Finding>) {
         launches: &launches,
         default_block: 256,
         block_dims: &dims,
+        spec_values: &|_: &str| Vec::new(),
     };
     let found =
         run_all(&input).into_iter().filter(|f| MODEL_CODES.contains(&f.code.as_deref().unwrap_or(""))).collect();
@@ -109,6 +110,7 @@ fn atomic_targets_and_broadcasts_stay_silent() {
         launches: &none,
         default_block: 256,
         block_dims: &no_dims,
+        spec_values: &|_: &str| Vec::new(),
     };
     let found: Vec<Finding> = run_all(&input)
         .into_iter()

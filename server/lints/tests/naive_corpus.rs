@@ -69,6 +69,7 @@ fn naive_corpus_names_the_main_problem() {
             launches: &launches,
             default_block: 256,
             block_dims: &dims,
+            spec_values: &|_: &str| Vec::new(),
         };
         let found = run_all(&input);
         if let Some(class) = text.lines().find_map(|l| l.trim().strip_prefix("// class:")).map(str::trim) {

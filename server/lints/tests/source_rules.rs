@@ -21,6 +21,7 @@ fn check(src: &str, expected: Expect) {
         launches: &no_launch,
         default_block: 256,
         block_dims: &|_: &str| None,
+        spec_values: &|_: &str| Vec::new(),
     };
     expected.assert_eq(&render(&run_all(&input)));
 }
@@ -165,6 +166,7 @@ fn deep_expressions_do_not_overflow_the_stack() {
                 launches: &no_launch,
                 default_block: 256,
                 block_dims: &|_: &str| None,
+                spec_values: &|_: &str| Vec::new(),
             };
             render(&run_all(&input))
         })

@@ -60,3 +60,25 @@ fn deep_nesting_is_bounded() {
     let models = model_file(&text, &source, &|_| None);
     assert!(models.len() <= 1);
 }
+
+/// A launch spec's small scalars are structural: `stride = 1` makes a convolution's read
+/// coalesced and `ks = 3` a three-tap loop; a problem size (`w = 512`) stays symbolic.
+#[test]
+fn spec_values_specialize_strides_and_tap_counts() {
+    let text = "__global__ void conv(float* y, const float* x, int w, int ks, int stride) {
+  int ox = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  for (int j = 0; j < ks; ++j) acc += x[ox * stride + j];
+  y[ox] = acc;
+}
+";
+    let source = kernelpro_source::parse(text);
+    let mut model = model_file(text, &source, &|_| None).remove(0);
+    let read = |m: &kernelpro_source::kernel_model::KernelModel| {
+        m.accesses.iter().find(|a| a.base == "x").unwrap().lane_coefficient().to_string()
+    };
+    assert_eq!(read(&model), "stride");
+    model.specialize(&[("stride".into(), 1), ("ks".into(), 3), ("w".into(), 512)]);
+    assert_eq!(read(&model), "1");
+    assert_eq!(model.loops[0].bound.as_ref().unwrap().as_constant(), Some(3));
+}

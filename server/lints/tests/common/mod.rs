@@ -64,6 +64,7 @@ pub fn findings_of(
         launches: &launches,
         default_block: 256,
         block_dims: &|_: &str| None,
+        spec_values: &|_: &str| Vec::new(),
     };
     if *thresholds == Thresholds::default() && which(Needs::Sass) {
         run_all(&input)

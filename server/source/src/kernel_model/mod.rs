@@ -273,7 +273,40 @@ impl KernelModel {
     pub fn render(&self) -> String {
         render::render(self)
     }
+
+    /// The model under a launch spec's scalar arguments: every uniform symbol
+    /// the spec gives a value of at most [`STRUCTURAL_VALUE`] (a kernel size, a
+    /// stride, a dilation) becomes that constant, so `x[(oy * stride + i) * w +
+    /// ox * stride + j]` with `stride = 1` is a coalesced read and `for (i < ks)`
+    /// with `ks = 3` a three-tap loop. Larger values (problem sizes) stay
+    /// symbolic: they decide no access pattern, and findings name them.
+    pub fn specialize(&mut self, values: &[(String, i64)]) {
+        let small: Vec<&(String, i64)> = values.iter().filter(|(_, v)| v.abs() <= STRUCTURAL_VALUE).collect();
+        if small.is_empty() {
+            return;
+        }
+        let value = |a: &Atom| match a {
+            Atom::Sym(s) => small.iter().find(|(n, _)| n == s).map(|(_, v)| Poly::constant(*v)),
+            _ => None,
+        };
+        for a in &mut self.accesses {
+            a.index = a.index.substitute(value);
+        }
+        for l in &mut self.loops {
+            l.bound = l.bound.as_ref().map(|b| b.substitute(value));
+            l.init = l.init.as_ref().map(|b| b.substitute(value));
+            if let Step::Add(step) = &mut l.step {
+                *step = step.substitute(value);
+            }
+        }
+        for (_, v) in &mut self.thread_values {
+            *v = v.substitute(value);
+        }
+    }
 }
+
+/// Spec values up to this size are taken as structural constants by [`KernelModel::specialize`].
+pub const STRUCTURAL_VALUE: i64 = 16;
 
 /// The model of every kernel (and device function) in `text`. `block` gives a kernel's launch block
 /// (a launch spec's) when the caller knows it; in-file launch sites are used otherwise.
