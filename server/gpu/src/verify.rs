@@ -17,8 +17,13 @@ use serde::{Deserialize, Serialize};
 pub const ORIGINAL_RUNS: u32 = 4;
 
 /// A nondeterministic original's candidates may differ from it by this
-/// multiple of the most its own runs differed, and no more.
-pub const VARIATION_MULTIPLE: f64 = 4.0;
+/// multiple of the most its own runs differed, and no more. Its runs
+/// understate its error: atomics arrive in much the same order every run. On
+/// an H100 (2026-12-05) a block-reduced sum of the same floats differed from
+/// the float-atomic original by 6.0x the spread of the original's 4 runs (0.26
+/// at a value of 323), so 4x rejected a better result; one that skips 1/64 of
+/// the input differs by about 100x and is still rejected at 8x.
+pub const VARIATION_MULTIPLE: f64 = 8.0;
 
 /// Runs that differ by more than this fraction of the output's largest value
 /// are not float reordering (a race, an uninitialised read): the spec's
@@ -235,9 +240,9 @@ mod tests {
         let spec = Tolerance::default_for(ElemType::Float);
         // A sum of 16M floats near 2300 whose runs differ by up to 0.05.
         let v = Some(variation(0.05, 2300.0));
-        assert_eq!(check(ElemType::Float, spec, v, 2300.0, 2300.19), (true, ToleranceBasis::OriginalVariation, 0.2));
-        // Beyond 4x the variation (plus the spec's rtol × |want|, 0.023): rejected.
-        assert_eq!(check(ElemType::Float, spec, v, 2300.0, 2300.0 + 0.2 + 0.024).0, false);
+        assert_eq!(check(ElemType::Float, spec, v, 2300.0, 2300.39), (true, ToleranceBasis::OriginalVariation, 0.4));
+        // Beyond 8x the variation (plus the spec's rtol × |want|, 0.023): rejected.
+        assert_eq!(check(ElemType::Float, spec, v, 2300.0, 2300.0 + 0.4 + 0.024).0, false);
         assert_eq!(check(ElemType::Float, spec, v, 2300.0, f64::NAN).0, false);
     }
 
@@ -291,7 +296,7 @@ mod tests {
         let v = variation(0.05, 2300.0);
         let c = BufferComparison::new(&buf, spec, Some(v), 0, None);
         expect_test::expect![[
-            r#"rtol=1e-5 atol=2e-1: 4x the original's own run-to-run variation (its 4 runs on the same inputs differ by up to 5.00e-2 (2.2e-5 of its largest value)), wider than the spec's atol=1e-6"#
+            r#"rtol=1e-5 atol=4e-1: 8x the original's own run-to-run variation (its 4 runs on the same inputs differ by up to 5.00e-2 (2.2e-5 of its largest value)), wider than the spec's atol=1e-6"#
         ]]
         .assert_eq(&c.tolerance_note());
         expect_test::expect![[r#"the original is nondeterministic: two runs on the same inputs differ by up to 5.00e-2 (2.2e-5 of its largest value) in `out` (float atomics?)"#]]

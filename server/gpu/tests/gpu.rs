@@ -242,7 +242,7 @@ fn the_device_comparison_equals_the_hosts() {
             let bits = if i == 777 {
                 0x7fc0_0000
             } else {
-                i32::from_le_bytes(c.try_into().unwrap()).wrapping_add((i % 7) as i32 * 15) as u32
+                i32::from_le_bytes(c.try_into().unwrap()).wrapping_add((i % 7) as i32 * 150) as u32
             };
             bits.to_le_bytes()
         })
@@ -293,7 +293,7 @@ fn a_4_gib_buffer_runs_under_the_default_timeout() {
 }
 
 /// A float-atomic sum differs from run to run; the harness measures that and
-/// accepts a block-reduced version within 4x of it, but not a wrong one.
+/// accepts a block-reduced version within 8x of it, but not a wrong one.
 #[test]
 #[ignore = "needs a GPU"]
 fn a_float_atomic_original_is_measured_and_a_block_reduced_candidate_verifies() {

@@ -84,7 +84,7 @@ extern "C" __global__ void scale_4g(float* x, long long n) {
 // kernelpro: n = P
 extern "C" __global__ void perturb_ulps(float* x, long long n) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        x[i] = i == 777 ? __int_as_float(0x7fc00000) : __int_as_float(__float_as_int(x[i]) + (int)(i % 7) * 15);
+        x[i] = i == 777 ? __int_as_float(0x7fc00000) : __int_as_float(__float_as_int(x[i]) + (int)(i % 7) * 150);
 }
 
 // The same buffers, untouched.

@@ -138,7 +138,7 @@ impl GpuEvaluator {
     }
 
     /// Which tolerance `candidate`'s last passing verification used, e.g.
-    /// `verified with seed 43: `out` within rtol=1e-5 atol=2e-1: 4x the original's own run-to-run variation (…)`.
+    /// `verified with seed 43: `out` within rtol=1e-5 atol=4e-1: 8x the original's own run-to-run variation (…)`.
     pub fn tolerance_note(&self, candidate: &Prepared) -> Option<String> {
         self.tolerances.lock().expect("not poisoned").get(&key(candidate)).cloned()
     }
