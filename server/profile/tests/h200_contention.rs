@@ -7,8 +7,8 @@
 //! - tests/fixtures/h200-contention/synthetic: hand-written pages in ncu's
 //!   exact CSV layout (columns copied from the real recordings), marked
 //!   synthetic in their README, standing in until the recordings exist;
-//! - tests/fixtures/h200-contention/*.csv: the H200 recordings of
-//!   record.sh. Until they are committed the replay tests say so and pass.
+//! - tests/fixtures/h200-contention/*.csv: the recordings of record.sh
+//!   (made on an H100 on 2026-12-05, see that folder's README).
 
 use expect_test::{Expect, expect};
 use kernelpro_model::Finding;
@@ -124,13 +124,13 @@ fn histogram_atomics_are_contention_on_the_atomic_line() {
     check(
         &found,
         expect![[r#"
-        11 warning ContendedAtomics atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
-          -> privatize the table: build a per-block copy in __shared__ memory with shared atomics, __syncthreads(), then add each nonzero entry to global memory once per block; when a warp's lanes often share a key, __match_any_sync lets one lane add for all of them
-          gain Some(1.59) [atomic_wait_share=41.4%, drain_at_exit=41.4%, warp_atomics=524288, sectors_per_warp_atomic=20.4 for 32 lanes, busiest_l2_slice_over_average=47.0x]
-        9 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
-          -> 
-          gain None []
-    "#]],
+            11 warning ContendedAtomics atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
+              -> privatize the table: build a per-block copy in __shared__ memory with shared atomics, __syncthreads(), then add each nonzero entry to global memory once per block; when a warp's lanes often share a key, __match_any_sync lets one lane add for all of them
+              gain Some(3.62) [atomic_wait_share=41.4%, drain_at_exit=41.4%, warp_atomics=524288, sectors_per_warp_atomic=20.4 for 32 lanes, busiest_l2_slice_over_average=47.0x, busiest_slice_atomic_unit_active=80.4%]
+            9 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+              -> 
+              gain None []
+        "#]],
     );
 }
 
@@ -184,13 +184,13 @@ fn synthetic_single_address_sum_is_contention() {
     check(
         &found,
         expect![[r#"
-        15 warning ContendedAtomics atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 98% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
-          -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum) (a float sum in fixed order is also reproducible, which atomics are not): blockDim.x times fewer atomics
-          gain Some(8.8) [atomic_wait_share=98.5%, drain_at_exit=66.5%, warp_atomics=524288, lanes_per_sector=32, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
-        13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
-          -> 
-          gain None []
-    "#]],
+            15 warning ContendedAtomics atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 98% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
+              -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum) (a float sum in fixed order is also reproducible, which atomics are not): blockDim.x times fewer atomics
+              gain Some(9.74) [atomic_wait_share=98.5%, drain_at_exit=66.5%, warp_atomics=524288, lanes_per_sector=32, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x, busiest_slice_atomic_unit_active=99.7%]
+            13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+              -> 
+              gain None []
+        "#]],
     );
 }
 
@@ -251,7 +251,7 @@ fn synthetic_kernel_level_only() {
     expect![[r#"
         13 warning ContendedAtomics atomic contention: global atomics serialize in one L2 slice (16.8M atomic updates); 67% of warp samples wait for them
           -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum): blockDim.x times fewer atomics
-          gain Some(2.49) [atomic_wait_share=66.5%, drain_at_exit=66.5%, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x]
+          gain Some(9.74) [atomic_wait_share=66.5%, drain_at_exit=66.5%, l2_atomic_sectors=16777216, l2_atomic_rate=0.58 per ns, busiest_l2_slice_over_average=95.9x, busiest_slice_atomic_unit_active=99.7%]
         13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
@@ -383,7 +383,95 @@ fn recorded_findings_snapshot() {
         out.push_str(&format!("== {}: {tri}\n", profile.kernel));
         out.push_str(&render(&run_tools(profile, Some(page), &kernels_cu())));
     }
-    expect![[r#""#]].assert_eq(&out);
+    expect![[r#"
+        == sum_atomic: latency-bound · L2 1% of peak · 0 FLOP/B · 29.47 ms
+        15 warning ContendedAtomics atomic contention: all 32 lanes of each warp update one address (one 32-byte sector): 16.8M atomic updates serialize in one L2 slice; 75% of warp samples wait for them in `if (i < n) atomicAdd(out, x[i]);`
+          -> reduce inside the block first (__shfl_down_sync within each warp, then the warps' results through __shared__ memory) and let one thread per block do the atomicAdd, or write per-block partials and reduce them in a second pass (cub::DeviceReduce::Sum) (a float sum in fixed order is also reproducible, which atomics are not): blockDim.x times fewer atomics
+          gain Some(3.05) [atomic_wait_share=74.7%, drain_at_exit=52.1%, warp_atomics=524288, lanes_per_sector=32, l1_sectors_per_reduction_request=32.0, l2_atomic_sectors=16777216, l2_atomic_rate=0.57 per ns, busiest_l2_slice_over_average=79.4x, busiest_slice_atomic_unit_active=33.3%]
+        13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == sum_blocks: latency-bound · DRAM 58% of peak · 0.26 FLOP/B · 35.8 µs
+        21 warning WarpStall 88% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blo…`
+          -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
+          gain None [stall_reason=long_scoreboard, stall_share=87.8%, line_share_of_samples=87.8%]
+        18 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == count_atomic: latency-bound · L2 6% of peak · 0 FLOP/B · 400.4 µs
+        34 warning ContendedAtomics atomic contention: one lane per warp does the atomic: 524k atomic updates still serialize in one L2 slice; that slice's atomic unit is busy 77% of the kernel's time in `if (i < n && x[i] > 0.5f) atomicAdd(count, 1);`
+          -> the warp is already aggregated; aggregate the block too: reduce the warps' values in __shared__ memory and let one thread per block do the atomic, or write per-block partials and reduce them in a second pass
+          gain Some(3.23) [atomic_wait_share=0.4%, drain_at_exit=0.3%, warp_atomics=524288, l1_sectors_per_reduction_request=1.0, l2_atomic_sectors=524288, l2_atomic_rate=1.31 per ns, busiest_l2_slice_over_average=79.9x, busiest_slice_atomic_unit_active=76.7%]
+        32 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == count_blocks: latency-bound · L2 33% of peak · 0 FLOP/B · 64.6 µs
+        39 warning WarpStall 62% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `int c = __syncthreads_count(i < n && x[i] > 0.5f);`
+          -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
+          gain None [stall_reason=long_scoreboard, stall_share=62.4%, line_share_of_samples=62.4%]
+        37 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == histogram_global: latency-bound · L2 3% of peak · 0 FLOP/B · 4.31 ms
+        45 warning ContendedAtomics atomic contention: threads update a small table with global atomics: 16.8M atomic updates collide in one L2 slice; 41% of warp samples wait for them in `if (i < n) atomicAdd(&bins[data[i]], 1u);`
+          -> privatize the table: build a per-block copy in __shared__ memory with shared atomics, __syncthreads(), then add each nonzero entry to global memory once per block; when a warp's lanes often share a key, __match_any_sync lets one lane add for all of them
+          gain Some(3.62) [atomic_wait_share=41.2%, drain_at_exit=41.2%, warp_atomics=524288, sectors_per_warp_atomic=20.4 for 32 lanes, l1_sectors_per_reduction_request=22.6, l2_atomic_sectors=11845319, l2_atomic_rate=2.75 per ns, busiest_l2_slice_over_average=40.0x, busiest_slice_atomic_unit_active=80.4%]
+        43 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == histogram_shared: latency-bound · L1/shared 9% of peak · 0 FLOP/B · 97.6 µs
+        52 warning SharedBankConflicts 3-way shared-memory bank conflicts in `for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blo…`
+          -> pad each row of the shared array by one element (or swizzle the column index) so the threads of a warp hit different banks
+          gain Some(1.06) [conflict_ways=3, shared_wavefronts=1653662, ideal_wavefronts=524288, excess_wavefronts=68.1%]
+        48 warning OccupancyLimiter achieved occupancy is 25%
+          -> theoretical occupancy is 100% but only 25% is reached: the grid is too small or unbalanced; launch more blocks (at least a few per SM) or give warps equal work
+          gain None [achieved_occupancy=24.9%, theoretical_occupancy=100.0%, limiter=warps per block (8 blocks/SM)]
+        52 warning WarpStall 94% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blo…`
+          -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
+          gain None [stall_reason=long_scoreboard, stall_share=93.6%, line_share_of_samples=93.6%]
+        48 info TailEffect 0.25 waves: the last one leaves 75% of the SM time idle
+          -> size the grid to a multiple of 1056 blocks (one full wave), or use a grid-stride loop over exactly that many blocks
+          gain Some(4.0) [waves_per_sm=0.25]
+        48 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == reduce_interleaved: memory-bound · L1/shared 37% of peak · 0.012 FLOP/B · 161.4 µs · throughput says compute-bound, roofline says memory-bound
+        66 warning ThreadDivergence the condition splits the lanes of every warp: 3.0 of 32 lanes do the work of its predicated body in `if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];`
+          -> the modulo test keeps every (2*s)-th thread working, so all warps stay busy with a few active lanes: use sequential addressing instead, for (s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) sdata[tid] += sdata[tid + s]; __syncthreads(); }, which keeps the working threads contiguous so whole warps finish early (and neighbouring lanes read neighbouring words)
+          gain None [lanes_on_per_predicated_instruction=3.0 of 32, uniform_branches=100.0%, integer_division=the modulo by a variable compiles to a division sequence on every step]
+        == reduce_strided: memory-bound · L1/shared 86% of peak · 0.012 FLOP/B · 101.2 µs
+        80 warning SharedBankConflicts shared-memory bank conflicts: 3.9x the ideal wavefronts in `if (index < blockDim.x) sdata[index] += sdata[index + s];`
+          -> the threads of a warp index sdata with a stride, so several of them hit the same bank: use sequential addressing (sdata[tid] += sdata[tid + s], with s halving from blockDim.x / 2), which keeps neighbouring threads on neighbouring words; a 2D tile stored in 1D wants a row stride of 33 instead of 32
+          gain Some(2.49) [shared_wavefronts=9240576, ideal_wavefronts=2359296, excess_wavefronts=70.0%]
+        76 info Vectorization coalesced but 4-byte global accesses in `sdata[tid] = i < n ? x[i] : 0.0f;`
+          -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
+          gain None [memory_instructions_executed=524288]
+        == reduce_sequential: balanced · L1/shared 76% of peak · 0.24 FLOP/B · 78.8 µs
+        90 info Vectorization coalesced but 4-byte global accesses in `sdata[tid] = i < n ? x[i] : 0.0f;`
+          -> let each thread handle 4 consecutive elements through float4 (reinterpret_cast<const float4*>(p)[i]), with a scalar loop for the n % 4 tail: a quarter of the load/store instructions for the same bytes
+          gain None [memory_instructions_executed=524288]
+        86 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
+          -> 
+          gain None []
+        == branch_lanes: compute-bound · SM 96% of peak · 160 FLOP/B · 2.06 ms
+        105 warning ThreadDivergence divergent branch: the threads of a warp take different paths in `if ((threadIdx.x & 1) == 0) { for (int k = 0; k < 64; ++k) v = sinf(v) * 1.0001…`
+          -> the condition splits every warp by threadIdx.x: make it uniform per warp (branch on threadIdx.x / 32, i.e. the warp index) or reorder the data so each warp takes one path
+          gain Some(1.99) [divergent_branches=524288 of 524288, active_threads_per_warp=16.1 of 32, uniform_branches=99.6%]
+        106 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
+          -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
+          gain None [non_fused_share=28.6%, fma_pipe=54.7%]
+        == branch_data: compute-bound · SM 96% of peak · 160 FLOP/B · 2.06 ms
+        114 warning ThreadDivergence divergent branch: the threads of a warp take different paths in `if (v > 0.5f) { for (int k = 0; k < 64; ++k) v = sinf(v) * 1.0001f; }`
+          -> make the branch condition uniform across each warp of 32 threads, or sort the work so that threads taking the same path sit in the same warp
+          gain Some(1.99) [divergent_branches=524288 of 524288, active_threads_per_warp=16.1 of 32, uniform_branches=99.6%]
+        115 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
+          -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
+          gain None [non_fused_share=28.6%, fma_pipe=54.7%]
+        == branch_warps: compute-bound · SM 96% of peak · 160 FLOP/B · 1.04 ms
+        124 info NonFusedFP32 29% of FP32 arithmetic is separate multiplies and adds in `else { for (int k = 0; k < 64; ++k) v = cosf(v) * 0.9999f; }`
+          -> write multiply-then-add as one expression (a * b + c, or fmaf(a, b, c)) so nvcc emits FFMA, and make sure -fmad=false is not set
+          gain None [non_fused_share=28.6%, fma_pipe=54.4%]
+    "#]].assert_eq(&out);
 }
 
 // -- stall advice by cause -------------------------------------------------------

@@ -65,6 +65,8 @@ pub struct AtomicWait {
     /// Busiest L2 slice over the average slice, for atomic/reduction sectors:
     /// ~1 when the updates spread, the slice count when one address gets all.
     pub slice_concentration: Option<f64>,
+    /// How much of the kernel's duration (%) the busiest slice's atomic unit was active.
+    pub busiest_unit_pct: Option<f64>,
 }
 
 fn site_of(line: Option<u32>, rows: &[&SassRow]) -> AtomicSite {
@@ -192,7 +194,8 @@ pub fn atomic_wait(inp: &ToolInput) -> Option<AtomicWait> {
     };
     let slice_concentration = slice_concentration(inp);
     let sampled = inp.sample_total().is_some_and(|t| t > 0.0) || !inp.stall_shares().is_empty();
-    Some(AtomicWait { sites, share_pct, drain_pct, sampled, l2_updates, slice_concentration })
+    let busiest_unit_pct = inp.num("lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed");
+    Some(AtomicWait { sites, share_pct, drain_pct, sampled, l2_updates, slice_concentration, busiest_unit_pct })
 }
 
 /// Reduction and atomic sectors that reached L2 (one per thread-level
@@ -220,16 +223,20 @@ fn slice_concentration(inp: &ToolInput) -> Option<f64> {
 
 impl AtomicWait {
     /// The atomics cost enough of the kernel's time to name them.
-    pub fn contended(&self, min_share_pct: f64, min_concentration: f64) -> bool {
-        let concentrated = self.slice_concentration.is_some_and(|c| c >= min_concentration);
-        self.share_pct >= min_share_pct || (concentrated && (self.share_pct >= min_share_pct / 2.0 || !self.sampled))
+    pub fn contended(&self, t: &super::Thresholds) -> bool {
+        let concentrated = self.slice_concentration.is_some_and(|c| c >= t.atomic_slice_concentration);
+        // One slice's atomic unit busy most of the kernel: the atomics set its pace.
+        let saturated = concentrated && self.busiest_unit_pct.is_some_and(|b| b >= t.atomic_unit_busy_pct);
+        self.share_pct >= t.atomic_wait_pct
+            || saturated
+            || (concentrated && (self.share_pct >= t.atomic_wait_pct / 2.0 || !self.sampled))
     }
 }
 
 pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
     let t = inp.thresholds;
     let Some(wait) = atomic_wait(inp) else { return vec![] };
-    if !wait.contended(t.atomic_wait_pct, t.atomic_slice_concentration) {
+    if !wait.contended(t) {
         return vec![];
     }
     let top = wait.sites.first();
@@ -249,9 +256,16 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
         }
         Spread::Unknown => format!("global atomics serialize {place} ({count})"),
     };
-    let waiting =
-        if wait.sampled { format!("; {:.0}% of warp samples wait for them", wait.share_pct) } else { String::new() };
-    let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct || (!wait.sampled && one_slice) {
+    let saturated = one_slice && wait.busiest_unit_pct.is_some_and(|b| b >= t.atomic_unit_busy_pct);
+    // Fire-and-forget reductions keep few warps waiting on them: then the slice's busy time is the evidence.
+    let waiting = match wait.busiest_unit_pct {
+        Some(b) if saturated && wait.share_pct < t.atomic_wait_pct => {
+            format!("; that slice's atomic unit is busy {b:.0}% of the kernel's time")
+        }
+        _ if wait.sampled => format!("; {:.0}% of warp samples wait for them", wait.share_pct),
+        _ => String::new(),
+    };
+    let severity = if wait.share_pct >= 2.0 * t.atomic_wait_pct || (!wait.sampled && one_slice) || saturated {
         Severity::Warning
     } else {
         Severity::Information
@@ -288,7 +302,11 @@ pub fn atomic_contention(inp: &ToolInput) -> Vec<Finding> {
     if let Some(c) = wait.slice_concentration {
         f = f.with_evidence("busiest_l2_slice_over_average", format!("{c:.1}x"));
     }
-    if let Some(g) = gain_from_saved_share(wait.share_pct / 100.0 * 0.9) {
+    if let Some(b) = wait.busiest_unit_pct.filter(|_| one_slice) {
+        f = f.with_evidence("busiest_slice_atomic_unit_active", pct(b));
+    }
+    let paced = if saturated { wait.busiest_unit_pct.unwrap_or(0.0).max(wait.share_pct) } else { wait.share_pct };
+    if let Some(g) = gain_from_saved_share(paced / 100.0 * 0.9) {
         f = f.with_gain(g);
     }
     let float = top.is_some_and(|s| s.float);
@@ -321,7 +339,7 @@ fn big(v: f64) -> String {
 pub fn explains_stall(inp: &ToolInput, reason: &str, line: Option<u32>) -> bool {
     let t = inp.thresholds;
     let Some(wait) = atomic_wait(inp) else { return false };
-    if !wait.contended(t.atomic_wait_pct, t.atomic_slice_concentration) {
+    if !wait.contended(t) {
         return false;
     }
     match reason {

@@ -92,6 +92,10 @@ pub struct Thresholds {
     /// ... or half that share with the busiest L2 slice's atomic unit this
     /// many times busier than the average slice.
     pub atomic_slice_concentration: f64,
+    /// The busiest L2 slice's atomic unit active this share (%) of the kernel's
+    /// duration, on one slice: the atomics pace the kernel even where no warp
+    /// waits on them (fire-and-forget `RED`s back up behind the loads instead).
+    pub atomic_unit_busy_pct: f64,
     /// SharedBankConflicts without the per-line N-way column: shared
     /// wavefronts above this multiple of the ideal.
     pub shared_wavefronts_over_ideal: f64,
@@ -126,6 +130,7 @@ impl Default for Thresholds {
             tail_idle_pct: 10.0,
             atomic_wait_pct: 20.0,
             atomic_slice_concentration: 8.0,
+            atomic_unit_busy_pct: 70.0,
             shared_wavefronts_over_ideal: 1.3,
             divergent_branch_share: 0.1,
         }
