@@ -33,7 +33,7 @@ pub struct Job {
     /// When set, both kernels run on identical inputs and every output buffer is compared.
     pub reference: Option<KernelJob>,
     pub warmup: u32,
-    /// Timed launches (at least [`MIN_TIMED_RUNS`] are made).
+    /// Timed launches (at least [`MIN_TIMED_RUNS`] are made, fewer for a slow kernel: [`timed_runs`]).
     pub runs: u32,
     /// Write a scratch buffer of twice the L2 size before each timed launch.
     pub flush_l2: bool,
@@ -42,6 +42,26 @@ pub struct Job {
 }
 
 pub const MIN_TIMED_RUNS: u32 = 20;
+
+/// The timed launches of one kernel take about this long at most: a naive
+/// softmax at 0.6 s a launch would otherwise spend 14 s per candidate on
+/// timing alone, and a search of a minute measures two candidates.
+pub const TIMING_BUDGET_MS: f64 = 2000.0;
+
+/// Fewest timed launches of a slow kernel (its median is still a median).
+pub const MIN_SLOW_RUNS: u32 = 3;
+
+/// How many launches to time, given what was asked and one warm-up launch's
+/// duration: what was asked (at least [`MIN_TIMED_RUNS`]) when that fits
+/// [`TIMING_BUDGET_MS`], else as many as fit, but at least [`MIN_SLOW_RUNS`].
+pub fn timed_runs(requested: u32, launch_ms: f64) -> u32 {
+    let wanted = requested.max(MIN_TIMED_RUNS);
+    if !(launch_ms > 0.0) {
+        return wanted;
+    }
+    let fit = (TIMING_BUDGET_MS / launch_ms).floor().min(u32::MAX as f64) as u32;
+    wanted.min(fit.max(MIN_SLOW_RUNS))
+}
 
 impl Job {
     /// A job with the default measurement settings.
@@ -203,5 +223,20 @@ impl JobResult {
     /// `the original is nondeterministic: …`, one line per output whose original runs differed.
     pub fn nondeterminism_notes(&self) -> Vec<String> {
         self.comparison.iter().filter_map(BufferComparison::nondeterminism_note).collect()
+    }
+}
+
+#[cfg(test)]
+mod timed_runs_tests {
+    use super::*;
+
+    #[test]
+    fn slow_kernels_get_fewer_timed_runs() {
+        assert_eq!(timed_runs(50, 0.2), 50, "a fast kernel: what was asked");
+        assert_eq!(timed_runs(5, 0.2), MIN_TIMED_RUNS, "never fewer than the floor when they fit");
+        assert_eq!(timed_runs(50, 80.0), 25, "as many as fit in the budget");
+        assert_eq!(timed_runs(50, 624.0), MIN_SLOW_RUNS, "a naive softmax: three");
+        assert_eq!(timed_runs(50, 0.0), 50, "no warm-up measure: what was asked");
+        assert_eq!(timed_runs(50, f64::NAN), 50);
     }
 }

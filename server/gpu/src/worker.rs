@@ -478,11 +478,24 @@ fn time_kernel(
 
 fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timing, Option<Clocks>), String> {
     let name = &k.job.function;
-    for _ in 0..job.warmup {
+    // The first warm-up launch, alone, says how long one takes: a slow kernel
+    // gets fewer warm-ups and timed launches (`timed_runs`), not minutes of them.
+    let first = Instant::now();
+    if job.warmup > 0 {
+        enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
+        sync(gpu, &format!("running `{name}` (warm-up)"))?;
+    }
+    let launch_ms = if job.warmup > 0 { ms_since(first) } else { 0.0 };
+    let more_warmups = if launch_ms * job.warmup as f64 > crate::job::TIMING_BUDGET_MS / 4.0 {
+        0
+    } else {
+        job.warmup.saturating_sub(1)
+    };
+    for _ in 0..more_warmups {
         enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
     }
     sync(gpu, &format!("running `{name}` (warm-up)"))?;
-    let runs = job.runs.max(MIN_TIMED_RUNS) as usize;
+    let runs = crate::job::timed_runs(job.runs, launch_ms) as usize;
     let event =
         || cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| explain(e, "creating timing events"));
     let events: Vec<(sys::CUevent, sys::CUevent)> =
