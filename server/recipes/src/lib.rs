@@ -22,7 +22,7 @@ pub use recipes::{
     PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads, WarpRows, WarpShuffleReduce, all,
 };
 pub use structural::{
-    BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
+    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
     TiledTranspose, WarpScan, WarpUnits,
 };
 

@@ -34,7 +34,7 @@ pub use warp_rows::WarpRows;
 
 use crate::Recipe;
 use crate::structural::{
-    BlockReduce, BlockUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
+    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
     TiledTranspose, WarpScan, WarpUnits,
 };
 
@@ -51,6 +51,7 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(WarpUnits),
         Box::new(BlockUnits),
         Box::new(WarpScan),
+        Box::new(ColumnUnits),
         Box::new(TiledContraction),
         Box::new(BlockReduce),
         Box::new(PrivateHistogram),

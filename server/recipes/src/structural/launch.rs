@@ -25,6 +25,8 @@ pub(crate) enum Tuning {
     Reduce,
     /// `units` units (output elements) per block of `threads`: one launch only.
     Tiles { threads: u32, units: u32 },
+    /// 32 neighbouring units per block, its warps splitting each unit's loop.
+    Columns,
 }
 
 impl Tuning {
@@ -36,6 +38,7 @@ impl Tuning {
             Tuning::Threads => vec![(256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
             Tuning::Reduce => vec![(512, 512, 2), (256, 256, 4), (1024, 1024, 1)],
             Tuning::Tiles { threads, units } => vec![(threads, units, 0)],
+            Tuning::Columns => vec![(256, 32, 16), (512, 32, 8), (1024, 32, 4)],
         }
     }
 }

@@ -10,6 +10,9 @@
 //!   becomes a warp per unit, lanes splitting the loop, accumulators combined
 //!   by shuffle all-reductions.
 //! - [`BlockUnits`]: the same with a block per unit, for few long units.
+//! - [`ColumnUnits`]: a thread per unit whose loop already reads coalesced
+//!   across threads (a sum down the middle axis) keeps 32 neighbouring units
+//!   on a block's lanes and splits each unit's loop across its warps.
 //! - [`BlockReduce`]: one atomic per element into one address becomes a
 //!   grid-stride sum, warp shuffles, shared memory and one atomic per block.
 //! - [`TiledContraction`]: a dot-product loop per output becomes a SIMT
@@ -28,6 +31,7 @@
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
+mod column_units;
 mod contraction;
 mod grid_stride;
 mod histogram;
@@ -39,6 +43,7 @@ mod transpose;
 mod tree;
 mod warp_units;
 
+pub use column_units::ColumnUnits;
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
 pub use histogram::PrivateHistogram;

@@ -133,7 +133,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
     let mut scanned = 0;
     for piece in &u.body {
         let Piece::Node(n) = *piece else {
-            lines.push(render(k, *piece, &[], &ind2)?);
+            lines.push(render(k, *piece, &[], "")?);
             continue;
         };
         if let Some(s) = scan_loop(k, n) {
@@ -146,7 +146,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             if descendants(n).iter().any(|d| d.kind() == "for_statement" || d.kind() == "while_statement") {
                 return None;
             }
-            lines.push(render(k, *piece, &[], &ind2)?);
+            lines.push(render(k, *piece, &[], "")?);
             continue;
         }
         let exits = descendants(n).iter().any(|d| {
@@ -155,8 +155,13 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
         if exits || n.kind() == "declaration" || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
             return None;
         }
-        lines
-            .push(format!("if (kp_lane == 0) {{\n{ind2}  {}\n{ind2}}}", render(k, *piece, &[], &format!("{ind2}  "))?));
+        // Lines are indented relative to each other: the unit loop's indentation is added to each.
+        lines.push(format!(
+            "if (kp_lane == 0) {{
+  {}
+}}",
+            render(k, *piece, &[], "  ")?
+        ));
         lines.push("__syncwarp();".to_string());
     }
     if scanned == 0 {

@@ -10,6 +10,7 @@ const STRUCTURAL: &[&str] = &[
     "WarpUnits",
     "BlockUnits",
     "WarpScan",
+    "ColumnUnits",
     "TiledContraction",
     "BlockReduce",
     "PrivateHistogram",
@@ -46,6 +47,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x8"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
     ("cumsum_2d_double.cu", "cumsum_y", "WarpScan x4"),
+    ("colmax_2d_sizet.cu", "colmax", "WarpUnits x4, ColumnUnits x4"),
     ("cumsum_template_macro.cu", "scaled_exclusive_cumsum", "WarpScan x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
@@ -140,7 +142,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/36_RMSNorm.cu", "rms_norm", "WarpUnits x4"),
     ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6"),
     ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "WarpUnits x4"),
-    ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4"),
+    ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/48_Mean_reduction.cu", "mean_dim1", ""),
     ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),

@@ -36,7 +36,7 @@ const MIN_SPLIT_TRIPS: i64 = 64;
 
 /// How a value carried by a split loop is combined across the lanes.
 #[derive(Debug, Clone, PartialEq)]
-enum Carry {
+pub(super) enum Carry {
     Sum(String),
     /// `v = f(v, e)`.
     Call(String, String),
@@ -149,7 +149,7 @@ pub(super) fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
 }
 
 /// The loop's carried values, or `None` when it does anything else to a value declared outside it.
-fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
+pub(super) fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
     let body = f.child_by_field_name("body")?;
     let inner = declared_in(k, f);
     let mut out: Vec<Carry> = Vec::new();
@@ -323,7 +323,7 @@ fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
 }
 
 /// Whether the loop's stores follow its variable and its loads of stored buffers read what the same iteration stores.
-fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
+pub(super) fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
     let inner = declared_in(k, f);
     let follows = |n: Node| names_in(k, n).iter().any(|x| *x == c || (inner.iter().any(|i| i == x) && *x != c));
     let st = stores(k, f);

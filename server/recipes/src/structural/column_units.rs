@@ -1,0 +1,177 @@
+//! Neighbouring units down columns. A thread per output that walks a long
+//! loop whose reads are already coalesced across threads (neighbouring
+//! outputs read neighbouring addresses: a sum or max over the middle axis of
+//! `(B, R, C)`, `x[(b * R + j) * C + k]`) is slow for another reason: too few
+//! threads, each with a long serial walk. Giving each unit a warp (WarpUnits)
+//! would make the reads strided. Here a block takes 32 neighbouring units
+//! (its lanes, so the reads stay coalesced) and its warps split each unit's
+//! loop; the partial results meet through shared memory (`[32][33]`, no bank
+//! conflicts), every thread folding them in the same order. The statements
+//! after the loop run once per unit, on the first warp.
+
+use super::launch::{Tuning, launch_variants};
+use super::recognize::{Piece, Units, declared_in, render, stores, units, whole_warps};
+use super::warp_units::{Carry, carries, iterations_independent, walk_loop};
+use super::{BLOCK_THREADS, BLOCK_TID, with_units_view};
+use crate::kernel::Kernel;
+use crate::syntax::{descendants, indent_at};
+use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
+use kernelpro_source::kernel_model::{Atom, Space};
+
+pub struct ColumnUnits;
+
+impl Recipe for ColumnUnits {
+    fn name(&self) -> &'static str {
+        "ColumnUnits"
+    }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::OccupancyLimiter, Code::RowWalk, Code::MemoryCoalescing]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        with_units_view(text, kernel, rewrites)
+    }
+}
+
+/// Whether the loop over `c` walks columns: every global read inside it is
+/// coalesced across lanes (lane coefficient 0 or 1) and at least one moves by
+/// more than one element per iteration (the loop strides down a column).
+fn walks_columns(k: &Kernel, c: &str) -> bool {
+    let Some(m) = k.model() else { return false };
+    let Some(id) = m.loops.iter().position(|l| l.var.as_deref() == Some(c)) else { return false };
+    let atom = m.loops[id].atom.clone().unwrap_or(Atom::Loop(c.to_string()));
+    let reads: Vec<_> =
+        m.accesses.iter().filter(|a| a.space == Space::Global && a.is_read() && a.loops.contains(&id)).collect();
+    !reads.is_empty()
+        && reads.iter().all(|a| matches!(a.lane_coefficient().as_constant(), Some(0 | 1)))
+        && reads.iter().any(|a| {
+            let step = a.index.coefficient(&atom);
+            a.lane_coefficient().as_constant() == Some(1) && step.as_constant().is_none_or(|s| s.abs() > 1)
+        })
+}
+
+/// After the loop, each carried value combined over the block's warps, per column.
+fn combine(carry: &Carry) -> Option<String> {
+    let fold = |v: &str, op: String| {
+        format!(
+            "{{ __shared__ decltype({v}) kp_x[32][33]; kp_x[kp_row][kp_col] = {v}; __syncthreads(); {v} = kp_x[0][kp_col]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {op}; __syncthreads(); }}"
+        )
+    };
+    match carry {
+        Carry::Sum(v) => Some(fold(v, format!("{v} += kp_x[kp_w][kp_col]"))),
+        Carry::Call(v, f) => Some(fold(v, format!("{v} = {f}({v}, kp_x[kp_w][kp_col])"))),
+        Carry::Compare(v, greater) => Some(fold(
+            v,
+            format!("{{ if (kp_x[kp_w][kp_col] {} {v}) {v} = kp_x[kp_w][kp_col]; }}", if *greater { '>' } else { '<' }),
+        )),
+        Carry::Arg(..) => None,
+    }
+}
+
+fn generate(k: &Kernel, u: &Units) -> Option<String> {
+    let body = k.body();
+    let outer = indent_at(k.text, body.start_byte());
+    let ind = format!("{outer}  ");
+    let ind2 = format!("{ind}  ");
+    let mut lines: Vec<String> = Vec::new();
+    let mut split = 0;
+    for piece in &u.body {
+        let Piece::Node(n) = *piece else {
+            // A skipped unit's `continue` would let its threads miss the block's barriers.
+            if matches!(piece, Piece::Skip(..)) {
+                return None;
+            }
+            lines.push(render(k, *piece, &[], "")?);
+            continue;
+        };
+        if let Some((c, init, step)) = walk_loop(k, n) {
+            if split > 0
+                || descendants(n).iter().any(|d| d.kind() == "break_statement")
+                || !iterations_independent(k, n, &c)
+                || u.names().contains(&c.as_str())
+                || !stores(k, n).is_empty()
+                || !walks_columns(k, &c)
+            {
+                return None;
+            }
+            let carried = carries(k, n, &c)?;
+            for carry in &carried {
+                if let Carry::Sum(v) = carry {
+                    lines.push(format!("if (kp_row != 0) {v} = 0;"));
+                }
+            }
+            let edits = [
+                (init.byte_range(), format!("{} + kp_row", k.text_of(init))),
+                (step.byte_range(), format!("{c} += kp_nw")),
+            ];
+            lines.push(render(k, *piece, &edits, "")?);
+            for carry in &carried {
+                lines.push(combine(carry)?);
+            }
+            split += 1;
+            continue;
+        }
+        let st = stores(k, n);
+        let exits = descendants(n).iter().any(|d| {
+            matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement")
+        });
+        if exits || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
+            return None;
+        }
+        if st.is_empty() {
+            lines.push(render(k, *piece, &[], "")?);
+            continue;
+        }
+        // A store runs once per unit (first warp, units in range); it may not set values read later.
+        if n.kind() == "declaration" || !declared_in(k, n).is_empty() {
+            return None;
+        }
+        // Lines are indented relative to each other: the unit loop's indentation is added to each.
+        lines.push(format!("if (kp_row == 0 && kp_active) {{\n  {}\n}}", render(k, *piece, &[], "  ")?));
+    }
+    if split == 0 {
+        return None;
+    }
+    let mut inner = String::new();
+    for l in u.rebind("kp_u").lines().chain(lines.iter().flat_map(|l| l.lines())) {
+        inner.push_str(&format!("{ind2}{l}\n"));
+    }
+    let prologue = u.prologue(k, &ind)?;
+    // Fixed block indices keep the launch's y/z: the column groups run over the x blocks.
+    let (block, blocks) = if u.fixed.is_empty() {
+        (
+            "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))",
+            "((long long)gridDim.x * gridDim.y * gridDim.z)",
+        )
+    } else {
+        ("(long long)blockIdx.x", "(long long)gridDim.x")
+    };
+    Some(format!(
+        "{{\n{ind}// 32 neighbouring units per block, its warps splitting each unit's loop; partials meet in shared memory (kernelpro ColumnUnits).\n{prologue}{ind}const int kp_col = (int)({BLOCK_TID} & 31u);\n{ind}const int kp_row = (int)({BLOCK_TID} >> 5);\n{ind}const int kp_nw = (int)({BLOCK_THREADS} >> 5);\n{ind}const long long kp_count = {};\n{ind}for (long long kp_base = {block} * 32; kp_base < kp_count; kp_base += {blocks} * 32) {{\n{ind2}// Lanes past the last unit walk the last one again (every thread meets the barriers) and store nothing.\n{ind2}const bool kp_active = kp_base + kp_col < kp_count;\n{ind2}const long long kp_u = kp_active ? kp_base + kp_col : kp_count - 1;\n{inner}{ind}}}\n{outer}}}",
+        u.count()
+    ))
+}
+
+fn rewrites(k: &Kernel) -> Vec<Rewrite> {
+    let Some(u) = units(k) else { return Vec::new() };
+    // A dot product per output reuses its operands across outputs: TiledContraction's case.
+    let contraction = k
+        .model()
+        .and_then(|m| m.pattern())
+        .is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::Contraction);
+    if !whole_warps(k) || contraction {
+        return Vec::new();
+    }
+    let Some(text) = generate(k, &u) else { return Vec::new() };
+    let body = k.body();
+    let mut source = k.text.to_string();
+    source.replace_range(body.byte_range(), &text);
+    let note = format!(
+        "32 neighbouring units per block ({}), coalesced as before, its warps splitting each unit's loop",
+        u.names().join(", ")
+    );
+    launch_variants(k, &Rewrite { source, note }, &u, Tuning::Columns)
+}
