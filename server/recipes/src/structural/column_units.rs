@@ -39,7 +39,9 @@ impl Recipe for ColumnUnits {
 /// Whether the loop over `c` walks columns: every global read inside it is
 /// coalesced across lanes (lane coefficient 0 or 1) and at least one moves by
 /// more than one element per iteration (the loop strides down a column).
-fn walks_columns(k: &Kernel, c: &str) -> bool {
+/// A pointer the loop's update advances (`p += C`) moves the reads through it by
+/// `C` per iteration, which the model does not follow: `advanced` names them.
+fn walks_columns(k: &Kernel, c: &str, advanced: &[(String, String)]) -> bool {
     let Some(m) = k.model() else { return false };
     let Some(id) = m.loops.iter().position(|l| l.var.as_deref() == Some(c)) else { return false };
     let atom = m.loops[id].atom.clone().unwrap_or(Atom::Loop(c.to_string()));
@@ -49,8 +51,56 @@ fn walks_columns(k: &Kernel, c: &str) -> bool {
         && reads.iter().all(|a| matches!(a.lane_coefficient().as_constant(), Some(0 | 1)))
         && reads.iter().any(|a| {
             let step = a.index.coefficient(&atom);
-            a.lane_coefficient().as_constant() == Some(1) && step.as_constant().is_none_or(|s| s.abs() > 1)
+            let through_advanced = advanced
+                .iter()
+                .any(|(p, by)| a.text.contains(p.as_str()) && by.trim().parse::<i64>().map_or(true, |b| b.abs() > 1));
+            a.lane_coefficient().as_constant() == Some(1)
+                && (through_advanced || (!step.is_zero() && step.as_constant().is_none_or(|s| s.abs() > 1)))
         })
+}
+
+/// A walk loop (`for (T c = START; c < END; ++c)`), also one that advances
+/// pointers with its counter (`++j, p += C`): (c, START, the update, the
+/// pointers with their increments).
+fn column_walk<'t>(
+    k: &Kernel<'t>,
+    f: tree_sitter::Node<'t>,
+) -> Option<(String, tree_sitter::Node<'t>, tree_sitter::Node<'t>, Vec<(String, String)>)> {
+    if let Some((c, init, step)) = walk_loop(k, f) {
+        return Some((c, init, step, Vec::new()));
+    }
+    let update = f.child_by_field_name("update").filter(|u| u.kind() == "comma_expression")?;
+    let mut parts = Vec::new();
+    let mut at = update;
+    while at.kind() == "comma_expression" {
+        parts.push(at.child_by_field_name("left")?);
+        at = at.child_by_field_name("right")?;
+    }
+    parts.push(at);
+    let (first, rest) = parts.split_first()?;
+    let mut pointers = Vec::new();
+    for p in rest {
+        let ok = p.kind() == "assignment_expression" && k.text_of(p.child_by_field_name("operator")?) == "+=";
+        let target = p.child_by_field_name("left").filter(|t| t.kind() == "identifier")?;
+        let by = p.child_by_field_name("right")?;
+        if !ok || k.param(k.text_of(target)).is_some() {
+            return None;
+        }
+        pointers.push((k.text_of(target).to_string(), k.text_of(by).to_string()));
+    }
+    // The counter's own step, checked as walk_loop checks it, on a copy of the loop without the pointers.
+    let c = {
+        let init = f.child_by_field_name("initializer").filter(|d| d.kind() == "declaration")?;
+        let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+        (k.text_of(decl.child_by_field_name("declarator")?).to_string(), decl.child_by_field_name("value")?)
+    };
+    let flat = super::recognize::flat(k, *first);
+    let steps = [format!("++{}", c.0), format!("{}++", c.0), format!("{}+=1", c.0)];
+    let cond = super::recognize::strip_parens(f.child_by_field_name("condition")?);
+    let fine = cond.kind() == "binary_expression"
+        && ["<", "<="].contains(&k.text_of(cond.child_by_field_name("operator")?))
+        && cond.child_by_field_name("left").is_some_and(|l| k.text_of(l) == c.0);
+    (steps.contains(&flat) && fine).then_some((c.0, c.1, update, pointers))
 }
 
 /// After the loop, each carried value combined over the block's warps, per column.
@@ -87,13 +137,13 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             lines.push(render(k, *piece, &[], "")?);
             continue;
         };
-        if let Some((c, init, step)) = walk_loop(k, n) {
+        if let Some((c, init, step, pointers)) = column_walk(k, n) {
             if split > 0
                 || descendants(n).iter().any(|d| d.kind() == "break_statement")
                 || !iterations_independent(k, n, &c)
                 || u.names().contains(&c.as_str())
                 || !stores(k, n).is_empty()
-                || !walks_columns(k, &c)
+                || !walks_columns(k, &c, &pointers)
             {
                 return None;
             }
@@ -103,9 +153,17 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
                     lines.push(format!("if (kp_row != 0) {v} = 0;"));
                 }
             }
+            // Pointers the loop advances (`++j, p += C`) start kp_row steps in and move kp_nw steps at a time.
+            for (p, by) in &pointers {
+                if u.body.iter().any(|q| matches!(q, Piece::Node(m) if m.start_byte() > n.end_byte() && super::warp_units::mentions(k, *m, p))) {
+                    return None;
+                }
+                lines.push(format!("{p} += ({by}) * kp_row;"));
+            }
+            let advance: String = pointers.iter().map(|(p, by)| format!(", {p} += ({by}) * kp_nw")).collect();
             let edits = [
                 (init.byte_range(), format!("{} + kp_row", k.text_of(init))),
-                (step.byte_range(), format!("{c} += kp_nw")),
+                (step.byte_range(), format!("{c} += kp_nw{advance}")),
             ];
             lines.push(render(k, *piece, &edits, "")?);
             for carry in &carried {

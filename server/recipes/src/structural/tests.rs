@@ -128,7 +128,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_2d_naive.cu", "transpose_v1", "TiledTranspose x2, GridStrideMap x4"),
     ("naive/transpose/transpose_macro_rowx_long.cu", "transpose_kernel", "TiledTranspose x2, GridStrideMap x4"),
-    // KernelBench level-1 tasks: pointer-walking reductions (48) and 2D convolutions get none yet;
+    // KernelBench level-1 tasks: 2D convolutions (82) get none yet;
     // few long rows (128 of 393216 in 23, 24) also get a block per row.
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
     ("kbench/19_ReLU.cu", "relu", "GridStrideMap x8"),
@@ -143,7 +143,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6"),
     ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "WarpUnits x4"),
     ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
-    ("kbench/48_Mean_reduction.cu", "mean_dim1", ""),
+    ("kbench/48_Mean_reduction.cu", "mean_dim1", "ColumnUnits x4"),
     ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
