@@ -41,6 +41,13 @@ impl<'a> Kernel<'a> {
         node
     }
 
+    /// The whole file with the kernel's body (braces included) replaced by `body`.
+    pub fn with_body(&self, body: &str) -> String {
+        let mut source = self.text.to_string();
+        source.replace_range(self.body().byte_range(), body);
+        source
+    }
+
     /// The kernel model (thread-index values, accesses, loops) under the spec's launch block.
     pub fn model(&self) -> Option<kernelpro_source::kernel_model::KernelModel> {
         let block = self.launch().map(|l| l.block);

@@ -150,8 +150,7 @@ fn rewrite(k: &Kernel, s: &Sum, cap: u32) -> Option<Rewrite> {
         "{ind}if (threadIdx.x < 32) {{\n{ind}  kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : ({ty})0;\n"
     );
     b += &format!("{ind}  {SHUFFLE}\n{ind}  if (threadIdx.x == 0) atomicAdd({addr}, kp_v);\n{ind}}}\n{outer}}}");
-    let mut source = k.text.to_string();
-    source.replace_range(body.byte_range(), &b);
+    let source = k.with_body(&b);
     Some(Rewrite {
         source,
         note: format!(

@@ -100,8 +100,7 @@ fn rewrite(k: &Kernel, h: &Histogram, cap: u32) -> Option<Rewrite> {
     b += &format!(
         "{ind}  const {bin_ty} kp_c = kp_bins[kp_j];\n{ind}  if (kp_c != 0) atomicAdd(&{bins}[kp_j], kp_c);\n{ind}}}\n{outer}}}"
     );
-    let mut source = k.text.to_string();
-    source.replace_range(body.byte_range(), &b);
+    let source = k.with_body(&b);
     Some(Rewrite {
         source,
         note: format!("{count} bins of {bins} privatized in shared memory, {cap} blocks at most, grid-stride"),

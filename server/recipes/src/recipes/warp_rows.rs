@@ -216,8 +216,7 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     let b = format!(
         "{{\n{ind}const int kp_lane = threadIdx.x & 31;\n{ind}for (int kp_k = 0; kp_k < 32; ++kp_k) {{\n{inner}{ind}}}\n{outer}}}"
     );
-    let mut source = k.text.to_string();
-    source.replace_range(body.byte_range(), &b);
+    let source = k.with_body(&b);
     Some(Rewrite {
         source,
         note: format!("one warp per row ({row}): lanes stride the columns, accumulators combined by __shfl_xor_sync"),

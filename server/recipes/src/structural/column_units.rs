@@ -10,7 +10,7 @@
 //! after the loop run once per unit, on the first warp.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, declared_in, render, stores, units, whole_warps};
+use super::recognize::{Piece, Units, declared_in, leaves_unit, render, stores, units, whole_warps};
 use super::warp_units::{Carry, carries, iterations_independent, walk_loop};
 use super::{BLOCK_THREADS, BLOCK_TID, with_units_view};
 use crate::kernel::Kernel;
@@ -173,10 +173,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             continue;
         }
         let st = stores(k, n);
-        let exits = descendants(n).iter().any(|d| {
-            matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement")
-        });
-        if exits || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
+        if leaves_unit(n) || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
             return None;
         }
         if st.is_empty() {
@@ -198,15 +195,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
         inner.push_str(&format!("{ind2}{l}\n"));
     }
     let prologue = u.prologue(k, &ind)?;
-    // Fixed block indices keep the launch's y/z: the column groups run over the x blocks.
-    let (block, blocks) = if u.fixed.is_empty() {
-        (
-            "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))",
-            "((long long)gridDim.x * gridDim.y * gridDim.z)",
-        )
-    } else {
-        ("(long long)blockIdx.x", "(long long)gridDim.x")
-    };
+    let (block, blocks) = (u.block_index(), u.block_count());
     Some(format!(
         "{{\n{ind}// 32 neighbouring units per block, its warps splitting each unit's loop; partials meet in shared memory (kernelpro ColumnUnits).\n{prologue}{ind}const int kp_col = (int)({BLOCK_TID} & 31u);\n{ind}const int kp_row = (int)({BLOCK_TID} >> 5);\n{ind}const int kp_nw = (int)({BLOCK_THREADS} >> 5);\n{ind}const long long kp_count = {};\n{ind}for (long long kp_base = {block} * 32; kp_base < kp_count; kp_base += {blocks} * 32) {{\n{ind2}// Lanes past the last unit walk the last one again (every thread meets the barriers) and store nothing.\n{ind2}const bool kp_active = kp_base + kp_col < kp_count;\n{ind2}const long long kp_u = kp_active ? kp_base + kp_col : kp_count - 1;\n{inner}{ind}}}\n{outer}}}",
         u.count()
@@ -224,9 +213,7 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         return Vec::new();
     }
     let Some(text) = generate(k, &u) else { return Vec::new() };
-    let body = k.body();
-    let mut source = k.text.to_string();
-    source.replace_range(body.byte_range(), &text);
+    let source = k.with_body(&text);
     let note = format!(
         "32 neighbouring units per block ({}), coalesced as before, its warps splitting each unit's loop",
         u.names().join(", ")

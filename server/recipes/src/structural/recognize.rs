@@ -124,6 +124,34 @@ impl Units<'_> {
         }
     }
 
+    /// The calling block's index among the blocks that walk the units (64-bit):
+    /// over the x blocks alone when fixed indices keep the launch's y/z.
+    pub fn block_index(&self) -> &'static str {
+        if self.fixed.is_empty() {
+            "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))"
+        } else {
+            "(long long)blockIdx.x"
+        }
+    }
+
+    /// How many blocks walk the units (64-bit).
+    pub fn block_count(&self) -> &'static str {
+        if self.fixed.is_empty() { "((long long)gridDim.x * gridDim.y * gridDim.z)" } else { "(long long)gridDim.x" }
+    }
+
+    /// A warp per unit: the kernel body walking the units with a grid stride of
+    /// warps, `kp_lane` the lane, `inner` (indented at `ind` plus two) the per-unit
+    /// lines; `comment` says which rewrite made it.
+    pub fn warp_loop(&self, prologue: &str, comment: &str, inner: &str, ind: &str, outer: &str) -> String {
+        format!(
+            "{{\n{ind}// {comment}\n{prologue}{ind}const int kp_lane = (int)({} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
+            super::BLOCK_TID,
+            self.grid_threads(),
+            self.grid_tid(),
+            self.count()
+        )
+    }
+
     /// The head declarations and the fixed indices, as lines at indentation `to`, emitted before the unit loop.
     pub fn prologue(&self, k: &Kernel, to: &str) -> Option<String> {
         let mut out = String::new();
@@ -692,6 +720,14 @@ pub(crate) fn render(k: &Kernel, piece: Piece, edits: &[(std::ops::Range<usize>,
     }
     let from = crate::syntax::indent_at(k.text, node.start_byte());
     Some(reindent(&edited(k, node, &all), from, to))
+}
+
+/// Whether `node` may leave its unit early (`return`, `break`, `continue`,
+/// `goto`): a rewrite that runs it on some lanes only cannot take it.
+pub(crate) fn leaves_unit(node: Node) -> bool {
+    descendants(node)
+        .iter()
+        .any(|d| matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement"))
 }
 
 /// Stores under `node`: assignments to and increments of subscripts and

@@ -10,9 +10,9 @@
 //! with the row's total, as the statements after the loop expect.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, declared_in, render, stores, strip_parens, units, whole_warps};
+use super::recognize::{Piece, Units, declared_in, leaves_unit, render, stores, strip_parens, units, whole_warps};
 use super::warp_units::{mentions, occurrences, walk_loop};
-use super::{BLOCK_TID, with_units_view};
+use super::with_units_view;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, statements};
 use crate::{Recipe, Rewrite};
@@ -149,10 +149,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             lines.push(render(k, *piece, &[], "")?);
             continue;
         }
-        let exits = descendants(n).iter().any(|d| {
-            matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement")
-        });
-        if exits || n.kind() == "declaration" || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
+        if leaves_unit(n) || n.kind() == "declaration" || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
             return None;
         }
         // Lines are indented relative to each other: the unit loop's indentation is added to each.
@@ -172,12 +169,8 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
         inner.push_str(&format!("{ind2}{l}\n"));
     }
     let prologue = u.prologue(k, &ind)?;
-    Some(format!(
-        "{{\n{ind}// One warp per unit; lanes scan its elements 32 at a time with shuffles (kernelpro WarpScan).\n{prologue}{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
-        u.grid_threads(),
-        u.grid_tid(),
-        u.count()
-    ))
+    let comment = "One warp per unit; lanes scan its elements 32 at a time with shuffles (kernelpro WarpScan).";
+    Some(u.warp_loop(&prologue, comment, &inner, &ind, &outer))
 }
 
 /// The chunked scan replacing one scan loop, as lines (indented relative to each other).
@@ -230,9 +223,7 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         return Vec::new();
     }
     let Some(text) = generate(k, &u) else { return Vec::new() };
-    let body = k.body();
-    let mut source = k.text.to_string();
-    source.replace_range(body.byte_range(), &text);
+    let source = k.with_body(&text);
     let note = format!(
         "one warp per unit ({}): its running sum scanned 32 elements at a time with shuffles",
         u.names().join(", ")

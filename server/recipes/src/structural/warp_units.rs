@@ -19,7 +19,7 @@
 
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{
-    Piece, Units, declared_in, flat, is_loop, names_in, render, stores, strip_parens, units, whole_warps,
+    Piece, Units, declared_in, flat, is_loop, leaves_unit, names_in, render, stores, strip_parens, units, whole_warps,
 };
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
@@ -430,10 +430,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
                 .is_some_and(|t| t.kind() == "identifier" && !declared_in(k, n).iter().any(|x| x == k.text_of(t)))
         });
         // Lane 0 alone may not leave the unit: the others would meet the next shuffle without it.
-        let exits = descendants(n).iter().any(|d| {
-            matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement")
-        });
-        if outer_assigned || exits || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
+        if outer_assigned || leaves_unit(n) || n.kind() == "declaration" || descendants(n).into_iter().any(is_loop) {
             return None;
         }
         lines
@@ -452,22 +449,15 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
     }
     let prologue = u.prologue(k, &ind)?;
     let mut text = if team == Team::Warp {
-        format!(
-            "{{\n{ind}// One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).\n{prologue}{ind}const int kp_lane = (int)({BLOCK_TID} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
-            u.grid_threads(),
-            u.grid_tid(),
-            u.count()
+        u.warp_loop(
+            &prologue,
+            "One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).",
+            &inner,
+            &ind,
+            &outer,
         )
     } else {
-        // Fixed block indices keep the launch's y/z: the units then run over the x blocks.
-        let (block, blocks) = if u.fixed.is_empty() {
-            (
-                "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))",
-                "((long long)gridDim.x * gridDim.y * gridDim.z)",
-            )
-        } else {
-            ("(long long)blockIdx.x", "(long long)gridDim.x")
-        };
+        let (block, blocks) = (u.block_index(), u.block_count());
         format!(
             "{{\n{ind}// One block per unit; its threads split the unit's loops, warps combined through shared memory (kernelpro BlockUnits).\n{prologue}{ind}const int kp_lane = (int){BLOCK_TID};\n{ind}const int kp_team = (int){BLOCK_THREADS};\n{ind}const int kp_nw = kp_team >> 5;\n{ind}for (long long kp_u = {block}; kp_u < {}; kp_u += {blocks}) {{\n{inner}{ind}}}\n{outer}}}",
             u.count()
@@ -735,8 +725,7 @@ fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
         let Some((text, split)) = generate(k, &u, float_acc, team) else {
             return Vec::new();
         };
-        let mut source = k.text.to_string();
-        source.replace_range(body.byte_range(), &text);
+        let source = k.with_body(&text);
         let names = u.names().join(", ");
         let fp = if float_acc { ", double accumulators as float" } else { "" };
         let on = if text.contains("kp_m0") { ", online max and sum in one pass" } else { "" };
