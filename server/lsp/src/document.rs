@@ -164,13 +164,7 @@ impl Document {
         profile
             .findings
             .iter()
-            .filter_map(|f| {
-                let line = edits.to_current(f.span.start.line)?;
-                let mut moved = f.clone();
-                moved.span.end.line = line + f.span.end.line.saturating_sub(f.span.start.line);
-                moved.span.start.line = line;
-                Some(moved)
-            })
+            .filter_map(|f| Some(kernelpro_model::Finding { span: moved(&edits, f.span)?, ..f.clone() }))
             .collect()
     }
 
@@ -194,6 +188,14 @@ impl Document {
         let oldest = self.profile.as_ref().map_or(analysis, |p| p.version.min(analysis));
         self.edits.retain(|(v, _)| *v > oldest);
     }
+}
+
+/// Where `span` (of the text before `edits`) is now: its lines moved, its
+/// height kept; `None` when its first line was rewritten.
+pub fn moved(edits: &EditLog, span: Span) -> Option<Span> {
+    let line = edits.to_current(span.start.line)?;
+    let end = line + span.end.line.saturating_sub(span.start.line);
+    Some(Span::new(Pos { line, ..span.start }, Pos { line: end, ..span.end }))
 }
 
 /// Core lines (tree-sitter, nvcc) end at "\n" only; LSP and the rope also end

@@ -13,14 +13,7 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
     let mut lenses = Vec::new();
     // Lenses sit on the analysis's lines, moved through the edits made since.
     let edits = doc.edits_since_analysis();
-    let moved = |span: kernelpro_model::Span| {
-        let line = edits.to_current(span.start.line)?;
-        let end = line + span.end.line.saturating_sub(span.start.line);
-        Some(kernelpro_model::Span::new(
-            kernelpro_model::Pos { line, ..span.start },
-            kernelpro_model::Pos { line: end, ..span.end },
-        ))
-    };
+    let moved = |span| crate::document::moved(&edits, span);
     let verdicts = crate::jobs::profile::verdicts(doc);
     let settings = server.state.settings();
     let restricted = format!(

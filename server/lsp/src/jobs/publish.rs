@@ -68,11 +68,8 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
     for f in findings {
         match &f.file {
             None => {
-                let Some(line) = edits.to_current(f.span.start.line) else { continue };
-                let mut moved = f.clone();
-                moved.span.end.line = line + f.span.end.line.saturating_sub(f.span.start.line);
-                moved.span.start.line = line;
-                main.push(convert::diagnostic(&moved, Some(doc)))
+                let Some(span) = crate::document::moved(&edits, f.span) else { continue };
+                main.push(convert::diagnostic(&kernelpro_model::Finding { span, ..f.clone() }, Some(doc)))
             }
             Some(p) => {
                 if let Some(h) = Uri::from_file_path(p) {
