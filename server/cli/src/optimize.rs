@@ -5,8 +5,6 @@ use kernelpro_optimize::{OptimizeOutcome, OptimizeRequest, optimize};
 use kernelpro_search::Strategy;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(clap::Args)]
 pub struct OptimizeArgs {
@@ -128,12 +126,12 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
         llm_key: kernelpro_llm::ApiKey::from_env(),
         profile_import: args.profile_import.clone(),
     };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = tokio_util::sync::CancellationToken::new();
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("stopping: the best result so far follows");
-            on_ctrl_c.store(true, Ordering::SeqCst);
+            on_ctrl_c.cancel();
         }
     });
     let handle = tokio::runtime::Handle::current();

@@ -7,20 +7,8 @@ use crate::state::StoredOptimization;
 use kernelpro_optimize::{OptimizeRequest, optimize};
 use kernelpro_search::Strategy;
 use kernelpro_session::JobKind;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
-
-/// Cancels the job if the request's future is dropped (`$/cancelRequest`),
-/// so the blocking search stops at its next evaluation.
-struct CancelOnDrop(tokio_util::sync::CancellationToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
 
 pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<ProgressToken>) -> Result<LSPAny> {
     let settings = server.state.settings();
@@ -52,16 +40,9 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     let ticket = server.state.jobs().start(&uri, JobKind::Optimize, kernel.clone(), version);
     let key = token_key(&token);
     server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), ticket.token.clone());
-    let _guard = CancelOnDrop(ticket.token.clone());
-    // The search (plain Rust on a blocking thread) watches a flag: the token sets it.
-    let cancel = Arc::new(AtomicBool::new(false));
-    let _bridge = {
-        let (token, flag) = (ticket.token.clone(), cancel.clone());
-        AbortOnDrop(tokio::spawn(async move {
-            token.cancelled().await;
-            flag.store(true, Ordering::SeqCst);
-        }))
-    };
+    // A dropped request future (`$/cancelRequest`) cancels the job too.
+    let _guard = ticket.token.clone().drop_guard();
+    let cancel = ticket.token.clone();
     let progress = server
         .client
         .progress(token, format!("Optimizing {kernel}"))
@@ -112,7 +93,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     match result {
         // A cancel before anything was measured (the original's own compile
         // or run stopped) is still a cancel, not a failure.
-        Err(_) if cancel.load(Ordering::SeqCst) => {
+        Err(_) if cancel.is_cancelled() => {
             progress.finish_with_message("cancelled".to_string()).await;
             let message = format!("Optimize {kernel} was cancelled before any candidate was measured.");
             if !client_renders {
@@ -132,7 +113,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
             Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
         }
         Ok(outcome) => {
-            let cancelled = cancel.load(Ordering::SeqCst);
+            let cancelled = cancel.is_cancelled();
             tracing::info!(kernel = %kernel, evaluations = outcome.evaluations, speedup = outcome.speedup, cancelled, stop = %outcome.stop, "optimize finished");
             let message = result_message(&outcome, cancelled, settings.editor);
             progress.finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() }).await;
@@ -205,14 +186,6 @@ pub fn token_key(token: &ProgressToken) -> String {
 pub fn cancel(server: &Server, token: &ProgressToken) {
     if let Some(job) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
         job.cancel();
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
