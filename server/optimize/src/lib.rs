@@ -529,7 +529,7 @@ mod tests {
                 llm_key: None,
                 profile_import: import,
             };
-            let out = optimize(&req, rt.handle().clone(), Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
+            let out = optimize(&req, rt.handle().clone(), CancellationToken::new(), |_| {}).unwrap();
             assert!(out.notes.is_empty(), "{:?}", out.notes);
             out.steps[0].recipe.clone()
         };
