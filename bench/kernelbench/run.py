@@ -986,7 +986,7 @@ def main():
     ap.add_argument("--selftest-cheats", action="store_true", help="run the planted cheats and say which check caught each")
     ap.add_argument("--cheats-dir", default=os.path.join(HERE, "cheats"))
     ap.add_argument("--phase", default="all", choices=["all", "optimize", "build", "measure"], help="run one phase over the tasks (all: optimize, build, measure)")
-    ap.add_argument("--jobs-optimize", type=int, default=4, help="optimizer runs at a time (they share the GPU: only the choice of the best gets noisier)")
+    ap.add_argument("--jobs-optimize", type=int, default=4, help="optimizer runs at a time: their compiles overlap, their GPU work takes turns (kernelpro serializes jobs on a device)")
     ap.add_argument("--jobs-build", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)), help="builds (nvcc, torch.compile warm-up) at a time")
     ap.add_argument("--worker-task", help=argparse.SUPPRESS)
     ap.add_argument("--worker-optimize", help=argparse.SUPPRESS)

@@ -52,7 +52,8 @@ pub use kernelpro_runner::SECRET_ENV;
 
 /// Runs `job` in `runner_prefix... exe __gpu-worker` (the job on stdin, the
 /// reply on stdout), killing the child's whole process group when `timeout`
-/// passes or `cancel` fires.
+/// passes or `cancel` fires. Jobs on the same device run one at a time, across
+/// processes too ([`DeviceLock`]); the timeout starts once the device is ours.
 pub async fn run_job(
     exe: &Path,
     job: &Job,
@@ -65,6 +66,10 @@ pub async fn run_job(
     argv.push(WORKER_SUBCOMMAND.to_string());
     let input = serde_json::to_vec(job).expect("a job always serializes");
     let command = ToolCommand::new(&argv[0], timeout).args(&argv[1..]).stdin(input);
+    let _device = tokio::select! {
+        lock = DeviceLock::acquire(runner_prefix, job.device) => lock,
+        () = cancel.cancelled() => return Err(HarnessError::Cancelled),
+    };
     let out = run_tool(&command, cancel).await.map_err(|e| match e {
         ToolError::Timeout { .. } => HarnessError::Timeout { after: timeout },
         ToolError::Cancelled { .. } => HarnessError::Cancelled,
@@ -83,6 +88,35 @@ pub async fn run_job(
             status: out.code.map_or_else(|| "killed by a signal".to_string(), |c| format!("exit code {c}")),
             stderr: out.stderr,
         }),
+    }
+}
+
+/// An exclusive `flock` on a file per (runner, device) in the temp directory:
+/// two searches timing kernels on one GPU at once slow each other down and
+/// each keeps the wrong candidate (or rejects a real gain as noise), so the
+/// GPU part of every job is serialized while compiles still run in parallel.
+/// The lock goes with the file descriptor, also when the process dies.
+/// Without a lock file (a read-only temp directory) jobs run unserialized.
+struct DeviceLock {
+    _file: Option<std::fs::File>,
+}
+
+impl DeviceLock {
+    async fn acquire(runner_prefix: &[String], device: u32) -> DeviceLock {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        runner_prefix.hash(&mut h);
+        let path = std::env::temp_dir().join(format!("kernelpro-gpu-{:016x}-{device}.lock", h.finish()));
+        // A blocking flock on a thread of its own; if the caller gives up, the
+        // thread still gets the lock and releases it at once by dropping it.
+        let lock = tokio::task::spawn_blocking(move || {
+            use std::os::fd::AsRawFd;
+            let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).ok()?;
+            // SAFETY: flock on a descriptor this function owns.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+            (rc == 0).then_some(file)
+        });
+        DeviceLock { _file: lock.await.ok().flatten() }
     }
 }
 
@@ -152,6 +186,28 @@ mod tests {
             unsafe { libc::kill(grandchild, 0) != 0 }
         });
         assert!(gone, "the sleeping grandchild survived");
+    }
+
+    #[tokio::test]
+    async fn jobs_on_one_device_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        // Each worker logs its start and end around a pause; overlapping runs would interleave.
+        let exe = fake_worker(
+            dir.path(),
+            &format!(
+                "cat > /dev/null; echo start >> {0}; sleep 0.3; echo end >> {0}; echo '{{\"Failed\":\"done\"}}'",
+                log.display()
+            ),
+        );
+        let prefix = vec!["env".to_string(), format!("KERNELPRO_LOCK_TEST={}", dir.path().display())];
+        let (cancel, job) = (CancellationToken::new(), job());
+        let (a, b) = tokio::join!(
+            run_job(&exe, &job, DEFAULT_TIMEOUT, &prefix, &cancel),
+            run_job(&exe, &job, DEFAULT_TIMEOUT, &prefix, &cancel)
+        );
+        assert_eq!((a.unwrap_err().to_string(), b.unwrap_err().to_string()), ("done".into(), "done".into()));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "start\nend\nstart\nend\n");
     }
 
     #[tokio::test]
