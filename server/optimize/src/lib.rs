@@ -221,6 +221,7 @@ pub fn optimize(
         let b = ranked.remove(pos);
         ranked.insert(0, b);
     }
+    let had_candidates_beyond_noise = !ranked.is_empty();
     for node in ranked.into_iter().take(3) {
         let Ok(prepared) = ev.admit(&node.source) else { continue };
         if seeds[1..].iter().all(|&s| matches!(ev.verify(&prepared, s), Outcome::Ok { .. })) {
@@ -234,12 +235,33 @@ pub fn optimize(
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes.splice(0..0, notes);
+    out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
     out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
 }
 
-/// Cancels the token that the compiles, harness runs and ncu passes watch
+/// Why a search that timed faster candidates offers none: the user sees a
+/// speedup in the tried list and deserves the reason it was not kept.
+fn why_nothing_offered(tree: &kernelpro_search::Tree, had_candidates_beyond_noise: bool) -> Option<String> {
+    if had_candidates_beyond_noise {
+        return Some("the fastest candidates failed the check on the held-out input seeds, so none is offered".into());
+    }
+    let (speedup, noise, recipe) = tree
+        .nodes()
+        .iter()
+        .filter(|n| n.id != kernelpro_search::NodeId::ROOT)
+        .filter_map(|n| match (&n.outcome, n.speedup) {
+            (Outcome::Ok { time_s, noise, .. }, Some(s)) if s > 1.0 => Some((s, noise / time_s, &n.recipe)),
+            _ => None,
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some(format!(
+        "the fastest candidate ({recipe}, {speedup:.2}x) is within the run-to-run noise of its timing (±{:.1}%) or the 2% floor, so none is offered; other work on the GPU makes timings noisy",
+        noise * 100.0
+    ))
+}
+
 /// Sets the search's cancel flag (plain Rust, checked before each
 /// evaluation) when the caller's token fires; the compiles, harness runs and
 /// ncu passes watch the token itself.
