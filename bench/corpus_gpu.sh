@@ -6,7 +6,7 @@
 # inputs too, so the table says how far the optimizer got towards it.
 # Expects the release binary in .devbin/ (bench/devbin.sh; carry [".devbin"]) or KERNELPRO_BIN.
 # Usage: bash bench/corpus_gpu.sh OUTDIR
-#   BUDGET=30 (evaluations per file)  TIME=300 (seconds per file)  CLASSES="sum histogram" (default all)
+#   BUDGET=30 (evaluations per file)  TIME=300 (seconds per file)  JOBS=1 (searches at a time)  CLASSES="sum histogram" (default all)
 #   PROFILE=1 (profile the original with ncu first; default off: the recipes follow the static findings)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,13 +50,14 @@ if expert:
 PY
 }
 trap 'summary > "$OUT/corpus_summary.md"; tar czf "$DEST/corpus.tgz" -C "$OUT" . ; cat "$OUT/corpus_summary.md"' EXIT
-trap 'exit 143' TERM
+trap 'kill $(jobs -p) 2>/dev/null; exit 143' TERM
 B=${KERNELPRO_BIN:-$PWD/.devbin/kernelpro}
 [ -x "$B" ] || B=$PWD/target/release/kernelpro
 BUDGET=${BUDGET:-30}; TIME=${TIME:-300}
 prof="--no-profile"; [ "${PROFILE:-0}" = 1 ] && prof=""
 # EVALUATOR=stub:2 tries the flow without a GPU.
 ev="--evaluator ${EVALUATOR:-gpu}"
+JOBS=${JOBS:-1}
 for dir in tests/fixtures/naive/*/; do
   c=$(basename "$dir")
   [ -n "${CLASSES:-}" ] && [[ " $CLASSES " != *" $c "* ]] && continue
@@ -65,9 +66,16 @@ for dir in tests/fixtures/naive/*/; do
     case "$b" in clean_*|expert_*) continue ;; esac
     k=$(grep -o "__global__ void [A-Za-z_0-9]*" "$f" | head -1 | awk '{print $3}')
     echo "== $c/$b ($k)" >&2
+    # JOBS searches at a time: their compiles overlap, their GPU work takes turns (kernelpro's device lock).
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
     timeout $((TIME + 60)) "$B" optimize "$f" --kernel "$k" --budget "$BUDGET" --time "$TIME" --no-energy $prof $ev --json \
-      --out "$OUT/best/${c}_$b.cu" > "$OUT/opt/${c}_$b.json" 2> "$OUT/opt/${c}_$b.err"
+      --out "$OUT/best/${c}_$b.cu" > "$OUT/opt/${c}_$b.json" 2> "$OUT/opt/${c}_$b.err" &
   done
+done
+wait
+for dir in tests/fixtures/naive/*/; do
+  c=$(basename "$dir")
+  [ -n "${CLASSES:-}" ] && [[ " $CLASSES " != *" $c "* ]] && continue
   # The class's clean and expert versions on the primary naive file's inputs.
   for e in "$dir"clean_*.cu "$dir"expert_*.cu; do
     [ -f "$e" ] || continue

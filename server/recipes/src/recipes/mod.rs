@@ -48,8 +48,9 @@ use crate::structural::{
 /// is verified, so order only decides what a small budget reaches.
 pub fn all() -> Vec<Box<dyn Recipe>> {
     vec![
-        Box::new(WarpUnits),
+        // BlockUnits applies only to few long rows, where it beats a warp per row.
         Box::new(BlockUnits),
+        Box::new(WarpUnits),
         Box::new(WarpScan),
         Box::new(ColumnUnits),
         Box::new(TiledContraction),

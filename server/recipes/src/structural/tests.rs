@@ -394,52 +394,52 @@ fn snapshots() {
         "ln_fwd_btc",
         "WarpUnits",
         expect![[r#"
-        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions
-        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(SEQ, 8), 132 * 16), BATCH)
-        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(SEQ, 4), 132 * 32), BATCH)
-        ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(SEQ, 16), 132 * 8), BATCH)
-        __global__ void ln_fwd_btc(float* out, const float* inp, const float* gamma, const float* beta, int T, int C) {
-          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
-          const int bidx = (int)blockIdx.y;
-          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
-          const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
-          for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(T); kp_u += kp_warps) {
-            const int t = (int)(kp_u);
-            size_t base = ((size_t)bidx * T + t) * C;
-            float sum = 0.f, sumsq = 0.f;
-            if (kp_lane != 0) sum = 0;
-            if (kp_lane != 0) sumsq = 0;
-            for (int c = 0 + kp_lane; c < C; c += 32) {
-              float v = inp[base + c]; // expect: UncoalescedAccess|RowWalk
-              sum += v;
-              sumsq += v * v;
+            ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(SEQ, 8), 132 * 16), BATCH)
+            ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(SEQ, 4), 132 * 32), BATCH)
+            ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(SEQ, 16), 132 * 8), BATCH)
+            ## one warp per unit (t): 2 loop(s) split across lanes, shuffle all-reductions
+            __global__ void ln_fwd_btc(float* out, const float* inp, const float* gamma, const float* beta, int T, int C) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const int bidx = (int)blockIdx.y;
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+              for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(T); kp_u += kp_warps) {
+                const int t = (int)(kp_u);
+                size_t base = ((size_t)bidx * T + t) * C;
+                float sum = 0.f, sumsq = 0.f;
+                if (kp_lane != 0) sum = 0;
+                if (kp_lane != 0) sumsq = 0;
+                for (int c = 0 + kp_lane; c < C; c += 32) {
+                  float v = inp[base + c]; // expect: UncoalescedAccess|RowWalk
+                  sum += v;
+                  sumsq += v * v;
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sumsq += __shfl_xor_sync(0xffffffffu, sumsq, kp_o);
+                float mu = sum / C;
+                float var = sumsq / C - mu * mu;
+                float inv = rsqrtf(var + 1e-5f);
+                for (int c = 0 + kp_lane; c < C; c += 32) {
+                  out[base + c] = (inp[base + c] - mu) * inv * gamma[c] + beta[c];
+                }
+                __syncwarp();
+              }
             }
-            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, kp_o);
-            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) sumsq += __shfl_xor_sync(0xffffffffu, sumsq, kp_o);
-            float mu = sum / C;
-            float var = sumsq / C - mu * mu;
-            float inv = rsqrtf(var + 1e-5f);
-            for (int c = 0 + kp_lane; c < C; c += 32) {
-              out[base + c] = (inp[base + c] - mu) * inv * gamma[c] + beta[c];
-            }
-            __syncwarp();
-          }
-        }
-    "#]],
+        "#]],
     );
     check(
         "layernorm_rowptr.cu",
         "layernorm",
         "WarpUnits",
         expect![[r#"
-            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float
             ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
             ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
             ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
-            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions, double accumulators as float
             ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
             ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
             ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            ## one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
             __global__ void layernorm(float* y, const float* x, const float* w, const float* b, int rows, int cols) {
               // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
               const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
@@ -476,10 +476,10 @@ fn snapshots() {
         "argmax_rows",
         "WarpUnits",
         expect![[r#"
-            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions
             ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
             ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
             ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            ## one warp per unit (r): 1 loop(s) split across lanes, shuffle all-reductions
             __global__ void argmax_rows(int* idx_out, const float* x, long rows, long cols) {
               // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
               const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
@@ -749,32 +749,32 @@ fn snapshots_of_model_recognised_units() {
         "argmax_kernel",
         "WarpUnits",
         expect![[r#"
-        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions
-        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(ROWS / 2, 8), 132 * 16), 2)
-        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(ROWS / 2, 4), 132 * 32), 2)
-        ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(ROWS / 2, 16), 132 * 8), 2)
-        __global__ void argmax_kernel(int* out, const T* vals, int nrow, int ncol) {
-          // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
-          const long long kp_by = (long long)blockIdx.y;
-          const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
-          const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
-          for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(nrow / 2); kp_u += kp_warps) {
-            const long long kp_gx = (long long)(kp_u);
-            int i = (kp_by * (nrow / 2)) + kp_gx;
-            T m = ELEM(i, 0);
-            int a = 0;
-            for (int j = 1 + kp_lane; j < ncol; j += 32) {
-              T v = ELEM(i, j); // expect: UncoalescedAccess|RowWalk
-              if (v > m) { m = v; a = j; }
+            ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = (min(ceil_div(ROWS / 2, 8), 132 * 16), 2)
+            ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = (min(ceil_div(ROWS / 2, 4), 132 * 32), 2)
+            ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = (min(ceil_div(ROWS / 2, 16), 132 * 8), 2)
+            ## one warp per unit (kp_gx): 1 loop(s) split across lanes, shuffle all-reductions
+            __global__ void argmax_kernel(int* out, const T* vals, int nrow, int ncol) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const long long kp_by = (long long)blockIdx.y;
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * (blockDim.x * blockDim.y * blockDim.z)) >> 5;
+              for (long long kp_u = ((long long)blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(nrow / 2); kp_u += kp_warps) {
+                const long long kp_gx = (long long)(kp_u);
+                int i = (kp_by * (nrow / 2)) + kp_gx;
+                T m = ELEM(i, 0);
+                int a = 0;
+                for (int j = 1 + kp_lane; j < ncol; j += 32) {
+                  T v = ELEM(i, j); // expect: UncoalescedAccess|RowWalk
+                  if (v > m) { m = v; a = j; }
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, m, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, a, kp_o); if (kp_t > m || (kp_t == m && kp_j < a)) { m = kp_t; a = kp_j; } }
+                if (kp_lane == 0) {
+                  out[i] = a;
+                }
+                __syncwarp();
+              }
             }
-            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) { const auto kp_t = __shfl_xor_sync(0xffffffffu, m, kp_o); const auto kp_j = __shfl_xor_sync(0xffffffffu, a, kp_o); if (kp_t > m || (kp_t == m && kp_j < a)) { m = kp_t; a = kp_j; } }
-            if (kp_lane == 0) {
-              out[i] = a;
-            }
-            __syncwarp();
-          }
-        }
-    "#]],
+        "#]],
     );
 }
 
