@@ -151,7 +151,9 @@ fn one_of(doc: &SettingDoc) -> Option<String> {
 
 fn json_type(default: &Value) -> Value {
     match default {
-        Value::Null => serde_json::json!(["string", "null"]),
+        // A plain string, so that the settings UI shows a text box (a `null` in
+        // the type makes it "Edit in settings.json"); empty means unset.
+        Value::Null => "string".into(),
         Value::Bool(_) => "boolean".into(),
         Value::Number(n) if n.is_u64() || n.is_i64() => "integer".into(),
         Value::Number(_) => "number".into(),
@@ -284,7 +286,7 @@ mod tests {
             .expect("package.json stays JSON");
         assert_eq!(
             pkg["contributes"]["configuration"]["properties"]["kernelpro.nvcc"]["type"],
-            serde_json::json!(["string", "null"])
+            serde_json::json!("string")
         );
     }
 

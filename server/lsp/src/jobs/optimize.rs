@@ -234,11 +234,30 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str
     Some(action)
 }
 
-/// The last search's notes, best path and a unified diff of its result, for the kernel's hover.
-pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str) -> Option<String> {
+/// The last search's notes, best path and a unified diff of its result, for
+/// the kernel's hover; once the kernel has changed so that it no longer
+/// applies (or was applied), one line that says so instead of a stale offer.
+pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str, current_text: &str) -> Option<String> {
     let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let new_text = stored.outcome.new_text.as_ref()?;
+    if let Some(edit) = &stored.outcome.edit {
+        let made = [kernelpro_session::LineEdit {
+            start_line: edit.start_line,
+            end_line: edit.end_line,
+            text: edit.text.clone(),
+        }];
+        if let Err(why) = kernelpro_session::rebase(&stored.original, &made, current_text) {
+            let applied = current_text.contains(edit.text.as_str());
+            return Some(if applied {
+                let title = &stored.outcome.title;
+                let gain = title.strip_prefix(&format!("Apply optimized {kernel}: ")).unwrap_or(title);
+                format!("The optimized {kernel} is applied ({gain}).\n")
+            } else {
+                format!("The last optimize result for {kernel} no longer applies: {why}. Run Optimize again.\n")
+            });
+        }
+    }
     let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
     let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();
     let notes: String = stored.outcome.notes.iter().map(|n| format!("{n}\n\n")).collect();
