@@ -4,8 +4,15 @@
 // and the code lenses from the editor; then optimizes the first kernel (stub
 // evaluator) in a cancellable notification, cancels it once a faster version is
 // found, and applies that best-so-far from the Quick Fix menu; then profiles.
+// Along the way (issue 22): hover follows unsaved edits, findings stay up
+// through a save, the settings UI has the compiler setting, the install command
+// exists, and the kernel hover says why a broken file has no resources.
+// KP_MODE=untrusted: workspace trust on, the folder not trusted: no runs
+// offered, one notice, "restricted" in the status bar; trusting it re-analyses.
+// KP_MODE=missing: the server binary does not exist: an error in words with
+// the setting to fix; typing the path into the settings UI starts the server.
 //   CODE_SERVER  code-server binary      VSIX        extension package
-//   KERNELPRO_BIN, KP_FIXTURE, KP_OUT (JSON report), KP_SCREENSHOT (PNG, optional)
+//   KERNELPRO_BIN, KP_FIXTURE, KP_OUT (JSON report), KP_SCREENSHOT (PNG, optional), KP_MODE
 // Exit 0: checks passed; 1: a check failed; 2: timeout or error.
 import { spawn, execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +31,8 @@ const server = env('KERNELPRO_BIN');
 const fixture = env('KP_FIXTURE');
 const outPath = env('KP_OUT');
 const timeout = Number(process.env.KP_TIMEOUT_MS ?? 240_000);
-const report = { fixture, checks: {} };
+const mode = process.env.KP_MODE ?? 'main';
+const report = { fixture, mode, checks: {} };
 
 const home = mkdtempSync(join(tmpdir(), 'kp-code-server-'));
 const [userData, extensions, workspace] = ['user-data', 'extensions', 'workspace'].map((d) => join(home, d));
@@ -32,21 +40,22 @@ for (const d of [join(userData, 'User'), extensions, workspace]) mkdirSync(d, { 
 const source = join(workspace, basename(fixture));
 copyFileSync(fixture, source);
 chmodSync(source, 0o644);
-writeFileSync(
-  join(userData, 'User', 'settings.json'),
+const settingsPath = join(userData, 'User', 'settings.json');
+const settings = (serverPath) =>
   JSON.stringify({
-    'kernelpro.serverPath': server,
+    'kernelpro.serverPath': serverPath,
     'kernelpro.optimize.evaluator': 'stub:1.5',
     'kernelpro.optimize.budget': 500, // long enough to cancel: the best so far is then applied
-    'security.workspace.trust.enabled': false, // the fixture's workspace counts as trusted
+    // Off: the fixture's workspace counts as trusted; on (untrusted mode): VS Code asks.
+    'security.workspace.trust.enabled': mode === 'untrusted',
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
     'extensions.autoCheckUpdates': false,
     'extensions.ignoreRecommendations': true,
     'telemetry.telemetryLevel': 'off',
     'kernelpro.trace.server': process.env.KP_TRACE ?? 'off',
-  }),
-);
+  });
+writeFileSync(settingsPath, settings(mode === 'missing' ? join(home, 'no-such-dir', 'kernelpro') : server));
 
 const freePort = () =>
   new Promise((done) => {
@@ -65,7 +74,7 @@ const port = await freePort();
 const cs = spawn(
   codeServer,
   [...dirs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
-    '--disable-workspace-trust', '--disable-getting-started-override', workspace],
+    ...(mode === 'untrusted' ? [] : ['--disable-workspace-trust']), '--disable-getting-started-override', workspace],
   { stdio: ['ignore', 'pipe', 'pipe'], env: csEnv },
 );
 let csLog = '';
@@ -92,6 +101,11 @@ try {
   page.setDefaultTimeout(timeout);
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.locator('.monaco-workbench').waitFor();
+  if (mode === 'untrusted') {
+    // VS Code asks whether to trust the folder: no.
+    const no = page.locator('.monaco-dialog-box .monaco-button', { hasText: /No, I don.t trust/ });
+    await no.first().click();
+  }
 
   // Open the fixture with Quick Open.
   await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } });
@@ -102,6 +116,49 @@ try {
   const editor = page.locator('.editor-instance .monaco-editor').first();
   await editor.locator('.view-lines').waitFor();
   report.language = await page.locator('.statusbar-item[id*="editor.status.mode"], #status\\.editor\\.mode').first().innerText().catch(() => null);
+
+  const lines = readFileSync(source, 'utf8').split('\n');
+  const signature = lines.findIndex((l) => /__global__\s+void\s+\w+/.test(l)) + 1;
+  report.kernel = /__global__\s+void\s+(\w+)/.exec(lines[signature - 1])[1];
+  const goToLine = async (line, col = 20) => {
+    await page.keyboard.press('Control+G');
+    await page.keyboard.type(`${line}:${col}`);
+    await page.keyboard.press('Enter');
+  };
+  // KP_SHOTS=DIR: screenshots of the states the docs show.
+  const shot = async (name) => {
+    if (!process.env.KP_SHOTS) return;
+    await page.waitForTimeout(800); // let a notification finish sliding in
+    await page.screenshot({ path: join(process.env.KP_SHOTS, name) });
+  };
+  // The hover at a position, shown from the keyboard (Ctrl+K Ctrl+I); '' when none comes.
+  const hoverAt = async (line, col, shotName) => {
+    await editor.locator('.view-lines').click();
+    await goToLine(line, col);
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    const box = page.locator('.monaco-hover:not(.hidden) .hover-contents').first();
+    const text = await box.waitFor({ timeout: 10_000 }).then(() => box.innerText()).catch(() => '');
+    if (shotName) await shot(shotName);
+    await page.keyboard.press('Escape');
+    return text;
+  };
+  const kernelNameCol = lines[signature - 1].indexOf(report.kernel) + 2;
+  const lensTexts = async () => editor.locator('.codelens-decoration').allTextContents();
+  const statusBar = async () =>
+    page.locator('.statusbar-item', { hasText: 'KernelPro' }).first().innerText().catch(() => null);
+  const toasts = async () => page.locator('.notification-toast').allInnerTexts();
+
+  if (mode === 'untrusted') {
+    await untrusted({ page, editor, hoverAt, signature, kernelNameCol, lensTexts, statusBar, toasts, shot });
+    report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
+    await finish(report.failed.length ? 1 : 0);
+  }
+  if (mode === 'missing') {
+    await missing({ page, editor, lensTexts, statusBar, shot });
+    report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
+    await finish(report.failed.length ? 1 : 0);
+  }
 
   // Make the file dirty (type, then delete) and save: VS Code sends didSave.
   await editor.locator('.view-lines').click();
@@ -129,16 +186,33 @@ try {
     report.screenshot = process.env.KP_SCREENSHOT;
   }
 
+  // Findings stay up through a save (issue 22, item 10): the Problems count,
+  // sampled every 20 ms from before the save until well after, never drops to none.
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(' ');
+  await page.keyboard.press('Backspace');
+  const sampling = page.evaluate(async () => {
+    const seen = [];
+    const t0 = performance.now();
+    while (performance.now() - t0 < 4000) {
+      seen.push(document.querySelector('[id="status.problems"]')?.innerText ?? '?');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return seen;
+  });
+  await page.waitForTimeout(200);
+  await page.keyboard.press('Control+S');
+  const problemCounts = (await sampling).map((t) => (t.match(/\d+/g) ?? []).reduce((a, n) => a + Number(n), 0));
+  report.flicker = { samples: problemCounts.length, min: Math.min(...problemCounts), max: Math.max(...problemCounts) };
+
+  // Hover follows unsaved edits (item 3): the SASS hover of the kernel's first
+  // body line, before and after inserting a line above the kernel.
+  report.hover_body_before = await hoverAt(signature + 1, 5);
+
   // Optimize the first kernel from the command palette, then apply the result
   // from the Quick Fix menu on its signature line.
-  const lines = readFileSync(source, 'utf8').split('\n');
-  const signature = lines.findIndex((l) => /__global__\s+void\s+\w+/.test(l)) + 1;
-  report.kernel = /__global__\s+void\s+(\w+)/.exec(lines[signature - 1])[1];
-  const goToLine = async (line) => {
-    await page.keyboard.press('Control+G');
-    await page.keyboard.type(`${line}:20`);
-    await page.keyboard.press('Enter');
-  };
+  await editor.locator('.view-lines').click();
   await goToLine(signature + 1);
   await page.keyboard.press('F1');
   await page.keyboard.type('KernelPro: Optimize Kernel at Cursor');
@@ -148,11 +222,6 @@ try {
   // Once a faster version is found, Cancel: the run is reported as cancelled,
   // and the best so far is offered by its own button (and as the Quick Fix below).
   // KP_SHOTS=DIR: screenshots of these states.
-  const shot = async (name) => {
-    if (!process.env.KP_SHOTS) return;
-    await page.waitForTimeout(800); // let the notification finish sliding in
-    await page.screenshot({ path: join(process.env.KP_SHOTS, name) });
-  };
   const running = page.locator('.notification-toast', { hasText: 'best 1.50x' });
   await running.first().waitFor();
   report.optimize_progress = await running.first().innerText();
@@ -172,6 +241,10 @@ try {
   await page.keyboard.press('Home');
   await page.keyboard.type(note);
   await page.keyboard.press('Enter');
+  // The same source line, now one lower, shows the same hover; the line that took its place shows another.
+  report.hover_body_after_edit = await hoverAt(signature + 2, 5, 'vscode-hover-follows-edit.png');
+  report.hover_line_above_after_edit = await hoverAt(signature + 1, 5);
+  await editor.locator('.view-lines').click();
   await goToLine(signature + 1);
   await page.keyboard.press('Control+.');
   const apply = page.locator('.action-widget .monaco-list-row', { hasText: 'Apply optimized' });
@@ -226,6 +299,38 @@ try {
   report.sass_close_dialog = await page.locator('.monaco-dialog-box').count();
   report.checks.sass_read_only = /SASS .* line \d+/.test(report.sass_tab) && !report.sass_tab_dirty && report.sass_close_dialog === 0;
 
+  // The compiler setting is in the settings UI (item 5), and so is the install command.
+  await page.keyboard.press('F1');
+  await page.keyboard.type('Preferences: Open User Settings');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Open User Settings' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  await page.locator('.settings-editor').first().waitFor();
+  await page.waitForTimeout(500);
+  await page.keyboard.type('kernelpro.nvcc');
+  // code-server is VS Code remote: machine-scoped settings (the compiler's path
+  // is the server machine's) live in the Remote tab, as they do over SSH.
+  await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ }).first().click();
+  const nvccSetting = page.locator('.settings-editor .setting-item-contents', { hasText: 'Nvcc' });
+  report.nvcc_setting = await nvccSetting.first().waitFor({ timeout: 15_000 }).then(() => nvccSetting.first().innerText()).catch(() => '');
+  if (!report.nvcc_setting && process.env.KP_SHOTS) await page.screenshot({ path: join(process.env.KP_SHOTS, 'debug-settings.png') });
+  await page.keyboard.press('Control+W');
+  await page.keyboard.press('F1');
+  await page.keyboard.type('KernelPro: Install CUDA Compiler');
+  const install = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Install CUDA Compiler' });
+  report.install_command = await install.first().waitFor({ timeout: 10_000 }).then(() => true).catch(() => false);
+  await page.keyboard.press('Escape');
+
+  // A file that no longer compiles: the kernel hover says so, not "save the file" (item 10).
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('int broken( {');
+  await page.keyboard.press('Control+S');
+  await rows.filter({ hasText: /error/ }).first().waitFor({ timeout: 60_000 }).catch(() => {});
+  await page.waitForTimeout(500);
+  report.hover_kernel_broken = await hoverAt(signature + 1, kernelNameCol);
+  report.hover_kernel_broken ||= await hoverAt(signature + 2, kernelNameCol);
+
   report.checks.optimize_notification = (report.optimize_progress ?? '').includes(`optimizing ${report.kernel}`) && report.optimize_progress.includes('Cancel');
   report.checks.optimize_cancelled =
     report.cancelled_message.includes(`Optimize ${report.kernel} was cancelled after`) &&
@@ -238,6 +343,18 @@ try {
   report.checks.optimize_quick_fix = report.quick_fixes.some((t) => t.includes('Apply optimized'));
   report.checks.optimize_applied = report.applied_lines.length > 0;
   report.checks.optimize_survives_far_edit = report.quick_fixes.some((t) => t.includes('Apply optimized')) && saved[0] === note;
+  const sassOf = (t) => t.replace(/line \d+/g, 'line N');
+  report.checks.hover_follows_unsaved_edits =
+    /SASS|[A-Z]{2,}\.?/.test(report.hover_body_before) &&
+    sassOf(report.hover_body_after_edit) === sassOf(report.hover_body_before) &&
+    sassOf(report.hover_line_above_after_edit) !== sassOf(report.hover_body_before);
+  report.checks.no_flicker_on_save = report.flicker.samples > 50 && report.flicker.min > 0;
+  report.checks.nvcc_in_settings_ui = /nvcc/i.test(report.nvcc_setting);
+  report.checks.install_command = report.install_command === true;
+  report.checks.hover_kernel_after_apply =
+    /is applied|no longer applies/.test(report.hover_kernel_broken) && !report.hover_kernel_broken.includes('```diff');
+  report.checks.hover_says_compile_failed =
+    report.hover_kernel_broken.includes('The last compile failed') && !/save the file/i.test(report.hover_kernel_broken);
   report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
   await finish(report.failed.length ? 1 : 0);
 } catch (e) {
@@ -248,6 +365,65 @@ try {
     await page?.screenshot({ path: process.env.KP_SCREENSHOT.replace(/\.png$/, '-failed.png') }).catch(() => {});
   }
   await finish(2);
+}
+
+// Untrusted (item 9): lenses explain instead of offering runs, one notice,
+// "restricted" in the status bar, the kernel hover says why nothing is compiled;
+// trusting the folder re-analyses without a save.
+async function untrusted({ page, editor, hoverAt, signature, kernelNameCol, lensTexts, statusBar, toasts, shot }) {
+  await editor.locator('.codelens-decoration').first().waitFor({ state: 'attached' });
+  await page.waitForTimeout(1500);
+  report.code_lens = await lensTexts();
+  report.toasts = await toasts();
+  report.status_bar = await statusBar();
+  report.hover_kernel = await hoverAt(signature, kernelNameCol, 'vscode-untrusted.png');
+  report.checks.untrusted_offers_no_runs =
+    report.code_lens.length > 0 && report.code_lens.every((t) => !/▶ Profile|⚡ Optimize/.test(t)) &&
+    report.code_lens.some((t) => /trust/i.test(t));
+  report.checks.untrusted_one_notice = report.toasts.length <= 1;
+  report.checks.untrusted_status_bar = /restricted/.test(report.status_bar ?? '') && !/GPU/.test(report.status_bar ?? '');
+  report.checks.untrusted_hover_says_why = /trusted workspace/.test(report.hover_kernel);
+  // Trust the folder: the server restarts trusted and analyses the open file, no save needed.
+  await page.keyboard.press('F1');
+  await page.keyboard.type('Workspaces: Manage Workspace Trust');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Manage Workspace Trust' }).first().waitFor();
+  await page.keyboard.press('Enter');
+  await page.locator('.monaco-button', { hasText: /^Trust$/ }).first().click();
+  // Back to the file (the trust editor has the focus).
+  await page.locator('.tabs-container .tab', { hasText: basename(fixture) }).first().click();
+  // A compiled kernel's lens (its registers) and the Optimize run: analysed with no save.
+  const run = editor.locator('.codelens-decoration', { hasText: /regs.*Optimize/ });
+  report.trusted_lens = await run.first().waitFor({ state: 'attached', timeout: 90_000 }).then(() => true).catch(() => false);
+  report.checks.trust_reanalyses_without_save = report.trusted_lens;
+}
+
+// A missing server binary (item 4): an error naming the setting, the status bar
+// says so; typing the path into the settings UI starts the server (no reload).
+async function missing({ page, editor, lensTexts, statusBar, shot }) {
+  const error = page.locator('.notification-toast', { hasText: 'kernelpro.serverPath' });
+  await error.first().waitFor();
+  report.missing_message = await error.first().innerText();
+  await shot('vscode-missing-binary.png');
+  report.status_bar_missing = await statusBar();
+  // The user's way out: Open Settings on the error, the path typed into the
+  // setting's text box (Remote tab: the binary is the server machine's).
+  await error.first().hover();
+  await error.first().locator('.monaco-button', { hasText: 'Open Settings' }).first().click();
+  await page.locator('.settings-editor').first().waitFor();
+  await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ }).first().click();
+  const input = page.locator('.settings-editor .setting-item-contents', { hasText: 'Server Path' }).locator('input').first();
+  await input.fill(server);
+  await input.press('Tab');
+  await page.locator('.tabs-container .tab', { hasText: basename(fixture) }).first().click();
+  const run = editor.locator('.codelens-decoration a', { hasText: 'Optimize' });
+  report.recovered = await run.first().waitFor({ state: 'attached', timeout: 90_000 }).then(() => true).catch(() => false);
+  report.status_bar = await statusBar();
+  report.code_lens = await lensTexts();
+  report.checks.missing_binary_in_words =
+    report.missing_message.includes('not an executable file') && report.missing_message.includes('Open Settings') &&
+    !/[{}]/.test(report.missing_message);
+  report.checks.missing_binary_status_bar = /KernelPro/.test(report.status_bar_missing ?? '');
+  report.checks.fixed_setting_starts_the_server = report.recovered && /KernelPro/.test(report.status_bar ?? '');
 }
 
 async function waitForServer(url) {

@@ -173,7 +173,7 @@ export class KernelProClient {
       this.output.appendLine(`The server failed to start: ${e}`);
       return;
     }
-    this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, await this.gpu());
+    this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, trusted ? await this.gpu() : undefined);
   }
 
   /** The GPU the server sees (or "no nvcc"), from `kernelpro.doctor`. */

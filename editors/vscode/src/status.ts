@@ -43,7 +43,9 @@ export class Status {
   }
 
   set(state: ServerState, detail?: string, gpu?: string): void {
-    this.item.text = `${ICONS[state]} KernelPro${gpu ? `: ${gpu}` : ''}`;
+    // Restricted mode runs nothing on a GPU: say that, not which GPU there is.
+    const what = state === 'restricted' ? 'restricted' : gpu;
+    this.item.text = `${ICONS[state]} KernelPro${what ? `: ${what}` : ''}`;
     this.item.tooltip = `KernelPro server: ${state}${detail ? `\n${detail}` : ''}`;
     this.item.backgroundColor =
       state === 'missing' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;

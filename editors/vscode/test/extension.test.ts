@@ -132,7 +132,7 @@ describe('activate', () => {
     expect(c.clientOptions.initializationOptions).not.toHaveProperty('llmKey');
     expect(c.serverOptions.options.env).not.toHaveProperty('KERNELPRO_LLM_KEY');
     expect(vscode.state.messages).toEqual([{ kind: 'info', text: untrustedNote }]);
-    expect(vscode.state.statusBar.text).toBe('$(shield) KernelPro: NVIDIA H200');
+    expect(vscode.state.statusBar.text).toBe('$(shield) KernelPro: restricted');
 
     vscode.state.activeTextEditor = editor(7);
     await vscode.state.commands.get('kernelpro.optimizeAtCursor')!();
