@@ -356,7 +356,14 @@ if optimize then
   vim.api.nvim_buf_set_lines(bufnr, 0, 0, false, { '// a note far from the kernel', '// and another' })
   break_undo()
   report.edits.apply_after_far_edit = enabled(code_actions(kernel_line + 2), 'Apply optimized')
-  report.edits.hover_follows = hover(finding_line + 2, 2).text == hover_before and hover_before ~= nil
+  -- The same listing, titled with the line's number now.
+  local function listing(t)
+    return t and (t:gsub('SASS of line %d+', 'SASS of line N'))
+  end
+  local hover_after = hover(finding_line + 2, 2).text
+  report.edits.hover_follows = hover_before ~= nil and listing(hover_after) == listing(hover_before)
+    and (hover_before:find('SASS of line', 1, true) == nil
+      or hover_after:find('SASS of line ' .. (finding_line + 3), 1, true) ~= nil)
   local moved_lenses = request(client, 'textDocument/codeLens', { textDocument = text_document }, bufnr) or {}
   report.edits.lens_lines = vim.tbl_map(function(l)
     return l.range.start.line
