@@ -6,7 +6,8 @@
 # inputs too, so the table says how far the optimizer got towards it.
 # Expects the release binary in .devbin/ (bench/devbin.sh; carry [".devbin"]) or KERNELPRO_BIN.
 # Usage: bash bench/corpus_gpu.sh OUTDIR
-#   BUDGET=30 (evaluations per file)  TIME=300 (seconds per file)  JOBS=1 (searches at a time)  CLASSES="sum histogram" (default all)
+#   BUDGET=30 (evaluations per file)  TIME=300 (seconds per file)  JOBS=1 (searches at a time)
+#   STRATEGY=mcts (or greedy, random: the same budget, for the comparison issue 20 asks for)  CLASSES="sum histogram" (default all)
 #   PROFILE=1 (profile the original with ncu first; default off: the recipes follow the static findings)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +69,7 @@ for dir in tests/fixtures/naive/*/; do
     echo "== $c/$b ($k)" >&2
     # JOBS searches at a time: their compiles overlap, their GPU work takes turns (kernelpro's device lock).
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-    timeout $((TIME + 60)) "$B" optimize "$f" --kernel "$k" --budget "$BUDGET" --time "$TIME" --no-energy $prof $ev --json \
+    timeout $((TIME + 60)) "$B" optimize "$f" --kernel "$k" --budget "$BUDGET" --time "$TIME" --strategy "${STRATEGY:-mcts}" --no-energy $prof $ev --json \
       --out "$OUT/best/${c}_$b.cu" > "$OUT/opt/${c}_$b.json" 2> "$OUT/opt/${c}_$b.err" &
   done
 done

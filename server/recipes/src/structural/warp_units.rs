@@ -359,6 +359,14 @@ enum Team {
 }
 
 impl Team {
+    /// Before a block's split loop: with one block per SM on a few long rows,
+    /// each thread must keep several loads in flight to cover DRAM latency, and
+    /// the loads do not depend on the carried values, so unrolled iterations
+    /// issue them together.
+    fn unroll(self) -> Option<String> {
+        (self == Team::Block).then(|| "#pragma unroll 4".to_string())
+    }
+
     fn stride(self) -> &'static str {
         if self == Team::Warp { "32" } else { "kp_team" }
     }
@@ -403,6 +411,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
                 (init.byte_range(), format!("{} + kp_lane", k.text_of(init))),
                 (step.byte_range(), format!("{c} += {}", team.stride())),
             ];
+            lines.extend(team.unroll());
             lines.push(render(k, *piece, &edits, &ind2)?);
             lines.extend(carried.iter().map(Carry::after));
             if team == Team::Block {
@@ -584,6 +593,7 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
     let (i1, s1) = (init.end_byte() - a.start_byte(), step.end_byte() - a.start_byte());
     head.replace_range(s0..s1, &format!("{c} += {}", team.stride()));
     head.replace_range(i0..i1, &format!("{} + kp_lane", k.text_of(init)));
+    out.extend(team.unroll());
     out.push(format!(
         "{head}{{
 {ind2}const auto kp_m0 = {m};
