@@ -28,6 +28,8 @@ checks and says which check caught each.
 """
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import keyword
@@ -666,7 +668,9 @@ def run_task(args, kp, path, out_dir):
         result["applied"] = applied(outcome) if best_path else ""
         gpu = Gpu(out_dir, args)
         setup_roofline(gpu, out_dir, kp)
-        measure(args, gpu, task, spec, best_path, best_spec, result)
+        prewarm(args, gpu, task, spec)
+        with gpu_turn(out_dir):
+            measure(args, gpu, task, spec, best_path, best_spec, result)
     except Exception as e:
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()[-4000:]
@@ -674,6 +678,38 @@ def run_task(args, kp, path, out_dir):
     with open(os.path.join(tdir, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
     return result
+
+
+@contextlib.contextmanager
+def gpu_turn(out_dir):
+    """This task's turn on its GPU: measure workers run --jobs-measure at a time per GPU so
+    that one's start-up (torch import, loading, torch.compile tracing) overlaps another's
+    timing, but checks and timings never share a GPU."""
+    dev = os.environ.get("CUDA_VISIBLE_DEVICES", "0")
+    with open(os.path.join(out_dir, f"gpu-{dev}.lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def prewarm(args, gpu, task, spec):
+    """torch.compile's tracing and code loading for this task, before its turn on the GPU
+    (one call of the compiled reference: a few hundred microseconds of GPU work)."""
+    gpu.prewarmed = None
+    if not task["torch"] or args.compile_mode == "off":
+        return
+    try:
+        gpu.torch_lines = task["torch"]
+        ref, ins = gpu.reference_fn(spec, task["torch"])
+        torch = gpu.torch
+        compiled = torch.compile(ref) if args.compile_mode == "default" else torch.compile(ref, mode=args.compile_mode)
+        bufs = gpu.allocate(spec)
+        gpu.fill(spec, bufs, gpu.generator(1))
+        compiled(*[bufs[n] for n in ins])
+        torch.cuda.synchronize()
+        del bufs
+        gpu.prewarmed = (ins, compiled)
+    except Exception:
+        pass  # measure() compiles again and reports the failure
 
 
 def measure(args, gpu, task, spec, best_path, best_spec, result):
@@ -734,8 +770,12 @@ def measure(args, gpu, task, spec, best_path, best_spec, result):
         try:
             if args.compile_mode == "off":
                 raise RuntimeError("--compile-mode off")
-            compiled = torch.compile(ref, mode=args.compile_mode) if args.compile_mode != "default" else torch.compile(ref)
-            comp = lambda bufs: compiled(*[bufs[n] for n in ins])
+            if getattr(gpu, "prewarmed", None):
+                ins_c, compiled = gpu.prewarmed
+            else:
+                ins_c = ins
+                compiled = torch.compile(ref, mode=args.compile_mode) if args.compile_mode != "default" else torch.compile(ref)
+            comp = lambda bufs: compiled(*[bufs[n] for n in ins_c])
             times["compile"] = gpu.time(spec, comp, False, args.trials, args.warmup, args.max_seconds, seeds[-1] + 1)
         except Exception as e:
             result["notes"].append(f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
@@ -988,6 +1028,7 @@ def main():
     ap.add_argument("--phase", default="all", choices=["all", "optimize", "build", "measure"], help="run one phase over the tasks (all: optimize, build, measure)")
     ap.add_argument("--jobs-optimize", type=int, default=4, help="optimizer runs at a time: their compiles overlap, their GPU work takes turns (kernelpro serializes jobs on a device)")
     ap.add_argument("--jobs-build", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)), help="builds (nvcc, torch.compile warm-up) at a time")
+    ap.add_argument("--jobs-measure", type=int, default=2, help="measure workers per GPU: one checks and times while the next starts up (they take turns on the GPU)")
     ap.add_argument("--worker-task", help=argparse.SUPPRESS)
     ap.add_argument("--worker-optimize", help=argparse.SUPPRESS)
     ap.add_argument("--worker-build", help=argparse.SUPPRESS)
@@ -1145,7 +1186,9 @@ def run_all(args, kp, files, out_dir):
             best = r.get("times", {}).get("best", {}).get("median_ms")
             msg = r.get("error") or f"best {best:.3f} ms, {r.get('speedup_over_min') or float('nan'):.2f}x over min(eager, compile), correct={r.get('correct')}"
             print(f"[{time.time() - t0:6.0f}s]   {stem_of(path)} ({secs:.0f} s): {msg}", flush=True)
-        run_pool(out_dir, "measure", todo, len(gpus) if gpus else 1, gpus, lambda f: me + ["--worker-task", f] + common, args.task_timeout, cutoff(150), t0, measured)
+        # --jobs-measure workers per GPU: they take turns on it (gpu_turn), their start-ups overlap.
+        slots = (len(gpus) if gpus else 1) * max(1, args.jobs_measure)
+        run_pool(out_dir, "measure", todo, slots, gpus, lambda f: me + ["--worker-task", f] + common, args.task_timeout, cutoff(150), t0, measured)
 
 
 if __name__ == "__main__":
