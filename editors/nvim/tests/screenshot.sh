@@ -3,6 +3,9 @@
 # captured with colours (tmux capture-pane -e), turned into HTML by aha, and the
 # HTML rendered to PNG by headless Chromium. Offline; needs tmux, aha, chromium.
 #   KERNELPRO_BIN, KP_FIXTURE as for run.sh; KP_PNG (default docs/img/nvim.png)
+#   KP_STATE: finding (default: the first finding's float), untrusted (the workspace not
+#   trusted: lenses that explain, no runs), optimize (a kernel optimized with the stub
+#   evaluator: the message in words and the code action offered)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -24,7 +27,8 @@ vim.o.number = true
 vim.o.signcolumn = 'yes'
 -- Warnings as text, so the code lenses stay visible on lines with only hints.
 vim.diagnostic.config({ virtual_text = { severity = { min = vim.diagnostic.severity.WARN } } })
-require('kernelpro').setup({ server_path = '$KERNELPRO_BIN', trusted = true })
+require('kernelpro').setup({ server_path = '$KERNELPRO_BIN', trusted = $( [ "${KP_STATE:-finding}" = untrusted ] && echo false || echo true ),
+  settings = { optimize = { evaluator = 'stub:1.5', budget = 4 } } })
 LUA
 
 export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" XDG_STATE_HOME="$work/state"
@@ -32,12 +36,48 @@ tmux new-session -d -s "$session" -x 150 -y 42 \
   "$NVIM -n -i NONE -u $work/init.lua --listen $work/nvim.sock $file"
 remote() { "$NVIM" --server "$work/nvim.sock" --remote-expr "$1" 2>/dev/null; }
 
-# Wait (up to 120 s) for the server's findings, then put the cursor on the first.
+# Wait (up to 120 s) for the server's findings (untrusted: its lenses), then show the state.
 i=0
-until [ "$(remote 'luaeval("#vim.diagnostic.get(0)")')" -gt 0 ] 2>/dev/null; do
-  i=$((i + 1)); [ $i -lt 240 ] || { echo "no diagnostics after 120 s" >&2; exit 2; }
+shown() {
+  if [ "${KP_STATE:-finding}" = untrusted ]; then tmux capture-pane -p -t "$session" | grep -q "trust the workspace"
+  else [ "$(remote 'luaeval("#vim.diagnostic.get(0)")')" -gt 0 ] 2>/dev/null; fi
+}
+until shown; do
+  # A long message (the untrusted notice) waits for Enter before Neovim redraws.
+  tmux capture-pane -p -t "$session" | grep -q "Press ENTER" && tmux send-keys -t "$session" Enter
+  i=$((i + 1)); [ $i -lt 240 ] || { echo "nothing to show after 120 s" >&2; exit 2; }
   sleep 0.5
 done
+case "${KP_STATE:-finding}" in
+untrusted)
+cat > "$work/show.lua" <<'LUA'
+-- The first kernel's lens line, and the kernel hover that says why nothing is compiled.
+for i, line in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+  local col = line:find('__global__ void ', 1, true)
+  if col then
+    vim.api.nvim_win_set_cursor(0, { i, col + #'__global__ void ' })
+    break
+  end
+end
+vim.cmd('normal! zt')
+vim.defer_fn(function()
+  vim.lsp.buf.hover({ border = 'rounded', focusable = false })
+end, 300)
+LUA
+;;
+optimize)
+cat > "$work/show.lua" <<'LUA'
+for i, line in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+  if line:find('__global__ void ', 1, true) then
+    vim.api.nvim_win_set_cursor(0, { i + 1, 2 })
+    break
+  end
+end
+vim.cmd('normal! zt')
+vim.cmd('KernelProOptimize')
+LUA
+;;
+*)
 cat > "$work/show.lua" <<'LUA'
 local all = vim.diagnostic.get(0)
 table.sort(all, function(a, b)
@@ -51,8 +91,19 @@ vim.defer_fn(function()
   vim.diagnostic.open_float({ focus = false, border = 'rounded' })
 end, 300)
 LUA
+;;
+esac
 remote "luaeval('dofile(\"$work/show.lua\")')" >/dev/null || true
 sleep 2
+# The optimize state: wait for the search's message (stub evaluator: seconds).
+if [ "${KP_STATE:-finding}" = optimize ]; then
+  i=0
+  until tmux capture-pane -p -t "$session" | grep -q "Apply optimized\|faster"; do
+    i=$((i + 1)); [ $i -lt 120 ] || { echo "no optimize message after 60 s" >&2; exit 2; }
+    sleep 0.5
+  done
+  sleep 1
+fi
 
 mkdir -p "$(dirname "$KP_PNG")"
 tmux capture-pane -e -p -t "$session" | aha --black --title 'KernelPro in Neovim' > "$work/pane.html"
