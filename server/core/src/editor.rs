@@ -47,9 +47,7 @@ impl Editor {
     pub fn trust_hint(self) -> &'static str {
         match self {
             Editor::VsCode => "trust the workspace (Manage Workspace Trust)",
-            Editor::Neovim => {
-                "run :KernelProTrust, or pass `trusted = true` to require('kernelpro').setup() for projects you trust"
-            }
+            Editor::Neovim => "run :KernelProTrust (or `trusted = true` in setup() for projects you trust)",
             Editor::Cli => "the command line always trusts the files it is given",
             Editor::Other => "set `trusted = true` in the server's settings or initializationOptions",
         }

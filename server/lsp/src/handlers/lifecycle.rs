@@ -80,7 +80,7 @@ pub async fn initialized(server: &Server) {
     let settings = server.state.settings();
     if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
         let message = format!(
-            "KernelPro: this workspace is not trusted, so nothing is compiled, run or profiled. To allow it: {}.",
+            "KernelPro: workspace not trusted, so nothing is compiled, run or profiled. To allow it: {}.",
             settings.editor.trust_hint()
         );
         // The log keeps it for clients that show no messages, or hide this one.
