@@ -2,7 +2,7 @@
 # Builds what bench/gpu_run.sh runs on the GPU machine into .devbin/ (stripped,
 # to stay under the device's 64 MiB carry limit with .cutlass): the release
 # binary and the GPU test binaries. Also copies the CUTLASS headers to .cutlass/.
-# Then: run with carry [".devbin", ".cutlass"].
+# Then: run with carry [".devbin"] (the GPU scripts unpack .devbin/cutlass.tgz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .devbin
@@ -15,4 +15,7 @@ for t in "gpu-harness=-p kernelpro-gpu --test gpu" "gpu-pipeline=-p kernelpro --
 done
 inc=$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source/include)
 rm -rf .cutlass && mkdir -p .cutlass && cp -r "$inc" .cutlass/
+# The headers compressed (27 MB to 2.3 MB) into .devbin, so that carrying .devbin alone fits the
+# device's 64 MiB with the tracked files; the GPU scripts unpack it into .cutlass/.
+tar czf .devbin/cutlass.tgz .cutlass
 du -sh .devbin .cutlass

@@ -5,6 +5,7 @@
 # Usage: bash bench/gpu_run.sh PHASE OUTDIR   (PHASE: tests | profile | optimize STRATEGIES BUDGET)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+[ -d .cutlass/include ] || { [ -f .devbin/cutlass.tgz ] && tar xzf .devbin/cutlass.tgz; }
 PHASE=$1; DEST=$2; OUT=$(mktemp -d); mkdir -p "$DEST"
 # The device tool returns at most 8 files: everything goes into one tarball.
 trap 'tar czf "$DEST/$PHASE.tgz" -C "$OUT" . ; cat "$OUT"/*summary* "$OUT"/*times* 2>/dev/null' EXIT

@@ -6,10 +6,11 @@
 #   says 0 to run. Results stay in kernelbench-out/ (git-ignored) on a warm machine; when the
 #   device tool sets $OUT, the report, summary, raw JSON lines and a tarball of the per-task
 #   files (optimize.json, best.cu, result.json, logs) are copied there.
-# Needs torch (with Triton) and nvcc on PATH; carry [".devbin", ".cutlass"] (bench/devbin.sh
+# Needs torch (with Triton) and nvcc on PATH; carry [".devbin"] (bench/devbin.sh
 # builds .devbin/kernelpro; or set KERNELPRO_BIN).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+[ -d .cutlass/include ] || { [ -f .devbin/cutlass.tgz ] && tar xzf .devbin/cutlass.tgz; }
 PHASE=${1:-all}
 [ $# -gt 0 ] && shift
 RES=${KB_OUT:-kernelbench-out}
