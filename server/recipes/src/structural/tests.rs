@@ -139,9 +139,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/25_Swish.cu", "swish", "GridStrideMap x8"),
     ("kbench/26_GELU.cu", "gelu", "GridStrideMap x8"),
     ("kbench/30_Softsign.cu", "softsign", "GridStrideMap x8"),
-    ("kbench/36_RMSNorm.cu", "rms_norm", "WarpUnits x4"),
+    // Already coalesced over a million positions; a warp per position reads its 64 features H*W apart (0.25x measured).
+    ("kbench/36_RMSNorm.cu", "rms_norm", ""),
     ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6"),
-    ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "WarpUnits x4"),
+    // A 4x4 window: a warp per output would idle 28 of 32 lanes (0.06x measured); no 2D tile yet.
+    ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", ""),
     ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/48_Mean_reduction.cu", "mean_dim1", "ColumnUnits x4"),
     ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
