@@ -271,6 +271,15 @@ try {
   report.applied_lines = saved.slice(1).filter((l, i) => l !== lines[i]);
 
   // Profile: a notification while it runs, then its outcome in words (here: no ncu).
+  // Every notification text is recorded as it appears: the progress may last a moment only.
+  await page.evaluate(() => {
+    window.kpToasts = [];
+    new MutationObserver(() => {
+      for (const t of document.querySelectorAll('.notification-toast')) {
+        if (!window.kpToasts.includes(t.innerText)) window.kpToasts.push(t.innerText);
+      }
+    }).observe(document.body, { childList: true, subtree: true, characterData: true });
+  });
   await editor.locator('.view-lines').click();
   await page.keyboard.press('F1');
   await page.keyboard.type('KernelPro: Profile File');
@@ -279,6 +288,7 @@ try {
   const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled)/ });
   await profiled.first().waitFor();
   report.profile_message = await profiled.first().innerText();
+  report.profile_toasts = await page.evaluate(() => window.kpToasts);
   await shot('vscode-profile-words.png');
 
   // Show SASS for Line: a read-only virtual document; closing it asks nothing.
@@ -337,6 +347,8 @@ try {
     !report.cancelled_message.includes('Apply optimized') &&
     report.cancelled_message.includes('Apply the best so far');
   report.checks.profile_words = !/[{}]/.test(report.profile_message);
+  // Item 7: Profile shows progress while it runs (not 14 silent seconds).
+  report.checks.profile_progress = report.profile_toasts.some((t) => /KernelPro: profiling/.test(t));
   report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
   report.checks.problems = report.problems.some((t) => /kernelpro|nvcc/.test(t));
   report.checks.status_bar = /KernelPro/.test(report.status_bar ?? '');
