@@ -10,7 +10,8 @@
 // KP_MODE=untrusted: workspace trust on, the folder not trusted: no runs
 // offered, one notice, "restricted" in the status bar; trusting it re-analyses.
 // KP_MODE=missing: the server binary does not exist: an error in words with
-// the setting to fix; typing the path into the settings UI starts the server.
+// the setting to fix; typing the path into the settings UI starts the server;
+// beside a clangd stand-in, hovers are quiet except on findings and kernels.
 //   CODE_SERVER  code-server binary      VSIX        extension package
 //   KERNELPRO_BIN, KP_FIXTURE, KP_OUT (JSON report), KP_SCREENSHOT (PNG, optional), KP_MODE
 // Exit 0: checks passed; 1: a check failed; 2: timeout or error.
@@ -69,6 +70,29 @@ const dirs = ['--user-data-dir', userData, '--extensions-dir', extensions];
 // code-server writes its config.yaml under XDG_CONFIG_HOME: keep it in the temp folder.
 const csEnv = { ...process.env, XDG_CONFIG_HOME: join(home, 'config') };
 execFileSync(codeServer, [...dirs, '--install-extension', vsix], { stdio: 'inherit', env: csEnv });
+if (mode === 'missing') {
+  // A stand-in for clangd (its extension id, active on CUDA files, no features): beside it,
+  // KernelPro hovers only on findings' lines and kernel names (item 8).
+  const fake = join(home, 'clangd-standin.vsix');
+  execFileSync('python3', ['-c', `
+import sys, zipfile
+manifest = """<?xml version="1.0" encoding="utf-8"?>
+<PackageManifest Version="2.0.0" xmlns="http://schemas.microsoft.com/developer/vsx-schema/2011"><Metadata>
+<Identity Language="en-US" Id="vscode-clangd" Version="0.0.1" Publisher="llvm-vs-code-extensions"/>
+<DisplayName>clangd stand-in</DisplayName><Description>test</Description>
+<Properties><Property Id="Microsoft.VisualStudio.Code.Engine" Value="^1.80.0"/></Properties></Metadata>
+<Installation><InstallationTarget Id="Microsoft.VisualStudio.Code"/></Installation><Dependencies/>
+<Assets><Asset Type="Microsoft.VisualStudio.Code.Manifest" Path="extension/package.json" Addressable="true"/></Assets></PackageManifest>"""
+types = """<?xml version="1.0" encoding="utf-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension=".js" ContentType="application/javascript"/><Default Extension=".json" ContentType="application/json"/><Default Extension=".vsixmanifest" ContentType="text/xml"/></Types>"""
+pkg = '{"name":"vscode-clangd","publisher":"llvm-vs-code-extensions","version":"0.0.1","engines":{"vscode":"^1.80.0"},"activationEvents":["onLanguage:cuda-cpp"],"main":"./extension.js"}'
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("extension.vsixmanifest", manifest)
+    z.writestr("[Content_Types].xml", types)
+    z.writestr("extension/package.json", pkg)
+    z.writestr("extension/extension.js", "exports.activate = () => {}; exports.deactivate = () => {};")
+`, fake]);
+  execFileSync(codeServer, [...dirs, '--install-extension', fake], { stdio: 'inherit', env: csEnv });
+}
 
 const port = await freePort();
 const cs = spawn(
@@ -155,7 +179,7 @@ try {
     await finish(report.failed.length ? 1 : 0);
   }
   if (mode === 'missing') {
-    await missing({ page, editor, lensTexts, statusBar, shot });
+    await missing({ page, editor, lensTexts, statusBar, shot, hoverAt, signature, kernelNameCol });
     report.failed = Object.keys(report.checks).filter((k) => !report.checks[k]);
     await finish(report.failed.length ? 1 : 0);
   }
@@ -411,7 +435,7 @@ async function untrusted({ page, editor, hoverAt, signature, kernelNameCol, lens
 
 // A missing server binary (item 4): an error naming the setting, the status bar
 // says so; typing the path into the settings UI starts the server (no reload).
-async function missing({ page, editor, lensTexts, statusBar, shot }) {
+async function missing({ page, editor, lensTexts, statusBar, shot, hoverAt, signature, kernelNameCol }) {
   const error = page.locator('.notification-toast', { hasText: 'kernelpro.serverPath' });
   await error.first().waitFor();
   report.missing_message = await error.first().innerText();
@@ -436,6 +460,22 @@ async function missing({ page, editor, lensTexts, statusBar, shot }) {
     !/[{}]/.test(report.missing_message);
   report.checks.missing_binary_status_bar = /KernelPro/.test(report.status_bar_missing ?? '');
   report.checks.fixed_setting_starts_the_server = report.recovered && /KernelPro/.test(report.status_bar ?? '');
+
+  // Beside the clangd stand-in (item 8): no SASS on a plain code line, the kernel's own hover on its name.
+  await page.keyboard.press('Control+Shift+M');
+  const problems = page.locator('.markers-panel .monaco-tl-row');
+  await problems.filter({ hasText: /kernelpro/ }).first().waitFor();
+  const findingLines = new Set(
+    (await problems.allInnerTexts()).flatMap((t) => [...t.matchAll(/Ln (\d+)/g)].map((m) => Number(m[1]))),
+  );
+  const text = readFileSync(source, 'utf8').split('\n');
+  const plain =
+    text.findIndex((l, i) => i + 1 > signature && !findingLines.has(i + 1) && /^\s+\w/.test(l) && !l.includes('__global__')) + 1;
+  report.plain_line = plain;
+  report.hover_plain_beside_clangd = await hoverAt(plain, 5);
+  report.hover_kernel_beside_clangd = await hoverAt(signature, kernelNameCol);
+  report.checks.quiet_hover_beside_clangd =
+    plain > 0 && !/SASS/.test(report.hover_plain_beside_clangd) && report.hover_kernel_beside_clangd.includes('__global__');
 }
 
 async function waitForServer(url) {
