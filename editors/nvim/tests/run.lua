@@ -536,7 +536,9 @@ check('health_consistent', report.health:find('doctor (the running server)', 1, 
   and not report.health:find('kernelpro.ncu', 1, true))
 -- Words, not data: no Lua table in any message; nothing left on the command line after a save.
 local function words(msg)
-  return type(msg) == 'string' and not msg:find('{', 1, true) and not msg:find(' = ', 1, true)
+  -- Code in backticks (a spec line such as `grid = ceil_div(N, 1024)`) is words too.
+  local prose = type(msg) == 'string' and msg:gsub('`[^`]*`', '') or nil
+  return prose ~= nil and not prose:find('{', 1, true) and not prose:find(' = ', 1, true)
 end
 check('notify_words', vim.iter(report.notified):all(function(n)
   return words(n.msg)

@@ -464,9 +464,15 @@ fn apply_edits<'e>(original: &str, edits: impl Iterator<Item = &'e LineEdit>) ->
 /// is what KernelPro runs; host code must launch the kernel so itself (the
 /// edit does it for this file's launches it could write: `sites_updated`).
 fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: bool) -> String {
+    // Only a larger dynamic shared memory needs the attribute raised.
+    let smem = if changes.iter().any(|c| c.contains("`smem")) {
+        ", and raise cudaFuncAttributeMaxDynamicSharedMemorySize to the new `smem` first"
+    } else {
+        ""
+    };
     if sites_updated {
         return format!(
-            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too, and raise cudaFuncAttributeMaxDynamicSharedMemorySize to the new `smem` first. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
+            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too{smem}. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
             changes.join(", ")
         );
     }
@@ -481,7 +487,7 @@ fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: 
         lines => format!(" (this file launches it on line {})", lines.join(", ")),
     };
     format!(
-        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it, and raise cudaFuncAttributeMaxDynamicSharedMemorySize to the new `smem` first. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
+        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it{smem}. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
         changes.join(", ")
     )
 }
@@ -496,7 +502,9 @@ mod tests {
         let original = "__global__ void k(float* y) {}\nint main() {\n  k<<<4, 256>>>(y);\n}\n";
         let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()], false);
         assert!(note.contains("the launch of `k` in its spec: `block = 256` → `block = 384`."), "{note}");
-        assert!(note.contains("(this file launches it on line 3) must use it"), "{note}");
+        assert!(note.contains("(this file launches it on line 3) must use it."), "{note}");
+        let note = launch_note(original, "k", &["`none` → `smem = 1024`".into()], false);
+        assert!(note.contains("must use it, and raise cudaFuncAttributeMaxDynamicSharedMemorySize"), "{note}");
     }
 
     #[test]

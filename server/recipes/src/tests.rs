@@ -970,7 +970,7 @@ fn proposer_puts_structural_then_answering_recipes_first() {
         Ldg answers=None note="__ldg loads of x"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &["Fp64Promotion", "Vectorization"], 10));
     expect![[r#"
-        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
+        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 256, grid = ceil_div(N, 1024)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)"
     "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));

@@ -21,6 +21,9 @@ pub(crate) enum Tuning {
     Blocks,
     /// A thread per unit (maps).
     Threads,
+    /// Four units a thread (a map through float4): first one float4 per thread over the whole
+    /// grid, as PyTorch's vectorized elementwise kernels launch, then the grid-stride caps.
+    Vec4Threads,
     /// A thread per unit, few blocks (one atomic per block).
     Reduce,
     /// `units` units (output elements) per block of `threads`: one launch only.
@@ -36,6 +39,7 @@ impl Tuning {
             Tuning::Warps => vec![(256, 8, 16), (128, 4, 32), (512, 16, 8)],
             Tuning::Blocks => vec![(512, 1, 4), (1024, 1, 2)],
             Tuning::Threads => vec![(256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
+            Tuning::Vec4Threads => vec![(256, 1024, 0), (256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
             Tuning::Reduce => vec![(512, 512, 2), (256, 256, 4), (1024, 1024, 1)],
             Tuning::Tiles { threads, units } => vec![(threads, units, 0)],
             Tuning::Columns => vec![(256, 32, 16), (512, 32, 8), (1024, 32, 4)],
