@@ -164,6 +164,12 @@ pub fn result_message(
         ),
     };
     // What the user must know before applying it (a new launch, an LLM that was not used).
+    // Neovim stops at a hit-enter prompt for a message wider than its command line: there
+    // the notes stay in the kernel's hover, and the message says where.
+    if editor == kernelpro_core::editor::Editor::Neovim && !outcome.notes.is_empty() {
+        message.push_str(" Notes (what changes, how it was verified): hover the kernel.");
+        return message;
+    }
     for note in &outcome.notes {
         message.push(' ');
         message.push_str(note);
