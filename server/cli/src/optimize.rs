@@ -179,11 +179,10 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
 /// Writes the result into the input file, re-based onto its text now (the
 /// search took minutes; the user may have kept editing).
 fn apply_in_place(file: &std::path::Path, started_from: &str, out: &OptimizeOutcome) -> anyhow::Result<()> {
-    let Some(edit) = &out.edit else { return Ok(()) };
-    let made: Vec<kernelpro_session::LineEdit> = std::iter::once(edit)
-        .chain(&out.launch_site_edits)
-        .map(|e| kernelpro_session::LineEdit { start_line: e.start_line, end_line: e.end_line, text: e.text.clone() })
-        .collect();
+    if out.edit.is_none() {
+        return Ok(());
+    }
+    let made = out.line_edits();
     let now = std::fs::read_to_string(file)?;
     let edits = kernelpro_session::rebase(started_from, &made, &now)?;
     // Write beside it, then rename: an interrupted write never leaves half a file.

@@ -7,6 +7,16 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// Lines `start_line..end_line` (0-based, end exclusive) replaced by `text`
+/// (whole lines, each ending in `\n`): an optimize result's edit, made by
+/// `optimize`, re-based by `session`, sent by `lsp` and written by the CLI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineEdit {
+    pub start_line: u32,
+    pub end_line: u32,
+    pub text: String,
+}
+
 mod codes;
 pub use codes::{CODES, Code, CodeInfo, Origin};
 

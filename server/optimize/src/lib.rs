@@ -104,6 +104,15 @@ pub struct OptimizeOutcome {
     pub devices: Vec<u32>,
 }
 
+impl OptimizeOutcome {
+    /// Every edit that applying the result makes, in the original's lines:
+    /// the kernel's region and the file's launch sites; none without a result.
+    pub fn line_edits(&self) -> Vec<LineEdit> {
+        let Some(edit) = &self.edit else { return Vec::new() };
+        std::iter::once(edit).chain(&self.launch_site_edits).cloned().collect()
+    }
+}
+
 /// Runs the search on the calling (blocking) thread. `cancel` stops it at its
 /// next evaluation with the best so far, and kills the child processes and
 /// the LLM request in flight at once.

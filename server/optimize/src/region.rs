@@ -4,13 +4,7 @@
 
 use kernelpro_source::SourceFile;
 
-/// A replacement of whole lines: `[start, end)` of the original by `text`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct LineEdit {
-    pub start_line: u32,
-    pub end_line: u32,
-    pub text: String,
-}
+pub use kernelpro_model::LineEdit;
 
 /// 0-based `[first, last]` lines of kernel `name` with the comment block above it.
 pub fn kernel_region(text: &str, source: &SourceFile, name: &str) -> Option<(u32, u32)> {

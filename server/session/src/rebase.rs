@@ -8,14 +8,7 @@
 
 use thiserror::Error;
 
-/// Lines `start_line..end_line` (0-based, end exclusive) replaced by `text`
-/// (whole lines, each ending in `\n`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineEdit {
-    pub start_line: u32,
-    pub end_line: u32,
-    pub text: String,
-}
+pub use kernelpro_model::LineEdit;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum NotApplicable {

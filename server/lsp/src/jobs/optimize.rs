@@ -202,7 +202,7 @@ pub fn cancel(server: &Server, token: &ProgressToken) {
 pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str) -> Option<CodeAction> {
     let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
-    let edit = stored.outcome.edit.as_ref()?;
+    stored.outcome.edit.as_ref()?;
     let mut action = CodeAction {
         title: stored.outcome.title.clone(),
         kind: Some(CodeActionKind::REFACTOR_REWRITE),
@@ -210,11 +210,7 @@ pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str
         ..Default::default()
     };
     // The kernel's region, and the file's launch sites when the launch changed.
-    let made: Vec<kernelpro_session::LineEdit> = std::iter::once(edit)
-        .chain(&stored.outcome.launch_site_edits)
-        .map(|e| kernelpro_session::LineEdit { start_line: e.start_line, end_line: e.end_line, text: e.text.clone() })
-        .collect();
-    let edits = match kernelpro_session::rebase(&stored.original, &made, current_text) {
+    let edits = match kernelpro_session::rebase(&stored.original, &stored.outcome.line_edits(), current_text) {
         Ok(edits) => edits,
         Err(why) => {
             let reason = format!("the optimized {kernel} cannot be applied: {why}");
@@ -247,22 +243,17 @@ pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str, current_text: &st
     let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
     let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
     let new_text = stored.outcome.new_text.as_ref()?;
-    if let Some(edit) = &stored.outcome.edit {
-        let made = [kernelpro_session::LineEdit {
-            start_line: edit.start_line,
-            end_line: edit.end_line,
-            text: edit.text.clone(),
-        }];
-        if let Err(why) = kernelpro_session::rebase(&stored.original, &made, current_text) {
-            let applied = current_text.contains(edit.text.as_str());
-            return Some(if applied {
-                let title = &stored.outcome.title;
-                let gain = title.strip_prefix(&format!("Apply optimized {kernel}: ")).unwrap_or(title);
-                format!("The optimized {kernel} is applied ({gain}).\n")
-            } else {
-                format!("The last optimize result for {kernel} no longer applies: {why}. Run Optimize again.\n")
-            });
-        }
+    if let Some(edit) = &stored.outcome.edit
+        && let Err(why) = kernelpro_session::rebase(&stored.original, std::slice::from_ref(edit), current_text)
+    {
+        let applied = current_text.contains(edit.text.as_str());
+        return Some(if applied {
+            let title = &stored.outcome.title;
+            let gain = title.strip_prefix(&format!("Apply optimized {kernel}: ")).unwrap_or(title);
+            format!("The optimized {kernel} is applied ({gain}).\n")
+        } else {
+            format!("The last optimize result for {kernel} no longer applies: {why}. Run Optimize again.\n")
+        });
     }
     let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
     let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();

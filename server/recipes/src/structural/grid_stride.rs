@@ -79,13 +79,7 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
             "grid-stride map over ({}), four units a step through 128-bit streaming loads and stores",
             u.names().join(", ")
         );
-        let mut variants = launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Threads);
-        // Under the map's own launch (a thread per unit) three quarters of the threads find no
-        // float4 to do: the one-float4-per-thread launch goes first.
-        if variants.len() > 1 {
-            variants.rotate_left(1);
-        }
-        out.extend(variants);
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Threads));
     }
     let text = unit_loop(k, &u, &lines, "", "", "grid-stride over the units");
     let mut source = k.text.to_string();

@@ -13,7 +13,7 @@ use crate::kernel::Kernel;
 pub(crate) const SMS: u32 = 132;
 
 /// How many units a block takes in one step.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Tuning {
     /// A warp per unit.
     Warps,
@@ -123,10 +123,13 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
         }
         out.push(Rewrite { source, note: format!("{}; launch block = {threads}, grid = {g}", base.note) });
     }
-    // Under a launch of fewer blocks than SMs (one thread per row of 128 rows is
-    // one block) the rewrite as is idles most of the GPU: its launch variants
-    // go first, so that a search with time for a few evaluations measures them.
-    if out.len() > 1 && k.launch().is_some_and(|l| l.grid.iter().product::<u32>() < SMS) {
+    // The rewrite as is idles most of the GPU under a launch of fewer blocks
+    // than SMs (one thread per row of 128 rows is one block), and so does a
+    // float4 map under its thread-per-unit launch (three threads in four find
+    // no float4): the launch variants go first, so that a search with time for
+    // a few evaluations measures them.
+    let idles = tuning == Tuning::Vec4Threads || k.launch().is_some_and(|l| l.grid.iter().product::<u32>() < SMS);
+    if out.len() > 1 && idles {
         out.rotate_left(1);
     }
     out

@@ -463,7 +463,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
             "One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).",
             &inner,
             &ind,
-            &outer,
+            outer,
         )
     } else {
         let (block, blocks) = (u.block_index(), u.block_count());
@@ -710,46 +710,45 @@ fn spec_scope(k: &Kernel) -> Option<(kernelpro_spec::Scope, kernelpro_spec::Laun
 /// RMSNorm over channels) or a 4x4 pooling window made lanes read scattered
 /// addresses or idle: 0.06-0.25x on the GPU.
 fn split_pays(k: &Kernel, u: &Units) -> bool {
-    let Some(model) = k.model() else { return true };
     let scope = spec_scope(k);
-    if unit_count(k, u).is_none_or(|n| n < FULL_GPU_THREADS) {
-        // Few units: only the trip count matters.
-        return u.body.iter().any(|p| {
-            let Piece::Node(n) = p else { return false };
-            walk_loop(k, *n).is_some() && trip_count(k, *n, scope.as_ref()).is_none_or(|t| t >= MIN_SPLIT_TRIPS)
-        });
+    let scope = scope.as_ref().map(|(scope, _)| scope);
+    let few_units = unit_count(k, u).is_none_or(|n| n < FULL_GPU_THREADS);
+    // With few units only the trip count matters; without a model, contiguity is not judged.
+    let model = if few_units { None } else { k.model() };
+    if !few_units && model.is_none() {
+        return true;
     }
-    let loops = u.body.iter().filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None });
-    let mut any = false;
-    for n in loops.filter(|n| walk_loop(k, *n).is_some()) {
-        any = true;
-        let line = n.start_position().row as u32;
-        if trip_count(k, n, scope.as_ref()).is_some_and(|t| t < MIN_SPLIT_TRIPS) {
-            continue;
-        }
-        let Some((at, l)) = model.loops.iter().enumerate().find(|(_, l)| l.span.start.line == line) else {
-            return true;
-        };
-        let Some(atom) = &l.atom else { return true };
-        let contiguous = model
-            .accesses
-            .iter()
-            .filter(|a| a.loops.contains(&at))
-            .any(|a| a.index.coefficient(atom).as_constant().is_some_and(|c| c != 0 && c.abs() <= 4));
-        if contiguous {
-            return true;
-        }
-    }
-    !any
+    u.body
+        .iter()
+        .filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None })
+        .filter(|n| walk_loop(k, *n).is_some())
+        .any(|n| {
+            trip_count(k, n, scope).is_none_or(|t| t >= MIN_SPLIT_TRIPS)
+                && model.as_ref().is_none_or(|m| reads_contiguously(m, n))
+        })
+}
+
+/// Whether some access in loop `f` moves by at most 4 elements a trip (so
+/// neighbouring lanes of a split read neighbouring elements); true when the
+/// model does not know the loop or its counter.
+fn reads_contiguously(model: &kernelpro_source::kernel_model::KernelModel, f: Node) -> bool {
+    let line = f.start_position().row as u32;
+    let Some((at, l)) = model.loops.iter().enumerate().find(|(_, l)| l.span.start.line == line) else { return true };
+    let Some(atom) = &l.atom else { return true };
+    model
+        .accesses
+        .iter()
+        .filter(|a| a.loops.contains(&at))
+        .any(|a| a.index.coefficient(atom).as_constant().is_some_and(|c| c != 0 && c.abs() <= 4))
 }
 
 /// Threads that fill an H100 (132 SMs x 2048): units past this keep every SM busy with a thread each.
 const FULL_GPU_THREADS: i64 = 132 * 2048;
 
 /// The trip count of a `for (c = …; c < E; …)` loop: `E` under the spec's values.
-fn trip_count(k: &Kernel, f: Node, scope: Option<&(kernelpro_spec::Scope, kernelpro_spec::LaunchSpec)>) -> Option<i64> {
+fn trip_count(k: &Kernel, f: Node, scope: Option<&kernelpro_spec::Scope>) -> Option<i64> {
     let r = strip_parens(f.child_by_field_name("condition")?).child_by_field_name("right")?;
-    kernelpro_spec::eval(k.text_of(r), &scope?.0).ok()
+    kernelpro_spec::eval(k.text_of(r), scope?).ok()
 }
 
 /// The number of units under the spec's first launch: the guard bounds evaluated with its scalar arguments.
