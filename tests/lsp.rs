@@ -192,6 +192,12 @@ fn symbols_hover_and_lenses() {
         c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 8, "character": 20}}));
     let md = h["result"]["contents"]["value"].as_str().unwrap();
     assert!(md.contains("```sass") && md.contains("F2F.F64.F32") && md.contains("Widens float to double"), "{md}");
+    let show_sass = |c: &mut Client, line: u32| {
+        let r = c.request("workspace/executeCommand", json!({"command": "kernelpro.showSass", "arguments": [u, line]}));
+        r["result"].as_str().unwrap().to_string()
+    };
+    let listing = show_sass(&mut c, 8);
+    assert!(listing.starts_with("SASS of line 9 ") && listing.contains("F2F.F64.F32"), "{listing}");
 
     // Hover on a kernel name: its resources and occupancy.
     let h =
@@ -234,6 +240,10 @@ fn symbols_hover_and_lenses() {
     let h =
         c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 1, "character": 3}}));
     assert!(h["result"].is_null(), "a typed line has no SASS yet: {h}");
+    // Show SASS follows the lines too, titled with the line as it is now.
+    assert_eq!(show_sass(&mut c, 10), listing.replace("SASS of line 9 ", "SASS of line 11 "));
+    let typed = show_sass(&mut c, 1);
+    assert!(typed.starts_with("No SASS for line 2: it changed since the last compile"), "{typed}");
     let after = lens_lines(&c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}})));
     assert_eq!(after, before.iter().map(|(l, t)| (l + 2, t.clone())).collect::<Vec<_>>());
 }

@@ -63,7 +63,8 @@ pub async fn run(files: &[PathBuf], format: Format, sass_line: Option<u32>, args
                     println!("{}", compiler_line(path, f));
                 }
                 if let Some(line) = sass_line {
-                    let text = kernelpro_core::hover::sass_listing(&analysis, line.saturating_sub(1));
+                    let text =
+                        kernelpro_core::hover::sass_listing(&analysis, line.saturating_sub(1), line.saturating_sub(1));
                     println!("{}", text.unwrap_or_else(|| format!("{}:{line}: no SASS for this line", path.display())));
                 }
             }

@@ -17,13 +17,15 @@ const MAX_INSTRUCTIONS: usize = 16;
 /// Where the uncapped listing is, said under a capped one.
 const FULL_LISTING: &str = "the full listing: the **Show SASS for Line** command (`:KernelProSass` in Neovim) or `kernelpro check FILE --sass LINE`";
 
-pub fn hover_markdown(analysis: &FileAnalysis, pos: Pos) -> Option<String> {
+/// The hover at `pos` of the analysed text; `shown_line` is where that line
+/// is in the editor now (unsaved edits move lines), for the titles.
+pub fn hover_markdown(analysis: &FileAnalysis, pos: Pos, shown_line: u32) -> Option<String> {
     if let Some(k) = analysis.source.kernels().find(|k| {
         k.name_span.start.line == pos.line && k.name_span.start.col <= pos.col && pos.col <= k.name_span.end.col
     }) {
         return kernel_hover(analysis, &k.name);
     }
-    line_hover(analysis, pos.line)
+    line_hover(analysis, pos.line, shown_line)
 }
 
 pub fn kernel_hover(a: &FileAnalysis, kernel: &str) -> Option<String> {
@@ -95,6 +97,11 @@ fn not_compiled(a: &FileAnalysis, kernel: &str) -> &'static str {
     }
 }
 
+/// Show SASS on a line rewritten since the last analysis (0-based `line`).
+pub fn no_sass_edited(line: u32) -> String {
+    format!("No SASS for line {}: it changed since the last compile; save the file to compile it.", line + 1)
+}
+
 /// Why Show SASS has nothing for `line` (0-based), in words that fit the file's state.
 pub fn no_sass(a: Option<&FileAnalysis>, line: u32) -> String {
     let line = line + 1;
@@ -113,17 +120,18 @@ pub fn no_sass(a: Option<&FileAnalysis>, line: u32) -> String {
     }
 }
 
-/// The hover of a source line: a summary per kernel, the costly instructions first, capped.
-pub fn line_hover(a: &FileAnalysis, line: u32) -> Option<String> {
-    sass_markdown(a, line, Some(MAX_INSTRUCTIONS))
+/// The hover of a source line: a summary per kernel, the costly instructions
+/// first, capped. `line` is the analysed text's, `shown_line` the editor's now.
+pub fn line_hover(a: &FileAnalysis, line: u32, shown_line: u32) -> Option<String> {
+    sass_markdown(a, line, shown_line, Some(MAX_INSTRUCTIONS))
 }
 
 /// Every instruction of a line, in program order (the Show SASS command, `check --sass`).
-pub fn sass_listing(a: &FileAnalysis, line: u32) -> Option<String> {
-    sass_markdown(a, line, None)
+pub fn sass_listing(a: &FileAnalysis, line: u32, shown_line: u32) -> Option<String> {
+    sass_markdown(a, line, shown_line, None)
 }
 
-fn sass_markdown(a: &FileAnalysis, line: u32, cap: Option<usize>) -> Option<String> {
+fn sass_markdown(a: &FileAnalysis, line: u32, shown_line: u32, cap: Option<usize>) -> Option<String> {
     let dis = a.disassembly()?;
     let path = a.path.display().to_string();
     let mut s = String::new();
@@ -133,7 +141,7 @@ fn sass_markdown(a: &FileAnalysis, line: u32, cap: Option<usize>) -> Option<Stri
         if idx.is_empty() {
             continue;
         }
-        s.push_str(&format!("SASS of line {} in `{}`: {}\n```sass\n", line + 1, f.name, line_summary(f, idx)));
+        s.push_str(&format!("SASS of line {} in `{}`: {}\n```sass\n", shown_line + 1, f.name, line_summary(f, idx)));
         let shown: Vec<usize> = match cap {
             Some(cap) => costly_first(f, idx).into_iter().take(cap).collect(),
             None => idx.to_vec(),

@@ -57,7 +57,7 @@ fn opcodes_of(markdown: &str) -> Vec<String> {
 fn busy_line_summary_then_costly_instructions_first() {
     let a = planted();
     // Line 28: the spilled accumulator update, 385 local-memory instructions among 772.
-    let md = line_hover(&a, 27).unwrap();
+    let md = line_hover(&a, 27, 27).unwrap();
     let head: Vec<&str> = md
         .lines()
         .filter(|l| l.starts_with("SASS of line") || l.starts_with("Costly") || l.starts_with("// …"))
@@ -67,11 +67,14 @@ fn busy_line_summary_then_costly_instructions_first() {
         // … and 756 more
         Costly instructions first; the full listing: the **Show SASS for Line** command (`:KernelProSass` in Neovim) or `kernelpro check FILE --sass LINE`."#]]
     .assert_eq(&head.join("\n"));
+    // Two lines inserted above it in the editor: the same listing, titled with the line as it is now.
+    let moved = line_hover(&a, 27, 29).unwrap();
+    assert_eq!(moved, md.replace("SASS of line 28 ", "SASS of line 30 "));
     let shown = opcodes_of(&md);
     assert_eq!(shown.len(), 16);
     assert!(shown.iter().all(|op| op.starts_with("LDL") || op.starts_with("STL")), "{shown:?}");
     // The full listing has every instruction, in program order.
-    let full = sass_listing(&a, 27).unwrap();
+    let full = sass_listing(&a, 27, 27).unwrap();
     assert_eq!(opcodes_of(&full).len(), 772);
     assert!(!full.contains("… and"));
 }
@@ -79,7 +82,7 @@ fn busy_line_summary_then_costly_instructions_first() {
 #[test]
 fn fp64_line_names_its_opcodes() {
     let a = planted();
-    let md = line_hover(&a, 8).unwrap();
+    let md = line_hover(&a, 8, 8).unwrap();
     check(
         md.lines().next().map(str::to_string),
         expect!["SASS of line 9 in `fp64_promoted`: 5 instructions: 1 FP64 (F2F), 1 global load"],
@@ -91,7 +94,7 @@ fn kernel_name_resources_and_occupancy() {
     let a = planted();
     let k = a.source.kernel("big_shared").unwrap();
     check(
-        hover_markdown(&a, k.name_span.start),
+        hover_markdown(&a, k.name_span.start, k.name_span.start.line),
         expect![[r#"
             **big_shared** · `__global__` · sm_90
 
@@ -128,7 +131,7 @@ ptxas info    : Used 8 registers, used 1 barriers, 512 bytes smem, 368 bytes cme
 fn template_kernel_lists_each_instantiation() {
     let a = analysis("t.cu", TEMPLATES, Some(("", TEMPLATES_PTXAS)));
     check(
-        hover_markdown(&a, Pos::new(1, 17)),
+        hover_markdown(&a, Pos::new(1, 17), 1),
         expect![[r#"
             **tsum** · `__global__` · sm_90
 
@@ -150,7 +153,7 @@ fn template_kernel_lists_each_instantiation() {
 fn kernel_without_resources_says_why() {
     let failed = analysis("t.cu", TEMPLATES, None);
     check(
-        hover_markdown(&failed, Pos::new(1, 17)),
+        hover_markdown(&failed, Pos::new(1, 17), 1),
         expect![[r#"
         **tsum** · `__global__` · sm_90
 
@@ -158,7 +161,7 @@ fn kernel_without_resources_says_why() {
     );
     let uncompiled = FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &Settings::default());
     check(
-        hover_markdown(&uncompiled, Pos::new(1, 17)),
+        hover_markdown(&uncompiled, Pos::new(1, 17), 1),
         expect![[r#"
         **tsum** · `__global__` · sm_90
 
@@ -175,7 +178,7 @@ fn kernel_without_resources_says_why() {
     );
     let no_instance = analysis("t.cu", "template <typename T> __global__ void k(T* y) { y[0] = 1; }\n", Some(("", "")));
     assert!(
-        hover_markdown(&no_instance, Pos::new(0, 38))
+        hover_markdown(&no_instance, Pos::new(0, 38), 0)
             .unwrap()
             .contains("No instantiation of this template was compiled")
     );

@@ -14,12 +14,7 @@ pub fn hover(server: &Server, params: HoverParams) -> Result<Option<Hover>> {
     let now = doc.pos(pp.position);
     let Some(line) = doc.edits_since_analysis().to_original(now.line) else { return Ok(None) };
     let pos = kernelpro_model::Pos { line, ..now };
-    let Some(mut markdown) = kernelpro_core::hover::hover_markdown(analysis, pos) else { return Ok(None) };
-    // The listing is the analysis's, the line number the one the user sees now.
-    if line != now.line {
-        markdown =
-            markdown.replacen(&format!("SASS of line {}", line + 1), &format!("SASS of line {}", now.line + 1), 1);
-    }
+    let Some(mut markdown) = kernelpro_core::hover::hover_markdown(analysis, pos, now.line) else { return Ok(None) };
     if let Some(k) = analysis.source.kernels().find(|k| k.name_span.start.line == pos.line) {
         if let Some((summary, change, stale)) = crate::jobs::profile::verdicts(doc).remove(&k.name) {
             markdown.push_str(&format!(
