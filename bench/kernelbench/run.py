@@ -637,13 +637,7 @@ def worker_build(args, kp, path, out_dir):
             with open(best_path, encoding="utf-8") as f:
                 gpu.load(task["stem"], "best", best_spec, f.read(), best_path)
         if task["torch"] and args.compile_mode != "off":
-            gpu.torch_lines = task["torch"]
-            ref, ins = gpu.reference_fn(spec, task["torch"])
-            compiled = gpu.torch.compile(ref) if args.compile_mode == "default" else gpu.torch.compile(ref, mode=args.compile_mode)
-            bufs = gpu.allocate(spec)
-            gpu.fill(spec, bufs, gpu.generator(1))
-            compiled(*[bufs[n] for n in ins])
-            gpu.torch.cuda.synchronize()
+            compiled_reference(args, gpu, task, spec)
         status = {"ok": True}
     except Exception as e:
         status = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-3000:]}
@@ -698,18 +692,27 @@ def prewarm(args, gpu, task, spec):
     if not task["torch"] or args.compile_mode == "off":
         return
     try:
-        gpu.torch_lines = task["torch"]
-        ref, ins = gpu.reference_fn(spec, task["torch"])
-        torch = gpu.torch
-        compiled = torch.compile(ref) if args.compile_mode == "default" else torch.compile(ref, mode=args.compile_mode)
-        bufs = gpu.allocate(spec)
-        gpu.fill(spec, bufs, gpu.generator(1))
-        compiled(*[bufs[n] for n in ins])
-        torch.cuda.synchronize()
-        del bufs
-        gpu.prewarmed = (ins, compiled)
+        gpu.prewarmed = compiled_reference(args, gpu, task, spec)
     except Exception:
         pass  # measure() compiles again and reports the failure
+
+
+def torch_compile(torch, fn, mode):
+    """torch.compile in --compile-mode (`default`: no mode argument)."""
+    return torch.compile(fn) if mode == "default" else torch.compile(fn, mode=mode)
+
+
+def compiled_reference(args, gpu, task, spec):
+    """The task's reference under torch.compile, called once on filled inputs so that its
+    tracing and code loading are done (and its caches warm): (input names, compiled function)."""
+    gpu.torch_lines = task["torch"]
+    ref, ins = gpu.reference_fn(spec, task["torch"])
+    compiled = torch_compile(gpu.torch, ref, args.compile_mode)
+    bufs = gpu.allocate(spec)
+    gpu.fill(spec, bufs, gpu.generator(1))
+    compiled(*[bufs[n] for n in ins])
+    gpu.torch.cuda.synchronize()
+    return ins, compiled
 
 
 def measure(args, gpu, task, spec, best_path, best_spec, result):
@@ -774,7 +777,7 @@ def measure(args, gpu, task, spec, best_path, best_spec, result):
                 ins_c, compiled = gpu.prewarmed
             else:
                 ins_c = ins
-                compiled = torch.compile(ref, mode=args.compile_mode) if args.compile_mode != "default" else torch.compile(ref)
+                compiled = torch_compile(torch, ref, args.compile_mode)
             comp = lambda bufs: compiled(*[bufs[n] for n in ins_c])
             times["compile"] = gpu.time(spec, comp, False, args.trials, args.warmup, args.max_seconds, seeds[-1] + 1)
         except Exception as e:
