@@ -238,10 +238,7 @@ try {
   // from the Quick Fix menu on its signature line.
   await editor.locator('.view-lines').click();
   await goToLine(signature + 1);
-  await page.keyboard.press('F1');
-  await page.keyboard.type('KernelPro: Optimize Kernel at Cursor');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Optimize Kernel at Cursor' }).first().waitFor();
-  await page.keyboard.press('Enter');
+  await palette(page, 'KernelPro: Optimize Kernel at Cursor');
   // While it runs: a notification with its progress and a Cancel button.
   // Once a faster version is found, Cancel: the run is reported as cancelled,
   // and the best so far is offered by its own button (and as the Quick Fix below).
@@ -305,10 +302,7 @@ try {
     }).observe(document.body, { childList: true, subtree: true, characterData: true });
   });
   await editor.locator('.view-lines').click();
-  await page.keyboard.press('F1');
-  await page.keyboard.type('KernelPro: Profile File');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Profile File' }).first().waitFor();
-  await page.keyboard.press('Enter');
+  await palette(page, 'KernelPro: Profile File');
   const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled)/ });
   await profiled.first().waitFor();
   report.profile_message = await profiled.first().innerText();
@@ -319,10 +313,7 @@ try {
   await page.keyboard.press('Escape');
   await editor.locator('.view-lines').click();
   await goToLine(signature + 2);
-  await page.keyboard.press('F1');
-  await page.keyboard.type('KernelPro: Show SASS for Line');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show SASS for Line' }).first().waitFor();
-  await page.keyboard.press('Enter');
+  await palette(page, 'KernelPro: Show SASS for Line');
   const sassTab = page.locator('.tabs-container .tab', { hasText: 'SASS ' });
   await sassTab.first().waitFor();
   report.sass_tab = await sassTab.first().innerText();
@@ -334,10 +325,7 @@ try {
   report.checks.sass_read_only = /SASS .* line \d+/.test(report.sass_tab) && !report.sass_tab_dirty && report.sass_close_dialog === 0;
 
   // The compiler setting is in the settings UI (item 5), and so is the install command.
-  await page.keyboard.press('F1');
-  await page.keyboard.type('Preferences: Open User Settings');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Open User Settings' }).first().waitFor();
-  await page.keyboard.press('Enter');
+  await palette(page, 'Preferences: Open User Settings');
   await page.locator('.settings-editor').first().waitFor();
   await page.waitForTimeout(500);
   await page.keyboard.type('kernelpro.nvcc');
@@ -351,7 +339,7 @@ try {
   await page.keyboard.press('F1');
   await page.keyboard.type('KernelPro: Install CUDA Compiler');
   const install = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Install CUDA Compiler' });
-  report.install_command = await install.first().waitFor({ timeout: 10_000 }).then(() => true).catch(() => false);
+  report.install_command = await appears(install.first(), { timeout: 10_000 });
   await page.keyboard.press('Escape');
 
   // A file that no longer compiles: the kernel hover says so, not "save the file" (item 10).
@@ -420,16 +408,13 @@ async function untrusted({ page, editor, hoverAt, signature, kernelNameCol, lens
   report.checks.untrusted_status_bar = /restricted/.test(report.status_bar ?? '') && !/GPU/.test(report.status_bar ?? '');
   report.checks.untrusted_hover_says_why = /trusted workspace/.test(report.hover_kernel);
   // Trust the folder: the server restarts trusted and analyses the open file, no save needed.
-  await page.keyboard.press('F1');
-  await page.keyboard.type('Workspaces: Manage Workspace Trust');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Manage Workspace Trust' }).first().waitFor();
-  await page.keyboard.press('Enter');
+  await palette(page, 'Workspaces: Manage Workspace Trust');
   await page.locator('.monaco-button', { hasText: /^Trust$/ }).first().click();
   // Back to the file (the trust editor has the focus).
   await page.locator('.tabs-container .tab', { hasText: basename(fixture) }).first().click();
   // A compiled kernel's lens (its registers) and the Optimize run: analysed with no save.
   const run = editor.locator('.codelens-decoration', { hasText: /regs.*Optimize/ });
-  report.trusted_lens = await run.first().waitFor({ state: 'attached', timeout: 90_000 }).then(() => true).catch(() => false);
+  report.trusted_lens = await appears(run.first(), { state: 'attached', timeout: 90_000 });
   report.checks.trust_reanalyses_without_save = report.trusted_lens;
 }
 
@@ -452,7 +437,7 @@ async function missing({ page, editor, lensTexts, statusBar, shot, hoverAt, sign
   await input.press('Tab');
   await page.locator('.tabs-container .tab', { hasText: basename(fixture) }).first().click();
   const run = editor.locator('.codelens-decoration a', { hasText: 'Optimize' });
-  report.recovered = await run.first().waitFor({ state: 'attached', timeout: 90_000 }).then(() => true).catch(() => false);
+  report.recovered = await appears(run.first(), { state: 'attached', timeout: 90_000 });
   report.status_bar = await statusBar();
   report.code_lens = await lensTexts();
   report.checks.missing_binary_in_words =
@@ -476,6 +461,19 @@ async function missing({ page, editor, lensTexts, statusBar, shot, hoverAt, sign
   report.hover_kernel_beside_clangd = await hoverAt(signature, kernelNameCol);
   report.checks.quiet_hover_beside_clangd =
     plain > 0 && !/SASS/.test(report.hover_plain_beside_clangd) && report.hover_kernel_beside_clangd.includes('__global__');
+}
+
+// Runs a command from the command palette by its title ("Category: Title").
+async function palette(page, title) {
+  await page.keyboard.press('F1');
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title.replace(/^.*: /, '') }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
+// Whether `locator` shows up (waitFor's options) rather than timing out.
+async function appears(locator, options) {
+  return locator.waitFor(options).then(() => true).catch(() => false);
 }
 
 async function waitForServer(url) {
