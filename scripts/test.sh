@@ -19,6 +19,9 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Incremental caches double the target folder and CI builds once.
+export CARGO_INCREMENTAL=0
+
 status=0
 # rustfmt.toml is the one style; a file that differs fails CI (run `cargo fmt --all`).
 cargo fmt --all --check || { echo "rustfmt: run cargo fmt --all" >&2; status=1; }
