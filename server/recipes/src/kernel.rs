@@ -17,13 +17,9 @@ pub(crate) struct Kernel<'a> {
 }
 
 impl<'a> Kernel<'a> {
-    /// The non-template kernel `name` with a body, if the file has one.
+    /// The kernel `name` with a body, template or not: rewrites keep the user's types as written, and
+    /// one that does not compile for the instantiation is rejected like any other candidate.
     pub fn find(text: &'a str, name: &str) -> Option<Kernel<'a>> {
-        Kernel::find_generic(text, name).filter(|k| !k.func.is_template)
-    }
-
-    /// The kernel `name` with a body, template or not (for rewrites that keep the user's types as written).
-    pub fn find_generic(text: &'a str, name: &str) -> Option<Kernel<'a>> {
         let func = kernelpro_source::parse(text).kernel(name)?.clone();
         if func.body_bytes.is_none() {
             return None;

@@ -66,12 +66,15 @@ const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * bloc
 /// flat index split by `/` and `%` read as a row and a column
 /// ([`recognize::split_flat`]) where that gives any, else as written.
 /// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
-/// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen.
+/// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen. The body's
+/// `#pragma unroll` lines are left out of every view ([`recognize::without_pragmas`]).
 fn with_units_view(
     text: &str,
     kernel: &str,
     f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>,
 ) -> Vec<crate::Rewrite> {
+    let unpragmaed = recognize::without_pragmas(text, kernel);
+    let text = unpragmaed.as_deref().unwrap_or(text);
     let expanded = recognize::expand_macros(text, kernel);
     let mut views: Vec<String> = Vec::new();
     for t in std::iter::once(text).chain(expanded.as_deref()) {
@@ -79,7 +82,7 @@ fn with_units_view(
         views.push(t.to_string());
     }
     for view in &views {
-        if let Some(k) = crate::kernel::Kernel::find_generic(view, kernel) {
+        if let Some(k) = crate::kernel::Kernel::find(view, kernel) {
             let out = f(&k);
             if !out.is_empty() {
                 return out;

@@ -787,51 +787,17 @@ pub(crate) fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
     out
 }
 
-/// The file with kernel `name`'s flat index split by `/` and `%` read as two
-/// indices: `T idx = <global x>; if (idx >= M * N) return; T i = idx / N, j = idx % N;`
-/// (or the body under `if (idx < M * N) { ... }`) becomes `T j = <global x>;
-/// T i = <global y>; if (i >= M || j >= N) return;` and every other use of
-/// `idx` becomes `(i * (N) + j)`. The units are the same (`i = u / N`,
-/// `j = u % N` after a rewrite, as the original had them), but recipes that
-/// need a row and a column (tiles) now see them. Only a rewrite's view: every
-/// structural rewrite replaces the whole body, launch-agnostic.
-pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
-    let k = Kernel::find_generic(text, name)?;
-    let sts = statements(k.body());
-    let [(idx, _, 'x')] = &index_decls(&k, *sts.first()?)?[..] else { return None };
-    let guard = *sts.get(1)?;
-    let (cond, then) = (
-        guard.child_by_field_name("condition")?.child_by_field_name("value")?,
-        guard.child_by_field_name("consequence")?,
-    );
-    if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
-        return None;
-    }
-    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
-    let (out_op, rest): (&str, Vec<Node>) = if returns {
-        (">=", sts[2..].to_vec())
-    } else if sts.len() == 2 && then.kind() == "compound_statement" {
-        ("<", statements(then))
-    } else {
-        return None;
-    };
-    let c = strip_parens(cond);
-    if c.kind() != "binary_expression"
-        || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op)
-        || bare(k.text_of(c.child_by_field_name("left")?)) != *idx
-    {
-        return None;
-    }
-    let bound = strip_parens(c.child_by_field_name("right")?);
-    if bound.kind() != "binary_expression" || bound.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
-        return None;
-    }
-    let (bl, br) =
-        (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
-    // The declarations splitting idx: (name, type, is the row, divisor) from the first one or two statements.
+/// The declarations splitting `idx`: (name, type, is the row, divisor) and their statements, from the
+/// leading statements of `sts` (before the guard or first inside it: both styles are common).
+#[allow(clippy::type_complexity)]
+fn split_decls<'t>(
+    k: &Kernel,
+    idx: &str,
+    sts: &[Node<'t>],
+) -> Option<(Vec<(String, String, bool, String)>, Vec<Node<'t>>)> {
     let mut parts: Vec<(String, String, bool, String)> = Vec::new();
     let mut split_sts = Vec::new();
-    for st in rest.iter().take(2) {
+    for st in sts.iter().take(2) {
         if st.kind() != "declaration" || parts.len() == 2 {
             break;
         }
@@ -850,7 +816,7 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
                 v.child_by_field_name("operator").filter(|_| v.kind() == "binary_expression").map(|o| k.text_of(o));
             let left = v.child_by_field_name("left").map(|l| bare(k.text_of(l)));
             match (op, left) {
-                (Some(op @ ("/" | "%")), Some(l)) if l == *idx => got.push((
+                (Some(op @ ("/" | "%")), Some(l)) if l == idx => got.push((
                     k.text_of(n).to_string(),
                     ty.clone(),
                     op == "/",
@@ -868,6 +834,55 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
         parts.extend(got);
         split_sts.push(*st);
     }
+    Some((parts, split_sts))
+}
+
+/// The file with kernel `name`'s flat index split by `/` and `%` read as two
+/// indices: `T idx = <global x>; if (idx >= M * N) return; T i = idx / N, j = idx % N;`
+/// (or the body under `if (idx < M * N) { ... }`) becomes `T j = <global x>;
+/// T i = <global y>; if (i >= M || j >= N) return;` and every other use of
+/// `idx` becomes `(i * (N) + j)`; the split declarations may also stand
+/// between `idx` and the guard. The units are the same (`i = u / N`,
+/// `j = u % N` after a rewrite, as the original had them), but recipes that
+/// need a row and a column (tiles) now see them. Only a rewrite's view: every
+/// structural rewrite replaces the whole body, launch-agnostic.
+pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
+    let k = Kernel::find(text, name)?;
+    let sts = statements(k.body());
+    let [(idx, _, 'x')] = &index_decls(&k, *sts.first()?)?[..] else { return None };
+    let (early_parts, early_sts) = split_decls(&k, idx, &sts[1..])?;
+    let at = 1 + early_sts.len();
+    let guard = *sts.get(at)?;
+    let (cond, then) = (
+        guard.child_by_field_name("condition")?.child_by_field_name("value")?,
+        guard.child_by_field_name("consequence")?,
+    );
+    if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
+    let (out_op, rest): (&str, Vec<Node>) = if returns {
+        (">=", sts[at + 1..].to_vec())
+    } else if sts.len() == at + 1 && then.kind() == "compound_statement" {
+        ("<", statements(then))
+    } else {
+        return None;
+    };
+    let c = strip_parens(cond);
+    if c.kind() != "binary_expression"
+        || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op)
+        || bare(k.text_of(c.child_by_field_name("left")?)) != *idx
+    {
+        return None;
+    }
+    let bound = strip_parens(c.child_by_field_name("right")?);
+    if bound.kind() != "binary_expression" || bound.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
+        return None;
+    }
+    let (bl, br) =
+        (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
+    let (parts, split_sts) =
+        if early_parts.is_empty() { split_decls(&k, idx, &rest)? } else { (early_parts, early_sts) };
     let [a, b] = &parts[..] else { return None };
     let (row, col) = if a.2 && !b.2 {
         (a, b)
@@ -935,6 +950,32 @@ pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
     Some(out)
 }
 
+/// The file with the `#pragma unroll` lines in kernel `name`'s body removed (`#pragma
+/// unroll` before the dot-product loop hid it from the contraction's shape);
+/// `None` when it has none. Only a rewrite's view: structural rewrites
+/// replace the whole body and set their own unrolling.
+pub(crate) fn without_pragmas(text: &str, name: &str) -> Option<String> {
+    let k = Kernel::find(text, name)?;
+    let mut ranges: Vec<std::ops::Range<usize>> = descendants(k.body())
+        .into_iter()
+        .filter(|d| {
+            d.kind() == "preproc_call"
+                && d.child_by_field_name("directive").is_some_and(|x| k.text_of(x).trim() == "#pragma")
+                && d.child_by_field_name("argument").is_some_and(|x| k.text_of(x).trim().starts_with("unroll"))
+        })
+        .map(|d| d.byte_range())
+        .collect();
+    if ranges.is_empty() {
+        return None;
+    }
+    ranges.sort_by_key(|r| std::cmp::Reverse(r.start));
+    let mut out = text.to_string();
+    for r in ranges {
+        out.replace_range(r, "\n");
+    }
+    Some(out)
+}
+
 /// Expansion rounds for macros that use macros.
 const MACRO_DEPTH: usize = 4;
 
@@ -972,7 +1013,7 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
     let mut out = text.to_string();
     let mut changed = false;
     for _ in 0..MACRO_DEPTH {
-        let k = Kernel::find_generic(&out, name)?;
+        let k = Kernel::find(&out, name)?;
         let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
         for call in descendants(k.body()).into_iter().filter(|n| n.kind() == "call_expression") {
             let Some(f) = call.child_by_field_name("function").filter(|f| f.kind() == "identifier") else { continue };

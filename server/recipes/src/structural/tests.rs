@@ -49,6 +49,10 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("cumsum_2d_double.cu", "cumsum_y", "WarpScan x4"),
     ("colmax_2d_sizet.cu", "colmax", "WarpUnits x4, ColumnUnits x4"),
     ("cumsum_template_macro.cu", "scaled_exclusive_cumsum", "WarpScan x4"),
+    // Styles of a public repository's plain kernels (LeetCUDA), written anew.
+    ("transpose_split_before_guard.cu", "transpose_gather", "TiledTranspose x2, GridStrideMap x4"),
+    ("sgemm_pragma_guard_block.cu", "gemm_unrolled", "WarpUnits x4, TiledContraction x2"),
+    ("dot_template_block_atomic.cu", "dot_block", ""),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -172,6 +176,31 @@ fn each_kernel_gets_its_structural_rewrite() {
     let got: Vec<(&str, &str, String)> = CORPUS.iter().map(|(f, k, _)| (*f, *k, applied(f, k))).collect();
     let want: Vec<(&str, &str, String)> = CORPUS.iter().map(|(f, k, w)| (*f, *k, w.to_string())).collect();
     assert_eq!(got, want);
+}
+
+/// Templates get the micro rewrites too (they were skipped: a template block reduction got no candidate at all).
+#[test]
+fn template_kernels_get_micro_rewrites() {
+    let text = fixture("dot_template_block_atomic.cu");
+    let got: Vec<&str> = ["RestrictConst", "LaunchBounds", "PragmaUnroll"]
+        .into_iter()
+        .filter(|name| !recipe(name).rewrite(&text, "dot_block").is_empty())
+        .collect();
+    assert_eq!(got, ["RestrictConst", "LaunchBounds", "PragmaUnroll"]);
+    let dir = tempfile::tempdir().unwrap();
+    for name in got {
+        for (i, rw) in recipe(name).rewrite(&text, "dot_block").iter().enumerate() {
+            let cu = dir.path().join(format!("{name}_{i}.cu"));
+            std::fs::write(&cu, instantiated(&rw.source)).unwrap();
+            let out = std::process::Command::new(nvcc())
+                .args(["-arch=sm_90", "-cubin", "-o"])
+                .arg(cu.with_extension("cubin"))
+                .arg(&cu)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name} ({}):\n{}", rw.note, String::from_utf8_lossy(&out.stderr));
+        }
+    }
 }
 
 /// Naive corpus files (tests/fixtures/naive, not clean_/expert_) that no structural rewrite answers, each with why.

@@ -239,6 +239,6 @@ impl Recipe for ShuffleTree {
         ]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        Kernel::find_generic(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()
+        Kernel::find(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()
     }
 }
