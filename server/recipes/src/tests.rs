@@ -56,6 +56,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("atomic_sum.cu", "sum_atomic", "CoarsenReduce"),
     ("reduce_shared.cu", "block_sum", "CoarsenReduce"),
     ("reduce_2d_block.cu", "sum_atomic_2d", "CoarsenReduce"),
+    ("own/structural/dot_template_block_atomic.cu", "dot_block", "CoarsenReduce"),
+    ("own/structural/sumsq_shared_literal_tree.cu", "sum_squares", "CoarsenReduce"),
     ("bench/softmax.cu", "softmax_rows", "WarpRows"),
     ("own/rows_norm.cu", "l2_normalize", "WarpRows"),
     ("own/rows_refused.cu", "next_row_diff", "WarpRows"),
@@ -538,6 +540,110 @@ fn privatize_atomics() {
 #[test]
 fn coarsen_reduce() {
     check(
+        "own/structural/sumsq_shared_literal_tree.cu",
+        "sum_squares",
+        "CoarsenReduce",
+        expect![[r#"
+        ## coarsened sum into acc: 264 blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written
+        @@ -9,2 +9,4 @@
+         __global__ void sum_squares(const float* x, float* acc, int n) {
+        +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+        +  if (blockIdx.x >= kp_blocks) return;
+           __shared__ float buf[256];
+        @@ -12,3 +14,8 @@
+           int gid = blockIdx.x * blockDim.x + tid;
+        -  buf[tid] = gid < n ? x[gid] * x[gid] : 0.f;
+        +  float kp_v = 0;
+        +  for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {
+        +    int gid = kp_b * blockDim.x + tid;
+        +    kp_v += (float)(gid < n ? x[gid] * x[gid] : 0.f);
+        +  }
+        +  buf[tid] = kp_v;
+           __syncthreads();
+        ## coarsened sum into acc: 1056 blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written
+        @@ -9,2 +9,4 @@
+         __global__ void sum_squares(const float* x, float* acc, int n) {
+        +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+        +  if (blockIdx.x >= kp_blocks) return;
+           __shared__ float buf[256];
+        @@ -12,3 +14,8 @@
+           int gid = blockIdx.x * blockDim.x + tid;
+        -  buf[tid] = gid < n ? x[gid] * x[gid] : 0.f;
+        +  float kp_v = 0;
+        +  for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {
+        +    int gid = kp_b * blockDim.x + tid;
+        +    kp_v += (float)(gid < n ? x[gid] * x[gid] : 0.f);
+        +  }
+        +  buf[tid] = kp_v;
+           __syncthreads();
+        ## coarsened sum into acc: 4224 blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written
+        @@ -9,2 +9,4 @@
+         __global__ void sum_squares(const float* x, float* acc, int n) {
+        +  const unsigned kp_blocks = gridDim.x < 4224u ? gridDim.x : 4224u;
+        +  if (blockIdx.x >= kp_blocks) return;
+           __shared__ float buf[256];
+        @@ -12,3 +14,8 @@
+           int gid = blockIdx.x * blockDim.x + tid;
+        -  buf[tid] = gid < n ? x[gid] * x[gid] : 0.f;
+        +  float kp_v = 0;
+        +  for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {
+        +    int gid = kp_b * blockDim.x + tid;
+        +    kp_v += (float)(gid < n ? x[gid] * x[gid] : 0.f);
+        +  }
+        +  buf[tid] = kp_v;
+           __syncthreads();
+    "#]],
+    );
+    check(
+        "own/structural/dot_template_block_atomic.cu",
+        "dot_block",
+        "CoarsenReduce",
+        expect![[r#"
+            ## coarsened sum into y: 264 blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written
+            @@ -13,5 +13,11 @@
+             __global__ void dot_block(float *a, float *b, float *y, int n) {
+            +  const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+            +  if (blockIdx.x >= kp_blocks) return;
+               __shared__ float partial[THREADS / 32];
+               int i = blockIdx.x * THREADS + threadIdx.x;
+            -  float v = i < n ? a[i] * b[i] : 0.0f;
+            +  float v = 0;
+            +  for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {
+            +    int i = kp_b * THREADS + threadIdx.x;
+            +    v += (float)(i < n ? a[i] * b[i] : 0.0f);
+            +  }
+               for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+            ## coarsened sum into y: 1056 blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written
+            @@ -13,5 +13,11 @@
+             __global__ void dot_block(float *a, float *b, float *y, int n) {
+            +  const unsigned kp_blocks = gridDim.x < 1056u ? gridDim.x : 1056u;
+            +  if (blockIdx.x >= kp_blocks) return;
+               __shared__ float partial[THREADS / 32];
+               int i = blockIdx.x * THREADS + threadIdx.x;
+            -  float v = i < n ? a[i] * b[i] : 0.0f;
+            +  float v = 0;
+            +  for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {
+            +    int i = kp_b * THREADS + threadIdx.x;
+            +    v += (float)(i < n ? a[i] * b[i] : 0.0f);
+            +  }
+               for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+            ## coarsened sum into y: 4224 blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written
+            @@ -13,5 +13,11 @@
+             __global__ void dot_block(float *a, float *b, float *y, int n) {
+            +  const unsigned kp_blocks = gridDim.x < 4224u ? gridDim.x : 4224u;
+            +  if (blockIdx.x >= kp_blocks) return;
+               __shared__ float partial[THREADS / 32];
+               int i = blockIdx.x * THREADS + threadIdx.x;
+            -  float v = i < n ? a[i] * b[i] : 0.0f;
+            +  float v = 0;
+            +  for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {
+            +    int i = kp_b * THREADS + threadIdx.x;
+            +    v += (float)(i < n ? a[i] * b[i] : 0.0f);
+            +  }
+               for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+        "#]],
+    );
+    check(
         "bench/reduction.cu",
         "reduce_sum",
         "CoarsenReduce",
@@ -930,7 +1036,7 @@ fn every_rewrite_compiles_for_sm_90() {
             compiled += 1;
         }
     }
-    assert_eq!(compiled, 30, "every applying case yields a compiled rewrite");
+    assert_eq!(compiled, 36, "every applying case yields a compiled rewrite");
 }
 
 fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String {

@@ -10,7 +10,7 @@
 use crate::access::reads_only;
 use crate::coarsen::{CAPS, capped_blocks, grid_stride_head};
 use crate::kernel::Kernel;
-use crate::recipes::warp_reduce::{SHUFFLE, is_thread_x, tree_reduction};
+use crate::recipes::warp_reduce::{SHUFFLE, is_thread_x, shared_type, tree_reduction};
 use crate::syntax::{atomic_add, compact, descendants, guarded, indent_at, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
@@ -132,6 +132,177 @@ fn tree_shape(k: &Kernel) -> Option<Sum> {
     })
 }
 
+/// Any block reduction of one value per thread into one address: the declaration `T v = E;`
+/// (E reads the index `i`, declared from `blockIdx.x` in any form, e.g. `blockIdx.x * THREADS +
+/// tid`), then the user's own block reduction of `v` (shuffles, a shared tree, a library call) with
+/// an `atomicAdd` into a single address. Only `E` reads global memory and names `i`, and only the
+/// index's declaration names `blockIdx`. The declaration becomes a sum of `E` over the original
+/// blocks this block now stands for; the reduction stays as written.
+struct ValueSum<'t> {
+    /// The statement `T v = E;` or `LHS = E;`.
+    value: Node<'t>,
+    lhs: Lhs,
+    ty: String,
+    expr: Node<'t>,
+    /// The index's declaration, re-evaluated for each original block.
+    index_decl: Node<'t>,
+    addr: String,
+}
+
+fn value_shape<'t>(k: &'t Kernel) -> Option<ValueSum<'t>> {
+    let t = k.text;
+    let sts = statements(k.body());
+    let mentions_block = |n: Node| {
+        descendants(n).iter().any(|d| {
+            d.kind() == "field_expression"
+                && matches!(compact(t, *d).as_str(), "blockIdx.x" | "blockIdx.y" | "blockIdx.z" | "gridDim.x")
+        })
+    };
+    let [index_decl] = sts.iter().copied().filter(|s| mentions_block(*s)).collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let mut cursor = index_decl.walk();
+    let index_names: Vec<String> = index_decl
+        .children_by_field_name("declarator", &mut cursor)
+        .filter(|d| d.kind() == "init_declarator")
+        .filter_map(|d| d.child_by_field_name("declarator"))
+        .map(|n| k.text_of(n).to_string())
+        .collect();
+    if index_decl.kind() != "declaration" || index_names.is_empty() || compact(t, index_decl).contains("blockIdx.y") {
+        return None;
+    }
+    let at = sts.iter().position(|s| *s == index_decl)?;
+    // The value: the first later statement naming the index, `T v = E;` or `LHS = E;` (`sd[tid] = E;`
+    // into a shared array, or a local declared before).
+    let names_index = |n: Node| index_names.iter().any(|i| !crate::syntax::uses(n, t, i).is_empty());
+    let value = sts[at + 1..].iter().copied().find(|s| names_index(*s))?;
+    let (lhs, expr, ty) = if value.kind() == "declaration" {
+        let mut c = value.walk();
+        let declarators: Vec<Node> = value.children_by_field_name("declarator", &mut c).collect();
+        let [init] = declarators[..] else { return None };
+        let name = init.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?;
+        let ty = k.text_of(value.child_by_field_name("type")?).to_string();
+        (init.kind() == "init_declarator").then_some(())?;
+        (Lhs::Declared(k.text_of(name).to_string()), init.child_by_field_name("value")?, ty)
+    } else {
+        let a = value
+            .named_child(0)
+            .filter(|e| value.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+        (k.text_of(a.child_by_field_name("operator")?) == "=").then_some(())?;
+        let left = a.child_by_field_name("left")?;
+        if names_index(left) {
+            return None;
+        }
+        let ty = match left.kind() {
+            "subscript_expression" => shared_type(k, k.text_of(left.child_by_field_name("argument")?))?,
+            "identifier" => sts[..at + 1]
+                .iter()
+                .find(|d| declared_names(k, **d).iter().any(|n| n == k.text_of(left)))
+                .and_then(|d| d.child_by_field_name("type"))
+                .map(|ty| k.text_of(ty).to_string())?,
+            _ => return None,
+        };
+        (Lhs::Assigned(k.text_of(left).to_string()), a.child_by_field_name("right")?, ty)
+    };
+    if !SUMMABLE.contains(&ty.as_str()) {
+        return None;
+    }
+    // The one atomicAdd into a single address, after the value.
+    let vat = sts.iter().position(|s| *s == value)?;
+    let calls: Vec<Node> = sts[vat + 1..]
+        .iter()
+        .flat_map(|s| descendants(*s))
+        .filter(|d| {
+            d.kind() == "call_expression"
+                && d.child_by_field_name("function").is_some_and(|f| k.text_of(f).starts_with("atomic"))
+        })
+        .collect();
+    let [call] = calls[..] else { return None };
+    if k.text_of(call.child_by_field_name("function")?) != "atomicAdd" {
+        return None;
+    }
+    let [addr, _] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
+    let target = single_address(k, addr)?;
+    if k.param(&target)?.base != ty && !(ty == "unsigned" && k.param(&target)?.base == "unsigned int") {
+        return None;
+    }
+    let locals: Vec<&str> = index_names.iter().map(String::as_str).collect();
+    let declared_before: Vec<String> = sts[..vat].iter().flat_map(|s| declared_names(k, *s)).collect();
+    let mut allowed = locals.clone();
+    allowed.extend(declared_before.iter().map(String::as_str));
+    if !reads_only(k, expr, &allowed, &[target.as_str()]) || mentions_block(expr) {
+        return None;
+    }
+    // Nothing else reads global memory or names the index; the target is written by the atomic alone.
+    for s in sts.iter().filter(|s| **s != value && **s != index_decl) {
+        if names_index(*s) {
+            return None;
+        }
+        for d in descendants(*s) {
+            if d.kind() == "identifier"
+                && k.param(k.text_of(d)).is_some_and(|p| p.pointer)
+                && !addr.byte_range().contains(&d.start_byte())
+            {
+                return None;
+            }
+        }
+    }
+    Some(ValueSum { value, lhs, ty, expr, index_decl, addr: k.text_of(addr).to_string() })
+}
+
+/// Where the value goes: a declaration of its own (`float v = E;`), or an existing place (`sd[tid] = E;`).
+enum Lhs {
+    Declared(String),
+    Assigned(String),
+}
+
+/// The names a declaration statement declares.
+fn declared_names(k: &Kernel, st: Node) -> Vec<String> {
+    if st.kind() != "declaration" {
+        return Vec::new();
+    }
+    let mut c = st.walk();
+    st.children_by_field_name("declarator", &mut c)
+        .map(|d| d.child_by_field_name("declarator").unwrap_or(d))
+        .filter(|n| n.kind() == "identifier")
+        .map(|n| k.text_of(n).to_string())
+        .collect()
+}
+
+fn rewrite_value(k: &Kernel, s: &ValueSum, cap: u32) -> Option<Rewrite> {
+    let body = k.body();
+    let ind = indent_at(k.text, statements(body).first()?.start_byte());
+    let vind = indent_at(k.text, s.value.start_byte());
+    // The index's declaration as the original block `kp_b` had it.
+    let mut decl = k.text_of(s.index_decl).to_string();
+    for d in descendants(s.index_decl).into_iter().rev() {
+        if d.kind() == "field_expression" && compact(k.text, d) == "blockIdx.x" {
+            let r = (d.start_byte() - s.index_decl.start_byte())..(d.end_byte() - s.index_decl.start_byte());
+            decl.replace_range(r, "kp_b");
+        }
+    }
+    let ty = &s.ty;
+    let (head, name, tail) = match &s.lhs {
+        Lhs::Declared(v) => (format!("{ty} {v} = 0;"), v.as_str(), String::new()),
+        Lhs::Assigned(place) => (format!("{ty} kp_v = 0;"), "kp_v", format!("\n{vind}{place} = kp_v;")),
+    };
+    let sum = format!(
+        "{head}\n{vind}for (long long kp_b = blockIdx.x; kp_b < (long long)gridDim.x; kp_b += kp_blocks) {{\n{vind}  {decl}\n{vind}  {name} += ({ty})({});\n{vind}}}{tail}",
+        k.text_of(s.expr)
+    );
+    let mut text = k.text.to_string();
+    text.replace_range(s.value.byte_range(), &sum);
+    let open = body.start_byte() + 1;
+    text.insert_str(open, &format!("\n{}", capped_blocks(&ind, cap).trim_end_matches('\n')));
+    Some(Rewrite {
+        source: text,
+        note: format!(
+            "coarsened sum into {}: {cap} blocks at most, each summing its value over the original blocks it stands for; the block's reduction as written",
+            s.addr
+        ),
+    })
+}
+
 fn rewrite(k: &Kernel, s: &Sum, cap: u32) -> Option<Rewrite> {
     let body = k.body();
     let ind = indent_at(k.text, statements(body).first()?.start_byte());
@@ -181,7 +352,10 @@ impl Recipe for CoarsenReduce {
         if !k.whole_warp_1d_blocks() {
             return Vec::new();
         }
-        let Some(sum) = tree_shape(&k).or_else(|| atomic_shape(&k)) else { return Vec::new() };
-        CAPS.iter().filter_map(|cap| rewrite(&k, &sum, *cap)).collect()
+        if let Some(sum) = tree_shape(&k).or_else(|| atomic_shape(&k)) {
+            return CAPS.iter().filter_map(|cap| rewrite(&k, &sum, *cap)).collect();
+        }
+        let Some(sum) = value_shape(&k) else { return Vec::new() };
+        CAPS.iter().filter_map(|cap| rewrite_value(&k, &sum, *cap)).collect()
     }
 }

@@ -25,7 +25,7 @@ pub(crate) fn is_thread_x(k: &Kernel, tid: &str) -> bool {
 }
 
 /// The element type of the `__shared__` array `name` declared in the kernel.
-fn shared_type(k: &Kernel, name: &str) -> Option<String> {
+pub(crate) fn shared_type(k: &Kernel, name: &str) -> Option<String> {
     descendants(k.body()).into_iter().filter(|n| n.kind() == "declaration").find_map(|d| {
         let shared = descendants(d).iter().any(|n| k.text_of(*n) == "__shared__");
         let declares = descendants(d.child_by_field_name("declarator")?)

@@ -15,7 +15,7 @@
 
 use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, declared_in, flat, names_in, render, strip_parens, units};
-use super::{BLOCK_THREADS, BLOCK_TID, GRID_THREADS};
+use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
@@ -83,9 +83,6 @@ fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, Stri
 
 fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let [i, j] = &u.indices[..] else { return None };
-    if !u.fixed.is_empty() {
-        return None;
-    }
     let mut pre = Vec::new();
     let mut found = None;
     let mut epilogue = Vec::new();
@@ -232,8 +229,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
 {ind}const long long kp_tiles_n = ((long long)({n}) + {TILE} - 1) / {TILE};
 {ind}const long long kp_tiles = ((long long)({m}) + {TILE} - 1) / {TILE} * kp_tiles_n;
-{ind}const long long kp_blocks = {GRID_THREADS} / (blockDim.x * blockDim.y * blockDim.z);
-{ind}for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += kp_blocks) {{
+{ind}const long long kp_blocks = {blocks};
+{ind}for (long long kp_t = {block}; kp_t < kp_tiles; kp_t += kp_blocks) {{
 {ind}  const long long kp_m0 = kp_t / kp_tiles_n * {TILE}, kp_n0 = kp_t % kp_tiles_n * {TILE};
 {ind}  {t} kp_acc[4][4];
 {ind}  #pragma unroll
@@ -292,7 +289,9 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}  }}
 {ind}}}
 {outer}}}"#,
-        acc = d.acc
+        acc = d.acc,
+        blocks = u.block_count(),
+        block = u.block_index(),
     );
     Some(s)
 }

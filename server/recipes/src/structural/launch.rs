@@ -101,13 +101,13 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
             (None, 0) => continue,
             (None, cap) => format!("{SMS} * {cap}"),
         };
-        // Fixed block indices keep the launch's y (and z): only the x extent changes.
+        // Fixed block indices keep the launch's y and z (z alone for a batch on z): the x extent changes.
         let g = if u.fixed.is_empty() {
             g
         } else {
             let Some(rest) = grid.text.split_once('=').map(|(_, r)| r.trim()) else { continue };
             let Some(parts) = tuple_parts(rest) else { continue };
-            format!("({})", std::iter::once(g).chain(parts.into_iter().skip(1)).collect::<Vec<_>>().join(", "))
+            format!("({})", std::iter::once(g).chain(u.kept_extents(&parts)).collect::<Vec<_>>().join(", "))
         };
         let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
         let mut source = base.source.clone();

@@ -106,12 +106,17 @@ impl Units<'_> {
         self.indices.iter().map(|i| i.name.as_str()).collect()
     }
 
+    /// Whether the fixed indices are all on `z`, so the units walk the `x` and `y` blocks (a batch on `z`).
+    fn walks_y(&self) -> bool {
+        !self.fixed.is_empty() && self.fixed.iter().all(|f| f.2 == 'z')
+    }
+
     /// The calling thread's index among the threads that walk the units (64-bit).
     pub fn grid_tid(&self) -> String {
         if self.fixed.is_empty() {
             super::GRID_TID.to_string()
         } else {
-            format!("((long long)blockIdx.x * {} + {})", super::BLOCK_THREADS, super::BLOCK_TID)
+            format!("({} * {} + {})", self.block_index(), super::BLOCK_THREADS, super::BLOCK_TID)
         }
     }
 
@@ -120,15 +125,17 @@ impl Units<'_> {
         if self.fixed.is_empty() {
             super::GRID_THREADS.to_string()
         } else {
-            format!("((long long)gridDim.x * {})", super::BLOCK_THREADS)
+            format!("({} * {})", self.block_count(), super::BLOCK_THREADS)
         }
     }
 
     /// The calling block's index among the blocks that walk the units (64-bit):
-    /// over the x blocks alone when fixed indices keep the launch's y/z.
+    /// over the x (and y) blocks alone when fixed indices keep the launch's y/z.
     pub fn block_index(&self) -> &'static str {
         if self.fixed.is_empty() {
             "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))"
+        } else if self.walks_y() {
+            "((long long)blockIdx.x + (long long)gridDim.x * blockIdx.y)"
         } else {
             "(long long)blockIdx.x"
         }
@@ -136,7 +143,22 @@ impl Units<'_> {
 
     /// How many blocks walk the units (64-bit).
     pub fn block_count(&self) -> &'static str {
-        if self.fixed.is_empty() { "((long long)gridDim.x * gridDim.y * gridDim.z)" } else { "(long long)gridDim.x" }
+        if self.fixed.is_empty() {
+            "((long long)gridDim.x * gridDim.y * gridDim.z)"
+        } else if self.walks_y() {
+            "((long long)gridDim.x * gridDim.y)"
+        } else {
+            "(long long)gridDim.x"
+        }
+    }
+
+    /// The launch's grid extents a rewrite keeps (after x): y and z for fixed y/z indices, z alone for a batch on z.
+    pub fn kept_extents(&self, parts: &[String]) -> Vec<String> {
+        let mut rest: Vec<String> = parts.iter().skip(1).cloned().collect();
+        if self.walks_y() && !rest.is_empty() {
+            rest[0] = "1".to_string();
+        }
+        rest
     }
 
     /// A warp per unit: the kernel body walking the units with a grid stride of
@@ -607,7 +629,11 @@ fn finish<'t>(
         }
     }
     // Fixed indices keep the launch's y/z: the units then run along x only.
-    if !fixed.is_empty() && (indices.iter().any(|i| i.axis != 'x') || fixed.iter().any(|f| f.2 == 'x')) {
+    // (Or along x and y when the fixed indices are all on z: a batch.)
+    let only_z = fixed.iter().all(|f| f.2 == 'z');
+    if !fixed.is_empty()
+        && (fixed.iter().any(|f| f.2 == 'x') || indices.iter().any(|i| i.axis == 'z' || (i.axis == 'y' && !only_z)))
+    {
         return None;
     }
     // x last (fastest), then y, then z; but the index every store walks contiguously goes last
@@ -982,10 +1008,13 @@ const MACRO_DEPTH: usize = 4;
 /// The file with the function-like macro calls in kernel `name`'s body
 /// expanded as the preprocessor would (`EL(lhs, r, k)` with `#define EL(m, r, c)
 /// m[(r) * dim + (c)]` becomes `lhs[((r)) * dim + ((k))]`), so recipes that
-/// look for subscripts see them; `None` when the body calls no such macro.
-/// Single-line `#define`s only, none that stringize or paste.
+/// look for subscripts see them; object-like macros of the thread index
+/// (`#define IDX (blockIdx.x * blockDim.x + threadIdx.x)`) too; `None` when
+/// the body uses no such macro. Single-line `#define`s only, none that
+/// stringize or paste.
 pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
     let mut macros: Vec<(String, Vec<String>, String)> = Vec::new();
+    let mut objects: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
         let Some(rest) =
             line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("define"))
@@ -993,6 +1022,19 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
             continue;
         };
         let rest = rest.trim_start();
+        let word: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // An object-like macro of the thread index (`#define IDX (blockIdx.x * blockDim.x + threadIdx.x)`);
+        // other object-like macros (sizes) stay as written.
+        let object_body = rest[word.len()..].trim();
+        if !word.is_empty()
+            && !rest[word.len()..].starts_with('(')
+            && !object_body.contains('#')
+            && !object_body.ends_with('\\')
+            && ["threadIdx", "blockIdx", "blockDim", "gridDim"].iter().any(|b| object_body.contains(b))
+        {
+            objects.push((word, object_body.to_string()));
+            continue;
+        }
         let Some(open) = rest.find('(') else { continue };
         let mname = &rest[..open];
         if mname.is_empty() || !mname.chars().all(|c| c.is_alphanumeric() || c == '_') {
@@ -1007,7 +1049,7 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
         }
         macros.push((mname.to_string(), params, body.to_string()));
     }
-    if macros.is_empty() {
+    if macros.is_empty() && objects.is_empty() {
         return None;
     }
     let mut out = text.to_string();
@@ -1054,6 +1096,14 @@ pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
                     && expanded[head.len()..].matches('[').count() == 1
             };
             edits.push((call.byte_range(), if subscript { expanded } else { format!("({expanded})") }));
+        }
+        // Object-like index macros outside those calls (inside, the next round sees them).
+        for id in descendants(k.body()).into_iter().filter(|n| n.kind() == "identifier") {
+            if let Some((_, body)) = objects.iter().find(|o| o.0 == k.text_of(id))
+                && !edits.iter().any(|(r, _)| r.contains(&id.start_byte()))
+            {
+                edits.push((id.byte_range(), format!("({body})")));
+            }
         }
         if edits.is_empty() {
             break;

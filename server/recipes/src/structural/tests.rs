@@ -53,6 +53,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("transpose_split_before_guard.cu", "transpose_gather", "TiledTranspose x2, GridStrideMap x4"),
     ("sgemm_pragma_guard_block.cu", "gemm_unrolled", "WarpUnits x4, TiledContraction x2"),
     ("dot_template_block_atomic.cu", "dot_block", ""),
+    // Other KernelBench-like operations in styles of their own.
+    ("bmm_batch_z.cu", "bmm", "WarpUnits x4, TiledContraction x2"),
+    ("matmul_bt_flat.cu", "matmul_bt", "WarpUnits x4, TiledContraction x2"),
+    // A window loop: no structural rewrite yet (no 2D/strided window tile); L1 serves its reuse.
+    ("avgpool1d_stride2.cu", "avg_pool1d", ""),
+    ("instnorm_thread_plane.cu", "instance_norm", "WarpUnits x4, BlockUnits x3"),
+    ("min_middle_dim_long.cu", "min_dim1", "WarpUnits x4, ColumnUnits x4"),
+    ("cosine_rows_three_sums.cu", "cosine_sim_loss", "WarpUnits x4"),
+    // Coarsened by CoarsenReduce (a rewrite of the micro tier), see crate::tests::coarsen_reduce.
+    ("sumsq_shared_literal_tree.cu", "sum_squares", ""),
+    ("leaky_relu_idx_macro.cu", "leaky_relu", "GridStrideMap x9"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -552,8 +563,8 @@ fn snapshots() {
               const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
               const long long kp_tiles_n = ((long long)(n) + 64 - 1) / 64;
               const long long kp_tiles = ((long long)(m) + 64 - 1) / 64 * kp_tiles_n;
-              const long long kp_blocks = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) / (blockDim.x * blockDim.y * blockDim.z);
-              for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += kp_blocks) {
+              const long long kp_blocks = ((long long)gridDim.x * gridDim.y * gridDim.z);
+              for (long long kp_t = ((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)); kp_t < kp_tiles; kp_t += kp_blocks) {
                 const long long kp_m0 = kp_t / kp_tiles_n * 64, kp_n0 = kp_t % kp_tiles_n * 64;
                 float kp_acc[4][4];
                 #pragma unroll
@@ -876,4 +887,23 @@ fn show() {
     let (file, rest) = f.split_once(':').unwrap();
     let (kernel, name) = rest.split_once(':').unwrap();
     println!("{}", generated(file, kernel, name));
+}
+
+/// A batch on blockIdx.z stays the launch's z; the tiles walk the x and y blocks, so a launch
+/// variant sets y to 1 and keeps z.
+#[test]
+fn batched_contraction_keeps_the_batch_on_z() {
+    let text = fixture("bmm_batch_z.cu");
+    let rewrites = recipe("TiledContraction").rewrite(&text, "bmm");
+    let grids: Vec<&str> =
+        rewrites.iter().map(|rw| rw.source.lines().find(|l| l.starts_with("// kernelpro: grid")).unwrap()).collect();
+    expect![[r#"
+        [
+            "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
+            "// kernelpro: grid = (ceil_div((M) * (N), 4096), 1, B)",
+        ]
+    "#]]
+    .assert_debug_eq(&grids);
+    assert!(rewrites[0].source.contains("const int b = (int)blockIdx.z;"));
+    assert!(rewrites[0].source.contains("kp_t = ((long long)blockIdx.x + (long long)gridDim.x * blockIdx.y)"));
 }
