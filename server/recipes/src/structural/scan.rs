@@ -1,6 +1,7 @@
 //! A warp per scanned unit. A thread that walks its row keeping a running
-//! sum and storing it at every element (a cumulative sum, inclusive:
-//! `acc += e; y[c] = acc;`, or exclusive: `y[c] = acc; acc += e;`) reads and
+//! sum or product and storing it at every element (a cumulative sum,
+//! inclusive: `acc += e; y[c] = acc;`, or exclusive: `y[c] = acc; acc += e;`;
+//! `acc *= e`; a masked `if (m) acc += e;`; walking up or down the row) reads and
 //! writes one element per row per step, so neighbouring threads are a row
 //! apart: every access is a separate memory transaction. Here each row goes
 //! to one warp, which takes 32 consecutive elements at a time (coalesced),
@@ -36,24 +37,59 @@ impl Recipe for WarpScan {
     }
 }
 
-/// A scan loop: `for (T c = START; c < END; ++c) { acc += E; STORE }` (or the store first).
+/// A scan loop: `for (T c = START; c < END; ++c) { acc += E; STORE }` (or the store first), or
+/// `for (T c = HI; c >= LO; --c)` walking down.
 struct Scan<'t> {
     c: String,
     ty: String,
+    /// Forward: the first element and the bound; down: the first (highest) element and the lowest.
     start: Node<'t>,
     end: Node<'t>,
+    down: bool,
     acc: String,
+    op: Op,
     /// Declarations the element reads (computed only for elements in range).
     temps: Vec<Node<'t>>,
-    /// The element added at each step.
-    element: Node<'t>,
+    /// The element combined at each step, as C (`(m) ? (e) : 0` for a masked one).
+    element: String,
     store: Node<'t>,
     /// The store comes before the addition (an exclusive scan).
     exclusive: bool,
 }
 
-/// `acc += E;` or `acc = acc + E;` as (acc, E).
-fn accumulation<'t>(k: &Kernel<'t>, st: Node<'t>) -> Option<(String, Node<'t>)> {
+/// The running value's operator.
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Add,
+    Mul,
+}
+
+impl Op {
+    fn identity(self) -> &'static str {
+        match self {
+            Op::Add => "0",
+            Op::Mul => "1",
+        }
+    }
+    fn sign(self) -> &'static str {
+        match self {
+            Op::Add => "+",
+            Op::Mul => "*",
+        }
+    }
+}
+
+/// `acc += E;`, `acc = acc + E;`, `acc *= E;` or `acc = acc * E;`, possibly under `if (M)`:
+/// (acc, the operator, the nodes the element reads, the element as C).
+fn accumulation<'t>(k: &Kernel<'t>, st: Node<'t>) -> Option<(String, Op, Vec<Node<'t>>, String)> {
+    if st.kind() == "if_statement" && st.child_by_field_name("alternative").is_none() {
+        let cond = st.child_by_field_name("condition")?.child_by_field_name("value")?;
+        let (acc, op, mut reads, e) =
+            accumulation(k, crate::syntax::single_statement(st.child_by_field_name("consequence")?)?)?;
+        reads.push(cond);
+        let masked = format!("({}) ? ({e}) : ({})", k.text_of(cond), op.identity());
+        return Some((acc, op, reads, masked));
+    }
     if st.kind() != "expression_statement" {
         return None;
     }
@@ -67,25 +103,64 @@ fn accumulation<'t>(k: &Kernel<'t>, st: Node<'t>) -> Option<(String, Node<'t>)> 
         return None;
     }
     let acc = k.text_of(left).to_string();
-    match k.text_of(e.child_by_field_name("operator")?) {
-        "+=" => Some((acc, right)),
+    let (op, element) = match k.text_of(e.child_by_field_name("operator")?) {
+        "+=" => (Op::Add, right),
+        "*=" => (Op::Mul, right),
         "=" => {
             let r = strip_parens(right);
             let (a, b) = (r.child_by_field_name("left")?, r.child_by_field_name("right")?);
-            let plus = r.kind() == "binary_expression" && k.text_of(r.child_by_field_name("operator")?) == "+";
-            (plus && k.text_of(strip_parens(a)) == acc).then_some((acc, b))
+            let op = match k.text_of(r.child_by_field_name("operator")?) {
+                "+" => Op::Add,
+                "*" => Op::Mul,
+                _ => return None,
+            };
+            (r.kind() == "binary_expression" && k.text_of(strip_parens(a)) == acc).then_some((op, b))?
         }
-        _ => None,
+        _ => return None,
+    };
+    Some((acc, op, vec![element], k.text_of(element).to_string()))
+}
+
+/// `for (T c = HI; c >= LO; --c)` with a signed `T` (an unsigned counter would wrap): (c, HI, LO).
+fn down_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
+    let init =
+        f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
+    let ty = k.text_of(init.child_by_field_name("type")?);
+    if !["int", "long", "long long", "int64_t", "ptrdiff_t", "int32_t"].contains(&ty)
+        || k.text_of(init).contains("unsigned")
+    {
+        return None;
     }
+    let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let c = k.text_of(decl.child_by_field_name("declarator")?).to_string();
+    let cond = strip_parens(f.child_by_field_name("condition")?);
+    if cond.kind() != "binary_expression"
+        || k.text_of(cond.child_by_field_name("operator")?) != ">="
+        || k.text_of(cond.child_by_field_name("left")?) != c
+    {
+        return None;
+    }
+    let step = crate::syntax::compact(k.text, f.child_by_field_name("update")?);
+    let steps = [format!("--{c}"), format!("{c}--"), format!("{c}-=1"), format!("{c}={c}-1")];
+    steps.contains(&step).then(|| {
+        (c, decl.child_by_field_name("value").expect("init value"), cond.child_by_field_name("right").expect("bound"))
+    })
 }
 
 fn scan_loop<'t>(k: &Kernel<'t>, f: Node<'t>) -> Option<Scan<'t>> {
-    let (c, start, _) = walk_loop(k, f)?;
-    let cond = strip_parens(f.child_by_field_name("condition")?);
-    if k.text_of(cond.child_by_field_name("operator")?) != "<" {
-        return None;
-    }
-    let end = cond.child_by_field_name("right")?;
+    let (c, start, end, down) = match walk_loop(k, f) {
+        Some((c, start, _)) => {
+            let cond = strip_parens(f.child_by_field_name("condition")?);
+            if k.text_of(cond.child_by_field_name("operator")?) != "<" {
+                return None;
+            }
+            (c, start, cond.child_by_field_name("right")?, false)
+        }
+        None => {
+            let (c, hi, lo) = down_loop(k, f)?;
+            (c, hi, lo, true)
+        }
+    };
     let init = f.child_by_field_name("initializer")?;
     let ty = k.text_of(init.child_by_field_name("type")?).to_string();
     let body = f.child_by_field_name("body")?;
@@ -97,7 +172,7 @@ fn scan_loop<'t>(k: &Kernel<'t>, f: Node<'t>) -> Option<Scan<'t>> {
     if temps.iter().any(|t| t.kind() != "declaration") {
         return None;
     }
-    let (exclusive, (acc, element), store) = match (accumulation(k, a), accumulation(k, b)) {
+    let (exclusive, (acc, op, reads, element), store) = match (accumulation(k, a), accumulation(k, b)) {
         (Some(x), None) => (false, x, b),
         (None, Some(x)) => (true, x, a),
         _ => return None,
@@ -106,22 +181,37 @@ fn scan_loop<'t>(k: &Kernel<'t>, f: Node<'t>) -> Option<Scan<'t>> {
     // element does not depend on it; nothing else in the loop is declared or changed.
     let written = stores(k, store);
     let [(_, index)] = &written[..] else { return None };
+    // The index names the element directly or through a temporary that does (`size_t at = r * cols + c;`).
+    let via: Vec<String> =
+        temps.iter().filter(|t| mentions(k, **t, &c)).flat_map(|t| declared_in(k, *t)).chain([c.clone()]).collect();
     if store.kind() != "expression_statement"
-        || !mentions(k, *index, &c)
+        || !via.iter().any(|v| mentions(k, *index, v))
         || !mentions(k, store, &acc)
-        || mentions(k, element, &acc)
+        || reads.iter().any(|r| mentions(k, *r, &acc))
         || mentions(k, end, &acc)
+        || mentions(k, start, &acc)
         || !declared_in(k, f).iter().all(|d| d == &c || temps.iter().any(|t| declared_in(k, *t).contains(d)))
         || descendants(store).iter().any(|d| d.kind() == "assignment_expression" && d.parent() != Some(store))
     {
         return None;
     }
-    // The temporaries serve the element only: the store may not read them, and they may not read the running value.
-    let temp_names: Vec<String> = temps.iter().flat_map(|t| declared_in(k, *t)).collect();
-    if temps.iter().any(|t| mentions(k, *t, &acc)) || temp_names.iter().any(|n| mentions(k, store, n)) {
+    // Temporaries may not read the running value. Those that load (or call) serve the element only:
+    // they run for elements in range, where the store cannot see them. Index arithmetic
+    // (`size_t at = r * cols + c;`) runs on every lane, so the store may use it.
+    let loads = |t: &Node| {
+        descendants(*t).iter().any(|d| {
+            matches!(d.kind(), "subscript_expression" | "call_expression" | "pointer_expression")
+                || (d.kind() == "identifier" && k.param(k.text_of(*d)).is_some_and(|p| p.pointer))
+        })
+    };
+    let loading: Vec<String> = temps.iter().filter(|t| loads(t)).flat_map(|t| declared_in(k, *t)).collect();
+    if temps.iter().any(|t| mentions(k, *t, &acc))
+        || loading.iter().any(|n| mentions(k, store, n))
+        || temps.iter().any(|t| !loads(t) && loading.iter().any(|n| mentions(k, *t, n)))
+    {
         return None;
     }
-    Some(Scan { c, ty, start, end, acc, temps: temps.to_vec(), element, store, exclusive })
+    Some(Scan { c, ty, start, end, down, acc, op, temps: temps.to_vec(), element, store, exclusive })
 }
 
 fn generate(k: &Kernel, u: &Units) -> Option<String> {
@@ -175,44 +265,67 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
 
 /// The chunked scan replacing one scan loop, as lines (indented relative to each other).
 fn scan_lines(k: &Kernel, s: &Scan) -> Option<Vec<String>> {
-    let (c, ty, acc) = (&s.c, &s.ty, &s.acc);
-    let (start, end, element) = (k.text_of(s.start), k.text_of(s.end), k.text_of(s.element));
+    let (c, ty, acc, element) = (&s.c, &s.ty, &s.acc, &s.element);
+    let (start, end) = (k.text_of(s.start), k.text_of(s.end));
+    let (id, op) = (s.op.identity(), s.op.sign());
     // The store with the running value replaced by this element's prefix.
     let edits: Vec<_> =
         occurrences(k, s.store, acc).into_iter().map(|at| (at..at + acc.len(), "kp_acc".to_string())).collect();
     let store = render(k, Piece::Node(s.store), &edits, "    ")?;
-    let mut temps = String::new();
+    // Index arithmetic on every lane (the store may use it), loads only in range.
+    let (mut index, mut temps) = (String::new(), String::new());
     for t in &s.temps {
-        temps.push_str(&render(k, Piece::Node(*t), &[], "    ")?);
-        temps.push(' ');
+        let loads = descendants(*t).iter().any(|d| {
+            matches!(d.kind(), "subscript_expression" | "call_expression" | "pointer_expression")
+                || (d.kind() == "identifier" && k.param(k.text_of(*d)).is_some_and(|p| p.pointer))
+        });
+        let line = render(k, Piece::Node(*t), &[], "    ")?;
+        if loads {
+            temps.push_str(&line);
+            temps.push(' ');
+        } else {
+            index.push_str(&format!("\n  {line}"));
+        }
     }
     let prefix = if s.exclusive {
         // The lanes before this one: the inclusive scan one lane up, nothing for lane 0.
-        "decltype(kp_e) kp_x = __shfl_up_sync(0xffffffffu, kp_e, 1);\n    if (kp_lane == 0) kp_x = 0;\n    const decltype(".to_string()
-            + acc
-            + ") kp_acc = "
-            + acc
-            + " + kp_x;"
+        format!(
+            "decltype(kp_e) kp_x = __shfl_up_sync(0xffffffffu, kp_e, 1);\n    if (kp_lane == 0) kp_x = {id};\n    const decltype({acc}) kp_acc = {acc} {op} kp_x;"
+        )
     } else {
-        format!("const decltype({acc}) kp_acc = {acc} + kp_e;")
+        format!("const decltype({acc}) kp_acc = {acc} {op} kp_e;")
+    };
+    // Lane l takes the l-th element of each chunk of 32, in the loop's own order.
+    let (head, this, in_range) = if s.down {
+        (
+            format!("for ({ty} kp_c0 = {start}; kp_c0 >= ({end}); kp_c0 -= 32)"),
+            format!("kp_c0 - kp_lane"),
+            format!("{c} >= ({end})"),
+        )
+    } else {
+        (
+            format!("for ({ty} kp_c0 = {start}; kp_c0 < ({end}); kp_c0 += 32)"),
+            format!("kp_c0 + kp_lane"),
+            format!("{c} < ({end})"),
+        )
     };
     Some(vec![format!(
-        "for ({ty} kp_c0 = {start}; kp_c0 < ({end}); kp_c0 += 32) {{
-  const {ty} {c} = kp_c0 + kp_lane;
-  const bool kp_in = {c} < ({end});
-  decltype({acc}) kp_e = 0;
+        "{head} {{
+  const {ty} {c} = {this};
+  const bool kp_in = {in_range};{index}
+  decltype({acc}) kp_e = {id};
   if (kp_in) {{ {temps}kp_e = {element}; }}
   // Inclusive scan of the 32 elements across the lanes.
   for (int kp_o = 1; kp_o < 32; kp_o <<= 1) {{
     const decltype(kp_e) kp_t = __shfl_up_sync(0xffffffffu, kp_e, kp_o);
-    if (kp_lane >= kp_o) kp_e += kp_t;
+    if (kp_lane >= kp_o) kp_e = kp_e {op} kp_t;
   }}
   {{
     {prefix}
     if (kp_in) {store}
   }}
   // The chunk's total (lane 31's inclusive value) carries on.
-  {acc} += __shfl_sync(0xffffffffu, kp_e, 31);
+  {acc} = {acc} {op} __shfl_sync(0xffffffffu, kp_e, 31);
 }}"
     )])
 }
@@ -225,7 +338,7 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(text) = generate(k, &u) else { return Vec::new() };
     let source = k.with_body(&text);
     let note = format!(
-        "one warp per unit ({}): its running sum scanned 32 elements at a time with shuffles",
+        "one warp per unit ({}): its running value scanned 32 elements at a time with shuffles",
         u.names().join(", ")
     );
     launch_variants(k, &Rewrite { source, note }, &u, Tuning::Warps)

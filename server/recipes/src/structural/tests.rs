@@ -64,6 +64,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // Coarsened by CoarsenReduce (a rewrite of the micro tier), see crate::tests::coarsen_reduce.
     ("sumsq_shared_literal_tree.cu", "sum_squares", ""),
     ("leaky_relu_idx_macro.cu", "leaky_relu", "GridStrideMap x9"),
+    ("cumprod_rows_inline.cu", "cumprod_rows", "WarpScan x4"),
+    ("reverse_cumsum_guard_block.cu", "reverse_cumsum", "WarpScan x4, GridStrideMap x4"),
+    ("masked_cumsum_bytes.cu", "masked_cumsum", "WarpScan x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -166,7 +169,10 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
     ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x9"),
     ("kbench/89_cumsum.cu", "cumsum_rows", "WarpScan x4"),
+    ("kbench/90_cumprod.cu", "cumprod_rows", "WarpScan x4"),
+    ("kbench/91_cumsum_reverse.cu", "reverse_cumsum_rows", "WarpScan x4, GridStrideMap x4"),
     ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", "WarpScan x4"),
+    ("kbench/93_masked_cumsum.cu", "masked_cumsum_rows", "WarpScan x4"),
     ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
 ];
 
