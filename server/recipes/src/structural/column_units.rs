@@ -112,6 +112,7 @@ fn combine(carry: &Carry) -> Option<String> {
     };
     match carry {
         Carry::Sum(v) => Some(fold(v, format!("{v} += kp_x[kp_w][kp_col]"))),
+        Carry::Prod(v) => Some(fold(v, format!("{v} *= kp_x[kp_w][kp_col]"))),
         Carry::Call(v, f) => Some(fold(v, format!("{v} = {f}({v}, kp_x[kp_w][kp_col])"))),
         Carry::Compare(v, greater) => Some(fold(
             v,
@@ -148,11 +149,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
                 return None;
             }
             let carried = carries(k, n, &c)?;
-            for carry in &carried {
-                if let Carry::Sum(v) = carry {
-                    lines.push(format!("if (kp_row != 0) {v} = 0;"));
-                }
-            }
+            lines.extend(carried.iter().filter_map(|c| c.before("kp_row")));
             // Pointers the loop advances (`++j, p += C`) start kp_row steps in and move kp_nw steps at a time.
             for (p, by) in &pointers {
                 if u.body.iter().any(|q| matches!(q, Piece::Node(m) if m.start_byte() > n.end_byte() && super::warp_units::mentions(k, *m, p))) {

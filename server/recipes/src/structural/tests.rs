@@ -67,6 +67,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("cumprod_rows_inline.cu", "cumprod_rows", "WarpScan x4"),
     ("reverse_cumsum_guard_block.cu", "reverse_cumsum", "WarpScan x4, GridStrideMap x4"),
     ("masked_cumsum_bytes.cu", "masked_cumsum", "WarpScan x4"),
+    ("prod_middle_dim.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
+    ("prod_last_dim.cu", "prod_last", "WarpUnits x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -165,6 +167,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/48_Mean_reduction.cu", "mean_dim1", "ColumnUnits x4"),
     ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
+    ("kbench/50_Product_reduction.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
     ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x9"),

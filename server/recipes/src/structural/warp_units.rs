@@ -5,7 +5,7 @@
 //! (`c = start + lane; c += 32`), and each value the loop carries is combined
 //! after it with a shuffle all-reduction, so every lane sees the unit's
 //! total as the user's later statements expect. Carried values may be sums
-//! (`s += e`, `s = s + e`, `n++`), extrema (`m = fmaxf(m, e)`,
+//! (`s += e`, `s = s + e`, `n++`), products (`p *= e`), extrema (`m = fmaxf(m, e)`,
 //! `if (e > m) m = e;`) and arg-extrema (`if (e > best) { best = e; idx = c; }`,
 //! first index kept on ties). Statements outside the loops run on every lane
 //! (they see the same values); the ones that store run on lane 0, followed by
@@ -38,6 +38,8 @@ const MIN_SPLIT_TRIPS: i64 = 64;
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Carry {
     Sum(String),
+    /// `v *= e`, `v = v * e`.
+    Prod(String),
     /// `v = f(v, e)`.
     Call(String, String),
     /// `if (e OP v) v = e;` with `greater` for a maximum.
@@ -49,15 +51,16 @@ pub(super) enum Carry {
 impl Carry {
     fn names(&self) -> Vec<&str> {
         match self {
-            Carry::Sum(v) | Carry::Call(v, _) | Carry::Compare(v, _) => vec![v],
+            Carry::Sum(v) | Carry::Prod(v) | Carry::Call(v, _) | Carry::Compare(v, _) => vec![v],
             Carry::Arg(b, i, ..) => vec![b, i],
         }
     }
 
-    /// Statement run on every lane before the loop (only sums need one: the initial value counts once).
-    fn before(&self) -> Option<String> {
+    /// Statement run on every lane before the loop (sums and products: the initial value counts once).
+    pub(super) fn before(&self, lane: &str) -> Option<String> {
         match self {
-            Carry::Sum(v) => Some(format!("if (kp_lane != 0) {v} = 0;")),
+            Carry::Sum(v) => Some(format!("if ({lane} != 0) {v} = 0;")),
+            Carry::Prod(v) => Some(format!("if ({lane} != 0) {v} = 1;")),
             _ => None,
         }
     }
@@ -72,6 +75,7 @@ impl Carry {
         };
         match self {
             Carry::Sum(v) => fold(v, format!("{v} += kp_x[kp_w]")),
+            Carry::Prod(v) => fold(v, format!("{v} *= kp_x[kp_w]")),
             Carry::Call(v, f) => fold(v, format!("{v} = {f}({v}, kp_x[kp_w])")),
             Carry::Compare(v, greater) => {
                 fold(v, format!("{{ if (kp_x[kp_w] {} {v}) {v} = kp_x[kp_w]; }}", if *greater { '>' } else { '<' }))
@@ -92,6 +96,7 @@ impl Carry {
         let sh = |v: &str| format!("__shfl_xor_sync(0xffffffffu, {v}, kp_o)");
         match self {
             Carry::Sum(v) => format!("{head} {v} += {};", sh(v)),
+            Carry::Prod(v) => format!("{head} {v} *= {};", sh(v)),
             Carry::Call(v, f) => format!("{head} {v} = {f}({v}, {});", sh(v)),
             Carry::Compare(v, greater) => {
                 let op = if *greater { '>' } else { '<' };
@@ -264,10 +269,12 @@ pub(super) fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
         let carry = match (op, right.map(strip_parens)) {
             ("++", _) => Carry::Sum(v.to_string()),
             ("+=" | "-=", Some(r)) if !mentions(k, r, v) => Carry::Sum(v.to_string()),
+            ("*=", Some(r)) if !mentions(k, r, v) => Carry::Prod(v.to_string()),
             ("=", Some(r))
                 if r.kind() == "binary_expression"
-                    && r.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+") =>
+                    && r.child_by_field_name("operator").is_some_and(|o| ["+", "*"].contains(&k.text_of(o))) =>
             {
+                let times = r.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "*");
                 let (a, b) = (r.child_by_field_name("left")?, r.child_by_field_name("right")?);
                 let own = |x: Node, y: Node| {
                     strip_parens(x).kind() == "identifier" && k.text_of(strip_parens(x)) == v && !mentions(k, y, v)
@@ -279,7 +286,7 @@ pub(super) fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
                 } else {
                     return None;
                 }
-                Carry::Sum(v.to_string())
+                if times { Carry::Prod(v.to_string()) } else { Carry::Sum(v.to_string()) }
             }
             ("=", Some(r)) if r.kind() == "call_expression" => {
                 let f = k.text_of(r.child_by_field_name("function")?);
@@ -406,7 +413,7 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
             if !iterations_independent(k, n, &c) || u.names().contains(&c.as_str()) {
                 return None;
             }
-            lines.extend(carried.iter().filter_map(Carry::before));
+            lines.extend(carried.iter().filter_map(|c| c.before("kp_lane")));
             let edits = [
                 (init.byte_range(), format!("{} + kp_lane", k.text_of(init))),
                 (step.byte_range(), format!("{c} += {}", team.stride())),
