@@ -274,7 +274,8 @@ fn model_index(k: &Kernel, st: Node, model: &KernelModel) -> Option<ModelIndex> 
     };
     // Without threadIdx.y/z in the value, a 2D block would run each index several times.
     let one_d = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
-    if flat && one_d {
+    // `gid = blockIdx.x * blockDim.x + tid` through a `tid = threadIdx.x` helper is the global index itself.
+    if (flat || rest.is_zero()) && one_d {
         return Some(ModelIndex::Flat(name.to_string(), k.text_of(st.child_by_field_name("type")?).to_string()));
     }
     let offset_ok = !rest.is_zero()
@@ -323,6 +324,17 @@ fn block_helper(k: &Kernel, st: Node) -> bool {
             .into_iter()
             .all(|n| !matches!(n.kind(), "subscript_expression" | "call_expression" | "pointer_expression"))
         && descendants(st).into_iter().any(|n| n.kind() == "init_declarator")
+}
+
+/// `T tid = threadIdx.x;`: a name for the thread's lane in a 1D block, used by the index declaration after it.
+fn thread_helper(k: &Kernel, st: Node) -> bool {
+    let Some(d) =
+        st.child_by_field_name("declarator").filter(|d| st.kind() == "declaration" && d.kind() == "init_declarator")
+    else {
+        return false;
+    };
+    d.child_by_field_name("value").is_some_and(|v| bare(k.text_of(v)) == "threadIdx.x")
+        && st.named_children(&mut st.walk()).filter(|c| c.kind() == "init_declarator").count() == 1
 }
 
 /// Splits `a OP b OP c` (one operator, `||` or `&&`) into its atoms, through parentheses.
@@ -441,7 +453,7 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             }
         } else if first.kind() == "declaration" && is_stride_decl(k, first) {
             strides.extend(declared_in(k, first));
-        } else if block_helper(k, first) {
+        } else if block_helper(k, first) || thread_helper(k, first) {
             helpers.extend(declared_in(k, first));
         } else {
             break;
@@ -480,6 +492,22 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
         };
         let index = IndexVar { name, ty, axis, bound: k.text_of(bound).to_string() };
         return finish(k, vec![index], body, head, fixed, &[bound]);
+    }
+    // `i = <global index>; while (i < B) { ...; i += <grid stride>; }`: the same as a grid-stride for loop.
+    if let [(name, ty, axis)] = &indices[..]
+        && *axis == 'x'
+        && fixed.is_empty()
+        && pre.is_empty()
+        && let [w] = sts[..]
+        && let Some((bound, body)) = while_stride(k, w, name, &strides)
+    {
+        let index = IndexVar {
+            name: name.clone(),
+            ty: ty.replace("const ", "").trim().to_string(),
+            axis: 'x',
+            bound: k.text_of(bound).to_string(),
+        };
+        return finish(k, vec![index], body.into_iter().map(Piece::Node).collect(), head, fixed, &[bound]);
     }
     if indices.is_empty()
         || !strides.is_empty()
@@ -551,6 +579,39 @@ fn is_stride_decl(k: &Kernel, st: Node) -> bool {
     };
     let b = bare(k.text_of(d));
     ["gridDim.x*blockDim.x", "blockDim.x*gridDim.x"].contains(&b.as_str())
+}
+
+/// `while (i < B) { ...; i += <grid stride>; }` with `i` assigned nowhere else: (B, the statements before the step).
+fn while_stride<'t>(k: &Kernel, w: Node<'t>, i: &str, strides: &[String]) -> Option<(Node<'t>, Vec<Node<'t>>)> {
+    if w.kind() != "while_statement" {
+        return None;
+    }
+    let clause = w.child_by_field_name("condition")?;
+    let cond = strip_parens(clause.child_by_field_name("value").unwrap_or(clause));
+    let (x, bound) = bound_atom(k, cond, &[i], "<", ">")?;
+    let body = statements(w.child_by_field_name("body").filter(|b| b.kind() == "compound_statement")?);
+    let (step, rest) = body.split_last()?;
+    let e =
+        step.named_child(0).filter(|e| step.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+    let r = bare(k.text_of(e.child_by_field_name("right")?));
+    let stride_ok = strides.contains(&r) || ["gridDim.x*blockDim.x", "blockDim.x*gridDim.x"].contains(&r.as_str());
+    let assigned_elsewhere = rest.iter().flat_map(|n| descendants(*n)).any(|d| {
+        let target = match d.kind() {
+            "assignment_expression" => d.child_by_field_name("left"),
+            "update_expression" => d.child_by_field_name("argument"),
+            _ => None,
+        };
+        target.is_some_and(|t| k.text_of(t) == i)
+    });
+    let ok = x == i
+        && stride_ok
+        && k.text_of(e.child_by_field_name("left")?) == i
+        && k.text_of(e.child_by_field_name("operator")?) == "+="
+        && !assigned_elsewhere
+        && !rest
+            .iter()
+            .any(|n| descendants(*n).iter().any(|d| matches!(d.kind(), "continue_statement" | "break_statement")));
+    ok.then(|| (bound, rest.to_vec()))
 }
 
 /// `for (T i = <global index>; i < B; i += <grid stride>)`: (i, T, axis, B).

@@ -69,6 +69,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("masked_cumsum_bytes.cu", "masked_cumsum", "WarpScan x4"),
     ("prod_middle_dim.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("prod_last_dim.cu", "prod_last", "WarpUnits x4"),
+    ("while_grid_stride_map.cu", "while_map", "GridStrideMap x9"),
+    ("tid_alias_early_return.cu", "early_map", "GridStrideMap x9"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
