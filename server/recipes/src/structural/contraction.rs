@@ -9,6 +9,10 @@
 //! names re-bound to the tile element (so any layout and any row-pointer
 //! spelling works). Each output still adds its products in `p` order from the
 //! user's initial value, so results match the original up to FMA contraction.
+//! A loop whose range depends on the output (`for (k = i; k <= j; ++k)`
+//! under `if (i <= j)`: a triangular product) walks the whole range in the
+//! tiles and masks each product to the original's range, so the sums are the
+//! same products in the same order.
 //! Tiles are walked with a grid stride: correct under any grid of 256-thread (or larger: the extra threads help load)
 //! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
 //! recipe's.
@@ -39,24 +43,42 @@ struct Dot<'t> {
     b: Node<'t>,
     pre: Vec<Node<'t>>,
     epilogue: Vec<Node<'t>>,
+    /// A triangular or banded product: which `p` count for output `(i, j)`, as a C condition on the
+    /// user's names (`p >= LO && p < HI`, and the `if` around the loop); `None` for `0 <= p < K`.
+    mask: Option<String>,
 }
 
-/// `for (T p = 0; p < K; ++p) acc += A * B;` → (p, T, K, acc, A, B).
-fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, String, Node<'t>, Node<'t>)> {
+/// A dot-product loop: its counter, type, range and the two operands.
+struct DotLoop<'t> {
+    p: String,
+    p_ty: String,
+    /// The first value, as written (`0`, or `i` in a triangular product).
+    lo: String,
+    /// The exclusive end, as written (`K`, or `j + 1` for `p <= j`).
+    hi: String,
+    acc: String,
+    x: Node<'t>,
+    y: Node<'t>,
+}
+
+/// `for (T p = LO; p < HI; ++p) acc += A * B;` (or `p <= HI`).
+fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<DotLoop<'t>> {
     let init =
         f.child_by_field_name("initializer").filter(|d| f.kind() == "for_statement" && d.kind() == "declaration")?;
     let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let p = k.text_of(decl.child_by_field_name("declarator")?).to_string();
     let p_ty = k.text_of(init.child_by_field_name("type")?).to_string();
     let cond = strip_parens(f.child_by_field_name("condition")?);
-    if flat(k, decl.child_by_field_name("value")?) != "0"
-        || cond.kind() != "binary_expression"
-        || k.text_of(cond.child_by_field_name("operator")?) != "<"
+    let op = k.text_of(cond.child_by_field_name("operator")?);
+    if cond.kind() != "binary_expression"
+        || !["<", "<="].contains(&op)
         || k.text_of(cond.child_by_field_name("left")?) != p
     {
         return None;
     }
     let bound = k.text_of(cond.child_by_field_name("right")?).to_string();
+    let hi = if op == "<=" { format!("({bound}) + 1") } else { bound };
+    let lo = flat(k, decl.child_by_field_name("value")?);
     let step = flat(k, f.child_by_field_name("update")?);
     if ![format!("++{p}"), format!("{p}++"), format!("{p}+=1")].contains(&step) {
         return None;
@@ -78,7 +100,44 @@ fn dot_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, String, String, Stri
     if product.kind() != "binary_expression" || k.text_of(product.child_by_field_name("operator")?) != "*" {
         return None;
     }
-    Some((p, p_ty, bound, acc, product.child_by_field_name("left")?, product.child_by_field_name("right")?))
+    Some(DotLoop {
+        p,
+        p_ty,
+        lo,
+        hi,
+        acc,
+        x: product.child_by_field_name("left")?,
+        y: product.child_by_field_name("right")?,
+    })
+}
+
+/// Whether `text` names only parameters, `allowed` names and literals (arithmetic, comparisons and
+/// logic of them).
+fn only_names(k: &Kernel, text: &str, allowed: &[&str]) -> bool {
+    text.chars().all(|c| c.is_alphanumeric() || c == '_' || " +-*/()<>=!&|".contains(c))
+        && text.split(|c: char| !(c.is_alphanumeric() || c == '_')).all(|w| {
+            w.is_empty()
+                || w.chars().next().unwrap().is_ascii_digit()
+                || allowed.contains(&w)
+                || k.param(w).is_some_and(|q| !q.pointer)
+        })
+}
+
+/// `text` with identifier `name` replaced by `with` (whole words).
+fn substitute(text: &str, name: &str, with: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    for ch in text.chars().chain(std::iter::once(' ')) {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        out.push_str(if word == name { with } else { &word });
+        word.clear();
+        out.push(ch);
+    }
+    out.pop();
+    out
 }
 
 fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
@@ -86,6 +145,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let mut pre = Vec::new();
     let mut found = None;
     let mut epilogue = Vec::new();
+    let mut guard = None;
     for piece in &u.body {
         let Piece::Node(n) = *piece else { return None };
         if found.is_none() {
@@ -93,7 +153,13 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
                 pre.push(n);
                 continue;
             }
-            found = Some(dot_loop(k, n)?);
+            // `if (C) for (...)`: a condition on the output around the loop (`if (i <= j)`).
+            if let Some((c, inner)) = crate::syntax::guarded(n) {
+                guard = Some(k.text_of(c).to_string());
+                found = Some(dot_loop(k, inner)?);
+            } else {
+                found = Some(dot_loop(k, n)?);
+            }
             continue;
         }
         if descendants(n).into_iter().any(super::recognize::is_loop) {
@@ -101,15 +167,31 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
         }
         epilogue.push(n);
     }
-    let (p, p_ty, bound, acc, x, y) = found?;
-    // The bound is uniform: parameters and literals only.
-    if bound.chars().any(|c| !(c.is_alphanumeric() || c == '_' || " +-*/()".contains(c)))
-        || bound.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| {
-            !w.is_empty() && !w.chars().next().unwrap().is_ascii_digit() && k.param(w).is_none_or(|q| q.pointer)
-        })
-    {
-        return None;
-    }
+    let DotLoop { p, p_ty, lo, hi, acc, x, y } = found?;
+    // The range is uniform (`0 <= p < K`), or depends on the output (`i <= p <= j`, under `if (C)`):
+    // then every output's tile walks `p` up to the range's end at the last row and column, and a
+    // mask keeps the products the loop had (exact: the same products in the same order).
+    let ij = [i.name.as_str(), j.name.as_str()];
+    let (bound, mask) = if lo == "0" && guard.is_none() && only_names(k, &hi, &[]) {
+        (hi, None)
+    } else {
+        if !only_names(k, &lo, &ij)
+            || !only_names(k, &hi, &ij)
+            || guard.as_ref().is_some_and(|g| !only_names(k, g, &ij))
+        {
+            return None;
+        }
+        let last = |t: &str| {
+            let t = substitute(t, &i.name, &format!("(({}) - 1)", i.bound));
+            substitute(&t, &j.name, &format!("(({}) - 1)", j.bound))
+        };
+        let end = last(&hi);
+        let mut mask = format!("{p} >= ({lo}) && {p} < ({hi})");
+        if let Some(g) = &guard {
+            mask = format!("({g}) && {mask}");
+        }
+        (end, Some(mask))
+    };
     // Which pre declarations follow i, j.
     let locals: Vec<(String, Node)> =
         pre.iter().flat_map(|d| declared_in(k, *d).into_iter().map(move |n| (n, *d))).collect();
@@ -158,7 +240,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
             return None;
         }
     }
-    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue })
+    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue, mask })
 }
 
 /// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
@@ -271,7 +353,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}      #pragma unroll
 {ind}      for (int kp_a = 0; kp_a < 4; ++kp_a)
 {ind}        #pragma unroll
-{ind}        for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
+{ind}        for (int kp_b = 0; kp_b < 4; ++kp_b) {fma}
 {ind}    }}
 {ind}    }}
 {ind}    __syncthreads();
@@ -290,6 +372,12 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}}}
 {outer}}}"#,
         acc = d.acc,
+        fma = match &d.mask {
+            None => "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string(),
+            Some(m) => format!(
+                "{{ const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a); const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
+            ),
+        },
         blocks = u.block_count(),
         block = u.block_index(),
     );
@@ -320,6 +408,10 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
     let fp = if float_acc { ", double accumulator as float" } else { "" };
+    let fp = match &d.mask {
+        Some(m) => format!("{fp}, products masked to `{m}`"),
+        None => fp.to_string(),
+    };
     let note = format!(
         "{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}",
         u.indices[0].name, u.indices[1].name, d.p

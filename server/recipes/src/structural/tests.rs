@@ -71,6 +71,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("prod_last_dim.cu", "prod_last", "WarpUnits x4"),
     ("while_grid_stride_map.cu", "while_map", "GridStrideMap x9"),
     ("tid_alias_early_return.cu", "early_map", "GridStrideMap x9"),
+    ("triu_matmul_guarded_loop.cu", "triu_matmul", "TiledContraction x2"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -155,6 +156,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
     ("kbench/19_ReLU.cu", "relu", "GridStrideMap x9"),
     ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x2"),
+    ("kbench/14_Matmul_upper_triangular.cu", "triu_matmul", "TiledContraction x2"),
+    ("kbench/15_Matmul_lower_triangular.cu", "tril_matmul", "TiledContraction x2"),
     ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x9"),
     ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8, BlockUnits x6"),
     ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8, BlockUnits x6"),
