@@ -386,6 +386,11 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
+    // One index and a row from `blockIdx.y` alone (a pointwise conv's output channel): tile across both.
+    let (u, promoted) = match super::recognize::promote_fixed_y(k, &u).filter(|_| u.indices.len() == 1) {
+        Some(p) => (p, true),
+        None => (u, false),
+    };
     // The 4x4-a-thread mapping needs 256 threads a block in every launch the search may pick (more only help load).
     let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] >= THREADS));
     let Some(d) = recognise(k, &u).filter(|_| ok) else {
@@ -412,8 +417,16 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         Some(m) => format!("{fp}, products masked to `{m}`"),
         None => fp.to_string(),
     };
+    let assumed = if promoted {
+        format!(
+            "; assumes the launch's y extent is `{}`, as the spec's grid has it ({} runs over it whatever the launch)",
+            u.indices[0].bound, u.indices[0].name
+        )
+    } else {
+        String::new()
+    };
     let note = format!(
-        "{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}",
+        "{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}{assumed}",
         u.indices[0].name, u.indices[1].name, d.p
     );
     launch_variants(k, &Rewrite { source, note }, &u, Tuning::Tiles { threads: THREADS, units: TILE * TILE })

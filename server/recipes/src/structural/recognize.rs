@@ -383,6 +383,34 @@ fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped
     names.contains(&x.as_str()).then_some((x, b))
 }
 
+/// The units with a fixed `y` index (`int oc = blockIdx.y;`, no guard on it) made a unit index
+/// bounded by the integer parameter that every launch the search may pick gives the grid's `y`
+/// extent (`co` for `grid = (…, CO, B)` with `co = CO`): a contraction can then tile across it.
+/// `None` when there is no such index or no single such parameter.
+pub(crate) fn promote_fixed_y<'t>(k: &Kernel, u: &Units<'t>) -> Option<Units<'t>> {
+    let at = u.fixed.iter().position(|f| f.2 == 'y')?;
+    let launches = k.all_launches()?;
+    let params: Vec<&str> = k.func.params.iter().filter(|p| !p.pointer).map(|p| p.name.as_str()).collect();
+    let matching: Vec<&str> = params
+        .into_iter()
+        .filter(|name| {
+            launches.iter().all(|l| {
+                l.args.iter().any(|a| {
+                    matches!(a, kernelpro_spec::Arg::Scalar(s) if s.name == *name
+                        && matches!(s.value, kernelpro_spec::ScalarValue::I64(v) if v == i64::from(l.grid[1])))
+                })
+            })
+        })
+        .collect();
+    let [bound] = matching[..] else { return None };
+    let (name, ty, _) = u.fixed[at].clone();
+    let mut fixed = u.fixed.clone();
+    fixed.remove(at);
+    let mut indices = vec![IndexVar { name, ty, axis: 'y', bound: bound.to_string() }];
+    indices.extend(u.indices.iter().cloned());
+    Some(Units { indices, body: u.body.clone(), head: u.head.clone(), fixed })
+}
+
 /// Whether `node` names a built-in of the original thread mapping.
 pub(crate) fn thread_bound(k: &Kernel, node: Node) -> bool {
     descendants(node).into_iter().any(|n| {
