@@ -240,6 +240,35 @@ fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// `T r = <an expression of blockIdx and threadIdx>;` (both named, nothing loaded or called): an index
+/// mapped by hand (`blockIdx.x * TILE + threadIdx.x / TILE`); the declared names.
+fn mixed_index_decl(k: &Kernel, st: Node) -> Option<Vec<(String, String)>> {
+    if st.kind() != "declaration" || k.text_of(st).contains("__shared__") {
+        return None;
+    }
+    let ty = k.text_of(st.child_by_field_name("type")?).to_string();
+    let mut cursor = st.walk();
+    let mut out = Vec::new();
+    for d in st.children_by_field_name("declarator", &mut cursor) {
+        let name = d
+            .child_by_field_name("declarator")
+            .filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier")?;
+        let value = d.child_by_field_name("value")?;
+        let text = k.text_of(value);
+        let pure = descendants(value).iter().all(|n| {
+            !matches!(
+                n.kind(),
+                "subscript_expression" | "call_expression" | "pointer_expression" | "assignment_expression"
+            )
+        });
+        if !(text.contains("blockIdx") && text.contains("threadIdx") && pure) || text.contains("gridDim") {
+            return None;
+        }
+        out.push((k.text_of(name).to_string(), ty.clone()));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// The name of the synthetic unit index that stands for `blockIdx.x * blockDim.x + threadIdx.x` where
 /// the kernel only uses that sum inside larger expressions.
 const GLOBAL_X: &str = "kp_gx";
@@ -440,6 +469,8 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     let model = k.model();
     let mut helpers: Vec<String> = Vec::new();
     let mut derived = false;
+    // Indices mapped by hand from block and thread (`row = blockIdx.x * TILE + threadIdx.x / TILE`).
+    let mut mixed: Vec<(String, String)> = Vec::new();
     while let Some(first) = sts.first().copied() {
         if let Some(d) = index_decls(k, first) {
             indices.extend(d);
@@ -451,6 +482,11 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
                     derived = true;
                 }
             }
+        } else if indices.is_empty()
+            && mixed.len() < 3
+            && let Some(names) = mixed_index_decl(k, first)
+        {
+            mixed.extend(names);
         } else if first.kind() == "declaration" && !thread_bound(k, first) {
             // Uniform declarations (scalar parameters and earlier uniform names only) go before the unit loop.
             let head_names: Vec<String> = head.iter().flat_map(|h| declared_in(k, *h)).collect();
@@ -487,6 +523,16 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             break;
         }
         sts.remove(0);
+    }
+    // A hand mapping stands alone: its indices are the guard's domain, each unit once (what the
+    // original computes under its launch is for the search's check to confirm).
+    if !mixed.is_empty() {
+        if !indices.is_empty() || derived || mixed.len() > 3 {
+            return None;
+        }
+        let axes = ['z', 'y', 'x'];
+        let n = mixed.len();
+        indices = mixed.iter().enumerate().map(|(i, (name, ty))| (name.clone(), ty.clone(), axes[3 - n + i])).collect();
     }
     let mut fixed: Vec<(String, String, char)> = indices
         .iter()
