@@ -118,7 +118,7 @@ fn combine(carry: &Carry) -> Option<String> {
             v,
             format!("{{ if (kp_x[kp_w][kp_col] {} {v}) {v} = kp_x[kp_w][kp_col]; }}", if *greater { '>' } else { '<' }),
         )),
-        Carry::Arg(..) => None,
+        Carry::Arg(..) | Carry::Online(..) => None,
     }
 }
 

@@ -75,6 +75,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("conv_pointwise_grid_y.cu", "conv_pointwise", "WarpUnits x4, TiledContraction x2"),
     ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x2"),
     ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x2"),
+    ("softmax_online_thread_row.cu", "softmax_online", "WarpUnits x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),

@@ -6,7 +6,7 @@
 //! after it with a shuffle all-reduction, so every lane sees the unit's
 //! total as the user's later statements expect. Carried values may be sums
 //! (`s += e`, `s = s + e`, `n++`), products (`p *= e`), extrema (`m = fmaxf(m, e)`,
-//! `if (e > m) m = e;`) and arg-extrema (`if (e > best) { best = e; idx = c; }`,
+//! `if (e > m) m = e;`), an online softmax's running max and rescaled sum, and arg-extrema (`if (e > best) { best = e; idx = c; }`,
 //! first index kept on ties). Statements outside the loops run on every lane
 //! (they see the same values); the ones that store run on lane 0, followed by
 //! `__syncwarp()` so later loops see them. Anything else a loop does to a value
@@ -46,6 +46,9 @@ pub(super) enum Carry {
     Compare(String, bool),
     /// `if (e OP best) { best = e; idx = c; }`: (best, idx, greater, strict).
     Arg(String, String, bool, bool),
+    /// An online softmax's running maximum and rescaled sum (`n = fmaxf(m, v); s = s * expf(m - n) +
+    /// expf(v - n); m = n;`): (s, m, the max function, the exp function).
+    Online(String, String, String, String),
 }
 
 impl Carry {
@@ -53,6 +56,7 @@ impl Carry {
         match self {
             Carry::Sum(v) | Carry::Prod(v) | Carry::Call(v, _) | Carry::Compare(v, _) => vec![v],
             Carry::Arg(b, i, ..) => vec![b, i],
+            Carry::Online(sum, max, ..) => vec![sum, max],
         }
     }
 
@@ -80,6 +84,10 @@ impl Carry {
             Carry::Compare(v, greater) => {
                 fold(v, format!("{{ if (kp_x[kp_w] {} {v}) {v} = kp_x[kp_w]; }}", if *greater { '>' } else { '<' }))
             }
+            Carry::Online(sum, max, fmax, exp) => format!(
+                "{{ __shared__ decltype({max}) kp_x[32]; __shared__ decltype({sum}) kp_y[32]; if ((kp_lane & 31) == 0) {{ kp_x[kp_lane >> 5] = {max}; kp_y[kp_lane >> 5] = {sum}; }} __syncthreads(); {max} = kp_x[0]; {sum} = kp_y[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {} __syncthreads(); }}",
+                online_merge(sum, max, fmax, exp, "kp_x[kp_w]", "kp_y[kp_w]")
+            ),
             Carry::Arg(b, i, greater, strict) => {
                 let op = if *greater { '>' } else { '<' };
                 let tie = if *strict { '<' } else { '>' };
@@ -97,6 +105,12 @@ impl Carry {
         match self {
             Carry::Sum(v) => format!("{head} {v} += {};", sh(v)),
             Carry::Prod(v) => format!("{head} {v} *= {};", sh(v)),
+            Carry::Online(sum, max, fmax, exp) => format!(
+                "{head} {{ const auto kp_m = {}; const auto kp_s = {}; {} }}",
+                sh(max),
+                sh(sum),
+                online_merge(sum, max, fmax, exp, "kp_m", "kp_s")
+            ),
             Carry::Call(v, f) => format!("{head} {v} = {f}({v}, {});", sh(v)),
             Carry::Compare(v, greater) => {
                 let op = if *greater { '>' } else { '<' };
@@ -153,6 +167,115 @@ pub(super) fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
     !occurrences(k, node, v).is_empty()
 }
 
+/// Merges another lane's (or warp's) online-softmax pair `(om, os)` into `(max, sum)`; a side with no
+/// element yet (a maximum of -inf) adds nothing.
+fn online_merge(sum: &str, max: &str, fmax: &str, exp: &str, om: &str, os: &str) -> String {
+    format!(
+        "{{ const auto kp_n = {fmax}({max}, {om}); {sum} = ({max} == -INFINITY ? 0 : {sum} * {exp}({max} - kp_n)) + ({om} == -INFINITY ? 0 : {os} * {exp}({om} - kp_n)); {max} = kp_n; }}"
+    )
+}
+
+/// `n` as `MAX(m, v)`: a call in place, or a loop temporary holding one: (m, MAX, the call when it is a
+/// temporary's).
+fn max_call<'t>(
+    k: &Kernel,
+    body: Node<'t>,
+    inner: &[String],
+    n: Node<'t>,
+) -> Option<(String, String, Option<Node<'t>>)> {
+    let n = strip_parens(n);
+    let call = if n.kind() == "identifier" && inner.iter().any(|i| i == k.text_of(n)) {
+        descendants(body).into_iter().find_map(|d| {
+            let decl = d
+                .child_by_field_name("declarator")
+                .filter(|x| d.kind() == "init_declarator" && k.text_of(*x) == k.text_of(n))?;
+            let _ = decl;
+            d.child_by_field_name("value").map(strip_parens).filter(|v| v.kind() == "call_expression")
+        })?
+    } else {
+        n.kind().eq("call_expression").then_some(n)?
+    };
+    let f = k.text_of(call.child_by_field_name("function")?);
+    let [a, b] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
+    let m = [a, b].into_iter().find(|x| x.kind() == "identifier" && !inner.iter().any(|i| i == k.text_of(*x)))?;
+    ["fmaxf", "fmax", "max"]
+        .contains(&f)
+        .then(|| (k.text_of(m).to_string(), f.to_string(), (call != n).then_some(call)))
+}
+
+/// The online-softmax pair in a loop body: `s = s * EXP(m - n) + E;` and `m = n;` where `n` is
+/// `MAX(m, v)` (written in place or as a temporary declared in the loop): (s, m, MAX, EXP, the two
+/// assignments, every occurrence of `m` and `s` they and the temporary hold).
+fn online_pair(k: &Kernel, body: Node, inner: &[String]) -> Option<(Carry, Vec<usize>, Vec<usize>)> {
+    let assigns: Vec<Node> = descendants(body)
+        .into_iter()
+        .filter(|d| {
+            d.kind() == "assignment_expression"
+                && d.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "=")
+        })
+        .collect();
+    for m_set in &assigns {
+        let (Some(target), Some(right)) = (m_set.child_by_field_name("left"), m_set.child_by_field_name("right"))
+        else {
+            continue;
+        };
+        let Some((m, fmax, temp_call)) = max_call(k, body, inner, right) else { continue };
+        if k.text_of(target) != m {
+            continue;
+        }
+        // The sum: `s = s * EXP(m - n) + E` (either order of the sum and of the product).
+        for s_set in &assigns {
+            let (Some(st), Some(sr)) = (s_set.child_by_field_name("left"), s_set.child_by_field_name("right")) else {
+                continue;
+            };
+            let sr = strip_parens(sr);
+            let sum = k.text_of(st);
+            if st.kind() != "identifier"
+                || sum == m
+                || sr.kind() != "binary_expression"
+                || k.text_of(sr.child_by_field_name("operator")?) != "+"
+            {
+                continue;
+            }
+            let (l, r) =
+                (strip_parens(sr.child_by_field_name("left")?), strip_parens(sr.child_by_field_name("right")?));
+            let (scaled, fresh) = if mentions(k, l, sum) { (l, r) } else { (r, l) };
+            if mentions(k, fresh, sum)
+                || scaled.kind() != "binary_expression"
+                || k.text_of(scaled.child_by_field_name("operator")?) != "*"
+            {
+                continue;
+            }
+            let (a, b) =
+                (strip_parens(scaled.child_by_field_name("left")?), strip_parens(scaled.child_by_field_name("right")?));
+            let factor = if k.text_of(a) == sum {
+                b
+            } else if k.text_of(b) == sum {
+                a
+            } else {
+                continue;
+            };
+            let exp = factor
+                .child_by_field_name("function")
+                .filter(|_| factor.kind() == "call_expression")
+                .map(|f| k.text_of(f))?;
+            if !["expf", "__expf", "exp"].contains(&exp) || !mentions(k, factor, &m) {
+                continue;
+            }
+            let mut owned: Vec<usize> = [*m_set, *s_set]
+                .iter()
+                .flat_map(|x| occurrences(k, *x, &m).into_iter().chain(occurrences(k, *x, sum)))
+                .collect();
+            if let Some(call) = temp_call {
+                owned.extend(occurrences(k, call, &m));
+            }
+            let carry = Carry::Online(sum.to_string(), m.clone(), fmax.clone(), exp.to_string());
+            return Some((carry, vec![m_set.start_byte(), s_set.start_byte()], owned));
+        }
+    }
+    None
+}
+
 /// The loop's carried values, or `None` when it does anything else to a value declared outside it.
 pub(super) fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
     let body = f.child_by_field_name("body")?;
@@ -160,6 +283,11 @@ pub(super) fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
     let mut out: Vec<Carry> = Vec::new();
     let mut owned: Vec<usize> = Vec::new();
     let mut handled: Vec<usize> = Vec::new();
+    if let Some((carry, assigns, mentions_owned)) = online_pair(k, body, &inner) {
+        out.push(carry);
+        handled.extend(assigns);
+        owned.extend(mentions_owned);
+    }
     // Compare-and-replace ifs first: their assignments are not updates by themselves.
     for st in descendants(body).into_iter().filter(|n| n.kind() == "if_statement") {
         if st.child_by_field_name("alternative").is_some() {
