@@ -103,10 +103,7 @@ struct DeviceLock {
 
 impl DeviceLock {
     async fn acquire(runner_prefix: &[String], device: u32) -> DeviceLock {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        runner_prefix.hash(&mut h);
-        let path = std::env::temp_dir().join(format!("kernelpro-gpu-{:016x}-{device}.lock", h.finish()));
+        let path = std::env::temp_dir().join(format!("kernelpro-gpu-{}-{device}.lock", runner_key(runner_prefix)));
         // A blocking flock on a thread of its own; if the caller gives up, the
         // thread still gets the lock and releases it at once by dropping it.
         let lock = tokio::task::spawn_blocking(move || {
@@ -118,6 +115,19 @@ impl DeviceLock {
         });
         DeviceLock { _file: lock.await.ok().flatten() }
     }
+}
+
+/// A name for the runner prefix that every kernelpro build computes alike (std's hasher may
+/// differ between builds, and two builds on one machine must share the lock): 16 hex digits of
+/// the SHA-256 of its words.
+fn runner_key(runner_prefix: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for w in runner_prefix {
+        h.update(w.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The last stdout line that ends in a reply; runners (ssh banners, srun) may
@@ -160,6 +170,15 @@ mod tests {
             lets: Default::default(),
         };
         Job::new(KernelJob { image: Image::Ptx(".version 8.0".into()), function: "k".into(), launch })
+    }
+
+    /// The lock's name is the SHA-256 of the runner's words (`printf '/opt/kernelpro\0gpu-worker\0' |
+    /// sha256sum`), the same in every build, and word boundaries count.
+    #[test]
+    fn the_device_lock_name_is_the_same_in_every_build() {
+        let words = |ws: &[&str]| ws.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(runner_key(&words(&["/opt/kernelpro", "gpu-worker"])), "d0b114c62195bdd2");
+        assert_ne!(runner_key(&words(&["ab", "c"])), runner_key(&words(&["a", "bc"])));
     }
 
     /// A fake worker: a shell script with `body`.
