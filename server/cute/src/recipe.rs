@@ -26,6 +26,9 @@ impl Recipe for CuteGemmRecipe {
     fn name(&self) -> &'static str {
         "CuteGemm"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Contraction]
+    }
     fn tier(&self) -> kernelpro_recipes::Tier {
         kernelpro_recipes::Tier::Structural
     }

@@ -59,6 +59,12 @@ pub trait Recipe {
     /// The finding codes (static and profile tools, from the registry in
     /// `kernelpro_model::CODES`) whose problem this rewrite addresses.
     fn answers(&self) -> &'static [Code];
+    /// The parallel patterns (the kernel model's) this rewrite is the expert form of: within a
+    /// tier, a kernel's own pattern's rewrites are proposed first (a GEMM's tiles before a warp
+    /// per output).
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[]
+    }
     /// Every rewrite this recipe offers for `kernel`; empty when it does not apply.
     fn rewrite(&self, file_text: &str, kernel: &str) -> Vec<Rewrite>;
     fn applies(&self, file_text: &str, kernel: &str) -> bool {

@@ -21,8 +21,9 @@ impl RecipeProposer {
     }
 
     /// Recipe indices with the tool each answers, tier by tier (structural
-    /// first, micro-optimizations last); within a tier, recipes answering the
-    /// findings first (in the findings' order), then the rest.
+    /// first, micro-optimizations last); within a tier, the expert forms of
+    /// the kernel's parallel pattern (the kernel model's) first, then recipes
+    /// answering the findings (in the findings' order), then the rest.
     fn order(&self, ctx: &ProposeContext) -> Vec<(usize, Option<String>)> {
         let mut order: Vec<(usize, Option<String>)> = Vec::new();
         for f in ctx.findings {
@@ -37,8 +38,15 @@ impl RecipeProposer {
                 order.push((i, None));
             }
         }
-        // Stable: the findings' order holds within each tier.
-        order.sort_by_key(|(i, _)| self.recipes[*i].tier());
+        // Stable: within each tier, the expert forms of the kernel's own pattern first, then the findings' order.
+        let pattern = crate::kernel::Kernel::find(ctx.source, &self.kernel)
+            .and_then(|k| k.model())
+            .and_then(|m| m.pattern())
+            .map(|r| r.pattern);
+        order.sort_by_key(|(i, _)| {
+            let r = &self.recipes[*i];
+            (r.tier(), !pattern.is_some_and(|p| r.expert_for().contains(&p)))
+        });
         order
     }
 }

@@ -1115,3 +1115,19 @@ fn structural_candidates_come_before_micro_ones() {
         assert!(tiers.iter().any(|t| t.0 == crate::Tier::Micro), "{kernel}: {tiers:?}");
     }
 }
+
+/// Within the structural tier, the expert form of the kernel's own pattern comes first: a GEMM's
+/// tiles before a warp per output (the findings name codes both answer).
+#[test]
+fn the_kernels_pattern_orders_its_tier() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/kernelbench/tasks/1_Square_matmul.cu"),
+    )
+    .unwrap();
+    let first: Vec<String> = propose(&text, "matmul_square", &["RowWalk", "UncoalescedAccess"], 3)
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    // Round-robin within the tier: each recipe's first rewrite, then each one's second.
+    assert_eq!(first, ["TiledContraction", "WarpUnits", "TiledContraction"]);
+}

@@ -334,6 +334,9 @@ impl Recipe for CoarsenReduce {
     fn name(&self) -> &'static str {
         "CoarsenReduce"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::ScalarReduction]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Rewrite
     }

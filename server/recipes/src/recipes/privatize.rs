@@ -111,6 +111,9 @@ impl Recipe for PrivatizeAtomics {
     fn name(&self) -> &'static str {
         "PrivatizeAtomics"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Histogram]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Rewrite
     }

@@ -25,6 +25,9 @@ impl Recipe for ColumnUnits {
     fn name(&self) -> &'static str {
         "ColumnUnits"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::RowReduction]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }

@@ -436,6 +436,9 @@ impl Recipe for TiledContraction {
     fn name(&self) -> &'static str {
         "TiledContraction"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Contraction]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }

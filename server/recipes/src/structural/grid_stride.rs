@@ -298,6 +298,9 @@ impl Recipe for GridStrideMap {
     fn name(&self) -> &'static str {
         "GridStrideMap"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Map]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }
@@ -322,6 +325,9 @@ impl Recipe for GridStrideMap {
 impl Recipe for BlockReduce {
     fn name(&self) -> &'static str {
         "BlockReduce"
+    }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::ScalarReduction]
     }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural

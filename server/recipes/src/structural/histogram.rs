@@ -121,6 +121,9 @@ impl Recipe for PrivateHistogram {
     fn name(&self) -> &'static str {
         "PrivateHistogram"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Histogram]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }

@@ -128,6 +128,9 @@ impl Recipe for StencilTile {
     fn name(&self) -> &'static str {
         "StencilTile"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Stencil]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }

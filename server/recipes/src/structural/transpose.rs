@@ -144,6 +144,9 @@ impl Recipe for TiledTranspose {
     fn name(&self) -> &'static str {
         "TiledTranspose"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Transpose]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }

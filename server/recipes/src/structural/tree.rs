@@ -226,6 +226,9 @@ impl Recipe for ShuffleTree {
     fn name(&self) -> &'static str {
         "ShuffleTree"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::ScalarReduction]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }

@@ -958,6 +958,9 @@ impl Recipe for BlockUnits {
     fn name(&self) -> &'static str {
         "BlockUnits"
     }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::RowReduction]
+    }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
     }
@@ -972,6 +975,12 @@ impl Recipe for BlockUnits {
 impl Recipe for WarpUnits {
     fn name(&self) -> &'static str {
         "WarpUnits"
+    }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[
+            kernelpro_source::kernel_model::pattern::Pattern::RowReduction,
+            kernelpro_source::kernel_model::pattern::Pattern::Gather,
+        ]
     }
     fn tier(&self) -> crate::Tier {
         crate::Tier::Structural
