@@ -147,6 +147,15 @@ fn down_loop<'t>(k: &Kernel, f: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)
     })
 }
 
+/// Whether a temporary's declaration loads or calls (a subscript, a call, a dereference, a
+/// pointer parameter): it then runs only for elements in range.
+fn loads_memory(k: &Kernel, t: Node) -> bool {
+    descendants(t).iter().any(|d| {
+        matches!(d.kind(), "subscript_expression" | "call_expression" | "pointer_expression")
+            || (d.kind() == "identifier" && k.param(k.text_of(*d)).is_some_and(|p| p.pointer))
+    })
+}
+
 fn scan_loop<'t>(k: &Kernel<'t>, f: Node<'t>) -> Option<Scan<'t>> {
     let (c, start, end, down) = match walk_loop(k, f) {
         Some((c, start, _)) => {
@@ -198,16 +207,10 @@ fn scan_loop<'t>(k: &Kernel<'t>, f: Node<'t>) -> Option<Scan<'t>> {
     // Temporaries may not read the running value. Those that load (or call) serve the element only:
     // they run for elements in range, where the store cannot see them. Index arithmetic
     // (`size_t at = r * cols + c;`) runs on every lane, so the store may use it.
-    let loads = |t: &Node| {
-        descendants(*t).iter().any(|d| {
-            matches!(d.kind(), "subscript_expression" | "call_expression" | "pointer_expression")
-                || (d.kind() == "identifier" && k.param(k.text_of(*d)).is_some_and(|p| p.pointer))
-        })
-    };
-    let loading: Vec<String> = temps.iter().filter(|t| loads(t)).flat_map(|t| declared_in(k, *t)).collect();
+    let loading: Vec<String> = temps.iter().filter(|t| loads_memory(k, **t)).flat_map(|t| declared_in(k, *t)).collect();
     if temps.iter().any(|t| mentions(k, *t, &acc))
         || loading.iter().any(|n| mentions(k, store, n))
-        || temps.iter().any(|t| !loads(t) && loading.iter().any(|n| mentions(k, *t, n)))
+        || temps.iter().any(|t| !loads_memory(k, *t) && loading.iter().any(|n| mentions(k, *t, n)))
     {
         return None;
     }
@@ -275,12 +278,8 @@ fn scan_lines(k: &Kernel, s: &Scan) -> Option<Vec<String>> {
     // Index arithmetic on every lane (the store may use it), loads only in range.
     let (mut index, mut temps) = (String::new(), String::new());
     for t in &s.temps {
-        let loads = descendants(*t).iter().any(|d| {
-            matches!(d.kind(), "subscript_expression" | "call_expression" | "pointer_expression")
-                || (d.kind() == "identifier" && k.param(k.text_of(*d)).is_some_and(|p| p.pointer))
-        });
         let line = render(k, Piece::Node(*t), &[], "    ")?;
-        if loads {
+        if loads_memory(k, *t) {
             temps.push_str(&line);
             temps.push(' ');
         } else {

@@ -186,14 +186,12 @@ fn max_call<'t>(
     let n = strip_parens(n);
     let call = if n.kind() == "identifier" && inner.iter().any(|i| i == k.text_of(n)) {
         descendants(body).into_iter().find_map(|d| {
-            let decl = d
-                .child_by_field_name("declarator")
+            d.child_by_field_name("declarator")
                 .filter(|x| d.kind() == "init_declarator" && k.text_of(*x) == k.text_of(n))?;
-            let _ = decl;
             d.child_by_field_name("value").map(strip_parens).filter(|v| v.kind() == "call_expression")
         })?
     } else {
-        n.kind().eq("call_expression").then_some(n)?
+        (n.kind() == "call_expression").then_some(n)?
     };
     let f = k.text_of(call.child_by_field_name("function")?);
     let [a, b] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
