@@ -15,9 +15,9 @@ Usage: python3 bench/public_kernels/leetcuda.py LEETCUDA_DIR [OUT_DIR]
 Then on the GPU machine: KB_OUT=public-out bash bench/kernelbench/gpu.sh all public-kernels/leetcuda ...
 """
 import os
-import re
-import subprocess
 import sys
+
+from fetched import definition, read
 
 # (source file under kernels/, [device helpers..., kernel], class, our spec and reference lines).
 TASKS = [
@@ -165,24 +165,6 @@ PRELUDE = """#include <cuda_runtime.h>
 """
 
 
-def read(repo, rel):
-    if os.path.isdir(os.path.join(repo, "kernels")):
-        with open(os.path.join(repo, "kernels", rel), encoding="utf-8") as f:
-            return f.read()
-    return subprocess.run(["git", "--git-dir", repo, "show", f"HEAD:kernels/{rel}"], check=True,
-                          capture_output=True, text=True).stdout
-
-
-def definition(source, name):
-    """NAME's definition: from its `template <…>` line (if any) or the line naming it, to the closing brace at column 0."""
-    m = re.search(r"^(?:template\s*<[^\n]*>\s*\n)?(?:__global__|__device__)[^\n(]*\b" + re.escape(name) + r"\s*\(",
-                  source, re.M)
-    if not m:
-        raise SystemExit(f"{name} not found")
-    end = source.find("\n}", m.start())
-    return source[m.start():end + 2] + "\n"
-
-
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
@@ -190,7 +172,7 @@ def main():
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "..", "public-kernels", "leetcuda")
     os.makedirs(out, exist_ok=True)
     for rel, names, klass, spec in TASKS:
-        source = read(repo, rel)
+        source = read(repo, "kernels", rel)
         kernel = names[-1]
         stem = f"leetcuda_{kernel}"
         with open(os.path.join(out, stem + ".cu"), "w", encoding="utf-8") as f:

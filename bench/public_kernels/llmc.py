@@ -15,9 +15,9 @@ Usage: python3 bench/public_kernels/llmc.py LLMC_DIR [OUT_DIR]
 Then on the GPU machine: KB_OUT=public-out bash bench/kernelbench/gpu.sh all public-kernels/llmc ...
 """
 import os
-import re
-import subprocess
 import sys
+
+from fetched import definition, read
 
 # (source file in dev/cuda, kernel, class, our spec and reference lines). Shapes: B=8, T=1024,
 # C=768, OC=4C as llm.c's dev programs use; V=50257 rows only where they fit.
@@ -131,23 +131,6 @@ PRELUDE = """#include <cuda_runtime.h>
 """
 
 
-def read(llmc, rel):
-    if os.path.isdir(os.path.join(llmc, "dev", "cuda")):
-        with open(os.path.join(llmc, "dev", "cuda", rel), encoding="utf-8") as f:
-            return f.read()
-    return subprocess.run(["git", "--git-dir", llmc, "show", f"HEAD:dev/cuda/{rel}"], check=True,
-                          capture_output=True, text=True).stdout
-
-
-def kernel_text(source, name):
-    """The kernel's definition, from `__global__ void NAME(` to its closing brace at column 0."""
-    m = re.search(r"__global__\s+void\s+" + re.escape(name) + r"\s*\(", source)
-    if not m:
-        raise SystemExit(f"{name} not found")
-    end = source.find("\n}", m.start())
-    return source[m.start():end + 2] + "\n"
-
-
 def main():
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
@@ -155,7 +138,7 @@ def main():
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "..", "public-kernels", "llmc")
     os.makedirs(out, exist_ok=True)
     for rel, kernel, klass, spec in TASKS:
-        text = kernel_text(read(llmc, rel), kernel)
+        text = definition(read(llmc, "dev/cuda", rel), kernel)
         stem = f"llmc_{kernel}"
         with open(os.path.join(out, stem + ".cu"), "w", encoding="utf-8") as f:
             f.write(f"// task: {stem}\n// class: {klass}\n// karpathy/llm.c dev/cuda/{rel}: {kernel}, verbatim below the spec.\n")
