@@ -63,11 +63,7 @@ TASKS = [
 // kernelpro: check rtol=1e-5 atol=1e-6
 """),
     ("rope/rope.cu", ["rope_f32_kernel"], "map", """
-// torch: i = torch.arange(S * NP, device=x.device)
-// torch: inv = 1.0 / torch.pow(10000.0, (2 * (i % NP)).float() / (NP * 2.0))
-// torch: ang = (i // NP).float() * inv
-// torch: x1, x2 = x[0::2], x[1::2]
-// torch: out = torch.stack([x1 * torch.cos(ang) - x2 * torch.sin(ang), x1 * torch.sin(ang) + x2 * torch.cos(ang)], dim=1).reshape(-1)
+// torch: out = (lambda i, x1, x2: (lambda a: torch.stack([x1 * torch.cos(a) - x2 * torch.sin(a), x1 * torch.sin(a) + x2 * torch.cos(a)], dim=1).reshape(-1))((i // NP).float() / torch.pow(10000.0, (2 * (i % NP)).float() / (NP * 2.0))))(torch.arange(S * NP, device=x.device), x[0::2], x[1::2])
 // kernelpro: let S = 4096
 // kernelpro: let NP = 1024
 // kernelpro: grid = S * NP / 256
