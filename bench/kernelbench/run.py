@@ -787,6 +787,14 @@ def measure(args, gpu, task, spec, best_path, best_spec, result):
             result["correct" if k == final else "naive_correct"] = False
             result.setdefault(f"{k}_problems", []).extend(t["problems"])
         if t["off_stream"] and k in ("naive", "best"):
+            # The naive kernel runs on the caller's stream: where it shows the same gap between
+            # the stream's and the device's end, the gap is the host's (the 2026-12-05 corpus run
+            # saw 0.37 ms on both kernels of one task), not work the stream did not wait for.
+            gap = lambda x: x["median_ms"] - x["stream_median_ms"]
+            if k == "best" and "naive" in times and gap(t) - gap(times["naive"]) <= max(0.08, 0.5 * t["median_ms"]):
+                result["notes"].append(f"best: {gap(t):.3f} ms between the stream's end and the device's, as for the naive kernel "
+                                       f"({gap(times['naive']):.3f} ms): host latency, not off-stream work")
+                continue
             result["flags"].append(f"{k}-off-stream")
             if k == final:
                 result["correct"] = False
@@ -862,7 +870,7 @@ def fmt_ms(t):
     return f"{t:.3f}" if t is not None else "–"
 
 
-def report(out_dir, task_files):
+def report(out_dir, task_files, title="KernelBench level-1 slice"):
     results = []
     for path in task_files:
         stem = os.path.splitext(os.path.basename(path))[0]
@@ -900,16 +908,18 @@ def report(out_dir, task_files):
         # fast_p: share of ALL tasks that are correct and faster than p x min(eager, compile).
         summary[f"fast_{p:g}"] = sum(1 for r in ok if (r.get("speedup_over_min") or 0) > p) / n_all if n_all else None
     summary["fast_1_over_eager"] = sum(1 for r in ok if (r.get("speedup_over_eager") or 0) > 1.0) / n_all if n_all else None
+    # Issue 20's goal: the share of all tasks correct and within 1.25x of eager's time.
+    summary["within_1.25_of_eager"] = sum(1 for r in ok if (r.get("speedup_over_eager") or 0) >= 0.8) / n_all if n_all else None
     f2 = lambda x: f"{x:.2f}x" if x else "–"
     pct = lambda x: f"{100 * x:.0f}%" if x is not None else "–"
-    head = [f"# KernelBench level-1 slice: {len(results)} of {n_all} tasks measured, {len(ok)} correct", ""]
+    head = [f"# {title}: {len(results)} of {n_all} tasks measured, {len(ok)} correct", ""]
     if env:
         head += [f"GPU: {env.get('gpu')}; torch {env.get('torch')} (CUDA {env.get('torch_cuda')}), Triton {env.get('triton')}; {env.get('nvcc')}; "
                  f"kernelpro {env.get('kernelpro')}; copy bandwidth {env.get('copy_gbps', 0):.0f} GB/s; fp32 peak {env.get('fp32_tflops', 0):.1f} TFLOP/s; {env.get('date')}", ""]
     head += [f"geomean speedup of the optimized kernel (correct tasks): over eager {f2(summary['geomean_over_eager'])}, "
              f"over torch.compile {f2(summary['geomean_over_compile'])}, over the naive kernel {f2(summary['geomean_over_naive'])}",
              f"fast_1 {pct(summary['fast_1'])}, fast_1.5 {pct(summary['fast_1.5'])}, fast_2 {pct(summary['fast_2'])} against min(eager, compile); "
-             f"fast_1 against eager {pct(summary['fast_1_over_eager'])}", ""]
+             f"fast_1 against eager {pct(summary['fast_1_over_eager'])}; within 1.25x of eager's time {pct(summary['within_1.25_of_eager'])}", ""]
     errors = [f"- {r['task']}: {r['error']}" for r in results if "error" in r]
     problems = [f"- {r['task']}: " + "; ".join((r.get("best_problems") or r.get("naive_problems") or [])[:2])[:400] for r in results if r.get("best_problems") or r.get("naive_problems")]
     tail = []
@@ -1026,6 +1036,7 @@ def main():
     ap.add_argument("--time-budget", type=float, help="seconds this invocation may take: a phase's task starts only while its worst case still fits (optimize: --optimize-time + 90 s, build: 90 s, measure: 150 s)")
     ap.add_argument("--dry-run", action="store_true", help="no torch/GPU: parse tasks, resolve specs, write launchers and references")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--title", default="KernelBench level-1 slice", help="the report's heading")
     ap.add_argument("--selftest-cheats", action="store_true", help="run the planted cheats and say which check caught each")
     ap.add_argument("--cheats-dir", default=os.path.join(HERE, "cheats"))
     ap.add_argument("--phase", default="all", choices=["all", "optimize", "build", "measure"], help="run one phase over the tasks (all: optimize, build, measure)")
@@ -1041,7 +1052,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     if args.report_only:
         files = task_files(args.dirs, args.tasks)
-        report(out_dir, files)
+        report(out_dir, files, args.title)
         return 0
     kp = kernelpro_bin(args.kernelpro)
     if args.worker_task:
@@ -1062,7 +1073,7 @@ def main():
     if args.dry_run:
         return dry_run(args, kp, files, out_dir)
     run_all(args, kp, files, out_dir)
-    report(out_dir, files)
+    report(out_dir, files, args.title)
     return 0
 
 
