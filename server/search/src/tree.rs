@@ -48,12 +48,11 @@ impl Node {
         self.speedup.is_none()
     }
 
-    /// Faster than its parent (the root counts as improved).
+    /// Faster than its parent (never the root: it is wide only while it is the best).
     pub fn improved(&self, tree: &Tree) -> bool {
         match (self.parent, self.speedup) {
-            (None, _) => true,
             (Some(p), Some(s)) => tree[p].speedup.is_some_and(|ps| s > ps),
-            (Some(_), None) => false,
+            _ => false,
         }
     }
 }

@@ -119,7 +119,7 @@ fn mcts_beats_greedy_and_random_on_the_deceptive_landscape() {
     check_strategies(
         100,
         expect![[r#"
-            Mcts: mean ln 1.041 = geomean 2.83x
+            Mcts: mean ln 1.029 = geomean 2.80x
             Greedy: mean ln 0.290 = geomean 1.34x
             Random: mean ln 0.661 = geomean 1.94x
         "#]],
@@ -147,8 +147,8 @@ fn best_path_lists_each_rewrite_from_the_original() {
     expect![[r#"
         [
             "move-0 Ok 0.90",
-            "move-4 Ok 1.60",
-            "move-5 Ok 2.80",
+            "move-0 Ok 1.60",
+            "move-1 Ok 2.80",
         ]
     "#]]
     .assert_debug_eq(&path);
@@ -180,22 +180,46 @@ fn progressive_widening_bounds_children_by_visits() {
 }
 
 #[test]
-fn root_and_improving_nodes_branch_wider() {
+fn improving_nodes_branch_wider_and_the_root_only_while_it_is_the_best() {
     // Depth 1 is faster than the root, depth 2 is not faster than depth 1.
     let config = SearchConfig { budget: Budget { max_evaluations: 8, ..Budget::default() }, ..SearchConfig::default() };
     let result = scripted(config, |s| ok(if depth(s) == 0 { 1.0 } else { 0.5 }));
     expect![[r#"
         r 1.00x visits=9
           r/1 2.00x visits=3
-            r/1/6 2.00x visits=1
-            r/1/7 2.00x visits=1
-          r/2 2.00x visits=1
-          r/3 2.00x visits=1
-          r/4 2.00x visits=1
-          r/5 2.00x visits=1
-          r/8 2.00x visits=1
+            r/1/3 2.00x visits=1
+            r/1/4 2.00x visits=1
+          r/2 2.00x visits=3
+            r/2/6 2.00x visits=1
+            r/2/7 2.00x visits=1
+          r/5 2.00x visits=2
+            r/5/8 2.00x visits=1
     "#]]
     .assert_eq(&render(&result.tree));
+}
+
+/// The landscape the H100 corpus run (2026-12-05) showed on row reductions: a structural
+/// rewrite's launch variants all within 2% of each other, and a micro rewrite on top of one
+/// 1.2-1.3x faster again; the searches had 3 to 8 evaluations. MCTS must reach the second level
+/// (it used to spend all 5 on variants at the root), and greedy and random do too.
+#[test]
+fn with_five_evaluations_every_strategy_goes_past_near_equal_variants() {
+    for strategy in [Strategy::Mcts, Strategy::Greedy, Strategy::Random] {
+        let config = SearchConfig {
+            strategy,
+            budget: Budget { max_evaluations: 5, ..Budget::default() },
+            ..SearchConfig::default()
+        };
+        let result = scripted(config, |s| {
+            let variant = s.bytes().map(|b| b as f64).sum::<f64>() % 3.0 * 0.01; // within 2%
+            match depth(s) {
+                0 => ok(1.0),
+                1 => ok(1.0 / (17.0 * (1.0 + variant))),
+                _ => ok(1.0 / (17.0 * 1.25)),
+            }
+        });
+        assert!(result.best_speedup > 17.0 * 1.2, "{strategy:?}:\n{}", render(&result.tree));
+    }
 }
 
 #[test]
@@ -215,7 +239,9 @@ fn widening_limits_depend_on_progress() {
     for n in tree.nodes() {
         let expected = match (n.depth, n.failed()) {
             (_, true) => 1,
-            (0 | 1, false) => ceil(2.0, n.id),
+            // The root is no longer the best (depth 1 is faster): plain rate.
+            (0, false) => ceil(1.0, n.id),
+            (1, false) => ceil(2.0, n.id),
             (_, false) => ceil(1.0, n.id),
         };
         assert_eq!(limit(n.id), expected, "{}", n.source);
@@ -539,7 +565,7 @@ fn a_batch_evaluator_gets_each_iterations_candidates_together_with_the_same_resu
             );
 
             // The baseline alone, then at most one batch per iteration, of up to
-            // candidates_per_iteration (2) sources, mostly full.
+            // candidates_per_iteration (2) sources, at least half of them full.
             assert_eq!(batched.inner.evaluated[0], source(&[]), "{what}");
             assert!(batched.batches.len() <= parallel.iterations, "{what}");
             assert!(
@@ -548,7 +574,7 @@ fn a_batch_evaluator_gets_each_iterations_candidates_together_with_the_same_resu
                 batched.batches
             );
             let pairs = batched.batches.iter().filter(|b| b.len() == 2).count();
-            assert!(pairs * 2 > batched.batches.len(), "{what}: {:?}", batched.batches);
+            assert!(pairs * 2 >= batched.batches.len(), "{what}: {:?}", batched.batches);
             // Every recorded candidate came through a batch; a batch-mate of a
             // candidate that pruned its parent may be evaluated but not recorded.
             let sent: usize = batched.batches.iter().map(Vec::len).sum();
