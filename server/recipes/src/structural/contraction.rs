@@ -46,6 +46,9 @@ struct Dot<'t> {
     /// A triangular or banded product: which `p` count for output `(i, j)`, as a C condition on the
     /// user's names (`p >= LO && p < HI`, and the `if` around the loop); `None` for `0 <= p < K`.
     mask: Option<String>,
+    /// The same range's parts, `(LO, HI, the if's condition)`, from which each block tile finds
+    /// the span of `p` any of its outputs needs.
+    range: Option<(String, String, Option<String>)>,
 }
 
 /// A dot-product loop: its counter, type, range and the two operands.
@@ -172,8 +175,8 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     // then every output's tile walks `p` up to the range's end at the last row and column, and a
     // mask keeps the products the loop had (exact: the same products in the same order).
     let ij = [i.name.as_str(), j.name.as_str()];
-    let (bound, mask) = if lo == "0" && guard.is_none() && only_names(k, &hi, &[]) {
-        (hi, None)
+    let (bound, mask, range) = if lo == "0" && guard.is_none() && only_names(k, &hi, &[]) {
+        (hi, None, None)
     } else {
         if !only_names(k, &lo, &ij)
             || !only_names(k, &hi, &ij)
@@ -190,7 +193,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
         if let Some(g) = &guard {
             mask = format!("({g}) && {mask}");
         }
-        (end, Some(mask))
+        (end, Some(mask), Some((lo.clone(), hi.clone(), guard.clone())))
     };
     // Which pre declarations follow i, j.
     let locals: Vec<(String, Node)> =
@@ -240,7 +243,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
             return None;
         }
     }
-    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue, mask })
+    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue, mask, range })
 }
 
 /// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
@@ -295,6 +298,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let (iname, jname, p) = (&i.name, &j.name, &d.p);
     let (ea, eb) = (k.text_of(d.a), k.text_of(d.b));
     let prologue = u.prologue(k, &ind)?;
+    let (span, k_first, k_end) = tile_span(d, &ind, (ti, tj, iname, jname), m, n);
     // Consecutive threads walk the operand's contiguous axis.
     let order = |contig_p: bool| {
         if contig_p { ("kp_e % 16", "kp_e / 16") } else { ("kp_e / 64", "kp_e % 64") }
@@ -327,7 +331,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}      }}
 {ind}    }}
 {ind}  }}
-{ind}  for (long long kp_k0 = 0; kp_k0 < (long long)({kk}); kp_k0 += {DEPTH}) {{
+{span}{ind}  for (long long kp_k0 = {k_first}; kp_k0 < {k_end}; kp_k0 += {DEPTH}) {{
 {ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += kp_nt) {{
 {ind}      const int kp_kk = {a_kk}, kp_mm = {a_mm};
 {ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_mm);
@@ -382,6 +386,48 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
         block = u.block_index(),
     );
     Some(s)
+}
+
+/// For a masked (triangular, banded) product: the code that finds the span of `p` the block
+/// tile's outputs need, and the k loop's first and end values. Each thread takes the min of LO and
+/// the max of HI over its outputs (those under the `if`); the k tiles outside are skipped whole, as
+/// every product there is masked off (the sums keep their products and order).
+fn tile_span(d: &Dot, ind: &str, names: (&str, &str, &str, &str), m: &str, n: &str) -> (String, String, String) {
+    let kk = &d.k;
+    let Some((lo, hi, guard)) = &d.range else {
+        return (String::new(), "0".into(), format!("(long long)({kk})"));
+    };
+    let (ti, tj, iname, jname) = names;
+    let when = guard.as_ref().map(|g| format!(" && ({g})")).unwrap_or_default();
+    let span = format!(
+        r#"{ind}  // The k tiles any output of this tile needs (kernelpro: the rest are masked off whole).
+{ind}  __shared__ long long kp_plo, kp_phi;
+{ind}  __syncthreads();
+{ind}  if (kp_tid == 0) {{ kp_plo = 0x7fffffffffffffffLL; kp_phi = -0x7fffffffffffffffLL; }}
+{ind}  __syncthreads();
+{ind}  if (kp_tid < {THREADS}) {{
+{ind}    long long kp_lo = 0x7fffffffffffffffLL, kp_hi = -0x7fffffffffffffffLL;
+{ind}    for (int kp_a = 0; kp_a < 4; ++kp_a)
+{ind}      for (int kp_b = 0; kp_b < 4; ++kp_b) {{
+{ind}        const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
+{ind}        const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
+{ind}        if ({iname} < {m} && {jname} < {n}{when}) {{
+{ind}          const long long kp_l = (long long)({lo}), kp_h = (long long)({hi});
+{ind}          kp_lo = kp_l < kp_lo ? kp_l : kp_lo;
+{ind}          kp_hi = kp_h > kp_hi ? kp_h : kp_hi;
+{ind}        }}
+{ind}      }}
+{ind}    if (kp_lo <= kp_hi) {{ atomicMin(&kp_plo, kp_lo); atomicMax(&kp_phi, kp_hi); }}
+{ind}  }}
+{ind}  __syncthreads();
+{ind}  const long long kp_pfirst = kp_plo, kp_pend = kp_phi;
+"#
+    );
+    (
+        span,
+        format!("(kp_pfirst > 0 ? kp_pfirst : 0) / {DEPTH} * {DEPTH}"),
+        format!("(kp_pend < (long long)({kk}) ? kp_pend : (long long)({kk}))"),
+    )
 }
 
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
