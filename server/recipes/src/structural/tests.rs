@@ -38,7 +38,7 @@ fn recipe(name: &str) -> Box<dyn Recipe> {
 /// (fixture, kernel, the structural rewrites that apply with their candidate counts; empty: none).
 const CORPUS: &[(&str, &str, &str)] = &[
     ("layernorm_rowptr.cu", "layernorm", "WarpUnits x8"),
-    ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8"),
+    ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8, BlockUnits x6"),
     ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
     ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
     ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x2"),
@@ -134,9 +134,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/softmax/expert_softmax_online_warp.cu", "softmax_online_warp", ""),
     ("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits x4"),
     ("naive/softmax/softmax_devfn_elem2d.cu", "softmax_per_element", "GridStrideMap x4"),
-    ("naive/softmax/softmax_inplace_loc.cu", "softmax_inplace", "WarpUnits x4"),
-    ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8"),
-    ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4"),
+    ("naive/softmax/softmax_inplace_loc.cu", "softmax_inplace", "WarpUnits x4, BlockUnits x3"),
+    ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8, BlockUnits x6"),
+    ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4, BlockUnits x3"),
     ("naive/stencil/clean_conv1d_tile_halo.cu", "conv1d_tiled", ""),
     ("naive/stencil/conv1d_template_gridstride.cu", "conv1d_same", "StencilTile x4"),
     ("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile x4"),

@@ -810,10 +810,33 @@ fn block_rewrites(k: &Kernel) -> Vec<Rewrite> {
         .model()
         .and_then(|m| m.pattern())
         .is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::RowReduction);
-    if !rows || units(k).and_then(|u| unit_count(k, &u)).is_none_or(|n| n >= FEW_UNITS) {
+    let Some(u) = units(k).filter(|_| rows) else { return Vec::new() };
+    if unit_count(k, &u).is_none_or(|n| n >= FEW_UNITS) && !rewalked_rows_spill_l2(k, &u) {
         return Vec::new();
     }
     team_rewrites(k, Team::Block)
+}
+
+/// L2 of an H100 or H200 (50 MB).
+const L2_BYTES: i64 = 50 << 20;
+
+/// Whether a unit walked by two or more loops (max, then sum, then write) keeps more rows in
+/// flight as warps than L2 holds, so the later walks read DRAM again: a warp per row keeps up to
+/// 64 rows an SM in flight, a block per row 4 to 8. The H100 corpus run (2026-12-05): softmax
+/// over 4096 rows of 4096 floats as a warp per row (64 MiB in flight) ran at 0.38-0.44x of
+/// PyTorch's block-per-row kernel.
+fn rewalked_rows_spill_l2(k: &Kernel, u: &Units) -> bool {
+    let scope = spec_scope(k);
+    let trips: Vec<i64> = u
+        .body
+        .iter()
+        .filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None })
+        .filter(|n| walk_loop(k, *n).is_some())
+        .filter_map(|n| trip_count(k, n, scope.as_ref().map(|(s, _)| s)))
+        .collect();
+    let (Some(&longest), Some(units)) = (trips.iter().max(), unit_count(k, u)) else { return false };
+    let in_flight = units.min(64 * super::launch::SMS as i64);
+    trips.len() >= 2 && in_flight.saturating_mul(longest).saturating_mul(4) > L2_BYTES
 }
 
 /// The spec's names and integer scalar arguments, to evaluate the kernel's bounds with.
