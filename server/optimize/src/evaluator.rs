@@ -6,6 +6,7 @@
 //! times its measured variation, never beyond the spec's tolerance otherwise,
 //! and the outcome's notes say which tolerance was used.
 
+use crate::disagreement::{Rejection, describe_worst};
 use crate::guard::check_candidate;
 use futures::future::join_all;
 use kernelpro_core::analysis::Analyzer;
@@ -91,6 +92,8 @@ pub struct GpuEvaluator {
     /// The tolerance each verified candidate was last checked with, in words
     /// (the spec's, or a multiple of a nondeterministic original's own variation).
     tolerances: Mutex<HashMap<String, String>>,
+    /// Candidates rejected against a nondeterministic original: their worst elements.
+    rejections: Mutex<Vec<Rejection>>,
 }
 
 /// A prepared kernel's identity: its cubin's path (a temp dir of its own).
@@ -114,6 +117,7 @@ impl GpuEvaluator {
             search_seed,
             profile_notes: Vec::new(),
             tolerances: Mutex::default(),
+            rejections: Mutex::default(),
         }
     }
 
@@ -141,6 +145,12 @@ impl GpuEvaluator {
     /// `verified with seed 43: `out` within rtol=1e-5 atol=4e-1: 8x the original's own run-to-run variation (…)`.
     pub fn tolerance_note(&self, candidate: &Prepared) -> Option<String> {
         self.tolerances.lock().expect("not poisoned").get(&key(candidate)).cloned()
+    }
+
+    /// Where rejected candidates agree with each other but not with a nondeterministic original:
+    /// what the user can do about it ([`crate::disagreement::note`]).
+    pub fn disagreement_note(&self) -> Option<String> {
+        crate::disagreement::note(&self.rejections.lock().expect("not poisoned"))
     }
 
     /// Runs `candidate` against the original with inputs from `seed`, on the first device.
@@ -202,18 +212,22 @@ impl GpuEvaluator {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
+                if launch_of.is_none() {
+                    let mut rejections = self.rejections.lock().expect("not poisoned");
+                    rejections.extend(r.comparison.iter().filter_map(Rejection::from_comparison));
+                }
                 let worst: Vec<String> = r
                     .comparison
                     .iter()
                     .filter(|c| c.bad > 0)
                     .map(|c| {
                         format!(
-                            "{}: {} of {} elements outside {}, worst {:?}",
+                            "{}: {} of {} elements outside {}; {}",
                             c.name,
                             c.bad,
                             c.count,
                             c.tolerance_note(),
-                            c.worst
+                            describe_worst(c)
                         )
                     })
                     .collect();

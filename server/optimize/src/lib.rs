@@ -6,6 +6,7 @@
 //! Call [`optimize`] from a blocking thread: evaluators drive async compiles
 //! through the given runtime handle.
 
+mod disagreement;
 mod evaluator;
 mod guard;
 mod launch_site;
@@ -245,6 +246,7 @@ pub fn optimize(
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes.splice(0..0, notes);
     out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
+    out.notes.extend(ev.disagreement_note());
     out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
