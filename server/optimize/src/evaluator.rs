@@ -212,7 +212,8 @@ impl GpuEvaluator {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
-                if launch_of.is_none() {
+                // The search's own checks only: they share one seed, so their values compare.
+                if launch_of.is_none() && seed == self.search_seed {
                     let mut rejections = self.rejections.lock().expect("not poisoned");
                     rejections.extend(r.comparison.iter().filter_map(Rejection::from_comparison));
                 }
