@@ -28,9 +28,11 @@ use tree_sitter::Node;
 
 pub struct TiledContraction;
 
-const TILE: u32 = 64;
 const DEPTH: u32 = 16;
 const THREADS: u32 = 256;
+/// Outputs a thread computes along each dimension: 4 (64x64 tiles, the launch-keeping default) and
+/// 8 (128x128 tiles, twice the FMAs per shared load, as expert SIMT SGEMMs do). The search times both.
+const PER_THREAD: [u32; 2] = [4, 8];
 
 struct Dot<'t> {
     acc: String,
@@ -255,7 +257,8 @@ fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
     })
 }
 
-fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
+fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
+    let tile = 16 * r;
     let [i, j] = &u.indices[..] else { return None };
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
@@ -298,31 +301,35 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
     let (iname, jname, p) = (&i.name, &j.name, &d.p);
     let (ea, eb) = (k.text_of(d.a), k.text_of(d.b));
     let prologue = u.prologue(k, &ind)?;
-    let (span, k_first, k_end) = tile_span(d, &ind, (ti, tj, iname, jname), m, n);
+    let (span, k_first, k_end) = tile_span(d, &ind, (ti, tj, iname, jname), m, n, r);
     // Consecutive threads walk the operand's contiguous axis.
     let order = |contig_p: bool| {
-        if contig_p { ("kp_e % 16", "kp_e / 16") } else { ("kp_e / 64", "kp_e % 64") }
+        if contig_p {
+            ("kp_e % 16".to_string(), "kp_e / 16".to_string())
+        } else {
+            (format!("kp_e / {tile}"), format!("kp_e % {tile}"))
+        }
     };
     let (a_kk, a_mm) = order(contiguous_in(k, d.a, p));
     let (b_kk, b_nn) = order(contiguous_in(k, d.b, p));
     let s = format!(
         r#"{{
-{ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {TILE}x{TILE} tiles, {DEPTH} deep, 4x4 outputs a thread, {THREADS} threads a block.
-{prologue}{ind}__shared__ {t} kp_As[{DEPTH}][{TILE} + 4];
-{ind}__shared__ {t} kp_Bs[{DEPTH}][{TILE} + 4];
+{ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {tile}x{tile} tiles, {DEPTH} deep, {r}x{r} outputs a thread, {THREADS} threads a block.
+{prologue}{ind}__shared__ {t} kp_As[{DEPTH}][{tile} + 4];
+{ind}__shared__ {t} kp_Bs[{DEPTH}][{tile} + 4];
 {ind}const int kp_tid = (int){BLOCK_TID};
 {ind}const int kp_nt = (int)({BLOCK_THREADS});
 {ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
-{ind}const long long kp_tiles_n = ((long long)({n}) + {TILE} - 1) / {TILE};
-{ind}const long long kp_tiles = ((long long)({m}) + {TILE} - 1) / {TILE} * kp_tiles_n;
+{ind}const long long kp_tiles_n = ((long long)({n}) + {tile} - 1) / {tile};
+{ind}const long long kp_tiles = ((long long)({m}) + {tile} - 1) / {tile} * kp_tiles_n;
 {ind}const long long kp_blocks = {blocks};
 {ind}for (long long kp_t = {block}; kp_t < kp_tiles; kp_t += kp_blocks) {{
-{ind}  const long long kp_m0 = kp_t / kp_tiles_n * {TILE}, kp_n0 = kp_t % kp_tiles_n * {TILE};
-{ind}  {t} kp_acc[4][4];
+{ind}  const long long kp_m0 = kp_t / kp_tiles_n * {tile}, kp_n0 = kp_t % kp_tiles_n * {tile};
+{ind}  {t} kp_acc[{r}][{r}];
 {ind}  #pragma unroll
-{ind}  for (int kp_a = 0; kp_a < 4; ++kp_a) {{
+{ind}  for (int kp_a = 0; kp_a < {r}; ++kp_a) {{
 {ind}    #pragma unroll
-{ind}    for (int kp_b = 0; kp_b < 4; ++kp_b) {{
+{ind}    for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
 {ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
 {ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
 {ind}      kp_acc[kp_a][kp_b] = 0;
@@ -332,13 +339,13 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}    }}
 {ind}  }}
 {span}{ind}  for (long long kp_k0 = {k_first}; kp_k0 < {k_end}; kp_k0 += {DEPTH}) {{
-{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += kp_nt) {{
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {tile}; kp_e += kp_nt) {{
 {ind}      const int kp_kk = {a_kk}, kp_mm = {a_mm};
 {ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_mm);
 {ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
 {a_pre}{ind}      kp_As[kp_kk][kp_mm] = ({iname} < {m} && {p} < {kk}) ? ({t})({ea}) : ({t})0;
 {ind}    }}
-{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {TILE}; kp_e += kp_nt) {{
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {tile}; kp_e += kp_nt) {{
 {ind}      const int kp_kk = {b_kk}, kp_nn = {b_nn};
 {ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_nn);
 {ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
@@ -349,23 +356,23 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 {ind}    if (kp_tid < {THREADS}) {{
 {ind}    #pragma unroll
 {ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
-{ind}      {t} kp_x[4], kp_y[4];
+{ind}      {t} kp_x[{r}], kp_y[{r}];
 {ind}      #pragma unroll
-{ind}      for (int kp_a = 0; kp_a < 4; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
+{ind}      for (int kp_a = 0; kp_a < {r}; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
 {ind}      #pragma unroll
-{ind}      for (int kp_b = 0; kp_b < 4; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
+{ind}      for (int kp_b = 0; kp_b < {r}; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
 {ind}      #pragma unroll
-{ind}      for (int kp_a = 0; kp_a < 4; ++kp_a)
+{ind}      for (int kp_a = 0; kp_a < {r}; ++kp_a)
 {ind}        #pragma unroll
-{ind}        for (int kp_b = 0; kp_b < 4; ++kp_b) {fma}
+{ind}        for (int kp_b = 0; kp_b < {r}; ++kp_b) {fma}
 {ind}    }}
 {ind}    }}
 {ind}    __syncthreads();
 {ind}  }}
 {ind}  if (kp_tid < {THREADS})
-{ind}  for (int kp_a = 0; kp_a < 4; ++kp_a) {{
+{ind}  for (int kp_a = 0; kp_a < {r}; ++kp_a) {{
 {ind}    #pragma unroll
-{ind}    for (int kp_b = 0; kp_b < 4; ++kp_b) {{
+{ind}    for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
 {ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
 {ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
 {ind}      if (!({iname} < {m} && {jname} < {n})) continue;
@@ -392,7 +399,14 @@ fn generate(k: &Kernel, u: &Units, d: &Dot) -> Option<String> {
 /// tile's outputs need, and the k loop's first and end values. Each thread takes the min of LO and
 /// the max of HI over its outputs (those under the `if`); the k tiles outside are skipped whole, as
 /// every product there is masked off (the sums keep their products and order).
-fn tile_span(d: &Dot, ind: &str, names: (&str, &str, &str, &str), m: &str, n: &str) -> (String, String, String) {
+fn tile_span(
+    d: &Dot,
+    ind: &str,
+    names: (&str, &str, &str, &str),
+    m: &str,
+    n: &str,
+    r: u32,
+) -> (String, String, String) {
     let kk = &d.k;
     let Some((lo, hi, guard)) = &d.range else {
         return (String::new(), "0".into(), format!("(long long)({kk})"));
@@ -407,8 +421,8 @@ fn tile_span(d: &Dot, ind: &str, names: (&str, &str, &str, &str), m: &str, n: &s
 {ind}  __syncthreads();
 {ind}  if (kp_tid < {THREADS}) {{
 {ind}    long long kp_lo = 0x7fffffffffffffffLL, kp_hi = -0x7fffffffffffffffLL;
-{ind}    for (int kp_a = 0; kp_a < 4; ++kp_a)
-{ind}      for (int kp_b = 0; kp_b < 4; ++kp_b) {{
+{ind}    for (int kp_a = 0; kp_a < {r}; ++kp_a)
+{ind}      for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
 {ind}        const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
 {ind}        const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
 {ind}        if ({iname} < {m} && {jname} < {n}{when}) {{
@@ -437,7 +451,7 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         Some(p) => (p, true),
         None => (u, false),
     };
-    // The 4x4-a-thread mapping needs 256 threads a block in every launch the search may pick (more only help load).
+    // The 16x16 thread mapping needs 256 threads a block in every launch the search may pick (more only help load).
     let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] >= THREADS));
     let Some(d) = recognise(k, &u).filter(|_| ok) else {
         return Vec::new();
@@ -448,7 +462,17 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     {
         return Vec::new();
     }
-    let Some(mut text) = generate(k, &u, &d) else {
+    // Each tile size's rewrite, then each one's launch variants: 64x64 and 128x128 under the
+    // user's launch come first, as the round-robin proposer takes a recipe's rewrites in order.
+    let per_size: Vec<Vec<Rewrite>> = PER_THREAD.iter().map(|&r| tiled(k, &u, &d, r, promoted)).collect();
+    let rounds = per_size.iter().map(Vec::len).max().unwrap_or(0);
+    (0..rounds).flat_map(|i| per_size.iter().filter_map(move |v| v.get(i).cloned())).collect()
+}
+
+/// The rewrite with `r`x`r` outputs a thread (16r x 16r tiles), and its launch variants.
+fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, promoted: bool) -> Vec<Rewrite> {
+    let tile = 16 * r;
+    let Some(mut text) = generate(k, u, d, r) else {
         return Vec::new();
     };
     // Float buffers: a `double` accumulator becomes float (double tiles would halve the tile's reuse).
@@ -472,10 +496,10 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         String::new()
     };
     let note = format!(
-        "{TILE}x{TILE} shared-memory tiles, 4x4 outputs a thread, over ({}, {}) with {} as the contraction{fp}{assumed}",
+        "{tile}x{tile} shared-memory tiles, {r}x{r} outputs a thread, over ({}, {}) with {} as the contraction{fp}{assumed}",
         u.indices[0].name, u.indices[1].name, d.p
     );
-    launch_variants(k, &Rewrite { source, note }, &u, Tuning::Tiles { threads: THREADS, units: TILE * TILE })
+    launch_variants(k, &Rewrite { source, note }, u, Tuning::Tiles { threads: THREADS, units: tile * tile })
 }
 
 impl Recipe for TiledContraction {
