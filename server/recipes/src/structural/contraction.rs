@@ -369,7 +369,9 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}    }}
 {ind}    __syncthreads();
 {ind}  }}
-{ind}  if (kp_tid < {THREADS})
+{ind}  // Unrolled so that kp_acc stays in registers (a dynamic index would put it in local memory).
+{ind}  if (kp_tid < {THREADS}) {{
+{ind}  #pragma unroll
 {ind}  for (int kp_a = 0; kp_a < {r}; ++kp_a) {{
 {ind}    #pragma unroll
 {ind}    for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
@@ -379,6 +381,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {pre}{deep}{acc} = kp_acc[kp_a][kp_b];
 {deep}{epi}
 {ind}    }}
+{ind}  }}
 {ind}  }}
 {ind}}}
 {outer}}}"#,

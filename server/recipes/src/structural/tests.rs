@@ -631,7 +631,9 @@ fn snapshots() {
                   }
                   __syncthreads();
                 }
-                if (kp_tid < 256)
+                // Unrolled so that kp_acc stays in registers (a dynamic index would put it in local memory).
+                if (kp_tid < 256) {
+                #pragma unroll
                 for (int kp_a = 0; kp_a < 4; ++kp_a) {
                   #pragma unroll
                   for (int kp_b = 0; kp_b < 4; ++kp_b) {
@@ -642,6 +644,7 @@ fn snapshots() {
                     acc = kp_acc[kp_a][kp_b];
                     y[i * n + j] = acc;
                   }
+                }
                 }
               }
             }
@@ -906,7 +909,11 @@ fn show() {
     let f = std::env::var("KP_SHOW").unwrap();
     let (file, rest) = f.split_once(':').unwrap();
     let (kernel, name) = rest.split_once(':').unwrap();
-    println!("{}", generated(file, kernel, name));
+    // KP_SHOW_INDEX=N: the Nth rewrite's whole source (for nvcc -Xptxas -v), not the first's body.
+    match std::env::var("KP_SHOW_INDEX").ok().and_then(|i| i.parse::<usize>().ok()) {
+        Some(i) => println!("{}", recipe(name).rewrite(&fixture(file), kernel)[i].source),
+        None => println!("{}", generated(file, kernel, name)),
+    }
 }
 
 /// A batch on blockIdx.z stays the launch's z; the tiles walk the x and y blocks, so a launch
