@@ -117,25 +117,17 @@ pub fn report(r: &JobResult) -> String {
         s.push_str(&format!("{note}\n"));
     }
     for c in &r.comparison {
-        match &c.worst {
+        match c.worst_note("reference") {
             None if c.bad == 0 => {
                 s.push_str(&format!("compare {}: ok, {} elements within {}\n", c.name, c.count, c.tolerance_note()))
             }
-            None => s.push_str(&format!(
-                "compare {}: MISMATCH, {} of {} elements outside {}\n",
-                c.name,
-                c.bad,
-                c.count,
-                c.tolerance_note()
-            )),
-            Some(w) => s.push_str(&format!(
-                "compare {}: MISMATCH, {} of {} elements outside {}; worst at index {}: {:?}\n",
+            worst => s.push_str(&format!(
+                "compare {}: MISMATCH, {} of {} elements outside {}{}\n",
                 c.name,
                 c.bad,
                 c.count,
                 c.tolerance_note(),
-                w.index,
-                w
+                worst.map(|w| format!("; {w}")).unwrap_or_default()
             )),
         }
     }

@@ -193,6 +193,13 @@ impl BufferComparison {
         }
     }
 
+    /// `worst at element I: GOT where the REFERENCE gives WANT`, when an element failed.
+    pub fn worst_note(&self, reference: &str) -> Option<String> {
+        self.worst
+            .as_ref()
+            .map(|w| format!("worst at element {}: {:e} where the {reference} gives {:e}", w.index, w.got, w.reference))
+    }
+
     /// `the original is nondeterministic: …` when its runs differed.
     pub fn nondeterminism_note(&self) -> Option<String> {
         let v = self.original_variation.as_ref()?;

@@ -31,14 +31,6 @@ impl Rejection {
     }
 }
 
-/// The worst element of a comparison, in words.
-pub fn describe_worst(c: &BufferComparison) -> String {
-    match &c.worst {
-        Some(w) => format!("worst at element {}: {:e} where the original gives {:e}", w.index, w.got, w.reference),
-        None => "no single worst element".into(),
-    }
-}
-
 /// A note when two or more rejected candidates agree on the same element within the spec's rtol
 /// while all of them differ from the original by more: what rtol would accept them.
 pub fn note(rejections: &[Rejection]) -> Option<String> {

@@ -6,7 +6,7 @@
 //! times its measured variation, never beyond the spec's tolerance otherwise,
 //! and the outcome's notes say which tolerance was used.
 
-use crate::disagreement::{Rejection, describe_worst};
+use crate::disagreement::Rejection;
 use crate::guard::check_candidate;
 use futures::future::join_all;
 use kernelpro_core::analysis::Analyzer;
@@ -228,7 +228,7 @@ impl GpuEvaluator {
                             c.bad,
                             c.count,
                             c.tolerance_note(),
-                            describe_worst(c)
+                            c.worst_note("original").unwrap_or_else(|| "no single worst element".into())
                         )
                     })
                     .collect();
