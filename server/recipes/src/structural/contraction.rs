@@ -45,12 +45,22 @@ struct Dot<'t> {
     b: Node<'t>,
     pre: Vec<Node<'t>>,
     epilogue: Vec<Node<'t>>,
-    /// A triangular or banded product: which `p` count for output `(i, j)`, as a C condition on the
-    /// user's names (`p >= LO && p < HI`, and the `if` around the loop); `None` for `0 <= p < K`.
-    mask: Option<String>,
-    /// The same range's parts, `(LO, HI, the if's condition)`, from which each block tile finds
-    /// the span of `p` any of its outputs needs.
+    /// A triangular or banded product's range of `p` for output `(i, j)`, on the user's names: `(LO,
+    /// HI, the if around the loop)`; `None` for `0 <= p < K`.
     range: Option<(String, String, Option<String>)>,
+}
+
+impl Dot<'_> {
+    /// Which `p` count for output `(i, j)`, as a C condition (`(C) && p >= (LO) && p < (HI)`).
+    fn mask(&self) -> Option<String> {
+        let (lo, hi, guard) = self.range.as_ref()?;
+        let p = &self.p;
+        let range = format!("{p} >= ({lo}) && {p} < ({hi})");
+        Some(match guard {
+            Some(g) => format!("({g}) && {range}"),
+            None => range,
+        })
+    }
 }
 
 /// A dot-product loop: its counter, type, range and the two operands.
@@ -177,8 +187,8 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     // then every output's tile walks `p` up to the range's end at the last row and column, and a
     // mask keeps the products the loop had (exact: the same products in the same order).
     let ij = [i.name.as_str(), j.name.as_str()];
-    let (bound, mask, range) = if lo == "0" && guard.is_none() && only_names(k, &hi, &[]) {
-        (hi, None, None)
+    let (bound, range) = if lo == "0" && guard.is_none() && only_names(k, &hi, &[]) {
+        (hi, None)
     } else {
         if !only_names(k, &lo, &ij)
             || !only_names(k, &hi, &ij)
@@ -190,12 +200,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
             let t = substitute(t, &i.name, &format!("(({}) - 1)", i.bound));
             substitute(&t, &j.name, &format!("(({}) - 1)", j.bound))
         };
-        let end = last(&hi);
-        let mut mask = format!("{p} >= ({lo}) && {p} < ({hi})");
-        if let Some(g) = &guard {
-            mask = format!("({g}) && {mask}");
-        }
-        (end, Some(mask), Some((lo.clone(), hi.clone(), guard.clone())))
+        (last(&hi), Some((lo, hi, guard)))
     };
     // Which pre declarations follow i, j.
     let locals: Vec<(String, Node)> =
@@ -245,7 +250,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
             return None;
         }
     }
-    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue, mask, range })
+    Some(Dot { acc, acc_ty, p, p_ty, k: bound, a, b, pre, epilogue, range })
 }
 
 /// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
@@ -386,7 +391,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}}}
 {outer}}}"#,
         acc = d.acc,
-        fma = match &d.mask {
+        fma = match d.mask() {
             None => "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string(),
             Some(m) => format!(
                 "{{ const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a); const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
@@ -486,7 +491,7 @@ fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, promoted: bool) -> Vec<Rewrite>
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
     let fp = if float_acc { ", double accumulator as float" } else { "" };
-    let fp = match &d.mask {
+    let fp = match d.mask() {
         Some(m) => format!("{fp}, products masked to `{m}`"),
         None => fp.to_string(),
     };
