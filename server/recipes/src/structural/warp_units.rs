@@ -827,13 +827,7 @@ const L2_BYTES: i64 = 50 << 20;
 /// PyTorch's block-per-row kernel.
 fn rewalked_rows_spill_l2(k: &Kernel, u: &Units) -> bool {
     let scope = spec_scope(k);
-    let trips: Vec<i64> = u
-        .body
-        .iter()
-        .filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None })
-        .filter(|n| walk_loop(k, *n).is_some())
-        .filter_map(|n| trip_count(k, n, scope.as_ref().map(|(s, _)| s)))
-        .collect();
+    let trips: Vec<i64> = walk_loops(k, u).filter_map(|n| trip_count(k, n, scope.as_ref().map(|(s, _)| s))).collect();
     let (Some(&longest), Some(units)) = (trips.iter().max(), unit_count(k, u)) else { return false };
     let in_flight = units.min(64 * super::launch::SMS as i64);
     trips.len() >= 2 && in_flight.saturating_mul(longest).saturating_mul(4) > L2_BYTES
@@ -874,14 +868,18 @@ fn split_pays(k: &Kernel, u: &Units) -> bool {
     if !few_units && model.is_none() {
         return true;
     }
+    walk_loops(k, u).any(|n| {
+        trip_count(k, n, scope).is_none_or(|t| t >= MIN_SPLIT_TRIPS)
+            && model.as_ref().is_none_or(|m| reads_contiguously(m, n))
+    })
+}
+
+/// The unit's top-level loops that walk it (`for (c = …; c < E; c += …)`).
+fn walk_loops<'a, 't>(k: &'a Kernel, u: &'a Units<'t>) -> impl Iterator<Item = Node<'t>> + 'a {
     u.body
         .iter()
         .filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None })
-        .filter(|n| walk_loop(k, *n).is_some())
-        .any(|n| {
-            trip_count(k, n, scope).is_none_or(|t| t >= MIN_SPLIT_TRIPS)
-                && model.as_ref().is_none_or(|m| reads_contiguously(m, n))
-        })
+        .filter(move |n| walk_loop(k, *n).is_some())
 }
 
 /// Whether some access in loop `f` moves by at most 4 elements a trip (so
