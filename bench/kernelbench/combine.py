@@ -7,9 +7,11 @@ A task measured in more than one folder counts once, from the last folder given.
 
 Usage: python3 bench/kernelbench/combine.py DIR [DIR ...]"""
 import json
-import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import summarize  # noqa: E402  (run.py imports torch only when it measures)
 
 
 def load(d):
@@ -29,18 +31,12 @@ def load(d):
     return rows
 
 
-def geomean(xs):
-    xs = [x for x in xs if x]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
-
-
 def line(label, rows):
-    ok = [r for r in rows if r.get("correct") and "error" not in r]
-    g = lambda k: geomean([r.get(k) for r in ok])
-    within = sum(1 for r in ok if (r.get("speedup_over_eager") or 0) >= 0.8)
+    s = summarize(rows, len(rows))
     f = lambda x: f"{x:.2f}x" if x else "–"
-    return (f"| {label} | {len(rows)} | {len(ok)} | {f(g('speedup_over_naive'))} | {f(g('speedup_over_eager'))} | "
-            f"{f(g('speedup_over_compile'))} | {within} ({100 * within / len(rows):.1f}%) |")
+    within = round(s["within_1.25_of_eager"] * len(rows)) if rows else 0
+    return (f"| {label} | {len(rows)} | {s['correct']} | {f(s['geomean_over_naive'])} | {f(s['geomean_over_eager'])} | "
+            f"{f(s['geomean_over_compile'])} | {within} ({100 * within / max(len(rows), 1):.1f}%) |")
 
 
 def main(dirs):

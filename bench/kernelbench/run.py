@@ -870,6 +870,26 @@ def fmt_ms(t):
     return f"{t:.3f}" if t is not None else "–"
 
 
+def summarize(results, n_all):
+    """The figures over `results` (result.json dicts) out of `n_all` tasks: counts, geomeans of the
+    correct ones, and the shares of all tasks correct and faster (fast_p) or close to eager."""
+    ok = [r for r in results if r.get("correct") and "error" not in r]
+    summary = {
+        "tasks": n_all, "measured": len(results), "correct": len(ok),
+        "geomean_over_eager": geomean([r.get("speedup_over_eager") for r in ok]),
+        "geomean_over_compile": geomean([r.get("speedup_over_compile") for r in ok]),
+        "geomean_over_naive": geomean([r.get("speedup_over_naive") for r in ok]),
+    }
+    share = lambda test: sum(1 for r in ok if test(r)) / n_all if n_all else None
+    for p in (1.0, 1.5, 2.0):
+        # fast_p: share of ALL tasks that are correct and faster than p x min(eager, compile).
+        summary[f"fast_{p:g}"] = share(lambda r: (r.get("speedup_over_min") or 0) > p)
+    summary["fast_1_over_eager"] = share(lambda r: (r.get("speedup_over_eager") or 0) > 1.0)
+    # Issue 20's goal: the share of all tasks correct and within 1.25x of eager's time.
+    summary["within_1.25_of_eager"] = share(lambda r: (r.get("speedup_over_eager") or 0) >= 0.8)
+    return summary
+
+
 def report(out_dir, task_files, title="KernelBench level-1 slice"):
     results = []
     for path in task_files:
@@ -897,19 +917,8 @@ def report(out_dir, task_files, title="KernelBench level-1 slice"):
         lines.append(f"| {r['task']} | {fmt_ms(g('naive'))} | {fmt_ms(g('best'))} | {fmt_ms(g('eager'))} | {fmt_ms(g('compile'))} | "
                      f"{sp('speedup_over_naive')} | {sp('speedup_over_eager')} | {sp('speedup_over_compile')} | {sp('speedup_over_min')} | "
                      f"{f'{roof:.2f}' if roof else '–'} | {status} | {r.get('applied') or 'none'} | {', '.join(r.get('flags', [])) or ''} |")
+    summary = summarize(results, n_all)
     ok = [r for r in results if r.get("correct") and "error" not in r]
-    summary = {
-        "tasks": n_all, "measured": len(results), "correct": len(ok),
-        "geomean_over_eager": geomean([r.get("speedup_over_eager") for r in ok]),
-        "geomean_over_compile": geomean([r.get("speedup_over_compile") for r in ok]),
-        "geomean_over_naive": geomean([r.get("speedup_over_naive") for r in ok]),
-    }
-    for p in (1.0, 1.5, 2.0):
-        # fast_p: share of ALL tasks that are correct and faster than p x min(eager, compile).
-        summary[f"fast_{p:g}"] = sum(1 for r in ok if (r.get("speedup_over_min") or 0) > p) / n_all if n_all else None
-    summary["fast_1_over_eager"] = sum(1 for r in ok if (r.get("speedup_over_eager") or 0) > 1.0) / n_all if n_all else None
-    # Issue 20's goal: the share of all tasks correct and within 1.25x of eager's time.
-    summary["within_1.25_of_eager"] = sum(1 for r in ok if (r.get("speedup_over_eager") or 0) >= 0.8) / n_all if n_all else None
     f2 = lambda x: f"{x:.2f}x" if x else "–"
     pct = lambda x: f"{100 * x:.0f}%" if x is not None else "–"
     head = [f"# {title}: {len(results)} of {n_all} tasks measured, {len(ok)} correct", ""]
