@@ -34,8 +34,8 @@ pub use warp_rows::WarpRows;
 
 use crate::Recipe;
 use crate::structural::{
-    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, PrivateHistogram, ShuffleTree, StencilTile, TiledContraction,
-    TiledTranspose, WarpScan, WarpUnits,
+    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, PrivateHistogram, SegmentWarps, ShuffleTree, StencilTile,
+    TiledContraction, TiledTranspose, WarpScan, WarpUnits,
 };
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
@@ -56,6 +56,7 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(TiledContraction),
         Box::new(BlockReduce),
         Box::new(PrivateHistogram),
+        Box::new(SegmentWarps),
         Box::new(ShuffleTree),
         Box::new(StencilTile),
         Box::new(TiledTranspose),

@@ -24,6 +24,8 @@
 //!   per-block bins in shared memory and one atomic per bin per block.
 //! - [`ShuffleTree`]: an interleaved shared-memory tree reduction per block
 //!   becomes warp shuffles and one shared slot per warp.
+//! - [`SegmentWarps`]: the same tree when its root is the block's own output
+//!   (`out[blockIdx.x]`): a warp sums each block's segment, lanes splitting it.
 //! - [`StencilTile`]: a 1D stencil reads its input through a shared tile with a halo.
 //! - [`WarpScan`]: a thread walking its row with a running sum stored at every
 //!   element (a cumulative sum) becomes a warp per row scanning 32 elements at
@@ -50,7 +52,7 @@ pub use histogram::PrivateHistogram;
 pub use scan::WarpScan;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
-pub use tree::ShuffleTree;
+pub use tree::{SegmentWarps, ShuffleTree};
 pub use warp_units::{BlockUnits, WarpUnits};
 
 /// The calling thread's index within its block, for any block shape.

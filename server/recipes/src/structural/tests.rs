@@ -14,6 +14,7 @@ const STRUCTURAL: &[&str] = &[
     "TiledContraction",
     "BlockReduce",
     "PrivateHistogram",
+    "SegmentWarps",
     "ShuffleTree",
     "StencilTile",
     "TiledTranspose",
@@ -85,9 +86,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/argmax/expert_argmax_warp.cu", "argmax_warp_row", ""),
     ("naive/block_reduce/clean_reduce_sequential.cu", "reduce_sequential", ""),
     ("naive/block_reduce/expert_reduce_shuffle.cu", "reduce_shuffle", ""),
-    ("naive/block_reduce/reduce_bitmask_template.cu", "block_reduce", "ShuffleTree x1"),
-    ("naive/block_reduce/reduce_interleaved_index.cu", "block_sum_strided", "ShuffleTree x1"),
-    ("naive/block_reduce/reduce_interleaved_mod.cu", "reduce0", "ShuffleTree x1"),
+    ("naive/block_reduce/reduce_bitmask_template.cu", "block_reduce", "SegmentWarps x3, ShuffleTree x1"),
+    ("naive/block_reduce/reduce_interleaved_index.cu", "block_sum_strided", "SegmentWarps x3, ShuffleTree x1"),
+    ("naive/block_reduce/reduce_interleaved_mod.cu", "reduce0", "SegmentWarps x3, ShuffleTree x1"),
     ("naive/copy/clean_scale_2d.cu", "scale_2d", "GridStrideMap x4"),
     ("naive/copy/copy_2d_rowx_sizet.cu", "copy2d", "GridStrideMap x4"),
     ("naive/copy/copy_rowwalk_scale.cu", "scale_rows", "WarpUnits x4"),
@@ -710,6 +711,34 @@ fn snapshots_of_model_recognised_units() {
           if (tid == 0) partial[blockIdx.x] = sdata[0];
         }
     "#]],
+    );
+    // The same kind of tree whose root is the block's output: a warp per segment, the user's index
+    // re-declared per element and the last statement run by lane 0 (a template, a long index).
+    check(
+        "naive/block_reduce/reduce_bitmask_template.cu",
+        "block_reduce",
+        "SegmentWarps",
+        expect![[r#"
+            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 264 blocks at most walking every original block; the launch as it was
+            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 1056 blocks at most walking every original block; the launch as it was
+            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 4224 blocks at most walking every original block; the launch as it was
+            __global__ void block_reduce(T* partial, const T* x, long n) {
+              // Each warp sums whole original blocks' segments: lanes split the segment, shuffles add (kernelpro SegmentWarps).
+              const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+              if (blockIdx.x >= kp_blocks) return;
+              const unsigned kp_lane = threadIdx.x & 31u;
+              for (long long kp_seg = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); kp_seg < (long long)gridDim.x; kp_seg += (long long)kp_blocks * (blockDim.x >> 5)) {
+                T kp_v = (T)0;
+                #pragma unroll 8
+                for (unsigned kp_t = kp_lane; kp_t < blockDim.x; kp_t += 32u) {
+                  long g = (long)((unsigned)kp_seg) * THREADS + kp_t;
+                  kp_v += (T)(g < n ? x[g] : T(0));
+                }
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+                if (kp_lane == 0) partial[((unsigned)kp_seg)] = kp_v;
+              }
+            }
+        "#]],
     );
     // The bin chosen through pointer arithmetic (`hist + bin`) goes to a per-block copy.
     check(

@@ -139,15 +139,27 @@ fn interleaved_tree(k: &Kernel, f: Node, sd: &str, size: Option<&str>) -> Option
     }
 }
 
-fn rewrite(k: &Kernel) -> Option<Rewrite> {
+/// A block's interleaved shared-memory tree as recognised: the statements of the kernel's body,
+/// the store `S[tid] = E;` into the tree (index `store`) and the tree loop (index `tree`).
+struct BlockTree<'t> {
+    sts: Vec<Node<'t>>,
+    store: usize,
+    tree: usize,
+    sd: String,
+    ty: String,
+    tid: String,
+    /// `E`, the value each thread stores.
+    value: Node<'t>,
+}
+
+fn block_tree<'t>(k: &'t Kernel) -> Option<BlockTree<'t>> {
     if !k.whole_warp_1d_blocks() {
         return None;
     }
-    let body = k.body();
-    let sts = statements(body);
+    let sts = statements(k.body());
     let t = k.text;
     // The tree loop, and the array it reduces.
-    let (at, f, sd, ty, tid) = sts.iter().enumerate().find_map(|(at, f)| {
+    let (at, sd, ty, tid) = sts.iter().enumerate().find_map(|(at, f)| {
         let update = descendants(*f).into_iter().find(|n| {
             n.kind() == "assignment_expression"
                 && n.child_by_field_name("operator").is_some_and(|o| k.text_of(o) == "+=")
@@ -155,7 +167,7 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
         let sd = compact(t, update.child_by_field_name("left")?).split('[').next()?.to_string();
         let (ty, size) = shared_array(k, &sd)?;
         let tid = interleaved_tree(k, *f, &sd, size.as_deref())?;
-        Some((at, *f, sd, ty, tid))
+        Some((at, sd, ty, tid))
     })?;
     // A template's element type is whatever the instantiation names (the spec's, compiled with it).
     let template_param = k.func.is_template
@@ -178,7 +190,7 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     {
         return None;
     }
-    let value = k.text_of(store.child_by_field_name("right")?);
+    let value = store.child_by_field_name("right")?;
     // Nothing else writes the array; after the tree only its root is read.
     let writes_elsewhere = sts.iter().enumerate().any(|(i, s)| {
         i != p
@@ -198,7 +210,14 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     if writes_elsewhere || !later_reads_ok {
         return None;
     }
-    let ind = indent_at(t, sts[p].start_byte());
+    Some(BlockTree { sts, store: p, tree: at, sd, ty, tid, value })
+}
+
+fn rewrite(k: &Kernel) -> Option<Rewrite> {
+    let BlockTree { sts, store, tree, sd, ty, value, .. } = block_tree(k)?;
+    let t = k.text;
+    let value = k.text_of(value);
+    let ind = indent_at(t, sts[store].start_byte());
     let shfl = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
     let text = format!(
         "// Warp shuffles, one shared slot per warp, the first warp finishes (kernelpro ShuffleTree).\n\
@@ -215,11 +234,130 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
          {ind}__syncthreads();"
     );
     let mut source = t.to_string();
-    source.replace_range(sts[p].start_byte()..f.end_byte(), &text);
+    source.replace_range(sts[store].start_byte()..sts[tree].end_byte(), &text);
     Some(Rewrite {
         source,
         note: format!("the interleaved tree over {sd} as warp shuffles and one shared slot per warp"),
     })
+}
+
+/// `node`'s text with `threadIdx.x`, `blockIdx.x` and `S[0]` replaced.
+fn substituted(k: &Kernel, node: Node, sd: &str, thread: &str, block: &str, root: &str) -> String {
+    let mut edits: Vec<(std::ops::Range<usize>, &str)> = Vec::new();
+    for d in descendants(node) {
+        if edits.last().is_some_and(|(r, _)| r.contains(&d.start_byte())) {
+            continue;
+        }
+        let to = match (d.kind(), compact(k.text, d).as_str()) {
+            ("field_expression", "threadIdx.x") => thread,
+            ("field_expression", "blockIdx.x") => block,
+            ("subscript_expression", c) if c == format!("{sd}[0]") => root,
+            _ => continue,
+        };
+        edits.push((d.byte_range(), to));
+    }
+    let mut out = k.text_of(node).to_string();
+    for (r, to) in edits.into_iter().rev() {
+        out.replace_range(r.start - node.start_byte()..r.end - node.start_byte(), to);
+    }
+    out
+}
+
+/// [`SegmentWarps`]' kernel with at most `cap` working blocks.
+fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
+    let b = block_tree(k)?;
+    let t = k.text;
+    // A 1D grid: block `b` of the original launch sums segment `b`.
+    let one_d = k.all_launches()?.iter().all(|l| l.grid[1] == 1 && l.grid[2] == 1 && l.block[0].is_power_of_two());
+    let names_other_axes = ["threadIdx.y", "threadIdx.z", "blockIdx.y", "blockIdx.z", "gridDim.y", "gridDim.z"]
+        .iter()
+        .any(|a| compact(t, k.body()).contains(a));
+    if !one_d || names_other_axes {
+        return None;
+    }
+    // Before the store, declarations only (the array, the thread's and the element's indices), without
+    // side effects: each is re-evaluated per element with the segment's block and the lane's thread.
+    let mut decls = Vec::new();
+    for s in &b.sts[..b.store] {
+        let effects = descendants(*s)
+            .iter()
+            .any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression"));
+        if s.kind() != "declaration" || effects {
+            return None;
+        }
+        if !k.text_of(*s).contains("__shared__") {
+            decls.push(*s);
+        }
+    }
+    // After the tree, one `if (tid == 0) { ... }` reading the root.
+    let [last] = b.sts[b.tree + 1..] else { return None };
+    let (cond, then) = crate::syntax::guarded(last)?;
+    let tid = &b.tid;
+    let zero = [format!("{tid}==0"), format!("0=={tid}"), "threadIdx.x==0".to_string()];
+    let plain = !descendants(then)
+        .iter()
+        .any(|d| matches!(d.kind(), "return_statement") || k.text_of(*d).starts_with("__syncthreads"));
+    if !zero.contains(&compact(t, cond)) || !plain || crate::syntax::uses(then, t, tid).len() > 0 {
+        return None;
+    }
+    let (seg, lane) = ("((unsigned)kp_seg)", "kp_t");
+    let ind = indent_at(t, b.sts.first()?.start_byte());
+    let outer = indent_at(t, k.body().start_byte());
+    let ty = &b.ty;
+    let mut body = String::from("{\n");
+    body += &format!(
+        "{ind}// Each warp sums whole original blocks' segments: lanes split the segment, shuffles add (kernelpro SegmentWarps).\n"
+    );
+    body += &crate::coarsen::capped_blocks(ind, cap);
+    body += &format!("{ind}const unsigned kp_lane = threadIdx.x & 31u;\n");
+    body += &format!(
+        "{ind}for (long long kp_seg = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); kp_seg < (long long)gridDim.x; kp_seg += (long long)kp_blocks * (blockDim.x >> 5)) {{\n"
+    );
+    body += &format!("{ind}  {ty} kp_v = ({ty})0;\n{ind}  #pragma unroll 8\n");
+    body += &format!("{ind}  for (unsigned kp_t = kp_lane; kp_t < blockDim.x; kp_t += 32u) {{\n");
+    for d in &decls {
+        body += &format!("{ind}    {}\n", substituted(k, *d, &b.sd, lane, seg, "kp_v"));
+    }
+    body += &format!("{ind}    kp_v += ({ty})({});\n{ind}  }}\n", substituted(k, b.value, &b.sd, lane, seg, "kp_v"));
+    body += &format!(
+        "{ind}  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);\n"
+    );
+    body += &format!("{ind}  if (kp_lane == 0) {}\n", substituted(k, then, &b.sd, lane, seg, "kp_v"));
+    body += &format!("{ind}}}\n{outer}}}");
+    Some(Rewrite {
+        source: k.with_body(&body),
+        note: format!(
+            "each block's sum into {} by one warp (lanes split the block's elements, shuffles add), {cap} blocks at most walking every original block; the launch as it was",
+            b.sd
+        ),
+    })
+}
+
+/// A block's interleaved shared-memory tree whose root goes to one output per block (`out[blockIdx.x]`):
+/// one thread per element leaves most of each block idle in the tree and pays a block's start per
+/// `blockDim.x` elements. Each warp instead sums whole segments (one original block's elements),
+/// lanes splitting the segment with coalesced loads, a shuffle, and lane 0 running the user's
+/// final statement; at most `cap` blocks work (the rest return at once), walking every original
+/// block, so the launch stays as written.
+pub struct SegmentWarps;
+
+impl Recipe for SegmentWarps {
+    fn name(&self) -> &'static str {
+        "SegmentWarps"
+    }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::ScalarReduction]
+    }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::DivergentBranch, Code::ThreadDivergence, Code::SharedBankConflict, Code::BarrierStall, Code::TailEffect]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
+        crate::coarsen::CAPS.iter().filter_map(|cap| segments(&k, *cap)).collect()
+    }
 }
 
 impl Recipe for ShuffleTree {
