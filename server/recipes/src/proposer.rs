@@ -51,6 +51,25 @@ impl RecipeProposer {
     }
 }
 
+/// A structural rewrite of a float kernel that computes in FP64 only through double literals and
+/// math calls (`0.5 * v`, `tanh(x)`) comes first with float math as well: the expert form of a
+/// float kernel computes in float, and FP64 runs at a fraction of FP32's rate (a GELU map: 1.8x
+/// on the H100). The plain rewrites follow, in case the float math misses the tolerance.
+fn with_float_math_first(tier: Tier, kernel: &str, rewrites: Vec<crate::Rewrite>) -> Vec<crate::Rewrite> {
+    if tier != Tier::Structural {
+        return rewrites;
+    }
+    let float = crate::FloatLiterals;
+    let composed: Vec<crate::Rewrite> = rewrites
+        .iter()
+        .filter_map(|rw| {
+            let f = float.rewrite(&rw.source, kernel).into_iter().next()?;
+            Some(crate::Rewrite { source: f.source, note: format!("{}; {}", rw.note, f.note) })
+        })
+        .collect();
+    composed.into_iter().chain(rewrites).collect()
+}
+
 impl Proposer for RecipeProposer {
     fn name(&self) -> &str {
         "recipes"
@@ -69,7 +88,11 @@ impl Proposer for RecipeProposer {
                     self.recipes[i].tier(),
                     self.recipes[i].name(),
                     answers,
-                    self.recipes[i].rewrite(ctx.source, &self.kernel),
+                    with_float_math_first(
+                        self.recipes[i].tier(),
+                        &self.kernel,
+                        self.recipes[i].rewrite(ctx.source, &self.kernel),
+                    ),
                 )
             })
             .collect();

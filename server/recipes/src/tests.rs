@@ -1067,6 +1067,8 @@ fn propose(source: &str, kernel: &str, tools: &[&str], wanted: usize) -> String 
 fn proposer_puts_structural_then_answering_recipes_first() {
     let text = fixture("kernels.cu");
     expect![[r#"
+        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; float literals (5) and float math calls (0)"
+        GridStrideMap answers=None note="grid-stride map over (i); float literals (1) and float math calls (0)"
         GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
         GridStrideMap answers=None note="grid-stride map over (i)"
         FloatLiterals answers=Some("Fp64Promotion") note="float literals (1) and float math calls (0)"
@@ -1081,8 +1083,8 @@ fn proposer_puts_structural_then_answering_recipes_first() {
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)"
     "#]].assert_eq(&propose(&fixture("tune_block.cu"), "saxpy", &["TailEffect"], 3));
     expect![[r#"
-        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
-        GridStrideMap answers=None note="grid-stride map over (i)"
+        GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; float literals (5) and float math calls (0)"
+        GridStrideMap answers=None note="grid-stride map over (i); float literals (1) and float math calls (0)"
     "#]].assert_eq(&propose(&text, "saxpy_fp64", &[], 2));
 }
 
@@ -1130,4 +1132,15 @@ fn the_kernels_pattern_orders_its_tier() {
         .collect();
     // Round-robin within the tier: each recipe's first rewrite, then each one's second.
     assert_eq!(first, ["TiledContraction", "WarpUnits", "TiledContraction"]);
+}
+
+/// A float kernel computing in FP64 only through double literals and math calls gets its
+/// structural rewrites with float math first (and as written after them).
+#[test]
+fn structural_rewrites_of_fp64_literal_kernels_come_with_float_math_first() {
+    let text = fixture("../naive/map/gelu_double_literals.cu");
+    let got = propose(&text, "gelu_kernel", &[], 30);
+    let recipes: Vec<&str> = got.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    let float_first = got.lines().take_while(|l| l.contains("float math calls")).count();
+    assert!(float_first >= 1 && recipes[..float_first].iter().all(|r| *r == "GridStrideMap"), "{got}");
 }
