@@ -33,6 +33,11 @@ const THREADS: u32 = 256;
 /// Outputs a thread computes along each dimension: 4 (64x64 tiles, the launch-keeping default) and
 /// 8 (128x128 tiles, twice the FMAs per shared load, as expert SIMT SGEMMs do). The search times both.
 const PER_THREAD: [u32; 2] = [4, 8];
+/// The tile row and column of a thread's output `(kp_a, kp_b)`: runs of 4 neighbouring rows and
+/// columns, 64 apart, so that a thread's operands in shared memory are whole 16-byte vectors (one
+/// 128-bit load instead of four, and its stores to the output row contiguous).
+const TILE_ROW: &str = "(4 * kp_tr + (kp_a & 3) + 64 * (kp_a >> 2))";
+const TILE_COL: &str = "(4 * kp_tc + (kp_b & 3) + 64 * (kp_b >> 2))";
 
 struct Dot<'t> {
     acc: String,
@@ -320,8 +325,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
     let s = format!(
         r#"{{
 {ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {tile}x{tile} tiles, {DEPTH} deep, {r}x{r} outputs a thread, {THREADS} threads a block.
-{prologue}{ind}__shared__ {t} kp_As[{DEPTH}][{tile} + 4];
-{ind}__shared__ {t} kp_Bs[{DEPTH}][{tile} + 4];
+{prologue}{ind}__shared__ __align__(16) {t} kp_As[{DEPTH}][{tile} + 4];
+{ind}__shared__ __align__(16) {t} kp_Bs[{DEPTH}][{tile} + 4];
 {ind}const int kp_tid = (int){BLOCK_TID};
 {ind}const int kp_nt = (int)({BLOCK_THREADS});
 {ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
@@ -335,8 +340,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}  for (int kp_a = 0; kp_a < {r}; ++kp_a) {{
 {ind}    #pragma unroll
 {ind}    for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
-{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
-{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
+{ind}      const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW});
+{ind}      const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL});
 {ind}      kp_acc[kp_a][kp_b] = 0;
 {ind}      if ({iname} < {m} && {jname} < {n}) {{
 {pre}{deep}kp_acc[kp_a][kp_b] = {acc};
@@ -362,11 +367,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}    #pragma unroll
 {ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
 {ind}      {t} kp_x[{r}], kp_y[{r}];
-{ind}      #pragma unroll
-{ind}      for (int kp_a = 0; kp_a < {r}; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
-{ind}      #pragma unroll
-{ind}      for (int kp_b = 0; kp_b < {r}; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
-{ind}      #pragma unroll
+{operands}{ind}      #pragma unroll
 {ind}      for (int kp_a = 0; kp_a < {r}; ++kp_a)
 {ind}        #pragma unroll
 {ind}        for (int kp_b = 0; kp_b < {r}; ++kp_b) {fma}
@@ -380,8 +381,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}  for (int kp_a = 0; kp_a < {r}; ++kp_a) {{
 {ind}    #pragma unroll
 {ind}    for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
-{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
-{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
+{ind}      const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW});
+{ind}      const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL});
 {ind}      if (!({iname} < {m} && {jname} < {n})) continue;
 {pre}{deep}{acc} = kp_acc[kp_a][kp_b];
 {deep}{epi}
@@ -391,16 +392,44 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}}}
 {outer}}}"#,
         acc = d.acc,
+        operands = operand_loads(&ind, t, r),
         fma = match d.mask() {
             None => "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string(),
             Some(m) => format!(
-                "{{ const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a); const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
+                "{{ const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW}); const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL}); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
             ),
         },
         blocks = u.block_count(),
         block = u.block_index(),
     );
     Some(s)
+}
+
+/// A thread's `r` operands of each tile at depth `kp_kk` into `kp_x` and `kp_y`: float4 loads of
+/// float tiles (rows are 16-byte aligned: `__align__(16)`, `tile + 4` floats long), element loads
+/// of the same places otherwise.
+fn operand_loads(ind: &str, t: &str, r: u32) -> String {
+    let mut out = String::new();
+    for (dst, tile, who) in [("kp_x", "kp_As", "kp_tr"), ("kp_y", "kp_Bs", "kp_tc")] {
+        if t == "float" {
+            for g in 0..r / 4 {
+                let v = format!("kp_{}{g}", &dst[3..]);
+                out += &format!(
+                    "{ind}      const float4 {v} = *reinterpret_cast<const float4*>(&{tile}[kp_kk][4 * {who} + {}]);\n",
+                    64 * g
+                );
+                for (q, c) in ["x", "y", "z", "w"].iter().enumerate() {
+                    out += &format!("{ind}      {dst}[{}] = {v}.{c};\n", 4 * g + q as u32);
+                }
+            }
+        } else {
+            let (idx, var) = if dst == "kp_x" { (TILE_ROW, "kp_a") } else { (TILE_COL, "kp_b") };
+            out += &format!(
+                "{ind}      #pragma unroll\n{ind}      for (int {var} = 0; {var} < {r}; ++{var}) {dst}[{var}] = {tile}[kp_kk][{idx}];\n"
+            );
+        }
+    }
+    out
 }
 
 /// For a masked (triangular, banded) product: the code that finds the span of `p` the block
@@ -431,8 +460,8 @@ fn tile_span(
 {ind}    long long kp_lo = 0x7fffffffffffffffLL, kp_hi = -0x7fffffffffffffffLL;
 {ind}    for (int kp_a = 0; kp_a < {r}; ++kp_a)
 {ind}      for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
-{ind}        const {ti} {iname} = ({ti})(kp_m0 + kp_tr + 16 * kp_a);
-{ind}        const {tj} {jname} = ({tj})(kp_n0 + kp_tc + 16 * kp_b);
+{ind}        const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW});
+{ind}        const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL});
 {ind}        if ({iname} < {m} && {jname} < {n}{when}) {{
 {ind}          const long long kp_l = (long long)({lo}), kp_h = (long long)({hi});
 {ind}          kp_lo = kp_l < kp_lo ? kp_l : kp_lo;

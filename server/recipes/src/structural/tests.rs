@@ -577,8 +577,8 @@ fn snapshots() {
             ## 128x128 shared-memory tiles, 8x8 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 16384)
             __global__ void linear_forward(float* y, const float* x, const float* w, const float* b, int m, int k, int n) {
               // SIMT register-tiled contraction (kernelpro TiledContraction): 64x64 tiles, 16 deep, 4x4 outputs a thread, 256 threads a block.
-              __shared__ float kp_As[16][64 + 4];
-              __shared__ float kp_Bs[16][64 + 4];
+              __shared__ __align__(16) float kp_As[16][64 + 4];
+              __shared__ __align__(16) float kp_Bs[16][64 + 4];
               const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
               const int kp_nt = (int)((blockDim.x * blockDim.y * blockDim.z));
               const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
@@ -592,8 +592,8 @@ fn snapshots() {
                 for (int kp_a = 0; kp_a < 4; ++kp_a) {
                   #pragma unroll
                   for (int kp_b = 0; kp_b < 4; ++kp_b) {
-                    const int i = (int)(kp_m0 + kp_tr + 16 * kp_a);
-                    const int j = (int)(kp_n0 + kp_tc + 16 * kp_b);
+                    const int i = (int)(kp_m0 + (4 * kp_tr + (kp_a & 3) + 64 * (kp_a >> 2)));
+                    const int j = (int)(kp_n0 + (4 * kp_tc + (kp_b & 3) + 64 * (kp_b >> 2)));
                     kp_acc[kp_a][kp_b] = 0;
                     if (i < m && j < n) {
                     float acc = b ? b[j] : 0.0f;
@@ -620,10 +620,16 @@ fn snapshots() {
                   #pragma unroll
                   for (int kp_kk = 0; kp_kk < 16; ++kp_kk) {
                     float kp_x[4], kp_y[4];
-                    #pragma unroll
-                    for (int kp_a = 0; kp_a < 4; ++kp_a) kp_x[kp_a] = kp_As[kp_kk][kp_tr + 16 * kp_a];
-                    #pragma unroll
-                    for (int kp_b = 0; kp_b < 4; ++kp_b) kp_y[kp_b] = kp_Bs[kp_kk][kp_tc + 16 * kp_b];
+                    const float4 kp_x0 = *reinterpret_cast<const float4*>(&kp_As[kp_kk][4 * kp_tr + 0]);
+                    kp_x[0] = kp_x0.x;
+                    kp_x[1] = kp_x0.y;
+                    kp_x[2] = kp_x0.z;
+                    kp_x[3] = kp_x0.w;
+                    const float4 kp_y0 = *reinterpret_cast<const float4*>(&kp_Bs[kp_kk][4 * kp_tc + 0]);
+                    kp_y[0] = kp_y0.x;
+                    kp_y[1] = kp_y0.y;
+                    kp_y[2] = kp_y0.z;
+                    kp_y[3] = kp_y0.w;
                     #pragma unroll
                     for (int kp_a = 0; kp_a < 4; ++kp_a)
                       #pragma unroll
@@ -638,8 +644,8 @@ fn snapshots() {
                 for (int kp_a = 0; kp_a < 4; ++kp_a) {
                   #pragma unroll
                   for (int kp_b = 0; kp_b < 4; ++kp_b) {
-                    const int i = (int)(kp_m0 + kp_tr + 16 * kp_a);
-                    const int j = (int)(kp_n0 + kp_tc + 16 * kp_b);
+                    const int i = (int)(kp_m0 + (4 * kp_tr + (kp_a & 3) + 64 * (kp_a >> 2)));
+                    const int j = (int)(kp_n0 + (4 * kp_tc + (kp_b & 3) + 64 * (kp_b >> 2)));
                     if (!(i < m && j < n)) continue;
                     float acc = b ? b[j] : 0.0f;
                     acc = kp_acc[kp_a][kp_b];
