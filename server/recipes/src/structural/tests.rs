@@ -176,7 +176,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", ""),
     ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/48_Mean_reduction.cu", "mean_dim1", "ColumnUnits x4"),
-    ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4"),
+    ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4, BlockUnits x3"),
     ("kbench/50_Product_reduction.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),

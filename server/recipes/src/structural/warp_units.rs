@@ -801,15 +801,20 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     team_rewrites(k, Team::Warp)
 }
 
-/// Fewer units than this leave a warp-per-unit launch under 8 warps per SM: a block per unit then.
-const FEW_UNITS: i64 = 8 * super::launch::SMS as i64;
+/// Fewer units than this leave a warp-per-unit launch under 24 warps per SM (of 64), too few
+/// loads in flight to stream long rows: a block per unit then. The H100 run of 2026-12-05: a
+/// matrix-vector product over 2048 rows of 32768 (15.5 warps an SM) reached 0.67x of PyTorch as
+/// a warp per row.
+const FEW_UNITS: i64 = 24 * super::launch::SMS as i64;
 
 fn block_rewrites(k: &Kernel) -> Vec<Rewrite> {
-    // Only for a row reduction with few rows under the spec's sizes (GEMM outputs and gathers are many).
+    // Only for a row reduction or a row's dot product (a matrix-vector product) with few rows under
+    // the spec's sizes (GEMM outputs and gathers are many).
+    use kernelpro_source::kernel_model::Pattern;
     let rows = k
         .model()
         .and_then(|m| m.pattern())
-        .is_some_and(|p| p.pattern == kernelpro_source::kernel_model::Pattern::RowReduction);
+        .is_some_and(|p| matches!(p.pattern, Pattern::RowReduction | Pattern::Contraction));
     let Some(u) = units(k).filter(|_| rows) else { return Vec::new() };
     if unit_count(k, &u).is_none_or(|n| n >= FEW_UNITS) && !rewalked_rows_spill_l2(k, &u) {
         return Vec::new();
