@@ -725,12 +725,12 @@ fn snapshots_of_model_recognised_units() {
         "block_reduce",
         "SegmentWarps",
         expect![[r#"
-            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 264 blocks at most walking every original block; the launch as it was
-            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 1056 blocks at most walking every original block; the launch as it was
             ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 4224 blocks at most walking every original block; the launch as it was
+            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 1056 blocks at most walking every original block; the launch as it was
+            ## each block's sum into buf by one warp (lanes split the block's elements, shuffles add), 264 blocks at most walking every original block; the launch as it was
             __global__ void block_reduce(T* partial, const T* x, long n) {
               // Each warp sums whole original blocks' segments: lanes split the segment, shuffles add (kernelpro SegmentWarps).
-              const unsigned kp_blocks = gridDim.x < 264u ? gridDim.x : 264u;
+              const unsigned kp_blocks = gridDim.x < 4224u ? gridDim.x : 4224u;
               if (blockIdx.x >= kp_blocks) return;
               const unsigned kp_lane = threadIdx.x & 31u;
               for (long long kp_seg = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); kp_seg < (long long)gridDim.x; kp_seg += (long long)kp_blocks * (blockDim.x >> 5)) {

@@ -338,7 +338,9 @@ fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
 /// `blockDim.x` elements. Each warp instead sums whole segments (one original block's elements),
 /// lanes splitting the segment with coalesced loads, a shuffle, and lane 0 running the user's
 /// final statement; at most `cap` blocks work (the rest return at once), walking every original
-/// block, so the launch stays as written.
+/// block, so the launch stays as written. Measured on the H200 (2026-12-06, 16M floats in blocks of
+/// 256): 0.81x (264 blocks) and 1.29x (1056) over the naive tree, where ShuffleTree, keeping a
+/// thread per element, gave 1.47x: it comes after ShuffleTree, the most blocks first.
 pub struct SegmentWarps;
 
 impl Recipe for SegmentWarps {
@@ -356,7 +358,7 @@ impl Recipe for SegmentWarps {
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
-        crate::coarsen::CAPS.iter().filter_map(|cap| segments(&k, *cap)).collect()
+        crate::coarsen::CAPS.iter().rev().filter_map(|cap| segments(&k, *cap)).collect()
     }
 }
 
