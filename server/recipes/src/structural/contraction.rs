@@ -501,7 +501,14 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     }
     // Each tile size's rewrite, then each one's launch variants: 64x64 and 128x128 under the
     // user's launch come first, as the round-robin proposer takes a recipe's rewrites in order.
-    let per_size: Vec<Vec<Rewrite>> = PER_THREAD.iter().map(|&r| tiled(k, &u, &d, r, promoted)).collect();
+    // 8x8 outputs a thread take about 100 registers: a block of more than 512 threads cannot launch
+    // (the H200 run of 2026-12-06: `mm_rowx`'s 32x32 blocks failed with LAUNCH_OUT_OF_RESOURCES),
+    // and every candidate must also run under the user's launch.
+    let fits = |r: u32| {
+        r <= 4 || k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] <= 512))
+    };
+    let per_size: Vec<Vec<Rewrite>> =
+        PER_THREAD.iter().filter(|&&r| fits(r)).map(|&r| tiled(k, &u, &d, r, promoted)).collect();
     let rounds = per_size.iter().map(Vec::len).max().unwrap_or(0);
     (0..rounds).flat_map(|i| per_size.iter().filter_map(move |v| v.get(i).cloned())).collect()
 }
