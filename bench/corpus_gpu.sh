@@ -11,8 +11,7 @@
 #   PROFILE=1 (profile the original with ncu first; default off: the recipes follow the static findings)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ -d .cutlass/include ] || { [ -f .devbin/cutlass.tgz ] && tar xzf .devbin/cutlass.tgz; }
-[ -d .cutlass/include ] && export CUTLASS_PATH=$PWD/.cutlass
+. bench/devbin_env.sh
 DEST=${1:?usage: corpus_gpu.sh OUTDIR}; mkdir -p "$DEST"
 OUT=$(mktemp -d); mkdir -p "$OUT/opt" "$OUT/best"
 # The device tool returns few files: everything goes into one tarball, the table is printed.

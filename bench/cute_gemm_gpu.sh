@@ -13,7 +13,7 @@
 # Usage: bench/cute_gemm_gpu.sh [N]   (default 4096; about 1-2 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -d .cutlass/include ] || { [ -f .devbin/cutlass.tgz ] && tar xzf .devbin/cutlass.tgz; }
+. bench/devbin_env.sh
 N=${1:-4096}
 NVCC=${NVCC:-nvcc}
 CUTLASS_INCLUDE=${CUTLASS_INCLUDE:-.venv/lib/python3.11/site-packages/cutlass_library/source/include}

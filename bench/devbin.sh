@@ -2,7 +2,7 @@
 # Builds what bench/gpu_run.sh runs on the GPU machine into .devbin/ (stripped,
 # to stay under the device's 64 MiB carry limit with .cutlass): the release
 # binary and the GPU test binaries. Also copies the CUTLASS headers to .cutlass/.
-# Then: run with carry [".devbin"] (the GPU scripts unpack .devbin/cutlass.tgz).
+# Then: run with carry [".devbin"] (the GPU scripts unpack .devbin/cutlass.tgz: bench/devbin_env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .devbin

@@ -5,15 +5,12 @@
 # Usage: bash bench/gpu_run.sh PHASE OUTDIR   (PHASE: tests | profile | optimize STRATEGIES BUDGET)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ -d .cutlass/include ] || { [ -f .devbin/cutlass.tgz ] && tar xzf .devbin/cutlass.tgz; }
+. bench/devbin_env.sh
 PHASE=$1; DEST=$2; OUT=$(mktemp -d); mkdir -p "$DEST"
 # The device tool returns at most 8 files: everything goes into one tarball.
 trap 'tar czf "$DEST/$PHASE.tgz" -C "$OUT" . ; cat "$OUT"/*summary* "$OUT"/*times* 2>/dev/null' EXIT
 trap 'exit 143' TERM
-export KERNELPRO_ROOT=$PWD KERNELPRO_BIN=$PWD/.devbin/kernelpro
-# CUTLASS headers for CuTe candidates, carried beside the binaries.
-[ -d .cutlass/include ] && export CUTLASS_PATH=$PWD/.cutlass
-B=$KERNELPRO_BIN
+B=${KERNELPRO_BIN:?no .devbin/kernelpro: run bench/devbin.sh first}
 case "$PHASE" in
 tests)
   { nvidia-smi -L; which nvcc ncu; nvcc --version | tail -2; } > "$OUT/env.txt" 2>&1

@@ -10,15 +10,12 @@
 # builds .devbin/kernelpro; or set KERNELPRO_BIN).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-[ -d .cutlass/include ] || { [ -f .devbin/cutlass.tgz ] && tar xzf .devbin/cutlass.tgz; }
+. bench/devbin_env.sh
 PHASE=${1:-all}
 [ $# -gt 0 ] && shift
 RES=${KB_OUT:-kernelbench-out}
 SECONDS_LEFT=${KB_SECONDS:-540}
 mkdir -p "$RES"
-[ -x .devbin/kernelpro ] && export KERNELPRO_BIN=$PWD/.devbin/kernelpro
-[ -d .cutlass/include ] && export CUTLASS_PATH=$PWD/.cutlass
-export KERNELPRO_ROOT=$PWD
 RUN="python3 bench/kernelbench/run.py"
 
 copy_back() {
