@@ -102,8 +102,7 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
         return None;
     }
     let i = index.name.as_str();
-    let nodes: Vec<Node> =
-        u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
+    let nodes: Vec<Node> = u.only_nodes()?;
     let mut reads: Vec<String> = Vec::new();
     let mut writes: Vec<(String, usize)> = Vec::new();
     let mut edits_of: Vec<Vec<(std::ops::Range<usize>, String)>> = vec![Vec::new(); nodes.len()];
@@ -216,7 +215,7 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     if !whole_warps(k) {
         return Vec::new();
     }
-    let nodes: Vec<Node> = u.body.iter().filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect();
+    let nodes: Vec<Node> = u.nodes();
     let all_stores: Vec<_> = nodes.iter().flat_map(|n| stores(k, *n)).collect();
     let [(f, call)] = &all_stores[..] else {
         return Vec::new();

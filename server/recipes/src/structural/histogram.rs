@@ -58,7 +58,7 @@ fn bin_address<'t>(k: &Kernel, addr: Node<'t>) -> Option<(String, Node<'t>)> {
 
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
-    let nodes: Vec<Node> = u.body.iter().filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect();
+    let nodes: Vec<Node> = u.nodes();
     let all_stores: Vec<_> = nodes.iter().flat_map(|n| stores(k, *n)).collect();
     let [(f, call)] = &all_stores[..] else { return Vec::new() };
     if f != "atomicAdd" {

@@ -79,7 +79,17 @@ pub(crate) struct Units<'t> {
     pub fixed: Vec<(String, String, char)>,
 }
 
-impl Units<'_> {
+impl<'t> Units<'t> {
+    /// The body's plain statements (not its skip atoms or derived declarations).
+    pub fn nodes(&self) -> Vec<Node<'t>> {
+        self.body.iter().filter_map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect()
+    }
+
+    /// The body's statements where it is plain statements only.
+    pub fn only_nodes(&self) -> Option<Vec<Node<'t>>> {
+        self.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect()
+    }
+
     /// The unit count as a C expression (64-bit).
     pub fn count(&self) -> String {
         self.indices.iter().map(|i| format!("(long long)({})", i.bound)).collect::<Vec<_>>().join(" * ")

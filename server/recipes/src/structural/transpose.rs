@@ -35,8 +35,7 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
     if !u.fixed.is_empty() {
         return None;
     }
-    let nodes: Vec<Node> =
-        u.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect::<Option<_>>()?;
+    let nodes: Vec<Node> = u.only_nodes()?;
     let subs: Vec<Node> =
         nodes.iter().flat_map(|n| descendants(*n)).filter(|d| d.kind() == "subscript_expression").collect();
     let [a, b] = subs[..] else { return None };
