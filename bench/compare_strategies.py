@@ -4,8 +4,8 @@ reached over the naive kernel (evaluations in brackets), and over all files the 
 and each strategy's gain over the last one ((geomean_a - 1) / (geomean_b - 1), the figure issue
 20 asks to be >= 1.25 for MCTS over greedy).
 
-Each input is one strategy's run: a corpus_gpu.sh tarball (opt/NAME.json) or a run.py output
-directory or tarball (tasks/NAME/optimize.json).
+Each input is one strategy's run: a corpus_gpu.sh tarball (opt/NAME.json), a run.py output
+directory or tarball (tasks/NAME/optimize.json), or a folder of task folders (NAME/optimize.json).
 
 Usage: python3 bench/compare_strategies.py A B [C ...] [--names=mcts,greedy,random]
 """
@@ -34,7 +34,20 @@ def name_of(path):
 
 
 def speedups(path):
+    return {name: outcome(j) for name, j in outcomes(path).items()}
+
+
+def outcomes(path):
+    """Each file's or task's optimize.json of one run, by name."""
     out = {}
+    if os.path.isdir(path) and not any(os.path.isdir(os.path.join(path, s)) for s in ("opt", "tasks")):
+        # A folder of task folders (TASK/optimize.json).
+        for entry in sorted(os.listdir(path)):
+            full = os.path.join(path, entry, "optimize.json")
+            if os.path.isfile(full):
+                with open(full, encoding="utf-8") as fh:
+                    out[entry] = json.load(fh)
+        return out
     if os.path.isdir(path):
         # Only this run's own outcome files: a results folder may hold other runs below it.
         for sub in ("opt", "tasks"):
@@ -44,7 +57,7 @@ def speedups(path):
                 name = name_of(os.path.relpath(full, path))
                 if name and os.path.isfile(full):
                     with open(full, encoding="utf-8") as fh:
-                        out[name] = outcome(json.load(fh))
+                        out[name] = json.load(fh)
         return out
     with tarfile.open(path) as tar:
         for m in tar.getmembers():
@@ -52,7 +65,7 @@ def speedups(path):
             if not name:
                 continue
             try:
-                out[name] = outcome(json.load(io.TextIOWrapper(tar.extractfile(m), encoding="utf-8")))
+                out[name] = json.load(io.TextIOWrapper(tar.extractfile(m), encoding="utf-8"))
             except (ValueError, AttributeError):
                 continue
     return out
