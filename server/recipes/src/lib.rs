@@ -22,8 +22,8 @@ pub use recipes::{
     PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads, WarpRows, WarpShuffleReduce, all,
 };
 pub use structural::{
-    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, PrivateHistogram, SegmentWarps, ShuffleTree, StencilTile,
-    TiledContraction, TiledTranspose, WarpScan, WarpUnits,
+    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps, ShuffleTree,
+    StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits,
 };
 
 pub use kernelpro_model::Code;

@@ -34,8 +34,8 @@ pub use warp_rows::WarpRows;
 
 use crate::Recipe;
 use crate::structural::{
-    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, PrivateHistogram, SegmentWarps, ShuffleTree, StencilTile,
-    TiledContraction, TiledTranspose, WarpScan, WarpUnits,
+    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps, ShuffleTree,
+    StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits,
 };
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
@@ -48,6 +48,8 @@ use crate::structural::{
 /// is verified, so order only decides what a small budget reaches.
 pub fn all() -> Vec<Box<dyn Recipe>> {
     vec![
+        // Where each element's thread redoes its row's work, doing it once per row comes first.
+        Box::new(HoistRowWork),
         // BlockUnits applies only to few long rows, where it beats a warp per row.
         Box::new(BlockUnits),
         Box::new(WarpUnits),

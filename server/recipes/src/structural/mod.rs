@@ -10,6 +10,9 @@
 //!   becomes a warp per unit, lanes splitting the loop, accumulators combined
 //!   by shuffle all-reductions.
 //! - [`BlockUnits`]: the same with a block per unit, for few long units.
+//! - [`HoistRowWork`]: a thread per element whose first statements depend on
+//!   the row alone (each thread recomputing its row's max and sum, in helpers
+//!   or not) does them once per row, helpers inlined, then as WarpUnits/BlockUnits.
 //! - [`ColumnUnits`]: a thread per unit whose loop already reads coalesced
 //!   across threads (a sum down the middle axis) keeps 32 neighbouring units
 //!   on a block's lanes and splits each unit's loop across its warps.
@@ -37,6 +40,7 @@ mod column_units;
 mod contraction;
 mod grid_stride;
 mod histogram;
+mod hoist;
 mod launch;
 mod recognize;
 mod scan;
@@ -49,6 +53,7 @@ pub use column_units::ColumnUnits;
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
 pub use histogram::PrivateHistogram;
+pub use hoist::HoistRowWork;
 pub use scan::WarpScan;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;

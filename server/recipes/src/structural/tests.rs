@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const STRUCTURAL: &[&str] = &[
     "WarpUnits",
     "BlockUnits",
+    "HoistRowWork",
     "WarpScan",
     "ColumnUnits",
     "TiledContraction",
@@ -77,6 +78,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x4"),
     ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x2"),
     ("softmax_online_thread_row.cu", "softmax_online", "WarpUnits x4"),
+    // A thread per element recomputing its row's statistics: inline (flat index, double) or in a helper (2D, long).
+    ("center_rows_flat_sizet.cu", "center_rows", "WarpUnits x8, HoistRowWork x8"),
+    ("absmax_scale_helper_rowy.cu", "scale_by_row_absmax", "HoistRowWork x7, GridStrideMap x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -134,7 +138,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/softmax/crossentropy_rowptr.cu", "crossentropy_forward", "WarpUnits x4"),
     ("naive/softmax/expert_softmax_online_warp.cu", "softmax_online_warp", ""),
     ("naive/softmax/softmax_attn2d_long.cu", "attn_softmax", "WarpUnits x4"),
-    ("naive/softmax/softmax_devfn_elem2d.cu", "softmax_per_element", "GridStrideMap x4"),
+    ("naive/softmax/softmax_devfn_elem2d.cu", "softmax_per_element", "HoistRowWork x7, GridStrideMap x4"),
     ("naive/softmax/softmax_inplace_loc.cu", "softmax_inplace", "WarpUnits x4, BlockUnits x3"),
     ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8, BlockUnits x6"),
     ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4, BlockUnits x3"),
@@ -742,6 +746,50 @@ fn snapshots_of_model_recognised_units() {
                 }
                 for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
                 if (kp_lane == 0) partial[((unsigned)kp_seg)] = kp_v;
+              }
+            }
+        "#]],
+    );
+    // Each element's thread recomputed its row's max and sum in `__device__` helpers: inlined, once
+    // per row, then a warp per row with max and sum all-reductions.
+    check(
+        "naive/softmax/softmax_devfn_elem2d.cu",
+        "softmax_per_element",
+        "HoistRowWork",
+        expect![[r#"
+            ## the row's work once per row (helpers inlined), then one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions
+            ## the row's work once per row (helpers inlined), then one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+            ## the row's work once per row (helpers inlined), then one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+            ## the row's work once per row (helpers inlined), then one warp per unit (row): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+            ## the row's work once per row (helpers inlined), then one block per unit (row): 3 loop(s) split across the block's threads, shuffle and shared-memory all-reductions
+            ## the row's work once per row (helpers inlined), then one block per unit (row): 3 loop(s) split across the block's threads, shuffle and shared-memory all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 1), 132 * 4)
+            ## the row's work once per row (helpers inlined), then one block per unit (row): 3 loop(s) split across the block's threads, shuffle and shared-memory all-reductions; launch block = 1024, grid = min(ceil_div(ROWS, 1), 132 * 2)
+            __global__ void softmax_per_element(const float* X, float* Y, int M, int N) {
+              // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+              const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+              const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) >> 5;
+              for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(M); kp_u += kp_warps) {
+                const int row = (int)(kp_u);
+                const float* kp_mx_X = (X);
+                int kp_mx_row = (row);
+                int kp_mx_width = (N);
+                float kp_mx_maxval = -INFINITY;
+                for (int kp_mx_i = 0 + kp_lane; kp_mx_i < kp_mx_width; kp_mx_i += 32) kp_mx_maxval = fmaxf(kp_mx_maxval, kp_mx_X[kp_mx_row * kp_mx_width + kp_mx_i]);
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_mx_maxval = fmaxf(kp_mx_maxval, __shfl_xor_sync(0xffffffffu, kp_mx_maxval, kp_o));
+                float mx = kp_mx_maxval;
+                const float* kp_s_X = (X);
+                int kp_s_row = (row);
+                int kp_s_width = (N);
+                float kp_s_mx = (mx);
+                float kp_s_s = 0.f;
+                if (kp_lane != 0) kp_s_s = 0;
+                for (int kp_s_i = 0 + kp_lane; kp_s_i < kp_s_width; kp_s_i += 32) kp_s_s += expf(kp_s_X[kp_s_row * kp_s_width + kp_s_i] - kp_s_mx);
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_s_s += __shfl_xor_sync(0xffffffffu, kp_s_s, kp_o);
+                float s = kp_s_s;
+                for (int col = 0 + kp_lane; col < N; col += 32) {
+                  Y[row * N + col] = expf(X[row * N + col] - mx) / s;
+                }
+                __syncwarp();
               }
             }
         "#]],
