@@ -78,6 +78,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x4"),
     ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x2"),
     ("softmax_online_thread_row.cu", "softmax_online", "WarpUnits x4"),
+    // The textbook block tree: a zeroed slot loaded under a guard, a barrier after the tree.
+    ("reduce0_zero_then_guarded.cu", "reduce_base", "SegmentWarps x3, ShuffleTree x1"),
     // A thread per element recomputing its row's statistics: inline (flat index, double) or in a helper (2D, long).
     ("center_rows_flat_sizet.cu", "center_rows", "WarpUnits x8, HoistRowWork x8"),
     ("absmax_scale_helper_rowy.cu", "scale_by_row_absmax", "HoistRowWork x7, GridStrideMap x4"),

@@ -140,7 +140,7 @@ fn interleaved_tree(k: &Kernel, f: Node, sd: &str, size: Option<&str>) -> Option
 }
 
 /// A block's interleaved shared-memory tree as recognised: the statements of the kernel's body,
-/// the store `S[tid] = E;` into the tree (index `store`) and the tree loop (index `tree`).
+/// the store into the tree (from statement `store`, then barriers) and the tree loop (index `tree`).
 struct BlockTree<'t> {
     sts: Vec<Node<'t>>,
     store: usize,
@@ -148,8 +148,24 @@ struct BlockTree<'t> {
     sd: String,
     ty: String,
     tid: String,
-    /// `E`, the value each thread stores.
-    value: Node<'t>,
+    value: Value<'t>,
+}
+
+/// What each thread stores: `E` (from `S[tid] = E;`), or `G ? E : Z` from the textbook's
+/// `S[tid] = Z; if (G) S[tid] = E;`.
+struct Value<'t> {
+    then: Node<'t>,
+    guard: Option<(Node<'t>, Node<'t>)>,
+}
+
+impl Value<'_> {
+    /// The value as one expression, each node's text as `text` gives it.
+    fn expression(&self, text: impl Fn(Node) -> String) -> String {
+        match self.guard {
+            None => text(self.then),
+            Some((g, z)) => format!("({}) ? ({}) : ({})", text(g), text(self.then), text(z)),
+        }
+    }
 }
 
 fn block_tree<'t>(k: &'t Kernel) -> Option<BlockTree<'t>> {
@@ -181,19 +197,26 @@ fn block_tree<'t>(k: &'t Kernel) -> Option<BlockTree<'t>> {
     while compact(t, sts[p]) == "__syncthreads();" {
         p = p.checked_sub(1)?;
     }
-    let store = sts[p]
-        .named_child(0)
-        .filter(|e| sts[p].kind() == "expression_statement" && e.kind() == "assignment_expression")?;
-    let lhs = compact(t, store.child_by_field_name("left")?);
-    if store.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("=")
-        || (lhs != format!("{sd}[{tid}]") && lhs != format!("{sd}[threadIdx.x]"))
-    {
-        return None;
-    }
-    let value = store.child_by_field_name("right")?;
+    // `S[tid] = R;`: R.
+    let slot_store = |st: Node<'t>| {
+        let a =
+            st.named_child(0).filter(|e| st.kind() == "expression_statement" && e.kind() == "assignment_expression")?;
+        let lhs = compact(t, a.child_by_field_name("left")?);
+        let ok = a.child_by_field_name("operator").map(|o| k.text_of(o)) == Some("=")
+            && (lhs == format!("{sd}[{tid}]") || lhs == format!("{sd}[threadIdx.x]"));
+        ok.then(|| a.child_by_field_name("right")).flatten()
+    };
+    let (store, value) = match slot_store(sts[p]) {
+        Some(then) => (p, Value { then, guard: None }),
+        None => {
+            let (g, st) = crate::syntax::guarded(sts[p])?;
+            let zero = slot_store(sts[p.checked_sub(1)?])?;
+            (p - 1, Value { then: slot_store(st)?, guard: Some((g, zero)) })
+        }
+    };
     // Nothing else writes the array; after the tree only its root is read.
     let writes_elsewhere = sts.iter().enumerate().any(|(i, s)| {
-        i != p
+        !(store..=p).contains(&i)
             && i != at
             && descendants(*s).into_iter().any(|d| {
                 matches!(d.kind(), "assignment_expression" | "update_expression")
@@ -210,13 +233,13 @@ fn block_tree<'t>(k: &'t Kernel) -> Option<BlockTree<'t>> {
     if writes_elsewhere || !later_reads_ok {
         return None;
     }
-    Some(BlockTree { sts, store: p, tree: at, sd, ty, tid, value })
+    Some(BlockTree { sts, store, tree: at, sd, ty, tid, value })
 }
 
 fn rewrite(k: &Kernel) -> Option<Rewrite> {
     let BlockTree { sts, store, tree, sd, ty, value, .. } = block_tree(k)?;
     let t = k.text;
-    let value = k.text_of(value);
+    let value = value.expression(|n| k.text_of(n).to_string());
     let ind = indent_at(t, sts[store].start_byte());
     let shfl = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
     let text = format!(
@@ -289,8 +312,10 @@ fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
             decls.push(*s);
         }
     }
-    // After the tree, one `if (tid == 0) { ... }` reading the root.
-    let [last] = b.sts[b.tree + 1..] else { return None };
+    // After the tree (and barriers), one `if (tid == 0) { ... }` reading the root.
+    let after: Vec<Node> =
+        b.sts[b.tree + 1..].iter().copied().filter(|s| compact(t, *s) != "__syncthreads();").collect();
+    let [last] = after[..] else { return None };
     let (cond, then) = crate::syntax::guarded(last)?;
     let tid = &b.tid;
     let zero = [format!("{tid}==0"), format!("0=={tid}"), "threadIdx.x==0".to_string()];
@@ -318,7 +343,8 @@ fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
     for d in &decls {
         body += &format!("{ind}    {}\n", substituted(k, *d, &b.sd, lane, seg, "kp_v"));
     }
-    body += &format!("{ind}    kp_v += ({ty})({});\n{ind}  }}\n", substituted(k, b.value, &b.sd, lane, seg, "kp_v"));
+    let value = b.value.expression(|n| substituted(k, n, &b.sd, lane, seg, "kp_v"));
+    body += &format!("{ind}    kp_v += ({ty})({value});\n{ind}  }}\n");
     body += &format!(
         "{ind}  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);\n"
     );
