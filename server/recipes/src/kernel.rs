@@ -29,12 +29,26 @@ impl<'a> Kernel<'a> {
     }
 
     pub fn body(&self) -> Node<'_> {
-        let (start, end) = self.func.body_bytes.expect("checked in find");
-        let mut node = self.tree.root_node().descendant_for_byte_range(start, end).expect("body in tree");
+        self.body_at(self.func.body_bytes.expect("checked in find")).expect("body is a compound statement")
+    }
+
+    /// The compound statement whose braces span `start..end` (a function's `body_bytes`).
+    fn body_at(&self, (start, end): (usize, usize)) -> Option<Node<'_>> {
+        let mut node = self.tree.root_node().descendant_for_byte_range(start, end)?;
         while node.kind() != "compound_statement" || node.start_byte() != start {
-            node = node.parent().expect("body is a compound statement");
+            node = node.parent()?;
         }
-        node
+        Some(node)
+    }
+
+    /// The definition (`function_definition` node) of the `__device__` or `__host__ __device__`
+    /// function `name` in the kernel's file, as the source layer classifies the file's functions.
+    pub fn device_function(&self, name: &str) -> Option<Node<'_>> {
+        use kernelpro_source::FnKind;
+        let file = kernelpro_source::parse(self.text);
+        let f =
+            file.functions.iter().find(|f| f.name == name && matches!(f.kind, FnKind::Device | FnKind::HostDevice))?;
+        self.body_at(f.body_bytes?)?.parent()
     }
 
     /// The whole file with the kernel's body (braces included) replaced by `body`.
@@ -181,6 +195,11 @@ impl<'a> Kernel<'a> {
             .collect::<Option<_>>()?;
         let first = *counts.first()?;
         counts.iter().all(|c| *c == first).then_some(first)
+    }
+
+    /// The threads a block of each launch the search may pick (any block shape).
+    pub fn block_threads(&self) -> Option<Vec<u32>> {
+        Some(self.all_launches()?.iter().map(|l| l.block.iter().product()).collect())
     }
 
     /// Whether every launch the search may pick has a 1D block of whole warps.

@@ -88,6 +88,13 @@ pub(crate) fn single_statement(node: Node) -> Option<Node> {
     Some(node)
 }
 
+/// Whether `node` may change state: an assignment, an increment or a call anywhere in it.
+pub(crate) fn has_side_effects(node: Node) -> bool {
+    descendants(node)
+        .iter()
+        .any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression"))
+}
+
 /// `if (COND) STATEMENT` without else → (COND, STATEMENT).
 pub(crate) fn guarded(st: Node) -> Option<(Node, Node)> {
     if st.kind() != "if_statement" || st.child_by_field_name("alternative").is_some() {

@@ -13,7 +13,7 @@ mod tiling;
 mod tune;
 mod unroll;
 mod vectorize;
-mod warp_reduce;
+pub(crate) mod warp_reduce;
 mod warp_rows;
 
 pub use coarse_reduce::CoarsenReduce;

@@ -247,11 +247,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     };
     // Operands only load (no writes, no accumulator).
     for e in [a, b] {
-        if names_in(k, e).contains(&acc.as_str())
-            || descendants(e)
-                .iter()
-                .any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression"))
-        {
+        if names_in(k, e).contains(&acc.as_str()) || crate::syntax::has_side_effects(e) {
             return None;
         }
     }
@@ -410,7 +406,9 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 /// of the same places otherwise.
 fn operand_loads(ind: &str, t: &str, r: u32) -> String {
     let mut out = String::new();
-    for (dst, tile, who) in [("kp_x", "kp_As", "kp_tr"), ("kp_y", "kp_Bs", "kp_tc")] {
+    for (dst, tile, who, idx, var) in
+        [("kp_x", "kp_As", "kp_tr", TILE_ROW, "kp_a"), ("kp_y", "kp_Bs", "kp_tc", TILE_COL, "kp_b")]
+    {
         if t == "float" {
             for g in 0..r / 4 {
                 let v = format!("kp_{}{g}", &dst[3..]);
@@ -423,7 +421,6 @@ fn operand_loads(ind: &str, t: &str, r: u32) -> String {
                 }
             }
         } else {
-            let (idx, var) = if dst == "kp_x" { (TILE_ROW, "kp_a") } else { (TILE_COL, "kp_b") };
             out += &format!(
                 "{ind}      #pragma unroll\n{ind}      for (int {var} = 0; {var} < {r}; ++{var}) {dst}[{var}] = {tile}[kp_kk][{idx}];\n"
             );
@@ -488,8 +485,9 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
         Some(p) => (p, true),
         None => (u, false),
     };
+    let Some(threads) = k.block_threads() else { return Vec::new() };
     // The 16x16 thread mapping needs 256 threads a block in every launch the search may pick (more only help load).
-    let ok = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] >= THREADS));
+    let ok = threads.iter().all(|&t| t >= THREADS);
     let Some(d) = recognise(k, &u).filter(|_| ok) else {
         return Vec::new();
     };
@@ -504,9 +502,7 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     // 8x8 outputs a thread take about 100 registers: a block of more than 512 threads cannot launch
     // (the H200 run of 2026-12-06: `mm_rowx`'s 32x32 blocks failed with LAUNCH_OUT_OF_RESOURCES),
     // and every candidate must also run under the user's launch.
-    let fits = |r: u32| {
-        r <= 4 || k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[0] * l.block[1] * l.block[2] <= 512))
-    };
+    let fits = |r: u32| r <= 4 || threads.iter().all(|&t| t <= 512);
     let per_size: Vec<Vec<Rewrite>> =
         PER_THREAD.iter().filter(|&&r| fits(r)).map(|&r| tiled(k, &u, &d, r, promoted)).collect();
     let rounds = per_size.iter().map(Vec::len).max().unwrap_or(0);

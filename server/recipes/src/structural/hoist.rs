@@ -7,42 +7,14 @@
 //! expert form (a warp or block per row, shuffle all-reductions); their rewrites are this
 //! recipe's. The thread-per-row form itself is never offered: it only names the structure.
 
-use super::recognize::units;
+use super::recognize::{edited, units};
 use crate::kernel::Kernel;
-use crate::syntax::{descendants, statements};
+use crate::syntax::{descendants, has_side_effects, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use tree_sitter::Node;
 
 pub struct HoistRowWork;
-
-/// The `__device__` function `name` defined in the kernel's file: its definition node.
-fn device_function<'t>(k: &'t Kernel, name: &str) -> Option<Node<'t>> {
-    let root = {
-        let mut n = k.definition();
-        while let Some(p) = n.parent() {
-            n = p;
-        }
-        n
-    };
-    let mut c = root.walk();
-    let found = root.named_children(&mut c).find(|d| {
-        d.kind() == "function_definition"
-            && k.text_of(*d).contains("__device__")
-            && !k.text_of(*d).contains("__global__")
-            && d.child_by_field_name("declarator")
-                .and_then(|f| f.child_by_field_name("declarator"))
-                .is_some_and(|id| k.text_of(id) == name)
-    });
-    found
-}
-
-/// Whether `n` has no side effects (no assignment, increment or call).
-fn pure(n: Node) -> bool {
-    !descendants(n)
-        .iter()
-        .any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression"))
-}
 
 /// `T v = f(args);` with `f` a `__device__` helper of the file whose body ends in its only
 /// `return E;`: the helper's statements with its parameters bound to the arguments and its names
@@ -54,7 +26,7 @@ fn inline_call(k: &Kernel, st: Node) -> Option<String> {
     let init = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let var = k.text_of(init.child_by_field_name("declarator").filter(|d| d.kind() == "identifier")?);
     let call = init.child_by_field_name("value").filter(|v| v.kind() == "call_expression")?;
-    let f = device_function(k, k.text_of(call.child_by_field_name("function")?))?;
+    let f = k.device_function(k.text_of(call.child_by_field_name("function")?))?;
     let args: Vec<Node> = {
         let a = call.child_by_field_name("arguments")?;
         let mut c = a.walk();
@@ -70,7 +42,10 @@ fn inline_call(k: &Kernel, st: Node) -> Option<String> {
     let sts = statements(body);
     let (last, rest) = sts.split_last()?;
     let returns = descendants(body).iter().filter(|d| d.kind() == "return_statement").count();
-    if params.len() != args.len() || last.kind() != "return_statement" || returns != 1 || !args.iter().all(|a| pure(*a))
+    if params.len() != args.len()
+        || last.kind() != "return_statement"
+        || returns != 1
+        || args.iter().any(|a| has_side_effects(*a))
     {
         return None;
     }
@@ -94,14 +69,12 @@ fn inline_call(k: &Kernel, st: Node) -> Option<String> {
         }
     }
     let renamed = |n: Node| {
-        let mut out = k.text_of(n).to_string();
-        for d in descendants(n).into_iter().rev() {
-            if d.kind() == "identifier" && names.iter().any(|x| x == k.text_of(d)) {
-                let r = (d.start_byte() - n.start_byte())..(d.end_byte() - n.start_byte());
-                out.replace_range(r, &format!("kp_{var}_{}", k.text_of(d)));
-            }
-        }
-        out
+        let edits: Vec<_> = descendants(n)
+            .into_iter()
+            .filter(|d| d.kind() == "identifier" && names.iter().any(|x| x == k.text_of(*d)))
+            .map(|d| (d.byte_range(), format!("kp_{var}_{}", k.text_of(d))))
+            .collect();
+        edited(k, n, &edits)
     };
     let mut out = Vec::new();
     for (p, a) in params.iter().zip(&args) {

@@ -826,7 +826,7 @@ fn contiguous_index(k: &Kernel, indices: &[IndexVar]) -> Option<usize> {
 
 /// Whether every launch the search may pick has blocks of whole warps (any shape).
 pub(crate) fn whole_warps(k: &Kernel) -> bool {
-    k.all_launches().is_some_and(|ls| ls.iter().all(|l| (l.block[0] * l.block[1] * l.block[2]) % 32 == 0))
+    k.block_threads().is_some_and(|ts| ts.iter().all(|t| t % 32 == 0))
 }
 
 /// `node`'s text with `edits` (file ranges inside it) applied.

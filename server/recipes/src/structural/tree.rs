@@ -9,7 +9,9 @@
 //! run unchanged. The launch and the per-block output stay as they are: the
 //! block is the unit of these kernels.
 
+use super::recognize::edited;
 use crate::kernel::Kernel;
+use crate::recipes::warp_reduce::SHUFFLE;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
@@ -241,17 +243,16 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     let t = k.text;
     let value = value.expression(|n| k.text_of(n).to_string());
     let ind = indent_at(t, sts[store].start_byte());
-    let shfl = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);";
     let text = format!(
         "// Warp shuffles, one shared slot per warp, the first warp finishes (kernelpro ShuffleTree).\n\
          {ind}{ty} kp_v = {value};\n\
-         {ind}{shfl}\n\
+         {ind}{SHUFFLE}\n\
          {ind}__shared__ {ty} kp_warp[32];\n\
          {ind}if ((threadIdx.x & 31u) == 0) kp_warp[threadIdx.x >> 5] = kp_v;\n\
          {ind}__syncthreads();\n\
          {ind}if (threadIdx.x < 32u) {{\n\
          {ind}  kp_v = threadIdx.x < (blockDim.x >> 5) ? kp_warp[threadIdx.x] : ({ty})0;\n\
-         {ind}  {shfl}\n\
+         {ind}  {SHUFFLE}\n\
          {ind}  if (threadIdx.x == 0) {sd}[0] = kp_v;\n\
          {ind}}}\n\
          {ind}__syncthreads();"
@@ -266,7 +267,7 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
 
 /// `node`'s text with `threadIdx.x`, `blockIdx.x` and `S[0]` replaced.
 fn substituted(k: &Kernel, node: Node, sd: &str, thread: &str, block: &str, root: &str) -> String {
-    let mut edits: Vec<(std::ops::Range<usize>, &str)> = Vec::new();
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for d in descendants(node) {
         if edits.last().is_some_and(|(r, _)| r.contains(&d.start_byte())) {
             continue;
@@ -277,17 +278,13 @@ fn substituted(k: &Kernel, node: Node, sd: &str, thread: &str, block: &str, root
             ("subscript_expression", c) if c == format!("{sd}[0]") => root,
             _ => continue,
         };
-        edits.push((d.byte_range(), to));
+        edits.push((d.byte_range(), to.to_string()));
     }
-    let mut out = k.text_of(node).to_string();
-    for (r, to) in edits.into_iter().rev() {
-        out.replace_range(r.start - node.start_byte()..r.end - node.start_byte(), to);
-    }
-    out
+    edited(k, node, &edits)
 }
 
-/// [`SegmentWarps`]' kernel with at most `cap` working blocks.
-fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
+/// [`SegmentWarps`]' kernel for each block cap (`CAPS`, the most blocks first).
+fn segments(k: &Kernel) -> Option<Vec<Rewrite>> {
     let b = block_tree(k)?;
     let t = k.text;
     // A 1D grid: block `b` of the original launch sums segment `b`.
@@ -302,10 +299,7 @@ fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
     // side effects: each is re-evaluated per element with the segment's block and the lane's thread.
     let mut decls = Vec::new();
     for s in &b.sts[..b.store] {
-        let effects = descendants(*s)
-            .iter()
-            .any(|d| matches!(d.kind(), "assignment_expression" | "update_expression" | "call_expression"));
-        if s.kind() != "declaration" || effects {
+        if s.kind() != "declaration" || crate::syntax::has_side_effects(*s) {
             return None;
         }
         if !k.text_of(*s).contains("__shared__") {
@@ -329,12 +323,8 @@ fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
     let ind = indent_at(t, b.sts.first()?.start_byte());
     let outer = indent_at(t, k.body().start_byte());
     let ty = &b.ty;
-    let mut body = String::from("{\n");
-    body += &format!(
-        "{ind}// Each warp sums whole original blocks' segments: lanes split the segment, shuffles add (kernelpro SegmentWarps).\n"
-    );
-    body += &crate::coarsen::capped_blocks(ind, cap);
-    body += &format!("{ind}const unsigned kp_lane = threadIdx.x & 31u;\n");
+    // The body after the cap's lines, the same for every cap.
+    let mut body = format!("{ind}const unsigned kp_lane = threadIdx.x & 31u;\n");
     body += &format!(
         "{ind}for (long long kp_seg = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); kp_seg < (long long)gridDim.x; kp_seg += (long long)kp_blocks * (blockDim.x >> 5)) {{\n"
     );
@@ -345,18 +335,20 @@ fn segments(k: &Kernel, cap: u32) -> Option<Rewrite> {
     }
     let value = b.value.expression(|n| substituted(k, n, &b.sd, lane, seg, "kp_v"));
     body += &format!("{ind}    kp_v += ({ty})({value});\n{ind}  }}\n");
-    body += &format!(
-        "{ind}  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);\n"
-    );
+    body += &format!("{ind}  {SHUFFLE}\n");
     body += &format!("{ind}  if (kp_lane == 0) {}\n", substituted(k, then, &b.sd, lane, seg, "kp_v"));
     body += &format!("{ind}}}\n{outer}}}");
-    Some(Rewrite {
-        source: k.with_body(&body),
+    let head = format!(
+        "{{\n{ind}// Each warp sums whole original blocks' segments: lanes split the segment, shuffles add (kernelpro SegmentWarps).\n"
+    );
+    let rewrite = |cap: u32| Rewrite {
+        source: k.with_body(&format!("{head}{}{body}", crate::coarsen::capped_blocks(ind, cap))),
         note: format!(
             "each block's sum into {} by one warp (lanes split the block's elements, shuffles add), {cap} blocks at most walking every original block; the launch as it was",
             b.sd
         ),
-    })
+    };
+    Some(crate::coarsen::CAPS.iter().rev().map(|cap| rewrite(*cap)).collect())
 }
 
 /// A block's interleaved shared-memory tree whose root goes to one output per block (`out[blockIdx.x]`):
@@ -383,8 +375,7 @@ impl Recipe for SegmentWarps {
         &[Code::DivergentBranch, Code::ThreadDivergence, Code::SharedBankConflict, Code::BarrierStall, Code::TailEffect]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
-        crate::coarsen::CAPS.iter().rev().filter_map(|cap| segments(&k, *cap)).collect()
+        Kernel::find(text, kernel).and_then(|k| segments(&k)).unwrap_or_default()
     }
 }
 
