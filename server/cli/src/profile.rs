@@ -107,11 +107,11 @@ fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
             s.push('\n');
         }
     }
-    if r.stage1_secs > 0.0 {
-        let total = r.stage1_secs + r.stage2_secs + r.export_secs;
+    if r.pass_secs > 0.0 {
+        let total = r.pass_secs + r.export_secs;
         s.push_str(&format!(
-            "profiled in {total:.1} s (stage 1 {:.1} s, stage 2 {:.1} s, exports {:.1} s)\n",
-            r.stage1_secs, r.stage2_secs, r.export_secs
+            "profiled in {total:.1} s (one ncu pass {:.1} s, source pages {:.1} s)\n",
+            r.pass_secs, r.export_secs
         ));
     }
     for n in &r.notes {

@@ -1,7 +1,8 @@
-//! Two-stage profiling with Nsight Compute. Stage 1 (SpeedOfLight,
-//! LaunchStats, Occupancy + roofline counters) classifies every kernel;
-//! stage 2 collects only what the tools for those classes need, in one more
-//! pass, with per-line source counters. The analysis of the exported pages is
+//! Two-stage profiling with Nsight Compute, in one launch: stage 1's counters
+//! (SpeedOfLight, LaunchStats, Occupancy + roofline) classify every kernel,
+//! and stage 2 runs only the tools of that class, over counters collected in
+//! the same pass (every tool's metrics and the per-line source counters), so
+//! a profile pays one ncu start-up, not two (`bench/probes/ncu_one_pass.sh`). The analysis of the exported pages is
 //! pure (`analyze_exports`), so recordings from elsewhere (`--import`) give
 //! the same findings as a live run.
 
@@ -29,9 +30,9 @@ pub struct KernelReport {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ProfileReport {
     pub kernels: Vec<KernelReport>,
-    pub stage1_secs: f64,
-    pub stage2_secs: f64,
-    /// Exporting the pages (raw and source) from the reports, after the passes.
+    /// The one ncu launch (both stages' counters), the program's run included.
+    pub pass_secs: f64,
+    /// Exporting the source pages from its report, after the pass.
     pub export_secs: f64,
     /// Problems that did not stop the analysis (a page that failed to export...).
     pub notes: Vec<String>,
@@ -221,65 +222,28 @@ pub async fn profile_live(
     };
     let start = Instant::now();
     let mut exports = Exports::default();
-    // Stage 1: the triage pass (or the full set), whose raw page names the kernels.
-    let full_report = report_of("full");
-    if req.full {
-        ncu_pass(
-            req,
-            ncu_args::profile_args(&ncu_args::full_collection(), &opts(Output::Report(full_report.clone()))),
-            None,
-            cancel,
-        )
-        .await?;
-        exports.stage1_raw = export(req, &full_report, Page::Raw, None, cancel).await?;
-        exports.stage2_raw = Some(exports.stage1_raw.clone());
+    // One launch: the triage counters and every tool's, into a report (for the
+    // source pages) whose raw page ncu also prints as CSV as the pass ends.
+    // `--full`: ncu's full set instead, for comparison.
+    let (collection, report) = if req.full {
+        (ncu_args::full_collection(), report_of("full"))
     } else {
-        // Stage 1 needs only the raw page: ncu writes it straight to a CSV file.
-        let csv = report_of("stage1.csv");
-        exports.stage1_raw = ncu_pass(
-            req,
-            ncu_args::profile_args(&ncu_args::stage1_collection(), &opts(Output::RawCsv(csv.clone()))),
-            Some(Path::new(&csv)),
-            cancel,
-        )
-        .await?;
-    }
-    let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("stage-1 raw page: {}", e.0))?;
-    let stage1_secs = start.elapsed().as_secs_f64();
-    let mut stage2_secs = 0.0;
-    let report = if req.full {
-        full_report
-    } else {
-        let mut selected: Vec<&Tool> = Vec::new();
-        for p in &profiles {
-            let class = triage(p, &TriageThresholds::default()).map(|t| t.class);
-            for t in class.map(tools::select_tools).unwrap_or_else(|| tools::TOOLS.iter().collect()) {
-                if !selected.iter().any(|s| s.code == t.code) {
-                    selected.push(t);
-                }
-            }
-        }
-        let r2 = report_of("stage2");
-        let t2 = Instant::now();
-        ncu_pass(req, tools::stage2_args(&selected, &opts(Output::Report(r2.clone()))), None, cancel).await?;
-        stage2_secs = t2.elapsed().as_secs_f64();
-        r2
+        (tools::one_pass_collection(), report_of("profile"))
     };
-    // Stage 2's raw page is exported alongside the source pages. Each export
-    // is a separate ncu process that spends most of its time loading the
-    // report, so they run side by side.
+    let csv = report_of("raw.csv");
+    let output = Output::ReportAndRawCsv { report: report.clone(), csv: csv.clone() };
+    exports.stage1_raw =
+        ncu_pass(req, ncu_args::profile_args(&collection, &opts(output)), Some(Path::new(&csv)), cancel).await?;
+    let profiles = parse_raw(&exports.stage1_raw).map_err(|e| format!("raw page: {}", e.0))?;
+    let pass_secs = start.elapsed().as_secs_f64();
+    // The source pages, one per kernel, side by side: each export is an ncu
+    // process that spends most of its time loading the report.
     let mut kernels: Vec<String> = profiles.into_iter().map(|p| p.kernel).collect();
     let mut seen = std::collections::HashSet::new();
     kernels.retain(|k| seen.insert(k.clone()));
     let t_export = Instant::now();
-    let raw2 =
-        async { if req.full { Ok(None) } else { export(req, &report, Page::Raw, None, cancel).await.map(Some) } };
-    let sources =
-        futures::future::join_all(kernels.iter().map(|k| export(req, &report, Page::Source, Some(k), cancel)));
-    let (raw2, pages) = futures::join!(raw2, sources);
-    if let Some(raw2) = raw2? {
-        exports.stage2_raw = Some(raw2);
-    }
+    let pages =
+        futures::future::join_all(kernels.iter().map(|k| export(req, &report, Page::Source, Some(k), cancel))).await;
     let mut notes = Vec::new();
     for (k, page) in kernels.iter().zip(pages) {
         match page {
@@ -292,8 +256,7 @@ pub async fn profile_live(
         exports.save(dir).map_err(|e| format!("cannot save the exports to {}: {e}", dir.display()))?;
     }
     let mut report = analyze_exports(&exports, file_text, thresholds)?;
-    report.stage1_secs = stage1_secs;
-    report.stage2_secs = stage2_secs;
+    report.pass_secs = pass_secs;
     report.export_secs = export_secs;
     report.notes.extend(notes);
     Ok(report)
@@ -437,8 +400,7 @@ pub async fn profile_file(
             save_exports: req.save_exports.as_ref().map(|d| d.join(&k)),
         };
         let one = profile_live(&live, &req.text, &thresholds, cancel).await?;
-        report.stage1_secs += one.stage1_secs;
-        report.stage2_secs += one.stage2_secs;
+        report.pass_secs += one.pass_secs;
         report.export_secs += one.export_secs;
         report.notes.extend(one.notes);
         report.kernels.extend(one.kernels);

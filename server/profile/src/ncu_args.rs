@@ -73,6 +73,23 @@ pub fn stage1_collection() -> Collection {
     }
 }
 
+impl Collection {
+    /// This collection with `other`'s sections and metrics added, without repeats.
+    pub fn with(mut self, other: &Collection) -> Collection {
+        for s in &other.sections {
+            if !self.sections.contains(s) {
+                self.sections.push(s.clone());
+            }
+        }
+        for m in &other.metrics {
+            if !self.metrics.contains(m) {
+                self.metrics.push(m.clone());
+            }
+        }
+        self
+    }
+}
+
 pub fn full_collection() -> Collection {
     Collection { full_set: true, ..Default::default() }
 }
@@ -86,6 +103,10 @@ pub enum Output {
     /// The raw page as CSV in this file, straight from the pass: saves the
     /// export's ncu start-up when no other page is needed (stage 1).
     RawCsv(String),
+    /// Both from one launch: the report (for the source pages' export) and
+    /// its raw page printed as CSV into the file as the pass ends, which
+    /// saves the raw page's export (an ncu start-up).
+    ReportAndRawCsv { report: String, csv: String },
 }
 
 /// Options shared by every profiling pass.
@@ -112,11 +133,17 @@ pub fn profile_args(collection: &Collection, opts: &ProfileOptions) -> Vec<Strin
     match &opts.output {
         Output::Report(path) => out.extend(["-f", "-o", path].map(String::from)),
         // ncu's own messages go to the same file as `==PROF==` lines, which the CSV reader skips.
-        Output::RawCsv(path) => {
-            out.extend(["--csv", "--page", "raw", "--print-units", "base", "--log-file", path].map(String::from))
+        Output::RawCsv(path) => out.extend(raw_csv_args(path)),
+        Output::ReportAndRawCsv { report, csv } => {
+            out.extend(["-f", "-o", report].map(String::from));
+            out.extend(raw_csv_args(csv));
         }
     }
     out
+}
+
+fn raw_csv_args(path: &str) -> [String; 7] {
+    ["--csv", "--page", "raw", "--print-units", "base", "--log-file", path].map(String::from)
 }
 
 /// `ncu -i REPORT --csv --page ...`: the export of one page. `kernel` picks
@@ -161,6 +188,15 @@ mod tests {
         assert_eq!(
             profile_args(&full_collection(), &full).join(" "),
             "--config-file off --clock-control none --set full --import-source yes -f -o /tmp/full"
+        );
+        let both = ProfileOptions {
+            output: Output::ReportAndRawCsv { report: "/tmp/p".into(), csv: "/tmp/p.csv".into() },
+            ..full.clone()
+        };
+        assert!(
+            profile_args(&stage1_collection(), &both)
+                .join(" ")
+                .ends_with("-f -o /tmp/p --csv --page raw --print-units base --log-file /tmp/p.csv")
         );
         assert_eq!(
             export_args("/tmp/s1.ncu-rep", Page::Source, Some("saxpy_fp64")).join(" "),

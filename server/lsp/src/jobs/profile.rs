@@ -118,7 +118,7 @@ pub fn summary(report: &kernelpro_core::profiling::ProfileReport) -> String {
         return "Profiling finished, but ncu measured no kernel of this file (does the program launch them?).".into();
     }
     let total: usize = report.kernels.iter().map(|k| k.findings.len()).sum();
-    let secs = report.stage1_secs + report.stage2_secs + report.export_secs;
+    let secs = report.pass_secs + report.export_secs;
     let mut s = format!(
         "Profiled {} kernel{} in {secs:.0} s, {total} finding{}.",
         report.kernels.len(),

@@ -307,20 +307,21 @@ pub fn tool(name: &str) -> Option<&'static Tool> {
 
 /// The union of the sections and metrics the tools need, without repeats.
 pub fn stage2_collection(tools: &[&Tool]) -> Collection {
-    let mut c = Collection::default();
-    for t in tools {
-        for s in t.sections {
-            if !c.sections.iter().any(|x| x == s) {
-                c.sections.push(s.to_string());
-            }
-        }
-        for m in t.metrics {
-            if !c.metrics.iter().any(|x| x == m) {
-                c.metrics.push(m.to_string());
-            }
-        }
-    }
-    c
+    tools.iter().fold(Collection::default(), |c, t| {
+        c.with(&Collection {
+            sections: t.sections.iter().map(|s| s.to_string()).collect(),
+            metrics: t.metrics.iter().map(|m| m.to_string()).collect(),
+            full_set: false,
+        })
+    })
+}
+
+/// Triage and every tool's counters in one launch: the triage's class picks
+/// the tools afterwards, from counters already there. Collecting every tool's
+/// metrics rather than a predicted class's costs no extra ncu start-up, and a
+/// wrong prediction would cost a second pass (`bench/probes/ncu_one_pass.sh`).
+pub fn one_pass_collection() -> Collection {
+    crate::ncu_args::stage1_collection().with(&stage2_collection(&TOOLS.iter().collect::<Vec<_>>()))
 }
 
 /// The ncu arguments of the stage-2 pass for the selected tools.
@@ -334,4 +335,27 @@ pub fn analyze(tools: &[&Tool], input: &ToolInput) -> Vec<Finding> {
     let mut out: Vec<Finding> = tools.iter().flat_map(|t| t.analyze(input)).collect();
     out.sort_by_key(|f| f.severity);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one launch collects what stage 1 and every class's stage 2 would:
+    /// whatever class the triage then picks, its tools find their counters.
+    #[test]
+    fn one_pass_collects_both_stages_for_every_class() {
+        let one = one_pass_collection();
+        let stage1 = crate::ncu_args::stage1_collection();
+        for class in [Class::MemoryBound, Class::ComputeBound, Class::LatencyBound, Class::Balanced] {
+            let two = stage1.clone().with(&stage2_collection(&select_tools(class)));
+            for s in &two.sections {
+                assert!(one.sections.contains(s), "{class:?}: section {s}");
+            }
+            for m in &two.metrics {
+                assert!(one.metrics.contains(m), "{class:?}: metric {m}");
+            }
+        }
+        assert_eq!(one.sections.iter().filter(|s| *s == "SourceCounters").count(), 1);
+    }
 }
