@@ -47,7 +47,7 @@ DEFAULT_FIXTURES = [
 class Server:
     """The real binary over stdio; a reader thread answers the server's requests at once."""
 
-    def __init__(self, binary: str, root: Path, arch: str, includes: list[str]):
+    def __init__(self, binary: str, root: Path, arch: str, includes: list[str], options: dict | None = None):
         self.proc = subprocess.Popen([binary, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
         self.messages: "queue.Queue[tuple[float, dict]]" = queue.Queue()
@@ -57,7 +57,7 @@ class Server:
         self.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(),
             "capabilities": {"window": {"workDoneProgress": True}},
-            "initializationOptions": {"trusted": True, "arch": arch, "includePaths": includes},
+            "initializationOptions": {"trusted": True, "arch": arch, "includePaths": includes, **(options or {})},
             "workspaceFolders": [{"uri": root.as_uri(), "name": "bench"}],
         })
         self.notify("initialized", {})

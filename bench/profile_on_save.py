@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Profile-on-save latency: how long after a save's compile diagnostics the profile lands.
+
+    bench/profile_on_save.py [--kernelpro BIN] [--reps N] [--out RAW.tsv] FILE.cu ...
+
+The real server over stdio (`kernelpro lsp`), trusted, `profileOnSave` on, one per file,
+warmed by one save that is not counted. Per save: `first` = didSave → the first
+publishDiagnostics of that version (the compile's); `profile` = that publish → the end of
+the profile's work-done progress (`kernelpro-profile-…`). Needs a GPU and ncu.
+Prints medians per file; --out keeps every measurement (TSV).
+"""
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from save_latency import ROOT, Server  # noqa: E402
+
+
+class ProfilingServer(Server):
+    def __init__(self, binary, root, arch):
+        super().__init__(binary, root, arch, [], {"profileOnSave": True})
+
+    def save_and_profile(self, uri, text, version):
+        self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                               "contentChanges": [{"text": text}]})
+        start = time.perf_counter()
+        self.notify("textDocument/didSave", {"textDocument": {"uri": uri}, "text": text})
+        first = None
+        prefix = f"kernelpro-profile-{uri}"
+        while True:
+            t, msg = self.wait(lambda m: m.get("method") in ("textDocument/publishDiagnostics", "$/progress"),
+                               timeout=600)
+            p = msg["params"]
+            if msg["method"] == "textDocument/publishDiagnostics":
+                if p["uri"] == uri and p.get("version") == version and first is None:
+                    first = t
+            elif str(p.get("token", "")).startswith(prefix) and p["value"]["kind"] == "end" and first:
+                return first - start, t - first, p["value"].get("message", "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--kernelpro", default=str(ROOT / "target/debug/kernelpro"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    raw = ["file\trep\tfirst_s\tprofile_after_compile_s\tmessage"]
+    for f in args.files:
+        given = Path(f) if Path(f).is_absolute() else ROOT / f
+        source = given.read_text()
+        with tempfile.TemporaryDirectory(prefix="kp-pos-") as tmp:
+            path = Path(tmp) / given.name
+            path.write_text(source)
+            uri = path.as_uri()
+            server = ProfilingServer(args.kernelpro, path.parent, args.arch)
+            server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1,
+                                                                    "text": source}})
+            rows = []
+            for rep in range(args.reps + 1):  # rep 0 warms up and is not counted
+                text = f"{source}\n// bench {rep} {time.time_ns()}\n"
+                path.write_text(text)
+                first, prof, message = server.save_and_profile(uri, text, rep + 2)
+                if rep:
+                    rows.append(prof)
+                    raw.append(f"{f}\t{rep}\t{first:.3f}\t{prof:.3f}\t{message}")
+            server.close()
+        print(f"{f}: profile lands {statistics.median(rows):.2f} s after the compile's diagnostics (median of {len(rows)})")
+    if args.out:
+        args.out.write_text("\n".join(raw) + "\n")
+
+
+if __name__ == "__main__":
+    main()
