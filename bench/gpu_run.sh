@@ -25,7 +25,7 @@ tests)
   cat "$OUT/torch_copy.txt" >> "$OUT/copy_summary.txt"
   ;;
 profile)
-  for mode in ${MODES:-two-stage full}; do
+  for mode in ${MODES:-one-launch full}; do
     flag=""; [ $mode = full ] && flag="--full"
     s=$(date +%s%N); $B profile tests/fixtures/h200-probe/kernels.cu $flag --json > "$OUT/profile_$mode.json" 2> "$OUT/profile_$mode.err"; e=$(date +%s%N)
     echo "$mode wall $(( (e - s) / 1000000 )) ms" >> "$OUT/profile_times.txt"
@@ -34,14 +34,19 @@ profile)
   for k in ${PROFILE_KERNELS:-softmax stencil2d transpose strided_copy}; do
     $B profile bench/kernels/$k.cu --save-exports "$OUT/fixtures/$k" > "$OUT/profile_$k.txt" 2>&1
   done
-  # Two-stage vs --set full on single kernels through the harness.
-  for k in ${COMPARE_KERNELS:-}; do
-    for mode in two-stage full; do
+  # One launch vs --set full on single files (harness mode for files with launch specs), side by side,
+  # with each mode's findings (line and code) for the same-lines check.
+  for f in ${COMPARE_FILES:-}; do
+    k=$(basename $f .cu)
+    for mode in one-launch full; do
       flag=""; [ $mode = full ] && flag="--full"
-      s=$(date +%s%N); $B profile bench/kernels/$k.cu $flag > "$OUT/compare_${k}_$mode.txt" 2>&1; e=$(date +%s%N)
-      echo "$k $mode wall $(( (e - s) / 1000000 )) ms" >> "$OUT/profile_times.txt"
+      s=$(date +%s%N); $B profile $f $flag --json > "$OUT/compare_${k}_$mode.json" 2>&1; e=$(date +%s%N)
+      found=$(python3 -c "import json;r=json.load(open('$OUT/compare_${k}_$mode.json'))['report'];print(sorted(set(str(f['span']['start']['line']+1)+' '+str(f.get('code')) for k in r['kernels'] for f in k['findings'])))" 2>&1)
+      echo "$k $mode wall $(( (e - s) / 1000000 )) ms findings $found" >> "$OUT/profile_times.txt"
     done
   done
+  # Profile-on-save: how long after the compile's diagnostics the profile lands.
+  [ -n "${SAVE_FILES:-}" ] && python3 bench/profile_on_save.py --kernelpro $B --reps 3 --out "$OUT/profile_on_save.tsv" $SAVE_FILES >> "$OUT/profile_times.txt" 2>&1
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}
