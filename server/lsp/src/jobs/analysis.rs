@@ -27,6 +27,7 @@ pub fn schedule_all(state: &Arc<State>, client: &Client) {
 }
 
 fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
+    let profile_on_save = state.settings().profile_on_save;
     // The text and the job start under one lock: a newer save can't slip between them.
     let (text, version, ticket) = {
         let docs = state.docs();
@@ -35,6 +36,11 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
         };
         // Starting it cancels the analysis in flight for this document.
         let ticket = state.jobs().start(&uri, JobKind::Analyze, String::new(), doc.version);
+        // With profile-on-save, a profile of the older text is stale: it stops
+        // now (its ncu killed), not when this save's own profile starts.
+        if profile_on_save {
+            state.jobs().cancel(&uri, Some(JobKind::Profile));
+        }
         (doc.text().to_string(), doc.version, ticket)
     };
     let state = state.clone();
