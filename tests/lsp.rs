@@ -514,9 +514,9 @@ fn optimize_can_be_cancelled_from_the_progress_bar() {
     assert!(c.wait(Duration::from_millis(500), |m| m["method"] == "window/showMessage").is_none());
 }
 
-/// A stand-in for ncu that replays the real H200 recordings: stage 1 writes
-/// the recorded raw page to its `--log-file`, other passes succeed without
-/// running anything, exports print the recorded pages.
+/// A stand-in for ncu that replays the real H200 recordings: the pass writes
+/// the recorded raw page (both stages' counters) to its `--log-file`,
+/// exports print the recorded pages.
 fn fake_ncu(dir: &std::path::Path, denied: bool) -> std::path::PathBuf {
     let rec = fixtures().join("h200-probe");
     let script = if denied {
@@ -525,7 +525,7 @@ fn fake_ncu(dir: &std::path::Path, denied: bool) -> std::path::PathBuf {
         format!(
             r#"#!/bin/sh
 case "$*" in
-  *"--log-file "*) while [ "$1" != --log-file ]; do shift; done; cp {rec}/stage1_raw.csv "$2" ;;
+  *"--log-file "*) while [ "$1" != --log-file ]; do shift; done; cp {rec}/full_raw.csv "$2" ;;
   *"-i "*"--page raw"*) cat {rec}/full_raw.csv ;;
   *"--page source"*) for a in "$@"; do k="$a"; done; cat {rec}/src_$k.csv ;;
   *) exit 0 ;;
@@ -575,6 +575,39 @@ fn profile_command_puts_findings_on_their_lines() {
         d["params"]["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "Uncoalesced").unwrap().clone();
     assert_eq!(uncoalesced["range"]["start"]["line"], 14);
     assert!(uncoalesced["message"].as_str().unwrap().contains("profiled before your latest edits"));
+}
+
+/// With profile-on-save, a save stops the profile of the older text at once
+/// (its ncu killed), instead of letting it run until the new profile starts.
+#[test]
+fn a_save_cancels_the_profile_of_the_older_text() {
+    let text = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();
+    let (dir, path) = temp_copy("kernels.cu", &text);
+    let ncu = dir.path().join("ncu");
+    std::fs::write(&ncu, "#!/bin/sh\nsleep 120\n").unwrap();
+    std::fs::set_permissions(&ncu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu, "profileOnSave": true}));
+    c.open(&u, &text, 1);
+    let is_profile = |m: &Value, kind: &str| {
+        m["method"] == "$/progress"
+            && m["params"]["token"].as_str().is_some_and(|t| t.starts_with("kernelpro-profile-"))
+            && m["params"]["value"]["kind"] == kind
+    };
+    let begun = c.wait(LONG, |m| is_profile(m, "begin")).expect("the profile of the opened text starts");
+    let token = begun["params"]["token"].clone();
+    let edited = format!("{text}\n// saved again\n");
+    c.change_all(&u, &edited, 2);
+    c.save(&u, &edited);
+    // It ends before the new version's compile is even published.
+    let first = c
+        .wait(Duration::from_secs(60), |m| {
+            (is_profile(m, "end") && m["params"]["token"] == token)
+                || (m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2)
+        })
+        .expect("the older profile ends or the new version is published");
+    assert_eq!(first["method"], "$/progress", "published before the older profile ended: {first}");
+    assert_eq!(first["params"]["value"]["message"], "cancelled", "{first}");
 }
 
 #[test]
