@@ -2,9 +2,9 @@
 # Where the time of a profile goes: ncu's fixed start-up (with and without
 # its rules) and the page exports, on the probe program, each timed alone.
 # `kernelpro profile` prints its own stage times; this isolates the parts.
-# Runs on the GPU machine. Usage: bash bench/ncu_cost.sh OUTDIR
+# Runs on the GPU machine. Usage: bash bench/probes/ncu_cost.sh OUTDIR
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DEST=$1; mkdir -p "$DEST"; W=$(mktemp -d)
 export LC_ALL=C PATH=$PATH:/usr/local/cuda/bin
 nvcc -arch=sm_90 -lineinfo -o "$W/probe" tests/fixtures/h200-probe/kernels.cu || exit 1
