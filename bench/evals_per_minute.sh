@@ -8,6 +8,8 @@
 #   TIME=60  ROUNDS=1  FILES="bench/kernels/softmax.cu:softmax_rows ..."  EXTRA="--devices 0"
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# On the GPU machine: the CUTLASS headers from .devbin (bench/devbin.sh), when carried.
+[ -f bench/devbin_env.sh ] && . bench/devbin_env.sh
 BEFORE=${1:?usage: evals_per_minute.sh BEFORE_BIN AFTER_BIN [EVALUATOR]}; AFTER=${2:?}; EVAL=${3:-gpu}
 TIME=${TIME:-60}
 FILES=${FILES:-"bench/kernels/softmax.cu:softmax_rows bench/kernels/reduction.cu:reduce_sum bench/kernels/transpose.cu:transpose bench/kernels/matmul_naive.cu:matmul_naive"}

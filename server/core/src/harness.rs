@@ -48,8 +48,27 @@ pub async fn prepare(
     analyzer: &Analyzer,
     cancel: &CancellationToken,
 ) -> Result<Prepared, String> {
-    let mut analysis =
-        analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+    prepare_with(src, settings, analyzer, cancel, true).await
+}
+
+/// [`prepare`], with the machine-code step (nvdisasm, the SASS tools) only when
+/// `machine_code`: a search's candidates skip it, as it costs about as much as
+/// the compile itself; their findings are then the compile step's.
+pub async fn prepare_with(
+    src: &KernelSource,
+    settings: &Settings,
+    analyzer: &Analyzer,
+    cancel: &CancellationToken,
+    machine_code: bool,
+) -> Result<Prepared, String> {
+    let analyze = |text: String| async move {
+        let first = analyzer.compile_step(&src.path, &text, settings, cancel).await?;
+        if first.complete || !machine_code {
+            return Ok(first);
+        }
+        analyzer.machine_code_step(&first, &text, settings, cancel).await
+    };
+    let mut analysis = analyze(src.text.clone()).await.map_err(|e| prepare_error(&src.path, e))?;
     if let Some(e) =
         analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec")
     {
@@ -110,8 +129,7 @@ pub async fn prepare(
             "{}\nstatic void* const kernelpro_instantiate_{kernel} = (void*)&{inst};\n",
             src.text.trim_end_matches('\n')
         );
-        analysis =
-            analyzer.analyze(&src.path, &text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+        analysis = analyze(text).await.map_err(|e| prepare_error(&src.path, e))?;
     }
     let compiled = analysis
         .compile

@@ -43,7 +43,8 @@ impl Context {
     async fn prepare(&self, source: &str, cancel: &CancellationToken) -> Result<Prepared, String> {
         let src = KernelSource { path: self.path.clone(), text: source.to_string(), kernel: Some(self.kernel.clone()) };
         let settings = cute_settings(source, &self.settings)?;
-        harness::prepare(&src, &settings, &self.analyzer, cancel).await
+        // The original's SASS findings lead the proposers; a candidate's compile step is enough.
+        harness::prepare_with(&src, &settings, &self.analyzer, cancel, source == self.original).await
     }
 
     /// Compiles and guards a candidate; the original is always accepted.

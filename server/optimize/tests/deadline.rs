@@ -101,9 +101,11 @@ fn worker_exe() -> PathBuf {
 #[ignore = "needs a GPU"]
 fn a_slow_real_kernel_ends_at_its_limit_on_the_gpu() {
     let dir = tempfile::tempdir().unwrap();
-    let original =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/kernels/matmul_naive.cu"))
-            .unwrap();
+    // On the GPU machine the repository is elsewhere than where the test was built.
+    let root = std::env::var_os("KERNELPRO_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    let original = std::fs::read_to_string(root.join("bench/kernels/matmul_naive.cu")).unwrap();
     let path = dir.path().join("matmul_4096.cu");
     std::fs::write(&path, original.replace("let N = 2048", "let N = 4096")).unwrap();
     let mut settings = Settings { trusted: true, ..Default::default() };
