@@ -81,7 +81,8 @@ pub fn timed_runs(requested: u32, launch_ms: f64) -> u32 {
 /// [`timed_runs`] with another budget: at most about `budget_ms` of timed launches.
 pub fn timed_runs_within(requested: u32, launch_ms: f64, budget_ms: f64) -> u32 {
     let wanted = requested.max(MIN_TIMED_RUNS);
-    if !(launch_ms > 0.0) {
+    // No measure (zero or NaN): what was asked.
+    if launch_ms.is_nan() || launch_ms <= 0.0 {
         return wanted;
     }
     let fit = (budget_ms / launch_ms).floor().min(u32::MAX as f64) as u32;
