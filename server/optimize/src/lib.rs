@@ -331,10 +331,16 @@ pub fn optimize_with(
     }
     let had_candidates_beyond_noise = !ranked.is_empty();
     let mut out_of_time = false;
+    // Those that failed the held-out check (not cut short by the deadline): never offered.
+    let mut rejected = Vec::new();
     for node in ranked.iter().take(3) {
         let _span = tracing::debug_span!("optimize.held_out", recipe = %node.recipe).entered();
         let Ok(prepared) = ev.admit(&node.source) else {
-            out_of_time |= verify_token.is_cancelled();
+            if verify_token.is_cancelled() {
+                out_of_time = true;
+                break;
+            }
+            rejected.push(node.id);
             continue;
         };
         let mut passed = true;
@@ -357,10 +363,11 @@ pub fn optimize_with(
             out_of_time = true;
             break;
         }
+        rejected.push(node.id);
     }
     if out_of_time
         && !token.is_cancelled()
-        && let Some(&node) = ranked.first()
+        && let Some(&node) = ranked.iter().find(|n| !rejected.contains(&n.id))
     {
         // The held-out checks did not fit: the best verified on the search's seed, said so.
         let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), vec![spec_seed]);
