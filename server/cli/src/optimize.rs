@@ -14,7 +14,9 @@ pub struct OptimizeArgs {
     /// Candidate evaluations (compile + verify + time).
     #[arg(long, default_value_t = 60)]
     pub budget: u32,
-    /// Wall-time limit in seconds.
+    /// Wall-time limit in seconds for the whole run: the original's profile and
+    /// baseline, the search and the held-out checks. At the limit the work in
+    /// flight is stopped and the best candidate verified so far is given.
     #[arg(long, default_value_t = 1800)]
     pub time: u64,
     #[arg(long, value_enum, default_value = "mcts")]
@@ -144,7 +146,8 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
         })
     })
     .await
-    .unwrap_or_else(|e| Err(format!("the search thread failed: {e}")));
+    .map_err(|e| format!("the search thread failed: {e}"))
+    .and_then(|r| r.map_err(|e| e.to_string()));
     if !quiet {
         eprintln!();
     }

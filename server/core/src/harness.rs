@@ -48,8 +48,27 @@ pub async fn prepare(
     analyzer: &Analyzer,
     cancel: &CancellationToken,
 ) -> Result<Prepared, String> {
-    let mut analysis =
-        analyzer.analyze(&src.path, &src.text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+    prepare_with(src, settings, analyzer, cancel, true).await
+}
+
+/// [`prepare`], with the machine-code step (nvdisasm, the SASS tools) only when
+/// `machine_code`: a search's candidates skip it, as it costs about as much as
+/// the compile itself; their findings are then the compile step's.
+pub async fn prepare_with(
+    src: &KernelSource,
+    settings: &Settings,
+    analyzer: &Analyzer,
+    cancel: &CancellationToken,
+    machine_code: bool,
+) -> Result<Prepared, String> {
+    let analyze = |text: String| async move {
+        let first = analyzer.compile_step(&src.path, &text, settings, cancel).await?;
+        if first.complete || !machine_code {
+            return Ok(first);
+        }
+        analyzer.machine_code_step(&first, &text, settings, cancel).await
+    };
+    let mut analysis = analyze(src.text.clone()).await.map_err(|e| prepare_error(&src.path, e))?;
     if let Some(e) =
         analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec")
     {
@@ -110,8 +129,7 @@ pub async fn prepare(
             "{}\nstatic void* const kernelpro_instantiate_{kernel} = (void*)&{inst};\n",
             src.text.trim_end_matches('\n')
         );
-        analysis =
-            analyzer.analyze(&src.path, &text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+        analysis = analyze(text).await.map_err(|e| prepare_error(&src.path, e))?;
     }
     let compiled = analysis
         .compile
@@ -148,6 +166,31 @@ fn compiled_entry(analysis: &FileAnalysis, kernel: &str, wanted: Option<&str>) -
     pick.map(|r| r.mangled.clone())
 }
 
+/// How a search's jobs differ from a plain run's (the default is a plain run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobTuning {
+    /// Time the reference too ([`kernelpro_gpu::Job::time_reference`]).
+    pub time_reference: bool,
+    /// Time a kernel whose outputs were wrong ([`kernelpro_gpu::Job::time_if_wrong`]).
+    pub time_if_wrong: bool,
+    /// About how long the timed launches of one kernel may take.
+    pub timing_budget_ms: u32,
+    /// The kernels' timeout instead of the settings' `run_timeout_secs`, when shorter
+    /// (a search's deadline leaves less).
+    pub timeout: Option<Duration>,
+}
+
+impl Default for JobTuning {
+    fn default() -> Self {
+        JobTuning {
+            time_reference: true,
+            time_if_wrong: true,
+            timing_budget_ms: kernelpro_gpu::TIMING_BUDGET_MS as u32,
+            timeout: None,
+        }
+    }
+}
+
 /// Runs a prepared kernel (and reference) in the worker child.
 /// The jobs' cubins must outlive the call (keep their `Prepared` alive).
 pub async fn run(
@@ -155,6 +198,17 @@ pub async fn run(
     reference: Option<&KernelJob>,
     settings: &Settings,
     opts: &RunOptions,
+) -> Result<JobResult, HarnessError> {
+    run_tuned(kernel, reference, settings, opts, &JobTuning::default()).await
+}
+
+/// [`run`] with a search's tuning.
+pub async fn run_tuned(
+    kernel: &KernelJob,
+    reference: Option<&KernelJob>,
+    settings: &Settings,
+    opts: &RunOptions,
+    tuning: &JobTuning,
 ) -> Result<JobResult, HarnessError> {
     let job = Job {
         device: opts.device,
@@ -164,12 +218,15 @@ pub async fn run(
         runs: opts.runs,
         flush_l2: true,
         energy_window_ms: if opts.energy { 1000 } else { 0 },
+        time_reference: tuning.time_reference,
+        time_if_wrong: tuning.time_if_wrong,
+        timing_budget_ms: tuning.timing_budget_ms,
     };
     // The kernels get the run timeout; energy adds its window, and the
     // buffers' set-up (filled and compared on the GPU) time in proportion to their bytes.
-    let timeout = Duration::from_secs(settings.run_timeout_secs.max(1))
-        + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO }
-        + job.setup_allowance();
+    let kernels = Duration::from_secs(settings.run_timeout_secs.max(1));
+    let kernels = tuning.timeout.map_or(kernels, |t| t.min(kernels));
+    let timeout = kernels + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO } + job.setup_allowance();
     // The runner takes a place under the job limit shared with compiles, and
     // kills the worker's group when `opts.cancel` fires or this future is dropped.
     run_job(&opts.exe, &job, timeout, &settings.runner, &opts.cancel).await

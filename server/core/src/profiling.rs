@@ -386,6 +386,7 @@ pub async fn profile_file(
             runs: 1,
             flush_l2: false,
             energy_window_ms: 0,
+            ..kernelpro_gpu::Job::new(prepared.job.clone())
         };
         let live = LiveProfile {
             ncu: ncu.path.clone(),

@@ -39,6 +39,26 @@ pub struct Job {
     pub flush_l2: bool,
     /// Length of the launch loop over which NVML's energy counter is read; 0 = no energy.
     pub energy_window_ms: u32,
+    /// Also time the reference (for comparing GPUs: a search spread over
+    /// several scales each candidate's time by the original's there).
+    #[serde(default = "yes")]
+    pub time_reference: bool,
+    /// Time a kernel whose outputs were wrong too (`kernelpro run` shows it);
+    /// a search skips it, since a wrong candidate's time is never used.
+    #[serde(default = "yes")]
+    pub time_if_wrong: bool,
+    /// The timed launches of one kernel take about this long at most
+    /// ([`timed_runs_within`]); a search asks for less than [`TIMING_BUDGET_MS`].
+    #[serde(default = "default_timing_budget_ms")]
+    pub timing_budget_ms: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_timing_budget_ms() -> u32 {
+    TIMING_BUDGET_MS as u32
 }
 
 pub const MIN_TIMED_RUNS: u32 = 20;
@@ -55,18 +75,35 @@ pub const MIN_SLOW_RUNS: u32 = 3;
 /// duration: what was asked (at least [`MIN_TIMED_RUNS`]) when that fits
 /// [`TIMING_BUDGET_MS`], else as many as fit, but at least [`MIN_SLOW_RUNS`].
 pub fn timed_runs(requested: u32, launch_ms: f64) -> u32 {
+    timed_runs_within(requested, launch_ms, TIMING_BUDGET_MS)
+}
+
+/// [`timed_runs`] with another budget: at most about `budget_ms` of timed launches.
+pub fn timed_runs_within(requested: u32, launch_ms: f64, budget_ms: f64) -> u32 {
     let wanted = requested.max(MIN_TIMED_RUNS);
-    if !(launch_ms > 0.0) {
+    // No measure (zero or NaN): what was asked.
+    if launch_ms.is_nan() || launch_ms <= 0.0 {
         return wanted;
     }
-    let fit = (TIMING_BUDGET_MS / launch_ms).floor().min(u32::MAX as f64) as u32;
+    let fit = (budget_ms / launch_ms).floor().min(u32::MAX as f64) as u32;
     wanted.min(fit.max(MIN_SLOW_RUNS))
 }
 
 impl Job {
     /// A job with the default measurement settings.
     pub fn new(kernel: KernelJob) -> Job {
-        Job { device: 0, kernel, reference: None, warmup: 3, runs: 50, flush_l2: true, energy_window_ms: 1000 }
+        Job {
+            device: 0,
+            kernel,
+            reference: None,
+            warmup: 3,
+            runs: 50,
+            flush_l2: true,
+            energy_window_ms: 1000,
+            time_reference: true,
+            time_if_wrong: true,
+            timing_budget_ms: TIMING_BUDGET_MS as u32,
+        }
     }
 
     /// Bytes of the kernel's buffers.
@@ -238,5 +275,12 @@ mod timed_runs_tests {
         assert_eq!(timed_runs(50, 624.0), MIN_SLOW_RUNS, "a naive softmax: three");
         assert_eq!(timed_runs(50, 0.0), 50, "no warm-up measure: what was asked");
         assert_eq!(timed_runs(50, f64::NAN), 50);
+    }
+
+    #[test]
+    fn a_search_budget_of_half_a_second_times_a_275_ms_kernel_three_times() {
+        assert_eq!(timed_runs_within(20, 275.0, 500.0), MIN_SLOW_RUNS);
+        assert_eq!(timed_runs_within(20, 10.0, 500.0), 20);
+        assert_eq!(timed_runs_within(20, 50.0, 500.0), 10);
     }
 }

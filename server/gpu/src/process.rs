@@ -266,7 +266,7 @@ mod tests {
         let j = job();
         let text = serde_json::to_string(&j).unwrap();
         assert_eq!(serde_json::from_str::<Job>(&text).unwrap(), j);
-        expect_test::expect![[r#"{"device":0,"kernel":{"image":{"ptx":".version 8.0"},"function":"k","launch":{"kernel":"k","grid":[1,1,1],"block":[32,1,1],"smem":0,"args":[],"check":null,"seed":42,"tunables":[],"instantiate":null,"op":null,"lets":{}}},"reference":null,"warmup":3,"runs":50,"flush_l2":true,"energy_window_ms":1000}"#]].assert_eq(&text);
+        expect_test::expect![[r#"{"device":0,"kernel":{"image":{"ptx":".version 8.0"},"function":"k","launch":{"kernel":"k","grid":[1,1,1],"block":[32,1,1],"smem":0,"args":[],"check":null,"seed":42,"tunables":[],"instantiate":null,"op":null,"lets":{}}},"reference":null,"warmup":3,"runs":50,"flush_l2":true,"energy_window_ms":1000,"time_reference":true,"time_if_wrong":true,"timing_budget_ms":2000}"#]].assert_eq(&text);
     }
 
     /// A result a real kernel can produce: outputs summing to NaN and

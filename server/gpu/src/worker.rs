@@ -188,9 +188,15 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
         Some(r) => Some(run_original(&mut gpu, r, &device)?),
     };
     let (kernel_outputs, comparison) = check_kernel(&mut gpu, &kernel, &device, original.as_ref())?;
-    let kernel_run = time_kernel(&mut gpu, job, &kernel, &device, kernel_outputs)?;
+    // A wrong kernel's time is of no use to a search: it asks to skip it.
+    let timed = job.time_if_wrong || comparison.iter().all(|c| c.bad == 0);
+    let kernel_run = if timed {
+        time_kernel(&mut gpu, job, &kernel, &device, kernel_outputs)?
+    } else {
+        untimed(&kernel, kernel_outputs)
+    };
     let reference_run = match (&reference, original) {
-        (Some(r), Some(o)) => Some(time_kernel(&mut gpu, job, r, &device, o.checksums)?),
+        (Some(r), Some(o)) if timed && job.time_reference => Some(time_kernel(&mut gpu, job, r, &device, o.checksums)?),
         _ => None,
     };
     Ok(JobResult {
@@ -433,6 +439,19 @@ fn check_kernel(
     Ok((checksums, comparison))
 }
 
+/// A kernel that was checked but not timed (its output was wrong).
+fn untimed(k: &Loaded, checksums: Vec<Checksum>) -> KernelRun {
+    KernelRun {
+        function: k.job.function.clone(),
+        timing: Timing { runs: 0, warmup: 0, median_ms: 0.0, min_ms: 0.0, max_ms: 0.0, stddev_ms: 0.0 },
+        clocks: None,
+        energy: Err("not timed: its output was wrong".into()),
+        outputs: checksums,
+        dram_gbps_estimate: 0.0,
+        tflops: None,
+    }
+}
+
 /// Times `k` on fresh inputs (and measures its energy).
 fn time_kernel(
     gpu: &mut Gpu,
@@ -486,16 +505,13 @@ fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timin
         sync(gpu, &format!("running `{name}` (warm-up)"))?;
     }
     let launch_ms = if job.warmup > 0 { ms_since(first) } else { 0.0 };
-    let more_warmups = if launch_ms * job.warmup as f64 > crate::job::TIMING_BUDGET_MS / 4.0 {
-        0
-    } else {
-        job.warmup.saturating_sub(1)
-    };
+    let budget_ms = job.timing_budget_ms as f64;
+    let more_warmups = if launch_ms * job.warmup as f64 > budget_ms / 4.0 { 0 } else { job.warmup.saturating_sub(1) };
     for _ in 0..more_warmups {
         enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
     }
     sync(gpu, &format!("running `{name}` (warm-up)"))?;
-    let runs = crate::job::timed_runs(job.runs, launch_ms) as usize;
+    let runs = crate::job::timed_runs_within(job.runs, launch_ms, budget_ms) as usize;
     let event =
         || cu::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(|e| explain(e, "creating timing events"));
     let events: Vec<(sys::CUevent, sys::CUevent)> =

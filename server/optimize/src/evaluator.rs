@@ -10,16 +10,20 @@ use crate::disagreement::Rejection;
 use crate::guard::check_candidate;
 use futures::future::join_all;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::harness::{self, KernelSource, Prepared, RunOptions};
+use kernelpro_core::harness::{self, JobTuning, KernelSource, Prepared, RunOptions};
 use kernelpro_core::settings::Settings;
 use kernelpro_gpu::{HarnessError, Image};
-use kernelpro_search::{Evaluator, FindingNote, Outcome};
+use kernelpro_search::{Evaluator, FindingNote, Outcome, normalize};
 use kernelpro_source::SourceFile;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// What every evaluator shares: the original, how to compile, the kernel.
 pub struct Context {
@@ -30,32 +34,29 @@ pub struct Context {
     pub settings: Settings,
     pub analyzer: Analyzer,
     pub handle: Handle,
+    /// Ends the compiles and GPU jobs of the evaluators built on this context
+    /// (the search's deadline or the caller's cancel); see [`Evaluate::set_cancel`].
     pub cancel: CancellationToken,
 }
 
 impl Context {
-    async fn prepare(&self, source: &str) -> Result<Prepared, String> {
+    async fn prepare(&self, source: &str, cancel: &CancellationToken) -> Result<Prepared, String> {
         let src = KernelSource { path: self.path.clone(), text: source.to_string(), kernel: Some(self.kernel.clone()) };
         let settings = cute_settings(source, &self.settings)?;
-        harness::prepare(&src, &settings, &self.analyzer, &self.cancel).await
+        // The original's SASS findings lead the proposers; a candidate's compile step is enough.
+        harness::prepare_with(&src, &settings, &self.analyzer, cancel, source == self.original).await
     }
 
-    /// Compile and guard a candidate; the original is always accepted.
-    fn admit(&self, source: &str) -> Result<Prepared, Outcome> {
-        self.handle.block_on(self.admit_async(source))
-    }
-
-    async fn admit_async(&self, source: &str) -> Result<Prepared, Outcome> {
+    /// Compiles and guards a candidate; the original is always accepted.
+    async fn admit_async(&self, source: &str, cancel: &CancellationToken) -> Result<Prepared, Outcome> {
         if source != self.original {
             check_candidate(&self.original, &self.original_src, source, &self.kernel)
                 .map_err(|why| Outcome::WrongOutput(format!("rejected: {why}")))?;
         }
-        self.prepare(source).await.map_err(Outcome::CompileError)
-    }
-
-    /// Compiles and guards several candidates concurrently; results in order.
-    fn admit_all(&self, sources: &[&str]) -> Vec<Result<Prepared, Outcome>> {
-        self.handle.block_on(join_all(sources.iter().map(|s| self.admit_async(s))))
+        let started = Instant::now();
+        let prepared = self.prepare(source, cancel).await.map_err(Outcome::CompileError);
+        tracing::debug!(ok = prepared.is_ok(), ms = started.elapsed().as_millis() as u64, "compiled a candidate");
+        prepared
     }
 }
 
@@ -74,9 +75,134 @@ pub fn notes(p: &Prepared) -> Vec<FindingNote> {
         .collect()
 }
 
+type Admitted = Result<Prepared, Outcome>;
+
+/// The compile side of the pipeline: every candidate compiled in a task of its
+/// own (each compile waits for a place under `runner::jobs`, one per core, so
+/// they use every core and never more), those the search may ask for next
+/// compiled ahead while the GPU times the current ones. Keyed by normalized
+/// source; dropping it kills what is still compiling.
+struct Compiles {
+    ctx: Arc<Context>,
+    cancel: CancellationToken,
+    ahead: HashMap<String, JoinHandle<Admitted>>,
+    order: VecDeque<String>,
+    /// Compiles kept ahead at most: the machine's job places.
+    cap: usize,
+}
+
+impl Compiles {
+    fn new(ctx: Arc<Context>) -> Compiles {
+        let cancel = ctx.cancel.clone();
+        Compiles {
+            ctx,
+            cancel,
+            ahead: HashMap::new(),
+            order: VecDeque::new(),
+            cap: kernelpro_core::jobs::limit().size(),
+        }
+    }
+
+    fn start(&self, source: &str) -> JoinHandle<Admitted> {
+        let (ctx, cancel, source) = (self.ctx.clone(), self.cancel.clone(), source.to_string());
+        let span = tracing::debug_span!("optimize.compile");
+        self.ctx.handle.spawn(async move { ctx.admit_async(&source, &cancel).await }.instrument(span))
+    }
+
+    fn prefetch(&mut self, sources: &[&str]) {
+        for s in sources {
+            let key = normalize(s);
+            if self.ahead.contains_key(&key) {
+                continue;
+            }
+            while self.ahead.len() >= self.cap {
+                // The oldest guess is the least likely to be asked for.
+                let Some(old) = self.order.pop_front() else { break };
+                if let Some(task) = self.ahead.remove(&old) {
+                    task.abort();
+                }
+            }
+            let task = self.start(s);
+            self.ahead.insert(key.clone(), task);
+            self.order.push_back(key);
+        }
+    }
+
+    /// The compile of `source`: the one started ahead, or a new one.
+    fn take(&mut self, source: &str) -> JoinHandle<Admitted> {
+        let key = normalize(source);
+        match self.ahead.remove(&key) {
+            Some(task) => {
+                self.order.retain(|k| *k != key);
+                task
+            }
+            None => self.start(source),
+        }
+    }
+
+    fn set_cancel(&mut self, cancel: CancellationToken) {
+        self.clear();
+        self.cancel = cancel;
+    }
+
+    fn clear(&mut self) {
+        for (_, task) in self.ahead.drain() {
+            task.abort();
+        }
+        self.order.clear();
+    }
+}
+
+impl Drop for Compiles {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// Runs the batch through the pipeline: compiles in tasks of their own, and
+/// `lanes` GPU lanes (candidate i on lane i % lanes), each running its
+/// candidates one after another as soon as each is compiled (`run(i, lane,
+/// compiled)`). Outcomes in order.
+fn pipeline<F, Fut>(handle: &Handle, compiles: Vec<JoinHandle<Admitted>>, lanes: usize, run: F) -> Vec<Outcome>
+where
+    F: Fn(usize, usize, Prepared) -> Fut,
+    Fut: Future<Output = Outcome>,
+{
+    let lanes = lanes.max(1);
+    let mut per_lane: Vec<Vec<(usize, JoinHandle<Admitted>)>> = (0..lanes).map(|_| Vec::new()).collect();
+    for (i, c) in compiles.into_iter().enumerate() {
+        per_lane[i % lanes].push((i, c));
+    }
+    let run = &run;
+    let futures = per_lane.into_iter().enumerate().map(|(lane, mine)| async move {
+        let mut out = Vec::new();
+        for (i, compile) in mine {
+            let admitted =
+                compile.await.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
+            let outcome = match admitted {
+                Ok(p) => run(i, lane, p).await,
+                Err(o) => o,
+            };
+            out.push((i, outcome));
+        }
+        out
+    });
+    let mut outcomes: Vec<(usize, Outcome)> = handle.block_on(join_all(futures)).into_iter().flatten().collect();
+    outcomes.sort_by_key(|(i, _)| *i);
+    outcomes.into_iter().map(|(_, o)| o).collect()
+}
+
+/// What [`crate::optimize_with`] needs of an evaluator beyond the search's trait.
+pub trait Evaluate: Evaluator {
+    /// The token that ends its compiles and GPU jobs from now on (a new phase:
+    /// the search, then the held-out checks, each with its own deadline).
+    fn set_cancel(&mut self, cancel: CancellationToken);
+}
+
 pub struct GpuEvaluator {
-    pub ctx: Context,
+    pub ctx: Arc<Context>,
     pub run: RunOptions,
+    compiles: Compiles,
     /// GPUs the candidates run on, one job per GPU at a time; the original's
     /// baseline and the final re-verification run on the first.
     devices: Vec<u32>,
@@ -84,6 +210,11 @@ pub struct GpuEvaluator {
     reference: Option<Prepared>,
     /// The original's baseline time and energy (on the first device).
     baseline: Option<(f64, Option<f64>)>,
+    /// How long the baseline's GPU job took (set-up included): candidates' jobs
+    /// are given a timeout from it.
+    baseline_job: Option<Duration>,
+    /// Jobs are not given more time than is left before this.
+    deadline: Option<Instant>,
     /// Input seed used during the search (the held-out seed is never used here).
     pub search_seed: u64,
     /// The original's Nsight Compute findings, handed to the proposers with
@@ -94,6 +225,8 @@ pub struct GpuEvaluator {
     tolerances: Mutex<HashMap<String, String>>,
     /// Candidates rejected against a nondeterministic original: their worst elements.
     rejections: Mutex<Vec<Rejection>>,
+    /// Candidates that verified, compiled: the held-out checks need no new compile.
+    verified: Mutex<HashMap<String, Arc<Prepared>>>,
 }
 
 /// A prepared kernel's identity: its cubin's path (a temp dir of its own).
@@ -104,20 +237,29 @@ fn key(p: &Prepared) -> String {
     }
 }
 
+/// Timed launches of a candidate take about this long at most: a 275 ms kernel
+/// is timed three times (`kernelpro_gpu::MIN_SLOW_RUNS`), a fast one 20 times.
+pub const CANDIDATE_TIMING_MS: u32 = 500;
+
 impl GpuEvaluator {
     /// Runs everything on `run.device`; see [`GpuEvaluator::with_devices`].
     pub fn new(ctx: Context, run: RunOptions, search_seed: u64) -> Self {
         let devices = vec![run.device];
+        let ctx = Arc::new(ctx);
         GpuEvaluator {
+            compiles: Compiles::new(ctx.clone()),
             ctx,
             run,
             devices,
             reference: None,
             baseline: None,
+            baseline_job: None,
+            deadline: None,
             search_seed,
             profile_notes: Vec::new(),
             tolerances: Mutex::default(),
             rejections: Mutex::default(),
+            verified: Mutex::default(),
         }
     }
 
@@ -135,6 +277,17 @@ impl GpuEvaluator {
             self.devices = unique;
         }
         self
+    }
+
+    /// No job is given more time than is left before `at`.
+    pub fn with_deadline(mut self, at: Instant) -> Self {
+        self.deadline = Some(at);
+        self
+    }
+
+    /// As [`GpuEvaluator::with_deadline`], for a later phase (the held-out checks).
+    pub fn set_deadline(&mut self, at: Instant) {
+        self.deadline = Some(at);
     }
 
     pub fn devices(&self) -> &[u32] {
@@ -182,6 +335,25 @@ impl GpuEvaluator {
         }
     }
 
+    /// How a job is run: the baseline as a plain run; a candidate's quicker
+    /// (the reference timed only on other GPUs, a wrong one not timed, half a
+    /// second of timed launches) and within the time left and a few times the
+    /// baseline's own job (a candidate far slower than the original is no answer).
+    fn tuning(&self, baseline: bool, device: u32) -> JobTuning {
+        let mut t = JobTuning::default();
+        if !baseline {
+            t.time_reference = device != self.devices[0];
+            t.time_if_wrong = false;
+            t.timing_budget_ms = CANDIDATE_TIMING_MS;
+            t.timeout = self.baseline_job.map(|b| (b * 4 + Duration::from_secs(2)).max(Duration::from_secs(5)));
+        }
+        if let Some(d) = self.deadline {
+            let left = d.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            t.timeout = Some(t.timeout.map_or(left, |x| x.min(left)));
+        }
+        t
+    }
+
     /// Times `kernel` on `device` with inputs from `seed` (and the launch of
     /// `launch_of` instead of its own, when given), checking its outputs
     /// against `reference` (run on the same inputs) when one is given.
@@ -208,7 +380,12 @@ impl GpuEvaluator {
         }
         let reference = reference.map(with_seed);
         let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
-        match harness::run(&job, reference.as_ref(), &settings, &run).await {
+        let tuning = self.tuning(reference.is_none(), device);
+        let span = tracing::debug_span!("optimize.gpu_job", device, seed, baseline = reference.is_none());
+        let started = Instant::now();
+        let result = harness::run_tuned(&job, reference.as_ref(), &settings, &run, &tuning).instrument(span).await;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "GPU job ended");
+        match result {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
             Ok(r) if !r.correct() => {
@@ -264,71 +441,80 @@ impl GpuEvaluator {
         }
     }
 
-    pub fn admit(&self, source: &str) -> Result<Prepared, Outcome> {
-        self.ctx.admit(source)
+    /// A candidate compiled and guarded: the one the search verified, else a new compile.
+    pub fn admit(&self, source: &str) -> Result<Arc<Prepared>, Outcome> {
+        if let Some(p) = self.verified.lock().expect("not poisoned").get(&normalize(source)) {
+            return Ok(p.clone());
+        }
+        self.ctx.handle.block_on(self.ctx.admit_async(source, &self.run.cancel)).map(Arc::new)
+    }
+
+    /// The baseline: the original alone, on the search seed and the first
+    /// device; it is then the reference.
+    fn baseline(&mut self, prepared: Prepared) -> Outcome {
+        let started = Instant::now();
+        let mut outcome =
+            self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
+        if let Outcome::Ok { time_s, energy_j, findings, .. } = &mut outcome {
+            self.baseline = Some((*time_s, *energy_j));
+            self.baseline_job = Some(started.elapsed());
+            // Measured findings first: the proposers try the recipes answering them first.
+            findings.splice(0..0, self.profile_notes.iter().cloned());
+        }
+        self.reference = Some(prepared);
+        outcome
     }
 }
 
 impl Evaluator for GpuEvaluator {
     fn evaluate(&mut self, source: &str) -> Outcome {
-        let prepared = match self.ctx.admit(source) {
-            Ok(p) => p,
-            Err(o) => return o,
-        };
         if source == self.ctx.original {
-            // The baseline: the original alone, on the search seed and the first
-            // device; it is then the reference.
-            let mut outcome =
-                self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
-            if let Outcome::Ok { time_s, energy_j, findings, .. } = &mut outcome {
-                self.baseline = Some((*time_s, *energy_j));
-                // Measured findings first: the proposers try the recipes answering them first.
-                findings.splice(0..0, self.profile_notes.iter().cloned());
-            }
-            self.reference = Some(prepared);
-            return outcome;
+            let compile = self.compiles.take(source);
+            let admitted = self.ctx.handle.block_on(compile).unwrap_or_else(|e| Err(Outcome::Crash(e.to_string())));
+            return match admitted {
+                Ok(p) => self.baseline(p),
+                Err(o) => o,
+            };
         }
-        self.verify(&prepared, self.search_seed)
+        if self.reference.is_none() {
+            return Outcome::Crash("the original was not run first".into());
+        }
+        self.evaluate_batch(&[source]).pop().expect("one outcome per source")
     }
 
-    /// Compiles and guards the candidates concurrently, then runs candidate i
-    /// on `devices[i % n]`, the devices concurrently and each device's jobs one
+    /// Compiles and guards the candidates concurrently (those compiled ahead
+    /// are ready already), and runs candidate i on `devices[i % n]` as soon as
+    /// it is compiled, the devices concurrently and each device's jobs one
     /// after another (two timing runs never share a GPU).
     fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
         if self.reference.is_none() || sources.contains(&self.ctx.original.as_str()) {
             // The baseline runs first and alone.
             return sources.iter().map(|s| self.evaluate(s)).collect();
         }
-        let admitted = self.ctx.admit_all(sources);
+        let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
-        let lanes: Vec<_> = this
-            .devices
-            .iter()
-            .enumerate()
-            .map(|(lane, &device)| {
-                let mine: Vec<(usize, &Result<Prepared, Outcome>)> =
-                    admitted.iter().enumerate().skip(lane).step_by(this.devices.len()).collect();
-                async move {
-                    let mut out = Vec::new();
-                    for (i, admitted) in mine {
-                        let outcome = match admitted {
-                            Ok(p) => this.verify_on(p, this.search_seed, device).await,
-                            Err(o) => o.clone(),
-                        };
-                        out.push((i, outcome));
-                    }
-                    out
-                }
-            })
-            .collect();
-        let mut outcomes: Vec<(usize, Outcome)> =
-            this.ctx.handle.block_on(join_all(lanes)).into_iter().flatten().collect();
-        outcomes.sort_by_key(|(i, _)| *i);
-        outcomes.into_iter().map(|(_, o)| o).collect()
+        pipeline(&self.ctx.handle, compiles, self.devices.len(), |i, lane, p| async move {
+            let outcome = this.verify_on(&p, this.search_seed, this.devices[lane]).await;
+            if outcome.is_ok() {
+                this.verified.lock().expect("not poisoned").insert(normalize(sources[i]), Arc::new(p));
+            }
+            outcome
+        })
     }
 
     fn parallelism(&self) -> usize {
         self.devices.len()
+    }
+
+    fn prefetch(&mut self, sources: &[&str]) {
+        self.compiles.prefetch(sources);
+    }
+}
+
+impl Evaluate for GpuEvaluator {
+    fn set_cancel(&mut self, cancel: CancellationToken) {
+        self.compiles.set_cancel(cancel.clone());
+        self.run.cancel = cancel;
     }
 }
 
@@ -355,55 +541,95 @@ fn runner_for(settings: &Settings, run: &RunOptions, device: u32) -> (Settings, 
 /// reports the original at 1 ms and every admitted candidate SPEEDUP times
 /// faster (LAUNCH times, when given, for one that changes the launch: tests of
 /// the launch-changing edit). It takes the batch path as a multi-GPU
-/// evaluator does (concurrent compiles), at least two candidates at a time.
+/// evaluator does (the same pipeline: compiles ahead and concurrent, lanes in
+/// its stead of GPUs), at least two candidates at a time. With `gpu_time`, each
+/// of its lanes spends that long on every candidate (and the baseline), as a
+/// slow kernel's GPU job would: tests of the deadline, and the pipeline's
+/// throughput measured on a machine without a GPU.
 pub struct StubEvaluator {
-    pub ctx: Context,
+    pub ctx: Arc<Context>,
     pub speedup: f64,
     pub launch_speedup: Option<f64>,
     /// As many as the devices it stands in for, at least 2.
     pub parallelism: usize,
     /// An imported profile's findings, given with the original's like the GPU evaluator's.
     pub profile_notes: Vec<FindingNote>,
+    /// What each simulated GPU job takes (zero: none).
+    pub gpu_time: Duration,
+    compiles: Compiles,
+    cancel: CancellationToken,
 }
 
 impl StubEvaluator {
-    fn outcome(&self, source: &str, admitted: Result<Prepared, Outcome>) -> Outcome {
-        match admitted {
-            Err(o) => o,
-            Ok(p) => {
-                let original = source == self.ctx.original;
-                let speedup = match self.launch_speedup {
-                    Some(s)
-                        if !crate::guard::launch_changes(&self.ctx.original, source, &self.ctx.kernel).is_empty() =>
-                    {
-                        s
-                    }
-                    _ => self.speedup,
-                };
-                let ms = if original { 1.0 } else { 1.0 / speedup };
-                let mut findings = notes(&p);
-                if original {
-                    findings.splice(0..0, self.profile_notes.iter().cloned());
-                }
-                Outcome::Ok { time_s: ms / 1e3, energy_j: None, noise: 1e-6, findings }
-            }
+    pub fn new(ctx: Context, speedup: f64) -> StubEvaluator {
+        let ctx = Arc::new(ctx);
+        StubEvaluator {
+            compiles: Compiles::new(ctx.clone()),
+            cancel: ctx.cancel.clone(),
+            ctx,
+            speedup,
+            launch_speedup: None,
+            parallelism: 2,
+            profile_notes: Vec::new(),
+            gpu_time: Duration::ZERO,
+        }
+    }
+
+    fn outcome(&self, source: &str, p: &Prepared) -> Outcome {
+        let original = source == self.ctx.original;
+        let speedup = match self.launch_speedup {
+            Some(s) if !crate::guard::launch_changes(&self.ctx.original, source, &self.ctx.kernel).is_empty() => s,
+            _ => self.speedup,
+        };
+        let ms = if original { 1.0 } else { 1.0 / speedup };
+        let mut findings = notes(p);
+        if original {
+            findings.splice(0..0, self.profile_notes.iter().cloned());
+        }
+        Outcome::Ok { time_s: ms / 1e3, energy_j: None, noise: 1e-6, findings }
+    }
+
+    /// The simulated GPU job: `gpu_time`, ended early by the cancel.
+    async fn gpu_job(&self) -> Result<(), Outcome> {
+        if self.gpu_time.is_zero() {
+            return Ok(());
+        }
+        tokio::select! {
+            () = tokio::time::sleep(self.gpu_time) => Ok(()),
+            () = self.cancel.cancelled() => Err(Outcome::Crash("the GPU work was cancelled".into())),
         }
     }
 }
 
 impl Evaluator for StubEvaluator {
     fn evaluate(&mut self, source: &str) -> Outcome {
-        let admitted = self.ctx.admit(source);
-        self.outcome(source, admitted)
+        self.evaluate_batch(&[source]).pop().expect("one outcome per source")
     }
 
     fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
-        let admitted = self.ctx.admit_all(sources);
-        sources.iter().zip(admitted).map(|(s, a)| self.outcome(s, a)).collect()
+        let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
+        let this = &*self;
+        pipeline(&self.ctx.handle, compiles, self.parallelism(), |i, _lane, p| async move {
+            match this.gpu_job().await {
+                Ok(()) => this.outcome(sources[i], &p),
+                Err(o) => o,
+            }
+        })
     }
 
     fn parallelism(&self) -> usize {
         self.parallelism.max(2)
+    }
+
+    fn prefetch(&mut self, sources: &[&str]) {
+        self.compiles.prefetch(sources);
+    }
+}
+
+impl Evaluate for StubEvaluator {
+    fn set_cancel(&mut self, cancel: CancellationToken) {
+        self.compiles.set_cancel(cancel.clone());
+        self.cancel = cancel;
     }
 }
 

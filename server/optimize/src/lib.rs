@@ -12,7 +12,7 @@ mod guard;
 mod launch_site;
 mod region;
 
-pub use evaluator::{Context, GpuEvaluator, StubEvaluator, cute_settings};
+pub use evaluator::{CANDIDATE_TIMING_MS, Context, Evaluate, GpuEvaluator, StubEvaluator, cute_settings};
 pub use guard::{check_candidate, launch_changes};
 pub use launch_site::{SiteUpdate, update_sites};
 pub use region::{LineEdit, edit_within_region, kernel_region};
@@ -28,7 +28,7 @@ use kernelpro_search::{
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -114,17 +114,110 @@ impl OptimizeOutcome {
     }
 }
 
-/// Runs the search on the calling (blocking) thread. `cancel` stops it at its
-/// next evaluation with the best so far, and kills the child processes and
-/// the LLM request in flight at once.
+/// Why a search could not give an answer (a search that found nothing faster
+/// is an answer: [`OptimizeOutcome`] with no edit).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptimizeError {
+    #[error("optimize.evaluator `{0}`: write stub:SPEEDUP or stub:SPEEDUP:LAUNCH_SPEEDUP, e.g. stub:1.5")]
+    BadEvaluator(String),
+    #[error("the original kernel could not be compiled for the search: {0}")]
+    OriginalCompile(String),
+    #[error("the original kernel's output could not be checked: {0}")]
+    OriginalOutput(String),
+    #[error("the original kernel did not finish within the run timeout")]
+    OriginalTimeout,
+    #[error("the original kernel failed to run: {0}")]
+    OriginalCrash(String),
+    #[error("the original kernel could not be measured")]
+    OriginalUnmeasured,
+    #[error(
+        "the time limit ({limit_s} s) ran out while {stage}, before any candidate was evaluated: raise --time (optimize.timeSecs)"
+    )]
+    TimeUp { limit_s: u64, stage: &'static str },
+    #[error("cancelled before the original was measured")]
+    Cancelled,
+}
+
+/// Who evaluates the candidates: the caller chooses ([`optimize_with`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvaluatorChoice {
+    /// The GPU harness: compiled, verified against the original, timed.
+    Gpu,
+    /// Compiled and guarded for real, timing invented ([`StubEvaluator`]): tests and demos.
+    Stub(StubTiming),
+}
+
+/// The stub's invented timing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StubTiming {
+    /// Every admitted candidate is this much faster than the original.
+    pub speedup: f64,
+    /// ...or this much, when it changes the launch.
+    pub launch_speedup: Option<f64>,
+    /// What each simulated GPU job takes (the baseline's too).
+    pub gpu_time: Duration,
+}
+
+impl EvaluatorChoice {
+    /// From `optimize.evaluator`: `gpu`, or `stub:SPEEDUP[:LAUNCH_SPEEDUP]`.
+    pub fn from_settings(settings: &Settings) -> Result<EvaluatorChoice, OptimizeError> {
+        let kind = &settings.optimize.evaluator;
+        let Some(speedups) = kind.strip_prefix("stub:") else { return Ok(EvaluatorChoice::Gpu) };
+        let bad = || OptimizeError::BadEvaluator(kind.clone());
+        let (speedup, launch_speedup) = match speedups.split_once(':') {
+            Some((s, l)) => (s.parse::<f64>().map_err(|_| bad())?, Some(l.parse::<f64>().map_err(|_| bad())?)),
+            None => (speedups.parse::<f64>().map_err(|_| bad())?, None),
+        };
+        Ok(EvaluatorChoice::Stub(StubTiming { speedup, launch_speedup, gpu_time: Duration::ZERO }))
+    }
+}
+
+/// Runs the search on the calling (blocking) thread with the evaluator the
+/// settings name (`optimize.evaluator`); see [`optimize_with`].
 pub fn optimize(
     req: &OptimizeRequest,
     handle: Handle,
     token: CancellationToken,
+    progress: impl FnMut(&Progress),
+) -> Result<OptimizeOutcome, OptimizeError> {
+    let evaluator = EvaluatorChoice::from_settings(&req.settings)?;
+    optimize_with(req, evaluator, handle, token, progress)
+}
+
+/// Time kept after the search for the held-out checks of the best candidates:
+/// 15% of the limit, 2 to 30 s, never more than half of it.
+fn held_out_reserve(limit: Duration) -> Duration {
+    limit.mul_f64(0.15).clamp(Duration::from_secs(2), Duration::from_secs(30)).min(limit / 2)
+}
+
+/// Runs the search on the calling (blocking) thread with `evaluator`.
+///
+/// `optimize.timeSecs` bounds the whole run, the original's profile and
+/// baseline included: the profile gets at most a third of it; the search stops
+/// at the limit (less a reserve for the held-out checks, with the GPU
+/// evaluator), its compiles and GPU jobs in flight killed, and each job is
+/// given no more time than is left. The answer is the best candidate verified
+/// by then, or says that none was and how far the search got. `token` stops it
+/// likewise at once with the best so far, and kills the child processes and
+/// the LLM request in flight.
+pub fn optimize_with(
+    req: &OptimizeRequest,
+    evaluator: EvaluatorChoice,
+    handle: Handle,
+    token: CancellationToken,
     mut progress: impl FnMut(&Progress),
-) -> Result<OptimizeOutcome, String> {
+) -> Result<OptimizeOutcome, OptimizeError> {
+    let started = Instant::now();
+    let limit = Duration::from_secs(req.settings.optimize.time_secs.max(1));
+    let deadline = started + limit;
+    let _span = tracing::debug_span!("optimize", kernel = %req.kernel, limit_s = limit.as_secs()).entered();
     let cancel = Arc::new(AtomicBool::new(false));
     let _watch = FlagOnCancel::spawn(&handle, token.clone(), cancel.clone());
+    let stub = matches!(evaluator, EvaluatorChoice::Stub(_));
+    // The search's work in flight is killed when its time is up; the held-out checks have their own.
+    let search_end = deadline - if stub { Duration::ZERO } else { held_out_reserve(limit) };
+    let search_token = token.child_token();
+    let _search_timer = CancelAt::spawn(&handle, search_token.clone(), search_end);
     let ctx = Context {
         path: req.path.clone(),
         original: req.text.clone(),
@@ -132,35 +225,23 @@ pub fn optimize(
         kernel: req.kernel.clone(),
         settings: req.settings.clone(),
         analyzer: Analyzer::default(),
-        handle,
-        cancel: token,
+        handle: handle.clone(),
+        cancel: search_token.clone(),
     };
     let config = SearchConfig {
         strategy: req.strategy,
         seed: req.seed,
-        budget: Budget {
-            max_evaluations: req.settings.optimize.budget.max(1) as usize,
-            wall_time: Some(Duration::from_secs(req.settings.optimize.time_secs.max(1))),
-            ..Budget::default()
-        },
+        budget: Budget { max_evaluations: req.settings.optimize.budget.max(1) as usize, ..Budget::default() },
+        once_per_form: micro_recipes(),
         ..SearchConfig::default()
     };
-    let (mut proposer, notes) = proposers(req, &ctx.cancel);
+    let limits = Limits { limit, search_end, token: &token };
+    let (mut proposer, notes) = proposers(req, &search_token);
     let proposer = proposer.as_mut();
-    let evaluator_kind = req.settings.optimize.evaluator.clone();
-    if let Some(speedups) = evaluator_kind.strip_prefix("stub:") {
-        let bad = || {
-            format!(
-                "optimize.evaluator `{evaluator_kind}`: write stub:SPEEDUP or stub:SPEEDUP:LAUNCH_SPEEDUP, e.g. stub:1.5"
-            )
-        };
-        let (speedup, launch_speedup) = match speedups.split_once(':') {
-            Some((s, l)) => (s.parse::<f64>().map_err(|_| bad())?, Some(l.parse::<f64>().map_err(|_| bad())?)),
-            None => (speedups.parse::<f64>().map_err(|_| bad())?, None),
-        };
+    if let EvaluatorChoice::Stub(timing) = evaluator {
         let mut notes = notes;
         // No GPU to profile on; a recorded profile still orders the recipes.
-        let profile_notes = match req.profile_import.is_some().then(|| profile_original(req, &ctx)) {
+        let profile_notes = match req.profile_import.is_some().then(|| profile_original(req, &ctx, &search_token)) {
             Some(Ok(found)) => found,
             Some(Err(why)) => {
                 notes.push(format!("the recorded profile was not read: {why}"));
@@ -168,14 +249,12 @@ pub fn optimize(
             }
             None => Vec::new(),
         };
-        let mut ev = StubEvaluator {
-            ctx,
-            speedup,
-            launch_speedup,
-            parallelism: req.settings.optimize.devices.len(),
-            profile_notes,
-        };
-        let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
+        let mut ev = StubEvaluator::new(ctx, timing.speedup);
+        ev.launch_speedup = timing.launch_speedup;
+        ev.parallelism = req.settings.optimize.devices.len();
+        ev.profile_notes = profile_notes;
+        ev.gpu_time = timing.gpu_time;
+        let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev, &limits)?;
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
@@ -186,7 +265,11 @@ pub fn optimize(
             out.speedup,
             if new_launch { " with a new launch" } else { "" }
         );
+        if best.is_none() {
+            out.title = format!("No faster version of {} found (stub evaluator)", req.kernel);
+        }
         out.notes.splice(0..0, notes);
+        out.notes.extend(deadline_note(&result, limit));
         return Ok(out);
     }
     let spec_seed = {
@@ -203,19 +286,34 @@ pub fn optimize(
         warmup: 3,
         energy: req.settings.optimize.energy,
         device: 0,
-        cancel: ctx.cancel.clone(),
+        cancel: search_token.clone(),
     };
-    let mut ev = GpuEvaluator::new(ctx, run, spec_seed).with_devices(&req.settings.optimize.devices);
+    let mut ev =
+        GpuEvaluator::new(ctx, run, spec_seed).with_devices(&req.settings.optimize.devices).with_deadline(search_end);
     let devices = ev.devices().to_vec();
     let mut notes = notes;
-    match profile_original(req, &ev.ctx) {
+    // The profile gets a third of the time at most; the search goes on without it.
+    let profile_token = search_token.child_token();
+    let profile_end = (started + limit / 3).min(search_end);
+    let profile_timer = CancelAt::spawn(&handle, profile_token.clone(), profile_end);
+    match profile_original(req, &ev.ctx, &profile_token) {
         Ok(found) => ev.profile_notes = found,
+        Err(_) if profile_token.is_cancelled() && !token.is_cancelled() => notes.push(format!(
+            "the original was not profiled: its profile did not finish within a third of the time limit ({} s), so recipes follow the static findings only",
+            (limit / 3).as_secs()
+        )),
         Err(why) => {
             notes.push(format!("the original was not profiled, so recipes follow the static findings only: {why}"))
         }
     }
-    let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev)?;
-    // Re-verify the best candidates, fastest first, on two more seeds, one never seen.
+    drop(profile_timer);
+    let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev, &limits)?;
+    // Re-verify the best candidates, fastest first, on two more seeds, one never
+    // seen, in the time kept for it: a phase of their own until the deadline.
+    let verify_token = token.child_token();
+    let _verify_timer = CancelAt::spawn(&handle, verify_token.clone(), deadline);
+    ev.set_cancel(verify_token.clone());
+    ev.set_deadline(deadline);
     let seeds = [spec_seed, spec_seed.wrapping_add(1), spec_seed ^ 0x9E37_79B9_7F4A_7C15];
     // Only a speedup beyond the measured noise (and at least 2%) is worth an edit.
     let beyond_noise = |n: &kernelpro_search::Node| match (&n.outcome, n.speedup) {
@@ -232,24 +330,117 @@ pub fn optimize(
         ranked.insert(0, b);
     }
     let had_candidates_beyond_noise = !ranked.is_empty();
-    for node in ranked.into_iter().take(3) {
-        let Ok(prepared) = ev.admit(&node.source) else { continue };
-        if seeds[1..].iter().all(|&s| matches!(ev.verify(&prepared, s), Outcome::Ok { .. })) {
+    let mut out_of_time = false;
+    // Those that failed the held-out check (not cut short by the deadline): never offered.
+    let mut rejected = Vec::new();
+    for node in ranked.iter().take(3) {
+        let _span = tracing::debug_span!("optimize.held_out", recipe = %node.recipe).entered();
+        let Ok(prepared) = ev.admit(&node.source) else {
+            if verify_token.is_cancelled() {
+                out_of_time = true;
+                break;
+            }
+            rejected.push(node.id);
+            continue;
+        };
+        let mut passed = true;
+        for &s in &seeds[1..] {
+            if !matches!(ev.verify(&prepared, s), Outcome::Ok { .. }) {
+                passed = false;
+                break;
+            }
+        }
+        if passed {
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
             out.notes.splice(0..0, notes);
             out.notes.extend(ev.tolerance_note(&prepared));
+            out.notes.extend(deadline_note(&result, limit));
             out.devices = devices;
             return Ok(out);
         }
+        if verify_token.is_cancelled() {
+            out_of_time = true;
+            break;
+        }
+        rejected.push(node.id);
+    }
+    if out_of_time
+        && !token.is_cancelled()
+        && let Some(&node) = ranked.iter().find(|n| !rejected.contains(&n.id))
+    {
+        // The held-out checks did not fit: the best verified on the search's seed, said so.
+        let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), vec![spec_seed]);
+        out.notes.splice(0..0, notes);
+        out.notes.push(format!(
+            "verified on the search's input seed only: the time limit ({} s) ended the check on the held-out seeds; run the search again with a longer --time (optimize.timeSecs) to have it checked there too",
+            limit.as_secs()
+        ));
+        out.notes.extend(deadline_note(&result, limit));
+        out.devices = devices;
+        return Ok(out);
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes.splice(0..0, notes);
     out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
     out.notes.extend(ev.disagreement_note());
+    out.notes.extend(deadline_note(&result, limit));
     out.devices = devices;
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
+}
+
+/// The micro rewrites: tried once per form, at its best point.
+pub fn micro_recipes() -> Vec<String> {
+    kernelpro_recipes::all()
+        .iter()
+        .filter(|r| r.tier() == kernelpro_recipes::Tier::Micro)
+        .map(|r| r.name().to_string())
+        .collect()
+}
+
+/// How far a search the time limit ended got: evaluations, how many verified,
+/// and what it cut short.
+fn deadline_note(result: &kernelpro_search::SearchResult, limit: Duration) -> Option<String> {
+    if result.stop != kernelpro_search::StopReason::WallTime {
+        return None;
+    }
+    let verified = result.stats.verified.saturating_sub(1);
+    let mut note = format!(
+        "the time limit ({} s) ended the search after {} evaluations ({verified} verified)",
+        limit.as_secs(),
+        result.evaluations
+    );
+    if !result.unfinished.is_empty() {
+        note.push_str(&format!("; cut short in flight: {}", result.unfinished.join(", ")));
+    }
+    Some(note)
+}
+
+/// Fires `token` at `at` (at once if it has passed); the timer ends when dropped.
+struct CancelAt(tokio::task::JoinHandle<()>);
+
+impl CancelAt {
+    fn spawn(handle: &Handle, token: CancellationToken, at: Instant) -> CancelAt {
+        CancelAt(handle.spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            tracing::debug!("time is up: the work in flight is cancelled");
+            token.cancel();
+        }))
+    }
+}
+
+impl Drop for CancelAt {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The search's deadline and the caller's token, for telling a time-out from a cancel.
+struct Limits<'t> {
+    limit: Duration,
+    search_end: Instant,
+    token: &'t CancellationToken,
 }
 
 /// Why a search that timed faster candidates offers none: the user sees a
@@ -295,7 +486,11 @@ impl Drop for FlagOnCancel {
 
 /// The original's two-stage profile, as notes for the proposers: recipes that
 /// answer what ncu measured (uncoalesced loads, stalls, a tail) go first.
-fn profile_original(req: &OptimizeRequest, ctx: &Context) -> Result<Vec<FindingNote>, String> {
+fn profile_original(
+    req: &OptimizeRequest,
+    ctx: &Context,
+    cancel: &CancellationToken,
+) -> Result<Vec<FindingNote>, String> {
     if !req.settings.optimize.profile_original {
         return Err("optimize.profileOriginal is off".into());
     }
@@ -311,7 +506,8 @@ fn profile_original(req: &OptimizeRequest, ctx: &Context) -> Result<Vec<FindingN
         exe: req.exe.clone(),
         save_exports: None,
     };
-    let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, &ctx.cancel))?;
+    let _span = tracing::debug_span!("optimize.profile").entered();
+    let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, cancel))?;
     Ok(notes_of(&report))
 }
 
@@ -363,23 +559,36 @@ fn search(
     progress: &mut impl FnMut(&Progress),
     proposer: &mut dyn Proposer,
     evaluator: &mut dyn Evaluator,
-) -> Result<kernelpro_search::SearchResult, String> {
-    Search::new(config)
+    limits: &Limits,
+) -> Result<kernelpro_search::SearchResult, OptimizeError> {
+    let _span = tracing::debug_span!("optimize.search").entered();
+    let started = Instant::now();
+    let result = Search::new(config)
         .cancel_flag(cancel)
+        .deadline(limits.search_end)
         .on_progress(|p| progress(p))
-        .run(original, proposer, evaluator)
-        .map_err(|e| baseline_failure(&e))
+        .run(original, proposer, evaluator);
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "search ended");
+    result.map_err(|e| {
+        if limits.token.is_cancelled() {
+            OptimizeError::Cancelled
+        } else if Instant::now() >= limits.search_end {
+            OptimizeError::TimeUp { limit_s: limits.limit.as_secs(), stage: "measuring the original" }
+        } else {
+            baseline_failure(&e)
+        }
+    })
 }
 
 /// Why the search could not start, in words (never the enum's debug form).
-fn baseline_failure(e: &kernelpro_search::SearchError) -> String {
+fn baseline_failure(e: &kernelpro_search::SearchError) -> OptimizeError {
     let kernelpro_search::SearchError::Baseline(outcome) = e;
     match outcome {
-        Outcome::CompileError(why) => format!("the original kernel could not be compiled for the search: {why}"),
-        Outcome::WrongOutput(why) => format!("the original kernel's output could not be checked: {why}"),
-        Outcome::Timeout => "the original kernel did not finish within the run timeout".to_string(),
-        Outcome::Crash(why) => format!("the original kernel failed to run: {why}"),
-        Outcome::Ok { .. } => "the original kernel could not be measured".to_string(),
+        Outcome::CompileError(why) => OptimizeError::OriginalCompile(why.clone()),
+        Outcome::WrongOutput(why) => OptimizeError::OriginalOutput(why.clone()),
+        Outcome::Timeout => OptimizeError::OriginalTimeout,
+        Outcome::Crash(why) => OptimizeError::OriginalCrash(why.clone()),
+        Outcome::Ok { .. } => OptimizeError::OriginalUnmeasured,
     }
 }
 
@@ -441,10 +650,11 @@ fn outcome_for(
         original_energy_j: result.baseline_energy_j,
         best_energy_j,
         title: format!(
-            "Apply optimized {}: {:.2}x faster{with_launch}, verified on {} seeds",
+            "Apply optimized {}: {:.2}x faster{with_launch}, verified on {} seed{}",
             req.kernel,
             speedup,
-            seeds.len()
+            seeds.len(),
+            if seeds.len() == 1 { "" } else { "s" }
         ),
         verified_seeds: seeds,
         steps,
@@ -522,7 +732,7 @@ mod tests {
     fn a_failed_baseline_is_said_in_words() {
         let e = kernelpro_search::SearchError::Baseline(Outcome::CompileError("k.cu:3: error: expected a `;`".into()));
         assert_eq!(
-            super::baseline_failure(&e),
+            super::baseline_failure(&e).to_string(),
             "the original kernel could not be compiled for the search: k.cu:3: error: expected a `;`"
         );
     }

@@ -23,7 +23,8 @@ fn check(file: &str, kernel: &str) -> Vec<String> {
         handle: rt.handle().clone(),
         cancel: Default::default(),
     };
-    let mut ev = StubEvaluator { ctx, speedup: 2.0, launch_speedup: None, parallelism: 1, profile_notes: Vec::new() };
+    let mut ev = StubEvaluator::new(ctx, 2.0);
+    ev.parallelism = 1;
     let mut recipes: Vec<Box<dyn Recipe>> = kernelpro_recipes::all();
     recipes.push(Box::new(kernelpro_cute::CuteGemmRecipe));
     let mut applied = Vec::new();

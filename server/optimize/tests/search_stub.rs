@@ -69,10 +69,7 @@ fn structural_first_and_no_normalized_source_evaluated_twice() {
         handle: rt.handle().clone(),
         cancel: Default::default(),
     };
-    let mut ev = Counting {
-        inner: StubEvaluator { ctx, speedup: 1.5, launch_speedup: None, parallelism: 2, profile_notes: Vec::new() },
-        calls: Vec::new(),
-    };
+    let mut ev = Counting { inner: StubEvaluator::new(ctx, 1.5), calls: Vec::new() };
     let config = SearchConfig { budget: Budget { max_evaluations: 8, ..Budget::default() }, ..SearchConfig::default() };
     let result = Search::new(config).run(&text, &mut Echo(RecipeProposer::new(kernel)), &mut ev).unwrap();
 
@@ -93,4 +90,57 @@ fn structural_first_and_no_normalized_source_evaluated_twice() {
     assert_eq!(root_children.first(), Some(&"WarpUnits"), "{root_children:?}");
     let tiers: Vec<Option<Tier>> = root_children.iter().map(|r| tier(r)).collect();
     assert!(tiers.windows(2).all(|w| w[0] <= w[1]), "the root's children in tier order: {root_children:?}");
+}
+
+/// The budget never goes to repeats: no text is evaluated twice, and each
+/// micro rewrite is tried at most once per form (launch variants of one
+/// structural rewrite share a form), only at that form's best point.
+#[test]
+fn micro_rewrites_are_tried_once_per_form() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/launch_site/rmsnorm.cu");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kernel = "rmsnorm_fwd";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ctx = Context {
+        path: path.clone(),
+        original: text.clone(),
+        original_src: kernelpro_source::parse(&text),
+        kernel: kernel.into(),
+        settings: Settings { trusted: true, ..Default::default() },
+        analyzer: Analyzer::default(),
+        handle: rt.handle().clone(),
+        cancel: Default::default(),
+    };
+    let mut ev = Counting { inner: StubEvaluator::new(ctx, 1.5), calls: Vec::new() };
+    let micro = kernelpro_optimize::micro_recipes();
+    assert!(micro.contains(&"RestrictConst".to_string()), "{micro:?}");
+    let config = SearchConfig {
+        budget: Budget { max_evaluations: 24, ..Budget::default() },
+        once_per_form: micro.clone(),
+        ..SearchConfig::default()
+    };
+    let result = Search::new(config).run(&text, &mut RecipeProposer::new(kernel), &mut ev).unwrap();
+
+    let normalized: HashSet<String> = ev.calls.iter().map(|c| normalize(c)).collect();
+    assert_eq!(normalized.len(), ev.calls.len(), "a text was evaluated twice");
+    let tree = &result.tree;
+    let form = |id: kernelpro_search::NodeId| {
+        tree.path(id)
+            .into_iter()
+            .skip(1)
+            .map(|i| tree[i].recipe.clone())
+            .filter(|r| !micro.contains(r))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let mut seen = HashSet::new();
+    let mut restrict = 0;
+    for n in tree.nodes().iter().filter(|n| micro.contains(&n.recipe)) {
+        let key = (form(n.parent.unwrap()), n.recipe.clone());
+        assert!(seen.insert(key.clone()), "{key:?} twice");
+        restrict += (n.recipe == "RestrictConst") as usize;
+    }
+    let recipes: Vec<&str> = tree.nodes().iter().map(|n| n.recipe.as_str()).collect();
+    eprintln!("{} evaluations, {restrict} RestrictConst; {recipes:?}", result.evaluations);
+    assert!(restrict >= 1, "{recipes:?}");
 }

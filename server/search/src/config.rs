@@ -88,6 +88,14 @@ pub struct SearchConfig {
     pub pruning: Pruning,
     pub rewards: Rewards,
     pub backup: Backup,
+    /// Recipes (by name) applied once per form, at that form's best point: the
+    /// micro rewrites (`RestrictConst`, `LaunchBounds`, `Ldg`, `PragmaUnroll`),
+    /// which otherwise are re-tried at every node. A node's form is the
+    /// sequence of the other recipes on its path from the root (launch variants
+    /// of one structural rewrite share it); such a recipe is proposed only at
+    /// the form's fastest verified node, and only once in that form.
+    #[serde(default)]
+    pub once_per_form: Vec<String>,
 }
 
 impl Default for SearchConfig {
@@ -102,6 +110,7 @@ impl Default for SearchConfig {
             pruning: Pruning::default(),
             rewards: Rewards::default(),
             backup: Backup::Mean,
+            once_per_form: Vec::new(),
         }
     }
 }

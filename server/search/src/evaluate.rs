@@ -104,4 +104,9 @@ pub trait Evaluator {
     fn parallelism(&self) -> usize {
         1
     }
+
+    /// Candidates the search may ask for soon (a node's proposals beyond the
+    /// ones it takes now): an evaluator may compile them ahead, while the
+    /// GPU times the current batch. A hint only; the default ignores it.
+    fn prefetch(&mut self, _sources: &[&str]) {}
 }

@@ -39,6 +39,10 @@ pub struct TreeStats {
     pub crashes: usize,
     /// Proposals whose normalized source was already tried: not re-evaluated.
     pub duplicates: usize,
+    /// Proposals of a once-per-form recipe ([`crate::SearchConfig::once_per_form`])
+    /// dropped: not at its form's best point, or already tried in that form.
+    #[serde(default)]
+    pub once_per_form_skipped: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,6 +60,10 @@ pub struct SearchResult {
     pub evaluations: usize,
     pub iterations: usize,
     pub stop: StopReason,
+    /// Candidates whose evaluation the stop cut short (the deadline or a
+    /// cancel killed their compile or GPU job), by recipe: not recorded.
+    #[serde(default)]
+    pub unfinished: Vec<String>,
     pub stats: TreeStats,
     pub tree: Tree,
     pub memory: SearchMemory,
@@ -109,8 +117,8 @@ pub(crate) fn best_path(tree: &Tree, best: NodeId) -> Vec<Step> {
         .collect()
 }
 
-pub(crate) fn stats(tree: &Tree, duplicates: usize) -> TreeStats {
-    let mut s = TreeStats { nodes: tree.len(), duplicates, ..TreeStats::default() };
+pub(crate) fn stats(tree: &Tree, duplicates: usize, once_per_form_skipped: usize) -> TreeStats {
+    let mut s = TreeStats { nodes: tree.len(), duplicates, once_per_form_skipped, ..TreeStats::default() };
     for n in tree.nodes() {
         s.max_depth = s.max_depth.max(n.depth);
         s.closed += n.closed as usize;

@@ -79,18 +79,30 @@ type ProgressCallback<'a> = Box<dyn FnMut(&Progress) + 'a>;
 pub struct Search<'a> {
     config: SearchConfig,
     cancel: Option<Arc<AtomicBool>>,
+    deadline: Option<Instant>,
     on_progress: Option<ProgressCallback<'a>>,
     memory: SearchMemory,
 }
 
 impl<'a> Search<'a> {
     pub fn new(config: SearchConfig) -> Self {
-        Search { config, cancel: None, on_progress: None, memory: SearchMemory::default() }
+        Search { config, cancel: None, deadline: None, on_progress: None, memory: SearchMemory::default() }
     }
 
     /// Checked before every evaluation; setting it stops with the best so far.
     pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
         self.cancel = Some(flag);
+        self
+    }
+
+    /// A point in time the search stops at (with [`StopReason::WallTime`]),
+    /// checked before every evaluation and after every batch: outcomes of a
+    /// batch the deadline cut short are recorded only where they verified (the
+    /// caller's evaluator kills its work in flight at the deadline), the others
+    /// are listed in [`SearchResult::unfinished`]. Unlike `budget.wall_time`
+    /// (from the start of `run`), it can include work done before the search.
+    pub fn deadline(mut self, at: Instant) -> Self {
+        self.deadline = Some(at);
         self
     }
 
@@ -112,7 +124,10 @@ impl<'a> Search<'a> {
         evaluator: &mut dyn Evaluator,
     ) -> Result<SearchResult, SearchError> {
         let started = Instant::now();
-        let baseline = evaluator.evaluate(original);
+        let baseline = {
+            let _span = tracing::debug_span!("search.baseline").entered();
+            evaluator.evaluate(original)
+        };
         let (baseline_time_s, baseline_energy_j) = match &baseline {
             Outcome::Ok { time_s, energy_j, .. } => (*time_s, *energy_j),
             _ => return Err(SearchError::Baseline(baseline)),
@@ -120,6 +135,7 @@ impl<'a> Search<'a> {
         let mut run = Run {
             config: &self.config,
             cancel: self.cancel,
+            deadline: self.deadline,
             on_progress: self.on_progress,
             tree: Tree::default(),
             memory: self.memory,
@@ -130,6 +146,9 @@ impl<'a> Search<'a> {
             evaluations: 0,
             iterations: 0,
             duplicates: 0,
+            once_per_form_skipped: 0,
+            once_done: HashSet::new(),
+            unfinished: Vec::new(),
             best: None,
             outcomes: HashMap::from([(normalize(original), baseline.clone())]),
         };
@@ -164,7 +183,8 @@ impl<'a> Search<'a> {
             evaluations: run.evaluations,
             iterations: run.iterations,
             stop,
-            stats: stats(&run.tree, run.duplicates),
+            unfinished: run.unfinished,
+            stats: stats(&run.tree, run.duplicates, run.once_per_form_skipped),
             tree: run.tree,
             memory: run.memory,
             trace: run.trace,
@@ -175,6 +195,7 @@ impl<'a> Search<'a> {
 struct Run<'c, 'a> {
     config: &'c SearchConfig,
     cancel: Option<Arc<AtomicBool>>,
+    deadline: Option<Instant>,
     on_progress: Option<ProgressCallback<'a>>,
     tree: Tree,
     memory: SearchMemory,
@@ -185,6 +206,11 @@ struct Run<'c, 'a> {
     evaluations: usize,
     iterations: usize,
     duplicates: usize,
+    once_per_form_skipped: usize,
+    /// (form, recipe) pairs of `config.once_per_form` recipes already tried.
+    once_done: HashSet<(String, String)>,
+    /// Recipes of candidates whose evaluation the stop cut short.
+    unfinished: Vec<String>,
     best: Option<NodeId>,
     /// Every outcome the evaluator returned, by normalized source: a batch-mate
     /// evaluated but not recorded (its parent was pruned by an earlier outcome
@@ -202,6 +228,7 @@ impl Run<'_, '_> {
                 return StopReason::Iterations;
             }
             self.iterations += 1;
+            let _span = tracing::debug_span!("search.iteration", iteration = self.iterations).entered();
             let mut closed = Vec::new();
             let best_speedup = self.fastest_speedup();
             let selection = select(&mut self.tree, self.config, best_speedup, &mut self.rng, &mut closed);
@@ -228,8 +255,12 @@ impl Run<'_, '_> {
                 memory: &self.memory,
                 wanted,
             };
-            let mut proposals = proposer.propose(&ctx);
-            proposals.truncate(wanted);
+            let mut proposals = {
+                let _span = tracing::debug_span!("search.propose", node = node.0).entered();
+                proposer.propose(&ctx)
+            };
+            self.keep_once_per_form(node, &mut proposals);
+            let later = proposals.split_off(wanted.min(proposals.len()));
             self.emit(Event::Proposed { node, proposer: proposer.name().to_owned(), count: proposals.len() });
             if proposals.is_empty() {
                 let closed = self.tree.record_attempt(node, None, self.config);
@@ -246,14 +277,29 @@ impl Run<'_, '_> {
                 .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
                 .cloned()
                 .collect();
+            // What the node would propose next: compiled ahead while these are timed.
+            let ahead: Vec<&str> = later
+                .iter()
+                .map(|p| p.source.as_str())
+                .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
+                .collect();
+            if !ahead.is_empty() && !fresh.is_empty() {
+                evaluator.prefetch(&ahead);
+            }
             let width = evaluator.parallelism().max(1);
             let mut pending = fresh.chunks(width);
             let mut ready = VecDeque::new();
+            // Set when a batch came back after the deadline or a cancel: its
+            // failures may be the stop's own doing (killed compiles and jobs).
+            let mut late = false;
 
             // Record in proposal order, as if evaluated one by one.
             let mut grew = false;
             for proposal in proposals {
-                if let Some(reason) = self.out_of_budget() {
+                // Outcomes already back are recorded (a verified one is kept even past the deadline).
+                if ready.is_empty()
+                    && let Some(reason) = self.out_of_budget()
+                {
                     return reason;
                 }
                 if self.tree[node].exhausted || self.tree[node].closed {
@@ -268,12 +314,22 @@ impl Run<'_, '_> {
                     self.emit_closed(closed);
                     continue;
                 }
+                if self.config.once_per_form.contains(&proposal.recipe) {
+                    self.once_done.insert((self.form_of(node), proposal.recipe.clone()));
+                }
                 if ready.is_empty() {
                     let chunk: Vec<&str> =
                         pending.next().expect("a new source is in the batch").iter().map(String::as_str).collect();
                     ready.extend(self.evaluate_once(evaluator, &chunk));
+                    late =
+                        self.out_of_budget().is_some_and(|r| matches!(r, StopReason::WallTime | StopReason::Cancelled));
                 }
                 let outcome = ready.pop_front().expect("refilled above");
+                if late && !outcome.is_ok() {
+                    tracing::debug!(recipe = %proposal.recipe, "cut short by the stop: not recorded");
+                    self.unfinished.push(proposal.recipe);
+                    continue;
+                }
                 self.evaluations += 1;
                 let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
                 let reward = self.config.rewards.reward(&outcome, speedup);
@@ -314,6 +370,50 @@ impl Run<'_, '_> {
         }
     }
 
+    /// A node's form: the recipes on its path that are not once-per-form ones
+    /// (`GridStrideMap/LoopInterchange`; empty for the original and its micro rewrites).
+    fn form_of(&self, node: NodeId) -> String {
+        let mut form = Vec::new();
+        for id in self.tree.path(node).into_iter().skip(1) {
+            let recipe = &self.tree[id].recipe;
+            if !self.config.once_per_form.contains(recipe) {
+                form.push(recipe.as_str());
+            }
+        }
+        form.join("/")
+    }
+
+    /// The fastest verified node of `form` (the oldest of equals).
+    fn best_of_form(&self, form: &str) -> Option<NodeId> {
+        self.tree
+            .nodes()
+            .iter()
+            .filter(|n| n.speedup.is_some() && self.form_of(n.id) == form)
+            .fold(None, |best: Option<&crate::tree::Node>, n| match best {
+                Some(b) if b.speedup >= n.speedup => Some(b),
+                _ => Some(n),
+            })
+            .map(|n| n.id)
+    }
+
+    /// Drops proposals of once-per-form recipes unless `node` is its form's best
+    /// point and the recipe was not tried in that form yet.
+    fn keep_once_per_form(&mut self, node: NodeId, proposals: &mut Vec<crate::proposer::Proposal>) {
+        if self.config.once_per_form.is_empty()
+            || !proposals.iter().any(|p| self.config.once_per_form.contains(&p.recipe))
+        {
+            return;
+        }
+        let form = self.form_of(node);
+        let at_best = self.best_of_form(&form) == Some(node);
+        let before = proposals.len();
+        proposals.retain(|p| {
+            !self.config.once_per_form.contains(&p.recipe)
+                || (at_best && !self.once_done.contains(&(form.clone(), p.recipe.clone())))
+        });
+        self.once_per_form_skipped += before - proposals.len();
+    }
+
     /// The outcomes of `sources` (distinct after normalization), calling the
     /// evaluator only for those it has never seen.
     fn evaluate_once(&mut self, evaluator: &mut dyn Evaluator, sources: &[&str]) -> Vec<Outcome> {
@@ -321,6 +421,7 @@ impl Run<'_, '_> {
         let new: Vec<usize> = (0..sources.len()).filter(|&i| !self.outcomes.contains_key(&keys[i])).collect();
         if !new.is_empty() {
             let batch: Vec<&str> = new.iter().map(|&i| sources[i]).collect();
+            let _span = tracing::debug_span!("search.evaluate", candidates = batch.len()).entered();
             let outcomes = evaluator.evaluate_batch(&batch);
             assert_eq!(outcomes.len(), batch.len(), "evaluate_batch returns one outcome per source");
             for (i, outcome) in new.into_iter().zip(outcomes) {
@@ -336,7 +437,9 @@ impl Run<'_, '_> {
             Some(StopReason::Cancelled)
         } else if self.evaluations >= budget.max_evaluations {
             Some(StopReason::Evaluations)
-        } else if budget.wall_time.is_some_and(|limit| self.started.elapsed() >= limit) {
+        } else if budget.wall_time.is_some_and(|limit| self.started.elapsed() >= limit)
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+        {
             Some(StopReason::WallTime)
         } else {
             None

@@ -654,3 +654,111 @@ fn a_candidate_evaluated_but_not_recorded_is_not_evaluated_again() {
     let normalized: std::collections::HashSet<String> = calls.iter().map(|c| normalize(c)).collect();
     assert_eq!(normalized.len(), calls.len(), "no normalized source evaluated twice");
 }
+
+// ---- deadline and once-per-form ----------------------------------------
+
+/// Each evaluation takes 300 ms; a batch of candidates ends at once with a
+/// failure (as killed work does) once the deadline has passed, except the
+/// one that verified before it.
+struct Slow {
+    deadline: std::time::Instant,
+    calls: usize,
+}
+
+impl Evaluator for Slow {
+    fn evaluate(&mut self, source: &str) -> Outcome {
+        self.evaluate_batch(&[source]).pop().unwrap()
+    }
+    fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
+        self.calls += sources.len();
+        let end = (std::time::Instant::now() + Duration::from_millis(300)).min(self.deadline);
+        std::thread::sleep(end.saturating_duration_since(std::time::Instant::now()));
+        let past = std::time::Instant::now() >= self.deadline;
+        sources
+            .iter()
+            .enumerate()
+            .map(
+                |(i, s)| {
+                    if past && i > 0 { Outcome::Crash("cancelled".into()) } else { ok(1.0 / (1.0 + depth(s) as f64)) }
+                },
+            )
+            .collect()
+    }
+    fn parallelism(&self) -> usize {
+        3
+    }
+}
+
+#[test]
+fn a_deadline_stops_the_search_and_keeps_what_verified_before_it() {
+    let deadline = std::time::Instant::now() + Duration::from_millis(1000);
+    let config = SearchConfig { candidates_per_iteration: 3, ..SearchConfig::default() };
+    let mut ev = Slow { deadline, calls: 0 };
+    let result = Search::new(config).deadline(deadline).run("r", &mut Counter { next: 0 }, &mut ev).unwrap();
+    let over = std::time::Instant::now().saturating_duration_since(deadline);
+    assert!(over < Duration::from_millis(200), "{over:?} past the deadline");
+    assert_eq!(result.stop, StopReason::WallTime);
+    assert!(result.evaluations >= 2, "{}", result.evaluations);
+    assert!(result.best.is_some() && result.best_speedup > 1.0);
+    // The failures that came back after the deadline were not recorded as failures of their recipes.
+    assert!(result.tree.nodes().iter().all(|n| n.outcome.is_ok()), "{}", render(&result.tree));
+    assert_eq!(result.evaluations + result.unfinished.len() + 1, ev.calls, "{:?}", result.unfinished);
+}
+
+/// Every node proposes a structural step `S<n>` (two launch variants each time)
+/// and the micro `Micro` rewrite, as the recipes do at every node.
+struct WithMicro {
+    next: usize,
+}
+
+impl Proposer for WithMicro {
+    fn name(&self) -> &str {
+        "with-micro"
+    }
+    fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+        self.next += 1;
+        let n = self.next;
+        vec![
+            Proposal::new(format!("{}/m", ctx.source), "Micro"),
+            Proposal::new(format!("{}/s{n}a", ctx.source), format!("S{n}")),
+            Proposal::new(format!("{}/s{n}b", ctx.source), format!("S{n}")),
+        ]
+    }
+}
+
+#[test]
+fn a_once_per_form_recipe_is_tried_once_per_form_at_its_best_point() {
+    let config = SearchConfig {
+        once_per_form: vec!["Micro".into()],
+        candidates_per_iteration: 3,
+        budget: Budget { max_evaluations: 40, ..Budget::default() },
+        ..SearchConfig::default()
+    };
+    // Deeper is faster; a micro step helps a little; variant b beats a.
+    let time = |s: &str| {
+        let micro = s.matches("/m").count() as f64;
+        let b = s.matches('b').count() as f64;
+        1.0 / (1.0 + depth(s) as f64 + 0.1 * micro + 0.05 * b)
+    };
+    let mut ev = Scripted::new(|s: &str| ok(time(s)));
+    let result = Search::new(config).run("r", &mut WithMicro { next: 0 }, &mut ev).unwrap();
+    let tree = &result.tree;
+    let form = |id: NodeId| -> String {
+        tree.path(id)
+            .into_iter()
+            .skip(1)
+            .map(|i| tree[i].recipe.clone())
+            .filter(|r| r != "Micro")
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let mut forms = std::collections::HashMap::new();
+    for n in tree.nodes().iter().filter(|n| n.recipe == "Micro") {
+        *forms.entry(form(n.parent.unwrap())).or_insert(0) += 1;
+    }
+    assert!(!forms.is_empty(), "{}", render(tree));
+    assert!(forms.values().all(|&c| c == 1), "a micro step twice in one form: {forms:?}\n{}", render(tree));
+    assert!(result.stats.once_per_form_skipped > 0);
+    let sources: std::collections::HashSet<&String> = ev.calls.iter().collect();
+    assert_eq!(sources.len(), ev.calls.len(), "a text evaluated twice");
+}

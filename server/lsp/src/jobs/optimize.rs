@@ -80,7 +80,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
         let pct = (done * 100).checked_div(max).unwrap_or(0).min(100) as u32;
         progress.report_with_message(format!("{done}/{max} evaluations · best {best:.2}x"), pct, None).await;
     }
-    let result = search.await.unwrap_or_else(|e| Err(format!("the search failed: {e}")));
+    let result = search.await.map_err(|e| format!("the search failed: {e}")).and_then(|r| r.map_err(|e| e.to_string()));
     server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     // A search replaced by a newer one of the same kernel, or whose document
     // closed, keeps nothing: only the latest search's result is offered.
