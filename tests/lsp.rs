@@ -215,7 +215,8 @@ fn symbols_hover_and_lenses() {
     let titles: Vec<&str> =
         lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"14 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)"), "{titles:?}");
-    assert!(titles.contains(&"⚡ Optimize"));
+    // "⚡ Optimize", or where doctor finds no GPU, "⚡ Optimize: no NVIDIA GPU or driver".
+    assert!(titles.iter().any(|t| t.starts_with("⚡ Optimize")), "{titles:?}");
     let lens_lines = |lenses: &Value| -> Vec<(u64, String)> {
         lenses["result"]
             .as_array()
@@ -586,17 +587,11 @@ fn counter_permission_error_says_how_to_fix_it() {
     let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
-    c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    // Said in the reply (the editor's message), never left as a lasting entry in Problems.
+    let msg = reply["result"]["message"].as_str().unwrap_or_default().to_string();
     let d = c.wait_publish(&u, LONG);
-    let msg = d["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["code"] == "profile-unavailable")
-        .expect("a profile-unavailable diagnostic")["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert!(!d["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "profile-unavailable"), "{d}");
     assert!(
         msg.contains("ERR_NVGPUCTRPERM")
             && msg.contains("CAP_PERFMON")

@@ -1,13 +1,23 @@
 //! Code lenses above each kernel: its resource summary, Profile and Optimize.
+//! Profile and Optimize follow what can run here (`doctor::Readiness`): where
+//! one cannot, its lens says what is missing (and explains on click) instead
+//! of failing; without a compiler neither is offered.
 
 use crate::analysis::FileAnalysis;
+use crate::doctor::Readiness;
 use kernelpro_model::Span;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LensAction {
     None,
     Profile,
-    Optimize { kernel: String },
+    Optimize {
+        kernel: String,
+    },
+    /// Cannot run here: the words say why (shown on click).
+    Unavailable {
+        why: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -17,15 +27,49 @@ pub struct Lens {
     pub action: LensAction,
 }
 
-pub fn kernel_lenses(analysis: &FileAnalysis) -> Vec<Lens> {
+/// The lenses of each kernel; `ready` is the last doctor's verdict (`None`:
+/// not known yet, everything offered).
+pub fn kernel_lenses(analysis: &FileAnalysis, ready: Option<&Readiness>) -> Vec<Lens> {
     let mut out = Vec::new();
+    let compile_missing = ready.and_then(|r| r.compile.as_deref());
     for k in analysis.source.kernels() {
         let span = Span::new(k.span.start, k.span.start);
         if let Some(summary) = analysis.kernel_summary(&k.name) {
             out.push(Lens { span, title: summary, action: LensAction::None });
         }
-        out.push(Lens { span, title: "▶ Profile".into(), action: LensAction::Profile });
-        out.push(Lens { span, title: "⚡ Optimize".into(), action: LensAction::Optimize { kernel: k.name.clone() } });
+        // Without a compiler the file's own message says what to install; no run is offered.
+        if compile_missing.is_some() {
+            continue;
+        }
+        match ready.and_then(|r| r.profile.as_deref()) {
+            None => out.push(Lens { span, title: "▶ Profile".into(), action: LensAction::Profile }),
+            Some(why) => out.push(Lens {
+                span,
+                title: format!("▶ Profile: {why}"),
+                action: LensAction::Unavailable { why: because("profiling", why, &ready.unwrap().profile_fix) },
+            }),
+        }
+        match ready.and_then(|r| r.optimize.as_deref()) {
+            None => out.push(Lens {
+                span,
+                title: "⚡ Optimize".into(),
+                action: LensAction::Optimize { kernel: k.name.clone() },
+            }),
+            Some(why) => out.push(Lens {
+                span,
+                title: format!("⚡ Optimize: {why}"),
+                action: LensAction::Unavailable { why: because("optimizing", why, &ready.unwrap().optimize_fix) },
+            }),
+        }
     }
     out
+}
+
+/// `profiling cannot run here: no ncu. To fix it: …`
+pub fn because(what: &str, why: &str, fix: &str) -> String {
+    if fix.is_empty() {
+        format!("{what} cannot run here: {why}.")
+    } else {
+        format!("{what} cannot run here: {why}. To fix it: {fix}.")
+    }
 }

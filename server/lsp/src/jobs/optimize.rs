@@ -23,6 +23,18 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     if kernelpro_core::source::parse(&text).kernel(&kernel).is_none() {
         return Err(Error::invalid_params(format!("no __global__ function named `{kernel}` in this file")));
     }
+    // What doctor found missing (no compiler, no GPU for a GPU evaluator): said
+    // at once, in those words, rather than after a failed start.
+    if let Some(r) = server.state.readiness()
+        && let Some(why) = r.optimize.as_deref()
+    {
+        let message = kernelpro_core::lens::because("Optimize", why, &r.optimize_fix);
+        return Err(Error {
+            code: tower_lsp_server::jsonrpc::ErrorCode::InvalidRequest,
+            message: message.into(),
+            data: None,
+        });
+    }
     // A client that gives its own token shows the progress and renders the
     // reply's `message` itself; the others are also told by window/showMessage.
     let client_renders = token.is_some();
@@ -109,6 +121,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
         }
         Err(e) => {
             tracing::warn!(kernel = %kernel, "optimize failed: {e}");
+            let e = settings.editor.name_settings(&e);
             progress.finish_with_message(format!("failed: {e}")).await;
             Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
         }
