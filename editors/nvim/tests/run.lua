@@ -422,10 +422,12 @@ local notes_before = #report.notified
 vim.cmd('KernelProOptimize ' .. kernel_name)
 local echoes_before = #report.echoed
 -- Issue 32: the percentage moves past 0% though the budget (500) is far above what is tried.
+-- (The line is cut to the command line's width with "…": the best may be cut off.)
 wait_for('optimize progress with a best so far and a percentage above 0, to cancel', function()
   for i = echoes_before + 1, #report.echoed do
-    local pct = tonumber(report.echoed[i]:match('evaluations · best 1%.50x %((%d+)%%%)') or '0')
-    if pct > 0 then
+    -- One evaluation in: the stub's best (1.50x) is there to be kept by the cancel.
+    local pct, done = report.echoed[i]:match('Optimizing [%w_]+ %((%d+)%%%): (%d+)/%d+ evaluations')
+    if tonumber(pct or '0') > 0 and tonumber(done or '0') > 0 then
       report.optimize_progress = report.echoed[i]
       return true
     end

@@ -70,6 +70,47 @@ pub fn because(what: &str, why: &str, fix: &str) -> String {
     if fix.is_empty() {
         format!("{what} cannot run here: {why}.")
     } else {
-        format!("{what} cannot run here: {why}. To fix it: {fix}.")
+        format!("{what} cannot run here: {why}. To fix it: {}.", fix.trim_end_matches('.'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn titles(ready: Option<&Readiness>) -> Vec<(String, LensAction)> {
+        let settings = crate::settings::Settings { trusted: true, ..Default::default() };
+        let a = FileAnalysis::without_tools(
+            std::path::Path::new("k.cu"),
+            "__global__ void k(float* y) { y[threadIdx.x] = 1.f; }\n",
+            &settings,
+        );
+        kernel_lenses(&a, ready).into_iter().map(|l| (l.title, l.action)).collect()
+    }
+
+    /// Issue 32: Profile and Optimize are offered only where they can run; elsewhere
+    /// the lens says what is missing and explains (with the fix) on click.
+    #[test]
+    fn lenses_follow_what_can_run() {
+        let all = titles(None);
+        assert_eq!(all[0].0, "▶ Profile");
+        assert_eq!(all[1], ("⚡ Optimize".to_string(), LensAction::Optimize { kernel: "k".into() }));
+        let no_gpu = Readiness {
+            profile: Some("no NVIDIA GPU or driver, no Nsight Compute (ncu)".into()),
+            profile_fix: "run on a GPU machine.".into(),
+            ..Default::default()
+        };
+        let lenses = titles(Some(&no_gpu));
+        assert_eq!(lenses[0].0, "▶ Profile: no NVIDIA GPU or driver, no Nsight Compute (ncu)");
+        assert_eq!(
+            lenses[0].1,
+            LensAction::Unavailable {
+                why: "profiling cannot run here: no NVIDIA GPU or driver, no Nsight Compute (ncu). To fix it: run on a GPU machine.".into()
+            }
+        );
+        assert_eq!(lenses[1].0, "⚡ Optimize");
+        let no_nvcc =
+            Readiness { compile: Some("no nvcc".into()), optimize: Some("no nvcc".into()), ..Default::default() };
+        assert!(titles(Some(&no_nvcc)).is_empty(), "no run offered without a compiler");
     }
 }

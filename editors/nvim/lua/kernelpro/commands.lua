@@ -13,7 +13,7 @@ function M.why_no_server()
   local bin = kp.cmd()[1]
   if vim.fn.executable(bin) == 0 then
     return ('the server binary `%s` was not found. Build it (`cargo build --release -p kernelpro` in a KernelPro checkout) '
-      .. "and put target/release on PATH, or give its path: require('kernelpro').setup({ server_path = '/path/to/kernelpro' })"):format(bin)
+      .. "and put target/release on PATH, or give its path: `require('kernelpro').setup({ server_path = '/path/to/kernelpro' })`"):format(bin)
   end
   local ft = vim.bo.filetype
   if not vim.tbl_contains(kp.options.filetypes, ft) then
@@ -236,11 +236,16 @@ function M.progress_line(title, value)
     end
     return 'KernelPro: ' .. (what and (what .. ': ') or '') .. message
   end
+  -- The percentage right after the title: a line cut to the command line keeps it.
   local pct = value.percentage and (' (' .. value.percentage .. '%)') or ''
+  local head = what and (what .. pct) or nil
   local text = table.concat(vim.tbl_filter(function(x)
     return x ~= nil
-  end, { what, message }), ': ')
-  return 'KernelPro: ' .. (text ~= '' and text or 'working') .. pct
+  end, { head, message }), ': ')
+  if not head then
+    text = (text ~= '' and text or 'working') .. pct
+  end
+  return 'KernelPro: ' .. text
 end
 
 function M.watch_progress()
