@@ -149,7 +149,7 @@ async fn version_of(found: &Found, arg: &str, trusted: bool) -> String {
 /// How to get a host compiler, for the doctor's fix and the compile error.
 pub const HOST_COMPILER_HINT: &str = "install one: `sudo apt-get install g++` (Debian, Ubuntu), `sudo dnf install gcc-c++` (Fedora), \
 or without root `conda install -c conda-forge gxx_linux-64`; then put its folder on the PATH the editor or server starts with, \
-or set NVCC_CCBIN to the g++ to use (nvcc 13 supports g++ 6 to 15)";
+or set NVCC_CCBIN to the g++ to use";
 
 /// nvcc preprocesses every `.cu` with a host C++ compiler (`g++` on PATH, or
 /// `NVCC_CCBIN`): without one, every compile fails with "Failed to preprocess
