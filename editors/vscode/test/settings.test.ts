@@ -120,7 +120,11 @@ describe('package.json', () => {
 
   it('starts on CUDA files and offers the four commands', () => {
     expect(pkg.activationEvents).toEqual(['onLanguage:cuda-cpp']);
-    expect(pkg.contributes.languages).toEqual([{ id: 'cuda-cpp', extensions: ['.cu', '.cuh'] }]);
+    // cuda-cpp for .cu/.cuh; kernelpro-sass (Show SASS's documents) claims no file.
+    expect(pkg.contributes.languages).toEqual([
+      { id: 'cuda-cpp', extensions: ['.cu', '.cuh'] },
+      { id: 'kernelpro-sass', aliases: ['NVIDIA SASS', 'sass-nvidia'] },
+    ]);
     const titles = pkg.contributes.commands.map((c: { title: string }) => c.title);
     expect(titles).toEqual(
       expect.arrayContaining(['Optimize Kernel at Cursor', 'Profile File', 'Show SASS for Line', 'Restart Server']),
