@@ -116,9 +116,11 @@ fn first_publish_after_a_save_has_the_model_findings() {
     let first = c.wait_publish(&u, LONG);
     assert_eq!(first["version"], 1);
     let early = codes(&first);
-    for code in ["#177-D", "RowWalk", "UncoalescedAccess"] {
+    for code in ["#177-D", "RowWalk"] {
         assert!(early.iter().any(|c| c == code), "{code} missing from the first publish: {:?}", summarize(&first));
     }
+    // Issue 32: the row walk is one finding; no UncoalescedAccess tells it again on its line.
+    assert!(!early.iter().any(|c| c == "UncoalescedAccess"), "told twice: {:?}", summarize(&first));
     assert!(
         !early.iter().any(|c| c == "Fp64Promotion"),
         "the first publish comes before the SASS: {:?}",
@@ -215,7 +217,8 @@ fn symbols_hover_and_lenses() {
     let titles: Vec<&str> =
         lenses["result"].as_array().unwrap().iter().map(|l| l["command"]["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"14 regs · 0 B spill · 4 KB smem · occupancy 100% (limit: warps)"), "{titles:?}");
-    assert!(titles.contains(&"⚡ Optimize"));
+    // "⚡ Optimize", or where doctor finds no GPU, "⚡ Optimize: no NVIDIA GPU or driver".
+    assert!(titles.iter().any(|t| t.starts_with("⚡ Optimize")), "{titles:?}");
     let lens_lines = |lenses: &Value| -> Vec<(u64, String)> {
         lenses["result"]
             .as_array()
@@ -619,17 +622,11 @@ fn counter_permission_error_says_how_to_fix_it() {
     let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
-    c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
+    // Said in the reply (the editor's message), never left as a lasting entry in Problems.
+    let msg = reply["result"]["message"].as_str().unwrap_or_default().to_string();
     let d = c.wait_publish(&u, LONG);
-    let msg = d["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["code"] == "profile-unavailable")
-        .expect("a profile-unavailable diagnostic")["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert!(!d["diagnostics"].as_array().unwrap().iter().any(|d| d["code"] == "profile-unavailable"), "{d}");
     assert!(
         msg.contains("ERR_NVGPUCTRPERM")
             && msg.contains("CAP_PERFMON")

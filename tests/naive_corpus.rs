@@ -13,8 +13,9 @@ use std::process::Command;
 /// 2026-12-03: 3 of 49 with the tools of 969c3d2 (only the `double` lines), 49 of 49 with the
 /// kernel-model tools.
 const MIN_HIT_RATE: f64 = 0.9;
-/// Warning-level findings allowed on any one clean or expert kernel (CODES.md).
-const MAX_CLEAN_WARNINGS: usize = 1;
+/// Warning-level findings allowed on any one clean or expert kernel (CODES.md). Issue 32: none
+/// (measured 2026-12-06: 0 on all 29, the float4-cast GELU included).
+const MAX_CLEAN_WARNINGS: usize = 0;
 /// Corpus shape the issues ask for: naive kernels in all, naive styles per class.
 const MIN_NAIVE: usize = 30;
 const MIN_STYLES_PER_CLASS: usize = 3;
@@ -157,6 +158,10 @@ fn check_names_the_main_problem_of_naive_kernels() {
     let findings = check_all(&tasks);
     let mut table = String::new();
     let (mut hits, mut worst_clean, mut clean_total) = (0usize, 0usize, 0usize);
+    // Issue 32: findings per naive kernel, and one diagnosis told twice: an UncoalescedAccess on an
+    // access a RowWalk of the file already names (measured 2026-12-06 on the 19 row-walk files:
+    // 34 before, 0 after), or two findings of one code on one line.
+    let (mut naive_findings, mut repeated) = (0usize, Vec::new());
     let mut clean_offenders = Vec::new();
     let mut by_code: BTreeMap<String, [usize; 2]> = BTreeMap::new();
     writeln!(table, "{:<48} {:<44} {:<44} hit", "file", "expected", "found on the line").unwrap();
@@ -168,6 +173,24 @@ fn check_names_the_main_problem_of_naive_kernels() {
             fs.iter().filter(|f| f.get("file").is_none_or(|p| Path::new(p.as_str().unwrap_or("")) == t.path)).collect();
         if let Some(e) = own.iter().find(|f| f["severity"] == "error") {
             panic!("{}:{}: check gives an error: {}", t.name, line(e) + 1, e["message"]);
+        }
+        let walked: Vec<String> = own
+            .iter()
+            .filter(|f| code(f) == "RowWalk")
+            .flat_map(|f| f["evidence"].as_array().cloned().unwrap_or_default())
+            .filter(|e| e["name"] == "walked accesses")
+            .flat_map(|e| e["value"].as_str().unwrap_or("").split(", ").map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for f in &own {
+            let message = f["message"].as_str().unwrap_or("");
+            let again = code(f) == "UncoalescedAccess" && walked.iter().any(|w| message.starts_with(&format!("`{w}`")));
+            if again || (!code(f).is_empty() && !seen.insert((code(f).to_string(), line(f)))) {
+                repeated.push(format!("{}:{} {}", t.name, line(f) + 1, code(f)));
+            }
+        }
+        if matches!(t.role, Role::Naive { .. }) {
+            naive_findings += own.iter().filter(|f| !code(f).is_empty()).count();
         }
         match &t.role {
             Role::Naive { line: at, codes } => {
@@ -225,6 +248,13 @@ fn check_names_the_main_problem_of_naive_kernels() {
         writeln!(table, "  {c:<20} named on {hit} of the {of} lines that accept it").unwrap();
     }
     writeln!(table, "clean/expert: {clean} files, {clean_total} warning(s) in all, at most {worst_clean} on one file (allowed {MAX_CLEAN_WARNINGS})").unwrap();
+    writeln!(
+        table,
+        "findings per naive kernel: {:.2} ({naive_findings} on {naive}); one diagnosis told twice: {} {repeated:?}",
+        naive_findings as f64 / naive as f64,
+        repeated.len()
+    )
+    .unwrap();
     print!("{table}");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("naive_corpus.txt");
     std::fs::write(&out, &table).unwrap();
@@ -232,6 +262,7 @@ fn check_names_the_main_problem_of_naive_kernels() {
 
     assert!(rate >= MIN_HIT_RATE, "hit rate {rate:.3} is below {MIN_HIT_RATE}");
     assert!(clean_offenders.is_empty(), "more than {MAX_CLEAN_WARNINGS} warning(s) on {clean_offenders:?}");
+    assert!(repeated.is_empty(), "one diagnosis told twice: {repeated:?}");
 }
 
 /// Every naive template kernel goes through the optimizer's guarded compile:

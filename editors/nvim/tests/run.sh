@@ -16,7 +16,7 @@ export KP_FIXTURE="${KP_FIXTURE:-$repo/editors/fixtures/kernels_spec.cu}"
 export KP_OUT="${KP_OUT:-$repo/target/nvim-test.json}"
 
 if ! command -v "$KERNELPRO_BIN" >/dev/null 2>&1; then
-  echo "kernelpro server not found at $KERNELPRO_BIN (cargo build -p kernelpro-cli, or set KERNELPRO_BIN)" >&2
+  echo "kernelpro server not found at $KERNELPRO_BIN (build it with \`cargo build -p kernelpro\`, or set KERNELPRO_BIN)" >&2
   exit 2
 fi
 

@@ -291,7 +291,8 @@ try {
   // Compared past the inserted note.
   report.applied_lines = saved.slice(1).filter((l, i) => l !== lines[i]);
 
-  // Profile: a notification while it runs, then its outcome in words (here: no ncu).
+  // Profile: a notification while it runs, then its outcome in words (here: no ncu, no GPU:
+  // doctor knows, so it says at once what is missing).
   // Every notification text is recorded as it appears: the progress may last a moment only.
   await page.evaluate(() => {
     window.kpToasts = [];
@@ -303,7 +304,7 @@ try {
   });
   await editor.locator('.view-lines').click();
   await palette(page, 'KernelPro: Profile File');
-  const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled)/ });
+  const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled|ing cannot run here)/ });
   await profiled.first().waitFor();
   report.profile_message = await profiled.first().innerText();
   report.profile_toasts = await page.evaluate(() => window.kpToasts);

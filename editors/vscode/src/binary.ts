@@ -41,8 +41,9 @@ export function findServer(l: BinaryLookup): BinaryResult {
   }
   return {
     error:
-      'The KernelPro server (kernelpro) was not found. Set "kernelpro.serverPath", ' +
-      'or build it with `cargo build --release -p kernelpro-cli` and put it on PATH.',
+      'The KernelPro server (kernelpro) was not found. Set "kernelpro.serverPath" to it, ' +
+      'or build it in the KernelPro checkout with `cargo build --release -p kernelpro` ' +
+      'and put target/release on PATH.',
     tried,
   };
 }

@@ -18,9 +18,9 @@ import { findServer } from './binary';
 import { GAVE_UP_MESSAGE, RestartNotice, shouldRestart } from './crashes';
 import { CPP_EXTENSIONS, type HoverMode, shouldHover } from './hover';
 import { ENV_KEY, llmKey } from './secrets';
-import { initializationOptions, serverSettings } from './settings';
+import { initializationOptions, openSettingsCommand, serverSettings } from './settings';
 import { Jobs } from './jobs';
-import { type Status, summaryFromDoctor } from './status';
+import { INSTALL_CUDA, OPEN_NVCC_SETTING, type Status, missingCompilerNotice, summaryFromDoctor } from './status';
 
 export const DOCUMENT_SELECTOR = [{ scheme: 'file', language: 'cuda-cpp' }];
 
@@ -67,6 +67,8 @@ export class KernelProClient {
   private readonly crashes: number[] = [];
   /** stop() was asked for: the server's exit is no crash. */
   private stopping = false;
+  /** The missing-compiler notification was shown for this summary ("no nvcc"): once until it changes. */
+  private noticeShownFor: string | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -93,7 +95,8 @@ export class KernelProClient {
       this.output.appendLine(`${found.error}\nLooked at:\n  ${found.tried.join('\n  ')}`);
       const choice = await vscode.window.showErrorMessage(found.error, 'Open Settings', 'Show Log');
       if (choice === 'Open Settings') {
-        await vscode.commands.executeCommand('workbench.action.openSettings', 'kernelpro.serverPath');
+        const open = openSettingsCommand('serverPath', vscode.env.remoteName);
+        await vscode.commands.executeCommand(open.command, open.args);
       } else if (choice === 'Show Log') {
         this.output.show();
       }
@@ -173,7 +176,35 @@ export class KernelProClient {
       this.output.appendLine(`The server failed to start: ${e}`);
       return;
     }
-    this.status.set(trusted ? 'running' : 'restricted', trusted ? undefined : UNTRUSTED_MESSAGE, trusted ? await this.gpu() : undefined);
+    if (trusted) await this.refreshStatus();
+    else this.status.set('restricted', UNTRUSTED_MESSAGE);
+  }
+
+  /**
+   * Asks doctor again and shows its live state: at start, after a settings
+   * change and after an install, so the status bar never keeps saying
+   * "no nvcc" once the compiler is there. A missing compiler gets one
+   * notification with an install button (again only after it was found and lost).
+   */
+  async refreshStatus(): Promise<void> {
+    if (!this.client || !this.trusted) return;
+    const summary = await this.gpu();
+    if (!this.client) return;
+    this.status.set('running', undefined, summary);
+    const notice = missingCompilerNotice(summary);
+    if (!notice) {
+      this.noticeShownFor = undefined;
+      return;
+    }
+    if (this.noticeShownFor === summary) return;
+    this.noticeShownFor = summary;
+    void Promise.resolve(vscode.window.showWarningMessage(notice.text, ...notice.buttons)).then(async (choice) => {
+      if (choice === INSTALL_CUDA) await vscode.commands.executeCommand('kernelpro.installCompiler');
+      else if (choice === OPEN_NVCC_SETTING) {
+        const open = openSettingsCommand('nvcc', vscode.env.remoteName);
+        await vscode.commands.executeCommand(open.command, open.args);
+      } else if (choice === 'Show Log') this.output.show();
+    });
   }
 
   /** The GPU the server sees (or "no nvcc"), from `kernelpro.doctor`. */
@@ -226,10 +257,11 @@ export class KernelProClient {
     await this.start();
   }
 
-  /** Settings changed: the server takes them without a restart. */
-  pushSettings(): void {
-    void this.client?.sendNotification(DidChangeConfigurationNotification.type, {
+  /** Settings changed: the server takes them without a restart; doctor is asked again (a new nvcc path). */
+  async pushSettings(): Promise<void> {
+    await this.client?.sendNotification(DidChangeConfigurationNotification.type, {
       settings: { kernelpro: serverSettings(config(), this.trusted) },
     });
+    await this.refreshStatus();
   }
 }

@@ -155,6 +155,8 @@ export function registerCommands(
     )) as { nvcc?: string; message?: string; error?: string } | undefined;
     if (reply?.nvcc) {
       await vscode.workspace.getConfiguration('kernelpro').update('nvcc', reply.nvcc, vscode.ConfigurationTarget.Global);
+      // The status bar and the lenses follow at once (the setting's change event asks again too).
+      await kp.refreshStatus();
       void vscode.window.showInformationMessage(`KernelPro: ${reply.message ?? 'the CUDA compiler is installed.'}`);
     } else {
       void vscode.window.showErrorMessage(`KernelPro: ${reply?.message ?? 'installing the CUDA compiler failed.'}`);

@@ -22,7 +22,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       if (e.affectsConfiguration('kernelpro.serverPath')) return client.restart();
       // Where the key goes is read only at start-up (the server ignores it in later updates).
       if (['enabled', 'provider', 'endpoint'].some((k) => e.affectsConfiguration(`kernelpro.llm.${k}`))) return client.restart();
-      if (e.affectsConfiguration('kernelpro')) client.pushSettings();
+      if (e.affectsConfiguration('kernelpro')) return client.pushSettings();
     }),
     // Trust and the key are given at start-up (initializationOptions, env).
     vscode.workspace.onDidGrantWorkspaceTrust(() => client.restart()),

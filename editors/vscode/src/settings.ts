@@ -79,3 +79,21 @@ export function initializationOptions(
   const settings = serverSettings(c, trusted);
   return trusted && llmKey ? { ...settings, llmKey } : settings;
 }
+
+/** Settings whose scope is the machine (package.json's `machine` / `machine-overridable`). */
+export const MACHINE_SETTINGS = ['serverPath', 'nvcc', 'ncu', 'llm.enabled', 'llm.provider', 'llm.endpoint'];
+
+/**
+ * The command that opens the Settings UI where `key` (without `kernelpro.`) is
+ * set: in a remote window (code-server, SSH, containers: `vscode.env.remoteName`
+ * set) a machine setting lives in the Remote tab, where the User tab says
+ * "No Settings Found"; elsewhere the User tab.
+ */
+export function openSettingsCommand(
+  key: string,
+  remoteName: string | undefined,
+): { command: string; args: { query: string } } {
+  const query = `kernelpro.${key}`;
+  const remote = !!remoteName && MACHINE_SETTINGS.includes(key);
+  return { command: remote ? 'workbench.action.openRemoteSettings' : 'workbench.action.openSettings', args: { query } };
+}

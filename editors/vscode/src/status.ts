@@ -28,9 +28,36 @@ export function gpuFromDoctor(doctor: string | undefined): string | undefined {
  * missing (nothing is compiled, whatever the GPU), else the GPU.
  */
 export function summaryFromDoctor(doctor: string | undefined): string | undefined {
-  const nvccMissing = (doctor ?? '').split('\n').some((line) => /^!!\s+nvcc:/.test(line.trim()));
-  return nvccMissing ? 'no nvcc' : gpuFromDoctor(doctor);
+  const failed = (name: string) => (doctor ?? '').split('\n').some((line) => new RegExp(`^!!\\s+${name}:`).test(line.trim()));
+  if (failed('nvcc')) return 'no nvcc';
+  // nvcc preprocesses every file with g++: without it nothing compiles either.
+  if (failed('host compiler')) return 'no g++';
+  return gpuFromDoctor(doctor);
 }
+
+/** What a missing compiler's notification says and offers, or nothing when the compilers are there. */
+export function missingCompilerNotice(summary: string | undefined): { text: string; buttons: string[] } | undefined {
+  if (summary === 'no nvcc') {
+    return {
+      text:
+        'KernelPro: the CUDA compiler (nvcc) was not found, so nothing is compiled, profiled or optimized. ' +
+        'Install it (the pinned compiler wheels, into the extension\'s storage: about a minute), or set kernelpro.nvcc.',
+      buttons: [INSTALL_CUDA, OPEN_NVCC_SETTING],
+    };
+  }
+  if (summary === 'no g++') {
+    return {
+      text:
+        'KernelPro: nvcc needs a host C++ compiler (g++) on PATH, and none was found, so nothing compiles. ' +
+        'Install one (e.g. `sudo apt-get install g++`) or set NVCC_CCBIN, then restart the server. See KernelPro: Show Server Log (doctor) for details.',
+      buttons: ['Show Log'],
+    };
+  }
+  return undefined;
+}
+
+export const INSTALL_CUDA = 'Install CUDA Compiler';
+export const OPEN_NVCC_SETTING = 'Open Settings';
 
 export class Status {
   readonly item: vscode.StatusBarItem;

@@ -54,9 +54,29 @@ describe('findServer', () => {
       { executables: [] },
       {
         error:
-          'The KernelPro server (kernelpro) was not found. Set "kernelpro.serverPath", ' +
-          'or build it with `cargo build --release -p kernelpro-cli` and put it on PATH.',
+          'The KernelPro server (kernelpro) was not found. Set "kernelpro.serverPath" to it, ' +
+          'or build it in the KernelPro checkout with `cargo build --release -p kernelpro` ' +
+          'and put target/release on PATH.',
         tried: ['/ext/server/linux-x64/kernelpro', '/usr/local/bin/kernelpro', '/usr/bin/kernelpro'],
       },
     ));
+});
+
+describe('the build command in the message', () => {
+  it('names the package cargo builds the server from', async () => {
+    const { readFileSync } = await import('node:fs');
+    const result = findServer({
+      setting: undefined,
+      extensionPath: '/ext',
+      platform: 'linux',
+      arch: 'x64',
+      envPath: '',
+      isExecutable: () => false,
+    });
+    const pkg = /cargo build --release -p (\S+)`/.exec('error' in result ? result.error : '')?.[1];
+    const manifest = readFileSync(new URL('../../../server/cli/Cargo.toml', import.meta.url), 'utf8');
+    expect(pkg).toBeDefined();
+    expect(manifest).toMatch(new RegExp(`^name = "${pkg}"$`, 'm'));
+    expect(manifest).toMatch(/^name = "kernelpro"$/m);
+  });
 });

@@ -94,7 +94,12 @@ function executable(): string {
 }
 
 function context(secrets: Record<string, string> = {}) {
-  return { extensionPath: '/nonexistent-ext', subscriptions: [] as unknown[], secrets: vscode.secretStorage(secrets) };
+  return {
+    extensionPath: '/nonexistent-ext',
+    globalStorageUri: vscode.Uri.parse('file:///store'),
+    subscriptions: [] as unknown[],
+    secrets: vscode.secretStorage(secrets),
+  };
 }
 
 const last = () => clients[clients.length - 1];
@@ -157,6 +162,60 @@ describe('activate', () => {
     expect(clients).toEqual([]);
     expect(vscode.state.messages).toEqual([{ kind: 'error', text: expect.stringContaining('was not found') }]);
     expect(vscode.state.statusBar.text).toBe('$(error) KernelPro');
+  });
+
+  it('opens the Remote settings tab for a missing binary in code-server (issue 32)', async () => {
+    vscode.state.settings = {};
+    vscode.state.remoteName = 'localhost:8080';
+    vscode.state.click.add('Open Settings');
+    process.env.PATH = '/nonexistent-bin';
+    await activate(context() as never);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(vscode.state.messages[0].text).toContain('cargo build --release -p kernelpro`');
+    expect(vscode.state.executed).toContainEqual(['workbench.action.openRemoteSettings', { query: 'kernelpro.serverPath' }]);
+  });
+
+  it('follows doctor: a missing nvcc gets one notice with an install button, and the status bar clears once it is set (issue 32)', async () => {
+    let nvcc = false;
+    FakeClient.answers.set('kernelpro.doctor', async () =>
+      nvcc
+        ? 'ok  nvcc: /x/nvcc\nok  host compiler: /usr/bin/g++\nok  GPU: NVIDIA H200 (driver 575)\n'
+        : '!!  nvcc: not found\nok  host compiler: /usr/bin/g++\n!!  GPU: no NVIDIA GPU or driver visible\n',
+    );
+    FakeClient.answers.set('kernelpro.installCuda', async () => {
+      nvcc = true;
+      return { nvcc: '/store/cuda/nvcc', message: 'The CUDA compiler is installed.' };
+    });
+    vscode.state.click.add('Install CUDA Compiler');
+    try {
+      await activate(context() as never);
+      await new Promise((r) => setTimeout(r, 0));
+      expect(vscode.state.messages[0]).toEqual({ kind: 'warning', text: expect.stringContaining('(nvcc) was not found') });
+      expect(vscode.state.buttons[0]).toEqual(['Install CUDA Compiler', 'Open Settings']);
+      // The button ran the install: the setting is written and the status bar follows at once.
+      await vi.waitFor(() => expect(vscode.state.updated).toEqual([['nvcc', '/store/cuda/nvcc']]));
+      await vi.waitFor(() => expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: NVIDIA H200'));
+      // A later settings change asks doctor again; nothing new to say.
+      await vscode.changeSettings({ arch: 'sm_80' });
+      expect(vscode.state.messages.filter((m) => m.text.includes('was not found'))).toHaveLength(1);
+    } finally {
+      FakeClient.answers.delete('kernelpro.doctor');
+      FakeClient.answers.delete('kernelpro.installCuda');
+    }
+  });
+
+  it('re-checks doctor when a setting changes: "no nvcc" goes once kernelpro.nvcc points at one (issue 32)', async () => {
+    FakeClient.answers.set('kernelpro.doctor', async () =>
+      vscode.state.settings.nvcc ? 'ok  nvcc: /x/nvcc\nok  GPU: NVIDIA H200 (driver 575)\n' : '!!  nvcc: not found\n',
+    );
+    try {
+      await activate(context() as never);
+      expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: no nvcc');
+      await vscode.changeSettings({ nvcc: '/opt/cuda/bin/nvcc' });
+      expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: NVIDIA H200');
+    } finally {
+      FakeClient.answers.delete('kernelpro.doctor');
+    }
   });
 
   it('shows a server that fails to start as stopped, with the reason', async () => {
@@ -333,11 +392,13 @@ describe('activate', () => {
       type: 'executeCommand',
       params: { command: 'kernelpro.showSass', arguments: ['file:///w/kernels.cu', 8] },
     });
-    // A read-only virtual Markdown document, not an Untitled one that asks to be saved.
-    const [what, doc] = vscode.state.executed.at(-1) as [string, { uri: { value: string }; content: string }];
+    // A read-only virtual SASS document (its own language and grammar), not Markdown
+    // in a .md tab, nor an Untitled one that asks to be saved.
+    const [what, doc] = vscode.state.executed.at(-1) as [string, { uri: { value: string }; content: string; languageId: string }];
     expect(what).toBe('showTextDocument');
-    expect(doc.uri.value).toMatch(/^kernelpro-sass:\/SASS kernels\.cu line 9\.md\?/);
-    expect(doc.content).toContain('FFMA R1, R2, R3, R4');
+    expect(doc.uri.value).toMatch(/^kernelpro-sass:\/SASS kernels\.cu line 9\?/);
+    expect(doc.languageId).toBe('kernelpro-sass');
+    expect(doc.content).toBe('FFMA R1, R2, R3, R4\n');
   });
 });
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CLIENT_ONLY_SETTINGS, initializationOptions, serverSettings } from '../src/settings';
+import { CLIENT_ONLY_SETTINGS, MACHINE_SETTINGS, initializationOptions, openSettingsCommand, serverSettings } from '../src/settings';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 const properties: Record<string, { default: unknown }> = pkg.contributes.configuration.properties;
@@ -120,10 +120,37 @@ describe('package.json', () => {
 
   it('starts on CUDA files and offers the four commands', () => {
     expect(pkg.activationEvents).toEqual(['onLanguage:cuda-cpp']);
-    expect(pkg.contributes.languages).toEqual([{ id: 'cuda-cpp', extensions: ['.cu', '.cuh'] }]);
+    // cuda-cpp for .cu/.cuh; kernelpro-sass (Show SASS's documents) claims no file.
+    expect(pkg.contributes.languages).toEqual([
+      { id: 'cuda-cpp', extensions: ['.cu', '.cuh'] },
+      { id: 'kernelpro-sass', aliases: ['NVIDIA SASS', 'sass-nvidia'] },
+    ]);
     const titles = pkg.contributes.commands.map((c: { title: string }) => c.title);
     expect(titles).toEqual(
       expect.arrayContaining(['Optimize Kernel at Cursor', 'Profile File', 'Show SASS for Line', 'Restart Server']),
     );
+  });
+});
+
+describe('openSettingsCommand', () => {
+  it('lists exactly the machine-scoped settings of package.json', () => {
+    const props = pkg.contributes.configuration.properties as Record<string, { scope?: string }>;
+    const machine = Object.entries(props)
+      .filter(([, p]) => p.scope === 'machine' || p.scope === 'machine-overridable')
+      .map(([k]) => k.replace(/^kernelpro\./, ''));
+    expect([...MACHINE_SETTINGS].sort()).toEqual(machine.sort());
+  });
+  it('opens the Remote tab for a machine setting in a remote window (code-server)', () => {
+    expect(openSettingsCommand('serverPath', 'localhost:8080')).toEqual({
+      command: 'workbench.action.openRemoteSettings',
+      args: { query: 'kernelpro.serverPath' },
+    });
+  });
+  it('opens the User tab locally, and for settings of any scope', () => {
+    expect(openSettingsCommand('serverPath', undefined).command).toBe('workbench.action.openSettings');
+    expect(openSettingsCommand('arch', 'localhost:8080')).toEqual({
+      command: 'workbench.action.openSettings',
+      args: { query: 'kernelpro.arch' },
+    });
   });
 });

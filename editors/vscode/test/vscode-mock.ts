@@ -27,6 +27,12 @@ export const state = {
   progress: [] as ProgressShown[],
   /** The buttons offered with each of `messages`. */
   buttons: [] as string[][],
+  /** The button the user picks on the next messages that offer it (by its label). */
+  click: new Set<string>(),
+  /** `vscode.env.remoteName`: set in code-server, SSH and containers. */
+  remoteName: undefined as string | undefined,
+  /** Settings written through getConfiguration().update(). */
+  updated: [] as [string, unknown][],
 };
 
 /** A withProgress notification: its options, what was reported, and its Cancel button. */
@@ -49,7 +55,16 @@ export function reset(): void {
   state.trustGranted = new Emitter();
   state.progress = [];
   state.buttons = [];
+  state.click = new Set();
+  state.remoteName = undefined;
+  state.updated = [];
 }
+
+export const env = {
+  get remoteName() {
+    return state.remoteName;
+  },
+};
 
 /** Change settings as the Settings editor would, firing the change event. */
 export async function changeSettings(changes: Record<string, unknown>): Promise<void> {
@@ -72,6 +87,9 @@ export const workspace = {
       const nested = Object.entries(state.settings).filter(([k]) => k.startsWith(`${key}.`));
       return nested.length ? (Object.fromEntries(nested.map(([k, v]) => [k.slice(key.length + 1), v])) as T) : undefined;
     },
+    update: async (key: string, value: unknown) => {
+      state.updated.push([key, value]);
+    },
   }),
   onDidChangeConfiguration: (l: Listener<{ affectsConfiguration: (s: string) => boolean }>) =>
     state.configChanged.event(l),
@@ -86,15 +104,16 @@ export const workspace = {
   openTextDocument: async (init: { language: string; content: string } | Uri) => {
     if (!(init instanceof Uri)) return { ...init, uri: 'untitled:1' };
     const provider = workspace.providers.get(init.value.split(':')[0]);
-    return { uri: init, content: provider?.provideTextDocumentContent(init) };
+    return { uri: init, content: provider?.provideTextDocumentContent(init), languageId: 'plaintext' };
   },
 };
 
 function message(kind: string) {
   return async (text: string, ...buttons: unknown[]) => {
     state.messages.push({ kind, text });
-    state.buttons.push(buttons.filter((b) => typeof b === 'string') as string[]);
-    return undefined;
+    const offered = buttons.filter((b) => typeof b === 'string') as string[];
+    state.buttons.push(offered);
+    return offered.find((b) => state.click.has(b));
   };
 }
 
@@ -137,7 +156,13 @@ export const commands = {
   },
   executeCommand: async (...args: unknown[]) => {
     state.executed.push(args);
+    const own = state.commands.get(args[0] as string);
+    if (own) return own(...args.slice(1));
   },
+};
+
+export const languages = {
+  setTextDocumentLanguage: async <T extends object>(doc: T, languageId: string) => ({ ...doc, languageId }),
 };
 
 export const extensions = {
@@ -163,6 +188,12 @@ export class Uri {
   constructor(readonly value: string) {}
   static parse(value: string) {
     return new Uri(value);
+  }
+  static joinPath(base: Uri, ...parts: string[]) {
+    return new Uri([base.value, ...parts].join('/'));
+  }
+  get fsPath() {
+    return this.value.replace(/^file:\/\//, '');
   }
   toString() {
     return this.value;
@@ -200,4 +231,7 @@ export function secretStorage(initial: Record<string, string> = {}) {
     },
     onDidChange: changed.event,
   };
+}
+export enum ConfigurationTarget {
+  Global = 1,
 }

@@ -27,6 +27,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, Default)]
 pub struct FileAnalysis {
     pub path: PathBuf,
+    /// Built without tools because the workspace is not trusted: how to trust it, in the user's editor's words.
+    pub untrusted: Option<&'static str>,
     pub source: SourceFile,
     pub findings: Vec<Finding>,
     pub compile: Option<Arc<CompileOutput>>,
@@ -76,6 +78,7 @@ impl FileAnalysis {
             source,
             arch: settings.arch.clone(),
             default_block_size: settings.block_size,
+            untrusted: (!settings.trusted).then(|| settings.editor.trust_hint()),
             ..Default::default()
         }
     }

@@ -90,6 +90,15 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
     result.resources = kernelpro_sass::ptxas::parse_ptxas(&result.ptxas_report);
     let messages = nvcc_diag::parse(&combined);
     result.findings = map_messages(&messages, input, &src, &cwd);
+    // No host compiler: nvcc's words do not say what to install.
+    for f in result.findings.iter_mut().filter(|f| f.message.contains("Failed to preprocess host compiler properties"))
+    {
+        f.message = format!(
+            "{} nvcc found no host C++ compiler (g++ on PATH, or NVCC_CCBIN): {} (`kernelpro doctor` checks it).",
+            f.message.trim_end(),
+            crate::doctor::HOST_COMPILER_HINT
+        );
+    }
     result.ok = out.success() && cubin.exists();
     if !result.ok && !result.findings.iter().any(|f| f.severity == Severity::Error) {
         let tail: Vec<&str> = combined.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();

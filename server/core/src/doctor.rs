@@ -23,7 +23,96 @@ pub struct Report {
     pub checks: Vec<Check>,
 }
 
+/// What can run here, from a report: `None` where an action can run, else
+/// what is missing, in words for a lens title or a message. The editors
+/// offer Profile and Optimize only where they can run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Readiness {
+    /// Compiling (every analysis past the source): nvcc and a host compiler.
+    pub compile: Option<String>,
+    /// Optimize: compiling, and a GPU to time candidates on (through the runner where one is set).
+    pub optimize: Option<String>,
+    /// Profile: compiling, a GPU, and ncu with access to the counters.
+    pub profile: Option<String>,
+    /// What to do about each, from the failed checks' fixes (empty where ready).
+    pub optimize_fix: String,
+    pub profile_fix: String,
+}
+
 impl Report {
+    fn failed(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name && !c.ok)
+    }
+
+    /// What Profile and Optimize need and lack (an untrusted workspace runs
+    /// nothing: its report says so, and its readiness names the trust).
+    pub fn readiness(&self, settings: &Settings) -> Readiness {
+        if self.failed("workspace trust").is_some() {
+            let why = "the workspace is not trusted".to_string();
+            let fix = self.failed("workspace trust").and_then(|c| c.fix.clone()).unwrap_or_default();
+            return Readiness {
+                compile: Some(why.clone()),
+                optimize: Some(why.clone()),
+                profile: Some(why),
+                optimize_fix: fix.clone(),
+                profile_fix: fix,
+            };
+        }
+        let mut compile = Vec::new();
+        let mut compile_checks = Vec::new();
+        if self.failed("nvcc").is_some() {
+            compile.push("nvcc");
+            compile_checks.push("nvcc");
+        }
+        if self.failed("host compiler").is_some() {
+            compile.push("host compiler (g++)");
+            compile_checks.push("host compiler");
+        }
+        // A runner reaches a GPU elsewhere; a stub evaluator needs none.
+        let gpu_missing = self.failed("GPU").is_some() && settings.runner.is_empty();
+        let stub = settings.optimize.evaluator.starts_with("stub");
+        let mut optimize = compile.clone();
+        let mut optimize_checks = compile_checks.clone();
+        if gpu_missing && !stub {
+            optimize.push("NVIDIA GPU or driver");
+            optimize_checks.push("GPU");
+        }
+        let mut profile = compile.clone();
+        let mut profile_checks = compile_checks.clone();
+        if gpu_missing {
+            profile.push("NVIDIA GPU or driver");
+            profile_checks.push("GPU");
+        }
+        if self.failed("ncu").is_some() {
+            profile.push("Nsight Compute (ncu)");
+            profile_checks.push("ncu");
+        }
+        if self.failed("counter permissions").is_some() {
+            profile.push("access to the performance counters");
+            profile_checks.push("counter permissions");
+        }
+        let missing = |v: Vec<&str>| (!v.is_empty()).then(|| format!("no {}", v.join(", no ")));
+        let fixes = |names: Vec<&str>| {
+            names.iter().filter_map(|n| self.failed(n).and_then(|c| c.fix.clone())).collect::<Vec<_>>().join("; ")
+        };
+        Readiness {
+            compile: missing(compile),
+            optimize: missing(optimize),
+            profile: missing(profile),
+            optimize_fix: fixes(optimize_checks),
+            profile_fix: fixes(profile_checks),
+        }
+    }
+
+    /// The fixes of the checks that failed, one per line, for a message that says what is missing.
+    pub fn fixes(&self) -> Vec<String> {
+        self.checks
+            .iter()
+            .filter(|c| !c.ok)
+            .filter_map(|c| c.fix.as_ref().map(|f| format!("{}: {f}", c.name)))
+            .collect()
+    }
+
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         for c in &self.checks {
@@ -55,6 +144,52 @@ async fn version_of(found: &Found, arg: &str, trusted: bool) -> String {
         }
         Err(e) => format!("{} (does not run: {e})", found.path.display()),
     }
+}
+
+/// How to get a host compiler, for the doctor's fix and the compile error.
+pub const HOST_COMPILER_HINT: &str = "install one: `sudo apt-get install g++` (Debian, Ubuntu), `sudo dnf install gcc-c++` (Fedora), \
+or without root `conda install -c conda-forge gxx_linux-64`; then put its folder on the PATH the editor or server starts with, \
+or set NVCC_CCBIN to the g++ to use";
+
+/// nvcc preprocesses every `.cu` with a host C++ compiler (`g++` on PATH, or
+/// `NVCC_CCBIN`): without one, every compile fails with "Failed to preprocess
+/// host compiler properties". The `-ccbin` flag is refused in settings (it
+/// runs a program), so PATH and NVCC_CCBIN are the ways to name one.
+async fn host_compiler(env: &Env<'_>, trusted: bool) -> Check {
+    let named = (env.var)("NVCC_CCBIN").filter(|v| !v.is_empty());
+    let found = match &named {
+        Some(p) => {
+            let p = std::path::PathBuf::from(p);
+            let on_path = (!p.is_absolute())
+                .then(|| (env.var)("PATH"))
+                .flatten()
+                .and_then(|path| std::env::split_paths(&path).map(|d| d.join(&p)).find(|c| is_executable(c)));
+            on_path.or_else(|| is_executable(&p).then_some(p)).map(|path| Found { path, via: "NVCC_CCBIN" })
+        }
+        None => (env.var)("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join("g++"))
+                .find(|c| is_executable(c))
+                .map(|path| Found { path, via: "PATH" })
+        }),
+    };
+    match found {
+        Some(f) => Check { name: "host compiler".into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None },
+        None => Check {
+            name: "host compiler".into(),
+            ok: false,
+            detail: match named {
+                Some(n) => format!("NVCC_CCBIN is `{n}`, which is not an executable file: nvcc cannot preprocess any file (\"Failed to preprocess host compiler properties\")"),
+                None => "no g++ on PATH: nvcc cannot preprocess any file (\"Failed to preprocess host compiler properties\"), so nothing compiles".into(),
+            },
+            fix: Some(HOST_COMPILER_HINT.into()),
+        },
+    }
+}
+
+fn is_executable(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 /// Where discovery looks, for an untrusted workspace's report.
@@ -111,6 +246,7 @@ pub async fn report(settings: &Settings) -> Report {
             }),
         }
     }
+    checks.push(host_compiler(&env, trusted).await);
     match toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env) {
         Some(f) => checks.push(Check {
             name: "ncu".into(),
@@ -192,6 +328,62 @@ pub async fn report(settings: &Settings) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env_with_path(path: &std::path::Path) -> (String, Env<'static>) {
+        let p = path.display().to_string();
+        let leaked: &'static str = Box::leak(p.clone().into_boxed_str());
+        let var: &'static (dyn Fn(&str) -> Option<String> + Send + Sync) =
+            Box::leak(Box::new(move |k: &str| (k == "PATH").then(|| leaked.to_string())));
+        (p, Env { var, roots: Vec::new() })
+    }
+
+    /// Issue 32: with no g++ on PATH every compile fails, so doctor must say so
+    /// and how to get one; with one (here the machine's real g++) it is ok and runs.
+    #[tokio::test]
+    async fn a_missing_host_compiler_is_reported_with_how_to_install_one() {
+        let empty = tempfile::tempdir().unwrap();
+        let (_, env) = env_with_path(empty.path());
+        let c = host_compiler(&env, true).await;
+        assert!(!c.ok, "{c:?}");
+        assert!(
+            c.detail.contains("no g++ on PATH") && c.detail.contains("Failed to preprocess host compiler properties")
+        );
+        let fix = c.fix.unwrap();
+        assert!(fix.contains("apt-get install g++") && fix.contains("NVCC_CCBIN"), "{fix}");
+
+        let gxx = std::env::split_paths(&std::env::var("PATH").unwrap())
+            .map(|d| d.join("g++"))
+            .find(|p| is_executable(p))
+            .expect("g++ on this machine's PATH (nvcc needs it for every other test)");
+        let (_, env) = env_with_path(gxx.parent().unwrap());
+        let c = host_compiler(&env, true).await;
+        assert!(c.ok && c.detail.contains("g++") && c.detail.contains("via PATH"), "{c:?}");
+    }
+
+    /// Profile and Optimize are offered only where they can run: the
+    /// readiness names what is missing (nvcc first: without it nothing runs).
+    #[test]
+    fn readiness_names_what_is_missing() {
+        let check = |name: &str, ok: bool| Check { name: name.into(), ok, detail: String::new(), fix: None };
+        let settings = Settings { trusted: true, ..Default::default() };
+        let report = Report {
+            checks: vec![check("nvcc", true), check("host compiler", true), check("ncu", false), check("GPU", false)],
+        };
+        let r = report.readiness(&settings);
+        assert_eq!(r.compile, None);
+        assert_eq!(r.optimize.as_deref(), Some("no NVIDIA GPU or driver"));
+        assert_eq!(r.profile.as_deref(), Some("no NVIDIA GPU or driver, no Nsight Compute (ncu)"));
+        // A stub evaluator needs no GPU; a runner reaches one elsewhere.
+        let mut stub = settings.clone();
+        stub.optimize.evaluator = "stub:1.5".into();
+        assert_eq!(report.readiness(&stub).optimize, None);
+        let mut runner = settings.clone();
+        runner.runner = vec!["srun".into(), "--".into()];
+        assert_eq!(report.readiness(&runner).profile.as_deref(), Some("no Nsight Compute (ncu)"));
+        let no_nvcc = Report { checks: vec![check("nvcc", false), check("GPU", true), check("ncu", true)] };
+        assert_eq!(no_nvcc.readiness(&settings).compile.as_deref(), Some("no nvcc"));
+        assert_eq!(no_nvcc.readiness(&settings).optimize.as_deref(), Some("no nvcc"));
+    }
 
     #[tokio::test]
     async fn an_untrusted_workspace_gets_a_report_and_nothing_runs() {

@@ -43,6 +43,17 @@ impl Editor {
         }
     }
 
+    /// A tool's words about a setting (`the runner setting`, `the ncu setting`:
+    /// the crates below core know no editor) in this editor's names, so every
+    /// failure text names settings one way (`the \`kernelpro.runner\` setting`).
+    pub fn name_settings(self, text: &str) -> String {
+        let mut out = text.to_string();
+        for key in ["runner", "ncu", "nvcc", "extraFlags", "includePaths"] {
+            out = out.replace(&format!("the {key} setting"), &self.setting(key));
+        }
+        out
+    }
+
     /// What to do to let KernelPro compile and run code here.
     pub fn trust_hint(self) -> &'static str {
         match self {
@@ -99,5 +110,11 @@ mod tests {
         assert!(!Editor::Neovim.setting("nvcc").contains("kernelpro.nvcc"));
         assert!(!Editor::Neovim.trust_hint().contains("Workspace Trust"));
         assert!(Editor::VsCode.setting("nvcc").contains("kernelpro.nvcc"));
+        // Issue 32: a GPU failure's "the runner setting" is named as the editor names it.
+        assert_eq!(
+            Editor::VsCode.name_settings("check the runner setting and the ncu setting"),
+            "check the `kernelpro.runner` setting and the `kernelpro.ncu` setting"
+        );
+        assert!(Editor::Neovim.name_settings("set the runner setting").contains("settings.runner"));
     }
 }

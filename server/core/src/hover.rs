@@ -32,7 +32,7 @@ pub fn kernel_hover(a: &FileAnalysis, kernel: &str) -> Option<String> {
     let mut s = format!("**{kernel}** · `__global__` · {}\n\n", a.arch);
     let all = a.instantiations(kernel);
     if all.is_empty() {
-        s.push_str(not_compiled(a, kernel));
+        s.push_str(&not_compiled(a, kernel));
         return Some(s);
     }
     let launch = a.launch(kernel);
@@ -82,9 +82,14 @@ pub fn kernel_hover(a: &FileAnalysis, kernel: &str) -> Option<String> {
 }
 
 /// Why a kernel has no resources to show.
-fn not_compiled(a: &FileAnalysis, kernel: &str) -> &'static str {
+fn not_compiled(a: &FileAnalysis, kernel: &str) -> String {
     let template = a.source.kernel(kernel).is_some_and(|k| k.is_template);
-    match &a.compile {
+    if let (None, Some(trust)) = (&a.compile, a.untrusted) {
+        return format!(
+            "Not compiled: the workspace is not trusted, so nothing is compiled or run here. To compile it and see its resources, {trust}."
+        );
+    }
+    let why = match &a.compile {
         Some(c) if !c.ok => "The last compile failed: see the errors.",
         Some(_) if template => {
             "No instantiation of this template was compiled: launch it (`kernel<float><<<…>>>`) or instantiate it explicitly (`template __global__ void kernel<float>(…);`) in this file."
@@ -93,8 +98,9 @@ fn not_compiled(a: &FileAnalysis, kernel: &str) -> &'static str {
         None if a.findings.iter().any(|f| matches!(f.code.as_deref(), Some("no-nvcc" | "compile-failed"))) => {
             "Not compiled: see the message at the top of the file."
         }
-        None => "Not compiled yet: save the file (in a trusted workspace) to compile it and see its resources.",
-    }
+        None => "Not compiled yet: save the file to compile it and see its resources.",
+    };
+    why.to_string()
 }
 
 /// Show SASS on a line rewritten since the last analysis (0-based `line`).

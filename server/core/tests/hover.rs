@@ -163,16 +163,34 @@ fn kernel_without_resources_says_why() {
     check(
         hover_markdown(&uncompiled, Pos::new(1, 17), 1),
         expect![[r#"
-        **tsum** · `__global__` · sm_90
+            **tsum** · `__global__` · sm_90
 
-        Not compiled yet: save the file (in a trusted workspace) to compile it and see its resources."#]],
+            Not compiled: the workspace is not trusted, so nothing is compiled or run here. To compile it and see its resources, set `trusted = true` in the server's settings or initializationOptions."#]],
+    );
+    // Issue 32: trusted and not compiled yet, a save compiles it; untrusted, a save
+    // would not: the hover says how to trust, in the user's editor's words.
+    let trusted = Settings { trusted: true, ..Default::default() };
+    let waiting = FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &trusted);
+    assert!(
+        hover_markdown(&waiting, Pos::new(1, 17), 1)
+            .unwrap()
+            .ends_with("Not compiled yet: save the file to compile it and see its resources.")
+    );
+    let vscode = Settings { editor: kernelpro_core::editor::Editor::VsCode, ..Default::default() };
+    let untrusted = FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &vscode);
+    let md = hover_markdown(&untrusted, Pos::new(1, 17), 1).unwrap();
+    assert!(
+        md.contains("the workspace is not trusted")
+            && md.contains("Manage Workspace Trust")
+            && !md.contains("save the file"),
+        "{md}"
     );
     // Show SASS on a line without any: the reason fits the file's state.
     assert_eq!(
         [kernelpro_core::hover::no_sass(Some(&failed), 0), kernelpro_core::hover::no_sass(Some(&uncompiled), 0), kernelpro_core::hover::no_sass(None, 0)],
         [
             "No SASS for line 1: the last compile failed (see the errors).".to_string(),
-            "No SASS for line 1: not compiled yet: save the file (in a trusted workspace) to compile it and see its resources.".to_string(),
+            "No SASS for line 1: not compiled: the workspace is not trusted, so nothing is compiled or run here. To compile it and see its resources, set `trusted = true` in the server's settings or initializationOptions.".to_string(),
             "No SASS yet: save the file (in a trusted workspace) to compile it.".to_string(),
         ]
     );

@@ -134,8 +134,7 @@ fn contiguous_per_thread_loads() {
             ScalarLoads 3:13-3:22 2 scalar loads of neighbouring elements of `in` (`in[2 * i]` … `in[2 * i + 1]`) per thread, lanes 2 elements apart: 1 64-bit load would do
             MissedReuse 4:36-4:45 `in[i + k]`: neighbouring threads read overlapping elements of `in`, so each element is loaded from global memory by several threads (`in[i + k]` moves with the lane and with `k` alike: lane `l` reads elements `l + k` over the loop)
             UncoalescedAccess 5:39-5:52 `in[i * n + k]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4
-            RowWalk 6:3-6:50 each thread walks a row of `in` alone along `k` (`n` elements, one per iteration) while neighbouring lanes are `n` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
-            UncoalescedAccess 6:36-6:49 `in[k + i * n]` reads `in` where lanes are `n` floats apart: 32 sectors per request instead of 4"#]],
+            RowWalk 6:36-6:49 each thread walks a row of `in` alone along `k` (`n` elements, one per iteration) while neighbouring lanes are `n` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4"#]],
     );
 }
 
@@ -174,4 +173,80 @@ fn deep_expressions_do_not_overflow_the_stack() {
         .join()
         .expect("no stack overflow");
     assert!(!rendered.contains("panicked"), "{rendered}");
+}
+
+/// Issue 32: a one-thread-per-row softmax (three loops over the row: a max, an
+/// exponent stored per element with its sum, a division stored per element)
+/// gets one finding per walked line, RowWalk alone (no UncoalescedAccess
+/// repeating it), and the same advice on every loop: the kernel reduces rows,
+/// so a warp per row.
+#[test]
+fn one_row_walk_finding_per_line_with_one_advice_per_kernel() {
+    let src = r#"__global__ void softmax_rows(float* __restrict__ out, const float* __restrict__ inp, int N, int C) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) {
+    const float* row = inp + i * C;
+    float* o = out + i * C;
+    float m = -INFINITY;
+    for (int j = 0; j < C; j++) m = fmaxf(m, row[j]);
+    float sum = 0.f;
+    for (int j = 0; j < C; j++) {
+      o[j] = expf(row[j] - m);
+      sum += o[j];
+    }
+    for (int j = 0; j < C; j++) o[j] /= sum;
+  }
+}
+"#;
+    let source = kernelpro_source::parse(src);
+    let no_launch = |_: &str| None;
+    let input = LintInput {
+        path: "k.cu",
+        text: src,
+        source: &source,
+        sass: None,
+        resources: &[],
+        arch: "sm_90",
+        launches: &no_launch,
+        default_block: 256,
+        block_dims: &|_: &str| None,
+        spec_values: &|_: &str| Vec::new(),
+    };
+    let found = run_all(&input);
+    let model: Vec<_> =
+        found.iter().filter(|f| matches!(f.code.as_deref(), Some("RowWalk" | "UncoalescedAccess"))).collect();
+    let mut lines: Vec<u32> = model.iter().map(|f| f.span.start.line).collect();
+    lines.dedup();
+    assert_eq!(lines.len(), model.len(), "two findings on one line: {}", render(&found));
+    assert!(model.iter().all(|f| f.code.as_deref() == Some("RowWalk")), "{}", render(&found));
+    assert_eq!(model.len(), 3, "one per loop: {}", render(&found));
+    let advice: Vec<&str> =
+        model.iter().map(|f| f.guidance.as_deref().unwrap().split(':').next().unwrap_or("")).collect();
+    assert!(advice.iter().all(|a| a.starts_with("Give each row a warp")), "{advice:?}");
+}
+
+/// Issue 32: a thread that walks from its own start to a common end (the
+/// scalar tail after `float4`s) is no row walk; and an elementwise statement's
+/// every scalar load is named (`x[i]` and `y[i]`), in one finding on its line.
+#[test]
+fn float4_tails_are_coalesced_and_every_scalar_load_is_named() {
+    check(
+        r#"__global__ void gelu_float4(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+  if (i + 3 < n) {
+    float4 v = *reinterpret_cast<const float4*>(&x[i]);
+    *reinterpret_cast<float4*>(&y[i]) = make_float4(v.x, v.y, v.z, v.w);
+  } else {
+    for (int k = i; k < n; k++) y[k] = x[k] * 0.5f;
+  }
+}
+__global__ void saxpy(float* y, const float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+"#,
+        expect![
+            "ScalarLoads 12:25-12:36 `x[i]`, `y[i]`: one 4-byte load each per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions"
+        ],
+    );
 }

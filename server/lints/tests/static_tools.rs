@@ -38,7 +38,7 @@ fn h200_probe_real_recording() {
     check(
         &fixture,
         expect![[r#"
-            ScalarLoads 9:25-9:29 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
+            ScalarLoads 9:25-9:36 `x[i]`, `y[i]`: one 4-byte load each per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
             Fp64Promotion 9:39-9:42 FP64 in float kernel `saxpy_fp64`: the double literal `2.0` promotes this expression to double
             MissedReuse 22:40-22:54 dot-product loop over `k` without tiling: the lanes along threadIdx.x all read the same `A[row * N + k]` and each reads its own `B[k * N + col]`, so every element of `A` and `B` is fetched again by each thread that uses it
             SharedBankConflict 33:20-33:50 `tile[threadIdx.x][threadIdx.y]`: lanes are 32 words apart in `tile`: 32-way bank conflict (the request is served in 32 passes)
@@ -74,8 +74,7 @@ fn planted_kernels() {
             LocalMemorySpill 28:5-28:109 385 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
             LocalMemorySpill 31:3-31:72 27 local-memory accesses (LDL/STL) from this line in `spill_accumulators`
             ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) per thread, lanes 4 elements apart: 1 128-bit load would do
-            RowWalk 49:3-49:58 each thread walks a row of `in` alone along `k` (`cols` elements, one per iteration) while neighbouring lanes are `cols` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
-            UncoalescedAccess 49:39-49:57 `in[row * cols + k]` reads `in` where lanes are `cols` floats apart: 32 sectors per request instead of 4
+            RowWalk 49:39-49:57 each thread walks a row of `in` alone along `k` (`cols` elements, one per iteration) while neighbouring lanes are `cols` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
             MissingRestrict 54:40-54:49 `in` is loaded in the same loop as a store through `out`, and neither is `__restrict__`: the compiler must assume they overlap
             ScalarLoads 56:18-56:23 `in[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
             SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier
@@ -147,18 +146,11 @@ fn findings_carry_evidence_guidance_and_doc() {
           guidance: Reduce live values per thread (smaller per-thread arrays, less unrolling, recompute instead of keeping), or relax `__launch_bounds__(256, 8)` (fewer minimum blocks per SM allows more registers).
           doc: docs/tools.md#localmemoryspill
         RowWalk [warning] kernelpro kernel=row_sum
-          loop = k: bound `cols`
+          loop = k: bound `cols` (line 49)
           walked accesses = in[row * cols + k]
           lane stride (elements) = cols
           guidance: Give each row a warp (a block when rows are long): lanes stride the row together (`for (int k = lane; k < …; k += 32)`), reduce the partial results with `__shfl_xor_sync` (and shared memory across warps), and keep the per-element expression as it is.
           doc: docs/tools.md#rowwalk
-        UncoalescedAccess [warning] kernelpro kernel=row_sum
-          index = tid.x*cols + k + bid.x*bdim.x*cols
-          lane stride (elements) = cols
-          element = float (4 bytes)
-          sectors per warp request = 32 (ideal 4)
-          guidance: Each thread walks its own row, so a warp reads 32 rows at once. Give a row to a warp (or a block for long rows): lanes stride the row together (`for (int c = lane; c < n; c += 32)`, consecutive lanes on consecutive elements of `in`), and combine per-row results with `__shfl_xor_sync`.
-          doc: docs/tools.md#uncoalescedaccess
         MissingRestrict [info] kernelpro kernel=scale_copy
           stored through = out
           loaded through = in
@@ -198,8 +190,7 @@ fn without_sass_only_source_and_resource_tools_fire() {
         ScalarLoads 17:26-17:30 `x[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         LocalMemorySpill 21:43-21:61 `spill_accumulators` spills registers to local memory: 888 B stored, 940 B loaded, 376 B stack at 32 registers
         ScalarLoads 39:15-39:28 4 scalar loads of neighbouring elements of `in` (`in[4 * i + 0]` … `in[4 * i + 3]`) per thread, lanes 4 elements apart: 1 128-bit load would do
-        RowWalk 49:3-49:58 each thread walks a row of `in` alone along `k` (`cols` elements, one per iteration) while neighbouring lanes are `cols` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
-        UncoalescedAccess 49:39-49:57 `in[row * cols + k]` reads `in` where lanes are `cols` floats apart: 32 sectors per request instead of 4
+        RowWalk 49:39-49:57 each thread walks a row of `in` alone along `k` (`cols` elements, one per iteration) while neighbouring lanes are `cols` floats apart: a warp reads 32 rows at once, 32 sectors per request instead of 4
         MissingRestrict 54:40-54:49 `in` is loaded in the same loop as a store through `out`, and neither is `__restrict__`: the compiler must assume they overlap
         ScalarLoads 56:18-56:23 `in[i]`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions
         SyncInDivergentBranch 65:5-65:20 `__syncthreads()` inside a branch on the thread index (`tid < n`): threads that skip it never reach the barrier

@@ -35,6 +35,9 @@ pub struct State {
     pub jobs: Mutex<kernelpro_session::Jobs<Uri, String>>,
     /// The tokens of running profiles and searches, by progress token (the Cancel button).
     pub progress_cancels: Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// What can run here, from the last doctor (at start, after a settings
+    /// change or an install): the lenses offer Profile and Optimize from it.
+    pub readiness: RwLock<Option<kernelpro_core::doctor::Readiness>>,
 }
 
 /// A finished search: its edits apply while the lines they replace are unchanged (see `kernelpro_session::rebase`).
@@ -59,4 +62,29 @@ impl State {
     pub fn set_settings(&self, s: Settings) {
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = s;
     }
+    pub fn readiness(&self) -> Option<kernelpro_core::doctor::Readiness> {
+        self.readiness.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    /// Runs doctor under the current settings and keeps its verdict; true when it changed.
+    pub async fn refresh_readiness(&self) -> (kernelpro_core::doctor::Report, bool) {
+        let settings = self.settings();
+        let report = kernelpro_core::doctor::report(&settings).await;
+        let ready = report.readiness(&settings);
+        let mut slot = self.readiness.write().unwrap_or_else(|p| p.into_inner());
+        let changed = slot.as_ref() != Some(&ready);
+        *slot = Some(ready);
+        (report, changed)
+    }
+}
+
+/// Runs doctor in a task of its own and, when what can run changed, asks the
+/// client for the lenses again (Profile / Optimize follow it).
+pub fn refresh_readiness(state: &std::sync::Arc<State>, client: &tower_lsp_server::Client) {
+    let (state, client) = (state.clone(), client.clone());
+    tokio::spawn(async move {
+        let (_, changed) = state.refresh_readiness().await;
+        if changed && state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = client.code_lens_refresh().await;
+        }
+    });
 }

@@ -5,7 +5,7 @@ local kp = require('kernelpro')
 local M = {}
 
 local function notify(msg, level)
-  vim.notify('KernelPro: ' .. msg, level or vim.log.levels.INFO)
+  kp.say(msg, level or vim.log.levels.INFO)
 end
 
 --- Why no server is attached, and what to do about it, in words.
@@ -13,7 +13,7 @@ function M.why_no_server()
   local bin = kp.cmd()[1]
   if vim.fn.executable(bin) == 0 then
     return ('the server binary `%s` was not found. Build it (`cargo build --release -p kernelpro` in a KernelPro checkout) '
-      .. "and put target/release on PATH, or give its path: require('kernelpro').setup({ server_path = '/path/to/kernelpro' })"):format(bin)
+      .. "and put target/release on PATH, or give its path: `require('kernelpro').setup({ server_path = '/path/to/kernelpro' })`"):format(bin)
   end
   local ft = vim.bo.filetype
   if not vim.tbl_contains(kp.options.filetypes, ft) then
@@ -152,6 +152,10 @@ local function report(what)
 end
 
 function M.optimize(bufnr, kernel)
+  -- No server: say so (not "the cursor is not inside a kernel", which it cannot tell).
+  if not kp.client(bufnr) then
+    return notify(M.why_no_server(), vim.log.levels.ERROR)
+  end
   local uri = vim.uri_from_bufnr(bufnr)
   local function run(name)
     if not name then
@@ -168,6 +172,9 @@ function M.optimize(bufnr, kernel)
 end
 
 function M.profile(bufnr)
+  if not kp.client(bufnr) then
+    return notify(M.why_no_server(), vim.log.levels.ERROR)
+  end
   notify('profiling (:KernelProCancel stops it)')
   M.execute(bufnr, 'kernelpro.profile', { vim.uri_from_bufnr(bufnr) }, report('profile'), true)
 end
@@ -229,11 +236,16 @@ function M.progress_line(title, value)
     end
     return 'KernelPro: ' .. (what and (what .. ': ') or '') .. message
   end
+  -- The percentage right after the title: a line cut to the command line keeps it.
   local pct = value.percentage and (' (' .. value.percentage .. '%)') or ''
+  local head = what and (what .. pct) or nil
   local text = table.concat(vim.tbl_filter(function(x)
     return x ~= nil
-  end, { what, message }), ': ')
-  return 'KernelPro: ' .. (text ~= '' and text or 'working') .. pct
+  end, { head, message }), ': ')
+  if not head then
+    text = (text ~= '' and text or 'working') .. pct
+  end
+  return 'KernelPro: ' .. text
 end
 
 function M.watch_progress()
@@ -253,20 +265,31 @@ function M.watch_progress()
         M.active[token] = nil
       end
       if kp.options.progress then
-        vim.api.nvim_echo({ { M.progress_line(title, value) or '' } }, false, {})
+        -- A run we asked for ends in its reply's message (one per failure, not
+        -- the progress's "failed: …" too): its end only clears the line.
+        local ours = type(token) == 'string' and token:find('^kernelpro%-nvim%-') ~= nil
+        local line = (value.kind == 'end' and ours) and '' or (M.progress_line(title, value) or '')
+        vim.api.nvim_echo({ { kp.one_line(line, math.max(vim.v.echospace, 20) - 1) } }, false, {})
       end
     end,
   })
 end
 
---- Cancel every running compile/profile/optimize the server reported as cancellable.
+--- Cancel every running compile/profile/optimize the server reported as
+--- cancellable; says so when there is none. Returns how many were cancelled.
 function M.cancel()
+  local n = 0
   for token, p in pairs(M.active) do
     local client = vim.lsp.get_client_by_id(p.client_id)
     if client and p.cancellable ~= false then
       kp.notify(client, 'window/workDoneProgress/cancel', { token = token })
+      n = n + 1
     end
   end
+  if n == 0 then
+    notify('nothing to cancel (no optimize or profile is running)')
+  end
+  return n
 end
 
 -- Server commands met in code lenses and code actions: forward, then show the result.
@@ -306,7 +329,12 @@ function M.register()
     kp.update_settings({ trusted = true })
     notify('workspace trusted: the server may now compile and run code')
   end, { desc = 'KernelPro: let the server compile and run code here' })
-  cmd('KernelProCancel', M.cancel, { desc = 'KernelPro: cancel running compile/profile/optimize' })
+  cmd('KernelProCancel', function()
+    M.cancel()
+  end, { desc = 'KernelPro: cancel running compile/profile/optimize' })
+  cmd('KernelProMessages', function()
+    M.show_markdown(table.concat(kp.messages, '\n\n'), 'kernelpro_messages')
+  end, { desc = 'KernelPro: the last messages in full' })
   cmd('KernelProInstallCuda', function()
     M.install_cuda(vim.api.nvim_get_current_buf())
   end, { desc = 'KernelPro: install the CUDA compiler where KernelPro finds it' })

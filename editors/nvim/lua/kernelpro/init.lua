@@ -159,6 +159,50 @@ local function on_attach(client, bufnr)
   end
 end
 
+--- vim.notify is Neovim's own (not a notification plugin's): it echoes, and a
+--- message wider than the command line stops everything at "Press ENTER"
+--- (`nvim --remote-expr` calls hang behind it).
+local function default_notify()
+  local info = debug.getinfo(vim.notify, 'S')
+  return info ~= nil and info.source:find('vim/_editor.lua', 1, true) ~= nil
+end
+
+--- `msg` on one line of at most `width` display cells ("…" where cut).
+function M.one_line(msg, width)
+  local line = tostring(msg):gsub('%s*\n%s*', ' ')
+  if width < 2 or vim.fn.strdisplaywidth(line) <= width then
+    return line
+  end
+  local cut = vim.fn.strcharpart(line, 0, width - 1)
+  while vim.fn.strdisplaywidth(cut) > width - 1 do
+    cut = vim.fn.strcharpart(cut, 0, vim.fn.strchars(cut) - 1)
+  end
+  return cut .. '…'
+end
+
+--- The last messages in full (a one-line echo may be cut): :KernelProMessages.
+M.messages = {}
+
+--- Tell the user `msg` (prefixed "KernelPro: "): through a notification
+--- plugin as it is; with Neovim's own vim.notify, on one line that fits the
+--- command line (never a "Press ENTER" prompt), kept whole in M.messages.
+function M.say(msg, level)
+  msg = 'KernelPro: ' .. tostring(msg):gsub('^KernelPro: ', '')
+  table.insert(M.messages, msg)
+  if #M.messages > 50 then
+    table.remove(M.messages, 1)
+  end
+  if not default_notify() then
+    return vim.notify(msg, level)
+  end
+  local width = math.max(vim.v.echospace, 20) - 1
+  local line = M.one_line(msg, width)
+  local hl = (level == vim.log.levels.ERROR and 'ErrorMsg') or (level == vim.log.levels.WARN and 'WarningMsg') or nil
+  vim.api.nvim_echo({ { line, hl } }, true, {})
+end
+
+local SHOW_MESSAGE_LEVEL = { [1] = vim.log.levels.ERROR, [2] = vim.log.levels.WARN, [3] = vim.log.levels.INFO, [4] = vim.log.levels.DEBUG }
+
 --- The client configuration handed to vim.lsp.config / vim.lsp.start.
 function M.lsp_config()
   local settings = M.server_settings()
@@ -171,6 +215,16 @@ function M.lsp_config()
     settings = { kernelpro = settings },
     capabilities = M.options.capabilities,
     on_attach = on_attach,
+    -- The server's messages (the untrusted notice on open, failures) on one
+    -- line through M.say, not the default handler's multi-line echo.
+    handlers = {
+      ['window/showMessage'] = function(_, params)
+        if params and params.message then
+          M.say(params.message, SHOW_MESSAGE_LEVEL[params.type] or vim.log.levels.INFO)
+        end
+        return vim.NIL
+      end,
+    },
   }
 end
 
@@ -210,7 +264,7 @@ function M.setup(opts)
     once = true,
     callback = function()
       if vim.fn.executable(M.cmd()[1]) == 0 then
-        vim.notify('KernelPro: ' .. require('kernelpro.commands').why_no_server(), vim.log.levels.WARN)
+        M.say(require('kernelpro.commands').why_no_server(), vim.log.levels.WARN)
       end
     end,
   })

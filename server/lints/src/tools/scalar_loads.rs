@@ -31,6 +31,8 @@ fn is_scalar_global_load(instruction: &Instruction) -> bool {
 /// One candidate: the load to underline, what it does and the vector width that would do.
 struct Candidate<'m> {
     load: &'m Access,
+    /// The other loads of its statement the finding names (an elementwise map's `x[i]` and `y[i]`).
+    also: Vec<&'m Access>,
     message: String,
     guidance: String,
 }
@@ -56,8 +58,15 @@ impl StaticTool for ScalarLoads {
                 if !lines.first(&model.name, c.load.line()) {
                     continue;
                 }
+                // Every load it names on this line is underlined.
+                let mut span = c.load.span;
+                let line0 = span.start.line;
+                for a in c.also.iter().filter(|a| a.span.start.line == line0) {
+                    span.start = span.start.min(a.span.start);
+                    span.end = span.end.max(a.span.end);
+                }
                 let mut f =
-                    finding(NAME, Severity::Information, c.load.span, &model.name, c.message).with_guidance(c.guidance);
+                    finding(NAME, Severity::Information, span, &model.name, c.message).with_guidance(c.guidance);
                 if let Some(functions) = &sass {
                     let scalar: Vec<&Instruction> = instructions_on(functions, input.path, line)
                         .into_iter()
@@ -120,6 +129,7 @@ fn neighbouring_offsets(model: &KernelModel) -> Vec<Candidate<'_>> {
         let bytes = first.elem.bytes.unwrap_or(4) as i64;
         out.push(Candidate {
             load: first,
+            also: Vec::new(),
             message: format!(
                 "{run} scalar loads of neighbouring elements of `{base}` (`{}` … `{}`) per thread, lanes {run} elements apart: {} {}-bit load{} would do",
                 first.text,
@@ -161,6 +171,7 @@ fn short_loops(model: &KernelModel) -> Vec<Candidate<'_>> {
             let var = l.var.as_deref().unwrap_or("k");
             out.push(Candidate {
                 load: a,
+                also: Vec::new(),
                 message: format!("each thread reads `{}` one element per iteration of `{var}` ({trip} neighbouring elements, lanes {trip} apart): contiguous scalar loads a vector load would cover", a.text),
                 guidance: format!(
                     "Step `{var}` by {width} and load a `{}` (`reinterpret_cast<const {}*>(&{})`) when the base is {}-byte aligned.",
@@ -200,16 +211,34 @@ fn elementwise_map(model: &KernelModel) -> Vec<Candidate<'_>> {
     if !map {
         return Vec::new();
     }
+    // Every load of the first load's statement (`y[i] = a * x[i] + y[i]`: `x[i]` and `y[i]`).
+    let mut loads: Vec<&Access> = Vec::new();
+    for a in global.iter().filter(|a| a.kind == AccessKind::Read && a.statement == first.statement) {
+        if !loads.iter().any(|b| b.text == a.text) {
+            loads.push(a);
+        }
+    }
+    let named = loads.iter().map(|a| format!("`{}`", a.text)).collect::<Vec<_>>().join(", ");
+    let each = if loads.len() > 1 { " each" } else { "" };
+    let bases: Vec<String> = loads.iter().map(|a| a.base.clone()).fold(Vec::new(), |mut v, b| {
+        if !v.contains(&b) {
+            v.push(b);
+        }
+        v
+    });
     vec![Candidate {
         load: first,
+        also: loads[1..].to_vec(),
         message: format!(
-            "`{}`: one 4-byte load per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions",
-            first.text
+            "{named}: one 4-byte load{each} per thread per element in an elementwise kernel: 128-bit loads of 4 elements per thread would issue a quarter of the load instructions"
         ),
         guidance: format!(
-            "Process 4 elements per thread: load `reinterpret_cast<const {}*>({})[i]` (16-byte aligned, with a scalar tail when the length is not a multiple of 4), apply the expression to each component, store a `{}` back; keep a grid-stride loop so any launch stays correct.",
-            vector_type(first, 4),
-            first.base,
+            "Process 4 elements per thread: load {} (16-byte aligned, with a scalar tail when the length is not a multiple of 4), apply the expression to each component, store a `{}` back; keep a grid-stride loop so any launch stays correct.",
+            bases
+                .iter()
+                .map(|b| format!("`reinterpret_cast<const {}*>({b})[i]`", vector_type(first, 4)))
+                .collect::<Vec<_>>()
+                .join(" and "),
             vector_type(first, 4)
         ),
     }]

@@ -4,10 +4,13 @@
 //! thread-per-row `x[r * C + c]` touches 32 sectors where 4 would do.
 
 use super::finding;
+use super::row_walk::{Walk, row_walk_fix, row_walks};
 use crate::model::{Lines, geometry_note, lane_step, models, stride};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Code, Finding, Severity};
-use kernelpro_source::kernel_model::{Access, AccessKind, Atom, Dim, KernelModel, Poly, Space, sectors_per_request};
+use kernelpro_source::kernel_model::{
+    Access, AccessKind, Atom, Dim, KernelModel, Poly, Space, Step, sectors_per_request,
+};
 use std::collections::BTreeSet;
 
 pub struct UncoalescedAccess;
@@ -47,7 +50,9 @@ pub fn uncoalesced(model: &KernelModel) -> Vec<Uncoalesced<'_>> {
     model
         .accesses
         .iter()
-        .filter(|a| a.space == Space::Global && !a.is_atomic() && !covered_by_neighbours(model, a))
+        .filter(|a| {
+            a.space == Space::Global && !a.is_atomic() && !covered_by_neighbours(model, a) && !from_own_start(model, a)
+        })
         .filter_map(|a| match a.elem.bytes {
             Some(bytes) => {
                 let (sectors, ideal) = sectors_per_request(&geometry, &a.index, bytes)?;
@@ -82,6 +87,24 @@ fn covered_by_neighbours(model: &KernelModel, a: &Access) -> bool {
     offsets.len() as i64 >= stride.abs()
 }
 
+/// Lanes apart only because each thread's loop starts at its own place and
+/// walks forward one element at a time to a common end (`for (k = i; k < n;
+/// k++) y[k] = f(x[k])`, the scalar tail after `float4`s of `&x[4 * i]`):
+/// within a few iterations the lanes cover the gaps between their starts,
+/// so the warp reads one contiguous range, which L1 serves. A row walk
+/// spreads lanes through the row's offset (`x[i * C + k]`), not the start.
+fn from_own_start(model: &KernelModel, a: &Access) -> bool {
+    model.loops_of(a).any(|l| {
+        let (Some(atom), Some(init)) = (&l.atom, &l.init) else { return false };
+        let lane = |p: &Poly| p.coefficient(&Atom::Tid(Dim::X)).add(&p.coefficient(&Atom::Lane));
+        let start = lane(init);
+        matches!(&l.step, Step::Add(s) if s.as_constant().is_some_and(|s| s.abs() == 1))
+            && !start.is_zero()
+            && l.bound.as_ref().is_some_and(|b| lane(b).is_zero())
+            && a.lane_coefficient() == a.index.coefficient(atom).mul(&start)
+    })
+}
+
 impl StaticTool for UncoalescedAccess {
     fn code(&self) -> Code {
         NAME
@@ -91,7 +114,12 @@ impl StaticTool for UncoalescedAccess {
         let mut findings = Vec::new();
         let mut lines = Lines::default();
         for model in models(input).iter() {
-            let mut found = uncoalesced(&model);
+            // An access a row walk steps along is RowWalk's finding (one diagnosis per line).
+            let walks = row_walks(input, model);
+            let walked: Vec<*const Access> =
+                walks.iter().flat_map(|w| w.walked.iter().map(|u| u.access as *const Access)).collect();
+            let mut found: Vec<_> =
+                uncoalesced(model).into_iter().filter(|u| !walked.contains(&(u.access as *const Access))).collect();
             // The worst access of a line speaks for it.
             found.sort_by_key(|u| (u.access.line(), std::cmp::Reverse(u.sectors)));
             for u in found {
@@ -127,7 +155,7 @@ impl StaticTool for UncoalescedAccess {
                         .with_evidence("lane stride (elements)", lane.to_string())
                         .with_evidence("element", format!("{} ({} bytes)", a.elem.name, a.elem.bytes.unwrap_or(0)))
                         .with_evidence("sectors per warp request", format!("{} (ideal {})", u.sectors, u.ideal))
-                        .with_guidance(guidance(&model, a)),
+                        .with_guidance(guidance(model, &walks, a)),
                 );
             }
         }
@@ -136,9 +164,9 @@ impl StaticTool for UncoalescedAccess {
 }
 
 /// The expert fix for this access's pattern.
-fn guidance(model: &KernelModel, a: &Access) -> String {
+fn guidance(model: &KernelModel, walks: &[Walk], a: &Access) -> String {
     let walks_row =
-        model.loops_of(a).any(|l| l.atom.as_ref().is_some_and(|at| a.index.coefficient(at).as_constant() == Some(1)));
+        model.loops_of(a).find(|l| l.atom.as_ref().is_some_and(|at| a.index.coefficient(at).as_constant() == Some(1)));
     let partner = model.accesses.iter().find(|b| {
         b.statement == a.statement
             && b.base != a.base
@@ -146,10 +174,12 @@ fn guidance(model: &KernelModel, a: &Access) -> String {
             && b.is_read() != a.is_read()
             && b.lane_coefficient().as_constant() == Some(1)
     });
-    if walks_row {
+    if let Some(l) = walks_row {
+        // The same advice as RowWalk's on this kernel's other loops.
         format!(
-            "Each thread walks its own row, so a warp reads 32 rows at once. Give a row to a warp (or a block for long rows): lanes stride the row together (`for (int c = lane; c < n; c += 32)`, consecutive lanes on consecutive elements of `{}`), and combine per-row results with `__shfl_xor_sync`.",
-            a.base
+            "Each thread walks its own row of `{}`, so a warp reads 32 rows at once. {}",
+            a.base,
+            row_walk_fix(model, walks, l.var.as_deref().unwrap_or("c"))
         )
     } else if let Some(p) = partner {
         format!(

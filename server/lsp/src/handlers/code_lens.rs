@@ -32,14 +32,16 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
             });
         }
     }
-    for lens in kernelpro_core::lens::kernel_lenses(analysis) {
+    // Untrusted: the lens below says how to trust, whatever doctor found.
+    let ready = if settings.trusted { server.state.readiness() } else { None };
+    for lens in kernelpro_core::lens::kernel_lenses(analysis, ready.as_ref()) {
         let Some(span) = moved(lens.span) else { continue };
         let range = doc.range(span);
         use kernelpro_core::lens::LensAction;
         // Untrusted: no run is offered (it would only fail); the Profile lens's place says why.
         let (title, command, arguments) = match &lens.action {
-            LensAction::Profile | LensAction::Optimize { .. } if !settings.trusted => {
-                if matches!(lens.action, LensAction::Optimize { .. }) {
+            LensAction::Profile | LensAction::Optimize { .. } | LensAction::Unavailable { .. } if !settings.trusted => {
+                if !matches!(lens.action, LensAction::Profile) {
                     continue;
                 }
                 (
@@ -49,6 +51,9 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
                 )
             }
             LensAction::None => (lens.title, String::new(), None),
+            LensAction::Unavailable { why } => {
+                (lens.title, "kernelpro.explain".into(), Some(vec![serde_json::json!(why)]))
+            }
             LensAction::Profile => {
                 (lens.title, "kernelpro.profile".into(), Some(vec![serde_json::json!(uri.as_str())]))
             }

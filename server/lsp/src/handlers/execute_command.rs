@@ -68,6 +68,7 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                     settings.nvcc = Some(nvcc.clone());
                     server.state.set_settings(settings);
                     crate::jobs::analysis::schedule_all(&server.state, &server.client);
+                    crate::state::refresh_readiness(&server.state, &server.client);
                     Ok(Some(
                         serde_json::json!({"nvcc": nvcc, "message": format!("The CUDA compiler is installed ({}); open files are being analysed again.", nvcc.display())}),
                     ))
@@ -84,8 +85,16 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
             server.client.show_message(MessageType::WARNING, format!("KernelPro: {why}")).await;
             Ok(Some(serde_json::json!({ "message": why })))
         }
+        // The editors ask again when a setting changes or a tool is installed: the lenses follow.
         "kernelpro.doctor" => {
-            Ok(Some(serde_json::json!(kernelpro_core::doctor::report(&server.state.settings()).await.to_text())))
+            let (report, changed) = server.state.refresh_readiness().await;
+            if changed && server.state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
+                let client = server.client.clone();
+                tokio::spawn(async move {
+                    let _ = client.code_lens_refresh().await;
+                });
+            }
+            Ok(Some(serde_json::json!(report.to_text())))
         }
         other => Err(Error::invalid_params(format!("unknown or not yet available command: {other}"))),
     }

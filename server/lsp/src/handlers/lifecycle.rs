@@ -77,6 +77,7 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
 }
 
 pub async fn initialized(server: &Server) {
+    crate::state::refresh_readiness(&server.state, &server.client);
     let settings = server.state.settings();
     if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
         let message = format!(
@@ -142,5 +143,6 @@ async fn apply_settings(
     }
     if changed {
         crate::jobs::analysis::schedule_all(state, client);
+        crate::state::refresh_readiness(state, client);
     }
 }

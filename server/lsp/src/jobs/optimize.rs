@@ -23,6 +23,18 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
     if kernelpro_core::source::parse(&text).kernel(&kernel).is_none() {
         return Err(Error::invalid_params(format!("no __global__ function named `{kernel}` in this file")));
     }
+    // What doctor found missing (no compiler, no GPU for a GPU evaluator): said
+    // at once, in those words, rather than after a failed start.
+    if let Some(r) = server.state.readiness()
+        && let Some(why) = r.optimize.as_deref()
+    {
+        let message = kernelpro_core::lens::because("Optimize", why, &r.optimize_fix);
+        return Err(Error {
+            code: tower_lsp_server::jsonrpc::ErrorCode::InvalidRequest,
+            message: message.into(),
+            data: None,
+        });
+    }
     // A client that gives its own token shows the progress and renders the
     // reply's `message` itself; the others are also told by window/showMessage.
     let client_renders = token.is_some();
@@ -76,8 +88,14 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
             let _ = tx.send((p.evaluations, p.max_evaluations, p.best_speedup));
         })
     });
+    // The search ends at its evaluation budget or its time limit, whichever
+    // comes first: the percentage is the further of the two, so it moves
+    // even when each evaluation is slow or the budget is far above what the
+    // search will try (it stayed at 0% with `budget = 500`).
+    let started = std::time::Instant::now();
+    let limit = settings.optimize.time_secs.max(1) as f64;
     while let Some((done, max, best)) = rx.recv().await {
-        let pct = (done * 100).checked_div(max).unwrap_or(0).min(100) as u32;
+        let pct = progress_percent(done, max, started.elapsed().as_secs_f64() / limit);
         progress.report_with_message(format!("{done}/{max} evaluations · best {best:.2}x"), pct, None).await;
     }
     let result = search.await.map_err(|e| format!("the search failed: {e}")).and_then(|r| r.map_err(|e| e.to_string()));
@@ -109,6 +127,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
         }
         Err(e) => {
             tracing::warn!(kernel = %kernel, "optimize failed: {e}");
+            let e = settings.editor.name_settings(&e);
             progress.finish_with_message(format!("failed: {e}")).await;
             Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
         }
@@ -263,4 +282,22 @@ pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str, current_text: &st
         stored.outcome.title,
         diff.unified_diff().context_radius(2)
     ))
+}
+
+/// How far a search is, in percent: the further of evaluations over the
+/// budget and time over the limit (`time`, a fraction), below 100 until it ends.
+pub fn progress_percent(done: usize, max: usize, time: f64) -> u32 {
+    let by_evaluations = (done * 100).checked_div(max).unwrap_or(0) as f64;
+    by_evaluations.max(time * 100.0).clamp(0.0, 99.0) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn progress_moves_with_time_when_the_budget_is_far() {
+        assert_eq!(super::progress_percent(4, 500, 0.0), 0);
+        assert_eq!(super::progress_percent(4, 500, 0.25), 25);
+        assert_eq!(super::progress_percent(30, 60, 0.1), 50);
+        assert_eq!(super::progress_percent(60, 60, 0.1), 99);
+    }
 }

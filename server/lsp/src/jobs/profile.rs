@@ -5,7 +5,7 @@
 use crate::document::ProfileState;
 use crate::state::State;
 use kernelpro_core::baseline::BaselineStore;
-use kernelpro_core::profiling::{FileProfileRequest, profile_file, unavailable};
+use kernelpro_core::profiling::{FileProfileRequest, profile_file};
 use kernelpro_session::JobKind;
 use std::collections::HashMap;
 use tower_lsp_server::Client;
@@ -22,6 +22,17 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
     let Some((text, version)) = state.docs().get(&uri).map(|d| (d.text().to_string(), d.version)) else {
         return failed("the document is not open".into());
     };
+    // What doctor found missing: no compiler or no ncu fails at once, in those
+    // words; a GPU that nvidia-smi does not see is still tried (a runner or a
+    // wrapper may reach one), and named if the run fails.
+    let ready = state.readiness();
+    let missing = ready.as_ref().and_then(|r| r.profile.clone());
+    if let Some(r) = &ready
+        && let Some(why) = r.compile.as_deref().or(r.profile.as_deref().filter(|p| p.contains("(ncu)")))
+    {
+        let fix = if r.compile.is_some() { String::new() } else { r.profile_fix.clone() };
+        return failed(kernelpro_core::lens::because("Profiling", why, &fix));
+    }
     // One profile per document: a new one cancels the running one; didClose
     // and shutdown cancel it too (its ncu runs are killed with their groups).
     let ticket = state.jobs().start(&uri, JobKind::Profile, String::new(), version);
@@ -65,10 +76,14 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
     }
     let mut profile = ProfileState { version, ..Default::default() };
     let reply = match result {
+        // Said in the reply (the editor's message), not left in Problems.
         Err(e) => {
+            let e = settings.editor.name_settings(&e);
             progress.finish_with_message(format!("unavailable: {e}")).await;
-            profile.findings.push(unavailable(&e));
-            failed(format!("Profiling is unavailable: {e}"))
+            match missing {
+                Some(m) => failed(format!("Profiling is unavailable: {e} (missing here: {m})")),
+                None => failed(format!("Profiling is unavailable: {e}")),
+            }
         }
         Ok(report) => {
             progress.finish_with_message(format!("{} kernels profiled", report.kernels.len())).await;
