@@ -145,7 +145,7 @@ pub fn optimize(
         },
         ..SearchConfig::default()
     };
-    let (mut proposer, notes) = proposers(req, &ctx.cancel);
+    let (mut proposer, notes, llm_log) = proposers(req, &ctx.cancel);
     let proposer = proposer.as_mut();
     let evaluator_kind = req.settings.optimize.evaluator.clone();
     if let Some(speedups) = evaluator_kind.strip_prefix("stub:") {
@@ -187,6 +187,7 @@ pub fn optimize(
             if new_launch { " with a new launch" } else { "" }
         );
         out.notes.splice(0..0, notes);
+        out.notes.extend(llm_note(&llm_log));
         return Ok(out);
     }
     let spec_seed = {
@@ -238,6 +239,7 @@ pub fn optimize(
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
             out.notes.splice(0..0, notes);
+            out.notes.extend(llm_note(&llm_log));
             out.notes.extend(ev.tolerance_note(&prepared));
             out.devices = devices;
             return Ok(out);
@@ -245,6 +247,7 @@ pub fn optimize(
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes.splice(0..0, notes);
+    out.notes.extend(llm_note(&llm_log));
     out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
     out.notes.extend(ev.disagreement_note());
     out.devices = devices;
@@ -324,18 +327,68 @@ fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
         .collect()
 }
 
-/// The built-in recipes, and the LLM too when the user enabled it.
-fn proposers(req: &OptimizeRequest, cancel: &CancellationToken) -> (Box<dyn Proposer>, Vec<String>) {
+/// The built-in recipes, and the LLM too when the user enabled it, with the
+/// log of the LLM's failures (shown in the result's notes).
+fn proposers(
+    req: &OptimizeRequest,
+    cancel: &CancellationToken,
+) -> (Box<dyn Proposer>, Vec<String>, Option<kernelpro_llm::FailureLog>) {
     let recipes =
         Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
     if !req.settings.llm.enabled {
-        return (recipes, Vec::new());
+        return (recipes, Vec::new(), None);
     }
     // A cancelled search ends the request in flight, not only the next one.
     match llm_proposer(req).map(|llm| llm.with_cancel(cancel.clone())) {
-        Ok(llm) => (Box::new(kernelpro_search::RoundRobin::new(vec![recipes, Box::new(llm)])), Vec::new()),
-        Err(why) => (recipes, vec![format!("the LLM proposer is not used: {why}")]),
+        Ok(llm) => {
+            let log = llm.failure_log();
+            (Box::new(kernelpro_search::RoundRobin::new(vec![recipes, Box::new(llm)])), Vec::new(), Some(log))
+        }
+        Err(why) => (recipes, vec![format!("the LLM proposer is not used: {why}")], None),
     }
+}
+
+/// Where the LLM's candidates may include from: the kernel's own file, and
+/// headers the compile finds in the CUDA toolkit's or CUTLASS's include
+/// directories (searched after the kernel's folder and the project's `-I`
+/// directories, which shadow them).
+fn include_policy(req: &OptimizeRequest) -> kernelpro_llm::IncludePolicy {
+    let path = std::path::absolute(&req.path).unwrap_or_else(|_| req.path.clone());
+    let home = path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let mut search_dirs = vec![home.clone()];
+    let flags = Analyzer::flags_for(&path, &req.settings);
+    let mut it = flags.iter();
+    while let Some(flag) = it.next() {
+        const DIR_FLAGS: [&str; 6] = ["-I", "-isystem", "-iquote", "-idirafter", "--include-path", "--system-include"];
+        let dir = if DIR_FLAGS.contains(&flag.as_str()) {
+            it.next().cloned()
+        } else {
+            DIR_FLAGS.iter().find_map(|f| flag.strip_prefix(f)).map(|d| d.trim_start_matches('=').to_owned())
+        };
+        if let Some(dir) = dir.filter(|d| !d.is_empty()) {
+            search_dirs.push(home.join(dir));
+        }
+    }
+    let mut allowed_roots = Vec::new();
+    if let Some(toolkit) = Analyzer::find_nvcc(&req.settings).and_then(|n| n.path.parent()?.parent().map(PathBuf::from))
+    {
+        allowed_roots.push(toolkit.join("include"));
+        if let Ok(targets) = std::fs::read_dir(toolkit.join("targets")) {
+            allowed_roots.extend(targets.flatten().map(|t| t.path().join("include")));
+        }
+    }
+    let roots = kernelpro_core::toolchain::Env::for_settings(&req.settings).roots;
+    if let Some(cutlass) = kernelpro_cutlass::find_root(None, &roots) {
+        allowed_roots.extend([cutlass.join("include"), cutlass.join("tools/util/include")]);
+    }
+    // A root holding the kernel's folder would open the whole project.
+    allowed_roots.retain(|r| !home.starts_with(r));
+    kernelpro_llm::IncludePolicy { own_file: Some(path), search_dirs, allowed_roots }
+}
+
+/// The LLM's failures, as one note for the user.
+fn llm_note(log: &Option<kernelpro_llm::FailureLog>) -> Option<String> {
+    log.as_ref().and_then(kernelpro_llm::FailureLog::summary)
 }
 
 fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, String> {
@@ -353,7 +406,9 @@ fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, Str
         kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::for_settings(&req.settings).roots)
             .and_then(|root| kernelpro_cutlass::Index::build(&root).ok())
             .map(Arc::new);
-    kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass).map_err(|e| e.to_string())
+    Ok(kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass)
+        .map_err(|e| e.to_string())?
+        .with_includes(include_policy(req)))
 }
 
 fn search(
