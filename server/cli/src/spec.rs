@@ -22,7 +22,7 @@ pub struct SpecArgs {
 }
 
 pub fn run(args: &SpecArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.file) {
+    let text = match crate::check::read_text(&args.file) {
         Ok(t) => t,
         Err(e) => return fail(&format!("{}: cannot read: {e}", args.file.display())),
     };

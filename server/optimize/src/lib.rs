@@ -255,6 +255,18 @@ pub fn optimize(
     Ok(out)
 }
 
+/// Why the search stopped, in words (`evaluation budget (30) spent`), never the enum's name.
+fn stop_words(stop: kernelpro_search::StopReason, req: &OptimizeRequest) -> String {
+    use kernelpro_search::StopReason;
+    match stop {
+        StopReason::Evaluations => format!("evaluation budget ({}) spent", req.settings.optimize.budget.max(1)),
+        StopReason::Iterations => "iteration limit reached".into(),
+        StopReason::WallTime => format!("time limit ({} s) reached", req.settings.optimize.time_secs.max(1)),
+        StopReason::Cancelled => "cancelled".into(),
+        StopReason::Exhausted => "no rewrite left to try".into(),
+    }
+}
+
 /// Why a search that timed faster candidates offers none: the user sees a
 /// speedup in the tried list and deserves the reason it was not kept.
 fn why_nothing_offered(tree: &kernelpro_search::Tree, had_candidates_beyond_noise: bool) -> Option<String> {
@@ -505,7 +517,7 @@ fn outcome_for(
         steps,
         tried: result.memory.entries().to_vec(),
         evaluations: result.evaluations,
-        stop: format!("{:?}", result.stop),
+        stop: stop_words(result.stop, req),
         new_text,
         edit,
         launch_site_edits: sites.edits,

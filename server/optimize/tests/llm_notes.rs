@@ -56,4 +56,6 @@ fn llm_failures_reach_the_results_notes() {
         .unwrap_or_else(|| panic!("{:?}", out.notes));
     assert!(note.contains("redirect to http://elsewhere.invalid/v1"), "{note}");
     assert!(!note.contains("sk-test-key"), "{note}");
+    // Why it stopped, in words.
+    assert!(["evaluation budget (3) spent", "no rewrite left to try"].contains(&out.stop.as_str()), "{}", out.stop);
 }
