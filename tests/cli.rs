@@ -145,7 +145,7 @@ fn optimize_values_are_validated_before_any_work() {
 }
 
 #[test]
-fn optimize_says_why_it_stopped_in_words() {
+fn optimize_says_why_it_stopped_and_which_variant_each_try_is() {
     let file = fixture("launch_site/rmsnorm.cu");
     let args = [
         "optimize",
@@ -155,7 +155,7 @@ fn optimize_says_why_it_stopped_in_words() {
         "--evaluator",
         "stub:1.5",
         "--budget",
-        "2",
+        "10",
         "--strategy",
         "greedy",
     ];
@@ -164,10 +164,22 @@ fn optimize_says_why_it_stopped_in_words() {
     let text = stdout(&out);
     let stopped = text.lines().find(|l| l.contains("stopped: ")).unwrap_or_else(|| panic!("{text}"));
     assert!(
-        stopped.ends_with("stopped: evaluation budget (2) spent")
+        stopped.ends_with("stopped: evaluation budget (10) spent")
             || stopped.ends_with("stopped: no rewrite left to try"),
         "{stopped}"
     );
+    // A rewrite tried several times says which variant each try is: no two tried lines read the same.
+    let tried: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "tried:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split(" → ").next().unwrap())
+        .collect();
+    assert!(tried.len() > 3, "{text}");
+    let distinct: std::collections::HashSet<&&str> = tried.iter().collect();
+    assert_eq!(distinct.len(), tried.len(), "{text}");
+    assert!(tried.iter().any(|t| t.contains(" [grid = ")), "{text}");
 }
 
 #[test]

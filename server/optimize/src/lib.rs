@@ -255,6 +255,50 @@ pub fn optimize(
     Ok(out)
 }
 
+/// The tried list, where a rewrite tried more than once names each try's
+/// variant: the spec lines it changed (`block = 128`, a reordered `tune`), or
+/// its number among them.
+fn tried_with_variants(original: &str, kernel: &str, result: &kernelpro_search::SearchResult) -> Vec<MemoryEntry> {
+    let entries = result.memory.entries();
+    let spec_of = |text: &str| -> Vec<String> {
+        kernelpro_spec::parse_file(text)
+            .kernel(kernel)
+            .map(|k| k.lines.iter().map(|l| l.text.trim().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    let before = spec_of(original);
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out = entries.to_vec();
+    for (i, e) in entries.iter().enumerate() {
+        let count = entries.iter().filter(|o| o.recipe == e.recipe).count();
+        if count < 2 {
+            continue;
+        }
+        let n = seen.entry(e.recipe.as_str()).or_default();
+        *n += 1;
+        let changed: Vec<String> = result
+            .tree
+            .nodes()
+            .get(e.node.0)
+            .map(|node| spec_of(&node.source).into_iter().filter(|l| !before.contains(l)).collect())
+            .unwrap_or_default();
+        let mut variant = if changed.is_empty() { format!("variant {n} of {count}") } else { changed.join("; ") };
+        // The rewrites it was applied on top of, when not the original.
+        let path = result.tree.path(e.node);
+        let below: Vec<&str> = path
+            .iter()
+            .skip(1)
+            .take(path.len().saturating_sub(2))
+            .filter_map(|id| result.tree.nodes().get(id.0).map(|n| n.recipe.as_str()))
+            .collect();
+        if !below.is_empty() {
+            variant.push_str(&format!("; on top of {}", below.join(" + ")));
+        }
+        out[i].recipe = format!("{} [{variant}]", e.recipe);
+    }
+    out
+}
+
 /// Why the search stopped, in words (`evaluation budget (30) spent`), never the enum's name.
 fn stop_words(stop: kernelpro_search::StopReason, req: &OptimizeRequest) -> String {
     use kernelpro_search::StopReason;
@@ -515,7 +559,7 @@ fn outcome_for(
         ),
         verified_seeds: seeds,
         steps,
-        tried: result.memory.entries().to_vec(),
+        tried: tried_with_variants(original, &req.kernel, result),
         evaluations: result.evaluations,
         stop: stop_words(result.stop, req),
         new_text,
