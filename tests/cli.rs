@@ -241,3 +241,40 @@ fn check_output_is_in_line_order_with_0_based_json_and_no_sentinels() {
     let add = kernels.iter().find(|k| k["name"] == "add").unwrap();
     assert_eq!(add["line"], 6, "{add}");
 }
+
+#[test]
+fn header_errors_keep_their_column_and_multi_line_messages_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("h.cuh"),
+        "#pragma once\n__device__ inline float f(float x) {\n  return x +  undefined_thing;\n}\n",
+    )
+    .unwrap();
+    let file = dir.path().join("k.cu");
+    std::fs::write(
+        &file,
+        "#include \"h.cuh\"\n#include <vector>\nvoid g() { std::vector<int> v; v.push_back(\"x\", 1); }\n__global__ void k(float* y) { y[0] = f(1.0f); }\n",
+    )
+    .unwrap();
+    let p = file.to_str().unwrap();
+    let out = kernelpro(&["check", p], Duration::from_secs(120));
+    let text = stdout(&out);
+    let header = dir.path().join("h.cuh").display().to_string();
+    // `undefined_thing` starts at the 15th column of the header's third line.
+    assert!(text.contains(&format!("{header}:3:15: error: identifier \"undefined_thing\" is undefined")), "{text}");
+    // nvcc's message on three lines keeps them, indented under the first.
+    let at = text.find("matches the argument list").unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text[at..].starts_with(
+            "matches the argument list\n    argument types are: (const char [2], int)\n    object type is:"
+        ),
+        "{text}"
+    );
+    let out = kernelpro(&["check", p, "--format", "json"], Duration::from_secs(120));
+    let raw = stdout(&out);
+    assert!(!raw.contains("4294967295"), "{raw}");
+    let json: Value = serde_json::from_str(&raw).unwrap();
+    let in_header =
+        json["files"][0]["findings"].as_array().unwrap().iter().find(|f| f["file"] == header.as_str()).unwrap();
+    assert_eq!(in_header["span"]["start"], serde_json::json!({ "line": 2, "col": 14 }), "{in_header}");
+}

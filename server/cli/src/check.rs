@@ -169,23 +169,36 @@ pub fn compiler_line(path: &Path, f: &Finding) -> String {
 /// column is a UTF-8 byte offset in its line), as in the LSP: a whole-line
 /// span ends at the line's length, never at a sentinel.
 fn file_json(path: &Path, a: &FileAnalysis, text: &str) -> serde_json::Value {
+    // The text of each file a span may point into: this one, its headers, else read.
+    let mut texts: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
+    let mut text_of = |file: Option<&Path>| -> String {
+        let Some(file) = file else { return text.to_owned() };
+        texts
+            .entry(file.to_path_buf())
+            .or_insert_with(|| match a.headers.iter().find(|h| h.path == file) {
+                Some(h) => h.text.to_string(),
+                None => read_text(file).unwrap_or_default(),
+            })
+            .clone()
+    };
+    let mut fix = |span: &mut kernelpro_model::Span, file: Option<&Path>| {
+        if span.start.col == u32::MAX {
+            span.start.col = 0;
+        }
+        if span.end.col == u32::MAX {
+            let source = text_of(file);
+            let line = source.lines().nth(span.end.line as usize).map(|l| l.trim_end_matches('\r').len() as u32);
+            span.end.col = line.unwrap_or(span.start.col);
+        }
+    };
     let findings: Vec<serde_json::Value> = a
         .findings
         .iter()
         .map(|f| {
-            let source = match &f.file {
-                Some(header) => a.headers.iter().find(|h| &h.path == header).map(|h| &*h.text),
-                None => Some(text),
-            };
-            let line_len = |line: u32| {
-                source.and_then(|t| t.lines().nth(line as usize)).map(|l| l.trim_end_matches('\r').len() as u32)
-            };
             let mut f = f.clone();
-            if f.span.start.col == u32::MAX {
-                f.span.start.col = 0;
-            }
-            if f.span.end.col == u32::MAX {
-                f.span.end.col = line_len(f.span.end.line).unwrap_or(f.span.start.col);
+            fix(&mut f.span, f.file.as_deref());
+            for r in &mut f.related {
+                fix(&mut r.span, Some(&r.file));
             }
             serde_json::to_value(&f).expect("json")
         })
