@@ -59,18 +59,17 @@ pub async fn run(args: &RunArgs) -> ExitCode {
     let reference = match &args.reference {
         None => None,
         Some(r) => {
-            let src = match r.rsplit_once(':').filter(|(f, _)| f.ends_with(".cu") || f.ends_with(".cuh")) {
-                Some((file, name)) => KernelSource {
-                    path: file.into(),
-                    text: crate::check::read_text(std::path::Path::new(file)).unwrap_or_default(),
-                    kernel: Some(name.into()),
+            let (path, kernel) = match r.rsplit_once(':').filter(|(f, _)| f.ends_with(".cu") || f.ends_with(".cuh")) {
+                Some((file, name)) => (Some(PathBuf::from(file)), Some(name.to_owned())),
+                None if r.ends_with(".cu") => (Some(PathBuf::from(r)), None),
+                None => (None, Some(r.clone())),
+            };
+            let src = match path {
+                Some(path) => match crate::check::read_text(&path) {
+                    Ok(text) => KernelSource { path, text, kernel },
+                    Err(e) => return fail(args.json, &format!("reference {}: cannot read: {e}", path.display())),
                 },
-                None if r.ends_with(".cu") => KernelSource {
-                    path: r.into(),
-                    text: crate::check::read_text(std::path::Path::new(r)).unwrap_or_default(),
-                    kernel: None,
-                },
-                None => KernelSource { path: args.file.clone(), text: text.clone(), kernel: Some(r.clone()) },
+                None => KernelSource { path: args.file.clone(), text: text.clone(), kernel },
             };
             match harness::prepare(&src, &settings, &analyzer, &cancel).await {
                 Ok(p) => Some(p),
