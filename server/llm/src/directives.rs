@@ -21,7 +21,8 @@
 //!   `unroll`/`nounroll`/`once`, and other unusual directives are refused, as
 //!   is a `#define`/`#undef` of a reserved name (the headers' configuration);
 //! - a name holding `has_include`, `has_embed` or `pragma` (any case:
-//!   `__has_include`, `_Pragma`, header wrappers such as `_CCCL_PRAGMA`)
+//!   `__has_include`, `_Pragma`, header wrappers such as `_CCCL_PRAGMA`), or
+//!   a header's wrapper of `_Pragma` by another name (glibc's `__glibc_macro_warning1`),
 //!   that is called, or passed on where it could be called, is refused unless
 //!   the original has the same use; `_Pragma("unroll")` is allowed;
 //! - a candidate from whose names such a word could be pasted together
@@ -379,9 +380,15 @@ fn join(tokens: &[Token]) -> String {
     tokens.iter().map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ")
 }
 
+/// Header macros that hand their argument to `_Pragma` under a name with no
+/// core word (found by scanning the toolkit's, glibc's and libstdc++'s headers
+/// for function-like macros passing a parameter to `_Pragma`/`__has_include`):
+/// glibc's `__glibc_macro_warning1(GCC dependency "f")` is `_Pragma("GCC dependency \"f\"")`.
+const WRAPPERS: [&str; 1] = ["macro_warning1"];
+
 fn has_core(name: &str) -> bool {
     let lower = name.to_lowercase();
-    CORES.iter().any(|c| lower.contains(c))
+    CORES.iter().chain(&WRAPPERS).any(|c| lower.contains(c))
 }
 
 fn scan(source: &str, trigraphs: bool) -> Seen {
@@ -421,7 +428,14 @@ fn risky_uses(tokens: &[&Token], out: &mut HashMap<String, usize>) {
             continue;
         }
         let next = tokens.get(i + 1);
+        // Pasted onto something (`__has_include ## _next`, `_CCCL_ ## HAS_INCLUDE`): a new name, also risky.
+        let pasted = next.is_some_and(|n| n.is("##")) || (i > 0 && tokens[i - 1].is("##"));
         let key = match next {
+            _ if pasted => {
+                let around: Vec<Token> =
+                    tokens[i.saturating_sub(1)..tokens.len().min(i + 3)].iter().map(|t| (*t).clone()).collect();
+                join(&around)
+            }
             Some(n) if n.is("(") => {
                 let mut depth = 0;
                 let mut end = i + 1;
@@ -471,7 +485,8 @@ fn reserved(name: &str) -> bool {
 
 /// Words a pasted name must not hold, in the spellings the compiler and the
 /// headers use (pasting is case-sensitive).
-const PASTE_CORES: [&str; 6] = ["has_include", "HAS_INCLUDE", "has_embed", "HAS_EMBED", "_Pragma", "PRAGMA"];
+const PASTE_CORES: [&str; 7] =
+    ["has_include", "HAS_INCLUDE", "has_embed", "HAS_EMBED", "_Pragma", "PRAGMA", "macro_warning1"];
 
 /// A way to paste a core word together from the candidate's own names (at
 /// least two pieces: the end of one name, whole names, the start of one), as
@@ -709,8 +724,11 @@ mod tests {
         check("#if __has_include_next(<cstdio>)\n#endif", Some("__has_include_next"));
         check("#define H __has_include\n", Some("__has_include"));
         check("#define H(x) __has_include(x)\n", Some("__has_include"));
+        check("#define H(x) __has_include ## x\n#if H(_next)(<cstdio>)\n#endif", Some("__has_include"));
+        check("#define H(x) x ## HAS_INCLUDE\n#if H(_CCCL_)(\"/etc/passwd\")\n#endif", Some("HAS_INCLUDE"));
         check("#if __glibc_has_include(\"/etc/passwd\")\n#endif", Some("__glibc_has_include"));
         check("_CCCL_PRAGMA(GCC dependency \"/etc/passwd\")", Some("_CCCL_PRAGMA"));
+        check("__glibc_macro_warning1(GCC dependency \"/etc/passwd\")", Some("__glibc_macro_warning1"));
         check("int a = 0xFF'FF; _Pragma(\"GCC dependency \\\"/etc/passwd\\\"\")", Some("_Pragma"));
         check("int a = 1'000; /*'*/ _Pragma(\"x\")", Some("_Pragma"));
         check("#define __CUDA_ARCH__ \"/etc/passwd\"", Some("reserved"));
