@@ -838,3 +838,140 @@ mod corpus {
         assert!(refused.is_empty(), "{} of {} refused:\n{}", refused.len(), files.len(), refused.join("\n"));
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    //! A differential check against gcc's own pre-processor (the one nvcc
+    //! runs): random candidates built from the spellings that fooled earlier
+    //! checks; every candidate the check accepts must pre-process to the same
+    //! text and messages whether the secret file exists or not, and never show it.
+    use super::*;
+    use std::process::Command;
+
+    const PIECES: &[&str] = &[
+        "#include \"SECRET\"",
+        "#include <SECRET>",
+        "#include \".env\"",
+        "#include <.env>",
+        "#if __has_include(\".env\")\n#error present\n#endif\n",
+        "#if ",
+        "#endif\n",
+        "#error present\n",
+        "\\\n",
+        "\\ \n",
+        "\\\t \n",
+        "\r",
+        "\r\n",
+        "\n",
+        "\n",
+        "\n",
+        "/*",
+        "*/",
+        "//",
+        "??/",
+        "%:",
+        "#",
+        "# ",
+        "include",
+        "inc",
+        "lude",
+        " \".env\"",
+        "\"",
+        "'",
+        "R\"x(",
+        ")x\"",
+        " ",
+        "#define P(a, b) a ## b\n",
+        "P(__has_, include)(\".env\")",
+        "P(_Pra, gma)(\"GCC dependency \\\".env\\\"\")",
+        "_Pragma(\"GCC dependency \\\".env\\\"\")",
+        "__glibc_macro_warning1(GCC dependency \".env\")",
+        "#define F \".env\"\n",
+        "F",
+        "int x;",
+        "int n = 1'000;",
+        "#pragma unroll\n",
+        "#include <cuda_fp16.h>\n",
+    ];
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// `g++ -E` of `text` as `dir/k.cu` (gnu++17, then with trigraphs): its
+    /// output and messages together.
+    fn preprocess(dir: &Path, text: &str) -> String {
+        std::fs::write(dir.join("k.cu"), text).unwrap();
+        let mut all = String::new();
+        for extra in [None, Some("-trigraphs")] {
+            let out = Command::new("g++")
+                .args(["-E", "-x", "c++", "-std=gnu++17"])
+                .args(extra)
+                .arg("k.cu")
+                .current_dir(dir)
+                .output()
+                .expect("g++ runs (nvcc needs it too)");
+            all.push_str(&String::from_utf8_lossy(&out.stdout));
+            all.push_str(&String::from_utf8_lossy(&out.stderr));
+            all.push_str(&format!("exit {:?}\n", out.status.code()));
+        }
+        all
+    }
+
+    #[test]
+    fn accepted_candidates_preprocess_the_same_with_or_without_the_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let toolkit = dir.path().join("toolkit");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&toolkit).unwrap();
+        std::fs::write(toolkit.join("cuda_fp16.h"), "").unwrap();
+        let secret = project.join(".env");
+        let hidden = dir.path().join("hidden");
+        const LEAK: &str = "LEAKWORD_7f3a";
+        std::fs::write(&hidden, format!("int {LEAK};\n")).unwrap();
+        let policy = IncludePolicy {
+            own_file: Some(project.join("k.cu")),
+            search_dirs: vec![project.clone()],
+            allowed_roots: vec![toolkit.clone()],
+        };
+        let original = "int k(float* y) { return 0; }\n";
+        // The oracle sees a leak where there is one: a lone `\r` before the include.
+        let leaky = format!("int a;\r#include \".env\"\r{original}");
+        std::fs::copy(&hidden, &secret).unwrap();
+        let with = preprocess(&project, &leaky);
+        std::fs::remove_file(&secret).unwrap();
+        assert!(with.contains(LEAK) && with != preprocess(&project, &leaky), "{with}");
+        assert!(check_candidate(original, &leaky, &policy).is_err());
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut accepted, mut refused) = (0, 0);
+        for _ in 0..250 {
+            let mut snippet = String::new();
+            for _ in 0..1 + rng.below(7) {
+                snippet.push_str(&PIECES[rng.below(PIECES.len())].replace("SECRET", &secret.display().to_string()));
+            }
+            let candidate = format!("{snippet}\n{original}");
+            if check_candidate(original, &candidate, &policy).is_err() {
+                refused += 1;
+                continue;
+            }
+            accepted += 1;
+            std::fs::copy(&hidden, &secret).unwrap();
+            let with = preprocess(&project, &candidate);
+            std::fs::remove_file(&secret).unwrap();
+            let without = preprocess(&project, &candidate);
+            assert!(!with.contains(LEAK), "accepted, and the file's text came through:\n{candidate:?}\n{with}");
+            assert_eq!(with, without, "accepted, and the output tells whether the file exists:\n{candidate:?}");
+        }
+        eprintln!("{accepted} candidates accepted (each pre-processed 4 times), {refused} refused");
+        // Both sides are exercised.
+        assert!(accepted >= 50 && refused >= 50, "{accepted} accepted, {refused} refused");
+    }
+}
