@@ -180,6 +180,21 @@ fn optimize_says_why_it_stopped_and_which_variant_each_try_is() {
     let distinct: std::collections::HashSet<&&str> = tried.iter().collect();
     assert_eq!(distinct.len(), tried.len(), "{text}");
     assert!(tried.iter().any(|t| t.contains(" [grid = ")), "{text}");
+    // In JSON the recipe names stay plain (scripts compare them); the variants are beside them.
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let out = kernelpro(&json_args, Duration::from_secs(300));
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    let recipes: Vec<&str> = json["tried"].as_array().unwrap().iter().map(|t| t["recipe"].as_str().unwrap()).collect();
+    assert!(recipes.iter().all(|r| !r.contains('[')), "{recipes:?}");
+    let variants = json["tried_variants"].as_array().unwrap();
+    assert_eq!(variants.len(), recipes.len());
+    assert!(variants.iter().any(|v| v.as_str().unwrap().starts_with("grid = ")), "{variants:?}");
+    assert!(
+        ["evaluation budget (10) spent", "no rewrite left to try"].contains(&json["stop"].as_str().unwrap()),
+        "{}",
+        json["stop"]
+    );
 }
 
 #[test]

@@ -307,13 +307,17 @@ fn report(o: &OptimizeOutcome) -> String {
     }
     if !o.tried.is_empty() {
         s.push_str("tried:\n");
-        for t in &o.tried {
+        for (i, t) in o.tried.iter().enumerate() {
             let result = match t.speedup {
                 Some(x) => format!("{x:.2}x"),
                 None => format!("{:?}", t.outcome),
             };
             let detail = if t.detail.is_empty() { String::new() } else { format!(": {}", t.detail) };
-            s.push_str(&format!("  {} → {result}{detail}\n", t.recipe));
+            let variant = match o.tried_variants.get(i) {
+                Some(v) if !v.is_empty() => format!(" [{v}]"),
+                _ => String::new(),
+            };
+            s.push_str(&format!("  {}{variant} → {result}{detail}\n", t.recipe));
         }
     }
     for n in &o.notes {

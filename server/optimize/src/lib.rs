@@ -85,6 +85,11 @@ pub struct OptimizeOutcome {
     /// Every candidate the search evaluated, in order, with its outcome: why a
     /// recipe that should have helped did not (wrong output, slower, ...).
     pub tried: Vec<MemoryEntry>,
+    /// For each entry of `tried`, which variant it is when its rewrite was
+    /// tried more than once (`grid = …; block = 128; on top of WarpUnits`),
+    /// else empty: the recipe names stay as they are for scripts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tried_variants: Vec<String>,
     pub evaluations: usize,
     pub stop: String,
     /// The edit of the kernel's region; `None` when nothing beat the original.
@@ -255,10 +260,10 @@ pub fn optimize(
     Ok(out)
 }
 
-/// The tried list, where a rewrite tried more than once names each try's
-/// variant: the spec lines it changed (`block = 128`, a reordered `tune`), or
-/// its number among them.
-fn tried_with_variants(original: &str, kernel: &str, result: &kernelpro_search::SearchResult) -> Vec<MemoryEntry> {
+/// For each tried entry whose rewrite was tried more than once, which
+/// variant it is: the spec lines it changed (`block = 128`, a reordered
+/// `tune`) or its number among them, and the rewrites below it.
+fn tried_variants(original: &str, kernel: &str, result: &kernelpro_search::SearchResult) -> Vec<String> {
     let entries = result.memory.entries();
     let spec_of = |text: &str| -> Vec<String> {
         kernelpro_spec::parse_file(text)
@@ -268,7 +273,7 @@ fn tried_with_variants(original: &str, kernel: &str, result: &kernelpro_search::
     };
     let before = spec_of(original);
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut out = entries.to_vec();
+    let mut out = vec![String::new(); entries.len()];
     for (i, e) in entries.iter().enumerate() {
         let count = entries.iter().filter(|o| o.recipe == e.recipe).count();
         if count < 2 {
@@ -294,7 +299,7 @@ fn tried_with_variants(original: &str, kernel: &str, result: &kernelpro_search::
         if !below.is_empty() {
             variant.push_str(&format!("; on top of {}", below.join(" + ")));
         }
-        out[i].recipe = format!("{} [{variant}]", e.recipe);
+        out[i] = variant;
     }
     out
 }
@@ -559,7 +564,8 @@ fn outcome_for(
         ),
         verified_seeds: seeds,
         steps,
-        tried: tried_with_variants(original, &req.kernel, result),
+        tried: result.memory.entries().to_vec(),
+        tried_variants: tried_variants(original, &req.kernel, result),
         evaluations: result.evaluations,
         stop: stop_words(result.stop, req),
         new_text,
