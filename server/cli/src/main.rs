@@ -53,6 +53,8 @@ impl CompileArgs {
             include_paths: self.include.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect(),
             extra_flags: self.flags.clone(),
             block_size: self.block_size,
+            // Messages name the command line's options, not an editor's settings.
+            editor: kernelpro_core::editor::Editor::Cli,
             ..Default::default()
         }
     }

@@ -3,7 +3,7 @@
 use crate::CompileArgs;
 use kernelpro_optimize::{OptimizeOutcome, OptimizeRequest, optimize};
 use kernelpro_search::Strategy;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -23,12 +23,22 @@ pub struct OptimizeArgs {
     pub strategy: StrategyArg,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// `gpu` (the harness), or `stub:SPEEDUP` to try the search without a GPU.
-    #[arg(long, default_value = "gpu")]
+    /// `gpu` (the harness), or `stub:SPEEDUP` (`stub:SPEEDUP:LAUNCH_SPEEDUP`) to try the search without a GPU.
+    #[arg(long, default_value = "gpu", value_parser = parse_evaluator)]
     pub evaluator: String,
-    /// Also ask the configured LLM for rewrites (KERNELPRO_LLM_* environment).
+    /// Also ask an LLM for rewrites: give its model (--llm-model or KERNELPRO_LLM_MODEL) and
+    /// its key in KERNELPRO_LLM_KEY (a local endpoint may need none).
     #[arg(long)]
     pub llm: bool,
+    /// The LLM's model name (else KERNELPRO_LLM_MODEL).
+    #[arg(long, value_name = "NAME", requires = "llm")]
+    pub llm_model: Option<String>,
+    /// The LLM's base URL (else KERNELPRO_LLM_ENDPOINT, else the provider's own).
+    #[arg(long, value_name = "URL", requires = "llm")]
+    pub llm_endpoint: Option<String>,
+    /// `openai` (also vLLM, Ollama, llama.cpp servers) or `anthropic` (else KERNELPRO_LLM_PROVIDER, else openai).
+    #[arg(long, value_name = "PROVIDER", value_parser = ["openai", "anthropic"], requires = "llm")]
+    pub llm_provider: Option<String>,
     /// Seconds before a hung candidate is killed.
     #[arg(long, default_value_t = 10)]
     pub timeout: u64,
@@ -83,6 +93,69 @@ fn parse_devices(list: &str) -> Result<Devices, String> {
     Ok(Devices(devices))
 }
 
+/// `gpu`, `stub:S` or `stub:S:L` with finite, positive speedups.
+fn parse_evaluator(value: &str) -> Result<String, String> {
+    let speedup = |s: &str| s.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
+    let ok = match value.strip_prefix("stub:") {
+        None => value == "gpu",
+        Some(rest) => match rest.split_once(':') {
+            Some((s, l)) => speedup(s).is_some() && speedup(l).is_some(),
+            None => speedup(rest).is_some(),
+        },
+    };
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "`{value}` is not an evaluator: write `gpu`, or `stub:SPEEDUP` (a positive number, e.g. stub:1.5), or stub:SPEEDUP:LAUNCH_SPEEDUP"
+        ))
+    }
+}
+
+/// The LLM settings from the arguments and the environment, or what is
+/// missing for `--llm` to ever work (said before any search starts).
+fn llm_settings(args: &OptimizeArgs) -> Result<kernelpro_core::settings::LlmSettings, String> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let mut llm = kernelpro_core::settings::LlmSettings { enabled: args.llm, ..Default::default() };
+    if !args.llm {
+        return Ok(llm);
+    }
+    llm.provider =
+        args.llm_provider.clone().or_else(|| env("KERNELPRO_LLM_PROVIDER")).unwrap_or_else(|| "openai".into());
+    if !["openai", "anthropic"].contains(&llm.provider.as_str()) {
+        return Err(format!("KERNELPRO_LLM_PROVIDER is `{}`: write openai or anthropic", llm.provider));
+    }
+    llm.endpoint = args.llm_endpoint.clone().or_else(|| env("KERNELPRO_LLM_ENDPOINT"));
+    llm.model = args.llm_model.clone().or_else(|| env("KERNELPRO_LLM_MODEL"));
+    if llm.model.is_none() {
+        return Err("--llm needs the model to ask: give --llm-model NAME or set KERNELPRO_LLM_MODEL \
+             (with KERNELPRO_LLM_KEY for its key, and --llm-endpoint URL for a server other than the provider's)"
+            .into());
+    }
+    let local = llm.endpoint.as_deref().is_some_and(|e| {
+        let host = e.split("://").nth(1).unwrap_or(e).split(['/', ':']).next().unwrap_or("");
+        ["localhost", "127.0.0.1", "[", "::1"].iter().any(|h| host.starts_with(h))
+    });
+    if kernelpro_llm::ApiKey::from_env().is_none() && !local {
+        return Err(format!(
+            "--llm needs an API key for {}: set {} (a local server given with --llm-endpoint may need none)",
+            llm.endpoint.as_deref().unwrap_or(&llm.provider),
+            kernelpro_llm::KEY_ENV
+        ));
+    }
+    Ok(llm)
+}
+
+/// Whether `out` names the file `input` (the same path, a symlink to it or a hard link).
+fn same_file(input: &Path, out: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(input), std::fs::metadata(out)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        // A path that does not exist yet is another file, unless it spells the input's.
+        _ => std::path::absolute(input).ok() == std::path::absolute(out).ok(),
+    }
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum StrategyArg {
     Mcts,
@@ -91,7 +164,23 @@ pub enum StrategyArg {
 }
 
 pub async fn run(args: &OptimizeArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.file) {
+    if let Some(out) = &args.out
+        && same_file(&args.file, out)
+    {
+        eprintln!(
+            "kernelpro optimize: --out {} is the input file itself; the input is changed only by --apply: give another path",
+            out.display()
+        );
+        return ExitCode::from(2);
+    }
+    let llm = match llm_settings(args) {
+        Ok(llm) => llm,
+        Err(e) => {
+            eprintln!("kernelpro optimize: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match crate::check::read_text(&args.file) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("kernelpro optimize: {}: {e}", args.file.display());
@@ -103,7 +192,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
     settings.optimize.time_secs = args.time;
     settings.optimize.evaluator = args.evaluator.clone();
     settings.run_timeout_secs = args.timeout;
-    settings.llm.enabled = args.llm;
+    settings.llm = llm;
     settings.optimize.energy = !args.no_energy;
     settings.optimize.profile_original = !args.no_profile;
     if let Some(devices) = &args.devices {
@@ -159,7 +248,11 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
                 print!("{}", report(&out));
             }
             if let (Some(path), Some(text)) = (&args.out, &out.new_text)
-                && let Err(e) = std::fs::write(path, text)
+                && let Err(e) = if same_file(&args.file, path) {
+                    Err(std::io::Error::other("it is now the input file itself (a link made during the search)"))
+                } else {
+                    std::fs::write(path, text)
+                }
             {
                 eprintln!("kernelpro optimize: cannot write {}: {e}", path.display());
                 return ExitCode::from(1);
@@ -217,13 +310,17 @@ fn report(o: &OptimizeOutcome) -> String {
     }
     if !o.tried.is_empty() {
         s.push_str("tried:\n");
-        for t in &o.tried {
+        for (i, t) in o.tried.iter().enumerate() {
             let result = match t.speedup {
                 Some(x) => format!("{x:.2}x"),
                 None => format!("{:?}", t.outcome),
             };
             let detail = if t.detail.is_empty() { String::new() } else { format!(": {}", t.detail) };
-            s.push_str(&format!("  {} → {result}{detail}\n", t.recipe));
+            let variant = match o.tried_variants.get(i) {
+                Some(v) if !v.is_empty() => format!(" [{v}]"),
+                _ => String::new(),
+            };
+            s.push_str(&format!("  {}{variant} → {result}{detail}\n", t.recipe));
         }
     }
     for n in &o.notes {

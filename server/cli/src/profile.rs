@@ -36,7 +36,7 @@ pub struct ProfileArgs {
 }
 
 pub async fn run(args: &ProfileArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.file) {
+    let text = match crate::check::read_text(&args.file) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("kernelpro profile: {}: {e}", args.file.display());

@@ -45,34 +45,35 @@ pub async fn run(args: &RunArgs) -> ExitCode {
     if let Some(r) = &args.runner {
         settings.runner = r.split_whitespace().map(String::from).collect();
     }
-    let text = match std::fs::read_to_string(&args.file) {
+    let text = match crate::check::read_text(&args.file) {
         Ok(t) => t,
-        Err(e) => return fail(&format!("{}: cannot read: {e}", args.file.display())),
+        Err(e) => return fail(args.json, &format!("{}: cannot read: {e}", args.file.display())),
     };
     let analyzer = Analyzer::default();
     let cancel = CancellationToken::new();
     let main = KernelSource { path: args.file.clone(), text: text.clone(), kernel: args.kernel.clone() };
     let kernel = match harness::prepare(&main, &settings, &analyzer, &cancel).await {
         Ok(p) => p,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(args.json, &e),
     };
     let reference = match &args.reference {
         None => None,
         Some(r) => {
-            let src = match r.rsplit_once(':').filter(|(f, _)| f.ends_with(".cu") || f.ends_with(".cuh")) {
-                Some((file, name)) => KernelSource {
-                    path: file.into(),
-                    text: std::fs::read_to_string(file).unwrap_or_default(),
-                    kernel: Some(name.into()),
+            let (path, kernel) = match r.rsplit_once(':').filter(|(f, _)| f.ends_with(".cu") || f.ends_with(".cuh")) {
+                Some((file, name)) => (Some(PathBuf::from(file)), Some(name.to_owned())),
+                None if r.ends_with(".cu") => (Some(PathBuf::from(r)), None),
+                None => (None, Some(r.clone())),
+            };
+            let src = match path {
+                Some(path) => match crate::check::read_text(&path) {
+                    Ok(text) => KernelSource { path, text, kernel },
+                    Err(e) => return fail(args.json, &format!("reference {}: cannot read: {e}", path.display())),
                 },
-                None if r.ends_with(".cu") => {
-                    KernelSource { path: r.into(), text: std::fs::read_to_string(r).unwrap_or_default(), kernel: None }
-                }
-                None => KernelSource { path: args.file.clone(), text: text.clone(), kernel: Some(r.clone()) },
+                None => KernelSource { path: args.file.clone(), text: text.clone(), kernel },
             };
             match harness::prepare(&src, &settings, &analyzer, &cancel).await {
                 Ok(p) => Some(p),
-                Err(e) => return fail(&format!("reference: {e}")),
+                Err(e) => return fail(args.json, &format!("reference: {e}")),
             }
         }
     };
@@ -94,12 +95,17 @@ pub async fn run(args: &RunArgs) -> ExitCode {
             }
             if result.correct() { ExitCode::SUCCESS } else { ExitCode::from(1) }
         }
-        Err(e) => fail(&e.to_string()),
+        Err(e) => fail(args.json, &e.to_string()),
     }
 }
 
-fn fail(message: &str) -> ExitCode {
+/// The error on stderr, and with `--json` also as `{"error": "..."}` on stdout
+/// (a script reading the JSON gets JSON, GPU or not).
+fn fail(json: bool, message: &str) -> ExitCode {
     eprintln!("kernelpro run: {message}");
+    if json {
+        println!("{}", serde_json::json!({ "error": message }));
+    }
     ExitCode::from(1)
 }
 

@@ -22,7 +22,7 @@ pub struct SpecArgs {
 }
 
 pub fn run(args: &SpecArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.file) {
+    let text = match crate::check::read_text(&args.file) {
         Ok(t) => t,
         Err(e) => return fail(&format!("{}: cannot read: {e}", args.file.display())),
     };
@@ -76,11 +76,13 @@ pub fn resolved(path: &Path, text: &str, kernel: Option<&str>, compile: &Compile
     };
     let signature = kernelpro_core::launch::signature(function);
     let compile_settings = kernelpro_optimize::cute_settings(text, &settings)?;
+    let mut launch = serde_json::to_value(spec).map_err(|e| e.to_string())?;
+    without_output_inits(&mut launch);
     Ok(json!({
         "file": path,
         "kernel": name,
         "launch_name": spec.instantiate.as_ref().map_or(name.clone(), |i| i.text()),
-        "launch": spec,
+        "launch": launch,
         "params": params(spec, &signature.params),
         "tolerances": spec.buffers().filter(|b| b.dir.is_output()).map(|b| {
             let t = spec.tolerance_for(b.elem);
@@ -91,6 +93,21 @@ pub fn resolved(path: &Path, text: &str, kernel: Option<&str>, compile: &Compile
         "arch": compile_settings.arch,
         "nvcc_flags": compile_settings.extra_flags,
     }))
+}
+
+/// Drops the `init` of every `out` buffer: outputs are filled with NaN before
+/// each run, never with an init, so showing one would mislead.
+fn without_output_inits(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("dir").and_then(Value::as_str) == Some("out") {
+                map.remove("init");
+            }
+            map.values_mut().for_each(without_output_inits);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_output_inits),
+        _ => {}
+    }
 }
 
 /// Every spec error of the file (of `kernel`, when given), one compiler line each.
@@ -158,6 +175,15 @@ mod tests {
         assert_eq!(v["tolerances"]["y"], json!({ "rtol": 1e-4, "atol": 1e-4 }));
         assert_eq!(v["bytes"], json!(1024 * (4 + 4 + 8)));
         assert_eq!(v["nvcc_flags"], json!([]));
+        // Outputs get no init (they are poisoned before each run); inputs keep theirs.
+        let buffers: Vec<&Value> =
+            v["launch"]["args"].as_array().unwrap().iter().filter(|a| a.to_string().contains("\"dir\"")).collect();
+        let text = serde_json::to_string(&buffers).unwrap();
+        assert!(text.contains("\"init\""), "{text}");
+        for b in &buffers {
+            let s = b.to_string();
+            assert!(!(s.contains("\"dir\":\"out\"") && s.contains("\"init\"")), "{s}");
+        }
     }
 
     #[test]

@@ -272,8 +272,13 @@ impl Analyzer {
         analysis.findings.extend(compiled.findings.iter().cloned());
         for r in &flags.rejected {
             analysis.findings.push(
-                Finding::new("kernelpro", Severity::Warning, Span::line(0), crate::nvcc_flags::rejection_message(r))
-                    .with_code("flag-rejected"),
+                Finding::new(
+                    "kernelpro",
+                    Severity::Warning,
+                    Span::line(0),
+                    crate::nvcc_flags::rejection_message(r, settings.editor),
+                )
+                .with_code("flag-rejected"),
             );
         }
         analysis.base_findings = analysis.findings.len();

@@ -173,6 +173,7 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
     let lines: Vec<&str> = input.text.lines().collect();
     // Parsed only for a message that names a kernel and no line (most compiles have none).
     let source = std::cell::OnceCell::new();
+    let mut headers: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for m in messages {
         let code = m.code.clone();
@@ -186,28 +187,13 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
                 let is_main = printed == tmp_src || resolved == tmp_src;
                 let l0 = line.saturating_sub(1);
                 if is_main {
-                    let col = m.col.or_else(|| {
-                        let real = lines.get(l0 as usize)?;
-                        let (echo, caret) = m.echo.as_ref()?;
-                        nvcc_diag::caret_column(real, echo, *caret)
-                    });
-                    span = match col {
-                        Some(c) => {
-                            let real = lines.get(l0 as usize).copied().unwrap_or("");
-                            let len = real.get(c as usize..).map_or(1, |rest| {
-                                rest.chars()
-                                    .take_while(|ch| ch.is_alphanumeric() || *ch == '_')
-                                    .map(char::len_utf8)
-                                    .sum::<usize>()
-                                    .max(1)
-                            });
-                            Span::new(Pos::new(l0, c), Pos::new(l0, c + len as u32))
-                        }
-                        None => Span::line(l0),
-                    };
+                    span = message_span(&lines, l0, m);
                 } else {
+                    // A header's message gets its column the same way, from the header's text.
+                    let header_text = headers.entry(resolved.clone()).or_insert_with(|| header_text(&resolved));
+                    let header_lines: Vec<&str> = header_text.lines().collect();
+                    span = message_span(&header_lines, l0, m);
                     other_file = Some(resolved);
-                    span = Span::line(l0);
                 }
             }
             _ if m.tool == "end-of-source" => {
@@ -229,6 +215,7 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
             // Publish on the header, and point from the #include line in this file.
             let mut in_header = f.clone();
             in_header.file = Some(header.clone());
+            let in_header_span = in_header.span;
             out.push(in_header);
             let name = header.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let include_line =
@@ -236,15 +223,45 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
                     as u32;
             f.span = Span::line(include_line);
             f.message = format!("in included file {name}: {}", m.message);
-            f.related.push(Related {
-                file: header,
-                span: Span::line(m.line.unwrap_or(1).saturating_sub(1)),
-                message: m.message.clone(),
-            });
+            f.related.push(Related { file: header, span: in_header_span, message: m.message.clone() });
         }
         out.push(f);
     }
     out
+}
+
+/// Where message `m` points on 0-based line `l0` of a file with `lines`:
+/// its column (given, or found from nvcc's echoed line and caret) and the
+/// word there, else the whole line.
+fn message_span(lines: &[&str], l0: u32, m: &CompilerMessage) -> Span {
+    let col = m.col.or_else(|| {
+        let real = lines.get(l0 as usize)?;
+        let (echo, caret) = m.echo.as_ref()?;
+        nvcc_diag::caret_column(real, echo, *caret)
+    });
+    match col {
+        Some(c) => {
+            let real = lines.get(l0 as usize).copied().unwrap_or("");
+            let len = real.get(c as usize..).map_or(1, |rest| {
+                rest.chars()
+                    .take_while(|ch| ch.is_alphanumeric() || *ch == '_')
+                    .map(char::len_utf8)
+                    .sum::<usize>()
+                    .max(1)
+            });
+            Span::new(Pos::new(l0, c), Pos::new(l0, c + len as u32))
+        }
+        None => Span::line(l0),
+    }
+}
+
+/// A header's text for placing its messages: only a regular file, at most 16 MiB
+/// (nvcc has just read it; anything else gives whole-line spans).
+fn header_text(path: &Path) -> String {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() <= 16 << 20 => std::fs::read_to_string(path).unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 fn mentions_kernel(message: &str, name: &str) -> bool {

@@ -340,9 +340,14 @@ pub fn for_file(path: &Path, settings: &crate::settings::Settings) -> Filtered {
     out
 }
 
-/// A warning for one rejected setting flag, in words a user can act on.
-pub fn rejection_message(r: &Rejected) -> String {
-    format!("nvcc flag `{}` from the kernelpro.extraFlags/includePaths settings was not passed: {}", r.flag, r.reason)
+/// A warning for one rejected setting flag, in words a user can act on,
+/// naming where the user gave it (the command line's `--flag`/`-I`, or the editor's settings).
+pub fn rejection_message(r: &Rejected, editor: crate::editor::Editor) -> String {
+    let from = match editor {
+        crate::editor::Editor::Cli => "given with --flag or -I",
+        _ => "from the kernelpro.extraFlags/includePaths settings",
+    };
+    format!("nvcc flag `{}` {from} was not passed: {}", r.flag, r.reason)
 }
 
 /// Flags whose value may be the next argument.

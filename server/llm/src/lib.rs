@@ -23,8 +23,9 @@ mod wire;
 
 pub use config::{ApiKey, KEY_ENV, LlmConfig, Prices, Provider};
 pub use conversation::Spend;
+pub use directives::IncludePolicy;
 pub use error::LlmError;
 pub use prompts::{Templates, render};
-pub use proposer::{Failure, LlmProposer};
+pub use proposer::{Failure, FailureLog, LlmProposer};
 pub use splice::KernelSite;
 pub use tools::{READ as READ_TOOL, SEARCH as SEARCH_TOOL};

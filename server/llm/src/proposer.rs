@@ -11,6 +11,7 @@
 use crate::client::Client;
 use crate::config::LlmConfig;
 use crate::conversation::{Spend, converse};
+use crate::directives::IncludePolicy;
 use crate::error::LlmError;
 use crate::prompt;
 use crate::prompts::Templates;
@@ -38,6 +39,8 @@ pub struct LlmProposer {
     client: Client,
     spend: Spend,
     failures: Vec<Failure>,
+    includes: IncludePolicy,
+    log: FailureLog,
 }
 
 impl std::fmt::Debug for LlmProposer {
@@ -77,6 +80,8 @@ impl LlmProposer {
             client,
             spend: Spend::default(),
             failures: Vec::new(),
+            includes: IncludePolicy::default(),
+            log: FailureLog::default(),
         })
     }
 
@@ -84,6 +89,20 @@ impl LlmProposer {
     pub fn with_cancel(mut self, cancel: tokio_util::sync::CancellationToken) -> Self {
         self.client.set_cancel(cancel);
         self
+    }
+
+    /// Where the candidates' new `#include`s may lead (by default nowhere but
+    /// the C++ standard headers): the kernel's file, the compile's search
+    /// directories and the toolkit's and CUTLASS's include directories.
+    pub fn with_includes(mut self, includes: IncludePolicy) -> Self {
+        self.includes = includes;
+        self
+    }
+
+    /// A handle on this proposer's failures that stays readable after the
+    /// proposer is boxed and handed to the search.
+    pub fn failure_log(&self) -> FailureLog {
+        self.log.clone()
     }
 
     /// One rewrite of the node in `ctx`, or why there is none. Nothing is sent
@@ -108,7 +127,7 @@ impl LlmProposer {
             runner.as_mut(),
         ))?;
         let source = site.splice(&self.kernel, kernel_block(&text)?)?;
-        crate::directives::check_candidate(ctx.source, &source).map_err(LlmError::BadKernel)?;
+        crate::directives::check_candidate(ctx.source, &source, &self.includes).map_err(LlmError::BadKernel)?;
         let mut proposal = Proposal::new(source, "llm");
         if let Some(note) = runner.as_ref().and_then(note) {
             proposal = proposal.with_note(note);
@@ -144,6 +163,36 @@ fn note(runner: &ToolRunner) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// The LLM's failures in words, shared with whoever shows them to the user
+/// (the optimizer's result notes): every failure is counted, the first few
+/// distinct messages kept.
+#[derive(Debug, Clone, Default)]
+pub struct FailureLog(Arc<std::sync::Mutex<(usize, Vec<String>)>>);
+
+impl FailureLog {
+    const KEPT: usize = 3;
+
+    fn push(&self, error: &LlmError) {
+        let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        inner.0 += 1;
+        let text = error.to_string();
+        if inner.1.len() < Self::KEPT && !inner.1.contains(&text) {
+            inner.1.push(text);
+        }
+    }
+
+    /// One note for the user, or `None` when nothing failed: `the LLM
+    /// proposer failed 3 times: HTTP 401 from the LLM endpoint: ...`.
+    pub fn summary(&self) -> Option<String> {
+        let inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, messages) = &*inner;
+        (*count > 0).then(|| {
+            let times = if *count == 1 { "once".to_owned() } else { format!("{count} times") };
+            format!("the LLM proposer failed {times}: {}", messages.join("; "))
+        })
+    }
+}
+
 impl Proposer for LlmProposer {
     fn name(&self) -> &str {
         "llm"
@@ -156,6 +205,8 @@ impl Proposer for LlmProposer {
                 Ok(p) => proposals.push(p),
                 Err(error) => {
                     let stop = matches!(error, LlmError::Disabled | LlmError::Budget(_) | LlmError::Config(_));
+                    tracing::warn!(%error, "the LLM proposal failed");
+                    self.log.push(&error);
                     self.failures.push(Failure { parent: ctx.parent, error });
                     if stop {
                         break;

@@ -406,16 +406,88 @@ fn candidates_that_include_other_files_are_refused_before_compiling() {
     };
     check(
         GOOD.replace("```cuda\n", "```cuda\n#include \"/etc/passwd\"\n"),
-        "the candidate was not compiled: `#include \"/etc/passwd\"` names a file outside the include path (an absolute path, `..`, or an unusual character)",
-    );
-    check(
-        GOOD.replace("  int i =", "#include \"../../secret.h\"\n  int i ="),
-        "the candidate was not compiled: `#include \"../../secret.h\"` names a file outside the include path (an absolute path, `..`, or an unusual character)",
+        "the candidate was not compiled: `#include \"/etc/passwd\"` is not a CUDA toolkit, CUTLASS or C++ standard header (a candidate may add only those)",
     );
     check(
         GOOD.replace("  int i =", "#if __has_include(\"/home/u/.ssh/id_rsa\")\n#endif\n  int i ="),
-        "the candidate uses `__has_include`, which a kernel rewrite must not add (it reaches files or pragmas)",
+        "the candidate was not compiled: it uses `__has_include` (`__has_include ( \"/home/u/.ssh/id_rsa\" )`), which a kernel rewrite must not add: it reaches files or pragmas",
     );
+}
+
+/// Issue 30: each spelling that once read a file below the kernel's folder
+/// (or told whether one exists) through a candidate. The candidate is refused
+/// before it is compiled, and the secret reaches neither the failure, the
+/// note the user sees, nor the next request to the model.
+#[test]
+fn candidates_never_bring_a_projects_secret_back_to_the_model() {
+    const SECRET: &str = "hunter2SECRETWORD";
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let toolkit = dir.path().join("toolkit/include");
+    std::fs::create_dir_all(project.join(".ssh")).unwrap();
+    std::fs::create_dir_all(&toolkit).unwrap();
+    std::fs::write(toolkit.join("cuda_fp16.h"), "").unwrap();
+    std::fs::write(project.join("saxpy.cu"), SOURCE).unwrap();
+    std::fs::write(project.join(".ssh/id_rsa"), format!("{SECRET} private key")).unwrap();
+    std::fs::write(project.join(".env"), format!("{SECRET}=1")).unwrap();
+    std::os::unix::fs::symlink(project.join(".env"), project.join("settings.h")).unwrap();
+    std::os::unix::fs::symlink(project.join(".ssh/id_rsa"), project.join("cuda_fp16.h")).unwrap();
+    let policy = kernelpro_llm::IncludePolicy {
+        own_file: Some(project.join("saxpy.cu")),
+        search_dirs: vec![project.clone()],
+        allowed_roots: vec![toolkit.clone()],
+    };
+    let id_rsa = project.join(".ssh/id_rsa").display().to_string();
+    let spellings = [
+        format!("int pad;\r#include \"{id_rsa}\"\r"),
+        format!("// a note \\  \n#include \"{id_rsa}\"\n#include \"{id_rsa}\""),
+        format!("#inc\\ \nlude \"{id_rsa}\""),
+        "#include \".ssh/id_rsa\"".to_owned(),
+        "#include \".env\"".to_owned(),
+        "#include <.env>".to_owned(),
+        "#include \"settings.h\"".to_owned(),
+        "#include <cuda_fp16.h>".to_owned(),
+        "#include_next <.env>".to_owned(),
+        "#define PATH \".env\"\n#include PATH".to_owned(),
+        "#define CAT(a, b) a ## b\n#if CAT(__has_, include)(\".env\")\n#error yes\n#endif".to_owned(),
+        "#if __has_include(\".ssh/id_rsa\")\n#error yes\n#endif".to_owned(),
+        "_Pragma(\"GCC dependency \\\".env\\\"\")".to_owned(),
+        "??=include \".env\"".to_owned(),
+    ];
+    for spelling in &spellings {
+        let reply = GOOD.replace("  int i =", &format!("{spelling}\n  int i ="));
+        // The refused reply, then a good one: the second request is the "next prompt".
+        let server = FakeServer::start(vec![openai_text(&reply, "stop"), openai_text(GOOD, "stop")]);
+        let proposer =
+            LlmProposer::new(config(Provider::OpenAi, &server), "saxpy", None).unwrap().with_includes(policy.clone());
+        let log = proposer.failure_log();
+        let mut proposer = proposer;
+        let memory = SearchMemory::default();
+        let ctx = ProposeContext {
+            parent: NodeId(0),
+            source: SOURCE,
+            depth: 0,
+            speedup: Some(1.0),
+            best_speedup: 1.0,
+            findings: &[],
+            failure: None,
+            memory: &memory,
+            wanted: 2,
+        };
+        let proposals = proposer.propose(&ctx);
+        // Only the good reply becomes a candidate: the refused one is never compiled.
+        assert_eq!(proposals.len(), 1, "{spelling:?}");
+        assert!(!proposals[0].source.contains(".env") && !proposals[0].source.contains("id_rsa"), "{spelling:?}");
+        let [refused] = proposer.failures() else { panic!("{spelling:?}: {:?}", proposer.failures()) };
+        assert!(matches!(refused.error, LlmError::BadKernel(_)), "{spelling:?}: {:?}", refused.error);
+        let note = log.summary().expect("the user is told");
+        assert!(note.starts_with("the LLM proposer failed once: the candidate was not compiled: "), "{note}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        for text in [note, format!("{:?}", proposer.failures()), requests[1].body.to_string()] {
+            assert!(!text.contains(SECRET), "{spelling:?}: {text}");
+        }
+    }
 }
 
 #[test]

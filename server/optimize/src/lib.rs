@@ -85,6 +85,11 @@ pub struct OptimizeOutcome {
     /// Every candidate the search evaluated, in order, with its outcome: why a
     /// recipe that should have helped did not (wrong output, slower, ...).
     pub tried: Vec<MemoryEntry>,
+    /// For each entry of `tried`, which variant it is when its rewrite was
+    /// tried more than once (`grid = …; block = 128; on top of WarpUnits`),
+    /// else empty: the recipe names stay as they are for scripts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tried_variants: Vec<String>,
     pub evaluations: usize,
     pub stop: String,
     /// The edit of the kernel's region; `None` when nothing beat the original.
@@ -236,7 +241,7 @@ pub fn optimize_with(
         ..SearchConfig::default()
     };
     let limits = Limits { limit, search_end, token: &token };
-    let (mut proposer, notes) = proposers(req, &search_token);
+    let (mut proposer, notes, llm_log) = proposers(req, &search_token);
     let proposer = proposer.as_mut();
     if let EvaluatorChoice::Stub(timing) = evaluator {
         let mut notes = notes;
@@ -270,6 +275,7 @@ pub fn optimize_with(
         }
         out.notes.splice(0..0, notes);
         out.notes.extend(deadline_note(&result, limit));
+        out.notes.extend(llm_note(&llm_log));
         return Ok(out);
     }
     let spec_seed = {
@@ -354,6 +360,7 @@ pub fn optimize_with(
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
             out.notes.splice(0..0, notes);
+            out.notes.extend(llm_note(&llm_log));
             out.notes.extend(ev.tolerance_note(&prepared));
             out.notes.extend(deadline_note(&result, limit));
             out.devices = devices;
@@ -376,12 +383,14 @@ pub fn optimize_with(
             "verified on the search's input seed only: the time limit ({} s) ended the check on the held-out seeds; run the search again with a longer --time (optimize.timeSecs) to have it checked there too",
             limit.as_secs()
         ));
+        out.notes.extend(llm_note(&llm_log));
         out.notes.extend(deadline_note(&result, limit));
         out.devices = devices;
         return Ok(out);
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
     out.notes.splice(0..0, notes);
+    out.notes.extend(llm_note(&llm_log));
     out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
     out.notes.extend(ev.disagreement_note());
     out.notes.extend(deadline_note(&result, limit));
@@ -441,6 +450,62 @@ struct Limits<'t> {
     limit: Duration,
     search_end: Instant,
     token: &'t CancellationToken,
+}
+
+/// For each tried entry whose rewrite was tried more than once, which
+/// variant it is: the spec lines it changed (`block = 128`, a reordered
+/// `tune`) or its number among them, and the rewrites below it.
+fn tried_variants(original: &str, kernel: &str, result: &kernelpro_search::SearchResult) -> Vec<String> {
+    let entries = result.memory.entries();
+    let spec_of = |text: &str| -> Vec<String> {
+        kernelpro_spec::parse_file(text)
+            .kernel(kernel)
+            .map(|k| k.lines.iter().map(|l| l.text.trim().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    let before = spec_of(original);
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out = vec![String::new(); entries.len()];
+    for (i, e) in entries.iter().enumerate() {
+        let count = entries.iter().filter(|o| o.recipe == e.recipe).count();
+        if count < 2 {
+            continue;
+        }
+        let n = seen.entry(e.recipe.as_str()).or_default();
+        *n += 1;
+        let changed: Vec<String> = result
+            .tree
+            .nodes()
+            .get(e.node.0)
+            .map(|node| spec_of(&node.source).into_iter().filter(|l| !before.contains(l)).collect())
+            .unwrap_or_default();
+        let mut variant = if changed.is_empty() { format!("variant {n} of {count}") } else { changed.join("; ") };
+        // The rewrites it was applied on top of, when not the original.
+        let path = result.tree.path(e.node);
+        let below: Vec<&str> = path
+            .iter()
+            .skip(1)
+            .take(path.len().saturating_sub(2))
+            .filter_map(|id| result.tree.nodes().get(id.0).map(|n| n.recipe.as_str()))
+            .collect();
+        if !below.is_empty() {
+            variant.push_str(&format!("; on top of {}", below.join(" + ")));
+        }
+        out[i] = variant;
+    }
+    out
+}
+
+/// Why the search stopped, in words (`evaluation budget (30) spent`), never the enum's name.
+fn stop_words(stop: kernelpro_search::StopReason, req: &OptimizeRequest) -> String {
+    use kernelpro_search::StopReason;
+    match stop {
+        StopReason::Evaluations => format!("evaluation budget ({}) spent", req.settings.optimize.budget.max(1)),
+        StopReason::Iterations => "iteration limit reached".into(),
+        StopReason::WallTime => format!("time limit ({} s) reached", req.settings.optimize.time_secs.max(1)),
+        StopReason::Cancelled => "cancelled".into(),
+        StopReason::Exhausted => "no rewrite left to try".into(),
+    }
 }
 
 /// Why a search that timed faster candidates offers none: the user sees a
@@ -520,18 +585,68 @@ fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
         .collect()
 }
 
-/// The built-in recipes, and the LLM too when the user enabled it.
-fn proposers(req: &OptimizeRequest, cancel: &CancellationToken) -> (Box<dyn Proposer>, Vec<String>) {
+/// The built-in recipes, and the LLM too when the user enabled it, with the
+/// log of the LLM's failures (shown in the result's notes).
+fn proposers(
+    req: &OptimizeRequest,
+    cancel: &CancellationToken,
+) -> (Box<dyn Proposer>, Vec<String>, Option<kernelpro_llm::FailureLog>) {
     let recipes =
         Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
     if !req.settings.llm.enabled {
-        return (recipes, Vec::new());
+        return (recipes, Vec::new(), None);
     }
     // A cancelled search ends the request in flight, not only the next one.
     match llm_proposer(req).map(|llm| llm.with_cancel(cancel.clone())) {
-        Ok(llm) => (Box::new(kernelpro_search::RoundRobin::new(vec![recipes, Box::new(llm)])), Vec::new()),
-        Err(why) => (recipes, vec![format!("the LLM proposer is not used: {why}")]),
+        Ok(llm) => {
+            let log = llm.failure_log();
+            (Box::new(kernelpro_search::RoundRobin::new(vec![recipes, Box::new(llm)])), Vec::new(), Some(log))
+        }
+        Err(why) => (recipes, vec![format!("the LLM proposer is not used: {why}")], None),
     }
+}
+
+/// Where the LLM's candidates may include from: the kernel's own file, and
+/// headers the compile finds in the CUDA toolkit's or CUTLASS's include
+/// directories (searched after the kernel's folder and the project's `-I`
+/// directories, which shadow them).
+fn include_policy(req: &OptimizeRequest) -> kernelpro_llm::IncludePolicy {
+    let path = std::path::absolute(&req.path).unwrap_or_else(|_| req.path.clone());
+    let home = path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let mut search_dirs = vec![home.clone()];
+    let flags = Analyzer::flags_for(&path, &req.settings);
+    let mut it = flags.iter();
+    while let Some(flag) = it.next() {
+        const DIR_FLAGS: [&str; 6] = ["-I", "-isystem", "-iquote", "-idirafter", "--include-path", "--system-include"];
+        let dir = if DIR_FLAGS.contains(&flag.as_str()) {
+            it.next().cloned()
+        } else {
+            DIR_FLAGS.iter().find_map(|f| flag.strip_prefix(f)).map(|d| d.trim_start_matches('=').to_owned())
+        };
+        if let Some(dir) = dir.filter(|d| !d.is_empty()) {
+            search_dirs.push(home.join(dir));
+        }
+    }
+    let mut allowed_roots = Vec::new();
+    if let Some(toolkit) = Analyzer::find_nvcc(&req.settings).and_then(|n| n.path.parent()?.parent().map(PathBuf::from))
+    {
+        allowed_roots.push(toolkit.join("include"));
+        if let Ok(targets) = std::fs::read_dir(toolkit.join("targets")) {
+            allowed_roots.extend(targets.flatten().map(|t| t.path().join("include")));
+        }
+    }
+    let roots = kernelpro_core::toolchain::Env::for_settings(&req.settings).roots;
+    if let Some(cutlass) = kernelpro_cutlass::find_root(None, &roots) {
+        allowed_roots.extend([cutlass.join("include"), cutlass.join("tools/util/include")]);
+    }
+    // A root holding the kernel's folder would open the whole project.
+    allowed_roots.retain(|r| !home.starts_with(r));
+    kernelpro_llm::IncludePolicy { own_file: Some(path), search_dirs, allowed_roots }
+}
+
+/// The LLM's failures, as one note for the user.
+fn llm_note(log: &Option<kernelpro_llm::FailureLog>) -> Option<String> {
+    log.as_ref().and_then(kernelpro_llm::FailureLog::summary)
 }
 
 fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, String> {
@@ -549,7 +664,9 @@ fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, Str
         kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::for_settings(&req.settings).roots)
             .and_then(|root| kernelpro_cutlass::Index::build(&root).ok())
             .map(Arc::new);
-    kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass).map_err(|e| e.to_string())
+    Ok(kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass)
+        .map_err(|e| e.to_string())?
+        .with_includes(include_policy(req)))
 }
 
 fn search(
@@ -659,8 +776,9 @@ fn outcome_for(
         verified_seeds: seeds,
         steps,
         tried: result.memory.entries().to_vec(),
+        tried_variants: tried_variants(original, &req.kernel, result),
         evaluations: result.evaluations,
-        stop: format!("{:?}", result.stop),
+        stop: stop_words(result.stop, req),
         new_text,
         edit,
         launch_site_edits: sites.edits,

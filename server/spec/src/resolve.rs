@@ -591,7 +591,7 @@ fn resolve_args(
                 let elem = ElemType::from_c(&ty).map_or("float", ElemType::spec_name);
                 format!("{} = in {elem}[N]", p.name)
             } else {
-                format!("{} = N", p.name)
+                format!("{} = {}", p.name, scalar_example(&ty))
             };
             let anchor = r.anchor;
             r.report_line(
@@ -613,8 +613,10 @@ fn resolve_args(
                         line,
                         *param,
                         format!(
-                            "`{}` is a `{ty}` value, not a pointer: bind it to a number, e.g. `{} = N`",
-                            p.name, p.name
+                            "`{}` is a `{ty}` value, not a pointer: bind it to a number, e.g. `{} = {}`",
+                            p.name,
+                            p.name,
+                            scalar_example(&ty)
                         ),
                     );
                     continue;
@@ -724,6 +726,12 @@ fn resolve_buffer(
         return None;
     }
     Some(BufferArg { name: p.name.clone(), dir, elem: elem_ty, count: n as u64, init })
+}
+
+/// What a hint binds a scalar of C type `ty` to: a float value for a float
+/// (a scale is not the problem size), `N` for an integer (usually a count).
+fn scalar_example(ty: &str) -> &'static str {
+    if ScalarType::from_c(&base_c_type(ty)).is_some_and(ScalarType::is_float) { "1.0" } else { "N" }
 }
 
 fn resolve_init(r: &mut Resolver, line: u32, elem: ElemType, dir: Dir, init: Option<&InitSyntax>) -> Option<Init> {

@@ -308,7 +308,7 @@ __global__ void saxpy(float* y, const __half* x, float a, int n)
         expect![[r#"
             3:14-15 [unknown-parameter] `z` `saxpy` has no parameter `z`: its parameters are y, x, a, n
             3:0-end [unbound-parameter] `// kernelpro: z = 3` parameter `x` (const __half*) is not bound: add `// kernelpro: x = in half[N]`
-            3:0-end [unbound-parameter] `// kernelpro: z = 3` parameter `a` (float) is not bound: add `// kernelpro: a = N`
+            3:0-end [unbound-parameter] `// kernelpro: z = 3` parameter `a` (float) is not bound: add `// kernelpro: a = 1.0`
             3:0-end [unbound-parameter] `// kernelpro: z = 3` parameter `n` (int) is not bound: add `// kernelpro: n = N`
         "#]],
     );
@@ -333,7 +333,7 @@ __global__ void k(float* y, const float* x, float a, int n, float* p, int* i, T*
         expect![[r#"
             2:22-26 [type-mismatch] `half` `half[...]` does not match parameter `y` of type `float*`: write `float[...]`
             3:24-29 [type-mismatch] `float` `x` points to const data, so the kernel cannot write it: make it `in`
-            4:14-15 [type-mismatch] `a` `a` is a `float` value, not a pointer: bind it to a number, e.g. `a = N`
+            4:14-15 [type-mismatch] `a` `a` is a `float` value, not a pointer: bind it to a number, e.g. `a = 1.0`
             5:18-21 [type-mismatch] `2.5` `2.5` is a float literal but `n` is `int`: write an integer
             6:14-15 [type-mismatch] `p` `p` is a pointer (`float*`): bind it to a buffer, e.g. `p = in float[N]`
             7:28-35 [type-mismatch] `uniform` `uniform` fills floating types; for int use `randint(lo, hi)`
