@@ -301,3 +301,36 @@ fn an_untitled_buffer_ignores_the_working_directory() {
     c.shutdown();
     assert!(!marker.exists(), "a command from the working directory's database ran");
 }
+
+/// `kernelpro.installCuda` runs Python: refused while untrusted and for a
+/// folder of the workspace; trusted, a folder the client names that holds its
+/// own `bin/python` (a script leaving a marker) is refused, and nothing in it runs.
+#[test]
+fn install_cuda_respects_trust_and_runs_no_planted_python() {
+    let (ws, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let marker = outside.path().join("kpmark_python");
+    let plant = |dir: &std::path::Path| {
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        let python = dir.join("bin/python");
+        std::fs::write(&python, format!("#!/bin/sh\ntouch {}\nexit 0\n", marker.display())).unwrap();
+        std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    };
+    let (inside, elsewhere) = (ws.path().join("env"), outside.path().join("env"));
+    plant(&inside);
+    plant(&elsewhere);
+    let install = |c: &mut Client, dir: &std::path::Path| {
+        c.request("workspace/executeCommand", json!({"command": "kernelpro.installCuda", "arguments": [dir]}))
+    };
+    let mut untrusted = Client::spawn_in(Command::new(bin()), json!({}), ws.path());
+    let r = install(&mut untrusted, &elsewhere);
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("untrusted"), "{r}");
+    untrusted.shutdown();
+    let mut trusted = Client::spawn_in(Command::new(bin()), json!({"trusted": true}), ws.path());
+    let r = install(&mut trusted, &inside);
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("workspace folder"), "{r}");
+    let r = install(&mut trusted, &elsewhere);
+    assert!(r["result"]["error"].as_str().unwrap_or_default().contains("KernelPro runs no Python"), "{r}");
+    trusted.shutdown();
+    assert!(!marker.exists(), "a planted bin/python ran");
+}
