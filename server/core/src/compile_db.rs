@@ -257,4 +257,34 @@ mod tests {
         assert!(got.kept.is_empty() && got.rejected[0].reason == TOO_BIG, "{got:?}");
         assert!(crate::nvcc_flags::rejection_message(&got.rejected[0]).contains("was not read"), "{got:?}");
     }
+
+    /// A CMake-sized database (20,000 entries, about 4 MB): read once, then a
+    /// lookup costs a stat and a hash, not a parse.
+    #[test]
+    fn a_large_database_costs_one_read() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("src/k19999.cu");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "").unwrap();
+        let entries: Vec<serde_json::Value> = (0..20_000)
+            .map(|i| serde_json::json!({"directory": t.path(), "file": format!("src/k{i}.cu"),
+                "command": format!("nvcc -DK={i} -I{}/include -isystem /opt/x/include -O3 -std=c++17 -x cu -c src/k{i}.cu -o k{i}.o -MD -MT k{i}.o -MF k{i}.o.d", t.path().display())}))
+            .collect();
+        let text = serde_json::Value::from(entries).to_string();
+        std::fs::write(t.path().join("compile_commands.json"), &text).unwrap();
+        let timed = || {
+            let start = std::time::Instant::now();
+            let kept = flags_for(&file).kept;
+            (start.elapsed(), kept)
+        };
+        let (first, kept) = timed();
+        assert_eq!(kept[0], "-DK=19999");
+        let again = (0..10).map(|_| timed().0).max().unwrap();
+        println!(
+            "compile_commands.json of {} entries, {} KB: first lookup {first:?} (the read), then at most {again:?}",
+            20_000,
+            text.len() / 1024
+        );
+        assert!(again * 10 < first, "a lookup read the database again: {again:?} vs {first:?}");
+    }
 }
