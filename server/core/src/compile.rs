@@ -135,7 +135,9 @@ impl CompileInput {
         let source = work.join(SOURCE_NAME);
         // `-x cu`: headers and files without the .cu suffix are CUDA too.
         args.extend(["-o".into(), cubin.display().to_string(), "-x".into(), "cu".into(), source.display().to_string()]);
-        let text = format!("#line 1 \"{}\"\n{}", c_string(&self.line_name()), self.text);
+        // A byte-order mark is allowed only at a file's start, which is now the `#line`.
+        let body = self.text.strip_prefix('\u{feff}').unwrap_or(&self.text);
+        let text = format!("#line 1 \"{}\"\n{body}", c_string(&self.line_name()));
         NvccCall { argv: args, source: (source, text), defines, home_link }
     }
 }
@@ -430,6 +432,10 @@ mod tests {
         );
         let (src, text) = call.source;
         assert_eq!(src, Path::new("/s/source.cu"));
+        let mut bom = input(UNSAVED, &[]);
+        bom.text.insert(0, '\u{feff}');
+        let with_bom = bom.nvcc_call(Path::new("/s"), Path::new("/s/out.cubin")).source.1;
+        assert_eq!(with_bom, "#line 1 \"untitled.cu\"\n__global__ void k() {}\n");
         let escaped = path.display().to_string().replace('"', "\\\"");
         assert_eq!(text, format!("#line 1 \"{escaped}\"\n__global__ void k() {{}}\n"));
     }
