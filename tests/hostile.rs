@@ -193,15 +193,20 @@ fn shell_metacharacters_from_every_source_run_nothing() {
     // 1. The file's name, and its folder's.
     let folder = ws.path().join("dir $(touch kpmark_folder) `touch kpmark_tick` \"q\"");
     std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(folder.join("near.cuh"), "#define NEAR 3\n").unwrap();
+    std::fs::write(folder.join("near.cuh"), "#define NEAR 3\nint in_header = undefined_in_header;\n").unwrap();
     let named = folder.join("$(touch kpmark_name);touch kpmark_semi.cu");
     let text = format!("#include \"near.cuh\"\n#if NEAR != 3\n#error NEAR\n#endif\n{wrong}");
     std::fs::write(&named, &text).unwrap();
     let named_uri = file_uri(&named);
     c.open(&named_uri, &text, 1);
-    let d = messages(&c.wait_diagnostics(&named_uri, Duration::from_secs(120)));
+    let published = c.wait_diagnostics(&named_uri, Duration::from_secs(120));
+    let d = messages(&published);
     assert!(d.iter().any(|(l, m)| *l == 5 && m.contains("nope")), "not compiled or misplaced: {d:?}");
-    assert!(!d.iter().any(|(_, m)| m.contains("NEAR") || m.contains("near.cuh")), "{d:?}");
+    assert!(!d.iter().any(|(_, m)| m.contains("NEAR")), "{d:?}");
+    // The header's error: on the #include line, pointing at the header by its real path (never the temp dir's).
+    assert!(d.iter().any(|(l, m)| *l == 0 && m.contains("in included file near.cuh")), "{d:?}");
+    let related = published.to_string();
+    assert!(related.contains("near.cuh") && !related.contains("kernelpro-"), "{related}");
 
     // 2. compile_commands.json: a define, an include path (rejected, and said so), and a plain define.
     let db_file = ws.path().join("db.cu");
