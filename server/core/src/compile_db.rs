@@ -107,9 +107,11 @@ fn index(db: &Path) -> Result<Option<Arc<Index>>, u64> {
 
 fn read_index(db: &Path, stamp: (SystemTime, u64)) -> Option<Index> {
     let file = std::fs::File::open(db).ok()?;
-    // Read at most what was measured: a file growing meanwhile is read again next time.
+    // Never more than the limit, even if the file grew since it was measured.
     let reader = std::io::BufReader::new(std::io::Read::take(file, MAX_DB_BYTES));
-    let entries: Vec<Entry> = serde_json::from_reader(reader).ok()?;
+    // A database that does not parse (half written by a build) gives no flags
+    // until it changes: it is not read again on every compile either.
+    let entries: Vec<Entry> = serde_json::from_reader(reader).unwrap_or_default();
     let mut by_file = HashMap::with_capacity(entries.len());
     for e in entries {
         let dir = PathBuf::from(if e.directory.is_empty() { "." } else { e.directory.as_str() });
@@ -242,6 +244,11 @@ mod tests {
         write("-DTWO_");
         assert!(!Arc::ptr_eq(&first, &index(&db).unwrap().unwrap()), "a changed database was not read again");
         assert_eq!(flags_for(&file).kept, ["-DTWO_"]);
+        // Half written: no flags, and not read again until it changes.
+        std::fs::write(&db, "[{\"directory\": \"/x\", \"fi").unwrap();
+        let broken = index(&db).unwrap().unwrap();
+        assert!(broken.by_file.is_empty() && Arc::ptr_eq(&broken, &index(&db).unwrap().unwrap()));
+        assert_eq!(flags_for(&file), Filtered::default());
         // A shell character in an entry: rejected, and named with its source.
         write("-I/inc/$(touch x)");
         let got = flags_for(&file);
