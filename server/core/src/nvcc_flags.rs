@@ -383,8 +383,10 @@ pub fn filter(argv: &[String], dir: Option<&Path>) -> Filtered {
         for (name, canonical, is_dir, two_tokens) in valued {
             let value = if a == *name {
                 next.inspect(|_| i += 1)
-            } else if name.starts_with("--") || two_tokens {
-                // `--include-path=dir`, `-isystem=dir`; gcc's joined `-isystemdir` too.
+            } else if name.starts_with("--") {
+                a.strip_prefix(name).and_then(|r| r.strip_prefix('='))
+            } else if two_tokens {
+                // `-isystem=dir`; gcc's joined `-isystemdir` too.
                 a.strip_prefix(name).map(|r| r.strip_prefix('=').unwrap_or(r))
             } else {
                 a.strip_prefix(name)
@@ -743,12 +745,21 @@ mod tests {
     #[test]
     fn two_token_flags() {
         check(
-            &["-isystem", "/usr/inc", "-isystem/a", "-isystem=b", "--system-include=c", "--system-include", "d"],
+            &[
+                "-isystem",
+                "/usr/inc",
+                "-isystem/a",
+                "-isystem=b",
+                "--system-include=c",
+                "--system-include",
+                "d",
+                "--system-includee",
+            ],
             &[
                 "-isystem", "/usr/inc", "-isystem", "/a", "-isystem", "/proj/b", "-isystem", "/proj/c", "-isystem",
                 "/proj/d",
             ],
-            &[],
+            &[("--system-includee", "not a flag")],
         );
         check(
             &[
