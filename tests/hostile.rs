@@ -135,3 +135,207 @@ fn an_unsaved_buffer_reads_nothing_from_the_temp_dir() {
     assert!(!messages.iter().any(|m| m.contains("EVIL")), "the temp dir was read: {messages:?}");
     c.shutdown();
 }
+
+/// Every `file` under `dir` (recursively) whose name starts with `kpmark`.
+fn markers(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            } else if e.file_name().to_string_lossy().starts_with("kpmark") {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// A file URI with the characters a URI cannot hold as they are escaped.
+fn file_uri(path: &std::path::Path) -> String {
+    let mut out = String::from("file://");
+    for b in path.display().to_string().bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn messages(d: &serde_json::Value) -> Vec<(u64, String)> {
+    d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["range"]["start"]["line"].as_u64().unwrap(), d["message"].as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// nvcc runs its host steps through /bin/sh with arguments in double quotes:
+/// `$(...)` in a file name, its folder's name, a compile_commands.json define
+/// or include path, or the extraFlags/includePaths settings (sent as a
+/// configuration change) never runs (no `kpmark*` file appears, anywhere in
+/// the workspace, the marker folder or the server's TMPDIR), with the real
+/// nvcc. The files still compile: diagnostics land on the real file and
+/// line, defines reach the code, a header in the file's own folder is found.
+#[test]
+fn shell_metacharacters_from_every_source_run_nothing() {
+    let (ws, mark, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let m = |tag: &str| mark.path().join(format!("kpmark_{tag}"));
+    let mut cmd = Command::new(bin());
+    cmd.env("TMPDIR", tmp.path()).current_dir(ws.path());
+    let mut c = Client::spawn_in(cmd, json!({"trusted": true}), ws.path());
+    let wrong = "__global__ void k(float* y) {\n  y[0] = nope;\n}\n";
+
+    // 1. The file's name, and its folder's.
+    let folder = ws.path().join("dir $(touch kpmark_folder) `touch kpmark_tick` \"q\"");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("near.cuh"), "#define NEAR 3\nint in_header = undefined_in_header;\n").unwrap();
+    let named = folder.join("$(touch kpmark_name);touch kpmark_semi.cu");
+    let text = format!("#include \"near.cuh\"\n#if NEAR != 3\n#error NEAR\n#endif\n{wrong}");
+    std::fs::write(&named, &text).unwrap();
+    let named_uri = file_uri(&named);
+    c.open(&named_uri, &text, 1);
+    let published = c.wait_diagnostics(&named_uri, Duration::from_secs(120));
+    let d = messages(&published);
+    assert!(d.iter().any(|(l, m)| *l == 5 && m.contains("nope")), "not compiled or misplaced: {d:?}");
+    assert!(!d.iter().any(|(_, m)| m.contains("NEAR")), "{d:?}");
+    // The header's error: on the #include line, pointing at the header by its real path (never the temp dir's).
+    assert!(d.iter().any(|(l, m)| *l == 0 && m.contains("in included file near.cuh")), "{d:?}");
+    let related = published.to_string();
+    assert!(related.contains("near.cuh") && !related.contains("kernelpro-"), "{related}");
+
+    // 2. compile_commands.json: a define, an include path (rejected, and said so), and a plain define.
+    let db_file = ws.path().join("db.cu");
+    let db = json!([{"directory": ws.path(), "file": "db.cu", "arguments": [
+        "nvcc", format!("-DEVIL=$(touch {})", m("db_define").display()), "-DGOOD=7",
+        format!("-I{}/inc$(touch {})", ws.path().display(), m("db_include").display()), "-c", "db.cu"]}]);
+    std::fs::write(ws.path().join("compile_commands.json"), db.to_string()).unwrap();
+    let db_text = format!("#if GOOD != 7\n#error GOOD\n#endif\n{wrong}");
+    std::fs::write(&db_file, &db_text).unwrap();
+    c.open(&uri(&db_file), &db_text, 1);
+    let d = messages(&c.wait_diagnostics(&uri(&db_file), Duration::from_secs(120)));
+    assert!(d.iter().any(|(l, m)| *l == 4 && m.contains("nope")), "{d:?}");
+    assert!(!d.iter().any(|(_, m)| m.contains("GOOD")), "the database's define did not reach the code: {d:?}");
+    assert!(
+        d.iter().any(|(_, m)| m.contains("compile_commands.json") && m.contains("db_include") && m.contains("shell")),
+        "the rejected include path is not named with its source: {d:?}"
+    );
+
+    // 3. The settings, changed while the server runs.
+    let plain = ws.path().join("plain.cu");
+    std::fs::write(&plain, wrong).unwrap();
+    c.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"kernelpro": {"trusted": true,
+            "extraFlags": [format!("-DCFG=$(touch {})", m("cfg_define").display()), "-D", format!("CFG2=`touch {}`", m("cfg_tick").display()),
+                format!("-I/tmp/$(touch {})", m("cfg_include").display())],
+            "includePaths": [format!("/tmp/$(touch {})", m("include_paths").display())],
+            "arch": "sm_90$(touch kpmark_arch)"}}}),
+    );
+    c.open(&uri(&plain), wrong, 1);
+    let d = messages(&c.wait_diagnostics(&uri(&plain), Duration::from_secs(120)));
+    assert!(d.iter().any(|(_, m)| m.contains("extraFlags") && m.contains("cfg_include")), "{d:?}");
+    assert!(d.iter().any(|(_, m)| m.contains("extraFlags") && m.contains("include_paths")), "{d:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    c.shutdown();
+    let found: Vec<PathBuf> = [ws.path(), mark.path(), tmp.path()].iter().flat_map(|d| markers(d)).collect();
+    assert_eq!(found, Vec::<PathBuf>::new(), "a shell ran text from a file name, a database or a setting");
+}
+
+/// The same file compiles with the settings' defines too (the control: the
+/// header of defines works for every source), and a CMake database's
+/// `-isystem DIR` (two tokens) reaches nvcc in the only spelling it takes.
+#[test]
+fn a_cmake_database_with_isystem_compiles() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("third_party/include")).unwrap();
+    std::fs::create_dir_all(ws.path().join("build")).unwrap();
+    std::fs::write(ws.path().join("third_party/include/lib.h"), "#define FROM_ISYSTEM 5\n").unwrap();
+    let file = ws.path().join("k.cu");
+    let text = "#include <lib.h>\n#if FROM_ISYSTEM != 5 || FROM_SETTING != 2 || FROM_DB != 1\n#error MISSING\n#endif\n__global__ void k(float* y) { y[0] = 1.0f; }\n";
+    std::fs::write(&file, text).unwrap();
+    // As CMake 3.28 writes it for a CUDA target with a SYSTEM include directory.
+    let command = format!(
+        "/usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler -DFROM_DB -isystem {} -O3 -DNDEBUG -std=c++17 \"--generate-code=arch=compute_90,code=[compute_90,sm_90]\" -Xcompiler=-fPIC -MD -MT CMakeFiles/k.dir/k.cu.o -MF CMakeFiles/k.dir/k.cu.o.d -x cu -c {} -o CMakeFiles/k.dir/k.cu.o",
+        ws.path().join("third_party/include").display(),
+        file.display()
+    );
+    let db = json!([{"directory": ws.path().join("build"), "command": command, "file": file, "output": "CMakeFiles/k.dir/k.cu.o"}]);
+    std::fs::write(ws.path().join("build/compile_commands.json"), db.to_string()).unwrap();
+    let mut c =
+        Client::spawn_in(Command::new(bin()), json!({"trusted": true, "extraFlags": ["-DFROM_SETTING=2"]}), ws.path());
+    c.open(&uri(&file), text, 1);
+    let d = messages(&c.wait_diagnostics(&uri(&file), Duration::from_secs(120)));
+    assert!(
+        !d.iter().any(|(_, m)| m.contains("MISSING") || m.contains("lib.h") || m.contains("nvcc failed")),
+        "the CMake database's flags did not compile: {d:?}"
+    );
+    c.shutdown();
+}
+
+/// An untitled buffer, with the server started in a folder holding a hostile
+/// compile_commands.json (a define that would run a command, one that would
+/// show, an include dir) and a header: none of it is read, nothing runs.
+#[test]
+fn an_untitled_buffer_ignores_the_working_directory() {
+    let (cwd, mark) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sub = cwd.path().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(cwd.path().join("evil.h"), "int planted_header;\n").unwrap();
+    let marker = mark.path().join("kpmark_untitled");
+    // Entries for the buffer's stand-in name resolved against the server's cwd (`sub`) or its parent.
+    let entry = |file: &str| {
+        json!({"directory": cwd.path(), "file": file, "arguments": ["nvcc", "-DEVIL_DB_READ=1",
+            format!("-DX=$(touch {})", marker.display()), format!("-I{}", cwd.path().display()), "-c", file]})
+    };
+    let db = json!([entry("untitled.cu"), entry("sub/untitled.cu")]);
+    std::fs::write(cwd.path().join("compile_commands.json"), db.to_string()).unwrap();
+    std::fs::write(cwd.path().join("untitled.cu"), "").unwrap();
+    let mut cmd = Command::new(bin());
+    cmd.current_dir(&sub);
+    let mut c = Client::spawn_with(cmd, json!({"trusted": true}));
+    let text = "#ifdef EVIL_DB_READ\n#error EVIL_DB_READ\n#endif\n#if __has_include(\"evil.h\") || __has_include(\"../evil.h\")\n#error EVIL_HEADER_FOUND\n#endif\n__global__ void k(float* y) { y[0] = nope; }\n";
+    c.open("untitled:Untitled-1", text, 1);
+    let d = messages(&c.wait_diagnostics("untitled:Untitled-1", Duration::from_secs(120)));
+    assert!(d.iter().any(|(l, m)| *l == 6 && m.contains("nope")), "the buffer was not compiled: {d:?}");
+    assert!(!d.iter().any(|(_, m)| m.contains("EVIL")), "the working directory was read: {d:?}");
+    c.shutdown();
+    assert!(!marker.exists(), "a command from the working directory's database ran");
+}
+
+/// `kernelpro.installCuda` runs Python: refused while untrusted and for a
+/// folder of the workspace; trusted, a folder the client names that holds its
+/// own `bin/python` (a script leaving a marker) is refused, and nothing in it runs.
+#[test]
+fn install_cuda_respects_trust_and_runs_no_planted_python() {
+    let (ws, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let marker = outside.path().join("kpmark_python");
+    let plant = |dir: &std::path::Path| {
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        let python = dir.join("bin/python");
+        std::fs::write(&python, format!("#!/bin/sh\ntouch {}\nexit 0\n", marker.display())).unwrap();
+        std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    };
+    let (inside, elsewhere) = (ws.path().join("env"), outside.path().join("env"));
+    plant(&inside);
+    plant(&elsewhere);
+    let install = |c: &mut Client, dir: &std::path::Path| {
+        c.request("workspace/executeCommand", json!({"command": "kernelpro.installCuda", "arguments": [dir]}))
+    };
+    let mut untrusted = Client::spawn_in(Command::new(bin()), json!({}), ws.path());
+    let r = install(&mut untrusted, &elsewhere);
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("untrusted"), "{r}");
+    untrusted.shutdown();
+    let mut trusted = Client::spawn_in(Command::new(bin()), json!({"trusted": true}), ws.path());
+    let r = install(&mut trusted, &inside);
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("workspace folder"), "{r}");
+    let r = install(&mut trusted, &elsewhere);
+    assert!(r["result"]["error"].as_str().unwrap_or_default().contains("KernelPro runs no Python"), "{r}");
+    trusted.shutdown();
+    assert!(!marker.exists(), "a planted bin/python ran");
+}

@@ -266,12 +266,22 @@ fn lingering_nvcc(dir: &Path) -> std::path::PathBuf {
 /// their own groups, so the signal alone reached none of them).
 #[test]
 fn sigterm_with_compiles_in_flight_leaves_no_child() {
+    signal_with_compiles_in_flight_leaves_no_child(libc::SIGTERM, "sigterm");
+}
+
+/// SIGHUP (the terminal or the editor's pty closing) is handled the same way.
+#[test]
+fn sighup_with_compiles_in_flight_leaves_no_child() {
+    signal_with_compiles_in_flight_leaves_no_child(libc::SIGHUP, "sighup");
+}
+
+fn signal_with_compiles_in_flight_leaves_no_child(signal: i32, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let nvcc = lingering_nvcc(dir.path());
     let mut cmd = Command::new(bin());
-    cmd.env("KP_TEST_TAG", "sigterm");
+    cmd.env("KP_TEST_TAG", tag);
     let mut c = Client::spawn_with(cmd, json!({"trusted": true, "nvcc": nvcc}));
-    let server = server_pid("sigterm");
+    let server = server_pid(tag);
     for i in 0..20 {
         c.open(&uri(&dir.path().join(format!("f{i}.cu"))), &kernel(i, 1), 1);
     }
@@ -295,17 +305,17 @@ fn sigterm_with_compiles_in_flight_leaves_no_child() {
     let in_flight = live(|_, g| groups.contains(&g)).len();
     // SAFETY: a signal to the server this test started.
     unsafe {
-        libc::kill(server as i32, libc::SIGTERM);
+        libc::kill(server as i32, signal);
     }
-    let status = c.wait_exit(Duration::from_secs(10)).expect("the server ends on SIGTERM");
+    let status = c.wait_exit(Duration::from_secs(10)).expect("the server ends on the signal");
     let left = live(|pp, g| pp == server || groups.contains(&g));
     println!(
-        "sigterm: {in_flight} processes in {} compile groups at SIGTERM, exit {status}, {} left",
+        "{tag}: {in_flight} processes in {} compile groups at the signal, exit {status}, {} left",
         groups.len(),
         left.len()
     );
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}");
-    assert_eq!(left, Vec::<u32>::new(), "processes left after SIGTERM");
+    assert_eq!(status.code(), Some(128 + signal), "{status}");
+    assert_eq!(left, Vec::<u32>::new(), "processes left after {tag}");
 }
 
 /// 50 files opened at once: at most one compile per core runs (the children of
@@ -316,13 +326,13 @@ fn fifty_files_opened_at_once() {
     let cap = std::thread::available_parallelism().map_or(2, |n| n.get());
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
-    // A compiler that logs each run's file and version, takes 0.3 s (4 s for the first `cap` runs,
+    // A compiler that logs each run's file and version (the copy's line 2: line 1 is KernelPro's `#line`), takes 0.3 s (4 s for the first `cap` runs,
     // so that every other version is queued before a place frees), and reports an error.
     let nvcc = dir.path().join("nvcc");
     std::fs::write(
         &nvcc,
         format!(
-            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.cu) tag=$(head -1 \"$a\");; esac; done\necho \"start $tag\" >> {0}\nif [ $(grep -c start {0}) -le {1} ]; then sleep 4; else sleep 0.3; fi\necho \"end $tag\" >> {0}\necho \"k.cu(2): error: fake compiler\" >&2\nexit 2\n",
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.cu) tag=$(sed -n 2p \"$a\");; esac; done\necho \"start $tag\" >> {0}\nif [ $(grep -c start {0}) -le {1} ]; then sleep 4; else sleep 0.3; fi\necho \"end $tag\" >> {0}\necho \"k.cu(2): error: fake compiler\" >&2\nexit 2\n",
             log.display(),
             cap
         ),

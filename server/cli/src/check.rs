@@ -96,7 +96,9 @@ pub async fn run(files: &[PathBuf], format: Format, sass_line: Option<u32>, args
                 continue;
             }
         };
-        let mut analysis = match analyzer.analyze(path, &text, &settings, &CancellationToken::new()).await {
+        // Absolute: a relative `untitled.cu` is a file here, not the stand-in for an unsaved buffer.
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        let mut analysis = match analyzer.analyze(&absolute, &text, &settings, &CancellationToken::new()).await {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("{}: error: {e}", path.display());

@@ -157,18 +157,22 @@ fn main() -> ExitCode {
     })
 }
 
-/// SIGTERM (an editor stopping the server, a service manager) and SIGINT
-/// (Ctrl-C) end this process, but not its children: each leads its own process
-/// group. Kill those groups first, then exit as the signal would have.
+/// SIGTERM (an editor stopping the server, a service manager), SIGINT
+/// (Ctrl-C) and SIGHUP (the terminal or the editor's pty closing) end this
+/// process, but not its children: each leads its own process group. Kill
+/// those groups first, then exit as the signal would have.
 fn end_children_on_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
+    else {
         return;
     };
     tokio::spawn(async move {
         let signal = tokio::select! {
             _ = term.recv() => libc::SIGTERM,
             _ = int.recv() => libc::SIGINT,
+            _ = hup.recv() => libc::SIGHUP,
         };
         kernelpro_core::children::kill_all();
         std::process::exit(128 + signal);

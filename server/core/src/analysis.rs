@@ -173,7 +173,12 @@ impl Analyzer {
     ) -> Result<FileAnalysis, AnalysisError> {
         // nvcc runs in the file's directory with `-I` that directory: a relative
         // path (`check dir/file.cu`) would apply `dir` twice to `#include "…"`.
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        // An unsaved buffer stays relative: it has no folder (never the server's working directory).
+        let absolute = if crate::compile::is_unsaved(path) {
+            path.to_path_buf()
+        } else {
+            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+        };
         let path = absolute.as_path();
         let Some(nvcc) = Self::find_nvcc(settings) else {
             let mut analysis = FileAnalysis::without_tools(path, text, settings);

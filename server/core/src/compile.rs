@@ -1,5 +1,15 @@
 //! The compile step on save: nvcc to a cubin with line info and the ptxas
 //! report, then nvdisasm for SASS with source lines, in a private temp dir.
+//!
+//! No text of the user's reaches nvcc's command line, which nvcc hands to
+//! `/bin/sh` for its host steps: the file is compiled as a copy under a fixed
+//! name (`source.cu`) that starts with `#line 1 "<real path>"`, so messages
+//! and line info still name the real file and lines; defines go through a
+//! generated header (`-include defines.h`); the file's folder is passed as
+//! `-I` through a link of a fixed name when its own path holds a shell
+//! character; and every argument is checked once more before nvcc starts
+//! ([`crate::nvcc_flags::shell_char`]): one that would reach a shell is a
+//! diagnostic, never a command.
 
 use crate::nvcc_diag::{self, CompilerMessage};
 use crate::process::{ToolCommand, ToolError, run_tool};
@@ -10,8 +20,21 @@ use tokio_util::sync::CancellationToken;
 
 /// The path of a document with no place on disk (a non-`file:` URI): being
 /// relative, it gives the compile no include directory, no working directory
-/// of its own and no compile_commands.json (never the shared temp dir's).
+/// of its own and no compile_commands.json (never the shared temp dir's, nor
+/// the server's working directory's: see [`is_unsaved`]).
 pub const UNSAVED: &str = "untitled.cu";
+
+/// Whether `path` is [`UNSAVED`], the stand-in for a buffer with no file.
+pub fn is_unsaved(path: &Path) -> bool {
+    path == Path::new(UNSAVED)
+}
+
+/// The copy nvcc compiles, named so that no shell acts on it.
+const SOURCE_NAME: &str = "source.cu";
+/// The generated header holding the `-D`/`-U` flags as `#define`/`#undef`.
+const DEFINES_NAME: &str = "defines.h";
+/// A link to the file's folder, for `-I`, when that folder's path holds a shell character.
+const HOME_LINK: &str = "home";
 
 /// The directory a file's relative includes resolve against: only a real,
 /// absolute one.
@@ -26,7 +49,8 @@ pub struct CompileInput {
     pub text: String,
     pub nvcc: PathBuf,
     pub arch: String,
-    /// Include paths, defines and other flags, passed as argv, never through a shell.
+    /// Include paths, defines and other flags, as [`crate::nvcc_flags::filter`]
+    /// keeps them; defines reach nvcc through a generated header.
     pub flags: Vec<String>,
     pub timeout: Duration,
 }
@@ -49,38 +73,116 @@ pub struct CompileOutput {
     pub disasm_time: Duration,
     /// The temp copy's path as nvcc recorded it in the line info.
     pub temp_source: String,
+    /// Paths nvcc printed that stand for others (the link to the file's
+    /// folder), with the real one: `(printed prefix, real prefix)`.
+    pub path_map: Vec<(String, String)>,
+}
+
+/// One nvcc run prepared in a private folder: its arguments and the files to
+/// write there first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NvccCall {
+    pub argv: Vec<String>,
+    /// The copy to compile and its text (`#line` first).
+    pub source: (PathBuf, String),
+    /// The generated header of defines, when there are any.
+    pub defines: Option<(PathBuf, String)>,
+    /// A link to make to the file's folder: `(link, folder)`.
+    pub home_link: Option<(PathBuf, PathBuf)>,
+}
+
+/// `s` as the inside of a C string literal.
+fn c_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_ascii_control() => out.push_str(&format!("\\{:03o}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl CompileInput {
-    /// The nvcc arguments for a compile of `src` into `cubin`.
-    pub fn nvcc_args(&self, src: &Path, cubin: &Path) -> Vec<String> {
+    /// The name the compile's messages and line info give the file: its path as given.
+    pub fn line_name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// The nvcc run for a compile in the private folder `work` into `cubin`.
+    pub fn nvcc_call(&self, work: &Path, cubin: &Path) -> NvccCall {
         let mut args =
             vec![format!("-arch={}", self.arch), "-cubin".into(), "-lineinfo".into(), "-Xptxas".into(), "-v".into()];
+        let mut home_link = None;
         if let Some(dir) = home_dir(&self.path) {
-            args.push(format!("-I{}", dir.display()));
+            let shown = dir.display().to_string();
+            if crate::nvcc_flags::shell_char(&shown).is_none() {
+                args.push(format!("-I{shown}"));
+            } else {
+                let link = work.join(HOME_LINK);
+                args.push(format!("-I{}", link.display()));
+                home_link = Some((link, dir.to_path_buf()));
+            }
         }
-        args.extend(self.flags.iter().cloned());
+        let (header, flags) = crate::nvcc_flags::defines_header(&self.flags);
+        args.extend(flags);
+        let defines = (!header.is_empty()).then(|| (work.join(DEFINES_NAME), header));
+        if let Some((path, _)) = &defines {
+            args.extend(["-include".into(), path.display().to_string()]);
+        }
+        let source = work.join(SOURCE_NAME);
         // `-x cu`: headers and files without the .cu suffix are CUDA too.
-        args.extend(["-o".into(), cubin.display().to_string(), "-x".into(), "cu".into(), src.display().to_string()]);
-        args
+        args.extend(["-o".into(), cubin.display().to_string(), "-x".into(), "cu".into(), source.display().to_string()]);
+        // A byte-order mark is allowed only at a file's start, which is now the `#line`.
+        let body = self.text.strip_prefix('\u{feff}').unwrap_or(&self.text);
+        let text = format!("#line 1 \"{}\"\n{body}", c_string(&self.line_name()));
+        NvccCall { argv: args, source: (source, text), defines, home_link }
     }
 }
 
+fn spawn_error(what: &str, e: std::io::Error) -> ToolError {
+    ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot {what}: {e}") }
+}
+
 pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result<CompileOutput, ToolError> {
-    let dir = tempfile::Builder::new()
-        .prefix("kernelpro-")
-        .tempdir()
-        .map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot create a temp dir: {e}") })?;
-    let name = input.path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "input.cu".into());
-    let src = dir.path().join(&name);
+    let dir =
+        tempfile::Builder::new().prefix("kernelpro-").tempdir().map_err(|e| spawn_error("create a temp dir", e))?;
     let cubin = dir.path().join("out.cubin");
-    std::fs::write(&src, &input.text)
-        .map_err(|e| ToolError::Spawn { tool: "nvcc".into(), message: format!("cannot write the temp copy: {e}") })?;
-    let argv = input.nvcc_args(&src, &cubin);
+    let call = input.nvcc_call(dir.path(), &cubin);
+    let argv = call.argv.clone();
+    // The last word: nothing a shell acts on reaches nvcc, whatever its source.
+    if let Some((arg, c)) = argv.iter().find_map(|a| crate::nvcc_flags::shell_char(a).map(|c| (a.clone(), c))) {
+        let mut result = CompileOutput { argv, ..Default::default() };
+        result.findings.push(
+            Finding::new(
+                "kernelpro",
+                Severity::Error,
+                Span::line(0),
+                format!(
+                    "not compiled: nvcc's argument `{}` holds {c:?}, which a shell acts on (nvcc runs its host steps through /bin/sh); check the arch setting, the include paths and the temp folder (TMPDIR)",
+                    arg.escape_debug()
+                ),
+            )
+            .with_code("unsafe-argument"),
+        );
+        return Ok(result);
+    }
+    let (src, text) = &call.source;
+    std::fs::write(src, text).map_err(|e| spawn_error("write the temp copy", e))?;
+    if let Some((path, header)) = &call.defines {
+        std::fs::write(path, header).map_err(|e| spawn_error("write the defines header", e))?;
+    }
+    let mut path_map = Vec::new();
+    if let Some((link, home)) = &call.home_link {
+        std::os::unix::fs::symlink(home, link).map_err(|e| spawn_error("link the file's folder", e))?;
+        path_map.push((format!("{}/", link.display()), format!("{}/", home.display())));
+    }
     let cwd = home_dir(&input.path).map(Path::to_path_buf).unwrap_or_else(|| dir.path().to_path_buf());
     let cmd = ToolCommand::new(&input.nvcc, input.timeout).args(argv.iter()).cwd(&cwd);
     let out = run_tool(&cmd, cancel).await?;
-    let mut result = CompileOutput { argv, compile_time: out.elapsed, ..Default::default() };
+    let mut result = CompileOutput { argv, compile_time: out.elapsed, path_map, ..Default::default() };
     let combined = format!("{}{}", out.stderr, out.stdout);
     result.ptxas_report = combined
         .lines()
@@ -89,7 +191,7 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
         .join("\n");
     result.resources = kernelpro_sass::ptxas::parse_ptxas(&result.ptxas_report);
     let messages = nvcc_diag::parse(&combined);
-    result.findings = map_messages(&messages, input, &src, &cwd);
+    result.findings = map_messages(&messages, input, src, &cwd, &result.path_map);
     // No host compiler: nvcc's words do not say what to install.
     for f in result.findings.iter_mut().filter(|f| f.message.contains("Failed to preprocess host compiler properties"))
     {
@@ -149,7 +251,10 @@ pub async fn disassemble(
     match run_tool(&cmd, cancel).await {
         Ok(d) if d.success() => {
             result.disasm_time = d.elapsed;
-            let sass = d.stdout.replace(&compiled.temp_source, &real_path.display().to_string());
+            let mut sass = d.stdout.replace(&compiled.temp_source, &real_path.display().to_string());
+            for (printed, real) in &compiled.path_map {
+                sass = sass.replace(printed, real);
+            }
             result.disassembly = Some(kernelpro_sass::disasm::parse_sass(&sass));
         }
         Ok(d) => result.findings.push(Finding::new(
@@ -169,8 +274,15 @@ pub async fn disassemble(
     Ok(result)
 }
 
-fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Path, cwd: &Path) -> Vec<Finding> {
+fn map_messages(
+    messages: &[CompilerMessage],
+    input: &CompileInput,
+    tmp_src: &Path,
+    cwd: &Path,
+    path_map: &[(String, String)],
+) -> Vec<Finding> {
     let lines: Vec<&str> = input.text.lines().collect();
+    let line_name = input.line_name();
     // Parsed only for a message that names a kernel and no line (most compiles have none).
     let source = std::cell::OnceCell::new();
     let mut headers: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
@@ -181,10 +293,13 @@ fn map_messages(messages: &[CompilerMessage], input: &CompileInput, tmp_src: &Pa
         let mut other_file: Option<PathBuf> = None;
         match (&m.file, m.line) {
             (Some(f), Some(line)) => {
-                let printed = Path::new(f);
+                let mapped = path_map
+                    .iter()
+                    .find_map(|(from, to)| f.strip_prefix(from.as_str()).map(|rest| format!("{to}{rest}")));
+                let printed = Path::new(mapped.as_deref().unwrap_or(f));
                 let resolved = if printed.is_absolute() { printed.to_path_buf() } else { cwd.join(printed) };
-                // nvcc prints the main file exactly as we passed it: the temp copy.
-                let is_main = printed == tmp_src || resolved == tmp_src;
+                // nvcc prints the main file by its `#line` name: the real path.
+                let is_main = *f == line_name || printed == tmp_src || resolved == tmp_src;
                 let l0 = line.saturating_sub(1);
                 if is_main {
                     span = message_span(&lines, l0, m);
@@ -284,21 +399,70 @@ fn demangle_in(message: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_unsaved_buffer_gets_no_include_dir() {
-        let input = |path: &str| CompileInput {
+    fn input(path: &str, flags: &[&str]) -> CompileInput {
+        CompileInput {
             path: path.into(),
-            text: String::new(),
+            text: "__global__ void k() {}\n".into(),
             nvcc: "nvcc".into(),
             arch: "sm_90".into(),
-            flags: Vec::new(),
+            flags: flags.iter().map(|f| f.to_string()).collect(),
             timeout: Duration::from_secs(1),
-        };
+        }
+    }
+
+    #[test]
+    fn an_unsaved_buffer_gets_no_include_dir() {
         let dir = std::env::temp_dir();
-        let with_dir =
-            input(&dir.join("k.cu").display().to_string()).nvcc_args(Path::new("/s/k.cu"), Path::new("/s/out.cubin"));
+        let with_dir = input(&dir.join("k.cu").display().to_string(), &[])
+            .nvcc_call(Path::new("/s"), Path::new("/s/out.cubin"))
+            .argv;
         assert!(with_dir.contains(&format!("-I{}", dir.display())), "{with_dir:?}");
-        let unsaved = input(UNSAVED).nvcc_args(Path::new("/s/untitled.cu"), Path::new("/s/out.cubin"));
+        let unsaved = input(UNSAVED, &[]).nvcc_call(Path::new("/s"), Path::new("/s/out.cubin")).argv;
         assert!(!unsaved.iter().any(|a| a.starts_with("-I")), "{unsaved:?}");
+    }
+
+    /// The file's name, its folder and its defines never reach nvcc's argv.
+    #[test]
+    fn no_text_of_the_user_reaches_the_command_line() {
+        let t = tempfile::tempdir().unwrap();
+        let folder = t.path().join("a $(touch X) \"b\"");
+        std::fs::create_dir_all(&folder).unwrap();
+        let path = folder.join("$(touch Y).cu");
+        let call = input(&path.display().to_string(), &["-DA=$(touch Z)", "-DB", "-UC", "-I/inc", "-isystem", "/sys"])
+            .nvcc_call(Path::new("/s"), Path::new("/s/out.cubin"));
+        assert_eq!(
+            call.argv,
+            [
+                "-arch=sm_90",
+                "-cubin",
+                "-lineinfo",
+                "-Xptxas",
+                "-v",
+                "-I/s/home",
+                "-I/inc",
+                "-isystem",
+                "/sys",
+                "-include",
+                "/s/defines.h",
+                "-o",
+                "/s/out.cubin",
+                "-x",
+                "cu",
+                "/s/source.cu"
+            ]
+        );
+        assert_eq!(call.home_link, Some((PathBuf::from("/s/home"), folder.clone())));
+        assert_eq!(
+            call.defines,
+            Some((PathBuf::from("/s/defines.h"), "#define A $(touch Z)\n\n#define B 1\n\n#undef C\n".into()))
+        );
+        let (src, text) = call.source;
+        assert_eq!(src, Path::new("/s/source.cu"));
+        let mut bom = input(UNSAVED, &[]);
+        bom.text.insert(0, '\u{feff}');
+        let with_bom = bom.nvcc_call(Path::new("/s"), Path::new("/s/out.cubin")).source.1;
+        assert_eq!(with_bom, "#line 1 \"untitled.cu\"\n__global__ void k() {}\n");
+        let escaped = path.display().to_string().replace('"', "\\\"");
+        assert_eq!(text, format!("#line 1 \"{escaped}\"\n__global__ void k() {{}}\n"));
     }
 }

@@ -24,7 +24,8 @@ pub struct ProjectHeader {
 /// The project headers `main` (with `text`) includes, in include order.
 /// `flags` are the compile's (their `-I` dirs count); `toolkit` is the CUDA root to leave out.
 pub fn project_headers(main: &Path, text: &str, flags: &[String], toolkit: Option<&Path>) -> Vec<ProjectHeader> {
-    let Some(main_dir) = main.parent() else {
+    // A relative path is an unsaved buffer's: it has no folder to read headers from.
+    let Some(main_dir) = main.parent().filter(|d| d.is_absolute()) else {
         return Vec::new();
     };
     let root = project_root(main_dir);
@@ -81,11 +82,18 @@ fn quoted_includes(text: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// `-Idir`, `-I dir`, `--include-path dir`/`=dir`; relative ones are relative to the file's directory (nvcc's cwd).
+/// `-Idir`, `-I dir`, `--include-path dir`/`=dir`, `-isystem dir` (which
+/// `#include "…"` searches too, after `-I`); relative ones are relative to
+/// the file's directory (nvcc's cwd).
 fn include_dirs(flags: &[String], base: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
+    let mut system = Vec::new();
     let mut it = flags.iter();
     while let Some(f) = it.next() {
+        if f == "-isystem" || f == "--system-include" {
+            system.extend(it.next().filter(|d| !d.is_empty()).map(|d| base.join(d)));
+            continue;
+        }
         let dir = if f == "-I" || f == "--include-path" {
             it.next().cloned()
         } else {
@@ -95,6 +103,7 @@ fn include_dirs(flags: &[String], base: &Path) -> Vec<PathBuf> {
             dirs.push(base.join(d));
         }
     }
+    dirs.extend(system);
     dirs
 }
 

@@ -24,6 +24,10 @@ pub enum InstallError {
     Pip(String),
     #[error("the wheels installed, but no nvcc is in {0}: report this with the folder's listing")]
     NoNvcc(PathBuf),
+    #[error(
+        "{0} already holds files, and not an environment KernelPro made there: KernelPro runs no Python it did not set up. Choose an empty or new folder"
+    )]
+    NotOurs(PathBuf),
     #[error(transparent)]
     Tool(#[from] ToolError),
 }
@@ -46,7 +50,23 @@ pub async fn install_cuda(
 ) -> Result<PathBuf, InstallError> {
     let python = find_on_path("python3").ok_or(InstallError::NoPython)?;
     let venv_python = dir.join("bin").join("python");
-    if !venv_python.exists() {
+    // The interpreter itself (PATH may hold a shim, as pyenv's): what a venv's bin/python links to.
+    let asked = ToolCommand::new(&python, Duration::from_secs(60)).args([
+        "-I",
+        "-c",
+        "import os, sys; print(os.path.realpath(sys.executable))",
+    ]);
+    let out = run_tool(&asked, cancel).await?;
+    let system = PathBuf::from(out.stdout.trim());
+    if !out.success() || !system.is_absolute() {
+        return Err(InstallError::Venv { dir: dir.to_path_buf(), why: last_line(&out.stderr) });
+    }
+    if !ours(dir, &system) {
+        // Never another's Python: the folder must be new or empty, and the environment ours.
+        let empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
+        if !empty || std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(InstallError::NotOurs(dir.to_path_buf()));
+        }
         std::fs::create_dir_all(dir).map_err(|e| InstallError::Venv { dir: dir.to_path_buf(), why: e.to_string() })?;
         let out = run_tool(
             &ToolCommand::new(&python, Duration::from_secs(300)).args(["-m", "venv"]).arg(dir.as_os_str()),
@@ -66,6 +86,14 @@ pub async fn install_cuda(
         return Err(InstallError::Pip(last_line(&out.stderr)));
     }
     nvcc_in(dir).ok_or_else(|| InstallError::NoNvcc(dir.to_path_buf()))
+}
+
+/// Whether `dir` is a Python environment made with the interpreter `system`
+/// (by [`install_cuda`] or by hand): its `bin/python` resolves to that very
+/// file, so running it runs the system's Python, never a program planted in
+/// the folder.
+fn ours(dir: &Path, system: &Path) -> bool {
+    dir.join("pyvenv.cfg").is_file() && std::fs::canonicalize(dir.join("bin/python")).is_ok_and(|p| p == system)
 }
 
 /// The nvcc of an environment made by [`install_cuda`], if there is one.
@@ -97,6 +125,50 @@ mod tests {
         assert!(pins.iter().any(|p| p.starts_with("nvidia-cuda-nvdisasm==")), "{pins:?}");
         assert!(pins.iter().all(|p| p.contains("==")), "{pins:?}");
         assert!(!pins.iter().any(|p| p.contains("neovim") || p.contains("cutlass")), "{pins:?}");
+    }
+
+    /// A folder the client names that holds its own `bin/python` (a script
+    /// that leaves a marker when run) is refused, and nothing in it runs.
+    #[tokio::test]
+    async fn a_planted_python_is_never_run() {
+        if find_on_path("python3").is_none() {
+            panic!("python3 is needed on PATH for this test");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let marker = d.path().join("ran");
+        let env = d.path().join("env");
+        std::fs::create_dir_all(env.join("bin")).unwrap();
+        let python = env.join("bin/python");
+        std::fs::write(&python, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // Even with a pyvenv.cfg: its bin/python is not the system's.
+        std::fs::write(env.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        let err = install_cuda(&env, &[], &CancellationToken::new()).await.unwrap_err();
+        assert!(matches!(err, InstallError::NotOurs(_)), "{err}");
+        assert!(!marker.exists(), "the folder's own python ran");
+        // A file where the folder should be: refused too.
+        std::fs::write(d.path().join("file"), "").unwrap();
+        assert!(matches!(
+            install_cuda(&d.path().join("file"), &[], &CancellationToken::new()).await,
+            Err(InstallError::NotOurs(_))
+        ));
+    }
+
+    /// An environment made with the system's python3 is reused (an earlier install).
+    #[test]
+    fn an_environment_of_the_system_python_is_reused() {
+        let python = find_on_path("python3").expect("python3 is needed on PATH for this test");
+        let d = tempfile::tempdir().unwrap();
+        let env = d.path().join("env");
+        let made = std::process::Command::new(&python).args(["-m", "venv", "--without-pip"]).arg(&env).status();
+        assert!(made.unwrap().success());
+        let asked = std::process::Command::new(&python)
+            .args(["-I", "-c", "import os, sys; print(os.path.realpath(sys.executable))"])
+            .output()
+            .unwrap();
+        let system = PathBuf::from(String::from_utf8(asked.stdout).unwrap().trim());
+        assert!(ours(&env, &system), "{system:?}");
+        assert!(!ours(d.path(), &system));
     }
 
     #[test]

@@ -419,13 +419,23 @@ async fn build_program(
 ) -> Result<PathBuf, String> {
     let nvcc = crate::analysis::Analyzer::find_nvcc(settings)
         .ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::nvcc_install_hint(settings.editor)))?;
-    let name = path.file_name().map(|n| n.to_owned()).unwrap_or_else(|| "program.cu".into());
-    let src = dir.join(&name);
-    std::fs::write(&src, text).map_err(|e| e.to_string())?;
+    // As `compile::compile` does: a fixed name, `#line` back to the file, defines in a header.
+    let src = dir.join("program.cu");
+    let line = path.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
+    std::fs::write(&src, format!("#line 1 \"{line}\"\n{text}")).map_err(|e| e.to_string())?;
     let exe = dir.join("program");
     let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
-    args.extend(crate::analysis::Analyzer::flags_for(path, settings));
+    let (header, flags) = crate::nvcc_flags::defines_header(&crate::analysis::Analyzer::flags_for(path, settings));
+    args.extend(flags);
+    if !header.is_empty() {
+        let defines = dir.join("defines.h");
+        std::fs::write(&defines, header).map_err(|e| e.to_string())?;
+        args.extend(["-include".into(), defines.display().to_string()]);
+    }
     args.extend(["-o".into(), exe.display().to_string(), src.display().to_string()]);
+    if let Some(arg) = args.iter().find(|a| crate::nvcc_flags::shell_char(a).is_some()) {
+        return Err(format!("the program is not built: nvcc's argument `{arg}` holds a character a shell acts on"));
+    }
     let out = run_tool(
         &ToolCommand::new(&nvcc.path, Duration::from_secs(settings.compile_timeout_secs.max(1))).args(args),
         cancel,

@@ -1,7 +1,10 @@
 //! Finding the CUDA tools: a setting, then an environment variable, then
 //! `CUDA_HOME`, then `PATH`, then the virtual environment that the README's
-//! set-up creates (`KERNELPRO_VENV`, `.venv` in an ancestor of the binary,
-//! or in a project root the user vouched for).
+//! set-up creates (`KERNELPRO_VENV`, `.venv` in a project root the user
+//! vouched for, or in the binary's install folder: [`install_roots`]).
+//!
+//! Never every ancestor of the binary: a shared parent folder (`/opt`, `/home`)
+//! is not the install, and a `.venv` planted there would be run.
 //!
 //! Never the working directory: editors start the server in the workspace,
 //! and a workspace's own `.venv/.../nvcc` is the workspace's program. Its
@@ -49,10 +52,7 @@ pub struct Env<'a> {
 impl Env<'static> {
     /// The process's variables and the install the binary runs from; no project.
     pub fn process() -> Self {
-        let mut roots = Vec::new();
-        if let Ok(exe) = std::env::current_exe() {
-            roots.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
-        }
+        let roots = std::env::current_exe().map(|exe| install_roots(&exe)).unwrap_or_default();
         Env { var: &|k| std::env::var(k).ok(), roots }
     }
 
@@ -65,6 +65,28 @@ impl Env<'static> {
         }
         env
     }
+}
+
+/// The folders the binary `exe` is installed in, whose `.venv` holds its
+/// toolchain: the binary's own folder; `PREFIX` for `PREFIX/bin/kernelpro`;
+/// and for a cargo build (`ROOT/target/PROFILE[/deps]/kernelpro`, `ROOT`
+/// holding `Cargo.toml`) the checkout `ROOT`. Nothing above those.
+pub fn install_roots(exe: &Path) -> Vec<PathBuf> {
+    let Some(dir) = exe.parent() else { return Vec::new() };
+    let mut roots = vec![dir.to_path_buf()];
+    if dir.file_name().is_some_and(|n| n == "bin") {
+        roots.extend(dir.parent().map(Path::to_path_buf));
+    }
+    // `target/debug/kernelpro`, `target/debug/deps/test-binary`, `target/x86_64-…/debug/kernelpro`.
+    let cargo_root = dir
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .find(|a| a.file_name().is_some_and(|n| n == "target"))
+        .and_then(Path::parent)
+        .filter(|root| root.join("Cargo.toml").is_file());
+    roots.extend(cargo_root.map(Path::to_path_buf));
+    roots
 }
 
 /// Find `tool` (e.g. "nvcc", "nvdisasm", "ncu"). `env_var` is e.g. `KERNELPRO_NVCC`.
@@ -174,6 +196,28 @@ mod tests {
         check(std::slice::from_ref(&path), roots.clone(), None, Some((&path_nvcc, "PATH")));
         check(&[], roots, None, Some((&venv_nvcc, "project .venv")));
         check(&[], vec![t.path().join("nowhere")], None, None);
+    }
+
+    /// The install folder only: never the ancestors above it.
+    #[test]
+    fn the_install_folder_and_no_ancestor() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let roots = |exe: &str| install_roots(&root.join(exe));
+        assert_eq!(roots("opt/kp/bin/kernelpro"), [root.join("opt/kp/bin"), root.join("opt/kp")]);
+        assert_eq!(roots("shared/tools/kernelpro"), [root.join("shared/tools")]);
+        // A cargo build: the checkout holding Cargo.toml, not a `target` folder elsewhere.
+        assert_eq!(roots("repo/target/debug/kernelpro"), [root.join("repo/target/debug")]);
+        std::fs::create_dir_all(root.join("repo")).unwrap();
+        std::fs::write(root.join("repo/Cargo.toml"), "").unwrap();
+        assert_eq!(roots("repo/target/debug/kernelpro"), [root.join("repo/target/debug"), root.join("repo")]);
+        assert_eq!(roots("repo/target/debug/deps/t-1"), [root.join("repo/target/debug/deps"), root.join("repo")]);
+        let process = Env::process().roots;
+        assert!(process.len() <= 3 && !process.contains(&PathBuf::from("/")), "{process:?}");
+        // A .venv in a parent of the install is not searched.
+        let planted = fake_tool(&root.join(".venv/lib/python3.11/site-packages/nvidia/cu13/bin"), "nvcc");
+        let env = Env { var: &|_| None, roots: roots("opt/kp/bin/kernelpro") };
+        assert_eq!(find_tool("nvcc", None, "KERNELPRO_NVCC", &env), None, "{planted:?} was found");
     }
 
     #[test]

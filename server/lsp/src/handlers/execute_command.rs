@@ -59,6 +59,17 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                 .and_then(|v| v.as_str())
                 .map(std::path::PathBuf::from)
                 .ok_or_else(|| Error::invalid_params("kernelpro.installCuda needs [folder]"))?;
+            // It runs Python and pip: only in a trusted workspace, never in a folder of the workspace.
+            let settings = server.state.settings();
+            if !settings.trusted {
+                return Err(Error::invalid_params("KernelPro does not run programs in an untrusted workspace"));
+            }
+            let absolute = std::path::absolute(&dir).unwrap_or_else(|_| dir.clone());
+            if !absolute.is_absolute() || settings.project_roots.iter().any(|root| absolute.starts_with(root)) {
+                return Err(Error::invalid_params(
+                    "kernelpro.installCuda installs into the editor's own storage, not a workspace folder",
+                ));
+            }
             let token = tokio_util::sync::CancellationToken::new();
             match kernelpro_core::install::install_cuda(&dir, &[], &token).await {
                 Ok(nvcc) => {
