@@ -112,6 +112,16 @@ pub async fn prepare(
         );
         analysis =
             analyzer.analyze(&src.path, &text, settings, cancel).await.map_err(|e| prepare_error(&src.path, e))?;
+        // nvcc checks a template's body only where it is instantiated: its errors show here first
+        // (without this, a failed instantiation read as "nvcc produced no cubin").
+        if let Some(e) =
+            analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec")
+        {
+            return Err(prepare_error(
+                &src.path,
+                format!("does not compile as {inst}: line {}: {}", e.span.start.line + 1, e.message),
+            ));
+        }
     }
     let compiled = analysis
         .compile

@@ -10,12 +10,14 @@
 mod access;
 mod coarsen;
 mod edit;
+mod fresh;
 mod kernel;
 mod proposer;
 mod recipes;
 mod structural;
 mod syntax;
 
+pub use fresh::FreshNames;
 pub use proposer::RecipeProposer;
 pub use recipes::{
     CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2,
@@ -72,5 +74,7 @@ pub trait Recipe {
     }
 }
 
+#[cfg(test)]
+mod sound_tests;
 #[cfg(test)]
 mod tests;

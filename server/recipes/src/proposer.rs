@@ -91,7 +91,9 @@ impl Proposer for RecipeProposer {
                     with_float_math_first(
                         self.recipes[i].tier(),
                         &self.kernel,
-                        self.recipes[i].rewrite(ctx.source, &self.kernel),
+                        crate::fresh::with_fresh_names(ctx.source, &self.kernel, |t| {
+                            self.recipes[i].rewrite(t, &self.kernel)
+                        }),
                     ),
                 )
             })
