@@ -47,6 +47,9 @@ pub struct OptimizeRequest {
     /// Recorded ncu pages of the original (`kernelpro profile --save-exports`)
     /// read instead of profiling it again: a profile taken once serves several searches.
     pub profile_import: Option<PathBuf>,
+    /// Only these built-in recipes (a finding's promised rewrites, for its quick fix), without
+    /// the LLM; `None`: every recipe.
+    pub recipes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -103,6 +106,10 @@ pub struct OptimizeOutcome {
     /// GPUs the candidates ran on (the first also ran the baseline; times on
     /// the others are scaled by the original's time there); empty for the stub.
     pub devices: Vec<u32>,
+    /// The original's structural findings whose promised rewrites did not apply, with why
+    /// (also among `notes`, in words).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applied: Vec<kernelpro_recipes::WhyNot>,
 }
 
 impl OptimizeOutcome {
@@ -326,8 +333,11 @@ fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
 
 /// The built-in recipes, and the LLM too when the user enabled it.
 fn proposers(req: &OptimizeRequest, cancel: &CancellationToken) -> (Box<dyn Proposer>, Vec<String>) {
-    let recipes =
-        Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
+    let recipes = kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe));
+    if let Some(only) = &req.recipes {
+        return (Box::new(recipes.only(only)), Vec::new());
+    }
+    let recipes = Box::new(recipes);
     if !req.settings.llm.enabled {
         return (recipes, Vec::new());
     }
@@ -427,7 +437,15 @@ fn outcome_for(
         }
         _ => SiteUpdate::default(),
     };
-    let mut notes = Vec::new();
+    // A finding promises rewrites: where none of them applied, say which fact blocked each.
+    let codes: Vec<kernelpro_model::Code> = match &result.tree.nodes()[kernelpro_search::NodeId::ROOT.0].outcome {
+        Outcome::Ok { findings, .. } => findings.iter().filter_map(|f| kernelpro_model::Code::parse(&f.tool)).collect(),
+        _ => Vec::new(),
+    };
+    let not_applied = kernelpro_recipes::why_not(original, &req.kernel, &codes);
+    let lead = if edit.is_none() { "no faster version: " } else { "" };
+    let mut notes: Vec<String> =
+        kernelpro_recipes::explain(&not_applied).into_iter().map(|line| format!("{lead}{line}")).collect();
     if !launch.is_empty() {
         notes.push(launch_note(original, &req.kernel, &launch, !sites.edits.is_empty()));
     }
@@ -457,6 +475,7 @@ fn outcome_for(
         stub: false,
         notes,
         devices: Vec::new(),
+        not_applied,
     }
 }
 
@@ -569,6 +588,7 @@ mod tests {
                 exe: "kernelpro".into(),
                 llm_key: None,
                 profile_import: import,
+                recipes: None,
             };
             let out = optimize(&req, rt.handle().clone(), CancellationToken::new(), |_| {}).unwrap();
             assert!(out.notes.is_empty(), "{:?}", out.notes);
