@@ -788,3 +788,105 @@ fn flags_are_argv_not_shell() {
     assert_eq!(d["diagnostics"], json!([]), "the macro is defined, nothing else happens");
     assert!(canary.exists());
 }
+
+/// A structural finding's diagnostic offers its quick fix: the optimizer restricted to the
+/// rewrites the finding promises, whose result comes back as the usual apply action. Where none
+/// of them can apply, the fix is offered disabled, with the fact that blocked each.
+#[test]
+fn a_structural_finding_offers_its_quick_fix() {
+    let text = std::fs::read_to_string(fixtures().join("naive/layernorm/layernorm_rowptr.cu")).unwrap();
+    let (_d, path) = temp_copy("layernorm_rowptr.cu", &text);
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "optimize": {"evaluator": "stub:1.5", "budget": 4}}));
+    c.open(&u, &text, 1);
+    let d = c.wait_diagnostics(&u, LONG);
+    let row_walk = d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "RowWalk")
+        .unwrap_or_else(|| panic!("a RowWalk finding: {:?}", summarize(&d)))
+        .clone();
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": u}, "range": row_walk["range"], "context": {"diagnostics": [row_walk]}}),
+    );
+    let fix = actions["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "Make one warp per row")
+        .unwrap_or_else(|| panic!("the quick fix: {actions}"))
+        .clone();
+    assert_eq!(fix["kind"], "quickfix");
+    assert!(fix["disabled"].is_null(), "{fix}");
+    assert_eq!(fix["diagnostics"][0]["code"], "RowWalk");
+    let args = fix["command"]["arguments"].clone();
+    assert_eq!(fix["command"]["command"], "kernelpro.optimize");
+    assert!(args[2].as_array().unwrap().iter().any(|n| n == "WarpUnits"), "{fix}");
+    let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.optimize", "arguments": args}));
+    assert_eq!(reply["result"]["applicable"], true, "{reply}");
+    let kernel_line = text.lines().position(|l| l.contains("void layernorm_forward_v1")).unwrap();
+    let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line, "character": 0}, "end": {"line": kernel_line, "character": 0}}, "context": {"diagnostics": []}}));
+    let apply = actions["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"].as_str().unwrap().starts_with("Apply optimized layernorm_forward_v1: 1.50x faster"))
+        .unwrap_or_else(|| panic!("apply action: {actions}"))
+        .clone();
+    let new_text = apply["edit"]["changes"][u.as_str()][0]["newText"].as_str().unwrap();
+    assert!(new_text.contains("kp_lane"), "a warp per row: {new_text}");
+
+    // A running mean (Welford's recurrence): the promise cannot be kept, and the fix says why.
+    let welford = r#"// kernelpro: let ROWS = 4096
+// kernelpro: let C = 1024
+// kernelpro: grid = ceil_div(ROWS, 256)
+// kernelpro: block = 256
+// kernelpro: out = out float[ROWS]
+// kernelpro: x = in float[ROWS * C] uniform(-1, 1)
+// kernelpro: rows = ROWS
+// kernelpro: cols = C
+__global__ void running_mean(float* out, const float* x, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float mean = 0.0f;
+  for (int c = 0; c < cols; c++) {
+    float v = x[r * cols + c];
+    mean = mean + (v - mean) / (c + 1);
+  }
+  out[r] = mean;
+}
+"#;
+    let (_d2, path2) = temp_copy("running_mean.cu", welford);
+    let u2 = uri(&path2);
+    c.open(&u2, welford, 1);
+    let d = c.wait_diagnostics(&u2, LONG);
+    let row_walk = d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "RowWalk")
+        .unwrap_or_else(|| panic!("a RowWalk finding: {:?}", summarize(&d)))
+        .clone();
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": u2}, "range": row_walk["range"], "context": {"diagnostics": [row_walk]}}),
+    );
+    let fix = actions["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "Make one warp per row")
+        .unwrap_or_else(|| panic!("the quick fix: {actions}"))
+        .clone();
+    let reason = fix["disabled"]["reason"].as_str().unwrap_or_else(|| panic!("disabled: {fix}"));
+    assert!(
+        reason.contains(
+            "did not apply because the loop-carried value `mean` is updated by a recurrence with no known combine"
+        ),
+        "{reason}"
+    );
+    assert_eq!(fix["command"]["command"], "kernelpro.explain");
+    assert!(c.alive());
+}

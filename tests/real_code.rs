@@ -129,3 +129,57 @@ fn lsp_publishes_header_findings_for_the_header_and_hovers_templates() {
     assert!(!md.contains("Save the file"), "{md}");
     assert!(c.shutdown().success());
 }
+
+/// `kernelpro optimize` says why a finding's promised rewrite did not apply: a row walk whose
+/// running mean (Welford's recurrence) has no known combine gets no warp per row, and the
+/// output names the value and its update.
+#[test]
+fn optimize_says_why_a_promised_rewrite_did_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("running_mean.cu");
+    std::fs::write(
+        &path,
+        r#"// kernelpro: let ROWS = 4096
+// kernelpro: let C = 1024
+// kernelpro: grid = ceil_div(ROWS, 256)
+// kernelpro: block = 256
+// kernelpro: out = out float[ROWS]
+// kernelpro: x = in float[ROWS * C] uniform(-1, 1)
+// kernelpro: rows = ROWS
+// kernelpro: cols = C
+__global__ void running_mean(float* out, const float* x, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float mean = 0.0f;
+  for (int c = 0; c < cols; c++) {
+    float v = x[r * cols + c];
+    mean = mean + (v - mean) / (c + 1);
+  }
+  out[r] = mean;
+}
+"#,
+    )
+    .unwrap();
+    let run = Command::new(bin())
+        .args([
+            "optimize",
+            path.to_str().unwrap(),
+            "--kernel",
+            "running_mean",
+            "--evaluator",
+            "stub:0.5",
+            "--budget",
+            "3",
+            "--no-profile",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        stdout.contains(
+            "note: RowWalk (Row walk) promises rewrites, and none applied: HoistRowWork, BlockUnits, WarpUnits, WarpScan and ColumnUnits did not apply because the loop-carried value `mean` is updated by a recurrence with no known combine (`mean = mean + (v - mean) / (c + 1)` on line 15)"
+        ),
+        "{stdout}"
+    );
+}

@@ -216,6 +216,7 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
         llm_key: kernelpro_llm::ApiKey::from_env(),
         profile_import: args.profile_import.clone(),
+        recipes: None,
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let on_ctrl_c = cancel.clone();

@@ -130,6 +130,16 @@ pub async fn prepare_with(
             src.text.trim_end_matches('\n')
         );
         analysis = analyze(text).await.map_err(|e| prepare_error(&src.path, e))?;
+        // nvcc checks a template's body only where it is instantiated: its errors show here first
+        // (without this, a failed instantiation read as "nvcc produced no cubin").
+        if let Some(e) =
+            analysis.findings.iter().find(|f| f.severity == kernelpro_model::Severity::Error && f.source != "spec")
+        {
+            return Err(prepare_error(
+                &src.path,
+                format!("does not compile as {inst}: line {}: {}", e.span.start.line + 1, e.message),
+            ));
+        }
     }
     let compiled = analysis
         .compile
@@ -230,4 +240,23 @@ pub async fn run_tuned(
     // The runner takes a place under the job limit shared with compiles, and
     // kills the worker's group when `opts.cancel` fires or this future is dropped.
     run_job(&opts.exe, &job, timeout, &settings.runner, &opts.cancel).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A template whose body fails only where the spec's `instantiate` compiles it says so, with
+    /// nvcc's message (it read "nvcc produced no cubin").
+    #[test]
+    fn a_template_failing_where_instantiated_says_why() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let text = "// kernelpro: grid = 1\n// kernelpro: block = 32\n// kernelpro: instantiate = k<float>\n// kernelpro: y = out float[32]\ntemplate <typename T>\n__global__ void k(T* y) { y[threadIdx.x] = T::missing; }\n";
+        let src = KernelSource { path: dir.path().join("k.cu"), text: text.into(), kernel: Some("k".into()) };
+        let settings = Settings { trusted: true, ..Default::default() };
+        let result = rt.block_on(prepare(&src, &settings, &Analyzer::default(), &CancellationToken::new()));
+        let Err(why) = result else { panic!("a template that cannot be instantiated was prepared") };
+        assert!(why.contains("does not compile as k<float>: line 6:"), "{why}");
+    }
 }

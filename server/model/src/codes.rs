@@ -115,6 +115,20 @@ impl Code {
         self.info().summary
     }
 
+    /// The quick fix a structural finding offers on its diagnostic: the optimizer restricted to
+    /// the rewrites that answer it (`kernelpro_recipes::promised`, from the recipes' `answers`),
+    /// e.g. "Make one warp per row". `None` for codes whose answer is not a structural rewrite.
+    pub fn fix_title(self) -> Option<&'static str> {
+        Some(match self {
+            Code::RowWalk => "Make one warp per row",
+            Code::UncoalescedAccess => "Remap threads so neighbouring lanes touch neighbouring elements",
+            Code::MissedReuse => "Share the re-read data through shared-memory tiles",
+            Code::AtomicContention => "Combine in the block first, one atomic per block",
+            Code::DivergentBranch => "Reduce with warp shuffles instead of a divergent tree",
+            _ => return None,
+        })
+    }
+
     /// The heading anchor in `docs/tools.md` (GitHub lower-cases headings).
     pub fn doc_anchor(self) -> String {
         self.as_str().to_ascii_lowercase()

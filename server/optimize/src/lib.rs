@@ -47,6 +47,9 @@ pub struct OptimizeRequest {
     /// Recorded ncu pages of the original (`kernelpro profile --save-exports`)
     /// read instead of profiling it again: a profile taken once serves several searches.
     pub profile_import: Option<PathBuf>,
+    /// Only these built-in recipes (a finding's promised rewrites, for its quick fix), without
+    /// the LLM; `None`: every recipe.
+    pub recipes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -108,6 +111,10 @@ pub struct OptimizeOutcome {
     /// GPUs the candidates ran on (the first also ran the baseline; times on
     /// the others are scaled by the original's time there); empty for the stub.
     pub devices: Vec<u32>,
+    /// The original's structural findings whose promised rewrites did not apply, with why
+    /// (also among `notes`, in words).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applied: Vec<kernelpro_recipes::WhyNot>,
 }
 
 impl OptimizeOutcome {
@@ -585,14 +592,18 @@ fn notes_of(report: &ProfileReport) -> Vec<FindingNote> {
         .collect()
 }
 
-/// The built-in recipes, and the LLM too when the user enabled it, with the
-/// log of the LLM's failures (shown in the result's notes).
+/// The built-in recipes (only those named in `req.recipes`, for a finding's
+/// quick fix), and the LLM too when the user enabled it, with the log of the
+/// LLM's failures (shown in the result's notes).
 fn proposers(
     req: &OptimizeRequest,
     cancel: &CancellationToken,
 ) -> (Box<dyn Proposer>, Vec<String>, Option<kernelpro_llm::FailureLog>) {
-    let recipes =
-        Box::new(kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe)));
+    let recipes = kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe));
+    if let Some(only) = &req.recipes {
+        return (Box::new(recipes.only(only)), Vec::new(), None);
+    }
+    let recipes = Box::new(recipes);
     if !req.settings.llm.enabled {
         return (recipes, Vec::new(), None);
     }
@@ -720,7 +731,7 @@ fn outcome_for(
     let region = kernel_region(original, &src, &req.kernel);
     let edit = best.zip(region).and_then(|(n, r)| edit_within_region(original, &n.source, r).ok().flatten());
     let speedup = best.and_then(|n| n.speedup).unwrap_or(1.0);
-    let steps = best
+    let steps: Vec<StepReport> = best
         .map(|n| {
             result
                 .tree
@@ -753,7 +764,18 @@ fn outcome_for(
         }
         _ => SiteUpdate::default(),
     };
-    let mut notes = Vec::new();
+    // A finding promises rewrites: where none of them applied, say which fact blocked each.
+    let codes: Vec<kernelpro_model::Code> = match &result.tree.nodes()[kernelpro_search::NodeId::ROOT.0].outcome {
+        Outcome::Ok { findings, .. } => findings.iter().filter_map(|f| kernelpro_model::Code::parse(&f.tool)).collect(),
+        _ => Vec::new(),
+    };
+    // A finding some step of the best path answers (a rewrite of another tier) needs no excuse.
+    let answered: Vec<&str> = steps.iter().filter_map(|s| s.answers.as_deref()).collect();
+    let codes: Vec<kernelpro_model::Code> = codes.into_iter().filter(|c| !answered.contains(&c.as_str())).collect();
+    let not_applied = kernelpro_recipes::why_not(original, &req.kernel, &codes);
+    let lead = if edit.is_none() { "no faster version: " } else { "" };
+    let mut notes: Vec<String> =
+        kernelpro_recipes::explain(&not_applied).into_iter().map(|line| format!("{lead}{line}")).collect();
     if !launch.is_empty() {
         notes.push(launch_note(original, &req.kernel, &launch, !sites.edits.is_empty()));
     }
@@ -785,6 +807,7 @@ fn outcome_for(
         stub: false,
         notes,
         devices: Vec::new(),
+        not_applied,
     }
 }
 
@@ -897,9 +920,11 @@ mod tests {
                 exe: "kernelpro".into(),
                 llm_key: None,
                 profile_import: import,
+                recipes: None,
             };
             let out = optimize(&req, rt.handle().clone(), CancellationToken::new(), |_| {}).unwrap();
-            assert!(out.notes.is_empty(), "{:?}", out.notes);
+            // The only notes: why the uncoalesced load's promised structural rewrites did not apply.
+            assert!(out.notes.iter().all(|n| n.contains("promises rewrites, and none applied")), "{:?}", out.notes);
             out.steps[0].recipe.clone()
         };
         assert_eq!(first_step(Some(recorded.clone())), "GridStrideMap");

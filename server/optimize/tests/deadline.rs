@@ -26,6 +26,7 @@ fn request(time_secs: u64) -> OptimizeRequest {
         exe: "kernelpro".into(),
         llm_key: None,
         profile_import: None,
+        recipes: None,
     }
 }
 
@@ -122,6 +123,7 @@ fn a_slow_real_kernel_ends_at_its_limit_on_the_gpu() {
         exe: worker_exe(),
         llm_key: None,
         profile_import: None,
+        recipes: None,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let started = Instant::now();

@@ -46,6 +46,7 @@ fn llm_failures_reach_the_results_notes() {
         exe: "kernelpro".into(),
         llm_key: Some(kernelpro_llm::ApiKey::new("sk-test-key")),
         profile_import: None,
+        recipes: None,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let out = optimize(&req, rt.handle().clone(), Default::default(), |_| {}).unwrap();

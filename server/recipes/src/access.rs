@@ -5,13 +5,42 @@ use crate::kernel::Kernel;
 use crate::syntax::uses;
 use tree_sitter::Node;
 
-/// Whether the subscript `p[i]` is written (assigned, incremented, or its address taken for anything but `__ldg`).
+/// Whether the subscript `p[i]` is written: assigned, incremented, its address taken for anything
+/// but `__ldg` (`atomicAdd(&p[i], v)`, `atomicCAS((int*)&p[i], ...)`), or passed to a function of
+/// the file (which may take it by reference), also through parentheses, a member (`p[i].x = v`)
+/// or a further subscript (`p[i][j] = v`).
 fn written(sub: Node, text: &str) -> bool {
-    let Some(parent) = sub.parent() else { return false };
+    let mut place = sub;
+    while let Some(parent) = place.parent() {
+        let through = match parent.kind() {
+            "parenthesized_expression" => true,
+            "field_expression" | "subscript_expression" => parent.child_by_field_name("argument") == Some(place),
+            _ => false,
+        };
+        if !through {
+            break;
+        }
+        place = parent;
+    }
+    let Some(parent) = place.parent() else { return false };
     match parent.kind() {
-        "assignment_expression" => parent.child_by_field_name("left") == Some(sub),
+        "assignment_expression" => parent.child_by_field_name("left") == Some(place),
         "update_expression" => true,
         "pointer_expression" => !is_ldg_argument(parent, text),
+        // An argument: written where a function of the file takes it by non-const reference
+        // (builtins, atomics and the file's macros are read as taking values).
+        "argument_list" => {
+            let Some(f) = parent.parent().and_then(|c| c.child_by_field_name("function")) else { return true };
+            let name = &text[f.byte_range()];
+            let mut cursor = parent.walk();
+            let at = parent.named_children(&mut cursor).position(|a| a == place);
+            let functions = kernelpro_source::parse(text).functions;
+            let by_reference = functions.iter().filter(|g| g.name == name).any(|g| {
+                at.and_then(|at| g.params.get(at))
+                    .is_none_or(|p| p.ty.contains('&') && !p.ty.split_whitespace().any(|w| w == "const"))
+            });
+            by_reference || name == "swap" || name == "std::swap"
+        }
         _ => false,
     }
 }

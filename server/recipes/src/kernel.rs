@@ -95,12 +95,7 @@ impl<'a> Kernel<'a> {
 
     /// Whether `name` is a function or macro this file defines (whose body a recipe cannot see from a call site).
     pub fn file_defines(&self, name: &str) -> bool {
-        kernelpro_source::parse(self.text).functions.iter().any(|f| f.name == name)
-            || self.text.lines().any(|l| {
-                l.trim_start().strip_prefix('#').is_some_and(|d| {
-                    d.trim_start().strip_prefix("define").is_some_and(|m| m.trim_start().starts_with(name))
-                })
-            })
+        crate::syntax::file_defines(self.text, name)
     }
 
     pub fn param(&self, name: &str) -> Option<&Param> {

@@ -10,12 +10,15 @@
 mod access;
 mod coarsen;
 mod edit;
+mod fresh;
 mod kernel;
 mod proposer;
 mod recipes;
 mod structural;
 mod syntax;
+mod why_not;
 
+pub use fresh::FreshNames;
 pub use proposer::RecipeProposer;
 pub use recipes::{
     CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2,
@@ -25,6 +28,7 @@ pub use structural::{
     BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps, ShuffleTree,
     StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits,
 };
+pub use why_not::{NotApplicable, PromiseStatus, WhyNot, explain, promise_status, promised, why_not};
 
 pub use kernelpro_model::Code;
 use serde::Serialize;
@@ -70,7 +74,21 @@ pub trait Recipe {
     fn applies(&self, file_text: &str, kernel: &str) -> bool {
         !self.rewrite(file_text, kernel).is_empty()
     }
+    /// Every rewrite, or why there is none: the fact of the kernel that blocked this recipe, in
+    /// words ("the loop-carried value `mean` is updated by a recurrence with no known combine").
+    /// Generated names never collide with the file's ([`FreshNames`]).
+    fn attempt(&self, file_text: &str, kernel: &str) -> Result<Vec<Rewrite>, NotApplicable> {
+        let out = fresh::with_fresh_names(file_text, kernel, |t| self.rewrite(t, kernel));
+        if out.is_empty() { Err(self.not_applicable(file_text, kernel)) } else { Ok(out) }
+    }
+    /// Why this recipe has no rewrite of `kernel`; the default reads the blocking fact from the
+    /// kernel model and its syntax (a recipe that knows better overrides it).
+    fn not_applicable(&self, file_text: &str, kernel: &str) -> NotApplicable {
+        why_not::reason(self.name(), self.answers(), file_text, kernel)
+    }
 }
 
+#[cfg(test)]
+mod sound_tests;
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,12 @@ impl RecipeProposer {
         self
     }
 
+    /// Only the recipes named (a finding's promised rewrites, for its quick fix).
+    pub fn only(mut self, names: &[String]) -> RecipeProposer {
+        self.recipes.retain(|r| names.iter().any(|n| n == r.name()));
+        self
+    }
+
     /// Recipe indices with the tool each answers, tier by tier (structural
     /// first, micro-optimizations last); within a tier, the expert forms of
     /// the kernel's parallel pattern (the kernel model's) first, then recipes
@@ -91,7 +97,9 @@ impl Proposer for RecipeProposer {
                     with_float_math_first(
                         self.recipes[i].tier(),
                         &self.kernel,
-                        self.recipes[i].rewrite(ctx.source, &self.kernel),
+                        crate::fresh::with_fresh_names(ctx.source, &self.kernel, |t| {
+                            self.recipes[i].rewrite(t, &self.kernel)
+                        }),
                     ),
                 )
             })

@@ -115,3 +115,17 @@ pub(crate) fn atomic_add<'t>(text: &str, st: Node<'t>) -> Option<(Node<'t>, Node
     let [addr, val] = statements(call.child_by_field_name("arguments")?)[..] else { return None };
     Some((addr, val))
 }
+
+/// Whether `name` is a function or macro `text` defines (whose body a recipe cannot see from a call site).
+pub(crate) fn file_defines(text: &str, name: &str) -> bool {
+    kernelpro_source::parse(text).functions.iter().any(|f| f.name == name)
+        || text.lines().any(|l| {
+            l.trim_start().strip_prefix('#').is_some_and(|d| {
+                d.trim_start().strip_prefix("define").is_some_and(|m| {
+                    let m = m.trim_start();
+                    m.strip_prefix(name)
+                        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+                })
+            })
+        })
+}

@@ -36,7 +36,9 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                 .and_then(|v| v.as_str())
                 .ok_or_else(|| Error::invalid_params("kernelpro.optimize needs [uri, kernel]"))?
                 .to_string();
-            crate::jobs::optimize::start(server, uri, kernel, params.work_done_progress_params.work_done_token)
+            // A finding's quick fix names the recipes it promises: `[uri, kernel, [names]]`.
+            let recipes = args.get(2).and_then(|v| serde_json::from_value::<Vec<String>>(v.clone()).ok());
+            crate::jobs::optimize::start(server, uri, kernel, recipes, params.work_done_progress_params.work_done_token)
                 .await
                 .map(Some)
         }

@@ -10,7 +10,14 @@ use kernelpro_session::JobKind;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
-pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<ProgressToken>) -> Result<LSPAny> {
+/// `recipes`: only these built-in recipes (a structural finding's quick fix runs its promised rewrites).
+pub async fn start(
+    server: &Server,
+    uri: Uri,
+    kernel: String,
+    recipes: Option<Vec<String>>,
+    token: Option<ProgressToken>,
+) -> Result<LSPAny> {
     let settings = server.state.settings();
     if !settings.trusted {
         return Err(Error::invalid_params("KernelPro does not compile or run code in an untrusted workspace"));
@@ -79,6 +86,7 @@ pub async fn start(server: &Server, uri: Uri, kernel: String, token: Option<Prog
             .clone()
             .or_else(kernelpro_llm::ApiKey::from_env),
         profile_import: None,
+        recipes,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, f64)>();
     let handle = tokio::runtime::Handle::current();

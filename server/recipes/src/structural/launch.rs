@@ -121,6 +121,10 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
         if source == base.source {
             continue;
         }
+        if let Err(why) = within_device_limits(&source, &k.func.name) {
+            tracing::debug!(kernel = %k.func.name, %why, "launch variant dropped");
+            continue;
+        }
         out.push(Rewrite { source, note: format!("{}; launch block = {threads}, grid = {g}", base.note) });
     }
     // The rewrite as is idles most of the GPU under a launch of fewer blocks
@@ -141,4 +145,105 @@ fn tuple_parts(text: &str) -> Option<Vec<String>> {
     let parts: Vec<String> =
         kernelpro_spec::split_top_level(inner).into_iter().map(|(_, p)| p.trim().to_string()).collect();
     (parts.len() >= 2).then_some(parts)
+}
+
+/// The largest block, per dimension and in all (every GPU since compute capability 2.0).
+const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
+const MAX_BLOCK_THREADS: u64 = 1024;
+/// The largest grid, per dimension.
+const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+/// Shared memory a block may use on sm_90 (227 KiB, dynamic opted in; static at most 48 KiB).
+const MAX_SHARED_BYTES: u64 = 227 * 1024;
+/// 32-bit registers of one SM (every architecture since sm_50).
+const SM_REGISTERS: u64 = 64 * 1024;
+
+/// Why the launches the spec of `kernel` in `source` may pick cannot run on the target, if any:
+/// a block over 1024 threads or a dimension's limit, a grid dimension past its limit, more threads
+/// than the kernel's own `__launch_bounds__`, dynamic plus static shared memory over the
+/// architecture's limit, or (with `registers`, per thread from ptxas) more registers than an SM has.
+pub(crate) fn launch_limits(source: &str, kernel: &str, registers: Option<u32>) -> Result<(), String> {
+    let Some(k) = Kernel::find(source, kernel) else { return Ok(()) };
+    if k.spec_lines().is_empty() {
+        return Ok(());
+    }
+    // A spec that no longer resolves (the spec checks the limits too) would fail before the GPU.
+    let Some(launches) = k.all_launches().or_else(|| k.launch().map(|l| vec![l])) else {
+        return Err("the launch spec does not resolve".into());
+    };
+    let head = &source[k.definition().start_byte()..k.body().start_byte()];
+    let bound: Option<u64> = head.split_once("__launch_bounds__").and_then(|(_, rest)| {
+        let args = rest.trim_start().strip_prefix('(')?;
+        let first = args.split([',', ')']).next()?.trim();
+        first.parse().ok()
+    });
+    let static_shared = static_shared_bytes(&k);
+    for l in &launches {
+        let threads: u64 = l.block.iter().map(|&d| d as u64).product();
+        for axis in 0..3 {
+            if l.block[axis] == 0 || l.block[axis] > MAX_BLOCK[axis] {
+                return Err(format!("block dimension {} is {} (limit {})", axis, l.block[axis], MAX_BLOCK[axis]));
+            }
+            if l.grid[axis] == 0 || l.grid[axis] > MAX_GRID[axis] {
+                return Err(format!("grid dimension {} is {} (limit {})", axis, l.grid[axis], MAX_GRID[axis]));
+            }
+        }
+        if threads > MAX_BLOCK_THREADS {
+            return Err(format!("a block of {threads} threads (limit {MAX_BLOCK_THREADS})"));
+        }
+        if let Some(b) = bound.filter(|b| threads > *b) {
+            return Err(format!("a block of {threads} threads over the kernel's __launch_bounds__({b})"));
+        }
+        let shared = l.smem as u64 + static_shared;
+        if shared > MAX_SHARED_BYTES {
+            return Err(format!("{shared} bytes of shared memory a block (limit {MAX_SHARED_BYTES})"));
+        }
+        if let Some(r) = registers {
+            // Registers are allocated per warp in units of 256.
+            let per_warp = (r as u64 * 32).div_ceil(256) * 256;
+            let need = per_warp * threads.div_ceil(32);
+            if need > SM_REGISTERS {
+                return Err(format!("{r} registers a thread × {threads} threads exceed the SM's {SM_REGISTERS}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn within_device_limits(source: &str, kernel: &str) -> Result<(), String> {
+    launch_limits(source, kernel, None)
+}
+
+/// Bytes of the kernel body's `__shared__` arrays whose sizes are literals (`__shared__ float s[32][33];`),
+/// counted as 4-byte elements unless the type says 8 (`double`, `long long`, `float2`) or 16 (`float4`).
+fn static_shared_bytes(k: &Kernel) -> u64 {
+    let body = k.text_of(k.body());
+    let mut total = 0u64;
+    for decl in body.split(';') {
+        let Some((_, rest)) = decl.split_once("__shared__") else { continue };
+        if rest.contains("extern") || decl.contains("extern") {
+            continue;
+        }
+        let elem: u64 = if rest.contains("float4") || rest.contains("double2") || rest.contains("int4") {
+            16
+        } else if rest.contains("double") || rest.contains("long long") || rest.contains("float2") {
+            8
+        } else if rest.contains("half") || rest.contains("short") {
+            2
+        } else if rest.contains("char") {
+            1
+        } else {
+            4
+        };
+        let mut count = 1u64;
+        let mut any = false;
+        for part in rest.split('[').skip(1) {
+            let Some(n) = part.split(']').next().and_then(|n| n.trim().parse::<u64>().ok()) else { continue };
+            count = count.saturating_mul(n);
+            any = true;
+        }
+        if any {
+            total = total.saturating_add(count.saturating_mul(elem));
+        }
+    }
+    total
 }

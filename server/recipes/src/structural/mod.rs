@@ -54,6 +54,8 @@ pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
 pub use histogram::PrivateHistogram;
 pub use hoist::HoistRowWork;
+#[cfg(test)]
+pub(crate) use launch::launch_limits;
 pub use scan::WarpScan;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
