@@ -54,7 +54,7 @@ fn a_slow_search_ends_at_its_limit_with_the_best_verified_so_far() {
     eprintln!("ended after {elapsed:?}: {} evaluations; {:?}", out.evaluations, out.notes);
     assert!(elapsed < limit + Duration::from_secs(5), "{elapsed:?} for a {limit:?} limit");
     assert!(elapsed < limit + Duration::from_secs(2), "stopped at once: {elapsed:?} for a {limit:?} limit");
-    assert_eq!(out.stop, "WallTime");
+    assert_eq!(out.stop, "time limit (60 s) reached");
     assert!(out.evaluations >= 1, "{out:?}");
     assert!(out.speedup > 1.0 && out.edit.is_some(), "the best verified so far is offered: {}", out.title);
     let note =
