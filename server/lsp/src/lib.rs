@@ -26,7 +26,20 @@ pub async fn serve_stdio() -> std::process::ExitCode {
     let state = service.inner().state.clone();
     let service = protocol::Protocol::new(service);
     let exit_seen = service.exit_seen.clone();
-    Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    // Requests run concurrently (a slow one never holds a hover, and a
+    // `$/cancelRequest` is read while it runs); their heavy work shares the
+    // bounded pool of `server::blocking`.
+    // Text is validated once, here at the edge (protocol.rs says why).
+    let (input, validated) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Err(e) = protocol::validate_frames(tokio::io::stdin(), input).await {
+            tracing::warn!(error = %e, "reading the client's messages");
+        }
+    });
+    Transport::new(validated, tokio::io::stdout(), socket)
+        .concurrency_level(server::MAX_REQUESTS_IN_FLIGHT)
+        .serve(service)
+        .await;
     let shut_down = state.shut_down.load(std::sync::atomic::Ordering::SeqCst);
     if exit_seen.load(std::sync::atomic::Ordering::SeqCst) && !shut_down {
         std::process::ExitCode::FAILURE

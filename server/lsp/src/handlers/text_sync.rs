@@ -60,6 +60,13 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
     server.state.docs().remove(&uri);
     server.state.jobs().cancel(&uri, None);
+    // A closed file's diagnostics go with it (LSP: the server clears them);
+    // under the publish lock, so an analysis finishing now cannot put them back.
+    {
+        let _order = server.state.publish.lock().await;
+        let view = publish::header_view(&server.state, &uri);
+        server.client.publish_diagnostics(uri.clone(), view, None).await;
+    }
     let headers =
         server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
     for h in headers {
