@@ -80,6 +80,13 @@ impl Document {
         }
     }
 
+    /// The text now, for a snapshot made off the documents' lock
+    /// ([`LazySnapshot::snapshot`]: the line index of a large file costs a
+    /// scan, which must not hold every other request).
+    pub fn lazy_snapshot(&self) -> LazySnapshot {
+        LazySnapshot { text: self.text.clone(), lines: self.lines.get().cloned() }
+    }
+
     /// The cell holding this text's symbols: filled by the first
     /// documentSymbol request after a change, shared by every later one
     /// (and by those running at the same time) until the text changes again.
@@ -288,6 +295,19 @@ impl CoreLines {
 
 /// A document's text with its line index, detached from the document.
 #[derive(Clone)]
+/// A text whose line index may still have to be built.
+pub struct LazySnapshot {
+    text: Rope,
+    lines: Option<Arc<CoreLines>>,
+}
+
+impl LazySnapshot {
+    pub fn snapshot(self) -> TextSnapshot {
+        let lines = self.lines.unwrap_or_else(|| Arc::new(CoreLines::of(&self.text)));
+        TextSnapshot { text: self.text, lines }
+    }
+}
+
 pub struct TextSnapshot {
     pub text: Rope,
     lines: Arc<CoreLines>,
