@@ -469,8 +469,7 @@ fn sixteen_slow_requests_a_quick_hover_and_cancels() {
     );
     assert!(cancelled >= SLOW / 4, "{cancelled} of {} cancelled requests answered as cancelled", SLOW / 2);
     assert!(answered >= SLOW / 2, "{answered}");
-    let best = *hovers.iter().min().unwrap();
-    assert!(best <= Duration::from_millis(100), "hover took {hovers:?} behind {SLOW} slow requests");
+    assert!(hovers[0] <= Duration::from_millis(100), "hover took {hovers:?} behind {SLOW} slow requests");
     assert!(c.shutdown().success());
 }
 

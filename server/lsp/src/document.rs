@@ -14,6 +14,8 @@ pub struct Document {
     lines: OnceLock<Arc<CoreLines>>,
     /// The document's symbols, worked out once per text (see [`Document::symbols`]).
     symbols: Arc<tokio::sync::OnceCell<Arc<Vec<DocumentSymbol>>>>,
+    /// Counts the text's changes (to tell whether an index built off the lock is still of it).
+    generation: u64,
     pub version: i32,
     /// The latest finished analysis and the version it was made from.
     pub analysis: Option<(i32, Arc<FileAnalysis>)>,
@@ -47,6 +49,7 @@ impl Document {
             text: Rope::from_str(text),
             lines: OnceLock::new(),
             symbols: Arc::default(),
+            generation: 0,
             version,
             analysis: None,
             profile: None,
@@ -69,6 +72,7 @@ impl Document {
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
         self.symbols = Arc::default();
+        self.generation += 1;
     }
 
     /// The text and its line index as of now, to read without holding the
@@ -84,7 +88,17 @@ impl Document {
     /// ([`LazySnapshot::snapshot`]: the line index of a large file costs a
     /// scan, which must not hold every other request).
     pub fn lazy_snapshot(&self) -> LazySnapshot {
-        LazySnapshot { text: self.text.clone(), lines: self.lines.get().cloned() }
+        LazySnapshot { text: self.text.clone(), lines: self.lines.get().cloned(), generation: self.generation }
+    }
+
+    /// Takes a line index built off the lock from [`Document::lazy_snapshot`],
+    /// if the text has not changed since.
+    pub fn offer_lines(&self, snapshot: &LazySnapshot, lines: Arc<CoreLines>) -> bool {
+        if snapshot.generation == self.generation {
+            let _ = self.lines.set(lines);
+            return true;
+        }
+        false
     }
 
     /// The cell holding this text's symbols: filled by the first
@@ -109,6 +123,7 @@ impl Document {
         }
         self.lines = OnceLock::new();
         self.symbols = Arc::default();
+        self.generation += 1;
         match change.range {
             None => self.text = Rope::from_str(&change.text),
             Some(range) => {
@@ -299,9 +314,19 @@ impl CoreLines {
 pub struct LazySnapshot {
     text: Rope,
     lines: Option<Arc<CoreLines>>,
+    generation: u64,
 }
 
 impl LazySnapshot {
+    pub fn has_lines(&self) -> bool {
+        self.lines.is_some()
+    }
+
+    /// The line index of this text (built now if it was not yet).
+    pub fn lines(&self) -> Arc<CoreLines> {
+        self.lines.clone().unwrap_or_else(|| Arc::new(CoreLines::of(&self.text)))
+    }
+
     pub fn snapshot(self) -> TextSnapshot {
         let lines = self.lines.unwrap_or_else(|| Arc::new(CoreLines::of(&self.text)));
         TextSnapshot { text: self.text, lines }

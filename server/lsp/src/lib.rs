@@ -11,6 +11,7 @@ mod log;
 mod protocol;
 mod server;
 mod state;
+mod stdio;
 
 pub use server::Server;
 use tower_lsp_server::{LspService, Server as Transport};
@@ -29,17 +30,15 @@ pub async fn serve_stdio() -> std::process::ExitCode {
     // Requests run concurrently (a slow one never holds a hover, and a
     // `$/cancelRequest` is read while it runs); their heavy work shares the
     // bounded pool of `server::blocking`.
-    // Text is validated once, here at the edge (protocol.rs says why).
-    let (input, validated) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        if let Err(e) = protocol::validate_frames(tokio::io::stdin(), input).await {
-            tracing::warn!(error = %e, "reading the client's messages");
-        }
-    });
-    Transport::new(validated, tokio::io::stdout(), socket)
+    // Text is validated once, here at the edge (protocol.rs says why), on the
+    // thread that reads stdin (stdio.rs says why threads).
+    let (output, writer) = stdio::output();
+    Transport::new(stdio::input(), output, socket)
         .concurrency_level(server::MAX_REQUESTS_IN_FLIGHT)
         .serve(service)
         .await;
+    // Every answer written (the transport has dropped its end) before the process ends.
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     let shut_down = state.shut_down.load(std::sync::atomic::Ordering::SeqCst);
     if exit_seen.load(std::sync::atomic::Ordering::SeqCst) && !shut_down {
         std::process::ExitCode::FAILURE

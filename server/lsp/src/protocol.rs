@@ -12,10 +12,10 @@
 //! and the session goes on.
 
 use futures::future::{self, BoxFuture, FutureExt};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tower_lsp_server::ExitedError;
 use tower_lsp_server::jsonrpc::{Error, Request, Response};
 use tower_service::Service;
@@ -78,20 +78,18 @@ pub const INVALID_TEXT: &str = "$/kernelpro/invalidText";
 /// Passes LSP frames from `input` to `output`, replacing each message whose
 /// JSON holds a lone surrogate by an [`INVALID_TEXT`] message with the same
 /// id. Anything it cannot frame (no `Content-Length`) is passed on as it is,
-/// from there on, for the transport to judge as before.
-pub async fn validate_frames(
-    input: impl AsyncRead + Unpin,
-    mut output: impl AsyncWrite + Unpin,
-) -> std::io::Result<()> {
+/// from there on, for the transport to judge as before. Blocking: it runs on
+/// the thread that reads stdin (`stdio.rs`).
+pub fn validate_frames(input: impl Read, mut output: impl Write) -> std::io::Result<()> {
     let mut input = BufReader::with_capacity(1 << 16, input);
     loop {
         let mut headers = Vec::new();
         let mut length = None;
         loop {
             let mut line = Vec::new();
-            if input.read_until(b'\n', &mut line).await? == 0 {
-                output.write_all(&headers).await?;
-                return output.flush().await;
+            if input.read_until(b'\n', &mut line)? == 0 {
+                output.write_all(&headers)?;
+                return output.flush();
             }
             headers.extend_from_slice(&line);
             let text = String::from_utf8_lossy(&line);
@@ -107,28 +105,30 @@ pub async fn validate_frames(
         }
         let Some(length) = length else {
             // Not a frame we understand: the transport says what is wrong with it.
-            output.write_all(&headers).await?;
-            tokio::io::copy(&mut input, &mut output).await?;
-            return output.flush().await;
+            output.write_all(&headers)?;
+            std::io::copy(&mut input, &mut output)?;
+            return output.flush();
         };
-        let mut body = vec![0; length];
-        if let Err(e) = input.read_exact(&mut body).await {
-            output.write_all(&headers).await?;
-            output.flush().await?;
-            return if e.kind() == std::io::ErrorKind::UnexpectedEof { Ok(()) } else { Err(e) };
+        let mut body = Vec::new();
+        (&mut input).take(length as u64).read_to_end(&mut body)?;
+        if body.len() < length {
+            // Cut short by the end of input: passed on, the transport sees the end.
+            output.write_all(&headers)?;
+            output.write_all(&body)?;
+            return output.flush();
         }
         match invalid_text(&body) {
             None => {
-                output.write_all(&headers).await?;
-                output.write_all(&body).await?;
+                output.write_all(&headers)?;
+                output.write_all(&body)?;
             }
             Some(replacement) => {
                 let body = replacement.to_string();
-                output.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).await?;
-                output.write_all(body.as_bytes()).await?;
+                output.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())?;
+                output.write_all(body.as_bytes())?;
             }
         }
-        output.flush().await?;
+        output.flush()?;
     }
 }
 

@@ -15,12 +15,15 @@ use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
 pub async fn document_symbol(server: &Server, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
-    let Some((text, cell)) = server.state.docs().get(&params.text_document.uri).map(|d| (d.snapshot(), d.symbols()))
+    // The line index of a new text is built on the pool's thread, not under the documents' lock.
+    let Some((text, cell)) =
+        server.state.docs().get(&params.text_document.uri).map(|d| (d.lazy_snapshot(), d.symbols()))
     else {
         return Ok(None);
     };
-    let symbols =
-        cell.get_or_init(|| async move { Arc::new(crate::server::blocking(move || symbols(&text)).await) }).await;
+    let symbols = cell
+        .get_or_init(|| async move { Arc::new(crate::server::blocking(move || symbols(&text.snapshot())).await) })
+        .await;
     Ok(Some(DocumentSymbolResponse::Nested(symbols.as_ref().clone())))
 }
 

@@ -29,8 +29,19 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     // the next save.
     if finding_lines(doc) != before {
         drop(docs);
-        let (state, client, uri) = (server.state.clone(), server.client.clone(), params.text_document.uri);
-        tokio::spawn(async move { publish::republish(&state, &client, &uri).await });
+        // One republish for a burst of changes (a client sends one per
+        // keystroke, and a paste or a replay many at once): later changes
+        // find one pending and leave it to pick them up.
+        let uri = params.text_document.uri;
+        if !server.state.republish_pending().insert(uri.clone()) {
+            return;
+        }
+        let (state, client) = (server.state.clone(), server.client.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            state.republish_pending().remove(&uri);
+            publish::republish(&state, &client, &uri).await
+        });
     }
 }
 
