@@ -94,8 +94,21 @@ pub fn template_openings(text: &str) -> usize {
     let b = text.as_bytes();
     let (mut i, mut depth, mut max) = (0usize, 0usize, 0usize);
     let mut last_word = false; // the previous token is an identifier
+    let mut directive = false; // on a preprocessor line (`#if A < B` ends with the line)
+    let mut line_start = true;
     while i < b.len() {
         let c = b[i];
+        if line_start && c == b'#' {
+            directive = true;
+        }
+        if c == b'\n' {
+            line_start = true;
+            if std::mem::take(&mut directive) {
+                depth = 0;
+            }
+        } else if !c.is_ascii_whitespace() {
+            line_start = false;
+        }
         match c {
             b'/' if b.get(i + 1) == Some(&b'/') => {
                 i = memchr_from(b, i, b'\n');
@@ -282,6 +295,9 @@ mod tests {
         assert_eq!(template_openings("for (int i = 0; i < n; ++i) { a = b < c; }"), 1);
         assert_eq!(template_openings("A<B<C<int>>> x; y = z << 2;"), 3);
         assert_eq!(template_openings("// A<B<C<D<\n\"E<F<G<\" /* H<I<J< */ x;"), 0);
+        let directives = "#if A < B\n#elif C < D\n".repeat(100);
+        assert_eq!(template_openings(&directives), 1, "each directive's comparison ends with its line");
+        assert_eq!(template_openings("#include <cuda.h>\nA<B<int>> x;"), 2);
         let deep = format!("int x = {}1{};", "f<".repeat(1000), ">()".repeat(1000));
         assert_eq!(template_openings(&deep), 1000);
     }
@@ -306,5 +322,29 @@ mod tests {
             let got = check(&text, &Budget::default(), &|| false).map(|(_, c)| c);
             println!("{what}: {} bytes, {:?}, {:?}", text.len(), t.elapsed(), got);
         }
+    }
+
+    /// Real headers stay inside the pre-scan's limit: `KERNELPRO_HEADERS=DIR:DIR
+    /// cargo test -p kernelpro-source --lib budget::tests::real_headers -- --ignored --nocapture`
+    /// (CUTLASS's `include/` and CUDA's: 64 is far above what they nest).
+    #[test]
+    #[ignore = "needs KERNELPRO_HEADERS"]
+    fn real_headers_stay_inside_the_template_limit() {
+        let dirs = std::env::var("KERNELPRO_HEADERS").expect("KERNELPRO_HEADERS");
+        let (mut files, mut worst) = (0, (0, String::new()));
+        let mut stack: Vec<std::path::PathBuf> = std::env::split_paths(&dirs).collect();
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else if let Ok(text) = std::fs::read_to_string(&p) {
+                files += 1;
+                let n = template_openings(&text);
+                if n > worst.0 {
+                    worst = (n, p.display().to_string());
+                }
+            }
+        }
+        println!("{files} headers, deepest template openings {} in {}", worst.0, worst.1);
+        assert!(files > 0 && worst.0 <= Budget::default().max_template_depth, "{worst:?}");
     }
 }
