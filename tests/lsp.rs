@@ -424,7 +424,15 @@ fn optimize_command_then_apply_code_action() {
     );
     let note = "the LLM proposer is not used: set llm.model";
     let told = c.wait(Duration::from_secs(1), |m| m["method"] == "window/showMessage").expect("the result is shown");
-    assert!(told["params"]["message"].as_str().unwrap().contains(note), "{told}");
+    assert!(told["params"]["message"].as_str().unwrap().contains("saxpy"), "{told}");
+    // What went wrong with the LLM: a warning of its own, and in the reply.
+    let warned = c
+        .wait(Duration::from_secs(1), |m| {
+            m["method"] == "window/showMessage" && m["params"]["message"].as_str().is_some_and(|t| t.contains(note))
+        })
+        .expect("the LLM note is shown");
+    assert_eq!(warned["params"]["type"], 2, "{warned}");
+    assert!(reply["result"]["warnings"][0].as_str().unwrap().contains(note), "{reply}");
     let kernel_line = text.lines().position(|l| l.contains("void saxpy")).unwrap();
     let actions = c.request("textDocument/codeAction", json!({"textDocument": {"uri": u}, "range": {"start": {"line": kernel_line, "character": 0}, "end": {"line": kernel_line, "character": 0}}, "context": {"diagnostics": []}}));
     let apply = actions["result"]

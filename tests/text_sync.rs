@@ -334,3 +334,140 @@ fn trust_change_reanalyses_open_documents() {
         assert!(!messages.iter().any(|m| m.contains("not trusted")), "{messages:?}");
     }
 }
+
+/// A lone UTF-16 surrogate (`\ud800`, legal JSON that no Rust string holds)
+/// used to end the session: now a request holding one gets an InvalidParams
+/// error, a notification is ignored with a log message, and the server goes
+/// on. Raw JSON-RPC bytes over the real binary.
+#[test]
+fn lone_surrogates_are_refused_at_the_protocol_edge() {
+    let mut c = Client::spawn(json!({}));
+    let u = "file:///sync/surrogate.cu";
+    // didOpen with a lone surrogate: ignored, logged.
+    c.send_raw(
+        br#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///sync/surrogate.cu","languageId":"cuda","version":1,"text":"__global__ void bad(float* y) { y[0] = 1; } // \ud800"}}}"#,
+    );
+    let log = c
+        .wait(Duration::from_secs(20), |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"].as_str().is_some_and(|t| t.contains("not valid Unicode"))
+        })
+        .expect("a log message about the ignored didOpen");
+    assert!(log["params"]["message"].as_str().unwrap().contains("textDocument/didOpen"), "{log}");
+    // A request with one: an error reply with its id.
+    c.send_raw(
+        br#"{"jsonrpc":"2.0","id":900,"method":"textDocument/hover","params":{"textDocument":{"uri":"file:///sync/\udfff.cu"},"position":{"line":0,"character":0}}}"#,
+    );
+    let reply = c.response(900, Duration::from_secs(20));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("surrogate"), "{reply}");
+    // A didChange with one, on an open document: ignored, the text unchanged.
+    c.open(u, "__global__ void good(float* y) { y[0] = 1; }\n", 1);
+    c.send_raw(
+        br#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///sync/surrogate.cu","version":2},"contentChanges":[{"text":"__global__ void changed(float* y) {} \ud800"}]}}"#,
+    );
+    // A valid pair passes: the session lives and the text is what was opened.
+    let symbols = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
+    let names: Vec<&str> = symbols["result"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["good"], "{symbols}");
+    c.send_raw(
+        br#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///sync/surrogate.cu","version":3},"contentChanges":[{"text":"// \ud83d\ude00\n__global__ void paired(float* y) {}\n"}]}}"#,
+    );
+    let symbols = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
+    assert_eq!(symbols["result"][0]["name"], "paired", "{symbols}");
+    assert!(c.alive());
+    assert!(c.shutdown().success());
+}
+
+/// didClose clears the file's diagnostics (an empty publish), and an analysis
+/// that finishes after the close publishes nothing.
+#[test]
+fn diagnostics_are_cleared_on_close() {
+    let mut c = Client::spawn(json!({}));
+    let u = "file:///sync/closed.cu";
+    c.open(u, "__global__ void k(float* y) { y[0] = 1; }\n", 1);
+    let d = c.wait_publish(u, Duration::from_secs(60));
+    assert!(!d["diagnostics"].as_array().unwrap().is_empty(), "{d}");
+    c.notify("textDocument/didClose", json!({"textDocument": {"uri": u}}));
+    let d = c.wait_publish(u, Duration::from_secs(20));
+    assert_eq!(d["diagnostics"], json!([]), "{d}");
+    // Open, change and close at once: whatever comes last for the file is empty.
+    c.open(u, "__global__ void k(float* y) { y[0] = 1; }\n", 2);
+    c.change_all(u, "__global__ void k2(float* y) { y[0] = 2; }\n", 3);
+    c.notify("textDocument/didClose", json!({"textDocument": {"uri": u}}));
+    c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///sync/none.cu"}}));
+    std::thread::sleep(Duration::from_secs(2));
+    c.wait(Duration::from_millis(10), |_| false);
+    let last = c
+        .backlog
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == u)
+        .expect("a publish after the close");
+    assert_eq!(last["params"]["diagnostics"], json!([]), "{last}");
+    assert!(c.shutdown().success());
+}
+
+/// 3,000 findings and 3,000 unsaved edits: mapping the findings through the
+/// edits is linear (the edits are composed once), so a request on another
+/// file, sent after the edits, is answered in well under a second (it waited
+/// 12.5 s behind the quadratic mapping).
+#[test]
+fn three_thousand_findings_through_three_thousand_edits() {
+    const N: usize = 3000;
+    let mut c = Client::spawn(json!({}));
+    let (u, other) = ("file:///sync/findings.cu", "file:///sync/other.cu");
+    c.open(other, "__global__ void o(float* y) { y[0] = 1; }\n", 1);
+    c.wait_publish(other, Duration::from_secs(60));
+    // One launch-spec error per line: 3,000 findings without a compiler.
+    let text: String = (0..N).map(|i| format!("// kernelpro: grid = ({i}\n")).collect::<String>()
+        + "__global__ void k(float* y) { y[0] = 1; }\n";
+    c.open(u, &text, 1);
+    let d = c.wait_publish(u, Duration::from_secs(120));
+    let findings = d["diagnostics"].as_array().unwrap().len();
+    assert!(findings >= N, "{findings} findings");
+    // Typing on each finding's line (the findings stay where they are, each
+    // change is one more edit to map through).
+    let started = std::time::Instant::now();
+    for i in 0..N {
+        let line = (i * 7) % N;
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": i + 2}, "contentChanges": [{"range": {"start": {"line": line, "character": 2}, "end": {"line": line, "character": 2}}, "text": " "}]}),
+        );
+    }
+    let sent = started.elapsed();
+    let t = std::time::Instant::now();
+    c.request("textDocument/hover", json!({"textDocument": {"uri": other}, "position": {"line": 0, "character": 17}}));
+    let hover = t.elapsed();
+    println!(
+        "{findings} findings x {N} edits: edits sent in {} ms, a hover on another file answered {} ms after them",
+        sent.as_millis(),
+        hover.as_millis()
+    );
+    assert!(hover < Duration::from_secs(3), "the hover waited {hover:?}");
+    assert!(c.shutdown().success());
+}
+
+/// A newline in the file's name: the compiler's messages name the file over
+/// two lines, and the diagnostic must still land on its own line of the file.
+#[test]
+#[ignore = "fails: nvcc names the file over two lines and core/src/nvcc_diag.rs takes the second as an included file (the fix is in core's compile, which the `shell` branch rewrites: see docs/reliability.md)"]
+fn a_newline_in_the_file_name_does_not_misplace_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two\nlines.cu");
+    let text = "// top\n// 2\n__global__ void k(float* y) {\n  y[0] = undefined_name;\n}\n";
+    std::fs::write(&path, text).unwrap();
+    let u = format!("file://{}", dir.path().join("two%0Alines.cu").display());
+    let mut c = Client::spawn(trusted());
+    c.open(&u, text, 1);
+    let d = c.wait_diagnostics(&u, Duration::from_secs(120));
+    let hit = d["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().contains("undefined_name"))
+        .unwrap_or_else(|| panic!("{d}"))
+        .clone();
+    assert_eq!(hit["range"]["start"]["line"], 3, "{hit}");
+}

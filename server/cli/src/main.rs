@@ -127,7 +127,7 @@ fn main() -> ExitCode {
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         end_children_on_signal();
         match command {
             Command::Lsp => kernelpro_lsp::serve_stdio().await,
@@ -154,7 +154,14 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-    })
+    });
+    // Work left on blocking threads (an analysis of a huge file, cancelled but
+    // between two checks of its flag) must not hold `exit`: dropping the
+    // runtime would wait for it. The tasks' futures are dropped, so their
+    // children's groups are killed (`runner::run_tool`).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    kernelpro_core::children::kill_all();
+    code
 }
 
 /// SIGTERM (an editor stopping the server, a service manager), SIGINT

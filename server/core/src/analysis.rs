@@ -53,13 +53,44 @@ pub struct FileAnalysis {
     /// How many of `findings` come before the static tools' (specs, compiler
     /// messages, rejected flags): step two replaces everything after them.
     pub base_findings: usize,
+    /// The file is over the analysis budget (`kernelpro_source::budget`): one
+    /// finding says so, and no source or SASS tool walks it.
+    pub over_budget: bool,
 }
 
 impl FileAnalysis {
     /// What needs no external tool: the file's structure and its launch specs.
     /// This is all an untrusted workspace gets.
     pub fn without_tools(path: &Path, text: &str, settings: &Settings) -> FileAnalysis {
-        let source = source::parse(text);
+        Self::without_tools_within(path, text, settings, &|| false)
+    }
+
+    /// [`FileAnalysis::without_tools`] under the analysis budget, stopping
+    /// early once `cancelled()` (a newer version started): a file over the
+    /// budget gets one finding saying which limit it passed, and nothing else.
+    pub fn without_tools_within(
+        path: &Path,
+        text: &str,
+        settings: &Settings,
+        cancelled: &dyn Fn() -> bool,
+    ) -> FileAnalysis {
+        let source = match source::budget::check(text, &source::budget::Budget::default(), cancelled) {
+            Ok((tree, _)) => source::of_tree(&tree, text),
+            Err(refused) => {
+                let finding = Finding::new("kernelpro", Severity::Warning, Span::line(0), refused.message())
+                    .with_code("analysis-budget");
+                return FileAnalysis {
+                    path: path.to_path_buf(),
+                    text: Arc::from(text),
+                    base_findings: 1,
+                    findings: vec![finding],
+                    arch: settings.arch.clone(),
+                    default_block_size: settings.block_size,
+                    over_budget: true,
+                    ..Default::default()
+                };
+            }
+        };
         let (specs, spec_findings) = crate::launch::resolve_all(text, &source, &ResolveOptions::default());
         let mut launches = kernelpro_lints::launch::in_file(text, &source, source.kernels());
         for (k, s) in &specs {
@@ -238,8 +269,11 @@ impl Analyzer {
         let prepared = {
             let (path, text, settings) = (path.to_path_buf(), text.to_string(), settings.clone());
             let nvcc = nvcc.path.clone();
+            let token = cancel.clone();
             tokio::task::spawn_blocking(move || {
-                let mut analysis = FileAnalysis::without_tools(&path, &text, &settings);
+                // A newer save stops the parse and the budget's walk at once.
+                let mut analysis =
+                    FileAnalysis::without_tools_within(&path, &text, &settings, &|| token.is_cancelled());
                 analysis.key = key;
                 analysis.nvcc = Some(nvcc);
                 analysis.headers = headers;
@@ -475,6 +509,9 @@ fn static_findings(
     resources: &[KernelResources],
     which: impl Fn(Needs) -> bool,
 ) -> StaticFindings {
+    if first.over_budget {
+        return StaticFindings { main: Vec::new(), headers: Vec::new() };
+    }
     let text = &*first.text;
     let thresholds = kernelpro_lints::Thresholds::default();
     let path_str = first.path.display().to_string();

@@ -117,7 +117,10 @@ impl Index {
             build_time: Duration::ZERO,
         };
         for path in paths {
-            let bytes = std::fs::read(&path).map_err(|source| BuildError::Io { path: path.clone(), source })?;
+            let Some(bytes) = read_regular(&path).map_err(|source| BuildError::Io { path: path.clone(), source })?
+            else {
+                continue; // swapped for a FIFO or a device since the walk: skipped, never read
+            };
             let relative = path.strip_prefix(root).unwrap_or(&path);
             let relative = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
             index.add(relative, String::from_utf8_lossy(&bytes).into_owned());
@@ -178,10 +181,29 @@ impl Index {
     }
 }
 
+/// The bytes of `path` if it is a regular file (by the type of the file
+/// opened, so a FIFO or device put there after the walk is not read: opening
+/// a FIFO without a writer would block and reading `/dev/zero` never ends);
+/// `None` for any other type. Read at most `MAX_FILE_BYTES` + 1.
+fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
 /// Source files below `dir`, walked with an explicit stack. Each directory
 /// is entered once (by its canonical path, so a symlink loop ends), folders
 /// are entered only inside `dir` and files taken only inside `root`
 /// (canonical): a link out of the tree would hand its target to the model.
+/// Only regular files are taken (by type, through links): a FIFO or a device
+/// named like a header would hang the read or never end it.
 fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), BuildError> {
     let Ok(top) = std::fs::canonicalize(dir) else {
         return Ok(()); // optional directory (a wheel has no tools/util)
@@ -207,7 +229,8 @@ fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()
             };
             if meta.is_dir() {
                 stack.push(path);
-            } else if meta.len() <= MAX_FILE_BYTES
+            } else if meta.is_file()
+                && meta.len() <= MAX_FILE_BYTES
                 && path.extension().and_then(|e| e.to_str()).is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
                 && std::fs::canonicalize(&path).is_ok_and(|c| c.starts_with(root))
             {
@@ -216,4 +239,23 @@ fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file swapped for a FIFO or a device after the walk: the read checks the
+    /// type of what it opened and returns at once.
+    #[test]
+    fn a_fifo_or_a_device_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x.hpp");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert_eq!(read_regular(&fifo).unwrap(), None);
+        assert_eq!(read_regular(Path::new("/dev/zero")).unwrap(), None);
+        let file = dir.path().join("y.hpp");
+        std::fs::write(&file, "int y;\n").unwrap();
+        assert_eq!(read_regular(&file).unwrap().as_deref(), Some(&b"int y;\n"[..]));
+    }
 }

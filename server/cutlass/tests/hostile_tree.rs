@@ -54,3 +54,25 @@ fn symlink_loops_end_and_links_out_of_the_tree_are_not_read() {
     let escape = dir.path().join("outside/secret.h").display().to_string();
     assert!(matches!(index.read_file(&escape, 1, 1), Err(ReadError::OutsideTree(_))));
 }
+
+/// A FIFO (no writer: opening it for reading would wait for ever) and a link
+/// to a device named like headers: the walk skips both by their type, the
+/// index is built and the process can exit.
+#[test]
+fn a_fifo_or_a_device_in_the_tree_is_skipped_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = plant(dir.path());
+    let fifo = root.join("include/cute/pipe.hpp");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    // Inside the tree by its canonical path, so only the type keeps it out.
+    std::fs::create_dir_all(root.join("include/cutlass/dev")).unwrap();
+    symlink(&fifo, root.join("include/cutlass/dev/linked_pipe.h")).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let r = root.clone();
+    std::thread::spawn(move || tx.send(Index::build(&r).map_err(|e| e.to_string())));
+    let index = rx.recv_timeout(Duration::from_secs(20)).expect("the index hung on a FIFO").unwrap();
+    let paths: Vec<&str> = index.paths().collect();
+    assert!(paths.contains(&"include/cute/tensor.hpp"), "{paths:?}");
+    assert!(!paths.iter().any(|p| p.contains("pipe")), "{paths:?}");
+}

@@ -6,12 +6,16 @@ use kernelpro_model::{Pos, Span};
 use kernelpro_session::{EditLog, LineChange};
 use ropey::Rope;
 use std::sync::{Arc, OnceLock};
-use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+use tower_lsp_server::ls_types::{DocumentSymbol, Position, Range, TextDocumentContentChangeEvent};
 
 pub struct Document {
     text: Rope,
     /// Where core lines start, computed once per text (see [`CoreLines`]).
     lines: OnceLock<Arc<CoreLines>>,
+    /// The document's symbols, worked out once per text (see [`Document::symbols`]).
+    symbols: Arc<tokio::sync::OnceCell<Arc<Vec<DocumentSymbol>>>>,
+    /// Counts the text's changes (to tell whether an index built off the lock is still of it).
+    generation: u64,
     pub version: i32,
     /// The latest finished analysis and the version it was made from.
     pub analysis: Option<(i32, Arc<FileAnalysis>)>,
@@ -20,6 +24,10 @@ pub struct Document {
     /// Line changes not yet seen by the stored analysis or profile, with the
     /// version each made, so findings, hover and lenses stay on their lines.
     edits: Vec<(i32, LineChange)>,
+    /// `edits` after the stored analysis's version, composed.
+    analysis_edits: EditLog,
+    /// `edits` after the stored profile's version, composed.
+    profile_edits: EditLog,
 }
 
 /// Findings and per-kernel verdicts of the last profile of a document.
@@ -40,10 +48,14 @@ impl Document {
         Document {
             text: Rope::from_str(text),
             lines: OnceLock::new(),
+            symbols: Arc::default(),
+            generation: 0,
             version,
             analysis: None,
             profile: None,
             edits: Vec::new(),
+            analysis_edits: EditLog::new(),
+            profile_edits: EditLog::new(),
         }
     }
 
@@ -59,6 +71,8 @@ impl Document {
         }
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
+        self.symbols = Arc::default();
+        self.generation += 1;
     }
 
     /// The text and its line index as of now, to read without holding the
@@ -70,6 +84,30 @@ impl Document {
         }
     }
 
+    /// The text now, for a snapshot made off the documents' lock
+    /// ([`LazySnapshot::snapshot`]: the line index of a large file costs a
+    /// scan, which must not hold every other request).
+    pub fn lazy_snapshot(&self) -> LazySnapshot {
+        LazySnapshot { text: self.text.clone(), lines: self.lines.get().cloned(), generation: self.generation }
+    }
+
+    /// Takes a line index built off the lock from [`Document::lazy_snapshot`],
+    /// if the text has not changed since.
+    pub fn offer_lines(&self, snapshot: &LazySnapshot, lines: Arc<CoreLines>) -> bool {
+        if snapshot.generation == self.generation {
+            let _ = self.lines.set(lines);
+            return true;
+        }
+        false
+    }
+
+    /// The cell holding this text's symbols: filled by the first
+    /// documentSymbol request after a change, shared by every later one
+    /// (and by those running at the same time) until the text changes again.
+    pub fn symbols(&self) -> Arc<tokio::sync::OnceCell<Arc<Vec<DocumentSymbol>>>> {
+        self.symbols.clone()
+    }
+
     /// Applies one change of the edit that made `self.version`.
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
         match change.range {
@@ -77,12 +115,15 @@ impl Document {
                 let old = self.text.to_string();
                 self.record_replacement(&old, &change.text);
             }
-            Some(r) => self.edits.push((
-                self.version,
-                LineChange::from_range((r.start.line, r.start.character), (r.end.line, r.end.character), &change.text),
+            Some(r) => self.record(LineChange::from_range(
+                (r.start.line, r.start.character),
+                (r.end.line, r.end.character),
+                &change.text,
             )),
         }
         self.lines = OnceLock::new();
+        self.symbols = Arc::default();
+        self.generation += 1;
         match change.range {
             None => self.text = Rope::from_str(&change.text),
             Some(range) => {
@@ -130,19 +171,31 @@ impl Document {
                 continue;
             }
             let inserted = "\n".repeat(n.len());
-            self.edits.push((self.version, LineChange::from_range((o.start as u32, 0), (o.end as u32, 0), &inserted)));
+            self.record(LineChange::from_range((o.start as u32, 0), (o.end as u32, 0), &inserted));
         }
+    }
+
+    /// One line change of the edit that made `self.version`: kept (for a
+    /// result of an older version that lands later) and composed at once into
+    /// the maps of the stored analysis and profile, so mapping their findings
+    /// never replays the edits (`EditLog`: linear, not findings x edits).
+    fn record(&mut self, change: LineChange) {
+        self.edits.push((self.version, change));
+        self.analysis_edits.push(change);
+        self.profile_edits.push(change);
     }
 
     /// Stores a finished analysis of `version`; edits up to it are now in it.
     pub fn set_analysis(&mut self, version: i32, analysis: Arc<FileAnalysis>) {
         self.analysis = Some((version, analysis));
+        self.analysis_edits = self.edits_since(version);
         self.forget_old_edits();
     }
 
     /// Stores a finished profile (of the text of `profile.version`, which may
     /// be older than the document now: its findings are moved when published).
     pub fn set_profile(&mut self, profile: ProfileState) {
+        self.profile_edits = self.edits_since(profile.version);
         self.profile = Some(profile);
         self.forget_old_edits();
     }
@@ -160,7 +213,7 @@ impl Document {
     /// rewritten since are dropped (profile again to place them).
     pub fn profile_findings_now(&self) -> Vec<kernelpro_model::Finding> {
         let Some(profile) = &self.profile else { return Vec::new() };
-        let edits = self.edits_since(profile.version);
+        let edits = &self.profile_edits;
         profile
             .findings
             .iter()
@@ -169,12 +222,12 @@ impl Document {
     }
 
     /// The changes since the stored analysis's text.
-    pub fn edits_since_analysis(&self) -> EditLog {
-        self.edits_since(self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v))
+    pub fn edits_since_analysis(&self) -> &EditLog {
+        &self.analysis_edits
     }
 
-    /// The changes made after `version`.
-    pub fn edits_since(&self, version: i32) -> EditLog {
+    /// The changes made after `version`, composed (once per stored result).
+    fn edits_since(&self, version: i32) -> EditLog {
         let mut log = EditLog::new();
         for (_, c) in self.edits.iter().filter(|(v, _)| *v > version) {
             log.push(*c);
@@ -257,6 +310,29 @@ impl CoreLines {
 
 /// A document's text with its line index, detached from the document.
 #[derive(Clone)]
+/// A text whose line index may still have to be built.
+pub struct LazySnapshot {
+    text: Rope,
+    lines: Option<Arc<CoreLines>>,
+    generation: u64,
+}
+
+impl LazySnapshot {
+    pub fn has_lines(&self) -> bool {
+        self.lines.is_some()
+    }
+
+    /// The line index of this text (built now if it was not yet).
+    pub fn lines(&self) -> Arc<CoreLines> {
+        self.lines.clone().unwrap_or_else(|| Arc::new(CoreLines::of(&self.text)))
+    }
+
+    pub fn snapshot(self) -> TextSnapshot {
+        let lines = self.lines.unwrap_or_else(|| Arc::new(CoreLines::of(&self.text)));
+        TextSnapshot { text: self.text, lines }
+    }
+}
+
 pub struct TextSnapshot {
     pub text: Rope,
     lines: Arc<CoreLines>,

@@ -11,6 +11,7 @@ mod log;
 mod protocol;
 mod server;
 mod state;
+mod stdio;
 
 pub use server::Server;
 use tower_lsp_server::{LspService, Server as Transport};
@@ -26,7 +27,18 @@ pub async fn serve_stdio() -> std::process::ExitCode {
     let state = service.inner().state.clone();
     let service = protocol::Protocol::new(service);
     let exit_seen = service.exit_seen.clone();
-    Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    // Requests run concurrently (a slow one never holds a hover, and a
+    // `$/cancelRequest` is read while it runs); their heavy work shares the
+    // bounded pool of `server::blocking`.
+    // Text is validated once, here at the edge (protocol.rs says why), on the
+    // thread that reads stdin (stdio.rs says why threads).
+    let (output, writer) = stdio::output();
+    Transport::new(stdio::input(), output, socket)
+        .concurrency_level(server::MAX_REQUESTS_IN_FLIGHT)
+        .serve(service)
+        .await;
+    // Every answer written (the transport has dropped its end) before the process ends.
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     let shut_down = state.shut_down.load(std::sync::atomic::Ordering::SeqCst);
     if exit_seen.load(std::sync::atomic::Ordering::SeqCst) && !shut_down {
         std::process::ExitCode::FAILURE

@@ -33,6 +33,8 @@ pub struct State {
     /// Every running job (analysis, profile, optimize), one per document, kind
     /// and kernel, version-tagged; didClose and shutdown cancel them.
     pub jobs: Mutex<kernelpro_session::Jobs<Uri, String>>,
+    /// Documents with a republish queued after a change (see `handlers::text_sync::did_change`).
+    pub republish_pending: Mutex<std::collections::HashSet<Uri>>,
     /// The tokens of running profiles and searches, by progress token (the Cancel button).
     pub progress_cancels: Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
     /// What can run here, from the last doctor (at start, after a settings
@@ -55,6 +57,9 @@ impl State {
     /// Lock order: `docs` before `jobs` where both are held.
     pub fn jobs(&self) -> MutexGuard<'_, kernelpro_session::Jobs<Uri, String>> {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    pub fn republish_pending(&self) -> MutexGuard<'_, std::collections::HashSet<Uri>> {
+        self.republish_pending.lock().unwrap_or_else(|p| p.into_inner())
     }
     pub fn settings(&self) -> Settings {
         self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()

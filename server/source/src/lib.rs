@@ -2,11 +2,12 @@
 //! host functions, their parameters and spans. Parse errors never block
 //! anything: tree-sitter recovers and nvcc stays the judge of errors.
 
+pub mod budget;
 pub mod kernel_model;
 
 use kernelpro_model::{Pos, Span};
 use serde::Serialize;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -71,16 +72,23 @@ impl SourceFile {
     }
 }
 
+/// The tree of `text`, or `None` past the parse's share of the analysis
+/// budget (a text over 8 MiB, template arguments nested past 64, more than
+/// 10 s of parsing): every parse of a user's text goes through here or
+/// [`budget::check`], so no caller can spend gigabytes on one.
 pub fn parse_tree(text: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_cuda::LANGUAGE.into()).ok()?;
-    parser.parse(text, None)
+    budget::parse_tree_within(text, &budget::Budget::default(), &|| false).ok()
 }
 
 pub fn parse(text: &str) -> SourceFile {
     let Some(tree) = parse_tree(text) else {
         return SourceFile::default();
     };
+    of_tree(&tree, text)
+}
+
+/// The structure of `text` from its tree (one parsed within a [`budget::Budget`]).
+pub fn of_tree(tree: &Tree, text: &str) -> SourceFile {
     let root = tree.root_node();
     let mut file = SourceFile { has_syntax_errors: root.has_error(), ..Default::default() };
     collect(root, text, &mut file);

@@ -3,19 +3,28 @@
 //! The parse and the position conversions run on a blocking thread from a
 //! snapshot of the text: a 1 MB file must hold up neither the documents' lock
 //! nor the runtime's workers, so requests on other files are answered meanwhile.
+//! The result is kept per text (`Document::symbols`): the next request on the
+//! same version (an editor's outline, breadcrumbs and sticky scroll each ask)
+//! costs a copy, and requests in flight together share one parse.
 
 use crate::document::TextSnapshot;
 use crate::server::Server;
 use kernelpro_core::source::{self, FnKind};
+use std::sync::Arc;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
 pub async fn document_symbol(server: &Server, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
-    let Some(text) = server.state.docs().get(&params.text_document.uri).map(|d| d.snapshot()) else {
+    // The line index of a new text is built on the pool's thread, not under the documents' lock.
+    let Some((text, cell)) =
+        server.state.docs().get(&params.text_document.uri).map(|d| (d.lazy_snapshot(), d.symbols()))
+    else {
         return Ok(None);
     };
-    let symbols = crate::server::blocking(move || symbols(&text)).await;
-    Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+    let symbols = cell
+        .get_or_init(|| async move { Arc::new(crate::server::blocking(move || symbols(&text.snapshot())).await) })
+        .await;
+    Ok(Some(DocumentSymbolResponse::Nested(symbols.as_ref().clone())))
 }
 
 fn symbols(text: &TextSnapshot) -> Vec<DocumentSymbol> {

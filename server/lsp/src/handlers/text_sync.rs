@@ -29,8 +29,19 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     // the next save.
     if finding_lines(doc) != before {
         drop(docs);
-        let (state, client, uri) = (server.state.clone(), server.client.clone(), params.text_document.uri);
-        tokio::spawn(async move { publish::republish(&state, &client, &uri).await });
+        // One republish for a burst of changes (a client sends one per
+        // keystroke, and a paste or a replay many at once): later changes
+        // find one pending and leave it to pick them up.
+        let uri = params.text_document.uri;
+        if !server.state.republish_pending().insert(uri.clone()) {
+            return;
+        }
+        let (state, client) = (server.state.clone(), server.client.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            state.republish_pending().remove(&uri);
+            publish::republish(&state, &client, &uri).await
+        });
     }
 }
 
@@ -60,6 +71,13 @@ pub async fn did_close(server: &Server, params: DidCloseTextDocumentParams) {
     let uri = params.text_document.uri;
     server.state.docs().remove(&uri);
     server.state.jobs().cancel(&uri, None);
+    // A closed file's diagnostics go with it (LSP: the server clears them);
+    // under the publish lock, so an analysis finishing now cannot put them back.
+    {
+        let _order = server.state.publish.lock().await;
+        let view = publish::header_view(&server.state, &uri);
+        server.client.publish_diagnostics(uri.clone(), view, None).await;
+    }
     let headers =
         server.state.header_diagnostics.lock().unwrap_or_else(|p| p.into_inner()).remove(&uri).unwrap_or_default();
     for h in headers {

@@ -135,7 +135,12 @@ async fn analyse_and_publish(
         // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
         let editor = settings.editor;
         let (text, settings, path) = (text.to_string(), settings.clone(), path.clone());
-        let mut analysis = crate::server::blocking(move || FileAnalysis::without_tools(&path, &text, &settings)).await;
+        // A newer version stops the parse and the budget's walk (`kernelpro_source::budget`).
+        let token = token.clone();
+        let mut analysis = crate::server::blocking(move || {
+            FileAnalysis::without_tools_within(&path, &text, &settings, &|| token.is_cancelled())
+        })
+        .await;
         analysis.findings.push(untrusted(editor));
         analysis
     };

@@ -143,6 +143,7 @@ pub async fn start(
             let cancelled = cancel.is_cancelled();
             tracing::info!(kernel = %kernel, evaluations = outcome.evaluations, speedup = outcome.speedup, cancelled, stop = %outcome.stop, "optimize finished");
             let message = result_message(&outcome, cancelled, settings.editor);
+            let notes = outcome.notes.clone();
             progress.finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() }).await;
             let reply = serde_json::json!({
                 "kernel": outcome.kernel,
@@ -152,6 +153,7 @@ pub async fn start(
                 "cancelled": cancelled,
                 "evaluations": outcome.evaluations,
                 "message": message,
+                "warnings": llm_notes(&notes),
             });
             if latest {
                 let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
@@ -161,6 +163,12 @@ pub async fn start(
             }
             if !client_renders {
                 server.client.show_message(MessageType::INFO, message).await;
+            }
+            // What went wrong with the LLM (not used, a request refused or
+            // failed) is a warning of its own, in every editor: it is no part
+            // of the message above, and Neovim keeps the other notes in the hover.
+            for note in llm_notes(&notes) {
+                server.client.show_message(MessageType::WARNING, format!("KernelPro: optimize {kernel}: {note}")).await;
             }
             Ok(reply)
         }
@@ -193,15 +201,26 @@ pub fn result_message(
     // What the user must know before applying it (a new launch, an LLM that was not used).
     // Neovim stops at a hit-enter prompt for a message wider than its command line: there
     // the notes stay in the kernel's hover, and the message says where.
-    if editor == kernelpro_core::editor::Editor::Neovim && !outcome.notes.is_empty() {
+    let (_, notes) = split_notes(&outcome.notes);
+    if editor == kernelpro_core::editor::Editor::Neovim && !notes.is_empty() {
         message.push_str(" Notes (what changes, how it was verified): hover the kernel.");
         return message;
     }
-    for note in &outcome.notes {
+    for note in notes {
         message.push(' ');
         message.push_str(note);
     }
     message
+}
+
+/// A result's notes: those about the LLM (shown as warnings of their own) and the others.
+fn split_notes(notes: &[String]) -> (Vec<&String>, Vec<&String>) {
+    notes.iter().partition(|n| n.contains("LLM"))
+}
+
+/// The notes about the LLM: why it was not used, a request that failed or was refused.
+pub fn llm_notes(notes: &[String]) -> Vec<String> {
+    split_notes(notes).0.into_iter().cloned().collect()
 }
 
 fn evaluations(n: usize) -> String {
@@ -301,11 +320,24 @@ pub fn progress_percent(done: usize, max: usize, time: f64) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn progress_moves_with_time_when_the_budget_is_far() {
-        assert_eq!(super::progress_percent(4, 500, 0.0), 0);
-        assert_eq!(super::progress_percent(4, 500, 0.25), 25);
-        assert_eq!(super::progress_percent(30, 60, 0.1), 50);
-        assert_eq!(super::progress_percent(60, 60, 0.1), 99);
+        assert_eq!(progress_percent(4, 500, 0.0), 0);
+        assert_eq!(progress_percent(4, 500, 0.25), 25);
+        assert_eq!(progress_percent(30, 60, 0.1), 50);
+        assert_eq!(progress_percent(60, 60, 0.1), 99);
+    }
+
+    #[test]
+    fn llm_failures_are_told_apart_from_the_other_notes() {
+        let notes = vec![
+            "the launch changed: block 256 -> 128".to_string(),
+            "the LLM proposer is not used: its request was refused (a redirect to another host)".to_string(),
+        ];
+        assert_eq!(llm_notes(&notes), [notes[1].clone()]);
+        let (llm, other) = split_notes(&notes);
+        assert_eq!((llm.len(), other), (1, vec![&notes[0]]));
     }
 }

@@ -21,6 +21,7 @@ pub(crate) async fn publish(
     analysis: Arc<FileAnalysis>,
     last: bool,
 ) -> bool {
+    lines_ready(state, uri).await;
     let _order = state.publish.lock().await;
     let (now, (main, headers)) = {
         let mut docs = state.docs();
@@ -43,8 +44,33 @@ pub(crate) async fn publish(
     true
 }
 
+/// Builds the line index of the document's text off the documents' lock (a
+/// scan of a large file under it would hold every request and every change),
+/// so converting positions under the lock finds it ready. A change that lands
+/// meanwhile makes it try again, a few times.
+async fn lines_ready(state: &State, uri: &Uri) {
+    for _ in 0..3 {
+        let Some(lazy) = state.docs().get(uri).map(|d| d.lazy_snapshot()) else { return };
+        if lazy.has_lines() {
+            return;
+        }
+        let Ok((lazy, lines)) = tokio::task::spawn_blocking(move || {
+            let lines = lazy.lines();
+            (lazy, lines)
+        })
+        .await
+        else {
+            return;
+        };
+        if state.docs().get(uri).is_some_and(|d| d.offer_lines(&lazy, lines)) {
+            return;
+        }
+    }
+}
+
 /// Re-sends the diagnostics of a document (after a profile lands).
 pub async fn republish(state: &State, client: &Client, uri: &Uri) {
+    lines_ready(state, uri).await;
     let _order = state.publish.lock().await;
     let (version, main, headers) = {
         let docs = state.docs();
