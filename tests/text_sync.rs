@@ -452,7 +452,6 @@ fn three_thousand_findings_through_three_thousand_edits() {
 /// A newline in the file's name: the compiler's messages name the file over
 /// two lines, and the diagnostic must still land on its own line of the file.
 #[test]
-#[ignore = "fails: nvcc names the file over two lines and core/src/nvcc_diag.rs takes the second as an included file (the fix is in core's compile, which the `shell` branch rewrites: see docs/reliability.md)"]
 fn a_newline_in_the_file_name_does_not_misplace_diagnostics() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("two\nlines.cu");

@@ -106,9 +106,11 @@ fn c_string(s: &str) -> String {
 }
 
 impl CompileInput {
-    /// The name the compile's messages and line info give the file: its path as given.
+    /// The name the compile's messages and line info give the file: its path
+    /// as given, with any control character (a newline in a file name) as `?`,
+    /// since nvcc would print it raw and split the message's file name.
     pub fn line_name(&self) -> String {
-        self.path.display().to_string()
+        self.path.display().to_string().chars().map(|c| if c.is_control() { '?' } else { c }).collect()
     }
 
     /// The nvcc run for a compile in the private folder `work` into `cubin`.
