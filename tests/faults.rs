@@ -77,7 +77,14 @@ fn check(fault: &Fault, tag: &str) -> (u64, String) {
             assert_eq!(live(|_, pg| pg == g), Vec::<u32>::new(), "{tool}'s process group outlived the fault");
         }
     }
-    assert_eq!(live(|pp, _| pp == server), Vec::<u32>::new(), "children of the server left");
+    let left: Vec<String> = live(|pp, _| pp == server)
+        .into_iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p}: {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "children of the server left");
     let symbols = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
     assert_eq!(symbols["result"][0]["name"], "k", "the server stopped serving");
     assert!(c.alive());

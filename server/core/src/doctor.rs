@@ -125,9 +125,13 @@ impl Report {
     }
 }
 
-async fn version_of(found: &Found, arg: &str, trusted: bool) -> String {
-    if !trusted {
-        return format!("{} (via {}; not run: the workspace is not trusted)", found.path.display(), found.via);
+async fn version_of(found: &Found, arg: &str, run: Run) -> String {
+    match run {
+        Run::Untrusted => {
+            return format!("{} (via {}; not run: the workspace is not trusted)", found.path.display(), found.via);
+        }
+        Run::Locate => return format!("{} (via {})", found.path.display(), found.via),
+        Run::Versions => {}
     }
     let cmd = ToolCommand::new(&found.path, Duration::from_secs(20)).arg(arg);
     match run_tool(&cmd, &CancellationToken::new()).await {
@@ -155,7 +159,7 @@ or set NVCC_CCBIN to the g++ to use";
 /// `NVCC_CCBIN`): without one, every compile fails with "Failed to preprocess
 /// host compiler properties". The `-ccbin` flag is refused in settings (it
 /// runs a program), so PATH and NVCC_CCBIN are the ways to name one.
-async fn host_compiler(env: &Env<'_>, trusted: bool) -> Check {
+async fn host_compiler(env: &Env<'_>, run: Run) -> Check {
     let named = (env.var)("NVCC_CCBIN").filter(|v| !v.is_empty());
     let found = match &named {
         Some(p) => {
@@ -174,7 +178,7 @@ async fn host_compiler(env: &Env<'_>, trusted: bool) -> Check {
         }),
     };
     match found {
-        Some(f) => Check { name: "host compiler".into(), ok: true, detail: version_of(&f, "--version", trusted).await, fix: None },
+        Some(f) => Check { name: "host compiler".into(), ok: true, detail: version_of(&f, "--version", run).await, fix: None },
         None => Check {
             name: "host compiler".into(),
             ok: false,
@@ -202,9 +206,33 @@ fn search_order(env: &Env) -> String {
     )
 }
 
+/// How far doctor goes with each tool it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Nothing is run in an untrusted workspace.
+    Untrusted,
+    /// Found, not run: the readiness the server keeps from its start, which
+    /// must not run a configured tool (one that hangs would outlive the check).
+    Locate,
+    /// `--version` of each: the doctor command.
+    Versions,
+}
+
+/// Every check, each tool's `--version` included (`kernelpro doctor`, the editors' doctor command).
 pub async fn report(settings: &Settings) -> Report {
+    report_with(settings, Run::Versions).await
+}
+
+/// The same checks with the tools located, not run (nvidia-smi still is):
+/// what Profile and Optimize need, cheap enough for every server start.
+pub async fn located(settings: &Settings) -> Report {
+    report_with(settings, Run::Locate).await
+}
+
+async fn report_with(settings: &Settings, versions: Run) -> Report {
     let env = Env::for_settings(settings);
     let trusted = settings.trusted;
+    let run = if trusted { versions } else { Run::Untrusted };
     let mut checks = Vec::new();
     if !trusted {
         checks.push(Check {
@@ -219,7 +247,7 @@ pub async fn report(settings: &Settings) -> Report {
         Some(f) => checks.push(Check {
             name: "nvcc".into(),
             ok: true,
-            detail: version_of(f, "--version", trusted).await,
+            detail: version_of(f, "--version", run).await,
             fix: None,
         }),
         None => checks.push(Check {
@@ -235,7 +263,7 @@ pub async fn report(settings: &Settings) -> Report {
             Some(f) => checks.push(Check {
                 name: tool.into(),
                 ok: true,
-                detail: version_of(&f, "--version", trusted).await,
+                detail: version_of(&f, "--version", run).await,
                 fix: None,
             }),
             None => checks.push(Check {
@@ -246,12 +274,12 @@ pub async fn report(settings: &Settings) -> Report {
             }),
         }
     }
-    checks.push(host_compiler(&env, trusted).await);
+    checks.push(host_compiler(&env, run).await);
     match toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env) {
         Some(f) => checks.push(Check {
             name: "ncu".into(),
             ok: true,
-            detail: version_of(&f, "--version", trusted).await,
+            detail: version_of(&f, "--version", run).await,
             fix: None,
         }),
         None => checks.push(Check {

@@ -70,10 +70,16 @@ impl State {
     pub fn readiness(&self) -> Option<kernelpro_core::doctor::Readiness> {
         self.readiness.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
-    /// Runs doctor under the current settings and keeps its verdict; true when it changed.
-    pub async fn refresh_readiness(&self) -> (kernelpro_core::doctor::Report, bool) {
+    /// Runs doctor under the current settings and keeps its verdict; true when
+    /// it changed. With `versions`, each tool's `--version` runs too (the doctor
+    /// command); without, the tools are only located (start-up, settings changes).
+    pub async fn refresh_readiness(&self, versions: bool) -> (kernelpro_core::doctor::Report, bool) {
         let settings = self.settings();
-        let report = kernelpro_core::doctor::report(&settings).await;
+        let report = if versions {
+            kernelpro_core::doctor::report(&settings).await
+        } else {
+            kernelpro_core::doctor::located(&settings).await
+        };
         let ready = report.readiness(&settings);
         let mut slot = self.readiness.write().unwrap_or_else(|p| p.into_inner());
         let changed = slot.as_ref() != Some(&ready);
@@ -82,12 +88,13 @@ impl State {
     }
 }
 
-/// Runs doctor in a task of its own and, when what can run changed, asks the
-/// client for the lenses again (Profile / Optimize follow it).
+/// Locates the tools in a task of its own (runs none of them but nvidia-smi)
+/// and, when what can run changed, asks the client for the lenses again
+/// (Profile / Optimize follow it).
 pub fn refresh_readiness(state: &std::sync::Arc<State>, client: &tower_lsp_server::Client) {
     let (state, client) = (state.clone(), client.clone());
     tokio::spawn(async move {
-        let (_, changed) = state.refresh_readiness().await;
+        let (_, changed) = state.refresh_readiness(false).await;
         if changed && state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = client.code_lens_refresh().await;
         }

@@ -100,7 +100,7 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
         }
         // The editors ask again when a setting changes or a tool is installed: the lenses follow.
         "kernelpro.doctor" => {
-            let (report, changed) = server.state.refresh_readiness().await;
+            let (report, changed) = server.state.refresh_readiness(true).await;
             if changed && server.state.code_lens_refresh.load(std::sync::atomic::Ordering::SeqCst) {
                 let client = server.client.clone();
                 tokio::spawn(async move {
