@@ -2,6 +2,7 @@
 //! host functions, their parameters and spans. Parse errors never block
 //! anything: tree-sitter recovers and nvcc stays the judge of errors.
 
+pub mod canonical;
 pub mod kernel_model;
 
 use kernelpro_model::{Pos, Span};

@@ -69,7 +69,8 @@ const GRID_TID: &str = "(((long long)blockIdx.x + (long long)gridDim.x * (blockI
 /// Threads in the grid, 64-bit.
 const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
 
-/// `f`'s rewrites of the kernel as the units recogniser reads it best: with a
+/// `f`'s rewrites of the kernel as the units recogniser reads it best: in its
+/// canonical form ([`kernelpro_source::canonical::kernel`]), with a
 /// flat index split by `/` and `%` read as a row and a column
 /// ([`recognize::split_flat`]) where that gives any, else as written.
 /// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
@@ -80,6 +81,10 @@ fn with_units_view(
     kernel: &str,
     f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>,
 ) -> Vec<crate::Rewrite> {
+    // The kernel's canonical form first: style (brace/paren initialisers, `auto`, pointer walks, index
+    // helpers) does not matter to any recogniser below.
+    let canonical = kernelpro_source::canonical::kernel(text, kernel);
+    let text = canonical.as_deref().unwrap_or(text);
     let unpragmaed = recognize::without_pragmas(text, kernel);
     let text = unpragmaed.as_deref().unwrap_or(text);
     let expanded = recognize::expand_macros(text, kernel);

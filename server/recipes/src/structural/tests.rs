@@ -1021,3 +1021,117 @@ fn batched_contraction_keeps_the_batch_on_z() {
     assert!(rewrites[0].source.contains("const int b = (int)blockIdx.z;"));
     assert!(rewrites[0].source.contains("kp_t = ((long long)blockIdx.x + (long long)gridDim.x * blockIdx.y)"));
 }
+
+/// Style fixtures (`fixtures/structural/styles/`): the same kernel in another author's style, against
+/// its plain form: (style fixture, plain fixture, kernel, the rewrites where they differ from the
+/// plain form's, else empty). Each style must read as the plain one: the same model facts and the
+/// same structural rewrites, every candidate compiling for sm_90.
+const STYLES: &[(&str, &str, &str, &str)] = &[
+    ("styles/rowmean_brace_template.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_paren_init.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_auto_constexpr.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_unsigned.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_int64_t.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_long_long.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_uint32_t.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_unsigned_long.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_pointer_while.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_pointer_for.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_define_short.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_specialised.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_device_index.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/gelu_short_macros.cu", "styles/gelu_plain.cu", "gelu", ""),
+    ("styles/gelu_device_helper.cu", "styles/gelu_plain.cu", "gelu", ""),
+    // A template's element type is not known to be `float`: no float4 variant (a primary template's
+    // float4 loads would be wrong for its other instantiations).
+    ("styles/gelu_specialised_half.cu", "styles/gelu_plain.cu", "gelu", "GridStrideMap x4"),
+    ("styles/sum_brace_unsigned.cu", "styles/sum_plain.cu", "sum", ""),
+    ("styles/sum_auto_int64.cu", "styles/sum_plain.cu", "sum", ""),
+];
+
+/// The model's facts that decide a rewrite, without names or spellings: the pattern, each loop's
+/// bound and step, each access's space, kind, base and index (loop counters named by their loop).
+fn model_facts(file: &str, kernel: &str) -> String {
+    use kernelpro_source::kernel_model::{Atom, Poly, Step};
+    let text = fixture(file);
+    let source = kernelpro_source::parse(&text);
+    let Some(m) = kernelpro_source::kernel_model::model_kernel(&text, &source, kernel, None) else {
+        return "no model".into();
+    };
+    let rename = |p: &Poly| {
+        p.substitute(|a| {
+            m.loops.iter().position(|l| l.atom.as_ref() == Some(a)).map(|i| Poly::atom(Atom::Sym(format!("loop{i}"))))
+        })
+        .to_string()
+    };
+    let mut out = vec![format!("pattern {:?}", m.pattern().map(|p| p.pattern.name()))];
+    for (i, l) in m.loops.iter().enumerate() {
+        let step = match &l.step {
+            Step::Add(s) => rename(s),
+            _ => "?".into(),
+        };
+        out.push(format!("loop{i} bound {:?} step {step}", l.bound.as_ref().map(rename)));
+    }
+    for a in &m.accesses {
+        out.push(format!("{:?} {:?} {}[{}]", a.space, a.kind, a.base, rename(&a.index)));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn every_style_reads_as_the_plain_form() {
+    let mut wrong = Vec::new();
+    for (style, plain, kernel, differs) in STYLES {
+        let (got, want) = (applied(style, kernel), applied(plain, kernel));
+        let want = if differs.is_empty() { want } else { differs.to_string() };
+        if got != want {
+            wrong.push(format!("{style}: rewrites `{got}`, the plain form `{want}`"));
+        }
+        let (got, want) = (model_facts(style, kernel), model_facts(plain, kernel));
+        if got != want {
+            wrong.push(format!("{style}: model facts\n{got}\nthe plain form's\n{want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+#[test]
+fn every_style_rewrite_compiles_for_sm_90() {
+    let nvcc = nvcc();
+    let dir = tempfile::tempdir().unwrap();
+    let mut failed = Vec::new();
+    for (n, (file, _, kernel, _)) in STYLES.iter().enumerate() {
+        let text = fixture(file);
+        for name in STRUCTURAL {
+            let mut seen = std::collections::HashSet::new();
+            for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
+                let code: String = rw
+                    .source
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if !seen.insert(code) {
+                    continue;
+                }
+                let cu = dir.path().join(format!("{name}_{n}_{i}.cu"));
+                std::fs::write(&cu, instantiated(&rw.source)).unwrap();
+                let out = std::process::Command::new(&nvcc)
+                    .args(["-arch=sm_90", "-cubin", "-o"])
+                    .arg(cu.with_extension("cubin"))
+                    .arg(&cu)
+                    .output()
+                    .unwrap();
+                if !out.status.success() {
+                    failed.push(format!(
+                        "{name} on {file} ({}):\n{}\n{}",
+                        rw.note,
+                        String::from_utf8_lossy(&out.stderr),
+                        rw.source
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
