@@ -371,7 +371,7 @@ mod tests {
     async fn a_missing_host_compiler_is_reported_with_how_to_install_one() {
         let empty = tempfile::tempdir().unwrap();
         let (_, env) = env_with_path(empty.path());
-        let c = host_compiler(&env, true).await;
+        let c = host_compiler(&env, Run::Versions).await;
         assert!(!c.ok, "{c:?}");
         assert!(
             c.detail.contains("no g++ on PATH") && c.detail.contains("Failed to preprocess host compiler properties")
@@ -384,7 +384,7 @@ mod tests {
             .find(|p| is_executable(p))
             .expect("g++ on this machine's PATH (nvcc needs it for every other test)");
         let (_, env) = env_with_path(gxx.parent().unwrap());
-        let c = host_compiler(&env, true).await;
+        let c = host_compiler(&env, Run::Versions).await;
         assert!(c.ok && c.detail.contains("g++") && c.detail.contains("via PATH"), "{c:?}");
     }
 

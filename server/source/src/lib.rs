@@ -3,6 +3,7 @@
 //! anything: tree-sitter recovers and nvcc stays the judge of errors.
 
 pub mod budget;
+pub mod canonical;
 pub mod kernel_model;
 
 use kernelpro_model::{Pos, Span};

@@ -47,6 +47,10 @@ impl Recipe for ColumnUnits {
 fn walks_columns(k: &Kernel, c: &str, advanced: &[(String, String)]) -> bool {
     let Some(m) = k.model() else { return false };
     let Some(id) = m.loops.iter().position(|l| l.var.as_deref() == Some(c)) else { return false };
+    // A short window (`for (dy = -R; dy <= R; ++dy)`, a few taps) is a stencil's, not a column walk.
+    if m.loops[id].bound.as_ref().and_then(|b| b.as_constant()).is_some_and(|b| b.abs() <= 32) {
+        return false;
+    }
     let atom = m.loops[id].atom.clone().unwrap_or(Atom::Loop(c.to_string()));
     let reads: Vec<_> =
         m.accesses.iter().filter(|a| a.space == Space::Global && a.is_read() && a.loops.contains(&id)).collect();

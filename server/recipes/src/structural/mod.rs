@@ -29,7 +29,7 @@
 //!   becomes warp shuffles and one shared slot per warp.
 //! - [`SegmentWarps`]: the same tree when its root is the block's own output
 //!   (`out[blockIdx.x]`): a warp sums each block's segment, lanes splitting it.
-//! - [`StencilTile`]: a 1D stencil reads its input through a shared tile with a halo.
+//! - [`StencilTile`]: a 1D stencil or a 2D window reads its input through a shared tile with a halo.
 //! - [`WarpScan`]: a thread walking its row with a running sum stored at every
 //!   element (a cumulative sum) becomes a warp per row scanning 32 elements at
 //!   a time with shuffles.
@@ -44,10 +44,13 @@ mod hoist;
 mod launch;
 mod recognize;
 mod scan;
+mod sections;
 mod stencil;
+mod tile_rows;
 mod transpose;
 mod tree;
 mod warp_units;
+mod welford;
 
 pub use column_units::ColumnUnits;
 pub use contraction::TiledContraction;
@@ -71,17 +74,25 @@ const GRID_TID: &str = "(((long long)blockIdx.x + (long long)gridDim.x * (blockI
 /// Threads in the grid, 64-bit.
 const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)";
 
-/// `f`'s rewrites of the kernel as the units recogniser reads it best: with a
+/// `f`'s rewrites of the kernel as the units recogniser reads it best: in its
+/// canonical form ([`kernelpro_source::canonical::kernel`]), with a
 /// flat index split by `/` and `%` read as a row and a column
 /// ([`recognize::split_flat`]) where that gives any, else as written.
 /// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
-/// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen. The body's
+/// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen; last, a
+/// Welford recurrence per unit read as two passes ([`welford::two_pass`]) and a
+/// block-partitioned walk as a grid-stride loop ([`sections::grid_stride`]) and a
+/// loop over a tile's rows as a thread per element ([`tile_rows::one_per_element`]). The body's
 /// `#pragma unroll` lines are left out of every view ([`recognize::without_pragmas`]).
 fn with_units_view(
     text: &str,
     kernel: &str,
     f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>,
 ) -> Vec<crate::Rewrite> {
+    // The kernel's canonical form first: style (brace/paren initialisers, `auto`, pointer walks, index
+    // helpers) does not matter to any recogniser below.
+    let canonical = kernelpro_source::canonical::kernel(text, kernel);
+    let text = canonical.as_deref().unwrap_or(text);
     let unpragmaed = recognize::without_pragmas(text, kernel);
     let text = unpragmaed.as_deref().unwrap_or(text);
     let expanded = recognize::expand_macros(text, kernel);
@@ -90,6 +101,12 @@ fn with_units_view(
         views.extend(recognize::split_flat(t, kernel));
         views.push(t.to_string());
     }
+    // Last, a per-unit Welford recurrence as two passes ([`welford::two_pass`]).
+    views.extend(welford::two_pass(text, kernel));
+    // And a block-partitioned walk (each thread a section) as a grid-stride loop ([`sections::grid_stride`]).
+    views.extend(sections::grid_stride(text, kernel));
+    // And a loop over a tile's rows as one thread per element ([`tile_rows::one_per_element`]).
+    views.extend(tile_rows::one_per_element(text, kernel));
     for view in &views {
         if let Some(k) = crate::kernel::Kernel::find(view, kernel) {
             let out = f(&k);

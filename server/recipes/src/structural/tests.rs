@@ -83,6 +83,20 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // A thread per element recomputing its row's statistics: inline (flat index, double) or in a helper (2D, long).
     ("center_rows_flat_sizet.cu", "center_rows", "WarpUnits x8, HoistRowWork x8"),
     ("absmax_scale_helper_rowy.cu", "scale_by_row_absmax", "HoistRowWork x7, GridStrideMap x4"),
+    // Styles found in other people's public naive kernels, written anew by the corpus helper.
+    ("add2d_rows_on_x.cu", "add_matrix_rows_x", "GridStrideMap x4"),
+    ("gelu_short_macros.cu", "gelu_macros", "GridStrideMap x9"),
+    ("rmsnorm_brace_template.cu", "rms_rows_brace", "WarpUnits x4, BlockUnits x3"),
+    ("rowsum_pointer_while.cu", "row_means_ptr", "WarpUnits x4"),
+    ("scale_template_specialised.cu", "scale_copy", "GridStrideMap x4"),
+    // A Welford recurrence per row, read as two passes: a warp per row.
+    ("layernorm_welford_row.cu", "layernorm_welford", "WarpUnits x4"),
+    // A 3x3 window: 32x32 output tiles, the input through a shared tile with a halo.
+    ("boxblur_2d_window.cu", "box_blur", "StencilTile x2"),
+    // Each thread owns a section of the input: read as a grid-stride loop, then per-block bins.
+    ("hist_block_partitioned.cu", "histo_sectioned", "PrivateHistogram x4"),
+    // A loop over a tile's rows with no guard, its extent the launch's grid: a thread per element, then a shared tile.
+    ("transpose_tile_rows_loop.cu", "transpose_rows_loop", "TiledTranspose x2, GridStrideMap x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -148,7 +162,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/stencil/clean_conv1d_tile_halo.cu", "conv1d_tiled", ""),
     ("naive/stencil/conv1d_template_gridstride.cu", "conv1d_same", "StencilTile x4"),
     ("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile x4"),
-    ("naive/stencil/conv3x3_macro_2d.cu", "conv3x3", "GridStrideMap x4"),
+    ("naive/stencil/conv3x3_macro_2d.cu", "conv3x3", "StencilTile x2, GridStrideMap x4"),
     ("naive/stencil/expert_conv1d_tile_4out.cu", "conv1d_tile4", ""),
     ("naive/stencil/jacobi_rowx.cu", "jacobi_step", "GridStrideMap x4"),
     ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", ""),
@@ -1038,4 +1052,272 @@ fn batched_contraction_keeps_the_batch_on_z() {
     .assert_debug_eq(&grids);
     assert!(rewrites[0].source.contains("const int b = (int)blockIdx.z;"));
     assert!(rewrites[0].source.contains("kp_t = ((long long)blockIdx.x + (long long)gridDim.x * blockIdx.y)"));
+}
+
+/// Style fixtures (`fixtures/structural/styles/`): the same kernel in another author's style, against
+/// its plain form: (style fixture, plain fixture, kernel, the rewrites where they differ from the
+/// plain form's, else empty). Each style must read as the plain one: the same model facts and the
+/// same structural rewrites, every candidate compiling for sm_90.
+const STYLES: &[(&str, &str, &str, &str)] = &[
+    ("styles/rowmean_brace_template.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_paren_init.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_auto_constexpr.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_unsigned.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_int64_t.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_long_long.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_uint32_t.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_index_unsigned_long.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_pointer_while.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_pointer_for.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_define_short.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_specialised.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/rowmean_device_index.cu", "styles/rowmean_plain.cu", "row_mean", ""),
+    ("styles/gelu_short_macros.cu", "styles/gelu_plain.cu", "gelu", ""),
+    ("styles/gelu_device_helper.cu", "styles/gelu_plain.cu", "gelu", ""),
+    // A template's element type is not known to be `float`: no float4 variant (a primary template's
+    // float4 loads would be wrong for its other instantiations).
+    ("styles/gelu_specialised_half.cu", "styles/gelu_plain.cu", "gelu", "GridStrideMap x4"),
+    ("styles/sum_brace_unsigned.cu", "styles/sum_plain.cu", "sum", ""),
+    ("styles/sum_auto_int64.cu", "styles/sum_plain.cu", "sum", ""),
+];
+
+/// The model's facts that decide a rewrite, without names or spellings: the pattern, each loop's
+/// bound and step, each access's space, kind, base and index (loop counters named by their loop).
+fn model_facts(file: &str, kernel: &str) -> String {
+    use kernelpro_source::kernel_model::{Atom, Poly, Step};
+    let text = fixture(file);
+    let source = kernelpro_source::parse(&text);
+    let Some(m) = kernelpro_source::kernel_model::model_kernel(&text, &source, kernel, None) else {
+        return "no model".into();
+    };
+    let rename = |p: &Poly| {
+        p.substitute(|a| {
+            m.loops.iter().position(|l| l.atom.as_ref() == Some(a)).map(|i| Poly::atom(Atom::Sym(format!("loop{i}"))))
+        })
+        .to_string()
+    };
+    let mut out = vec![format!("pattern {:?}", m.pattern().map(|p| p.pattern.name()))];
+    for (i, l) in m.loops.iter().enumerate() {
+        let step = match &l.step {
+            Step::Add(s) => rename(s),
+            _ => "?".into(),
+        };
+        out.push(format!("loop{i} bound {:?} step {step}", l.bound.as_ref().map(rename)));
+    }
+    for a in &m.accesses {
+        out.push(format!("{:?} {:?} {}[{}]", a.space, a.kind, a.base, rename(&a.index)));
+    }
+    out.join("\n")
+}
+
+#[test]
+fn every_style_reads_as_the_plain_form() {
+    let mut wrong = Vec::new();
+    for (style, plain, kernel, differs) in STYLES {
+        let (got, want) = (applied(style, kernel), applied(plain, kernel));
+        let want = if differs.is_empty() { want } else { differs.to_string() };
+        if got != want {
+            wrong.push(format!("{style}: rewrites `{got}`, the plain form `{want}`"));
+        }
+        let (got, want) = (model_facts(style, kernel), model_facts(plain, kernel));
+        if got != want {
+            wrong.push(format!("{style}: model facts\n{got}\nthe plain form's\n{want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+#[test]
+fn every_style_rewrite_compiles_for_sm_90() {
+    let nvcc = nvcc();
+    let dir = tempfile::tempdir().unwrap();
+    let mut failed = Vec::new();
+    for (n, (file, _, kernel, _)) in STYLES.iter().enumerate() {
+        let text = fixture(file);
+        for name in STRUCTURAL {
+            let mut seen = std::collections::HashSet::new();
+            for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
+                let code: String = rw
+                    .source
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if !seen.insert(code) {
+                    continue;
+                }
+                let cu = dir.path().join(format!("{name}_{n}_{i}.cu"));
+                std::fs::write(&cu, instantiated(&rw.source)).unwrap();
+                let out = std::process::Command::new(&nvcc)
+                    .args(["-arch=sm_90", "-cubin", "-o"])
+                    .arg(cu.with_extension("cubin"))
+                    .arg(&cu)
+                    .output()
+                    .unwrap();
+                if !out.status.success() {
+                    failed.push(format!(
+                        "{name} on {file} ({}):\n{}\n{}",
+                        rw.note,
+                        String::from_utf8_lossy(&out.stderr),
+                        rw.source
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// The rewrites of kernels read through a view (a Welford recurrence as two passes, a
+/// block-partitioned walk as a grid-stride loop, a loop over a tile's rows as a thread per element),
+/// and the 2D stencil tile.
+#[test]
+fn view_snapshots() {
+    check(
+        "boxblur_2d_window.cu",
+        "box_blur",
+        "StencilTile",
+        expect![[r#"
+            ## 2D stencil over (row, col) reading img through 32x32 shared tiles with a halo of 4
+            ## 2D stencil over (row, col) reading img through 32x32 shared tiles with a halo of 4; launch block = 256, grid = ceil_div((H) * (W), 1024)
+            __global__ void box_blur(float* out, const float* img, int h, int w) {
+              // 32x32 output tiles; the input through a shared tile with a halo of 4 on every side (kernelpro StencilTile).
+              __shared__ float kp_tile[40][40 + 1];
+              const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+              const int kp_threads = (int)(blockDim.x * blockDim.y * blockDim.z);
+              const long long kp_tiles_c = ((long long)(w) + 31) / 32;
+              const long long kp_tiles = ((long long)(h) + 31) / 32 * kp_tiles_c;
+              for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += (long long)gridDim.x * gridDim.y * gridDim.z) {
+                const long long kp_r0 = kp_t / kp_tiles_c * 32 - 4, kp_c0 = kp_t % kp_tiles_c * 32 - 4;
+                __syncthreads();
+                for (int kp_e = kp_tid; kp_e < 40 * 40; kp_e += kp_threads) {
+                  const long long kp_r = kp_r0 + kp_e / 40, kp_c = kp_c0 + kp_e % 40;
+                  if (kp_r >= 0 && kp_r < (long long)(h) && kp_c >= 0 && kp_c < (long long)(w)) kp_tile[kp_e / 40][kp_e % 40] = img[kp_r * (long long)(w) + kp_c];
+                }
+                __syncthreads();
+                auto kp_x = [&](long long kp_r, long long kp_c) -> float {
+                  const long long kp_i = kp_r - kp_r0, kp_j = kp_c - kp_c0;
+                  const bool kp_in = kp_r >= 0 && kp_r < (long long)(h) && kp_c >= 0 && kp_c < (long long)(w);
+                  return kp_in && kp_i >= 0 && kp_i < 40 && kp_j >= 0 && kp_j < 40 ? kp_tile[kp_i][kp_j] : img[kp_r * (long long)(w) + kp_c];
+                };
+                for (int kp_e = kp_tid; kp_e < 32 * 32; kp_e += kp_threads) {
+                  const long long kp_ur = kp_r0 + 4 + kp_e / 32, kp_uc = kp_c0 + 4 + kp_e % 32;
+                  if (kp_ur >= (long long)(h) || kp_uc >= (long long)(w)) continue;
+                  {
+                    const int row = (int)(kp_ur);
+                    const int col = (int)(kp_uc);
+                    float sum = 0.0f;
+                    int count = 0;
+                    for (int dy = -RADIUS; dy <= RADIUS; ++dy) {
+                      for (int dx = -RADIUS; dx <= RADIUS; ++dx) {
+                        int r = row + dy, q = col + dx;
+                        if (r >= 0 && r < h && q >= 0 && q < w) {
+                          sum += kp_x(r, q);
+                          ++count;
+                        }
+                      }
+                    }
+                    out[row * w + col] = sum / count;
+                  }
+                }
+              }
+            }
+        "#]],
+    );
+    check(
+        "layernorm_welford_row.cu",
+        "layernorm_welford",
+        "WarpUnits",
+        expect![[r#"
+        ## one warp per unit (r): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 256, grid = min(ceil_div(ROWS, 8), 132 * 16)
+        ## one warp per unit (r): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 128, grid = min(ceil_div(ROWS, 4), 132 * 32)
+        ## one warp per unit (r): 3 loop(s) split across lanes, shuffle all-reductions; launch block = 512, grid = min(ceil_div(ROWS, 16), 132 * 8)
+        ## one warp per unit (r): 3 loop(s) split across lanes, shuffle all-reductions
+        __global__ void layernorm_welford(float* y, const float* x, const float* gamma, const float* beta, int rows,
+                                          int cols, float eps) {
+                                            // One warp per unit; lanes split the unit's loops (kernelpro WarpUnits).
+                                            const int kp_lane = (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u);
+                                            const long long kp_warps = ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z) >> 5;
+                                            for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))) >> 5; kp_u < (long long)(rows); kp_u += kp_warps) {
+                                              const int r = (int)(kp_u);
+                                              float mean = 0.0f, m2 = 0.0f;
+                                              if (kp_lane != 0) mean = 0;
+                                              for (int j = 0 + kp_lane; j < cols; j += 32) { float v = x[r * cols + j]; mean += v; }
+                                              for (int kp_o = 16; kp_o > 0; kp_o >>= 1) mean += __shfl_xor_sync(0xffffffffu, mean, kp_o);
+                                              mean /= cols;
+                                              if (kp_lane != 0) m2 = 0;
+                                              for (int j = 0 + kp_lane; j < cols; j += 32) { float v = x[r * cols + j]; float d = v - mean; m2 += d * d; }
+                                              for (int kp_o = 16; kp_o > 0; kp_o >>= 1) m2 += __shfl_xor_sync(0xffffffffu, m2, kp_o);
+                                              float rstd = rsqrtf(m2 / cols + eps);
+                                              for (int j = 0 + kp_lane; j < cols; j += 32) {
+                                                y[r * cols + j] = (x[r * cols + j] - mean) * rstd * gamma[j] + beta[j];
+                                              }
+                                              __syncwarp();
+                                            }
+                                          }
+    "#]],
+    );
+    check(
+        "hist_block_partitioned.cu",
+        "histo_sectioned",
+        "PrivateHistogram",
+        expect![[r#"
+        ## 7 bins of histo privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block
+        ## 7 bins of histo privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
+        ## 7 bins of histo privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
+        ## 7 bins of histo privatized per block in shared memory, grid-stride units, one atomicAdd per bin per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
+        __global__ void histo_sectioned(const unsigned char* data, unsigned int length, unsigned int* histo) {
+          // 7 bins of histo per block in shared memory, one atomic per bin per block (kernelpro).
+          __shared__ unsigned int kp_bins[7];
+          for (int kp_j = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); kp_j < 7; kp_j += (blockDim.x * blockDim.y * blockDim.z)) kp_bins[kp_j] = 0;
+          __syncthreads();
+          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(length); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+            const unsigned int i = (unsigned int)(kp_u);
+            int pos = data[i] - 'a';
+            if (pos >= 0 && pos < 26) { const long long kp_b = (long long)(pos / 4); if (kp_b >= 0 && kp_b < 7) atomicAdd(&kp_bins[kp_b], 1u); else atomicAdd(&histo[kp_b], 1u); }
+          }
+          __syncthreads();
+          for (int kp_j = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); kp_j < 7; kp_j += (blockDim.x * blockDim.y * blockDim.z)) {
+            const unsigned int kp_c = kp_bins[kp_j];
+            if (kp_c != 0) atomicAdd(&histo[kp_j], kp_c);
+          }
+        }
+    "#]],
+    );
+    check(
+        "transpose_tile_rows_loop.cu",
+        "transpose_rows_loop",
+        "TiledTranspose",
+        expect![[r#"
+        ## 32x33 shared tiles: loads along x, stores along y
+        ## 32x33 shared tiles: loads along x, stores along y; launch block = 256, grid = ceil_div((W) * (H), 1024)
+        __global__ void transpose_rows_loop(float* dst, const float* src, int width, int height) {
+          // 32x32 tiles through shared memory padded to 33 columns (kernelpro TiledTranspose).
+          __shared__ float kp_tile[32][33];
+          const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+          const int kp_threads = (int)(blockDim.x * blockDim.y * blockDim.z);
+          const long long kp_tiles_j = ((long long)(height) + 31) / 32;
+          const long long kp_tiles = ((long long)(width) + 31) / 32 * kp_tiles_j;
+          for (long long kp_t = (long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z); kp_t < kp_tiles; kp_t += (long long)gridDim.x * gridDim.y * gridDim.z) {
+            const long long kp_i0 = kp_t / kp_tiles_j * 32, kp_j0 = kp_t % kp_tiles_j * 32;
+            for (int kp_e = kp_tid; kp_e < 1024; kp_e += kp_threads) {
+              const int kp_r = kp_e % 32, kp_c = kp_e / 32;
+              const int x = (int)(kp_i0 + kp_r);
+              const int y = (int)(kp_j0 + kp_c);
+              if (x < width && y < height) kp_tile[kp_r][kp_c] = src[(y) * width + x];
+            }
+            __syncthreads();
+            for (int kp_e = kp_tid; kp_e < 1024; kp_e += kp_threads) {
+              const int kp_r = kp_e / 32, kp_c = kp_e % 32;
+              const int x = (int)(kp_i0 + kp_r);
+              const int y = (int)(kp_j0 + kp_c);
+              if (x < width && y < height) {
+                dst[x * height + (y)] = kp_tile[kp_r][kp_c];
+              }
+            }
+            __syncthreads();
+          }
+        }
+    "#]],
+    );
 }

@@ -375,6 +375,8 @@ impl Recipe for SegmentWarps {
         &[Code::DivergentBranch, Code::ThreadDivergence, Code::SharedBankConflict, Code::BarrierStall, Code::TailEffect]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        let canonical = kernelpro_source::canonical::kernel(text, kernel);
+        let text = canonical.as_deref().unwrap_or(text);
         Kernel::find(text, kernel).and_then(|k| segments(&k)).unwrap_or_default()
     }
 }
@@ -399,6 +401,8 @@ impl Recipe for ShuffleTree {
         ]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        let canonical = kernelpro_source::canonical::kernel(text, kernel);
+        let text = canonical.as_deref().unwrap_or(text);
         Kernel::find(text, kernel).and_then(|k| rewrite(&k)).into_iter().collect()
     }
 }

@@ -310,7 +310,20 @@ pub const STRUCTURAL_VALUE: i64 = 16;
 
 /// The model of every kernel (and device function) in `text`. `block` gives a kernel's launch block
 /// (a launch spec's) when the caller knows it; in-file launch sites are used otherwise.
+///
+/// The model reads the file's canonical form ([`crate::canonical`]): brace and
+/// parenthesis initialisers, `auto`, `constexpr`, pointer walks and index
+/// helpers in the plain style, on the same lines as written.
 pub fn model_file(text: &str, source: &SourceFile, block: &dyn Fn(&str) -> Option<[u32; 3]>) -> Vec<KernelModel> {
+    let canonical = crate::canonical::file(text);
+    let reparsed;
+    let (text, source) = match &canonical {
+        Some(c) => {
+            reparsed = crate::parse(c);
+            (c.as_str(), &reparsed)
+        }
+        None => (text, source),
+    };
     let Some(tree) = crate::parse_tree(text) else {
         return Vec::new();
     };
