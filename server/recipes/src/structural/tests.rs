@@ -208,23 +208,6 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", "WarpScan x4"),
     ("kbench/93_masked_cumsum.cu", "masked_cumsum_rows", "WarpScan x4"),
     ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
-    // Styles of other people's naive kernels (issue 29's fetched corpus), written anew, with what the
-    // rewrites do on them today (2026-12-06). Gaps the front-end work should close: the pointer-walking
-    // `while` row sum, the 2D add whose threadIdx.x walks rows and the tile-rows transpose get no
-    // remapping rewrite (a launch change at most), the Welford row and the block-partitioned histogram
-    // none; `check` gives the brace-initialised template no finding although WarpUnits reads it; the
-    // box blur's ColumnUnits answers no finding of its (a 2D window's MissedReuse).
-    // Not listed until WarpUnits compiles on it: fixtures/structural/rmsnorm_brace_template.cu
-    // (`rms_rows_brace`, brace-initialised locals in a template) gets WarpUnits x4, whose split loop
-    // `for (size_t c{0} + kp_lane; ...)` does not compile (and `check` gives it no finding).
-    ("rowsum_pointer_while.cu", "row_means_ptr", "GridStrideMap x4"),
-    ("transpose_tile_rows_loop.cu", "transpose_rows_loop", ""),
-    ("add2d_rows_on_x.cu", "add_matrix_rows_x", "GridStrideMap x4"),
-    ("layernorm_welford_row.cu", "layernorm_welford", ""),
-    ("scale_template_specialised.cu", "scale_copy", "GridStrideMap x4"),
-    ("gelu_short_macros.cu", "gelu_macros", "GridStrideMap x9"),
-    ("hist_block_partitioned.cu", "histo_sectioned", ""),
-    ("boxblur_2d_window.cu", "box_blur", "ColumnUnits x4"),
 ];
 
 fn applied(file: &str, kernel: &str) -> String {
