@@ -2,8 +2,9 @@
 //! candidate that failed to compile or to launch. Every candidate is compiled with the real nvcc
 //! (templates with their instantiation).
 
+use crate::structural::tests::{instantiated, nvcc};
 use crate::{Recipe, Rewrite, all};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sound").join(name);
@@ -12,29 +13,6 @@ fn fixture(name: &str) -> String {
 
 fn recipe(name: &str) -> Box<dyn Recipe> {
     all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
-}
-
-fn nvcc() -> PathBuf {
-    let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
-    });
-    assert!(path.exists(), "nvcc not found at {}: set KERNELPRO_NVCC", path.display());
-    path
-}
-
-/// `source` with the spec's `instantiate = K<ARGS>` compiled in.
-fn instantiated(source: &str) -> String {
-    let mut out = source.to_string();
-    for (n, inst) in source
-        .lines()
-        .filter_map(|l| {
-            l.trim().strip_prefix("// kernelpro:")?.trim().strip_prefix("instantiate")?.trim().strip_prefix('=')
-        })
-        .enumerate()
-    {
-        out.push_str(&format!("\nstatic void* kp_instantiate_{n} = (void*)&{};\n", inst.trim()));
-    }
-    out
 }
 
 /// nvcc's errors for `source`, `None` when it compiles for sm_90.

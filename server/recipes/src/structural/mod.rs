@@ -119,4 +119,4 @@ fn with_units_view(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -301,7 +301,7 @@ fn naive_corpus_is_covered() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
-fn nvcc() -> PathBuf {
+pub(crate) fn nvcc() -> PathBuf {
     let path = std::env::var_os("KERNELPRO_NVCC").map(PathBuf::from).unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
     });
@@ -310,7 +310,7 @@ fn nvcc() -> PathBuf {
 }
 
 /// `source` with the spec's `instantiate = K<ARGS>` compiled in (nvcc checks a template only where it is instantiated).
-fn instantiated(source: &str) -> String {
+pub(crate) fn instantiated(source: &str) -> String {
     let mut out = source.to_string();
     for (n, inst) in source
         .lines()
