@@ -407,7 +407,9 @@ async function untrusted({ page, editor, hoverAt, signature, kernelNameCol, lens
     report.code_lens.some((t) => /trust/i.test(t));
   report.checks.untrusted_one_notice = report.toasts.length <= 1;
   report.checks.untrusted_status_bar = /restricted/.test(report.status_bar ?? '') && !/GPU/.test(report.status_bar ?? '');
-  report.checks.untrusted_hover_says_why = /trusted workspace/.test(report.hover_kernel);
+  // It says why nothing is compiled and how to trust (issue 32: not "save the file").
+  report.checks.untrusted_hover_says_why =
+    /not trusted/.test(report.hover_kernel ?? '') && /trust the workspace/i.test(report.hover_kernel ?? '');
   // Trust the folder: the server restarts trusted and analyses the open file, no save needed.
   await palette(page, 'Workspaces: Manage Workspace Trust');
   await page.locator('.monaco-button', { hasText: /^Trust$/ }).first().click();
