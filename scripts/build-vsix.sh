@@ -8,7 +8,7 @@ cd "$repo/editors/vscode"
 [ -d node_modules ] || npm ci --no-audit --no-fund >&2
 
 rm -rf server out docs
-# Findings link to docs/tools.md beside the server binary (core/src/docs.rs):
+# Findings link to docs/tools.md beside the server binary (config/src/docs.rs):
 # server/<platform>/kernelpro -> docs/tools.md in the extension.
 mkdir -p docs
 cp "$repo/docs/tools.md" docs/tools.md

@@ -38,8 +38,8 @@ fn kernelpro(args: &[&str]) -> (bool, String, String) {
 }
 
 fn nvcc() -> PathBuf {
-    let env = kernelpro_core::toolchain::Env::process();
-    kernelpro_core::toolchain::find_tool("nvcc", None, "KERNELPRO_NVCC", &env)
+    let env = kernelpro_toolchain::toolchain::Env::process();
+    kernelpro_toolchain::toolchain::find_tool("nvcc", None, "KERNELPRO_NVCC", &env)
         .expect("nvcc (set KERNELPRO_VENV or KERNELPRO_NVCC)")
         .path
 }

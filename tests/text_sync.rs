@@ -114,7 +114,7 @@ impl Model {
 
     /// What documentSymbol must answer for this text.
     fn expected_symbols(&self) -> Vec<String> {
-        kernelpro_core::source::parse(&self.text)
+        kernelpro_source::parse(&self.text)
             .functions
             .iter()
             .map(|f| format!("{} {} {}", f.name, self.lsp_range(f.span), self.lsp_range(f.name_span)))

@@ -1,7 +1,7 @@
 // The server's settings object (protocol.md: initializationOptions and the
 // "kernelpro" workspace/configuration section) built from VS Code settings.
 // Their defaults and descriptions are defined once, in the server
-// (server/core/src/settings_doc.rs generates package.json's); the tests
+// (server/config/src/settings_doc.rs generates package.json's); the tests
 // check that these fallbacks are package.json's defaults.
 
 /** The part of vscode.WorkspaceConfiguration we read. */

@@ -213,7 +213,7 @@ fn file_json(path: &Path, a: &FileAnalysis, text: &str) -> serde_json::Value {
             "line": k.span.start.line,
             "summary": a.kernel_summary(&k.name),
         })).chain(a.headers.iter().flat_map(|h| {
-            kernelpro_core::source::parse(&h.text).kernels().map(|k| serde_json::json!({
+            kernelpro_source::parse(&h.text).kernels().map(|k| serde_json::json!({
                 "name": k.name,
                 "file": h.path,
                 "line": k.span.start.line,

@@ -44,8 +44,8 @@ pub struct CompileArgs {
 }
 
 impl CompileArgs {
-    pub fn settings(&self) -> kernelpro_core::settings::Settings {
-        kernelpro_core::settings::Settings {
+    pub fn settings(&self) -> kernelpro_config::settings::Settings {
+        kernelpro_config::settings::Settings {
             trusted: true, // running the CLI on a file is consent to compile it
             arch: self.arch.clone(),
             nvcc: self.nvcc.clone(),
@@ -54,7 +54,7 @@ impl CompileArgs {
             extra_flags: self.flags.clone(),
             block_size: self.block_size,
             // Messages name the command line's options, not an editor's settings.
-            editor: kernelpro_core::editor::Editor::Cli,
+            words: kernelpro_config::words::Words::COMMAND_LINE,
             ..Default::default()
         }
     }
@@ -140,12 +140,12 @@ fn main() -> ExitCode {
             Command::InstallCuda { dir, pip_args, json } => install_cuda(dir, &pip_args, json).await,
             Command::Doctor { json } => {
                 // The user runs it: trusted, with no project (the working directory is never searched).
-                let settings = kernelpro_core::settings::Settings {
+                let settings = kernelpro_config::settings::Settings {
                     trusted: true,
-                    editor: kernelpro_core::editor::Editor::Cli,
+                    words: kernelpro_config::words::Words::COMMAND_LINE,
                     ..Default::default()
                 };
-                let report = kernelpro_core::doctor::report(&settings).await;
+                let report = kernelpro_measure::doctor::report(&settings).await;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&report).expect("json"));
                 } else {
@@ -160,7 +160,7 @@ fn main() -> ExitCode {
     // runtime would wait for it. The tasks' futures are dropped, so their
     // children's groups are killed (`runner::run_tool`).
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    kernelpro_core::children::kill_all();
+    kernelpro_runner::children::kill_all();
     code
 }
 
@@ -181,7 +181,7 @@ fn end_children_on_signal() {
             _ = int.recv() => libc::SIGINT,
             _ = hup.recv() => libc::SIGHUP,
         };
-        kernelpro_core::children::kill_all();
+        kernelpro_runner::children::kill_all();
         std::process::exit(128 + signal);
     });
 }
@@ -194,7 +194,8 @@ async fn install_cuda(dir: Option<PathBuf>, pip_args: &[String], json: bool) -> 
     if !json {
         eprintln!("installing the CUDA compiler into {} (a few hundred MB, a minute or two)…", dir.display());
     }
-    match kernelpro_core::install::install_cuda(&dir, pip_args, &tokio_util::sync::CancellationToken::new()).await {
+    match kernelpro_toolchain::install::install_cuda(&dir, pip_args, &tokio_util::sync::CancellationToken::new()).await
+    {
         Ok(nvcc) => {
             if json {
                 println!("{}", serde_json::json!({"nvcc": nvcc, "dir": dir}));

@@ -114,9 +114,9 @@ fn parse_evaluator(value: &str) -> Result<String, String> {
 
 /// The LLM settings from the arguments and the environment, or what is
 /// missing for `--llm` to ever work (said before any search starts).
-fn llm_settings(args: &OptimizeArgs) -> Result<kernelpro_core::settings::LlmSettings, String> {
+fn llm_settings(args: &OptimizeArgs) -> Result<kernelpro_config::settings::LlmSettings, String> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let mut llm = kernelpro_core::settings::LlmSettings { enabled: args.llm, ..Default::default() };
+    let mut llm = kernelpro_config::settings::LlmSettings { enabled: args.llm, ..Default::default() };
     if !args.llm {
         return Ok(llm);
     }

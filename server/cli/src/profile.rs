@@ -3,8 +3,8 @@
 
 use crate::CompileArgs;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::baseline::BaselineStore;
-use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
+use kernelpro_measure::baseline::BaselineStore;
+use kernelpro_measure::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
 use kernelpro_profile::Thresholds;
 use std::path::PathBuf;
 use std::process::ExitCode;

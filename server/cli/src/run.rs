@@ -3,8 +3,8 @@
 
 use crate::CompileArgs;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::harness::{self, KernelSource, RunOptions};
 use kernelpro_gpu::{JobResult, KernelRun};
+use kernelpro_measure::harness::{self, KernelSource, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;

@@ -2,21 +2,22 @@
 //! source structure, compiler messages, and (from later stages) SASS,
 //! resources and findings. Results are cached by content and flags.
 
-use crate::cache::{MemoCache, key_of};
-use crate::compile::{CompileInput, CompileOutput, compile};
-use crate::headers::ProjectHeader;
-use crate::process::ToolError;
-use crate::settings::Settings;
-use crate::source::{self, SourceFile};
-use crate::toolchain::{self, Env, Found};
+use kernelpro_config::settings::Settings;
+use kernelpro_config::words::Words;
 use kernelpro_lints::Needs;
 use kernelpro_lints::launch::{Launch, LaunchFrom};
 use kernelpro_model::{Finding, Severity, Span};
+use kernelpro_runner::process::ToolError;
 use kernelpro_sass::disasm::Disassembly;
 use kernelpro_sass::occupancy::{ArchLimits, Limiter, Occupancy, occupancy};
 use kernelpro_sass::ptxas::KernelResources;
 use kernelpro_sass::symbol::plain_name;
+use kernelpro_source::{self as source, SourceFile};
 use kernelpro_spec::{LaunchSpec, ResolveOptions};
+use kernelpro_toolchain::cache::{MemoCache, key_of};
+use kernelpro_toolchain::compile::{CompileInput, CompileOutput, compile};
+use kernelpro_toolchain::headers::ProjectHeader;
+use kernelpro_toolchain::toolchain::{self, Env, Found};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +30,8 @@ pub struct FileAnalysis {
     pub path: PathBuf,
     /// Built without tools because the workspace is not trusted: how to trust it, in the user's editor's words.
     pub untrusted: Option<&'static str>,
+    /// The words of the user's client (from the settings), for the hover's hints.
+    pub words: Words,
     pub source: SourceFile,
     pub findings: Vec<Finding>,
     pub compile: Option<Arc<CompileOutput>>,
@@ -43,9 +46,9 @@ pub struct FileAnalysis {
     /// SASS and the static tools are in (step two ran, or was not needed).
     pub complete: bool,
     /// The cache key of this version (text, path, flags, compiler).
-    pub key: crate::cache::Key,
+    pub key: kernelpro_toolchain::cache::Key,
     pub nvcc: Option<PathBuf>,
-    /// The project headers the file includes (`crate::headers`): their kernels
+    /// The project headers the file includes (`kernelpro_toolchain::headers`): their kernels
     /// are analysed with this file's compile, their findings carry `file`.
     pub headers: Vec<ProjectHeader>,
     /// The text this analysis is of (to tell which lines an edit left alone).
@@ -87,6 +90,7 @@ impl FileAnalysis {
                     arch: settings.arch.clone(),
                     default_block_size: settings.block_size,
                     over_budget: true,
+                    words: settings.words,
                     ..Default::default()
                 };
             }
@@ -109,7 +113,8 @@ impl FileAnalysis {
             source,
             arch: settings.arch.clone(),
             default_block_size: settings.block_size,
-            untrusted: (!settings.trusted).then(|| settings.editor.trust_hint()),
+            untrusted: (!settings.trusted).then(|| settings.words.trust_hint()),
+            words: settings.words,
             ..Default::default()
         }
     }
@@ -174,7 +179,7 @@ impl Analyzer {
     /// The full set of nvcc flags for a file: settings then compile_commands.json,
     /// through the one filter (`nvcc_flags`).
     pub fn flags_for(path: &Path, settings: &Settings) -> Vec<String> {
-        crate::nvcc_flags::for_file(path, settings).kept
+        kernelpro_toolchain::nvcc_flags::for_file(path, settings).kept
     }
 
     /// Both steps: compile, then SASS and the static tools.
@@ -205,7 +210,7 @@ impl Analyzer {
         // nvcc runs in the file's directory with `-I` that directory: a relative
         // path (`check dir/file.cu`) would apply `dir` twice to `#include "…"`.
         // An unsaved buffer stays relative: it has no folder (never the server's working directory).
-        let absolute = if crate::compile::is_unsaved(path) {
+        let absolute = if kernelpro_toolchain::compile::is_unsaved(path) {
             path.to_path_buf()
         } else {
             std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
@@ -220,7 +225,7 @@ impl Analyzer {
                     Span::line(0),
                     format!(
                         "nvcc was not found, so this file is not compiled. {}",
-                        toolchain::nvcc_install_hint(settings.editor)
+                        toolchain::nvcc_install_hint(settings.words)
                     ),
                 )
                 .with_code("no-nvcc"),
@@ -228,7 +233,7 @@ impl Analyzer {
             analysis.complete = true;
             return Ok(analysis);
         };
-        let flags = crate::nvcc_flags::for_file(path, settings);
+        let flags = kernelpro_toolchain::nvcc_flags::for_file(path, settings);
         let input = CompileInput {
             path: path.to_path_buf(),
             text: text.to_string(),
@@ -240,7 +245,7 @@ impl Analyzer {
         let stamp =
             std::fs::metadata(&nvcc.path).and_then(|m| m.modified()).map(|t| format!("{t:?}")).unwrap_or_default();
         let toolkit = nvcc.path.parent().and_then(Path::parent);
-        let headers = crate::headers::project_headers(path, text, &input.flags, toolkit);
+        let headers = kernelpro_toolchain::headers::project_headers(path, text, &input.flags, toolkit);
         // A header edited on disk changes the result as much as the file does.
         let header_parts: Vec<&[u8]> =
             headers.iter().flat_map(|h| [h.path.as_os_str().as_encoded_bytes(), h.text.as_bytes()]).collect();
@@ -315,7 +320,7 @@ impl Analyzer {
                     "kernelpro",
                     Severity::Warning,
                     Span::line(0),
-                    crate::nvcc_flags::rejection_message(r, settings.editor),
+                    kernelpro_toolchain::nvcc_flags::rejection_message(r, settings.words),
                 )
                 .with_code("flag-rejected"),
             );
@@ -345,7 +350,8 @@ impl Analyzer {
             return Ok(analysis);
         };
         let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
-        let full = match crate::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel).await {
+        let full = match kernelpro_toolchain::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel).await
+        {
             Ok(out) => Arc::new(out),
             Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
             Err(e) => {

@@ -14,9 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 /// At most this many instructions per kernel are listed in a hover; the rest are counted.
 const MAX_INSTRUCTIONS: usize = 16;
 
-/// Where the uncapped listing is, said under a capped one.
-const FULL_LISTING: &str = "the full listing: the **Show SASS for Line** command (`:KernelProSass` in Neovim) or `kernelpro check FILE --sass LINE`";
-
 /// The hover at `pos` of the analysed text; `shown_line` is where that line
 /// is in the editor now (unsaved edits move lines), for the titles.
 pub fn hover_markdown(analysis: &FileAnalysis, pos: Pos, shown_line: u32) -> Option<String> {
@@ -163,7 +160,8 @@ fn sass_markdown(a: &FileAnalysis, line: u32, shown_line: u32, cap: Option<usize
         }
         s.push_str("```\n");
         if idx.len() > shown.len() {
-            s.push_str(&format!("Costly instructions first; {FULL_LISTING}.\n\n"));
+            // Where the uncapped listing is, in the words of the user's client.
+            s.push_str(&format!("Costly instructions first; the full listing: {}.\n\n", a.words.full_listing));
         }
     }
     if s.is_empty() {

@@ -1,11 +1,26 @@
 //! Code lenses above each kernel: its resource summary, Profile and Optimize.
-//! Profile and Optimize follow what can run here (`doctor::Readiness`): where
+//! Profile and Optimize follow what can run here ([`Readiness`], from `kernelpro_measure::doctor`): where
 //! one cannot, its lens says what is missing (and explains on click) instead
 //! of failing; without a compiler neither is offered.
 
 use crate::analysis::FileAnalysis;
-use crate::doctor::Readiness;
 use kernelpro_model::Span;
+
+/// What can run here, from the doctor's report (`kernelpro_measure::doctor`): `None` where an action can run, else
+/// what is missing, in words for a lens title or a message. The editors
+/// offer Profile and Optimize only where they can run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Readiness {
+    /// Compiling (every analysis past the source): nvcc and a host compiler.
+    pub compile: Option<String>,
+    /// Optimize: compiling, and a GPU to time candidates on (through the runner where one is set).
+    pub optimize: Option<String>,
+    /// Profile: compiling, a GPU, and ncu with access to the counters.
+    pub profile: Option<String>,
+    /// What to do about each, from the failed checks' fixes (empty where ready).
+    pub optimize_fix: String,
+    pub profile_fix: String,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LensAction {
@@ -79,7 +94,7 @@ mod tests {
     use super::*;
 
     fn titles(ready: Option<&Readiness>) -> Vec<(String, LensAction)> {
-        let settings = crate::settings::Settings { trusted: true, ..Default::default() };
+        let settings = kernelpro_config::settings::Settings { trusted: true, ..Default::default() };
         let a = FileAnalysis::without_tools(
             std::path::Path::new("k.cu"),
             "__global__ void k(float* y) { y[threadIdx.x] = 1.f; }\n",

@@ -4,11 +4,12 @@
 //! compile says.
 
 use expect_test::{Expect, expect};
+use kernelpro_config::settings::Settings;
+use kernelpro_config::words::Words;
 use kernelpro_core::analysis::FileAnalysis;
-use kernelpro_core::compile::CompileOutput;
 use kernelpro_core::hover::{hover_markdown, line_hover, sass_listing};
-use kernelpro_core::settings::Settings;
 use kernelpro_model::Pos;
+use kernelpro_toolchain::compile::CompileOutput;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -65,7 +66,7 @@ fn busy_line_summary_then_costly_instructions_first() {
     expect![[r#"
         SASS of line 28 in `spill_accumulators`: 772 instructions: 385 local-memory (LDL, STL)
         // … and 756 more
-        Costly instructions first; the full listing: the **Show SASS for Line** command (`:KernelProSass` in Neovim) or `kernelpro check FILE --sass LINE`."#]]
+        Costly instructions first; the full listing: the **Show SASS for Line** command or `kernelpro check FILE --sass LINE`."#]]
     .assert_eq(&head.join("\n"));
     // Two lines inserted above it in the editor: the same listing, titled with the line as it is now.
     let moved = line_hover(&a, 27, 29).unwrap();
@@ -176,12 +177,13 @@ fn kernel_without_resources_says_why() {
             .unwrap()
             .ends_with("Not compiled yet: save the file to compile it and see its resources.")
     );
-    let vscode = Settings { editor: kernelpro_core::editor::Editor::VsCode, ..Default::default() };
-    let untrusted = FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &vscode);
+    let client = Words { trust: "press the trust button", ..Words::ANY_CLIENT };
+    let untrusted =
+        FileAnalysis::without_tools(Path::new("t.cu"), TEMPLATES, &Settings { words: client, ..Default::default() });
     let md = hover_markdown(&untrusted, Pos::new(1, 17), 1).unwrap();
     assert!(
         md.contains("the workspace is not trusted")
-            && md.contains("Manage Workspace Trust")
+            && md.contains("press the trust button")
             && !md.contains("save the file"),
         "{md}"
     );

@@ -43,7 +43,7 @@ pub use data::{
 };
 pub use job::*;
 pub use metrics::flops;
-pub use process::{DEFAULT_TIMEOUT, HarnessError, SECRET_ENV, WORKER_SUBCOMMAND, run_job};
+pub use process::{DEFAULT_TIMEOUT, HarnessError, WORKER_SUBCOMMAND, run_job};
 pub use verify::{
     MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used,
 };

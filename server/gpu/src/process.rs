@@ -48,8 +48,6 @@ fn tail_note(stderr: &str) -> String {
     if tail.is_empty() { String::new() } else { format!(": {}", tail.join("\n")) }
 }
 
-pub use kernelpro_runner::SECRET_ENV;
-
 /// Runs `job` in `runner_prefix... exe __gpu-worker` (the job on stdin, the
 /// reply on stdout), killing the child's whole process group when `timeout`
 /// passes or `cancel` fires. Jobs on the same device run one at a time, across

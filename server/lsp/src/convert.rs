@@ -22,7 +22,7 @@ fn doc_href(doc: &str) -> Option<Uri> {
     if doc.starts_with("https://") || doc.starts_with("http://") {
         return doc.parse().ok();
     }
-    let (file, anchor) = kernelpro_core::docs::resolve(doc)?;
+    let (file, anchor) = kernelpro_config::docs::resolve(doc)?;
     let uri = Uri::from_file_path(&file)?;
     match anchor {
         Some(a) => format!("{}#{a}", uri.as_str()).parse().ok(),

@@ -546,5 +546,5 @@ pub fn path_of(uri: &tower_lsp_server::ls_types::Uri) -> std::path::PathBuf {
     is_file
         .then(|| uri.to_file_path().map(|p| p.into_owned()))
         .flatten()
-        .unwrap_or_else(|| std::path::PathBuf::from(kernelpro_core::compile::UNSAVED))
+        .unwrap_or_else(|| std::path::PathBuf::from(kernelpro_toolchain::compile::UNSAVED))
 }

@@ -5,6 +5,7 @@
 
 mod convert;
 mod document;
+mod editor;
 mod handlers;
 mod jobs;
 mod log;

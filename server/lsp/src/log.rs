@@ -63,7 +63,7 @@ impl<S: Subscriber> Layer<S> for ClientLayer {
 /// The filter: `KERNELPRO_LOG` if set and valid, else INFO for our crates.
 pub fn filter() -> EnvFilter {
     std::env::var("KERNELPRO_LOG").ok().and_then(|d| EnvFilter::try_new(d).ok()).unwrap_or_else(|| {
-        EnvFilter::new("warn,kernelpro=info,kernelpro_lsp=info,kernelpro_core=info,kernelpro_optimize=info")
+        EnvFilter::new("warn,kernelpro=info,kernelpro_lsp=info,kernelpro_core=info,kernelpro_toolchain=info,kernelpro_measure=info,kernelpro_optimize=info")
     })
 }
 

@@ -2,8 +2,8 @@
 //! an `.await`, so text-sync handlers update state before they yield.
 
 use crate::document::Document;
+use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::settings::Settings;
 use kernelpro_optimize::OptimizeOutcome;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -39,7 +39,7 @@ pub struct State {
     pub progress_cancels: Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
     /// What can run here, from the last doctor (at start, after a settings
     /// change or an install): the lenses offer Profile and Optimize from it.
-    pub readiness: RwLock<Option<kernelpro_core::doctor::Readiness>>,
+    pub readiness: RwLock<Option<kernelpro_core::lens::Readiness>>,
 }
 
 /// A finished search: its edits apply while the lines they replace are unchanged (see `kernelpro_session::rebase`).
@@ -67,18 +67,18 @@ impl State {
     pub fn set_settings(&self, s: Settings) {
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = s;
     }
-    pub fn readiness(&self) -> Option<kernelpro_core::doctor::Readiness> {
+    pub fn readiness(&self) -> Option<kernelpro_core::lens::Readiness> {
         self.readiness.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
     /// Runs doctor under the current settings and keeps its verdict; true when
     /// it changed. With `versions`, each tool's `--version` runs too (the doctor
     /// command); without, the tools are only located (start-up, settings changes).
-    pub async fn refresh_readiness(&self, versions: bool) -> (kernelpro_core::doctor::Report, bool) {
+    pub async fn refresh_readiness(&self, versions: bool) -> (kernelpro_measure::doctor::Report, bool) {
         let settings = self.settings();
         let report = if versions {
-            kernelpro_core::doctor::report(&settings).await
+            kernelpro_measure::doctor::report(&settings).await
         } else {
-            kernelpro_core::doctor::located(&settings).await
+            kernelpro_measure::doctor::located(&settings).await
         };
         let ready = report.readiness(&settings);
         let mut slot = self.readiness.write().unwrap_or_else(|p| p.into_inner());

@@ -9,10 +9,10 @@
 use crate::disagreement::Rejection;
 use crate::guard::check_candidate;
 use futures::future::join_all;
+use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::harness::{self, JobTuning, KernelSource, Prepared, RunOptions};
-use kernelpro_core::settings::Settings;
 use kernelpro_gpu::{HarnessError, Image};
+use kernelpro_measure::harness::{self, JobTuning, KernelSource, Prepared, RunOptions};
 use kernelpro_search::{Evaluator, FindingNote, Outcome, normalize};
 use kernelpro_source::SourceFile;
 use std::collections::{HashMap, VecDeque};
@@ -99,7 +99,7 @@ impl Compiles {
             cancel,
             ahead: HashMap::new(),
             order: VecDeque::new(),
-            cap: kernelpro_core::jobs::limit().size(),
+            cap: kernelpro_runner::jobs::limit().size(),
         }
     }
 
@@ -642,7 +642,8 @@ pub fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, Stri
     {
         return Ok(settings.clone());
     }
-    let include = kernelpro_cute::cutlass_include(None, &kernelpro_core::toolchain::Env::for_settings(settings).roots)?;
+    let include =
+        kernelpro_cute::cutlass_include(None, &kernelpro_toolchain::toolchain::Env::for_settings(settings).roots)?;
     let mut s = settings.clone();
     // The compile step sets the architecture itself.
     s.extra_flags

@@ -17,10 +17,10 @@ pub use guard::{check_candidate, launch_changes};
 pub use launch_site::{SiteUpdate, update_sites};
 pub use region::{LineEdit, edit_within_region, kernel_region};
 
+use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::harness::RunOptions;
-use kernelpro_core::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
-use kernelpro_core::settings::Settings;
+use kernelpro_measure::harness::RunOptions;
+use kernelpro_measure::profiling::{Exports, FileProfileRequest, ProfileReport, analyze_exports, profile_file};
 use kernelpro_profile::Thresholds;
 use kernelpro_search::{
     Budget, Evaluator, FindingNote, MemoryEntry, Outcome, Progress, Proposer, Search, SearchConfig, Strategy,
@@ -646,7 +646,7 @@ fn include_policy(req: &OptimizeRequest) -> kernelpro_llm::IncludePolicy {
             allowed_roots.extend(targets.flatten().map(|t| t.path().join("include")));
         }
     }
-    let roots = kernelpro_core::toolchain::Env::for_settings(&req.settings).roots;
+    let roots = kernelpro_toolchain::toolchain::Env::for_settings(&req.settings).roots;
     if let Some(cutlass) = kernelpro_cutlass::find_root(None, &roots) {
         allowed_roots.extend([cutlass.join("include"), cutlass.join("tools/util/include")]);
     }
@@ -672,7 +672,7 @@ fn llm_proposer(req: &OptimizeRequest) -> Result<kernelpro_llm::LlmProposer, Str
     config.enabled = true;
     config.api_key = req.llm_key.clone().or_else(kernelpro_llm::ApiKey::from_env);
     let cutlass =
-        kernelpro_cutlass::find_root(None, &kernelpro_core::toolchain::Env::for_settings(&req.settings).roots)
+        kernelpro_cutlass::find_root(None, &kernelpro_toolchain::toolchain::Env::for_settings(&req.settings).roots)
             .and_then(|root| kernelpro_cutlass::Index::build(&root).ok())
             .map(Arc::new);
     Ok(kernelpro_llm::LlmProposer::new(config, &req.kernel, cutlass)

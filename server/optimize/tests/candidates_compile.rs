@@ -2,8 +2,8 @@
 //! compile and guards (with the real nvcc; timing is stubbed). CuTe rewrites
 //! are compiled with the CUTLASS headers for sm_90a.
 
+use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::settings::Settings;
 use kernelpro_optimize::{Context, StubEvaluator};
 use kernelpro_recipes::Recipe;
 use kernelpro_search::{Evaluator, Outcome};

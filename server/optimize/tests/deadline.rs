@@ -3,7 +3,7 @@
 //! compiles with the real nvcc), the run ends within seconds of its limit with
 //! the best candidate verified so far, and says how far it got.
 
-use kernelpro_core::settings::Settings;
+use kernelpro_config::settings::Settings;
 use kernelpro_optimize::{EvaluatorChoice, OptimizeError, OptimizeRequest, StubTiming, optimize_with};
 use kernelpro_search::Strategy;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! followed) is told to the user in the optimize result's notes, not only
 //! kept in the proposer.
 
-use kernelpro_core::settings::Settings;
+use kernelpro_config::settings::Settings;
 use kernelpro_optimize::{OptimizeRequest, optimize};
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -2,8 +2,8 @@
 //! invented timing): structural candidates are evaluated first, and a
 //! candidate whose normalized source was evaluated before costs nothing.
 
+use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_core::settings::Settings;
 use kernelpro_optimize::{Context, StubEvaluator};
 use kernelpro_recipes::{RecipeProposer, Tier};
 use kernelpro_search::{

@@ -18,7 +18,7 @@ pub async fn code_action(server: &Server, params: CodeActionParams) -> Result<Op
     let current = text.text.to_string();
     let diagnostics = params.context.diagnostics;
     let (file, current, fixes) = crate::server::blocking(move || {
-        let file = kernelpro_core::source::parse(&current);
+        let file = kernelpro_source::parse(&current);
         let fixes = quick_fixes(&file, &current, &diagnostics);
         (file, current, fixes)
     })
@@ -98,7 +98,7 @@ impl QuickFix {
 
 /// The quick fixes of the structural findings among `diagnostics` (one per kernel and code):
 /// each runs the finding's promised rewrites that apply, or is disabled with why none does.
-pub fn quick_fixes(file: &kernelpro_core::source::SourceFile, text: &str, diagnostics: &[Diagnostic]) -> Vec<QuickFix> {
+pub fn quick_fixes(file: &kernelpro_source::SourceFile, text: &str, diagnostics: &[Diagnostic]) -> Vec<QuickFix> {
     let mut out: Vec<QuickFix> = Vec::new();
     for d in diagnostics {
         let Some(code) = d.code.as_ref().and_then(|c| match c {
@@ -156,7 +156,7 @@ __global__ void row_mean(float* out, const float* x, int rows, int cols) {
 
     #[test]
     fn a_row_walk_offers_its_promised_rewrites() {
-        let file = kernelpro_core::source::parse(ROWS);
+        let file = kernelpro_source::parse(ROWS);
         let fixes = quick_fixes(
             &file,
             ROWS,
@@ -182,7 +182,7 @@ __global__ void row_mean(float* out, const float* x, int rows, int cols) {
             "    mean += x[r * cols + c];\n",
             "    float v = x[r * cols + c];\n    mean = mean + (v - mean) / (c + 1);\n",
         );
-        let file = kernelpro_core::source::parse(&welford);
+        let file = kernelpro_source::parse(&welford);
         let fixes = quick_fixes(&file, &welford, &[diagnostic("RowWalk", 14)]);
         let [fix] = &fixes[..] else { panic!("one quick fix: {fixes:#?}") };
         let why = fix.disabled.as_deref().expect("disabled");

@@ -18,7 +18,7 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
     let settings = server.state.settings();
     let restricted = format!(
         "nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, {}",
-        settings.editor.trust_hint()
+        settings.words.trust_hint()
     );
     for k in analysis.source.kernels() {
         if let Some((summary, _, stale)) = verdicts.get(&k.name) {

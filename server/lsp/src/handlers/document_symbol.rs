@@ -9,7 +9,7 @@
 
 use crate::document::TextSnapshot;
 use crate::server::Server;
-use kernelpro_core::source::{self, FnKind};
+use kernelpro_source::{self as source, FnKind};
 use std::sync::Arc;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;

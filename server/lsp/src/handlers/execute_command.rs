@@ -73,7 +73,7 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                 ));
             }
             let token = tokio_util::sync::CancellationToken::new();
-            match kernelpro_core::install::install_cuda(&dir, &[], &token).await {
+            match kernelpro_toolchain::install::install_cuda(&dir, &[], &token).await {
                 Ok(nvcc) => {
                     tracing::info!(nvcc = %nvcc.display(), "installed the CUDA compiler");
                     // Use it at once; the editor also stores it in its `nvcc` setting.

@@ -1,8 +1,8 @@
 //! initialize, initialized, shutdown and configuration changes.
 
+use crate::editor::Editor;
 use crate::server::Server;
-use kernelpro_core::editor::Editor;
-use kernelpro_core::settings::Settings;
+use kernelpro_config::settings::Settings;
 use std::sync::atomic::Ordering;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
@@ -37,11 +37,11 @@ pub async fn initialize(server: &Server, params: InitializeParams) -> Result<Ini
         (_, Some(uri)) => local(uri).into_iter().collect(),
         _ => Vec::new(),
     };
-    // Messages name this editor's settings and commands (core::editor).
+    // Messages name this editor's settings and commands in its words (editor.rs).
     let editor = params.client_info.as_ref().map(|c| Editor::from_client_name(&c.name)).unwrap_or_default();
-    server.state.set_settings(Settings { project_roots: roots, editor, ..server.state.settings() });
+    server.state.set_settings(Settings { project_roots: roots, words: editor.words(), ..server.state.settings() });
     if let Some(opts) = &params.initialization_options {
-        let opts = kernelpro_core::settings::init_section(opts);
+        let opts = kernelpro_config::settings::init_section(opts);
         if let Some(key) = opts.get("llmKey").and_then(|k| k.as_str()).filter(|k| !k.is_empty()) {
             *server.state.llm_key.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernelpro_llm::ApiKey::new(key));
         }
@@ -82,13 +82,13 @@ pub async fn initialized(server: &Server) {
     if !settings.trusted && !server.state.warned_untrusted.swap(true, Ordering::SeqCst) {
         let message = format!(
             "KernelPro: workspace not trusted, so nothing is compiled, run or profiled. To allow it: {}.",
-            settings.editor.trust_hint()
+            settings.words.trust_hint()
         );
         // The log keeps it for clients that show no messages, or hide this one.
         server.client.log_message(MessageType::INFO, &message).await;
         // The VS Code extension says it in its own words (with a button to
         // manage trust): one toast, not two.
-        if settings.editor != Editor::VsCode {
+        if Editor::of(&settings.words) != Editor::VsCode {
             server.client.show_message(MessageType::INFO, message).await;
         }
     }

@@ -6,6 +6,7 @@ use crate::document::path_of;
 use crate::jobs::publish::publish;
 use crate::server::Server;
 use crate::state::State;
+use kernelpro_config::words::Words;
 use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
 use kernelpro_model::{Finding, Severity, Span};
 use kernelpro_session::{JobKind, JobTicket};
@@ -133,7 +134,7 @@ async fn analyse_and_publish(
         }
     } else {
         // Structure and specs only, but a parse of a large file all the same: off the runtime's workers.
-        let editor = settings.editor;
+        let words = settings.words;
         let (text, settings, path) = (text.to_string(), settings.clone(), path.clone());
         // A newer version stops the parse and the budget's walk (`kernelpro_source::budget`).
         let token = token.clone();
@@ -141,7 +142,7 @@ async fn analyse_and_publish(
             FileAnalysis::without_tools_within(&path, &text, &settings, &|| token.is_cancelled())
         })
         .await;
-        analysis.findings.push(untrusted(editor));
+        analysis.findings.push(untrusted(words));
         analysis
     };
     let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
@@ -158,14 +159,14 @@ async fn analyse_and_publish(
 
 /// Why an untrusted document gets no compiler diagnostics, on the document
 /// itself: a client that shows no messages (or hid the one at start) still sees it.
-fn untrusted(editor: kernelpro_core::editor::Editor) -> Finding {
-    Finding::new("kernelpro", Severity::Information, Span::line(0), untrusted_message(editor)).with_code("Untrusted")
+fn untrusted(words: Words) -> Finding {
+    Finding::new("kernelpro", Severity::Information, Span::line(0), untrusted_message(words)).with_code("Untrusted")
 }
 
-/// In the words of the user's editor (core::editor).
-pub fn untrusted_message(editor: kernelpro_core::editor::Editor) -> String {
+/// In the words of the user's editor (`editor.rs`).
+pub fn untrusted_message(words: Words) -> String {
     format!(
         "workspace not trusted: nothing is compiled, checked or profiled here until you {}. Until then only the file's structure and launch specs are checked.",
-        editor.trust_hint()
+        words.trust_hint()
     )
 }

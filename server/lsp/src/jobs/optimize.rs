@@ -2,6 +2,7 @@
 //! then keeps the result so the code action can offer it as one edit of the
 //! kernel. The file is changed only if the user applies that action.
 
+use crate::editor::Editor;
 use crate::server::Server;
 use crate::state::StoredOptimization;
 use kernelpro_optimize::{OptimizeRequest, optimize};
@@ -27,7 +28,7 @@ pub async fn start(
         let doc = docs.get(&uri).ok_or_else(|| Error::invalid_params("the document is not open"))?;
         (doc.text().to_string(), doc.version)
     };
-    if kernelpro_core::source::parse(&text).kernel(&kernel).is_none() {
+    if kernelpro_source::parse(&text).kernel(&kernel).is_none() {
         return Err(Error::invalid_params(format!("no __global__ function named `{kernel}` in this file")));
     }
     // What doctor found missing (no compiler, no GPU for a GPU evaluator): said
@@ -135,14 +136,14 @@ pub async fn start(
         }
         Err(e) => {
             tracing::warn!(kernel = %kernel, "optimize failed: {e}");
-            let e = settings.editor.name_settings(&e);
+            let e = settings.words.name_settings(&e);
             progress.finish_with_message(format!("failed: {e}")).await;
             Err(Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: e.into(), data: None })
         }
         Ok(outcome) => {
             let cancelled = cancel.is_cancelled();
             tracing::info!(kernel = %kernel, evaluations = outcome.evaluations, speedup = outcome.speedup, cancelled, stop = %outcome.stop, "optimize finished");
-            let message = result_message(&outcome, cancelled, settings.editor);
+            let message = result_message(&outcome, cancelled, Editor::of(&settings.words));
             let notes = outcome.notes.clone();
             progress.finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() }).await;
             let reply = serde_json::json!({
@@ -178,13 +179,9 @@ pub async fn start(
 /// The finished search in words. A cancelled run says so first; what it
 /// found before the cancel is offered as its own sentence, never as if the
 /// run had finished.
-pub fn result_message(
-    outcome: &kernelpro_optimize::OptimizeOutcome,
-    cancelled: bool,
-    editor: kernelpro_core::editor::Editor,
-) -> String {
+pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool, editor: Editor) -> String {
     let kernel = &outcome.kernel;
-    let apply = editor.code_action_hint();
+    let apply = editor.words().code_action_hint();
     let mut message = match (cancelled, outcome.edit.is_some()) {
         (false, true) => format!("{} — apply it with {apply}.", outcome.title),
         (false, false) => format!("{}.", outcome.title),
@@ -202,7 +199,7 @@ pub fn result_message(
     // Neovim stops at a hit-enter prompt for a message wider than its command line: there
     // the notes stay in the kernel's hover, and the message says where.
     let (_, notes) = split_notes(&outcome.notes);
-    if editor == kernelpro_core::editor::Editor::Neovim && !notes.is_empty() {
+    if editor == Editor::Neovim && !notes.is_empty() {
         message.push_str(" Notes (what changes, how it was verified): hover the kernel.");
         return message;
     }

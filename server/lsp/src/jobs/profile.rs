@@ -4,8 +4,8 @@
 
 use crate::document::ProfileState;
 use crate::state::State;
-use kernelpro_core::baseline::BaselineStore;
-use kernelpro_core::profiling::{FileProfileRequest, profile_file};
+use kernelpro_measure::baseline::BaselineStore;
+use kernelpro_measure::profiling::{FileProfileRequest, profile_file};
 use kernelpro_session::JobKind;
 use std::collections::HashMap;
 use tower_lsp_server::Client;
@@ -16,7 +16,7 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
     if !settings.trusted {
         return failed(format!(
             "KernelPro does not run code in an untrusted workspace; to allow it, {}.",
-            settings.editor.trust_hint()
+            settings.words.trust_hint()
         ));
     }
     let Some((text, version)) = state.docs().get(&uri).map(|d| (d.text().to_string(), d.version)) else {
@@ -78,7 +78,7 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
     let reply = match result {
         // Said in the reply (the editor's message), not left in Problems.
         Err(e) => {
-            let e = settings.editor.name_settings(&e);
+            let e = settings.words.name_settings(&e);
             progress.finish_with_message(format!("unavailable: {e}")).await;
             match missing {
                 Some(m) => failed(format!("Profiling is unavailable: {e} (missing here: {m})")),
@@ -89,7 +89,7 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
             progress.finish_with_message(format!("{} kernels profiled", report.kernels.len())).await;
             for change in BaselineStore::in_cache_dir().record(&path, &report, 5.0) {
                 if change.slower {
-                    profile.findings.push(kernelpro_core::profiling::slower_finding(
+                    profile.findings.push(kernelpro_measure::profiling::slower_finding(
                         &req.text,
                         &change.kernel,
                         &change.text,
@@ -128,7 +128,7 @@ fn failed(message: String) -> serde_json::Value {
 }
 
 /// The finished profile in words: per kernel its verdict and how many findings.
-pub fn summary(report: &kernelpro_core::profiling::ProfileReport) -> String {
+pub fn summary(report: &kernelpro_measure::profiling::ProfileReport) -> String {
     if report.kernels.is_empty() {
         return "Profiling finished, but ncu measured no kernel of this file (does the program launch them?).".into();
     }

@@ -12,8 +12,8 @@
 //! diagnostic, never a command.
 
 use crate::nvcc_diag::{self, CompilerMessage};
-use crate::process::{ToolCommand, ToolError, run_tool};
 use kernelpro_model::{Finding, Pos, Related, Severity, Span};
+use kernelpro_runner::process::{ToolCommand, ToolError, run_tool};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -200,7 +200,7 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
         f.message = format!(
             "{} nvcc found no host C++ compiler (g++ on PATH, or NVCC_CCBIN): {} (`kernelpro doctor` checks it).",
             f.message.trim_end(),
-            crate::doctor::HOST_COMPILER_HINT
+            crate::toolchain::HOST_COMPILER_HINT
         );
     }
     result.ok = out.success() && cubin.exists();
@@ -319,7 +319,7 @@ fn map_messages(
             }
             _ => {
                 // ptxas names kernels by mangled name: put it on that kernel.
-                let source = source.get_or_init(|| crate::source::parse(&input.text));
+                let source = source.get_or_init(|| kernelpro_source::parse(&input.text));
                 if let Some(k) = source.kernels().find(|k| mentions_kernel(&m.message, &k.name)) {
                     span = k.name_span;
                 }

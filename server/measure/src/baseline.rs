@@ -2,8 +2,8 @@
 //! can say what changed. Entries carry a checksum: a corrupted or truncated
 //! file is detected, dropped and rebuilt, never trusted.
 
-use crate::cache::key_of;
 use crate::profiling::{KernelReport, ProfileReport};
+use kernelpro_toolchain::cache::key_of;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -52,7 +52,7 @@ impl BaselineStore {
     }
 
     pub fn in_cache_dir() -> Self {
-        Self::new(crate::cache_dir().join("baselines"))
+        Self::new(kernelpro_config::cache_dir().join("baselines"))
     }
 
     /// Compares a new profile with the last one of the same file, then keeps

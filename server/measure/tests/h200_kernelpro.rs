@@ -4,7 +4,7 @@
 //! its line, from the pages exactly as ncu exported them.
 
 use expect_test::{Expect, expect};
-use kernelpro_core::profiling::{Exports, analyze_exports};
+use kernelpro_measure::profiling::{Exports, analyze_exports};
 use kernelpro_profile::Thresholds;
 use std::path::PathBuf;
 

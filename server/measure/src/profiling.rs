@@ -6,13 +6,13 @@
 //! pure (`analyze_exports`), so recordings from elsewhere (`--import`) give
 //! the same findings as a live run.
 
-use crate::process::{ToolCommand, ToolError, run_tool};
 use kernelpro_model::{Finding, Severity, Span};
 use kernelpro_profile::ncu_args::{self, ClockControl, Output, Page, ProfileOptions};
 use kernelpro_profile::tools::{self, Tool, ToolInput};
 use kernelpro_profile::{
     KernelProfile, SourcePage, Thresholds, Triage, TriageThresholds, parse_raw, parse_source, triage,
 };
+use kernelpro_runner::process::{ToolCommand, ToolError, run_tool};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -305,7 +305,7 @@ async fn export(
 
 fn tool_error(e: &ToolError) -> String {
     match e {
-        ToolError::NotFound { .. } => format!("{e}. {}", crate::toolchain::NCU_INSTALL_HINT),
+        ToolError::NotFound { .. } => format!("{e}. {}", kernelpro_toolchain::toolchain::NCU_INSTALL_HINT),
         _ => e.to_string(),
     }
 }
@@ -334,21 +334,23 @@ pub struct FileProfileRequest {
 /// when the file has its own `main()` and no spec, the whole program.
 pub async fn profile_file(
     req: &FileProfileRequest,
-    settings: &crate::settings::Settings,
-    analyzer: &crate::analysis::Analyzer,
+    settings: &kernelpro_config::settings::Settings,
+    analyzer: &kernelpro_core::analysis::Analyzer,
     cancel: &CancellationToken,
 ) -> Result<ProfileReport, String> {
-    let ncu = crate::toolchain::find_tool(
+    let ncu = kernelpro_toolchain::toolchain::find_tool(
         "ncu",
         settings.ncu.as_deref(),
         "KERNELPRO_NCU",
-        &crate::toolchain::Env::for_settings(settings),
+        &kernelpro_toolchain::toolchain::Env::for_settings(settings),
     )
-    .ok_or_else(|| format!("ncu was not found. {}", crate::toolchain::ncu_install_hint(settings.editor)))?;
+    .ok_or_else(|| {
+        format!("ncu was not found. {}", kernelpro_toolchain::toolchain::ncu_install_hint(settings.words))
+    })?;
     let clock_control = if settings.clock_control == "base" { ClockControl::Base } else { ClockControl::None };
     let timeout = Duration::from_secs(settings.profile_timeout_secs.max(1));
     let thresholds = Thresholds::default();
-    let base = crate::analysis::FileAnalysis::without_tools(&req.path, &req.text, settings);
+    let base = kernelpro_core::analysis::FileAnalysis::without_tools(&req.path, &req.text, settings);
     let mut kernels: Vec<String> = match &req.kernel {
         Some(k) => vec![k.clone()],
         None => base.launch_specs.keys().cloned().collect(),
@@ -413,19 +415,21 @@ pub async fn profile_file(
 async fn build_program(
     path: &Path,
     text: &str,
-    settings: &crate::settings::Settings,
+    settings: &kernelpro_config::settings::Settings,
     dir: &Path,
     cancel: &CancellationToken,
 ) -> Result<PathBuf, String> {
-    let nvcc = crate::analysis::Analyzer::find_nvcc(settings)
-        .ok_or_else(|| format!("nvcc was not found. {}", crate::toolchain::nvcc_install_hint(settings.editor)))?;
+    let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(settings).ok_or_else(|| {
+        format!("nvcc was not found. {}", kernelpro_toolchain::toolchain::nvcc_install_hint(settings.words))
+    })?;
     // As `compile::compile` does: a fixed name, `#line` back to the file, defines in a header.
     let src = dir.join("program.cu");
     let line = path.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
     std::fs::write(&src, format!("#line 1 \"{line}\"\n{text}")).map_err(|e| e.to_string())?;
     let exe = dir.join("program");
     let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
-    let (header, flags) = crate::nvcc_flags::defines_header(&crate::analysis::Analyzer::flags_for(path, settings));
+    let (header, flags) =
+        kernelpro_toolchain::nvcc_flags::defines_header(&kernelpro_core::analysis::Analyzer::flags_for(path, settings));
     args.extend(flags);
     if !header.is_empty() {
         let defines = dir.join("defines.h");
@@ -433,7 +437,7 @@ async fn build_program(
         args.extend(["-include".into(), defines.display().to_string()]);
     }
     args.extend(["-o".into(), exe.display().to_string(), src.display().to_string()]);
-    if let Some(arg) = args.iter().find(|a| crate::nvcc_flags::shell_char(a).is_some()) {
+    if let Some(arg) = args.iter().find(|a| kernelpro_toolchain::nvcc_flags::shell_char(a).is_some()) {
         return Err(format!("the program is not built: nvcc's argument `{arg}` holds a character a shell acts on"));
     }
     let out = run_tool(

@@ -263,7 +263,8 @@ mod tests {
         let got = flags_for(&file);
         assert!(got.kept.is_empty() && got.rejected[0].reason == TOO_BIG, "{got:?}");
         assert!(
-            crate::nvcc_flags::rejection_message(&got.rejected[0], crate::editor::Editor::Cli).contains("was not read"),
+            crate::nvcc_flags::rejection_message(&got.rejected[0], kernelpro_config::words::Words::COMMAND_LINE)
+                .contains("was not read"),
             "{got:?}"
         );
     }

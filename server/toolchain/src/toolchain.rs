@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 /// How to install the compiler when none is found; shown to the user as is.
-/// Editor-neutral; [`nvcc_install_hint`] names the user's own editor's setting.
+/// Editor-neutral; [`nvcc_install_hint`] names the setting in the user's client's words.
 pub const NVCC_INSTALL_HINT: &str = "Install the CUDA compiler wheels into the project's .venv \
 (`pip install nvidia-cuda-nvcc nvidia-cuda-crt nvidia-cuda-nvdisasm nvidia-cuda-cccl`), \
 or point the nvcc setting, KERNELPRO_NVCC or CUDA_HOME at an existing CUDA toolkit.";
@@ -22,19 +22,24 @@ or point the nvcc setting, KERNELPRO_NVCC or CUDA_HOME at an existing CUDA toolk
 pub const NCU_INSTALL_HINT: &str = "Nsight Compute (ncu) ships with the CUDA toolkit on GPU machines; \
 set the ncu setting or KERNELPRO_NCU to its path, or add it to PATH.";
 
-pub fn nvcc_install_hint(editor: crate::editor::Editor) -> String {
+pub fn nvcc_install_hint(words: kernelpro_config::words::Words) -> String {
     format!(
         "To install it, {}. {}",
-        editor.install_cuda_hint(),
+        words.install_cuda_hint(),
         NVCC_INSTALL_HINT
             .replace("Install the CUDA compiler wheels into", "Or install the CUDA compiler wheels into")
-            .replace("the nvcc setting", &editor.setting("nvcc"))
+            .replace("the nvcc setting", &words.setting("nvcc"))
     )
 }
 
-pub fn ncu_install_hint(editor: crate::editor::Editor) -> String {
-    NCU_INSTALL_HINT.replace("the ncu setting", &editor.setting("ncu"))
+pub fn ncu_install_hint(words: kernelpro_config::words::Words) -> String {
+    NCU_INSTALL_HINT.replace("the ncu setting", &words.setting("ncu"))
 }
+
+/// How to get a host compiler, for the doctor's fix and the compile error.
+pub const HOST_COMPILER_HINT: &str = "install one: `sudo apt-get install g++` (Debian, Ubuntu), `sudo dnf install gcc-c++` (Fedora), \
+or without root `conda install -c conda-forge gxx_linux-64`; then put its folder on the PATH the editor or server starts with, \
+or set NVCC_CCBIN to the g++ to use";
 
 /// Where a tool was found, for `kernelpro doctor` and error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +63,7 @@ impl Env<'static> {
 
     /// The project roots of `settings` (first: a project pins its own
     /// toolchain), only when trusted, then [`Env::process`].
-    pub fn for_settings(settings: &crate::settings::Settings) -> Self {
+    pub fn for_settings(settings: &kernelpro_config::settings::Settings) -> Self {
         let mut env = Self::process();
         if settings.trusted {
             env.roots.splice(0..0, settings.project_roots.iter().cloned());
@@ -224,8 +229,10 @@ mod tests {
     fn the_workspace_is_searched_only_when_trusted_and_never_by_cwd() {
         let cwd = std::env::current_dir().unwrap();
         assert!(!Env::process().roots.contains(&cwd), "the working directory is searched: {:?}", Env::process().roots);
-        let mut settings =
-            crate::settings::Settings { project_roots: vec![PathBuf::from("/work/ws")], ..Default::default() };
+        let mut settings = kernelpro_config::settings::Settings {
+            project_roots: vec![PathBuf::from("/work/ws")],
+            ..Default::default()
+        };
         assert!(!Env::for_settings(&settings).roots.contains(&PathBuf::from("/work/ws")));
         settings.trusted = true;
         assert_eq!(Env::for_settings(&settings).roots.first(), Some(&PathBuf::from("/work/ws")));

@@ -511,7 +511,7 @@ pub fn defines_header(flags: &[String]) -> (String, Vec<String>) {
 /// build's ordinary `-c`/`-o`/`-gencode`, dropped quietly, except those that
 /// could have run a command: a shell character, a control character; and a
 /// database too big to read).
-pub fn for_file(path: &Path, settings: &crate::settings::Settings) -> Filtered {
+pub fn for_file(path: &Path, settings: &kernelpro_config::settings::Settings) -> Filtered {
     let mut given: Vec<String> = settings.include_paths.iter().map(|p| format!("-I{}", p.display())).collect();
     given.extend(settings.extra_flags.iter().cloned());
     let mut out = filter(&given, None);
@@ -524,13 +524,10 @@ pub fn for_file(path: &Path, settings: &crate::settings::Settings) -> Filtered {
 /// A warning for one rejected flag, in words a user can act on: the flag,
 /// where it came from (the command line's `--flag`/`-I`, the editor's
 /// settings, or the compile database), and why.
-pub fn rejection_message(r: &Rejected, editor: crate::editor::Editor) -> String {
+pub fn rejection_message(r: &Rejected, words: kernelpro_config::words::Words) -> String {
     match &r.source {
         FlagSource::Settings => {
-            let from = match editor {
-                crate::editor::Editor::Cli => "given with --flag or -I",
-                _ => "from the kernelpro.extraFlags/includePaths settings",
-            };
+            let from = words.flags_given;
             format!("nvcc flag `{}` {from} was not passed: {}", r.flag, r.reason)
         }
         FlagSource::CompileDb(db) if r.reason == TOO_BIG => {

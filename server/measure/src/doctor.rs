@@ -3,9 +3,10 @@
 //! For an untrusted workspace it says where it would look and what it found
 //! there, and runs nothing (not even `nvcc --version`).
 
-use crate::process::{ToolCommand, run_tool};
-use crate::settings::Settings;
-use crate::toolchain::{self, Env, Found};
+use kernelpro_config::settings::Settings;
+use kernelpro_core::lens::Readiness;
+use kernelpro_runner::process::{ToolCommand, run_tool};
+use kernelpro_toolchain::toolchain::{self, Env, Found};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -21,22 +22,6 @@ pub struct Check {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
     pub checks: Vec<Check>,
-}
-
-/// What can run here, from a report: `None` where an action can run, else
-/// what is missing, in words for a lens title or a message. The editors
-/// offer Profile and Optimize only where they can run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Readiness {
-    /// Compiling (every analysis past the source): nvcc and a host compiler.
-    pub compile: Option<String>,
-    /// Optimize: compiling, and a GPU to time candidates on (through the runner where one is set).
-    pub optimize: Option<String>,
-    /// Profile: compiling, a GPU, and ncu with access to the counters.
-    pub profile: Option<String>,
-    /// What to do about each, from the failed checks' fixes (empty where ready).
-    pub optimize_fix: String,
-    pub profile_fix: String,
 }
 
 impl Report {
@@ -150,11 +135,6 @@ async fn version_of(found: &Found, arg: &str, run: Run) -> String {
     }
 }
 
-/// How to get a host compiler, for the doctor's fix and the compile error.
-pub const HOST_COMPILER_HINT: &str = "install one: `sudo apt-get install g++` (Debian, Ubuntu), `sudo dnf install gcc-c++` (Fedora), \
-or without root `conda install -c conda-forge gxx_linux-64`; then put its folder on the PATH the editor or server starts with, \
-or set NVCC_CCBIN to the g++ to use";
-
 /// nvcc preprocesses every `.cu` with a host C++ compiler (`g++` on PATH, or
 /// `NVCC_CCBIN`): without one, every compile fails with "Failed to preprocess
 /// host compiler properties". The `-ccbin` flag is refused in settings (it
@@ -186,7 +166,7 @@ async fn host_compiler(env: &Env<'_>, run: Run) -> Check {
                 Some(n) => format!("NVCC_CCBIN is `{n}`, which is not an executable file: nvcc cannot preprocess any file (\"Failed to preprocess host compiler properties\")"),
                 None => "no g++ on PATH: nvcc cannot preprocess any file (\"Failed to preprocess host compiler properties\"), so nothing compiles".into(),
             },
-            fix: Some(HOST_COMPILER_HINT.into()),
+            fix: Some(toolchain::HOST_COMPILER_HINT.into()),
         },
     }
 }
@@ -239,7 +219,7 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
             name: "workspace trust".into(),
             ok: false,
             detail: format!("not trusted: nothing below was run (not even nvidia-smi: the GPU is not checked), and the workspace's own .venv is not searched ({})", search_order(&env)),
-            fix: Some(settings.editor.trust_hint().into()),
+            fix: Some(settings.words.trust_hint().into()),
         });
     }
     let nvcc = toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &env);
@@ -254,7 +234,7 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
             name: "nvcc".into(),
             ok: false,
             detail: "not found".into(),
-            fix: Some(toolchain::nvcc_install_hint(settings.editor)),
+            fix: Some(toolchain::nvcc_install_hint(settings.words)),
         }),
     }
     for tool in ["ptxas", "nvdisasm", "cuobjdump"] {
@@ -286,7 +266,7 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
             name: "ncu".into(),
             ok: false,
             detail: "not found: profiling is off; compile, SASS and static findings still work".into(),
-            fix: Some(toolchain::ncu_install_hint(settings.editor)),
+            fix: Some(toolchain::ncu_install_hint(settings.words)),
         }),
     }
     let smi = ToolCommand::new("nvidia-smi", Duration::from_secs(20))
@@ -306,7 +286,7 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
             detail: "no NVIDIA GPU or driver visible (nvidia-smi did not answer)".into(),
             fix: Some(format!(
                 "run on a GPU machine, or set {} to reach one (e.g. [\"srun\", \"--gres=gpu:1\", \"--\"])",
-                settings.editor.setting("runner")
+                settings.words.setting("runner")
             )),
         }),
     }
@@ -323,7 +303,7 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
         },
         None => Check { name: "counter permissions".into(), ok: true, detail: "unknown until ncu runs (no driver parameters visible here)".into(), fix: None },
     });
-    let cache = crate::cache_dir();
+    let cache = kernelpro_config::cache_dir();
     checks.push(match std::fs::create_dir_all(&cache) {
         Ok(()) => Check { name: "cache directory".into(), ok: true, detail: cache.display().to_string(), fix: None },
         Err(e) => Check {

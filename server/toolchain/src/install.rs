@@ -5,7 +5,7 @@
 //! setting to the path this returns. The pins are the ones the project's own
 //! set-up installs (`scripts/requirements-cuda.txt`), one definition for both.
 
-use crate::process::{ToolCommand, ToolError, run_tool};
+use kernelpro_runner::process::{ToolCommand, ToolError, run_tool};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

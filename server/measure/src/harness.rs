@@ -2,8 +2,8 @@
 //! spec, and hand a job to the harness child process (`kernelpro __gpu-worker`),
 //! optionally against a reference kernel on identical inputs.
 
-use crate::analysis::{Analyzer, FileAnalysis};
-use crate::settings::Settings;
+use kernelpro_config::settings::Settings;
+use kernelpro_core::analysis::{Analyzer, FileAnalysis};
 use kernelpro_gpu::{HarnessError, Image, Job, JobResult, KernelJob, run_job};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -40,9 +40,10 @@ pub struct Settings {
     /// used only while `trusted` (see `toolchain::Env::for_settings`).
     #[serde(skip)]
     pub project_roots: Vec<PathBuf>,
-    /// The editor the messages are written for (LSP `clientInfo`). Never a setting.
+    /// The words of the client the messages are written for, chosen by the
+    /// adapter (`lsp` from the LSP `clientInfo`, the CLI). Never a setting.
     #[serde(skip)]
-    pub editor: crate::editor::Editor,
+    pub words: crate::words::Words,
 }
 
 /// Members of the settings object that are not settings: the LLM key travels
@@ -73,7 +74,7 @@ impl Default for Settings {
             llm: LlmSettings::default(),
             optimize: OptimizeSettings::default(),
             project_roots: Vec::new(),
-            editor: crate::editor::Editor::default(),
+            words: crate::words::Words::default(),
         }
     }
 }
@@ -152,8 +153,8 @@ impl Settings {
         for (name, _) in changed.iter().filter(|(_, c)| *c) {
             problems.push(format!(
                 "{} is read only from user settings when the server starts (it decides where your key and code go); {}",
-                base.editor.setting(name),
-                base.editor.restart_hint()
+                base.words.setting(name),
+                base.words.restart_hint()
             ));
         }
         (settings, problems)
@@ -204,12 +205,12 @@ impl Settings {
                 Ok(_) => {
                     target.insert(key.clone(), val);
                 }
-                Err(e) => problems.push(format!("{} ignored: {e}", base.editor.setting(key))),
+                Err(e) => problems.push(format!("{} ignored: {e}", base.words.setting(key))),
             }
         }
         let mut settings: Settings = serde_json::from_value(merged).unwrap_or_else(|_| base.clone());
         settings.project_roots = base.project_roots.clone();
-        settings.editor = base.editor;
+        settings.words = base.words;
         (settings, problems)
     }
 }
@@ -241,7 +242,7 @@ pub fn init_section(options: &serde_json::Value) -> &serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::editor::Editor;
+    use crate::words::Words;
 
     #[test]
     fn bad_field_keeps_the_others() {
@@ -348,14 +349,14 @@ mod tests {
     }
 
     #[test]
-    fn problems_name_the_users_editor_settings() {
-        for (editor, name) in [
-            (Editor::VsCode, "`kernelpro.blockSize`"),
-            (Editor::Neovim, "`settings.blockSize` in require('kernelpro').setup()"),
+    fn problems_name_the_users_clients_settings() {
+        for (words, name) in [
+            (Words::COMMAND_LINE, "the `blockSize` setting"),
+            (Words::ANY_CLIENT, "the `blockSize` setting (section \"kernelpro\")"),
         ] {
-            let base = Settings { editor, ..Settings::default() };
+            let base = Settings { words, ..Settings::default() };
             let (s, problems) = Settings::from_json(&base, &serde_json::json!({"blockSize": "big"}));
-            assert_eq!(s.editor, editor);
+            assert_eq!(s.words, words);
             assert!(problems.len() == 1 && problems[0].contains(name), "{problems:?}");
         }
     }
