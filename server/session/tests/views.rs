@@ -286,7 +286,7 @@ fn check_lenses(
             };
             out.push_str(&format!("    [{}]{command}\n", l.title));
         }
-        out.push_str(&format!("{i:>3}| {line}\n"));
+        out.push_str(&format!("{i:<3}| {line}\n"));
     }
     expected.assert_eq(&out);
 }
@@ -319,23 +319,23 @@ fn lenses_follow_their_kernel_through_edits_and_carry_the_profile_verdict() {
         None,
         Some(profile),
         expect![[r#"
-          0| // kernelpro: let N = 1 << 20
-          1| // kernelpro: grid = ceil_div(N, 256)
-          2| // kernelpro: block = 256
-          3| // kernelpro: y = inout float[N] uniform(-1, 1)
-          4| // kernelpro: x = in float[N] uniform(-1, 1)
-          5| // kernelpro: a = 2.0
-          6| // kernelpro: n = N
-          7| #include <cstdio>
-          8| 
-            [memory-bound · DRAM 91% of peak (stale)]
-            [▶ Profile] → profile
-            [⚡ Optimize] → optimize saxpy
-          9| __global__ void saxpy(float* y, const float* x, float a, int n) {
-         10|   int i = blockIdx.x * blockDim.x + threadIdx.x;
-         11|   if (i < n) y[i] = a * x[i] + y[i];
-         12| }
-    "#]],
+            0  | // kernelpro: let N = 1 << 20
+            1  | // kernelpro: grid = ceil_div(N, 256)
+            2  | // kernelpro: block = 256
+            3  | // kernelpro: y = inout float[N] uniform(-1, 1)
+            4  | // kernelpro: x = in float[N] uniform(-1, 1)
+            5  | // kernelpro: a = 2.0
+            6  | // kernelpro: n = N
+            7  | #include <cstdio>
+            8  | 
+                [memory-bound · DRAM 91% of peak (stale)]
+                [▶ Profile] → profile
+                [⚡ Optimize] → optimize saxpy
+            9  | __global__ void saxpy(float* y, const float* x, float a, int n) {
+            10 |   int i = blockIdx.x * blockDim.x + threadIdx.x;
+            11 |   if (i < n) y[i] = a * x[i] + y[i];
+            12 | }
+        "#]],
     );
 }
 
@@ -353,20 +353,20 @@ fn lenses_say_what_is_missing_and_untrusted_offers_no_run() {
         Some(ready.clone()),
         None,
         expect![[r#"
-          0| // kernelpro: let N = 1 << 20
-          1| // kernelpro: grid = ceil_div(N, 256)
-          2| // kernelpro: block = 256
-          3| // kernelpro: y = inout float[N] uniform(-1, 1)
-          4| // kernelpro: x = in float[N] uniform(-1, 1)
-          5| // kernelpro: a = 2.0
-          6| // kernelpro: n = N
-            [▶ Profile: no GPU is visible (nvidia-smi)] → explain: profiling cannot run here: no GPU is visible (nvidia-smi). To fix it: run on a machine with a GPU.
-            [⚡ Optimize] → optimize saxpy
-          7| __global__ void saxpy(float* y, const float* x, float a, int n) {
-          8|   int i = blockIdx.x * blockDim.x + threadIdx.x;
-          9|   if (i < n) y[i] = a * x[i] + y[i];
-         10| }
-    "#]],
+            0  | // kernelpro: let N = 1 << 20
+            1  | // kernelpro: grid = ceil_div(N, 256)
+            2  | // kernelpro: block = 256
+            3  | // kernelpro: y = inout float[N] uniform(-1, 1)
+            4  | // kernelpro: x = in float[N] uniform(-1, 1)
+            5  | // kernelpro: a = 2.0
+            6  | // kernelpro: n = N
+                [▶ Profile: no GPU is visible (nvidia-smi)] → explain: profiling cannot run here: no GPU is visible (nvidia-smi). To fix it: run on a machine with a GPU.
+                [⚡ Optimize] → optimize saxpy
+            7  | __global__ void saxpy(float* y, const float* x, float a, int n) {
+            8  |   int i = blockIdx.x * blockDim.x + threadIdx.x;
+            9  |   if (i < n) y[i] = a * x[i] + y[i];
+            10 | }
+        "#]],
     );
     check_lenses(
         SAXPY,
@@ -375,19 +375,19 @@ fn lenses_say_what_is_missing_and_untrusted_offers_no_run() {
         Some(ready),
         None,
         expect![[r#"
-          0| // kernelpro: let N = 1 << 20
-          1| // kernelpro: grid = ceil_div(N, 256)
-          2| // kernelpro: block = 256
-          3| // kernelpro: y = inout float[N] uniform(-1, 1)
-          4| // kernelpro: x = in float[N] uniform(-1, 1)
-          5| // kernelpro: a = 2.0
-          6| // kernelpro: n = N
-            [🔒 Profile / Optimize: trust the workspace] → explain: nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, trust the workspace (Manage Workspace Trust)
-          7| __global__ void saxpy(float* y, const float* x, float a, int n) {
-          8|   int i = blockIdx.x * blockDim.x + threadIdx.x;
-          9|   if (i < n) y[i] = a * x[i] + y[i];
-         10| }
-    "#]],
+            0  | // kernelpro: let N = 1 << 20
+            1  | // kernelpro: grid = ceil_div(N, 256)
+            2  | // kernelpro: block = 256
+            3  | // kernelpro: y = inout float[N] uniform(-1, 1)
+            4  | // kernelpro: x = in float[N] uniform(-1, 1)
+            5  | // kernelpro: a = 2.0
+            6  | // kernelpro: n = N
+                [🔒 Profile / Optimize: trust the workspace] → explain: nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, trust the workspace (Manage Workspace Trust)
+            7  | __global__ void saxpy(float* y, const float* x, float a, int n) {
+            8  |   int i = blockIdx.x * blockDim.x + threadIdx.x;
+            9  |   if (i < n) y[i] = a * x[i] + y[i];
+            10 | }
+        "#]],
     );
 }
 
@@ -412,7 +412,7 @@ fn check_diagnostics(
     let shown = views::diagnostics(&open.doc);
     let mut out = String::new();
     for (i, line) in open.text.lines().enumerate() {
-        out.push_str(&format!("{i:>3}| {line}\n"));
+        out.push_str(&format!("{i:<3}| {line}\n"));
         for s in shown.main.iter().filter(|s| s.finding.span.start.line as usize == i) {
             out.push_str(&format!("     ^ {}\n", describe(s)));
         }
@@ -464,21 +464,21 @@ fn diagnostics_move_with_their_lines_and_leave_rewritten_ones() {
         Some(profile),
         &[edit(7, 7, "#include <cstdio>\n\n"), edit(11, 12, "  if (i < n) y[i] = fmaf(a, x[i], y[i]);\n")],
         expect![[r#"
-              0| // kernelpro: let N = 1 << 20
-              1| // kernelpro: grid = ceil_div(N, 256)
-              2| // kernelpro: block = 256
-              3| // kernelpro: y = inout float[N] uniform(-1, 1)
-              4| // kernelpro: x = in float[N] uniform(-1, 1)
-              5| // kernelpro: a = 2.0
-              6| // kernelpro: n = N
-              7| #include <cstdio>
-              8| 
-              9| __global__ void saxpy(float* y, const float* x, float a, int n) {
+            0  | // kernelpro: let N = 1 << 20
+            1  | // kernelpro: grid = ceil_div(N, 256)
+            2  | // kernelpro: block = 256
+            3  | // kernelpro: y = inout float[N] uniform(-1, 1)
+            4  | // kernelpro: x = in float[N] uniform(-1, 1)
+            5  | // kernelpro: a = 2.0
+            6  | // kernelpro: n = N
+            7  | #include <cstdio>
+            8  | 
+            9  | __global__ void saxpy(float* y, const float* x, float a, int n) {
                  ^ 9:0-9:4294967295 Information ncu [Dram] DRAM 91% of peak (profiled before your latest edits: profile again to refresh)
-             10|   int i = blockIdx.x * blockDim.x + threadIdx.x;
+            10 |   int i = blockIdx.x * blockDim.x + threadIdx.x;
                  ^ 10:6-10:7 Warning nvcc [#550-D] variable "i" is used before it is checked
-             11|   if (i < n) y[i] = fmaf(a, x[i], y[i]);
-             12| }
+            11 |   if (i < n) y[i] = fmaf(a, x[i], y[i]);
+            12 | }
             /project/common.cuh: 3:0-3:5 Warning nvcc [] in the header, found by this file
         "#]],
     );
