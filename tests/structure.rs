@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 /// crates of lower layers (dev- and build-dependencies too).
 const LAYERS: &[&[&str]] = &[
     &["model", "runner", "search", "cutlass", "config"],
-    &["source", "spec", "sass", "profile", "session"],
+    &["source", "spec", "sass", "profile"],
     &["lints", "gpu", "recipes", "llm"],
     &["cute", "toolchain"],
     &["core"],
     &["measure"],
     &["optimize"],
+    &["session"],
     &["lsp"],
     &["cli"],
 ];

@@ -22,6 +22,9 @@ pub struct Words {
     pub flags_given: &'static str,
     /// Where the uncapped SASS listing of a line is, said under a capped hover.
     pub full_listing: &'static str,
+    /// The client stops at a prompt for a message wider than its command line
+    /// (Neovim's hit-enter): a result's notes stay in the kernel's hover.
+    pub notes_in_hover: bool,
 }
 
 impl Words {
@@ -34,6 +37,7 @@ impl Words {
         restart: "restart the server to apply it",
         flags_given: "from the kernelpro.extraFlags/includePaths settings",
         full_listing: "the **Show SASS for Line** command or `kernelpro check FILE --sass LINE`",
+        notes_in_hover: false,
     };
 
     /// The `kernelpro` command line.

@@ -1,9 +1,11 @@
-//! One open document: its text as a rope, its version, and the latest analysis.
-//! Positions from the client are UTF-16; the core speaks UTF-8 byte columns.
+//! One open document's text: a rope, its version's line index, and the
+//! conversion of positions between the client (UTF-16) and the core (UTF-8
+//! byte columns). Everything else the server knows about the document (its
+//! version, analysis, profile and the edits since) is `kernelpro_session`'s
+//! [`kernelpro_session::Document`], reached through `Deref`.
 
-use kernelpro_core::analysis::FileAnalysis;
 use kernelpro_model::{Pos, Span};
-use kernelpro_session::{EditLog, LineChange};
+use kernelpro_session::LineChange;
 use ropey::Rope;
 use std::sync::{Arc, OnceLock};
 use tower_lsp_server::ls_types::{DocumentSymbol, Position, Range, TextDocumentContentChangeEvent};
@@ -16,31 +18,21 @@ pub struct Document {
     symbols: Arc<tokio::sync::OnceCell<Arc<Vec<DocumentSymbol>>>>,
     /// Counts the text's changes (to tell whether an index built off the lock is still of it).
     generation: u64,
-    pub version: i32,
-    /// The latest finished analysis and the version it was made from.
-    pub analysis: Option<(i32, Arc<FileAnalysis>)>,
-    /// The last profile's results, kept on their lines while the user edits.
-    profile: Option<ProfileState>,
-    /// Line changes not yet seen by the stored analysis or profile, with the
-    /// version each made, so findings, hover and lenses stay on their lines.
-    edits: Vec<(i32, LineChange)>,
-    /// `edits` after the stored analysis's version, composed.
-    analysis_edits: EditLog,
-    /// `edits` after the stored profile's version, composed.
-    profile_edits: EditLog,
+    /// The protocol-free rest: version, analysis, profile, edits.
+    state: kernelpro_session::Document,
 }
 
-/// Findings and per-kernel verdicts of the last profile of a document.
-#[derive(Debug, Clone, Default)]
-pub struct ProfileState {
-    pub findings: Vec<kernelpro_model::Finding>,
-    /// Kernel name → triage summary (`memory-bound · DRAM 82% of peak · …`).
-    pub summaries: std::collections::HashMap<String, String>,
-    /// What changed since the previous profile, per kernel.
-    pub changes: std::collections::HashMap<String, String>,
-    /// The document version the profile measured: its findings' lines are
-    /// that text's, moved through the edits made since when published.
-    pub version: i32,
+impl std::ops::Deref for Document {
+    type Target = kernelpro_session::Document;
+    fn deref(&self) -> &Self::Target {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Document {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.state
+    }
 }
 
 impl Document {
@@ -50,13 +42,13 @@ impl Document {
             lines: OnceLock::new(),
             symbols: Arc::default(),
             generation: 0,
-            version,
-            analysis: None,
-            profile: None,
-            edits: Vec::new(),
-            analysis_edits: EditLog::new(),
-            profile_edits: EditLog::new(),
+            state: kernelpro_session::Document::new(version),
         }
+    }
+
+    /// The protocol-free state, for the session's views.
+    pub fn state(&self) -> &kernelpro_session::Document {
+        &self.state
     }
 
     pub fn text(&self) -> &Rope {
@@ -67,7 +59,7 @@ impl Document {
     pub fn set_text(&mut self, text: &str) {
         if self.text != text {
             let old = self.text.to_string();
-            self.record_replacement(&old, text);
+            self.state.record_replacement(&old, text);
         }
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
@@ -113,9 +105,9 @@ impl Document {
         match change.range {
             None => {
                 let old = self.text.to_string();
-                self.record_replacement(&old, &change.text);
+                self.state.record_replacement(&old, &change.text);
             }
-            Some(r) => self.record(LineChange::from_range(
+            Some(r) => self.state.record(LineChange::from_range(
                 (r.start.line, r.start.character),
                 (r.end.line, r.end.character),
                 &change.text,
@@ -154,101 +146,6 @@ impl Document {
     pub fn pos(&self, position: Position) -> Pos {
         self.snapshot().pos(position)
     }
-
-    pub fn current_analysis(&self) -> Option<&Arc<FileAnalysis>> {
-        self.analysis.as_ref().map(|(_, a)| a)
-    }
-
-    /// A whole-text change (clients without incremental sync send one per
-    /// keystroke): its line changes, from a line diff, so findings still move
-    /// with their lines. A diff that runs out of time is coarser, never wrong.
-    fn record_replacement(&mut self, old: &str, new: &str) {
-        let diff = similar::TextDiff::configure().timeout(std::time::Duration::from_millis(50)).diff_lines(old, new);
-        // Last first: each change's lines are still those of `old`.
-        for op in diff.ops().iter().rev() {
-            let (o, n) = (op.old_range(), op.new_range());
-            if matches!(op.tag(), similar::DiffTag::Equal) {
-                continue;
-            }
-            let inserted = "\n".repeat(n.len());
-            self.record(LineChange::from_range((o.start as u32, 0), (o.end as u32, 0), &inserted));
-        }
-    }
-
-    /// One line change of the edit that made `self.version`: kept (for a
-    /// result of an older version that lands later) and composed at once into
-    /// the maps of the stored analysis and profile, so mapping their findings
-    /// never replays the edits (`EditLog`: linear, not findings x edits).
-    fn record(&mut self, change: LineChange) {
-        self.edits.push((self.version, change));
-        self.analysis_edits.push(change);
-        self.profile_edits.push(change);
-    }
-
-    /// Stores a finished analysis of `version`; edits up to it are now in it.
-    pub fn set_analysis(&mut self, version: i32, analysis: Arc<FileAnalysis>) {
-        self.analysis = Some((version, analysis));
-        self.analysis_edits = self.edits_since(version);
-        self.forget_old_edits();
-    }
-
-    /// Stores a finished profile (of the text of `profile.version`, which may
-    /// be older than the document now: its findings are moved when published).
-    pub fn set_profile(&mut self, profile: ProfileState) {
-        self.profile_edits = self.edits_since(profile.version);
-        self.profile = Some(profile);
-        self.forget_old_edits();
-    }
-
-    pub fn profile(&self) -> Option<&ProfileState> {
-        self.profile.as_ref()
-    }
-
-    /// Edits were made since the profile measured the text.
-    pub fn profile_is_stale(&self) -> bool {
-        self.profile.as_ref().is_some_and(|p| p.version != self.version)
-    }
-
-    /// The profile's findings on the lines they are on now; those on lines
-    /// rewritten since are dropped (profile again to place them).
-    pub fn profile_findings_now(&self) -> Vec<kernelpro_model::Finding> {
-        let Some(profile) = &self.profile else { return Vec::new() };
-        let edits = &self.profile_edits;
-        profile
-            .findings
-            .iter()
-            .filter_map(|f| Some(kernelpro_model::Finding { span: moved(&edits, f.span)?, ..f.clone() }))
-            .collect()
-    }
-
-    /// The changes since the stored analysis's text.
-    pub fn edits_since_analysis(&self) -> &EditLog {
-        &self.analysis_edits
-    }
-
-    /// The changes made after `version`, composed (once per stored result).
-    fn edits_since(&self, version: i32) -> EditLog {
-        let mut log = EditLog::new();
-        for (_, c) in self.edits.iter().filter(|(v, _)| *v > version) {
-            log.push(*c);
-        }
-        log
-    }
-
-    /// Keeps the edits the stored analysis or profile has not seen.
-    fn forget_old_edits(&mut self) {
-        let analysis = self.analysis.as_ref().map_or(i32::MIN, |(v, _)| *v);
-        let oldest = self.profile.as_ref().map_or(analysis, |p| p.version.min(analysis));
-        self.edits.retain(|(v, _)| *v > oldest);
-    }
-}
-
-/// Where `span` (of the text before `edits`) is now: its lines moved, its
-/// height kept; `None` when its first line was rewritten.
-pub fn moved(edits: &EditLog, span: Span) -> Option<Span> {
-    let line = edits.to_current(span.start.line)?;
-    let end = line + span.end.line.saturating_sub(span.start.line);
-    Some(Span::new(Pos { line, ..span.start }, Pos { line: end, ..span.end }))
 }
 
 /// Core lines (tree-sitter, nvcc) end at "\n" only; LSP and the rope also end
@@ -420,6 +317,8 @@ fn line_content_chars(slice: &ropey::RopeSlice) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernelpro_core::analysis::FileAnalysis;
+    use kernelpro_session::ProfileState;
 
     fn change(l0: u32, c0: u32, l1: u32, c1: u32, text: &str) -> TextDocumentContentChangeEvent {
         TextDocumentContentChangeEvent {

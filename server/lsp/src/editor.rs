@@ -37,6 +37,7 @@ const NEOVIM: Words = Words {
     install_cuda: "run :KernelProInstallCuda",
     restart: "restart the server (:LspRestart kernelpro, or restart Neovim) to apply it",
     full_listing: FULL_LISTING,
+    notes_in_hover: true,
     ..Words::ANY_CLIENT
 };
 

@@ -4,15 +4,19 @@
 //! and schedules work; it makes no analysis decisions of its own.
 
 mod convert;
+mod dispatch;
 mod document;
 mod editor;
 mod handlers;
 mod jobs;
 mod log;
+mod pool;
 mod protocol;
 mod server;
 mod state;
 mod stdio;
+#[cfg(test)]
+mod structure;
 
 pub use server::Server;
 use tower_lsp_server::{LspService, Server as Transport};
@@ -30,12 +34,12 @@ pub async fn serve_stdio() -> std::process::ExitCode {
     let exit_seen = service.exit_seen.clone();
     // Requests run concurrently (a slow one never holds a hover, and a
     // `$/cancelRequest` is read while it runs); their heavy work shares the
-    // bounded pool of `server::blocking`.
+    // bounded pool of `pool::blocking`.
     // Text is validated once, here at the edge (protocol.rs says why), on the
     // thread that reads stdin (stdio.rs says why threads).
     let (output, writer) = stdio::output();
     Transport::new(stdio::input(), output, socket)
-        .concurrency_level(server::MAX_REQUESTS_IN_FLIGHT)
+        .concurrency_level(dispatch::MAX_REQUESTS_IN_FLIGHT)
         .serve(service)
         .await;
     // Every answer written (the transport has dropped its end) before the process ends.

@@ -2,9 +2,9 @@
 //! an `.await`, so text-sync handlers update state before they yield.
 
 use crate::document::Document;
-use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_optimize::OptimizeOutcome;
+use kernelpro_config::settings::Settings;
+use kernelpro_session::StoredOptimization;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock};
@@ -42,14 +42,6 @@ pub struct State {
     pub readiness: RwLock<Option<kernelpro_core::lens::Readiness>>,
 }
 
-/// A finished search: its edits apply while the lines they replace are unchanged (see `kernelpro_session::rebase`).
-#[derive(Debug, Clone)]
-pub struct StoredOptimization {
-    pub version: i32,
-    pub original: String,
-    pub outcome: OptimizeOutcome,
-}
-
 impl State {
     pub fn docs(&self) -> MutexGuard<'_, HashMap<Uri, Document>> {
         self.docs.lock().unwrap_or_else(|p| p.into_inner())
@@ -57,6 +49,10 @@ impl State {
     /// Lock order: `docs` before `jobs` where both are held.
     pub fn jobs(&self) -> MutexGuard<'_, kernelpro_session::Jobs<Uri, String>> {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Lock order: `docs` before `optimizations` where both are held.
+    pub fn optimizations(&self) -> MutexGuard<'_, HashMap<Uri, Vec<StoredOptimization>>> {
+        self.optimizations.lock().unwrap_or_else(|p| p.into_inner())
     }
     pub fn republish_pending(&self) -> MutexGuard<'_, std::collections::HashSet<Uri>> {
         self.republish_pending.lock().unwrap_or_else(|p| p.into_inner())

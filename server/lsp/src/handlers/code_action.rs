@@ -3,21 +3,21 @@
 //! optimizer restricted to the rewrites the finding promises ("Make one warp per row"), or,
 //! when none of them applies to the kernel, that action disabled with the reason in words.
 
-use crate::server::Server;
+use crate::state::State;
 use kernelpro_model::Code;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
-pub async fn code_action(server: &Server, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+pub async fn code_action(state: &State, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
     let uri = params.text_document.uri;
-    let Some(text) = server.state.docs().get(&uri).map(|d| d.snapshot()) else {
+    let Some(text) = state.docs().get(&uri).map(|d| d.snapshot()) else {
         return Ok(None);
     };
     // The parse runs off the lock and the runtime's workers (see documentSymbol).
     let line = text.pos(params.range.start).line;
     let current = text.text.to_string();
     let diagnostics = params.context.diagnostics;
-    let (file, current, fixes) = crate::server::blocking(move || {
+    let (file, current, fixes) = crate::pool::blocking(move || {
         let file = kernelpro_source::parse(&current);
         let fixes = quick_fixes(&file, &current, &diagnostics);
         (file, current, fixes)
@@ -25,8 +25,13 @@ pub async fn code_action(server: &Server, params: CodeActionParams) -> Result<Op
     .await;
     let mut actions = Vec::new();
     if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {
-        if let Some(apply) = crate::jobs::optimize::apply_action(server, &uri, &k.name, &current) {
-            actions.push(CodeActionOrCommand::CodeAction(apply));
+        let apply = kernelpro_session::views::apply(
+            state.optimizations().get(&uri).map(Vec::as_slice).unwrap_or_default(),
+            &k.name,
+            &current,
+        );
+        if let Some(apply) = apply {
+            actions.push(CodeActionOrCommand::CodeAction(crate::convert::apply_action(apply, &uri)));
         }
     }
     actions.extend(fixes.into_iter().map(|f| CodeActionOrCommand::CodeAction(f.action(&uri))));

@@ -22,7 +22,7 @@ pub async fn document_symbol(server: &Server, params: DocumentSymbolParams) -> R
         return Ok(None);
     };
     let symbols = cell
-        .get_or_init(|| async move { Arc::new(crate::server::blocking(move || symbols(&text.snapshot())).await) })
+        .get_or_init(|| async move { Arc::new(crate::pool::blocking(move || symbols(&text.snapshot())).await) })
         .await;
     Ok(Some(DocumentSymbolResponse::Nested(symbols.as_ref().clone())))
 }

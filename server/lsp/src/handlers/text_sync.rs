@@ -19,7 +19,7 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
         return;
     };
     // The version first: each change is recorded as made by it.
-    let before = finding_lines(doc);
+    let before = doc.finding_lines();
     doc.version = params.text_document.version;
     for change in &params.content_changes {
         doc.apply_change(change);
@@ -27,7 +27,7 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     // Findings on lines that moved or were rewritten: publish them where they
     // are now (or not at all) instead of leaving them on the wrong code until
     // the next save.
-    if finding_lines(doc) != before {
+    if doc.finding_lines() != before {
         drop(docs);
         // One republish for a burst of changes (a client sends one per
         // keystroke, and a paste or a replay many at once): later changes
@@ -43,13 +43,6 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
             publish::republish(&state, &client, &uri).await
         });
     }
-}
-
-/// Where the stored analysis's findings in this file are now (`None`: rewritten).
-fn finding_lines(doc: &crate::document::Document) -> Vec<Option<u32>> {
-    let edits = doc.edits_since_analysis();
-    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
-    findings.iter().filter(|f| f.file.is_none()).map(|f| edits.to_current(f.span.start.line)).collect()
 }
 
 pub fn did_save(server: &Server, params: DidSaveTextDocumentParams) {

@@ -6,10 +6,8 @@ use crate::document::path_of;
 use crate::jobs::publish::publish;
 use crate::server::Server;
 use crate::state::State;
-use kernelpro_config::words::Words;
 use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
-use kernelpro_model::{Finding, Severity, Span};
-use kernelpro_session::{JobKind, JobTicket};
+use kernelpro_session::{JobKind, JobTicket, policy};
 use std::sync::Arc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
@@ -28,7 +26,7 @@ pub fn schedule_all(state: &Arc<State>, client: &Client) {
 }
 
 fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
-    let profile_on_save = state.settings().profile_on_save;
+    let cancels_profile = policy::save_cancels_profile(&state.settings());
     // The text and the job start under one lock: a newer save can't slip between them.
     let (text, version, ticket) = {
         let docs = state.docs();
@@ -39,7 +37,7 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
         let ticket = state.jobs().start(&uri, JobKind::Analyze, String::new(), doc.version);
         // With profile-on-save, a profile of the older text is stale: it stops
         // now (its ncu killed), not when this save's own profile starts.
-        if profile_on_save {
+        if cancels_profile {
             state.jobs().cancel(&uri, Some(JobKind::Profile));
         }
         (doc.text().to_string(), doc.version, ticket)
@@ -138,14 +136,14 @@ async fn analyse_and_publish(
         let (text, settings, path) = (text.to_string(), settings.clone(), path.clone());
         // A newer version stops the parse and the budget's walk (`kernelpro_source::budget`).
         let token = token.clone();
-        let mut analysis = crate::server::blocking(move || {
+        let mut analysis = crate::pool::blocking(move || {
             FileAnalysis::without_tools_within(&path, &text, &settings, &|| token.is_cancelled())
         })
         .await;
-        analysis.findings.push(untrusted(words));
+        analysis.findings.push(policy::untrusted(words));
         analysis
     };
-    let profile_now = settings.trusted && settings.profile_on_save && !analysis.has_errors();
+    let profile_now = policy::profile_after(&settings, &analysis);
     tracing::info!(
         file = %path.display(),
         version,
@@ -155,18 +153,4 @@ async fn analyse_and_publish(
         "analysed"
     );
     publish(state, client, uri, version, ticket, Arc::new(analysis), true).await && profile_now
-}
-
-/// Why an untrusted document gets no compiler diagnostics, on the document
-/// itself: a client that shows no messages (or hid the one at start) still sees it.
-fn untrusted(words: Words) -> Finding {
-    Finding::new("kernelpro", Severity::Information, Span::line(0), untrusted_message(words)).with_code("Untrusted")
-}
-
-/// In the words of the user's editor (`editor.rs`).
-pub fn untrusted_message(words: Words) -> String {
-    format!(
-        "workspace not trusted: nothing is compiled, checked or profiled here until you {}. Until then only the file's structure and launch specs are checked.",
-        words.trust_hint()
-    )
 }

@@ -2,12 +2,13 @@
 //! then keeps the result so the code action can offer it as one edit of the
 //! kernel. The file is changed only if the user applies that action.
 
-use crate::editor::Editor;
 use crate::server::Server;
-use crate::state::StoredOptimization;
+use crate::state::State;
 use kernelpro_optimize::{OptimizeRequest, optimize};
 use kernelpro_search::Strategy;
-use kernelpro_session::JobKind;
+use kernelpro_session::optimizations::{self, llm_notes, progress_percent, result_message};
+use kernelpro_session::policy::{self, Refusal};
+use kernelpro_session::{JobKind, StoredOptimization};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 
@@ -20,8 +21,8 @@ pub async fn start(
     token: Option<ProgressToken>,
 ) -> Result<LSPAny> {
     let settings = server.state.settings();
-    if !settings.trusted {
-        return Err(Error::invalid_params("KernelPro does not compile or run code in an untrusted workspace"));
+    if let Err(Refusal::Untrusted(why)) = policy::optimize_refusal(&settings, None) {
+        return Err(Error::invalid_params(why));
     }
     let (text, version) = {
         let docs = server.state.docs();
@@ -33,10 +34,8 @@ pub async fn start(
     }
     // What doctor found missing (no compiler, no GPU for a GPU evaluator): said
     // at once, in those words, rather than after a failed start.
-    if let Some(r) = server.state.readiness()
-        && let Some(why) = r.optimize.as_deref()
-    {
-        let message = kernelpro_core::lens::because("Optimize", why, &r.optimize_fix);
+    if let Err(why) = policy::optimize_refusal(&settings, server.state.readiness().as_ref()) {
+        let message = why.to_string();
         return Err(Error {
             code: tower_lsp_server::jsonrpc::ErrorCode::InvalidRequest,
             message: message.into(),
@@ -143,7 +142,7 @@ pub async fn start(
         Ok(outcome) => {
             let cancelled = cancel.is_cancelled();
             tracing::info!(kernel = %kernel, evaluations = outcome.evaluations, speedup = outcome.speedup, cancelled, stop = %outcome.stop, "optimize finished");
-            let message = result_message(&outcome, cancelled, Editor::of(&settings.words));
+            let message = result_message(&outcome, cancelled, settings.words);
             let notes = outcome.notes.clone();
             progress.finish_with_message(if cancelled { "cancelled".to_string() } else { outcome.title.clone() }).await;
             let reply = serde_json::json!({
@@ -157,10 +156,8 @@ pub async fn start(
                 "warnings": llm_notes(&notes),
             });
             if latest {
-                let mut all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
-                let list = all.entry(uri).or_default();
-                list.retain(|o| o.outcome.kernel != kernel);
-                list.push(StoredOptimization { version, original: text, outcome });
+                let found = StoredOptimization { version, original: text, outcome };
+                optimizations::store(server.state.optimizations().entry(uri).or_default(), found);
             }
             if !client_renders {
                 server.client.show_message(MessageType::INFO, message).await;
@@ -176,54 +173,6 @@ pub async fn start(
     }
 }
 
-/// The finished search in words. A cancelled run says so first; what it
-/// found before the cancel is offered as its own sentence, never as if the
-/// run had finished.
-pub fn result_message(outcome: &kernelpro_optimize::OptimizeOutcome, cancelled: bool, editor: Editor) -> String {
-    let kernel = &outcome.kernel;
-    let apply = editor.words().code_action_hint();
-    let mut message = match (cancelled, outcome.edit.is_some()) {
-        (false, true) => format!("{} — apply it with {apply}.", outcome.title),
-        (false, false) => format!("{}.", outcome.title),
-        (true, true) => format!(
-            "Optimize {kernel} was cancelled after {}. The best verified version so far is {:.2}x faster: apply it with {apply} if you want it.",
-            evaluations(outcome.evaluations),
-            outcome.speedup
-        ),
-        (true, false) => format!(
-            "Optimize {kernel} was cancelled after {}, before any verified faster version was found.",
-            evaluations(outcome.evaluations)
-        ),
-    };
-    // What the user must know before applying it (a new launch, an LLM that was not used).
-    // Neovim stops at a hit-enter prompt for a message wider than its command line: there
-    // the notes stay in the kernel's hover, and the message says where.
-    let (_, notes) = split_notes(&outcome.notes);
-    if editor == Editor::Neovim && !notes.is_empty() {
-        message.push_str(" Notes (what changes, how it was verified): hover the kernel.");
-        return message;
-    }
-    for note in notes {
-        message.push(' ');
-        message.push_str(note);
-    }
-    message
-}
-
-/// A result's notes: those about the LLM (shown as warnings of their own) and the others.
-fn split_notes(notes: &[String]) -> (Vec<&String>, Vec<&String>) {
-    notes.iter().partition(|n| n.contains("LLM"))
-}
-
-/// The notes about the LLM: why it was not used, a request that failed or was refused.
-pub fn llm_notes(notes: &[String]) -> Vec<String> {
-    split_notes(notes).0.into_iter().cloned().collect()
-}
-
-fn evaluations(n: usize) -> String {
-    if n == 1 { "1 evaluation".into() } else { format!("{n} evaluations") }
-}
-
 pub fn token_key(token: &ProgressToken) -> String {
     match token {
         ProgressToken::String(s) => s.clone(),
@@ -232,109 +181,8 @@ pub fn token_key(token: &ProgressToken) -> String {
 }
 
 /// `window/workDoneProgress/cancel`: the user pressed Cancel on the progress bar.
-pub fn cancel(server: &Server, token: &ProgressToken) {
-    if let Some(job) = server.state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
+pub fn cancel(state: &State, token: &ProgressToken) {
+    if let Some(job) = state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).get(&token_key(token)) {
         job.cancel();
-    }
-}
-
-/// The code action that applies a finished search, if one exists for `kernel`.
-/// "Apply optimized K" while the lines the search's edit replaces are still
-/// in the document unchanged (wherever they moved: an edit elsewhere or an undo
-/// keeps it); disabled with the reason otherwise.
-pub fn apply_action(server: &Server, uri: &Uri, kernel: &str, current_text: &str) -> Option<CodeAction> {
-    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
-    let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
-    stored.outcome.edit.as_ref()?;
-    let mut action = CodeAction {
-        title: stored.outcome.title.clone(),
-        kind: Some(CodeActionKind::REFACTOR_REWRITE),
-        is_preferred: Some(true),
-        ..Default::default()
-    };
-    // The kernel's region, and the file's launch sites when the launch changed.
-    let edits = match kernelpro_session::rebase(&stored.original, &stored.outcome.line_edits(), current_text) {
-        Ok(edits) => edits,
-        Err(why) => {
-            let reason = format!("the optimized {kernel} cannot be applied: {why}");
-            // Clients that ignore `disabled` run the command instead, which says why.
-            action.command = Some(Command {
-                title: action.title.clone(),
-                command: "kernelpro.explain".into(),
-                arguments: Some(vec![serde_json::json!(reason)]),
-            });
-            action.disabled = Some(CodeActionDisabled { reason: why.to_string() });
-            return Some(action);
-        }
-    };
-    let edits = edits
-        .into_iter()
-        .map(|e| TextEdit {
-            range: Range::new(Position::new(e.start_line, 0), Position::new(e.end_line, 0)),
-            new_text: e.text,
-        })
-        .collect();
-    let changes = [(uri.clone(), edits)].into_iter().collect();
-    action.edit = Some(WorkspaceEdit { changes: Some(changes), ..Default::default() });
-    Some(action)
-}
-
-/// The last search's notes, best path and a unified diff of its result, for
-/// the kernel's hover; once the kernel has changed so that it no longer
-/// applies (or was applied), one line that says so instead of a stale offer.
-pub fn diff_markdown(server: &Server, uri: &Uri, kernel: &str, current_text: &str) -> Option<String> {
-    let all = server.state.optimizations.lock().unwrap_or_else(|p| p.into_inner());
-    let stored = all.get(uri)?.iter().find(|o| o.outcome.kernel == kernel)?;
-    let new_text = stored.outcome.new_text.as_ref()?;
-    if let Some(edit) = &stored.outcome.edit
-        && let Err(why) = kernelpro_session::rebase(&stored.original, std::slice::from_ref(edit), current_text)
-    {
-        let applied = current_text.contains(edit.text.as_str());
-        return Some(if applied {
-            let title = &stored.outcome.title;
-            let gain = title.strip_prefix(&format!("Apply optimized {kernel}: ")).unwrap_or(title);
-            format!("The optimized {kernel} is applied ({gain}).\n")
-        } else {
-            format!("The last optimize result for {kernel} no longer applies: {why}. Run Optimize again.\n")
-        });
-    }
-    let diff = similar::TextDiff::from_lines(stored.original.as_str(), new_text.as_str());
-    let path: String = stored.outcome.steps.iter().enumerate().map(|(i, st)| format!("{}. {st}\n", i + 1)).collect();
-    let notes: String = stored.outcome.notes.iter().map(|n| format!("{n}\n\n")).collect();
-    Some(format!(
-        "**{}**\n\n{notes}{path}```diff\n{}```\n",
-        stored.outcome.title,
-        diff.unified_diff().context_radius(2)
-    ))
-}
-
-/// How far a search is, in percent: the further of evaluations over the
-/// budget and time over the limit (`time`, a fraction), below 100 until it ends.
-pub fn progress_percent(done: usize, max: usize, time: f64) -> u32 {
-    let by_evaluations = (done * 100).checked_div(max).unwrap_or(0) as f64;
-    by_evaluations.max(time * 100.0).clamp(0.0, 99.0) as u32
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_moves_with_time_when_the_budget_is_far() {
-        assert_eq!(progress_percent(4, 500, 0.0), 0);
-        assert_eq!(progress_percent(4, 500, 0.25), 25);
-        assert_eq!(progress_percent(30, 60, 0.1), 50);
-        assert_eq!(progress_percent(60, 60, 0.1), 99);
-    }
-
-    #[test]
-    fn llm_failures_are_told_apart_from_the_other_notes() {
-        let notes = vec![
-            "the launch changed: block 256 -> 128".to_string(),
-            "the LLM proposer is not used: its request was refused (a redirect to another host)".to_string(),
-        ];
-        assert_eq!(llm_notes(&notes), [notes[1].clone()]);
-        let (llm, other) = split_notes(&notes);
-        assert_eq!((llm.len(), other), (1, vec![&notes[0]]));
     }
 }

@@ -5,6 +5,7 @@
 use crate::convert;
 use crate::state::State;
 use kernelpro_core::analysis::FileAnalysis;
+use kernelpro_session::views;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tower_lsp_server::Client;
@@ -83,35 +84,15 @@ pub async fn republish(state: &State, client: &Client, uri: &Uri) {
 
 type Diagnostics = (Vec<Diagnostic>, HashMap<Uri, Vec<Diagnostic>>);
 
-/// The analysis's findings plus the last profile's (marked stale after edits).
+/// The session's diagnostics of a document (`kernelpro_session::views`), converted.
 fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
+    let view = views::diagnostics(doc.state());
+    let main = view.main.iter().map(|s| convert::shown(s, Some(doc))).collect();
     let mut headers: HashMap<Uri, Vec<Diagnostic>> = HashMap::new();
-    let mut main = Vec::new();
-    let findings = doc.analysis.as_ref().map(|(_, a)| a.findings.as_slice()).unwrap_or_default();
-    // Main-file findings move with the edits made since the analysis; those on
-    // rewritten lines are dropped until the next analysis.
-    let edits = doc.edits_since_analysis();
-    for f in findings {
-        match &f.file {
-            None => {
-                let Some(span) = crate::document::moved(&edits, f.span) else { continue };
-                main.push(convert::diagnostic(&kernelpro_model::Finding { span, ..f.clone() }, Some(doc)))
-            }
-            Some(p) => {
-                if let Some(h) = Uri::from_file_path(p) {
-                    headers.entry(h).or_default().push(convert::diagnostic(f, None));
-                }
-            }
+    for (path, shown) in view.headers {
+        if let Some(h) = Uri::from_file_path(&path) {
+            headers.entry(h).or_default().extend(shown.iter().map(|s| convert::shown(s, None)));
         }
-    }
-    // The profile's findings move through the edits made since it measured the text.
-    let stale = doc.profile_is_stale();
-    for f in doc.profile_findings_now() {
-        let mut d = convert::diagnostic(&f, Some(doc));
-        if stale {
-            d.message.push_str("\n(profiled before your latest edits: profile again to refresh)");
-        }
-        main.push(d);
     }
     (main, headers)
 }
@@ -136,8 +117,7 @@ async fn send(
         let view = header_view(state, &h);
         client.publish_diagnostics(h, view, None).await;
     }
-    let mut main = main;
-    merge(&mut main, found_by_includers(state, uri));
+    let main = with_includers(state, uri, main);
     client.publish_diagnostics(uri.clone(), main, version).await;
     // Lenses come from the same analysis: ask the client to fetch them again.
     // Not awaited here: a client slow to answer must not hold up publishing.
@@ -151,30 +131,22 @@ async fn send(
 
 /// What to publish on a header: its own diagnostics when it is open itself,
 /// plus what the analysis of every open file that includes it found in it
-/// (kernels defined in project headers are analysed with the `.cu` that
-/// compiles them), without duplicates, so one includer never hides another.
+/// (the merge is the session's: `views::merged`).
 pub(crate) fn header_view(state: &State, header: &Uri) -> Vec<Diagnostic> {
-    let mut view = state.docs().get(header).map(|d| diagnostics_of(d).0).unwrap_or_default();
-    merge(&mut view, found_by_includers(state, header));
-    view
+    let own = state.docs().get(header).map(|d| diagnostics_of(d).0).unwrap_or_default();
+    with_includers(state, header, own)
 }
 
-/// The findings other open documents' analyses placed in `uri`'s file.
-fn found_by_includers(state: &State, uri: &Uri) -> Vec<Diagnostic> {
+/// `own` (already converted) merged with what other open documents' analyses
+/// found in `uri`'s file (`views::merged`), compared as they are shown.
+fn with_includers(state: &State, uri: &Uri, own: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let path = crate::document::path_of(uri);
-    let docs = state.docs();
-    docs.iter()
-        .filter(|(other, _)| *other != uri)
-        .filter_map(|(_, doc)| doc.analysis.as_ref())
-        .flat_map(|(_, a)| a.findings.iter().filter(|f| f.file.as_deref() == Some(path.as_path())))
-        .map(|f| convert::diagnostic(f, None))
-        .collect()
-}
-
-fn merge(into: &mut Vec<Diagnostic>, more: Vec<Diagnostic>) {
-    for d in more {
-        if !into.iter().any(|o| o.range == d.range && o.message == d.message) {
-            into.push(d);
-        }
-    }
+    let includers: Vec<Diagnostic> = {
+        let docs = state.docs();
+        views::found_by_includers(docs.iter().map(|(u, d)| (u, d.state())), uri, &path)
+            .iter()
+            .map(|s| convert::shown(s, None))
+            .collect()
+    };
+    views::merged(own, includers, |d| (d.range, d.message.clone()))
 }
