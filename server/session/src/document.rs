@@ -138,6 +138,11 @@ impl Document {
         Some(Pos { line, ..now })
     }
 
+    /// The analysis's line for a line of the text now (`None`: rewritten since).
+    pub fn analysed_line(&self, now: u32) -> Option<u32> {
+        self.analysis_edits.to_original(now)
+    }
+
     /// Where the stored analysis's findings in this file are now (`None`:
     /// rewritten): when a change alters this, they are published again.
     pub fn finding_lines(&self) -> Vec<Option<u32>> {

@@ -7,8 +7,9 @@
 use crate::document::{Document, moved};
 use crate::optimizations::StoredOptimization;
 use crate::{LineEdit, NotApplicable};
-use kernelpro_core::lens::Readiness;
 use kernelpro_config::words::Words;
+use kernelpro_core::analysis::FileAnalysis;
+use kernelpro_core::lens::Readiness;
 use kernelpro_core::lens::LensAction;
 use kernelpro_model::{Finding, Pos, Span};
 use std::collections::BTreeMap;
@@ -248,4 +249,16 @@ pub fn optimization_markdown(optimizations: &[StoredOptimization], kernel: &str,
         stored.outcome.title,
         diff.unified_diff().context_radius(2)
     ))
+}
+
+/// `kernelpro.showSass` for a line of the text now: the SASS of that line as
+/// it was when analysed, or why there is none (no analysis, not compiled, a
+/// line rewritten since: `analysed` is `None`, see [`Document::analysed_line`]).
+pub fn sass_listing(analysis: Option<&FileAnalysis>, analysed: Option<u32>, line: u32) -> String {
+    match analysed {
+        Some(analysed) => analysis
+            .and_then(|a| kernelpro_core::hover::sass_listing(a, analysed, line))
+            .unwrap_or_else(|| kernelpro_core::hover::no_sass(analysis, line)),
+        None => kernelpro_core::hover::no_sass_edited(line),
+    }
 }

@@ -576,3 +576,29 @@ fn no_apply_edit_for_a_search_that_found_nothing() {
 fn cursor_markers() {
     assert_eq!(cursor("ab\ncd$0e"), ("ab\ncde".to_string(), Some(Pos::new(1, 2))));
 }
+
+// ---------------------------------------------------------------- showSass
+
+/// `kernelpro.showSass` on the marked line of `planted.cu` after `edits`: its first line.
+fn check_sass(edits: &[Edit], marked_line: &str, expected: Expect) {
+    let (text, analysis) = planted();
+    let open = open(&text, analysis, edits);
+    let (line_text, _) = cursor(marked_line);
+    let line = open.text.lines().position(|l| l == line_text).expect("the line") as u32;
+    let got = views::sass_listing(open.doc.current_analysis().map(|a| &**a), open.doc.analysed_line(line), line);
+    expected.assert_eq(got.lines().next().unwrap_or(""));
+}
+
+#[test]
+fn show_sass_follows_edits_and_says_when_a_line_was_rewritten() {
+    check_sass(
+        &[edit(0, 0, "// one\n// two\n")],
+        "  $0double scale = x[i]; // expect: Fp64Promotion, ScalarLoads",
+        expect!["SASS of line 11 in `fp64_promoted`: 5 instructions: 1 FP64 (F2F), 1 global load"],
+    );
+    check_sass(
+        &[edit(8, 9, "  float scale = x[i];\n")],
+        "  $0float scale = x[i];",
+        expect!["No SASS for line 9: it changed since the last compile; save the file to compile it."],
+    );
+}

@@ -15,18 +15,12 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                 .ok_or_else(|| Error::invalid_params("kernelpro.showSass needs [uri, line]"))?
                 as u32;
             // The line as it was when analysed (unsaved edits move lines), as the hover does.
-            let docs = server.state.docs();
-            let doc = docs.get(&uri);
-            let analysis = doc.and_then(|d| d.current_analysis()).cloned();
-            let analysed = doc.map_or(Some(line), |d| d.edits_since_analysis().to_original(line));
-            drop(docs);
-            let text = match analysed {
-                Some(analysed) => analysis
-                    .as_ref()
-                    .and_then(|a| kernelpro_core::hover::sass_listing(a, analysed, line))
-                    .unwrap_or_else(|| kernelpro_core::hover::no_sass(analysis.as_deref(), line)),
-                None => kernelpro_core::hover::no_sass_edited(line),
+            let (analysis, analysed) = {
+                let docs = server.state.docs();
+                let doc = docs.get(&uri);
+                (doc.and_then(|d| d.current_analysis()).cloned(), doc.map_or(Some(line), |d| d.analysed_line(line)))
             };
+            let text = kernelpro_session::views::sass_listing(analysis.as_deref(), analysed, line);
             Ok(Some(serde_json::json!(text)))
         }
         "kernelpro.optimize" => {
