@@ -2,6 +2,7 @@
 //!
 //! Architecture invariant: no LSP types here. The LSP crate and the CLI both
 //! call into this crate and convert its plain data at their own seam.
+#![forbid(unsafe_code)]
 
 pub mod docs;
 pub mod editor;

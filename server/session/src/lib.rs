@@ -11,6 +11,7 @@
 //!
 //! Architecture Invariant: nothing here knows LSP types, spawns a process or
 //! does I/O; adapters convert positions before they call in.
+#![forbid(unsafe_code)]
 
 mod edit_log;
 mod jobs;
