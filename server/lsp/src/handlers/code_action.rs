@@ -24,10 +24,10 @@ pub async fn code_action(server: &Server, params: CodeActionParams) -> Result<Op
     })
     .await;
     let mut actions = Vec::new();
-    if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {
-        if let Some(apply) = crate::jobs::optimize::apply_action(server, &uri, &k.name, &current) {
-            actions.push(CodeActionOrCommand::CodeAction(apply));
-        }
+    if let Some(k) = file.kernels().find(|k| k.span.contains_line(line))
+        && let Some(apply) = crate::jobs::optimize::apply_action(server, &uri, &k.name, &current)
+    {
+        actions.push(CodeActionOrCommand::CodeAction(apply));
     }
     actions.extend(fixes.into_iter().map(|f| CodeActionOrCommand::CodeAction(f.action(&uri))));
     if let Some(k) = file.kernels().find(|k| k.span.contains_line(line)) {

@@ -13,7 +13,7 @@ pub fn code_lens(server: &Server, params: CodeLensParams) -> Result<Option<Vec<C
     let mut lenses = Vec::new();
     // Lenses sit on the analysis's lines, moved through the edits made since.
     let edits = doc.edits_since_analysis();
-    let moved = |span| crate::document::moved(&edits, span);
+    let moved = |span| crate::document::moved(edits, span);
     let verdicts = crate::jobs::profile::verdicts(doc);
     let settings = server.state.settings();
     let restricted = format!(

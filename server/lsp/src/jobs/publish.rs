@@ -94,7 +94,7 @@ fn diagnostics_of(doc: &crate::document::Document) -> Diagnostics {
     for f in findings {
         match &f.file {
             None => {
-                let Some(span) = crate::document::moved(&edits, f.span) else { continue };
+                let Some(span) = crate::document::moved(edits, f.span) else { continue };
                 main.push(convert::diagnostic(&kernelpro_model::Finding { span, ..f.clone() }, Some(doc)))
             }
             Some(p) => {
