@@ -2,12 +2,13 @@
 //!
 //! Architecture invariant: this crate converts between LSP types and core data
 //! and schedules work; it makes no analysis decisions of its own.
+#![forbid(unsafe_code)]
 
 mod convert;
 mod document;
 mod handlers;
 mod jobs;
-mod log;
+pub mod log;
 mod protocol;
 mod server;
 mod state;
