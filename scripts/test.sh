@@ -48,6 +48,9 @@ export CARGO_INCREMENTAL=0
 status=0
 # rustfmt.toml is the one style; a file that differs fails CI (run `cargo fmt --all`).
 cargo fmt --all --check || { echo "rustfmt: run cargo fmt --all" >&2; status=1; }
+# Clippy's warnings are errors (every target: tests and benches too). Before
+# the tests: it checks what they are about to build.
+cargo clippy --workspace --all-targets -- -D warnings || { echo "clippy: fix the warnings above" >&2; status=1; }
 cargo test --workspace --no-fail-fast || status=1
 
 cargo build --quiet -p kernelpro

@@ -53,6 +53,7 @@ fn fifos_devices_and_huge_files_are_refused_before_reading() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("k.cu");
     let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: c is a NUL-terminated path that outlives the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let huge = dir.path().join("huge.cu");
     std::fs::File::create(&huge).unwrap().set_len(64 << 20).unwrap();
@@ -292,4 +293,41 @@ fn header_errors_keep_their_column_and_multi_line_messages_their_lines() {
     let in_header =
         json["files"][0]["findings"].as_array().unwrap().iter().find(|f| f["file"] == header.as_str()).unwrap();
     assert_eq!(in_header["span"]["start"], serde_json::json!({ "line": 2, "col": 14 }), "{in_header}");
+}
+
+/// `--verbose` logs what ran on stderr (issue 31): the analysis steps, each
+/// tool's command line and how it ended; each candidate of a search with its
+/// recipe, compile time and outcome. Without it, stderr has none of that.
+#[test]
+fn verbose_logs_each_tool_and_each_candidate_on_stderr() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.cu");
+    let file = example.to_str().unwrap();
+    let quiet = kernelpro(&["check", file], Duration::from_secs(120));
+    assert!(!stderr(&quiet).contains("tool{"), "{}", stderr(&quiet));
+    let out = kernelpro(&["check", "--verbose", file], Duration::from_secs(120));
+    let log = stderr(&out);
+    assert_eq!(stdout(&out), stdout(&quiet), "--verbose changes stderr only");
+    for want in [
+        "analysis.compile{file=",
+        "}:tool{program=nvcc args=\"-arch=sm_90 ",
+        ": finished code=Some(0) ms=",
+        "compile step done ok=true",
+        "}:tool{program=nvdisasm ",
+        "machine-code step done",
+    ] {
+        assert!(log.contains(want), "no `{want}` in:\n{log}");
+    }
+    let out = kernelpro(
+        &["optimize", "-v", file, "--kernel", "saxpy", "--evaluator", "stub:1.5", "--budget", "3", "--no-profile"],
+        Duration::from_secs(300),
+    );
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    let evaluated: Vec<&str> = log.lines().filter(|l| l.contains(": evaluated candidate=")).collect();
+    assert!(!evaluated.is_empty() && evaluated.iter().all(|l| l.contains(" recipe=")), "{log}");
+    for want in
+        ["optimize.compile{candidate=", "compiled a candidate ok=", "optimize.stub_job{candidate=", "search stopped"]
+    {
+        assert!(log.contains(want), "no `{want}` in:\n{log}");
+    }
 }

@@ -365,9 +365,9 @@ fn fifty_files_opened_at_once() {
         c.open(u, &text(i, 1), 1);
     }
     // Superseded while waiting: files 10..20 get a second version at once.
-    for i in 10..20 {
-        c.change_all(&uris[i], &text(i, 2), 2);
-        c.notify("textDocument/didSave", json!({"textDocument": {"uri": uris[i]}}));
+    for (i, u) in uris.iter().enumerate().take(20).skip(10) {
+        c.change_all(u, &text(i, 2), 2);
+        c.notify("textDocument/didSave", json!({"textDocument": {"uri": u}}));
     }
     let mut most_children = 0;
     let mut published: HashMap<String, i64> = HashMap::new();

@@ -1,5 +1,7 @@
 //! The `kernelpro` binary: the language server and the command-line front
 //! ends to the same core (`check`, `doctor`, ...).
+// Every `unsafe` block says why it is sound (CI runs clippy with -D warnings).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod check;
 mod optimize;
@@ -21,6 +23,13 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Log what runs on stderr: each tool's command line, how long it took and
+    /// how it ended, the analysis steps, and each candidate of a search (its
+    /// recipe, compile and GPU-job times, why it was rejected). KERNELPRO_LOG
+    /// (a level, or a tracing filter such as kernelpro_search=debug) picks what.
+    /// The language server logs to the editor instead (KERNELPRO_LOG=debug there).
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 /// Settings shared by the commands that compile.
@@ -107,6 +116,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.verbose && !matches!(cli.command, Some(Command::Lsp) | None) {
+        log_to_stderr();
+    }
     if let Some(Command::GpuWorker) = cli.command {
         // The worker speaks JSON on stdin/stdout and needs no async runtime.
         return ExitCode::from(kernelpro_gpu::worker_main().clamp(0, 255) as u8);
@@ -162,6 +174,20 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     kernelpro_runner::children::kill_all();
     code
+}
+
+/// `--verbose`: events and their spans on stderr, each with the seconds since
+/// the start (KernelPro's crates at debug level unless KERNELPRO_LOG says otherwise).
+fn log_to_stderr() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .with_timer(tracing_subscriber::fmt::time::Uptime::default());
+    let _ =
+        tracing_subscriber::registry().with(kernelpro_lsp::log::filter(tracing::Level::DEBUG)).with(layer).try_init();
 }
 
 /// SIGTERM (an editor stopping the server, a service manager), SIGINT

@@ -227,7 +227,8 @@ pub async fn run(args: &OptimizeArgs) -> ExitCode {
         }
     });
     let handle = tokio::runtime::Handle::current();
-    let quiet = args.json;
+    // With the debug log on (--verbose), its lines say the progress; a line redrawn with \r would cut them.
+    let quiet = args.json || tracing::enabled!(tracing::Level::DEBUG);
     let result = tokio::task::spawn_blocking(move || {
         optimize(&req, handle, cancel, |p| {
             if !quiet {
@@ -344,7 +345,7 @@ mod tests {
     fn parse(devices: &str) -> Result<Option<Vec<u32>>, String> {
         let argv = ["kernelpro", "optimize", "k.cu", "--kernel", "k", "--devices", devices];
         match crate::Cli::try_parse_from(argv) {
-            Ok(crate::Cli { command: Some(crate::Command::Optimize(args)) }) => Ok(args.devices.map(|d| d.0)),
+            Ok(crate::Cli { command: Some(crate::Command::Optimize(args)), .. }) => Ok(args.devices.map(|d| d.0)),
             Ok(_) => Err("not the optimize command".into()),
             Err(e) => Err(e.to_string()),
         }

@@ -159,7 +159,7 @@ mod tests {
 
     fn compile_args() -> CompileArgs {
         match crate::Cli::try_parse_from(["kernelpro", "spec", "k.cu"]) {
-            Ok(crate::Cli { command: Some(crate::Command::Spec(a)) }) => a.compile,
+            Ok(crate::Cli { command: Some(crate::Command::Spec(a)), .. }) => a.compile,
             _ => panic!("spec parses"),
         }
     }

@@ -4,6 +4,7 @@
 //! cache lives.
 //!
 //! Architecture invariant: no LSP types and no editor named here.
+#![forbid(unsafe_code)]
 
 pub mod docs;
 pub mod settings;

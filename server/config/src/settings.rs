@@ -363,8 +363,7 @@ mod tests {
 
     #[test]
     fn project_roots_are_never_a_setting() {
-        let mut base = Settings::default();
-        base.project_roots = vec![PathBuf::from("/work/ws")];
+        let base = Settings { project_roots: vec![PathBuf::from("/work/ws")], ..Settings::default() };
         let (s, _) = Settings::from_json(
             &base,
             &serde_json::json!({"projectRoots": ["/tmp/evil"], "project_roots": ["/tmp/evil"]}),

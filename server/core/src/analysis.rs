@@ -21,7 +21,7 @@ use kernelpro_toolchain::toolchain::{self, Env, Found};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Everything known about one version of one file.
@@ -200,6 +200,7 @@ impl Analyzer {
     /// Step one: the compiler's messages and the ptxas resources. When the same
     /// text was fully analysed before, the whole earlier result comes back
     /// (`complete` is then true and step two is not needed).
+    #[tracing::instrument(level = "debug", name = "analysis.compile", skip_all, fields(file = %path.display()))]
     pub async fn compile_step(
         &self,
         path: &Path,
@@ -216,7 +217,9 @@ impl Analyzer {
             std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
         };
         let path = absolute.as_path();
+        let started = Instant::now();
         let Some(nvcc) = Self::find_nvcc(settings) else {
+            tracing::debug!("nvcc not found: nothing compiled");
             let mut analysis = FileAnalysis::without_tools(path, text, settings);
             analysis.findings.push(
                 Finding::new(
@@ -264,6 +267,7 @@ impl Analyzer {
         let key = key_of(&parts);
         // Checked before anything is parsed: an unchanged save costs this hash.
         if let Some(done) = self.complete.get(&key) {
+            tracing::debug!("the same text was analysed before: its result again");
             let mut again = (*done).clone();
             again.cached = true;
             return Ok(again);
@@ -301,6 +305,7 @@ impl Analyzer {
                 }
                 Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
                 Err(e) => {
+                    tracing::debug!(error = %e, "nvcc did not run to its end");
                     let (mut analysis, _) = prepared.await;
                     analysis.findings.push(
                         Finding::new("kernelpro", Severity::Error, Span::line(0), format!("compile failed: {e}"))
@@ -333,11 +338,19 @@ impl Analyzer {
             found.extend(static_findings(&analysis, None, &compiled.resources, |n| n == Needs::Resources));
             analysis.findings.extend(found.finish(text));
         }
+        tracing::debug!(
+            ok = compiled.ok,
+            cached,
+            findings = analysis.findings.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "compile step done"
+        );
         analysis.compile = Some(compiled);
         Ok(analysis)
     }
 
     /// Step two: SASS with source lines, then the static tools over it.
+    #[tracing::instrument(level = "debug", name = "analysis.sass", skip_all, fields(file = %first.path.display()))]
     pub async fn machine_code_step(
         &self,
         first: &FileAnalysis,
@@ -350,11 +363,13 @@ impl Analyzer {
             return Ok(analysis);
         };
         let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
+        let started = Instant::now();
         let full = match kernelpro_toolchain::compile::disassemble(&compiled, &nvcc, &first.path, timeout, cancel).await
         {
             Ok(out) => Arc::new(out),
             Err(ToolError::Cancelled { .. }) => return Err(AnalysisError::Cancelled),
             Err(e) => {
+                tracing::debug!(error = %e, "no SASS");
                 analysis.findings.push(Finding::new(
                     "kernelpro",
                     Severity::Information,
@@ -373,6 +388,11 @@ impl Analyzer {
         analysis.findings.extend(found.finish(text));
         analysis.compile = Some(full);
         analysis.complete = true;
+        tracing::debug!(
+            findings = analysis.findings.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "machine-code step done"
+        );
         self.complete.insert(first.key, Arc::new(analysis.clone()));
         Ok(analysis)
     }
@@ -477,7 +497,8 @@ impl StaticFindings {
         let mut out = self.main;
         out.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
         // include line → (header name, kernels, findings), in include order.
-        let mut summaries: Vec<(u32, Vec<(String, usize, Vec<Finding>)>)> = Vec::new();
+        type Header = (String, usize, Vec<Finding>);
+        let mut summaries: Vec<(u32, Vec<Header>)> = Vec::new();
         for (line, name, kernels, mut found) in self.headers {
             found.sort_by(|a, b| (a.span.start, &a.code).cmp(&(b.span.start, &b.code)));
             match summaries.iter_mut().find(|(l, _)| *l == line) {

@@ -7,6 +7,7 @@
 //! Architecture invariant: no LSP types and no editor named here. The LSP
 //! crate and the CLI both call into this crate and convert its plain data at
 //! their own seam.
+#![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod hover;

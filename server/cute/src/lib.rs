@@ -7,6 +7,7 @@
 //! [`detect_gemm`] finds the product, [`cute_gemm_kernel`] writes the CuTe
 //! code, [`CuteGemmRecipe`] puts both behind the recipes' `Recipe` trait, and
 //! [`cute_flags`] / [`cutlass_include`] say how nvcc must compile the result.
+#![forbid(unsafe_code)]
 
 mod detect;
 mod generate;

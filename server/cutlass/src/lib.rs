@@ -6,6 +6,7 @@
 //! with an identifier → (file, line) inverted index; [`Index::search`] ranks
 //! identifier, phrase and regex queries; [`Index::read_file`] returns a
 //! bounded line range of a file inside the tree.
+#![forbid(unsafe_code)]
 
 mod index;
 mod locate;

@@ -37,7 +37,9 @@ fn symlink_loops_end_and_links_out_of_the_tree_are_not_read() {
     let root = plant(dir.path());
     let (tx, rx) = mpsc::channel();
     let r = root.clone();
-    std::thread::spawn(move || tx.send(Index::build(&r).map_err(|e| e.to_string())));
+    std::thread::spawn(move || {
+        let _ = tx.send(Index::build(&r).map_err(|e| e.to_string()));
+    });
     let index = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("the index walk did not end within 20 s (a symlink loop?)")
@@ -70,7 +72,9 @@ fn a_fifo_or_a_device_in_the_tree_is_skipped_not_read() {
     symlink(&fifo, root.join("include/cutlass/dev/linked_pipe.h")).unwrap();
     let (tx, rx) = mpsc::channel();
     let r = root.clone();
-    std::thread::spawn(move || tx.send(Index::build(&r).map_err(|e| e.to_string())));
+    std::thread::spawn(move || {
+        let _ = tx.send(Index::build(&r).map_err(|e| e.to_string()));
+    });
     let index = rx.recv_timeout(Duration::from_secs(20)).expect("the index hung on a FIFO").unwrap();
     let paths: Vec<&str> = index.paths().collect();
     assert!(paths.contains(&"include/cute/tensor.hpp"), "{paths:?}");

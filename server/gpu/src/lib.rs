@@ -25,6 +25,8 @@
 //! machine: give each job its own `Job::device` and run one `run_job` per
 //! device at a time. Energy is NVML's total-energy counter over a loop of
 //! `energy_window_ms` (1 s by default; 0 turns it off).
+// Every `unsafe` block says why it is sound (CI runs clippy with -D warnings).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod data;
 mod device;

@@ -31,7 +31,11 @@ unsafe fn symbol<F: Copy>(lib: *mut c_void, name: &str) -> Result<F, String> {
 impl Nvml {
     /// Opens NVML for the GPU at `pci_bus_id` (as the CUDA driver names it).
     pub fn open(pci_bus_id: &str) -> Result<Nvml, String> {
-        // SAFETY: dlopen/dlsym with valid C strings; symbols are cast to their documented signatures.
+        // SAFETY: dlopen and dlsym get NUL-terminated names; the library stays
+        // loaded for the process (never dlclosed), so the function pointers stay
+        // valid; each symbol is read as the signature nvml.h declares for it;
+        // NVML is initialised before the device lookup, and nvmlErrorString
+        // returns a static NUL-terminated string for any code.
         unsafe {
             let lib = libc::dlopen(c"libnvidia-ml.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
             if lib.is_null() {
@@ -70,7 +74,8 @@ impl Nvml {
     /// (SM, memory) clocks in MHz right now.
     pub fn clocks(&self) -> Option<(u32, u32)> {
         let (mut sm, mut mem) = (0, 0);
-        // SAFETY: as above.
+        // SAFETY: device came from NVML and stays valid (NVML is never shut down);
+        // both out pointers are valid for the calls.
         let ok = unsafe {
             (self.clock)(self.device, NVML_CLOCK_SM, &mut sm) == 0
                 && (self.clock)(self.device, NVML_CLOCK_MEM, &mut mem) == 0

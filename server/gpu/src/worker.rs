@@ -147,6 +147,8 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
         let ctx = cu::primary_ctx::retain(dev).map_err(|e| explain(e, "creating a CUDA context"))?;
         cu::ctx::set_current(ctx).map_err(|e| explain(e, "creating a CUDA context"))?;
     }
+    // SAFETY: dev is a device handle from cu::device::get and `a` an attribute
+    // the driver defines; the call only reads that attribute's value.
     let attr = |a| unsafe { cu::device::get_attribute(dev, a) }.unwrap_or(0);
     let cc = (
         attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
@@ -525,7 +527,7 @@ fn time(gpu: &Gpu, job: &Job, k: &Loaded, args: &mut [Vec<u8>]) -> Result<(Timin
             cu::event::record(*start, gpu.stream).map_err(|e| explain(e, "recording an event"))?;
         }
         enqueue(gpu, k, args).map_err(|e| explain(e, &format!("launching `{name}`")))?;
-        // SAFETY: as above.
+        // SAFETY: the stream and the event are live (created above, destroyed only after the sync below).
         unsafe { cu::event::record(*stop, gpu.stream) }.map_err(|e| explain(e, "recording an event"))?;
     }
     // Read the clocks while the queued launches run.

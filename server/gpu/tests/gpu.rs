@@ -305,7 +305,8 @@ fn a_float_atomic_original_is_measured_and_a_block_reduced_candidate_verifies() 
     assert_eq!(c.basis, ToleranceBasis::OriginalVariation);
     assert!(v.max_abs_diff > 0.0 && c.atol == VARIATION_MULTIPLE * v.max_abs_diff);
 
-    for seed_job in [job("sum_blocks", Some("sum_atomic"))] {
+    {
+        let seed_job = job("sum_blocks", Some("sum_atomic"));
         let r = run(&seed_job, DEFAULT_TIMEOUT).unwrap();
         let c = &r.comparison[0];
         println!(

@@ -9,6 +9,7 @@
 //!
 //! Tool names double as doc anchors in `docs/tools.md`, so they differ from the
 //! ncu tools' (`RegisterSpill`, `Vectorization`): `LocalMemorySpill`, `ScalarLoads`.
+#![forbid(unsafe_code)]
 
 pub mod launch;
 mod locate;

@@ -574,7 +574,7 @@ fn check_view(before: &Seen, after: &Seen, policy: &IncludePolicy) -> Result<(),
         new.sort();
         new
     };
-    for use_ in added(&after.risky, &before.risky) {
+    if let Some(use_) = added(&after.risky, &before.risky).first() {
         let name = use_.split(' ').next().unwrap_or_default();
         return Err(format!(
             "it uses `{name}` (`{use_}`), which a kernel rewrite must not add: it reaches files or pragmas"

@@ -6,6 +6,7 @@
 //! shown in `Debug`, errors or logs. A reply that is garbled, cut off, too
 //! long, or does not hold exactly one kernel of the right name and
 //! parameters is a [`Failure`], never a panic.
+#![forbid(unsafe_code)]
 
 mod client;
 mod config;

@@ -314,6 +314,16 @@ fn line_content_chars(slice: &ropey::RopeSlice) -> usize {
     n
 }
 
+/// The file a document stands for; an unsaved buffer has no place on disk
+/// (`compile::UNSAVED`: no include dir, no compile_commands.json).
+pub fn path_of(uri: &tower_lsp_server::ls_types::Uri) -> std::path::PathBuf {
+    let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
+    is_file
+        .then(|| uri.to_file_path().map(|p| p.into_owned()))
+        .flatten()
+        .unwrap_or_else(|| std::path::PathBuf::from(kernelpro_toolchain::compile::UNSAVED))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,14 +446,4 @@ mod tests {
         let lsp_last = text.matches(['\n', '\r']).count() - text.matches("\r\n").count();
         assert_eq!(d.position(Pos::new(99, 0)).line as usize, lsp_last, "{text:?}");
     }
-}
-
-/// The file a document stands for; an unsaved buffer has no place on disk
-/// (`compile::UNSAVED`: no include dir, no compile_commands.json).
-pub fn path_of(uri: &tower_lsp_server::ls_types::Uri) -> std::path::PathBuf {
-    let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
-    is_file
-        .then(|| uri.to_file_path().map(|p| p.into_owned()))
-        .flatten()
-        .unwrap_or_else(|| std::path::PathBuf::from(kernelpro_toolchain::compile::UNSAVED))
 }

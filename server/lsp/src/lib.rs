@@ -2,6 +2,7 @@
 //!
 //! Architecture invariant: this crate converts between LSP types and core data
 //! and schedules work; it makes no analysis decisions of its own.
+#![forbid(unsafe_code)]
 
 mod convert;
 mod dispatch;
@@ -9,7 +10,7 @@ mod document;
 mod editor;
 mod handlers;
 mod jobs;
-mod log;
+pub mod log;
 mod pool;
 mod protocol;
 mod server;

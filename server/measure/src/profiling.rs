@@ -204,6 +204,7 @@ pub fn explain_ncu_failure(output: &str) -> String {
     format!("ncu failed: {}", tail.join(" | "))
 }
 
+#[tracing::instrument(level = "debug", name = "profile.ncu", skip_all, fields(kernel = req.kernel_regex.as_deref(), full = req.full))]
 pub async fn profile_live(
     req: &LiveProfile,
     file_text: &str,
@@ -252,6 +253,7 @@ pub async fn profile_live(
         }
     }
     let export_secs = t_export.elapsed().as_secs_f64();
+    tracing::debug!(kernels = kernels.len(), pass_secs, export_secs, "profiled");
     if let Some(dir) = &req.save_exports {
         exports.save(dir).map_err(|e| format!("cannot save the exports to {}: {e}", dir.display()))?;
     }
@@ -332,6 +334,13 @@ pub struct FileProfileRequest {
 
 /// Profiles a file: each kernel with a launch spec through the harness, or,
 /// when the file has its own `main()` and no spec, the whole program.
+#[tracing::instrument(
+    level = "debug",
+    name = "profile",
+    skip_all,
+    err(level = tracing::Level::DEBUG),
+    fields(file = %req.path.display(), kernel = req.kernel.as_deref())
+)]
 pub async fn profile_file(
     req: &FileProfileRequest,
     settings: &kernelpro_config::settings::Settings,

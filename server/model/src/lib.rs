@@ -3,6 +3,7 @@
 //! Architecture invariant: nothing here knows about LSP, processes or files on
 //! disk. Positions are 0-based lines and UTF-8 byte columns, as tree-sitter and
 //! compilers count them; the LSP adapter converts to UTF-16 at its one seam.
+#![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

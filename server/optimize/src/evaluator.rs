@@ -13,7 +13,7 @@ use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_gpu::{HarnessError, Image};
 use kernelpro_measure::harness::{self, JobTuning, KernelSource, Prepared, RunOptions};
-use kernelpro_search::{Evaluator, FindingNote, Outcome, normalize};
+use kernelpro_search::{Evaluator, FindingNote, Outcome, candidate_id, normalize};
 use kernelpro_source::SourceFile;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -50,12 +50,20 @@ impl Context {
     /// Compiles and guards a candidate; the original is always accepted.
     async fn admit_async(&self, source: &str, cancel: &CancellationToken) -> Result<Prepared, Outcome> {
         if source != self.original {
-            check_candidate(&self.original, &self.original_src, source, &self.kernel)
-                .map_err(|why| Outcome::WrongOutput(format!("rejected: {why}")))?;
+            check_candidate(&self.original, &self.original_src, source, &self.kernel).map_err(|why| {
+                tracing::debug!(%why, "rejected before compiling");
+                Outcome::WrongOutput(format!("rejected: {why}"))
+            })?;
         }
         let started = Instant::now();
         let prepared = self.prepare(source, cancel).await.map_err(Outcome::CompileError);
-        tracing::debug!(ok = prepared.is_ok(), ms = started.elapsed().as_millis() as u64, "compiled a candidate");
+        let error = prepared.as_ref().err().and_then(Outcome::failure).and_then(|e| e.lines().next());
+        tracing::debug!(
+            ok = prepared.is_ok(),
+            ms = started.elapsed().as_millis() as u64,
+            error,
+            "compiled a candidate"
+        );
         prepared
     }
 }
@@ -105,7 +113,7 @@ impl Compiles {
 
     fn start(&self, source: &str) -> JoinHandle<Admitted> {
         let (ctx, cancel, source) = (self.ctx.clone(), self.cancel.clone(), source.to_string());
-        let span = tracing::debug_span!("optimize.compile");
+        let span = tracing::debug_span!("optimize.compile", candidate = %candidate_id(&source));
         self.ctx.handle.spawn(async move { ctx.admit_async(&source, &cancel).await }.instrument(span))
     }
 
@@ -381,10 +389,27 @@ impl GpuEvaluator {
         let reference = reference.map(with_seed);
         let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
         let tuning = self.tuning(reference.is_none(), device);
-        let span = tracing::debug_span!("optimize.gpu_job", device, seed, baseline = reference.is_none());
+        // One job verifies (against the reference, when given) and times the kernel.
+        let span = tracing::debug_span!(
+            "optimize.gpu_job",
+            candidate = %candidate_id(&kernel.analysis.text),
+            device,
+            seed,
+            baseline = reference.is_none()
+        );
         let started = Instant::now();
-        let result = harness::run_tuned(&job, reference.as_ref(), &settings, &run, &tuning).instrument(span).await;
-        tracing::debug!(ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "GPU job ended");
+        let result =
+            harness::run_tuned(&job, reference.as_ref(), &settings, &run, &tuning).instrument(span.clone()).await;
+        span.in_scope(|| match &result {
+            Ok(r) => tracing::debug!(
+                ms = started.elapsed().as_millis() as u64,
+                correct = r.correct(),
+                median_ms = r.kernel.timing.median_ms,
+                runs = r.kernel.timing.runs,
+                "GPU job ended"
+            ),
+            Err(error) => tracing::debug!(ms = started.elapsed().as_millis() as u64, %error, "GPU job failed"),
+        });
         match result {
             Err(HarnessError::Timeout { .. }) => Outcome::Timeout,
             Err(e) => Outcome::Crash(e.to_string()),
@@ -609,11 +634,19 @@ impl Evaluator for StubEvaluator {
     fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
         let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
-        pipeline(&self.ctx.handle, compiles, self.parallelism(), |i, _lane, p| async move {
-            match this.gpu_job().await {
-                Ok(()) => this.outcome(sources[i], &p),
-                Err(o) => o,
+        pipeline(&self.ctx.handle, compiles, self.parallelism(), |i, lane, p| {
+            let span = tracing::debug_span!("optimize.stub_job", candidate = %candidate_id(sources[i]), lane);
+            async move {
+                let started = Instant::now();
+                let outcome = match this.gpu_job().await {
+                    Ok(()) => this.outcome(sources[i], &p),
+                    Err(o) => o,
+                };
+                let ms = started.elapsed().as_millis() as u64;
+                tracing::debug!(ms, time_s = outcome.time_s(), "stub timing (invented, not measured)");
+                outcome
             }
+            .instrument(span)
         })
     }
 

@@ -5,6 +5,7 @@
 //!
 //! Call [`optimize`] from a blocking thread: evaluators drive async compiles
 //! through the given runtime handle.
+#![forbid(unsafe_code)]
 
 mod disagreement;
 mod evaluator;

@@ -1,6 +1,7 @@
 //! Nsight Compute for KernelPro: parse the CSV exports, triage each kernel
 //! (stage 1), run the micro-profiling tools of its class (stage 2).
 //! Pure functions over text; the core crate runs ncu.
+#![forbid(unsafe_code)]
 
 pub mod csv_pages;
 pub mod ncu_args;

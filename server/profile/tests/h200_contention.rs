@@ -267,29 +267,24 @@ fn synthetic_kernel_level_only() {
 
 // -- the H200 recordings of record.sh (tests/fixtures/h200-contention/*.csv) ----
 
-/// The recorded `--set full` launches with their details and source pages,
-/// or `None` (with a note) until record.sh's tarball is extracted here.
-fn recorded() -> Option<Vec<(KernelProfile, SourcePage)>> {
+/// The recorded `--set full` launches with their details and source pages
+/// (committed: a missing file fails the test, it is never skipped).
+fn recorded() -> Vec<(KernelProfile, SourcePage)> {
     let d = contention_dir();
-    if !d.join("full_raw.csv").exists() {
-        eprintln!("tests/fixtures/h200-contention: not recorded yet (run record.sh on the GPU machine)");
-        return None;
-    }
     let mut profiles = parse_raw(&read(&d.join("full_raw.csv"))).unwrap();
     parse_details(&read(&d.join("full_details.csv")), &mut profiles).unwrap();
-    Some(
-        profiles
-            .into_iter()
-            .map(|p| {
-                let page = source_page(&d.join(format!("src_{}.csv", p.kernel)));
-                (p, page)
-            })
-            .collect(),
-    )
+    assert!(!profiles.is_empty(), "{}: no kernel in the recording", d.join("full_raw.csv").display());
+    profiles
+        .into_iter()
+        .map(|p| {
+            let page = source_page(&d.join(format!("src_{}.csv", p.kernel)));
+            (p, page)
+        })
+        .collect()
 }
 
 fn recorded_findings(kernel: &str) -> Option<Vec<Finding>> {
-    let (profile, page) = recorded()?.into_iter().find(|(p, _)| p.kernel == kernel)?;
+    let (profile, page) = recorded().into_iter().find(|(p, _)| p.kernel == kernel)?;
     Some(run_tools(&profile, Some(&page), &kernels_cu()))
 }
 
@@ -333,9 +328,6 @@ fn check_planted(findings_of: impl Fn(&str) -> Option<Vec<Finding>>) {
 /// `--set full` pages.
 #[test]
 fn recorded_planted_problems_on_their_lines() {
-    if recorded().is_none() {
-        return;
-    }
     check_planted(recorded_findings);
 }
 
@@ -353,10 +345,6 @@ fn two_stage_findings(kernel: &str) -> Option<Vec<Finding>> {
 
 #[test]
 fn recorded_two_stage_planted_problems_on_their_lines() {
-    if !contention_dir().join("stage2_raw.csv").exists() {
-        eprintln!("tests/fixtures/h200-contention: not recorded yet (run record.sh on the GPU machine)");
-        return;
-    }
     check_planted(two_stage_findings);
 }
 
@@ -364,7 +352,7 @@ fn recorded_two_stage_planted_problems_on_their_lines() {
 #[test]
 fn recorded_stall_advice_fits_the_cause() {
     for kernel in ["sum_atomic", "count_atomic", "histogram_global"] {
-        let Some(found) = recorded_findings(kernel) else { return };
+        let found = recorded_findings(kernel).unwrap_or_else(|| panic!("{kernel}: not in the recording"));
         assert!(
             !found.iter().any(|f| f.guidance.as_deref().is_some_and(|g| g.contains("wider stores"))),
             "{kernel}:\n{}",
@@ -376,7 +364,7 @@ fn recorded_stall_advice_fits_the_cause() {
 /// Every finding of every recorded kernel, for the report (snapshot once recorded).
 #[test]
 fn recorded_findings_snapshot() {
-    let Some(all) = recorded() else { return };
+    let all = recorded();
     let mut out = String::new();
     for (profile, page) in &all {
         let tri = triage(profile, &TriageThresholds::default()).map(|t| t.summary).unwrap_or_default();

@@ -21,9 +21,7 @@ impl<'a> Kernel<'a> {
     /// one that does not compile for the instantiation is rejected like any other candidate.
     pub fn find(text: &'a str, name: &str) -> Option<Kernel<'a>> {
         let func = kernelpro_source::parse(text).kernel(name)?.clone();
-        if func.body_bytes.is_none() {
-            return None;
-        }
+        func.body_bytes?;
         let tree = kernelpro_source::parse_tree(text)?;
         Some(Kernel { text, tree, func, specs: kernelpro_spec::parse_file(text) })
     }

@@ -6,6 +6,7 @@
 //! order of `tune` values; parameter names, order and types, other spec lines,
 //! other kernels and host code are left alone. [`RecipeProposer`] puts them
 //! behind the search's [`Proposer`](kernelpro_search::Proposer) trait.
+#![forbid(unsafe_code)]
 
 mod access;
 mod coarsen;

@@ -6,6 +6,8 @@
 //!
 //! Architecture invariant: this is the bottom crate that starts processes; no
 //! other crate spawns one (tests aside). It knows nothing of CUDA or LSP.
+// Every `unsafe` block says why it is sound (CI runs clippy with -D warnings).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod children;
 pub mod jobs;

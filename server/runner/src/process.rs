@@ -8,6 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Output beyond this is dropped (and said so); past `KILL_AFTER_BYTES` the tool is killed.
 pub const OUTPUT_CAP_BYTES: usize = 4 << 20;
@@ -52,7 +53,18 @@ impl ToolCommand {
     fn tool_name(&self) -> String {
         self.program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
     }
+    /// The arguments as one line for the log, cut at [`ARGS_IN_LOG`] characters.
+    fn args_summary(&self) -> String {
+        let line = self.args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+        match line.char_indices().nth(ARGS_IN_LOG) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line,
+        }
+    }
 }
+
+/// How much of a command line the debug log shows.
+const ARGS_IN_LOG: usize = 240;
 
 #[derive(Debug, Clone)]
 pub struct ToolOutput {
@@ -110,8 +122,35 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Runs `cmd` to its end, its timeout or `cancel`. Logged at debug level in a
+/// `tool` span (the program and its arguments): when it started (and how long
+/// it waited for a job place), then how it ended and how long it ran.
 pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+    let span = tracing::debug_span!("tool", program = %cmd.tool_name(), args = cmd.args_summary().as_str());
+    async {
+        let started = Instant::now();
+        let result = run_tool_unlogged(cmd, cancel).await;
+        let ms = started.elapsed().as_millis() as u64;
+        match &result {
+            Ok(out) => tracing::debug!(
+                code = ?out.code,
+                ms,
+                stdout_bytes = out.stdout.len(),
+                stderr_bytes = out.stderr.len(),
+                truncated = out.truncated,
+                "finished"
+            ),
+            Err(error) => tracing::debug!(%error, ms, "failed"),
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+async fn run_tool_unlogged(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
     let tool = cmd.tool_name();
+    let queued = Instant::now();
     check_executable(&cmd.program, &tool)?;
     // Waits for a place under the machine-wide job limit; a superseded run leaves the queue.
     let Some(_slot) = crate::jobs::slot(cancel).await else { return Err(ToolError::Cancelled { tool }) };
@@ -140,6 +179,7 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
         command.current_dir(dir);
     }
     let start = Instant::now();
+    let waited_ms = start.duration_since(queued).as_millis() as u64;
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::NotFound { tool: tool.clone(), path: cmd.program.clone() },
         std::io::ErrorKind::PermissionDenied => {
@@ -147,6 +187,7 @@ pub async fn run_tool(cmd: &ToolCommand, cancel: &CancellationToken) -> Result<T
         }
         _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
     })?;
+    tracing::debug!(pid = child.id(), waited_ms, "started");
     // Declared first, dropped last: registered until the guard has killed the group.
     let _registered = child.id().map(|p| crate::children::register(p as i32));
     let mut guard = GroupGuard { pgid: child.id().map(|p| p as i32) };

@@ -4,6 +4,7 @@
 //!
 //! Architecture invariant: this crate only parses strings it is handed. It never
 //! spawns the CUDA tools or reads files; the core crate runs them.
+#![forbid(unsafe_code)]
 
 pub mod control;
 pub mod cost;

@@ -5,6 +5,7 @@
 //! compiles, verifies and times each candidate. MCTS (UCT over log-speedup
 //! rewards, progressive widening, asymmetric branching, dead-end pruning,
 //! search memory) and the greedy and random baselines share one loop.
+#![forbid(unsafe_code)]
 
 mod combine;
 mod config;
@@ -22,7 +23,7 @@ mod tree;
 pub use combine::{ByFindings, RoundRobin};
 pub use config::{Backup, Budget, Pruning, SearchConfig, Strategy, Widening};
 pub use evaluate::{Evaluator, FindingNote, Outcome, OutcomeKind};
-pub use memory::{MemoryEntry, SearchMemory, normalize, source_hash};
+pub use memory::{MemoryEntry, SearchMemory, candidate_id, normalize, source_hash};
 pub use proposer::{Proposal, ProposeContext, Proposer};
 pub use result::{SearchResult, Step, StopReason, TreeStats, pick_best};
 pub use reward::Rewards;

@@ -78,6 +78,12 @@ pub fn source_hash(source: &str) -> u64 {
     normalize(source).bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// A candidate's name in the debug log (the search's and the evaluator's
+/// lines about one source share it): 8 hex digits of its [`source_hash`].
+pub fn candidate_id(source: &str) -> String {
+    format!("{:08x}", source_hash(source) >> 32)
+}
+
 /// Drops comments and whitespace, keeping one space only where it separates two
 /// identifier characters (`unsigned int`), so layout-only edits hash the same.
 /// String and character literals are kept verbatim.

@@ -128,6 +128,12 @@ impl<'a> Search<'a> {
             let _span = tracing::debug_span!("search.baseline").entered();
             evaluator.evaluate(original)
         };
+        tracing::debug!(
+            outcome = ?baseline.kind(),
+            time_s = baseline.time_s(),
+            why = baseline.failure().map(brief),
+            "baseline"
+        );
         let (baseline_time_s, baseline_energy_j) = match &baseline {
             Outcome::Ok { time_s, energy_j, .. } => (*time_s, *energy_j),
             _ => return Err(SearchError::Baseline(baseline)),
@@ -165,6 +171,7 @@ impl<'a> Search<'a> {
             },
         );
         let stop = run.main_loop(proposer, evaluator);
+        tracing::debug!(reason = ?stop, evaluations = run.evaluations, iterations = run.iterations, "search stopped");
         run.emit(Event::Stopped { reason: stop });
 
         let best = run.best;
@@ -189,6 +196,15 @@ impl<'a> Search<'a> {
             memory: run.memory,
             trace: run.trace,
         })
+    }
+}
+
+/// A failure's first line, at most 200 characters: the log's `why`.
+fn brief(failure: &str) -> String {
+    let line = failure.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
+    match line.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
     }
 }
 
@@ -257,7 +273,9 @@ impl Run<'_, '_> {
             };
             let mut proposals = {
                 let _span = tracing::debug_span!("search.propose", node = node.0).entered();
-                proposer.propose(&ctx)
+                let proposals = proposer.propose(&ctx);
+                tracing::debug!(count = proposals.len(), wanted, "proposed");
+                proposals
             };
             self.keep_once_per_form(node, &mut proposals);
             let later = proposals.split_off(wanted.min(proposals.len()));
@@ -303,12 +321,18 @@ impl Run<'_, '_> {
                     return reason;
                 }
                 if self.tree[node].exhausted || self.tree[node].closed {
+                    tracing::debug!(
+                        recipe = %proposal.recipe,
+                        parent = node.0,
+                        "not recorded: an earlier candidate of the batch closed its parent"
+                    );
                     break; // pruned by an earlier proposal of this batch
                 }
                 self.memory.notes.extend(proposal.note);
                 if let Some(seen) = self.memory.lookup(&proposal.source) {
                     let of = seen.node;
                     self.duplicates += 1;
+                    tracing::debug!(recipe = %proposal.recipe, of = of.0, "a duplicate: not evaluated again");
                     self.emit(Event::Duplicate { parent: node, recipe: proposal.recipe, of });
                     let closed = self.tree.record_attempt(node, None, self.config);
                     self.emit_closed(closed);
@@ -335,6 +359,16 @@ impl Run<'_, '_> {
                 let reward = self.config.rewards.reward(&outcome, speedup);
                 let kind = outcome.kind();
                 let id = NodeId(self.tree.len());
+                tracing::debug!(
+                    candidate = %crate::memory::candidate_id(&proposal.source),
+                    recipe = %proposal.recipe,
+                    node = id.0,
+                    parent = node.0,
+                    outcome = ?kind,
+                    speedup,
+                    why = outcome.failure().map(brief),
+                    "evaluated"
+                );
                 self.memory.record(
                     &proposal.source,
                     id,

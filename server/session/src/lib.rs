@@ -20,6 +20,7 @@
 //! Architecture Invariant: nothing here knows LSP types, spawns a process or
 //! does I/O; adapters convert positions before they call in and convert the
 //! views after.
+#![forbid(unsafe_code)]
 
 mod document;
 mod edit_log;

@@ -188,7 +188,7 @@ mod tests {
         let original = "a\nb\n";
         let edit = LineEdit { start_line: 1, end_line: 1, text: "ins\n".into() };
         let current = "z\na\nb\n";
-        let edits = rebase(original, &[edit.clone()], current).unwrap();
+        let edits = rebase(original, std::slice::from_ref(&edit), current).unwrap();
         assert_eq!(apply(current, &edits), "z\na\nins\nb\n");
         let at_end = LineEdit { start_line: 2, end_line: 2, text: "end\n".into() };
         let edits = rebase(original, &[at_end], current).unwrap();

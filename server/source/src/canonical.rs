@@ -586,10 +586,8 @@ fn pointer_init<'t>(text: &str, func: Node<'t>, name: &str) -> Option<Node<'t>> 
                     init = d.child_by_field_name("value");
                 }
             }
-            "assignment_expression" => {
-                if d.child_by_field_name("left").is_some_and(|l| text_of(text, l) == name) {
-                    return None;
-                }
+            "assignment_expression" if d.child_by_field_name("left").is_some_and(|l| text_of(text, l) == name) => {
+                return None;
             }
             _ => {}
         }

@@ -1,6 +1,7 @@
 //! The structure of a `.cu` file from tree-sitter-cuda: kernels, device and
 //! host functions, their parameters and spans. Parse errors never block
 //! anything: tree-sitter recovers and nvcc stays the judge of errors.
+#![forbid(unsafe_code)]
 
 pub mod budget;
 pub mod canonical;

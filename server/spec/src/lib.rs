@@ -5,6 +5,7 @@
 //! checks one kernel's lines against its signature and evaluates them into a
 //! [`LaunchSpec`], or returns every problem as a [`Finding`](kernelpro_model::Finding)
 //! on its spec line.
+#![forbid(unsafe_code)]
 
 mod directive;
 mod expr;

@@ -282,9 +282,7 @@ fn resolve_op(r: &mut Resolver, line: u32, p: Piece, signature: &KernelSignature
         let lead = after.len() - after.trim_start().len();
         rest = Piece { text: after.trim_start(), col: rest.col + (len + lead) as u32 };
     }
-    let Some((kind, sizes)) = words.split_first() else {
-        return None;
-    };
+    let (kind, sizes) = words.split_first()?;
     if kind.text != "gemm" {
         r.report_at(
             code::BAD_OP,

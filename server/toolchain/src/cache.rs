@@ -16,8 +16,11 @@ pub fn key_of(parts: &[&[u8]]) -> Key {
     h.finalize().into()
 }
 
+/// The values, and their keys oldest first (the next to be evicted).
+type Entries<V> = (HashMap<Key, Arc<V>>, VecDeque<Key>);
+
 pub struct MemoCache<V> {
-    inner: Mutex<(HashMap<Key, Arc<V>>, VecDeque<Key>)>,
+    inner: Mutex<Entries<V>>,
     capacity: usize,
 }
 

@@ -5,6 +5,7 @@
 //!
 //! Architecture invariant: no LSP types and no editor named here; every
 //! process starts through `kernelpro_runner`.
+#![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod compile;

@@ -41,7 +41,7 @@ impl StaticTool for SharedBankConflict {
                 .accesses
                 .iter()
                 .filter(|a| a.space == Space::Shared)
-                .filter_map(|a| Some((a, conflict(&model, a)?)))
+                .filter_map(|a| Some((a, conflict(model, a)?)))
                 .collect();
             found.sort_by_key(|(a, c)| (a.line(), std::cmp::Reverse(c.ways)));
             for (a, c) in found {

@@ -32,9 +32,9 @@ impl StaticTool for MissedReuse {
         let mut lines = Lines::default();
         for model in models(input).iter() {
             let mut found: Vec<(&Access, String, String, String)> = Vec::new();
-            found.extend(stencils(&model));
-            found.extend(contractions(&model));
-            found.extend(recomputed(&model));
+            found.extend(stencils(model));
+            found.extend(contractions(model));
+            found.extend(recomputed(model));
             found.sort_by_key(|f| f.0.line());
             for (a, message, evidence, guidance) in found {
                 if !lines.first(&model.name, a.line()) {

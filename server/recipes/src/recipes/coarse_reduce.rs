@@ -293,7 +293,7 @@ fn rewrite_value(k: &Kernel, s: &ValueSum, cap: u32) -> Option<Rewrite> {
     let mut text = k.text.to_string();
     text.replace_range(s.value.byte_range(), &sum);
     let open = body.start_byte() + 1;
-    text.insert_str(open, &format!("\n{}", capped_blocks(&ind, cap).trim_end_matches('\n')));
+    text.insert_str(open, &format!("\n{}", capped_blocks(ind, cap).trim_end_matches('\n')));
     Some(Rewrite {
         source: text,
         note: format!(

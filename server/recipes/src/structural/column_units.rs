@@ -66,13 +66,13 @@ fn walks_columns(k: &Kernel, c: &str, advanced: &[(String, String)]) -> bool {
         })
 }
 
+/// A column walk: (c, START, the update, the pointers with their increments).
+type ColumnWalk<'t> = (String, tree_sitter::Node<'t>, tree_sitter::Node<'t>, Vec<(String, String)>);
+
 /// A walk loop (`for (T c = START; c < END; ++c)`), also one that advances
 /// pointers with its counter (`++j, p += C`): (c, START, the update, the
 /// pointers with their increments).
-fn column_walk<'t>(
-    k: &Kernel<'t>,
-    f: tree_sitter::Node<'t>,
-) -> Option<(String, tree_sitter::Node<'t>, tree_sitter::Node<'t>, Vec<(String, String)>)> {
+fn column_walk<'t>(k: &Kernel<'t>, f: tree_sitter::Node<'t>) -> Option<ColumnWalk<'t>> {
     if let Some((c, init, step)) = walk_loop(k, f) {
         return Some((c, init, step, Vec::new()));
     }

@@ -257,8 +257,8 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(p) = k.param(&buffer) else { return Vec::new() };
     // A template's element type is the one the spec instantiates.
     let ty = p.base.clone();
-    if !SUM_TYPES.contains(&ty.as_str())
-        && !(k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t)))
+    if !(SUM_TYPES.contains(&ty.as_str())
+        || k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t)))
     {
         return Vec::new();
     }

@@ -263,7 +263,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
     }
     let prologue = u.prologue(k, &ind)?;
     let comment = "One warp per unit; lanes scan its elements 32 at a time with shuffles (kernelpro WarpScan).";
-    Some(u.warp_loop(&prologue, comment, &inner, &ind, &outer))
+    Some(u.warp_loop(&prologue, comment, &inner, &ind, outer))
 }
 
 /// The chunked scan replacing one scan loop, as lines (indented relative to each other).
@@ -298,13 +298,13 @@ fn scan_lines(k: &Kernel, s: &Scan) -> Option<Vec<String>> {
     let (head, this, in_range) = if s.down {
         (
             format!("for ({ty} kp_c0 = {start}; kp_c0 >= ({end}); kp_c0 -= 32)"),
-            format!("kp_c0 - kp_lane"),
+            "kp_c0 - kp_lane".to_string(),
             format!("{c} >= ({end})"),
         )
     } else {
         (
             format!("for ({ty} kp_c0 = {start}; kp_c0 < ({end}); kp_c0 += 32)"),
-            format!("kp_c0 + kp_lane"),
+            "kp_c0 + kp_lane".to_string(),
             format!("{c} < ({end})"),
         )
     };

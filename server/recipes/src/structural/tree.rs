@@ -316,7 +316,7 @@ fn segments(k: &Kernel) -> Option<Vec<Rewrite>> {
     let plain = !descendants(then)
         .iter()
         .any(|d| matches!(d.kind(), "return_statement") || k.text_of(*d).starts_with("__syncthreads"));
-    if !zero.contains(&compact(t, cond)) || !plain || crate::syntax::uses(then, t, tid).len() > 0 {
+    if !zero.contains(&compact(t, cond)) || !plain || !crate::syntax::uses(then, t, tid).is_empty() {
         return None;
     }
     let (seg, lane) = ("((unsigned)kp_seg)", "kp_t");

@@ -458,7 +458,7 @@ pub(super) fn carries(k: &Kernel, f: Node, c: &str) -> Option<Vec<Carry>> {
 /// Whether the loop's stores follow its variable and its loads of stored buffers read what the same iteration stores.
 pub(super) fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
     let inner = declared_in(k, f);
-    let follows = |n: Node| names_in(k, n).iter().any(|x| *x == c || (inner.iter().any(|i| i == x) && *x != c));
+    let follows = |n: Node| names_in(k, n).iter().any(|x| *x == c || inner.iter().any(|i| i == x));
     let st = stores(k, f);
     let mut stored: Vec<(String, String)> = Vec::new();
     for (p, at) in &st {

@@ -564,10 +564,11 @@ impl<'a> Walker<'a> {
                 None => break,
             }
         }
-        if node.kind() == "unary_expression" && op_text(self.src, node) == "!" {
-            if let Some(arg) = node.child_by_field_name("argument") {
-                return self.shape(arg, depth + 1);
-            }
+        if node.kind() == "unary_expression"
+            && op_text(self.src, node) == "!"
+            && let Some(arg) = node.child_by_field_name("argument")
+        {
+            return self.shape(arg, depth + 1);
         }
         if node.kind() != "binary_expression" || depth > MAX_DEPTH {
             return BranchKind::Thread;
@@ -845,7 +846,7 @@ impl<'a> Walker<'a> {
                 b
             }
         };
-        let lane_init = init_poly.as_ref().is_some_and(|i| lane_varying(i));
+        let lane_init = init_poly.as_ref().is_some_and(lane_varying);
         let step_poly = if let Step::Add(s) = &step { Some(s.clone()) } else { None };
         let has = |p: &Option<Poly>, f: fn(&Atom) -> bool| p.as_ref().is_some_and(|p| p.atoms().any(f));
         let grid_stride = lane_init && has(&step_poly, |a| matches!(a, Atom::Gdim(_)));

@@ -109,10 +109,9 @@ pub fn recognise(m: &KernelModel) -> Option<Recognised> {
         .accesses
         .iter()
         .find(|a| a.accumulated && a.is_read() && a.space == Space::Global && m.loops_of(a).all(|l| l.grid_stride))
+        && !a.loops.is_empty()
     {
-        if !a.loops.is_empty() {
-            return found(Pattern::ScalarReduction, format!("`{}` accumulated over the whole input", a.text));
-        }
+        return found(Pattern::ScalarReduction, format!("`{}` accumulated over the whole input", a.text));
     }
     if tree && per_block_write {
         return found(Pattern::ScalarReduction, "a shared-memory tree per block, one write per block".into());

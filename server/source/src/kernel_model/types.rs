@@ -71,7 +71,7 @@ pub fn size_of(base: &str) -> Option<u32> {
 
 /// Whether a declared scalar type is an integer (index-like) type.
 pub fn is_integer(base: &str) -> bool {
-    matches!(size_of(base), Some(_))
+    size_of(base).is_some()
         && !matches!(base, "float" | "double" | "half" | "__half" | "__nv_bfloat16" | "nv_bfloat16")
         && !base.contains('2')
         && !base.contains('3')
