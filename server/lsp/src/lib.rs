@@ -9,6 +9,7 @@ mod handlers;
 mod jobs;
 mod log;
 mod protocol;
+mod raw_answer;
 mod server;
 mod state;
 mod stdio;
