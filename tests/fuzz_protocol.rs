@@ -428,18 +428,64 @@ impl Generator {
             // string holds): a request gets InvalidParams, a notification is
             // ignored with a log message, the session goes on
             96 => {
+                // Each spelling where text can be: a document's text, a URI,
+                // a setting, an id, a member's name; lone highs, lone lows,
+                // reversed pairs, one at the end of a string, upper case,
+                // after an escaped backslash (that one is valid), and text
+                // that is valid but odd (NUL, noncharacters).
+                const LONE: &[&str] = &[
+                    r"\ud800",
+                    r"\uDFFF",
+                    r"\udc00\ud800",
+                    r"a\ud83d",
+                    r"\ud83d\ud83d\ude00",
+                    r"\\\ud800",
+                    r"\u0000",
+                    r"\uFFFF\uFFFE",
+                    r"\\ud800",
+                    r"\ud83d\ude00",
+                ];
+                let lone = LONE[self.rng.below(LONE.len() as u64) as usize];
                 if self.rng.chance(50) {
-                    let id = self.id();
-                    let body = format!(
-                        r#"{{"jsonrpc":"2.0","id":{id},"method":"textDocument/hover","params":{{"textDocument":{{"uri":"file:///fuzz/\ud800.cu"}},"position":{{"line":0,"character":0}}}}}}"#
-                    );
+                    let mut id = self.id();
+                    let body = match self.rng.below(4) {
+                        0 => format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"method":"textDocument/hover","params":{{"textDocument":{{"uri":"file:///fuzz/{lone}.cu"}},"position":{{"line":0,"character":0}}}}}}"#
+                        ),
+                        1 => {
+                            // A string id holding it: answered under the id as
+                            // read, a lone surrogate read as U+FFFD.
+                            let spelled = format!("\"{lone}{}\"", self.next_id);
+                            id = serde_json::from_str(&spelled)
+                                .unwrap_or_else(|_| serde_json::from_str(&without_surrogates(&spelled)).unwrap());
+                            format!(
+                                r#"{{"jsonrpc":"2.0","id":{spelled},"method":"textDocument/documentSymbol","params":{{"textDocument":{{"uri":"{}"}}}}}}"#,
+                                URIS[0]
+                            )
+                        }
+                        2 => format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"method":"workspace/executeCommand","params":{{"command":"kernelpro.{lone}","arguments":["{lone}"]}}}}"#
+                        ),
+                        _ => format!(
+                            r#"{{"jsonrpc":"2.0","id":{id},"method":"textDocument/codeLens","params":{{"textDocument":{{"uri":"{}"}},"{lone}":1}}}}"#,
+                            URIS[0]
+                        ),
+                    };
                     return (frame(body.as_bytes()), Some(id));
                 }
-                let body = format!(
-                    r#"{{"jsonrpc":"2.0","method":"textDocument/didChange","params":{{"textDocument":{{"uri":"{}","version":{}}},"contentChanges":[{{"text":"x\udfff\ud800y"}}]}}}}"#,
-                    URIS[0],
-                    self.rng.below(1000)
-                );
+                let body = match self.rng.below(3) {
+                    0 => format!(
+                        r#"{{"jsonrpc":"2.0","method":"textDocument/didChange","params":{{"textDocument":{{"uri":"{}","version":{}}},"contentChanges":[{{"text":"x\udfff{lone}y"}}]}}}}"#,
+                        URIS[0],
+                        self.rng.below(1000)
+                    ),
+                    1 => format!(
+                        r#"{{"jsonrpc":"2.0","method":"workspace/didChangeConfiguration","params":{{"settings":{{"kernelpro":{{"extraFlags":["-DX={lone}"],"arch":"{lone}"}}}}}}}}"#
+                    ),
+                    _ => format!(
+                        r#"{{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{{"textDocument":{{"uri":"file:///fuzz/lone{lone}.cu","languageId":"cuda","version":1,"text":"__global__ void k{lone}() {{}}"}}}}}}"#
+                    ),
+                };
                 return (frame(body.as_bytes()), None);
             }
             // extra members and a Content-Type header
@@ -458,6 +504,28 @@ impl Generator {
         };
         (frame(msg.to_string().as_bytes()), answered)
     }
+}
+
+/// JSON text with each UTF-16 surrogate escape spelled as U+FFFD (an escaped
+/// backslash is skipped), as the server reads the id of a message it refuses.
+fn without_surrogates(json: &str) -> String {
+    let mut b = json.as_bytes().to_vec();
+    let mut i = 0;
+    while i + 6 <= b.len() {
+        if b[i] == b'\\' && b[i + 1] == b'\\' {
+            i += 2;
+        } else if b[i] == b'\\'
+            && b[i + 1] == b'u'
+            && (b[i + 2] | 0x20) == b'd'
+            && matches!(b[i + 3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
+        {
+            b[i + 2..i + 6].copy_from_slice(b"fffd");
+            i += 6;
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8(b).unwrap()
 }
 
 fn is_result_or_error(r: &Value) -> bool {

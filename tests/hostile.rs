@@ -339,3 +339,126 @@ fn install_cuda_respects_trust_and_runs_no_planted_python() {
     trusted.shutdown();
     assert!(!marker.exists(), "a planted bin/python ran");
 }
+
+/// The fuzzer of issue 30's shell shapes: random mixes of `$(…)`, backticks,
+/// `;`, `|`, `&&`, redirections, quotes, backslashes, newlines and `\r` in a
+/// file name, a folder name, a compile_commands.json define, include path and
+/// `-isystem` (its `arguments` and its shell-split `command`), and the
+/// settings' `extraFlags`, `includePaths` and `arch` (a configuration change).
+/// The compiler is a stand-in that does what nvcc does with its host steps
+/// (each argument in double quotes on a `/bin/sh -c` line) and nothing else,
+/// so 36 cases take seconds; `shell_metacharacters_from_every_source_run_nothing`
+/// is the same with the real nvcc. Seeded: no marker may appear, and the
+/// session lives.
+#[test]
+fn random_shell_shapes_from_every_source_run_nothing() {
+    const CASES: u64 = 36;
+    const PAYLOADS: &[&str] = &[
+        "$(touch $KPMARK)",
+        "`touch $KPMARK`",
+        "\";touch $KPMARK;\"",
+        "';touch $KPMARK;'",
+        "|touch $KPMARK",
+        "&&touch $KPMARK",
+        "\ntouch $KPMARK\n",
+        "\r\ntouch $KPMARK\r\n",
+        ">$KPMARK",
+        "${KPMARK:+$(touch $KPMARK)}",
+        "\\\"$(touch $KPMARK)\\\"",
+        "$(IFS=_;touch${IFS}$KPMARK)",
+    ];
+    const FILLERS: &[&str] =
+        &["a", " ", "\"", "'", "\\", "$", "(", ")", "é", "\t", "=", "-", ",", "*", "?", "[x]", "!", "~", "#"];
+    let (ws, mark, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let marker = mark.path().join("kpmark_fuzz");
+    let tools = tempfile::tempdir().unwrap();
+    let nvcc = tools.path().join("nvcc");
+    // It also notes that the marker's path reached it (the payloads name it through the environment).
+    let seen = tools.path().join("env_seen");
+    std::fs::write(
+        &nvcc,
+        format!("#!/bin/sh\necho \"$KPMARK\" > {}\n# nvcc's host steps: each argument in double quotes on a /bin/sh line.\nfor a in \"$@\"; do /bin/sh -c \": \\\"$a\\\"\" >/dev/null 2>&1; done\necho 'stand-in nvcc: error' >&2\nexit 1\n", seen.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&nvcc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The control: the stand-in runs what nvcc's shell would.
+    let control =
+        std::process::Command::new(&nvcc).arg("-DX=$(touch $KPMARK)").env("KPMARK", &marker).status().unwrap();
+    assert!(!control.success() && marker.exists(), "the stand-in does not run its arguments through a shell");
+    std::fs::remove_file(&marker).unwrap();
+    std::fs::remove_file(&seen).unwrap();
+
+    let mut state = 0x5EED_0030_u64;
+    let mut next = |n: usize| {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    };
+    let mut shape = || {
+        let mut s = String::new();
+        for i in 0..2 + next(3) {
+            s.push_str(if i == 1 { PAYLOADS[next(PAYLOADS.len())] } else { FILLERS[next(FILLERS.len())] });
+        }
+        s
+    };
+    let mut cmd = Command::new(bin());
+    cmd.env("TMPDIR", tmp.path()).env("KPMARK", &marker).current_dir(ws.path());
+    let mut c = Client::spawn_in(cmd, json!({"trusted": true, "nvcc": nvcc, "compileTimeoutSecs": 10}), ws.path());
+    let text = "__global__ void k(float* y) { y[0] = 1.0f; }\n";
+    let mut database = Vec::new();
+    let mut files = Vec::new();
+    for case in 0..CASES {
+        let s = shape();
+        let file = match case % 6 {
+            0 => ws.path().join(format!("f{case}{s}.cu")),
+            1 => ws.path().join(format!("d{case}{s}")).join("k.cu"),
+            2 | 3 => {
+                let file = ws.path().join(format!("db{case}.cu"));
+                let flags =
+                    [format!("-DX{case}={s}"), format!("-I{}/{s}", ws.path().display()), "-isystem".into(), s.clone()];
+                database.push(if case % 6 == 2 {
+                    json!({"directory": ws.path(), "file": file, "arguments": ["nvcc", flags[0], flags[1], flags[2], flags[3], "-c", file]})
+                } else {
+                    let quoted: Vec<String> = flags.iter().map(|f| format!("'{}'", f.replace('\'', "'\\''"))).collect();
+                    json!({"directory": ws.path(), "file": file, "command": format!("nvcc {} -DY=\"{}\" -c {}", quoted.join(" "), s.replace('"', "\\\""), file.display())})
+                });
+                std::fs::write(
+                    ws.path().join("compile_commands.json"),
+                    serde_json::Value::from(database.clone()).to_string(),
+                )
+                .unwrap();
+                file
+            }
+            _ => {
+                c.notify(
+                    "workspace/didChangeConfiguration",
+                    json!({"settings": {"kernelpro": {"trusted": true, "nvcc": nvcc,
+                        "extraFlags": [format!("-DCFG{case}={s}"), "-D", format!("C{case}={s}"), format!("-I{s}"), "-isystem", s],
+                        "includePaths": [s], "arch": format!("sm_90{s}")}}}),
+                );
+                ws.path().join(format!("s{case}.cu"))
+            }
+        };
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, text).unwrap();
+        let u = file_uri(&file);
+        c.open(&u, text, 1);
+        c.wait_diagnostics(&u, Duration::from_secs(60));
+        files.push(u);
+    }
+    // The session lives: every file still gives its symbols.
+    for u in &files {
+        let r = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": u}}));
+        assert_eq!(r["result"][0]["name"], "k", "{u}: {r}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(c.shutdown().success());
+    let found: Vec<PathBuf> = [ws.path(), mark.path(), tmp.path()].iter().flat_map(|d| markers(d)).collect();
+    assert_eq!(found, Vec::<PathBuf>::new(), "a shell ran text from a file name, a database or a setting");
+    let seen = std::fs::read_to_string(&seen).expect("the server ran the stand-in");
+    assert_eq!(seen.trim(), marker.display().to_string(), "the stand-in did not see the marker's path");
+    println!("random_shell_shapes_from_every_source_run_nothing: {CASES} cases, 0 markers");
+}

@@ -253,10 +253,10 @@ fn twenty_thousand_kernels() {
     // The first request on a version parses; with the other stress tests
     // running beside it, that took up to 10 s on the loaded two-core machine.
     assert!(plain < COLD_BOUND && lone_cr < COLD_BOUND, "documentSymbol took {plain:?} ({lone_cr:?} with a lone CR)");
-    // The goal is 200 ms; not met in this debug build (docs/reliability.md has
-    // the figures: what is left is the 4.4 MB answer, turned into JSON by the
-    // transport), so only "never slower than a parse" is asserted, and the
-    // figure is printed.
+    // The goal is 200 ms for the answer kept per version (written as it is,
+    // raw_answer.rs); the figure is the benchmark's
+    // (scripts/bench-document-symbol.py, docs/reliability.md): this timed test
+    // only guards against a repeat costing a parse, and prints its figure.
     assert!(
         warm < COLD_BOUND && warm <= plain,
         "documentSymbol on an unchanged version took {warm:?} (first: {plain:?})"

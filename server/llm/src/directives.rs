@@ -892,6 +892,23 @@ mod fuzz {
         "int n = 1'000;",
         "#pragma unroll\n",
         "#include <cuda_fp16.h>\n",
+        // Issue 30's shapes: the next include, a header name made by a macro,
+        // links in the project (one named like a toolkit header), imports.
+        "#include_next \".env\"\n",
+        "#include_next <SECRET>\n",
+        "__has_include_next(\".env\")",
+        "#import \".env\"\n",
+        "%:include \".env\"\n",
+        "#define H <SECRET>\n#include H\n",
+        "#define S(x) #x\n#include S(.env)\n",
+        "#define E \".e\" \"nv\"\n",
+        "#include E\n",
+        "#include \"link.h\"\n",
+        "#include \"cuda_fp16.h\"\n",
+        "#if __has_include(\"link.h\")\n#error present\n#endif\n",
+        "??/\n",
+        "\\\r",
+        "\\ \r\n",
     ];
 
     struct Rng(u64);
@@ -937,6 +954,9 @@ mod fuzz {
         let hidden = dir.path().join("hidden");
         const LEAK: &str = "LEAKWORD_7f3a";
         std::fs::write(&hidden, format!("int {LEAK};\n")).unwrap();
+        // Links in the project to the file outside it: their text must never come through.
+        std::os::unix::fs::symlink(&hidden, project.join("link.h")).unwrap();
+        std::os::unix::fs::symlink(&hidden, project.join("cuda_fp16.h")).unwrap();
         let policy = IncludePolicy {
             own_file: Some(project.join("k.cu")),
             search_dirs: vec![project.clone()],

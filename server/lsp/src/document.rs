@@ -8,14 +8,14 @@ use kernelpro_model::{Pos, Span};
 use kernelpro_session::LineChange;
 use ropey::Rope;
 use std::sync::{Arc, OnceLock};
-use tower_lsp_server::ls_types::{DocumentSymbol, Position, Range, TextDocumentContentChangeEvent};
+use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
 pub struct Document {
     text: Rope,
     /// Where core lines start, computed once per text (see [`CoreLines`]).
     lines: OnceLock<Arc<CoreLines>>,
     /// The document's symbols, worked out once per text (see [`Document::symbols`]).
-    symbols: Arc<tokio::sync::OnceCell<Arc<Vec<DocumentSymbol>>>>,
+    symbols: crate::handlers::document_symbol::Cell,
     /// Counts the text's changes (to tell whether an index built off the lock is still of it).
     generation: u64,
     /// The protocol-free rest: version, analysis, profile, edits.
@@ -96,7 +96,7 @@ impl Document {
     /// The cell holding this text's symbols: filled by the first
     /// documentSymbol request after a change, shared by every later one
     /// (and by those running at the same time) until the text changes again.
-    pub fn symbols(&self) -> Arc<tokio::sync::OnceCell<Arc<Vec<DocumentSymbol>>>> {
+    pub fn symbols(&self) -> crate::handlers::document_symbol::Cell {
         self.symbols.clone()
     }
 

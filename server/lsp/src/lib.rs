@@ -13,6 +13,7 @@ mod jobs;
 pub mod log;
 mod pool;
 mod protocol;
+mod raw_answer;
 mod server;
 mod state;
 mod stdio;

@@ -9,7 +9,9 @@ use tower_lsp_server::ls_types::*;
 
 pub fn did_open(server: &Server, params: DidOpenTextDocumentParams) {
     let doc = params.text_document;
-    server.state.docs().insert(doc.uri.clone(), Document::new(&doc.text, doc.version));
+    let document = Document::new(&doc.text, doc.version);
+    super::document_symbol::prefetch(server, &doc.uri, document.symbols());
+    server.state.docs().insert(doc.uri.clone(), document);
     analysis::schedule(server, doc.uri);
 }
 
@@ -24,6 +26,7 @@ pub fn did_change(server: &Server, params: DidChangeTextDocumentParams) {
     for change in &params.content_changes {
         doc.apply_change(change);
     }
+    super::document_symbol::prefetch(server, &params.text_document.uri, doc.symbols());
     // Findings on lines that moved or were rewritten: publish them where they
     // are now (or not at all) instead of leaving them on the wrong code until
     // the next save.
