@@ -58,6 +58,20 @@ fn const_follows_every_write() {
     assert!(recipe("Ldg").rewrite(&text, "scatter").is_empty());
 }
 
+/// A pointer passed to the file's own function-like macro may be cast and written through it
+/// (`#define F4(p) (reinterpret_cast<float4*>(&(p))[0])`, `F4(y[i]) = v`): RestrictConst leaves every
+/// such pointer non-const (the fetched corpus's vec4 kernels failed with "cannot cast away const"),
+/// and Ldg does not wrap a load inside the macro's `&(...)`.
+#[test]
+fn pointers_through_a_cast_macro_stay_non_const() {
+    let text = valid("relu_float4_cast_macro.cu");
+    let rws = recipe("RestrictConst").rewrite(&text, "relu_vec4_cast");
+    let [rw] = &rws[..] else { panic!("one rewrite: {rws:?}") };
+    assert_eq!(rw.note, "__restrict__ x, __restrict__ y");
+    assert_compiles("RestrictConst", rw);
+    assert!(recipe("Ldg").rewrite(&text, "relu_vec4_cast").is_empty());
+}
+
 #[test]
 fn specialisations_and_instantiations_keep_the_primarys_signature() {
     let text = valid("template_specialised.cu");
