@@ -97,6 +97,15 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("hist_block_partitioned.cu", "histo_sectioned", "PrivateHistogram x4"),
     // A loop over a tile's rows with no guard, its extent the launch's grid: a thread per element, then a shared tile.
     ("transpose_tile_rows_loop.cu", "transpose_rows_loop", "TiledTranspose x2, GridStrideMap x4"),
+    // Views of other people's styles (structural/views.rs), written anew by the corpus helper: no guard
+    // under an exact launch, index locals, a guard written twice, a Kahan sum, a loop starting at an alias.
+    ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x4"),
+    ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4"),
+    ("transpose_index_locals_macro.cu", "transpose_locals", "TiledTranspose x1, GridStrideMap x4"),
+    ("transpose_index_locals_guarded.cu", "transpose_locals_guarded", "TiledTranspose x2, GridStrideMap x4"),
+    ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x4"),
+    ("rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
+    ("hist_tid_alias_gridstride.cu", "hist_alias", "PrivateHistogram x4"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
