@@ -99,6 +99,9 @@ fn with_units_view(
     let expanded = recognize::expand_macros(text, kernel);
     // Each view with what a candidate made from it must add to its note.
     let mut views: Vec<(String, &str)> = Vec::new();
+    // First, threads that all repeat their row's work as one unit per row ([`views::redundant_threads`]):
+    // read as written, their units would be the repeated threads.
+    views.extend(views::redundant_threads(text, kernel).map(|v| (v, views::REDUNDANT_NOTE)));
     for t in std::iter::once(text).chain(expanded.as_deref()) {
         views.extend(recognize::split_flat(t, kernel).map(|v| (v, "")));
         views.push((t.to_string(), ""));

@@ -106,6 +106,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x4"),
     ("rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
     ("hist_tid_alias_gridstride.cu", "hist_alias", "PrivateHistogram x4"),
+    // Every thread of a row's blocks recomputes and stores the whole row: one unit per row.
+    ("softmax_every_thread_whole_row.cu", "softmax_redundant", "WarpUnits x4, BlockUnits x3"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),

@@ -12,6 +12,10 @@
 //!   for (int i = tid; ...)`) is written at its uses.
 //! - [`merged_guards`]: the same guard split in two (`float s = 0; if (g) {
 //!   loop } if (g) store`) becomes one guarded block holding the accumulator.
+//! - [`redundant_threads`]: `if (tid < N && row < B) { BODY }` where BODY
+//!   never reads `tid`: the N threads of a row all do the same work and store
+//!   the same values, so the units are the rows (`row` on x). Tried before
+//!   every other view (read as written, the units would be the repeats).
 //! - [`kahan_as_sum`]: a Kahan-compensated sum (`y = x - c; t = s + y;
 //!   c = (t - s) - y; s = t;`) read as `s += x`: the lanes' partial sums are
 //!   then combined pairwise, which keeps the error small without the
@@ -50,6 +54,9 @@ pub(crate) fn all(text: &str, name: &str) -> Vec<View> {
     }
     out
 }
+
+pub(crate) const REDUNDANT_NOTE: &str =
+    "the threads that repeated their row's work (the same values stored by each) are one unit per row";
 
 const KAHAN_NOTE: &str =
     "the Kahan compensation is dropped: each lane sums its share, the lanes' sums combine pairwise";
@@ -402,4 +409,68 @@ pub(crate) fn kahan_as_sum(text: &str, name: &str) -> Option<String> {
         return Some(edited(text, vec![(b.byte_range(), inner)]));
     }
     None
+}
+
+/// See the module's doc: the rows of threads that all repeat their row's work, one unit per row.
+pub(crate) fn redundant_threads(text: &str, name: &str) -> Option<String> {
+    let k = Kernel::find(text, name)?;
+    let body = k.body();
+    let sts = statements(body);
+    let (guard, decls) = sts.split_last()?;
+    if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let inner = guard.child_by_field_name("consequence")?;
+    let inner_text = k.text_of(inner);
+    // Each thread stores plain values: no atomics, no compound stores, no barrier or shared memory.
+    if ["atomic", "__syncthreads", "__shared__", "threadIdx", "blockIdx"].iter().any(|w| inner_text.contains(w)) {
+        return None;
+    }
+    let compound_store = descendants(inner).into_iter().any(|d| {
+        (d.kind() == "assignment_expression"
+            && d.child_by_field_name("operator").is_some_and(|o| k.text_of(o) != "=")
+            && d.child_by_field_name("left").is_some_and(|l| l.kind() != "identifier"))
+            || (d.kind() == "update_expression"
+                && d.child_by_field_name("argument").is_some_and(|a| a.kind() != "identifier"))
+    });
+    if compound_store {
+        return None;
+    }
+    // `T tid = <x index>; T row = blockIdx.y;` (any order), nothing else before the guard.
+    let mut tid = None;
+    let mut row = None;
+    for st in decls {
+        let (ty, id, value) = decl(&k, *st)?;
+        let id = k.text_of(id).to_string();
+        if k.index_decl(*st, "x").is_some() {
+            tid = Some(id);
+        } else if compact(k.text, value) == "blockIdx.y" {
+            row = Some((ty, id));
+        } else {
+            return None;
+        }
+    }
+    let (tid, (ty, row)) = (tid?, row?);
+    if !crate::syntax::uses(inner, k.text, &tid).is_empty() {
+        return None;
+    }
+    // `tid < N && row < B` (either order): the unit bound is B.
+    let cond = guard.child_by_field_name("condition")?.child_by_field_name("value")?;
+    if cond.kind() != "binary_expression" || cond.child_by_field_name("operator").is_none_or(|o| k.text_of(o) != "&&") {
+        return None;
+    }
+    let (l, r) =
+        (compact(k.text, cond.child_by_field_name("left")?), compact(k.text, cond.child_by_field_name("right")?));
+    let bound_of = |c: &str, v: &str| c.strip_prefix(&format!("{v}<")).map(str::to_string);
+    let rows = match (bound_of(&l, &tid), bound_of(&r, &row), bound_of(&l, &row), bound_of(&r, &tid)) {
+        (Some(_), Some(b), _, _) | (_, _, Some(b), Some(_)) => b,
+        _ => return None,
+    };
+    if !rows.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let ty = ty.replace("const ", "");
+    let new_body =
+        format!("{{\n  {ty} {row} = blockIdx.x * blockDim.x + threadIdx.x;\n  if ({row} < {rows}) {inner_text}\n}}");
+    Some(k.with_body(&new_body))
 }
