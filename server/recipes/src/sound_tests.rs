@@ -2,7 +2,7 @@
 //! candidate that failed to compile or to launch. Every candidate is compiled with the real nvcc
 //! (templates with their instantiation).
 
-use crate::structural::tests::{instantiated, nvcc};
+use crate::structural::tests::compile_errors;
 use crate::{Recipe, Rewrite, all};
 use std::path::Path;
 
@@ -13,20 +13,6 @@ fn fixture(name: &str) -> String {
 
 fn recipe(name: &str) -> Box<dyn Recipe> {
     all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
-}
-
-/// nvcc's errors for `source`, `None` when it compiles for sm_90.
-fn compile_errors(source: &str) -> Option<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let cu = dir.path().join("k.cu");
-    std::fs::write(&cu, instantiated(source)).unwrap();
-    let out = std::process::Command::new(nvcc())
-        .args(["-arch=sm_90", "-cubin", "-o"])
-        .arg(cu.with_extension("cubin"))
-        .arg(&cu)
-        .output()
-        .unwrap();
-    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn assert_compiles(what: &str, rw: &Rewrite) {
