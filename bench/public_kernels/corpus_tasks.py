@@ -40,8 +40,22 @@ def T(stem, repo, path, kernel, klass, spec, prelude="", helpers=(), twin=None, 
             "prelude": prelude, "helpers": list(helpers), "twin": twin, "role": role}
 
 
+# An expert twin's spec or prelude that is its naive kernel's (the same task, the same inputs).
+SAME = object()
+
+
 def E(stem, repo, path, kernel, klass, spec, prelude="", helpers=()):
     return T(stem, repo, path, kernel, klass, spec, prelude, helpers, None, "expert")
+
+
+def _same_as_naive(tasks):
+    """`SAME` in an expert twin's spec or prelude replaced by its naive kernel's."""
+    naive = {t["twin"]: t for t in tasks if t.get("twin")}
+    for t in tasks:
+        for key in ("spec", "prelude"):
+            if t[key] is SAME:
+                t[key] = naive[t["stem"]][key]
+    return tasks
 
 
 SQ_INT_MM = """
@@ -92,7 +106,7 @@ SOFTMAX_FSM = """
 // kernelpro: check rtol=1e-4 atol=1e-6
 """
 
-TASKS = [
+TASKS = _same_as_naive([
     # ---------------------------------------------------------------- CoffeeBeforeArch/cuda_programming
     T("cba_vector_add", "cba", "01_vector_addition/baseline/vectorAdd.cu", "vectorAdd", "map", """
 // torch: c = a + b
@@ -117,14 +131,7 @@ TASKS = [
 // kernelpro: v_r = out int[N / 256]
 """, prelude="#define SHMEM_SIZE 256\n", twin="cba_sum_reduction_no_conflicts"),
     E("cba_sum_reduction_no_conflicts", "cba", "03_sum_reduction/no_confliicts/sumReduction.cu", "sum_reduction",
-      "block-reduction", """
-// torch: v_r = v.view(-1, 256).sum(1).int()
-// kernelpro: let N = 1 << 26
-// kernelpro: grid = N / 256
-// kernelpro: block = 256
-// kernelpro: v = in int[N] randint(0, 9)
-// kernelpro: v_r = out int[N / 256]
-""", prelude="#define SHMEM_SIZE 256 * 4\n"),
+      "block-reduction", SAME, prelude="#define SHMEM_SIZE 256 * 4\n"),
     T("cba_histogram", "cba", "04_histogram/global_atomic/histogram.cu", "histogram", "histogram", """
 // torch: result = result + torch.bincount((a.long() - 97) // 4, minlength=7).int()
 // kernelpro: let N = 1 << 26
@@ -134,15 +141,7 @@ TASKS = [
 // kernelpro: result = inout int[7] zeros
 // kernelpro: N = N
 """, prelude="constexpr int BINS = 7;\nconstexpr int DIV = ((26 + BINS - 1) / BINS);\n", twin="cba_histogram_shmem"),
-    E("cba_histogram_shmem", "cba", "04_histogram/shmem_atomic/histogram.cu", "histogram", "histogram", """
-// torch: result = result + torch.bincount((a.long() - 97) // 4, minlength=7).int()
-// kernelpro: let N = 1 << 26
-// kernelpro: grid = N / 512
-// kernelpro: block = 512
-// kernelpro: a = in int8[N] randint(97, 122)
-// kernelpro: result = inout int[7] zeros
-// kernelpro: N = N
-""", prelude="constexpr int BINS = 7;\nconstexpr int DIV = ((26 + BINS - 1) / BINS);\n"),
+    E("cba_histogram_shmem", "cba", "04_histogram/shmem_atomic/histogram.cu", "histogram", "histogram", SAME, prelude=SAME),
     T("cba_convolution_1d", "cba", "05_convolution/1d_naive/convolution.cu", "convolution_1d", "conv1d", """
 // torch: result = torch.nn.functional.conv1d(array.double().view(1, 1, -1), mask.double().view(1, 1, -1), padding=MASK // 2).reshape(-1).int()
 // kernelpro: let N = 1 << 24
@@ -207,18 +206,7 @@ TASKS = [
 // kernelpro: op = gemm D D D
 // kernelpro: check rtol=1e-3 atol=1e-3
 """, prelude="const int block_size = 32;\n", twin="olcf_mmul_shared"),
-    E("olcf_mmul_shared", "olcf", "exercises/hw2/matrix_mul_shared_solution.cu", "mmul", "matmul", """
-// torch: C = (A.view(D, D) @ B.view(D, D)).reshape(-1)
-// kernelpro: let D = 4096
-// kernelpro: grid = (D / 32, D / 32)
-// kernelpro: block = (32, 32)
-// kernelpro: A = in float[D * D] uniform(-1, 1)
-// kernelpro: B = in float[D * D] uniform(-1, 1)
-// kernelpro: C = out float[D * D]
-// kernelpro: ds = D
-// kernelpro: op = gemm D D D
-// kernelpro: check rtol=1e-3 atol=1e-3
-""", prelude="const int block_size = 32;\n"),
+    E("olcf_mmul_shared", "olcf", "exercises/hw2/matrix_mul_shared_solution.cu", "mmul", "matmul", SAME, prelude=SAME),
     T("olcf_row_sums", "olcf", "exercises/hw4/matrix_sums_solution.cu", "row_sums", "row-reduction", """
 // torch: sums = A.view(D, D).sum(1)
 // kernelpro: let D = 8192
@@ -238,7 +226,7 @@ TASKS = [
 // kernelpro: sums = out float[D]
 // kernelpro: ds = D
 // kernelpro: check rtol=1e-4 atol=1e-3
-""", prelude="const int block_size = 256;\n"),
+""", prelude=SAME),
     T("olcf_column_sums", "olcf", "exercises/hw4/matrix_sums_solution.cu", "column_sums", "column-reduction", """
 // torch: sums = A.view(D, D).sum(0)
 // kernelpro: let D = 8192
@@ -266,7 +254,7 @@ TASKS = [
 // kernelpro: gdata = in float[NN] uniform(-1, 1)
 // kernelpro: out = inout float[1] zeros
 // kernelpro: check rtol=1e-3 atol=1e-1
-""", prelude="const size_t N = 32ULL * 1024ULL * 1024ULL;\nconst int BLOCK_SIZE = 256;\n"),
+""", prelude=SAME),
     # ---------------------------------------------------------------- siboehm/SGEMM_CUDA
     T("sib_sgemm_naive", "sib", "src/kernels/1_naive.cuh", "sgemm_naive", "matmul", """
 // torch: C = alpha * (A.view(D, D) @ B.view(D, D)).reshape(-1) + beta * C
@@ -307,7 +295,7 @@ TASKS = [
     T("bruce_transpose2", "bruce", "src/07-global-memory/matrix.cu", "transpose2", "transpose", BRUCE_T,
       prelude="typedef float real;\nconst int TILE_DIM = 32;\n", twin="bruce_transpose_shared_padded"),
     E("bruce_transpose_shared_padded", "bruce", "src/08-shared-memory/bank.cu", "transpose2", "transpose", BRUCE_T,
-      prelude="typedef float real;\nconst int TILE_DIM = 32;\n"),
+      prelude=SAME),
     T("bruce_reduce_atomic", "bruce", "src/09-atomic/reduce.cu", "reduce", "scalar-reduction", """
 // torch: d_y = d_y + d_x.sum()
 // kernelpro: let NN = 20 * 10240 * 128
@@ -350,14 +338,7 @@ TASKS = [
 // kernelpro: output = out int[D * D]
 """, prelude="#define N 4096\n#define BLOCK_SIZE 32\n", twin="packt_transpose_shared"),
     E("packt_transpose_shared", "packt", "Chapter02/02_memory_overview/04_matrix_transpose/conflict_solved.cu",
-      "matrix_transpose_shared", "transpose", """
-// torch: output = input.view(D, D).t().contiguous().reshape(-1)
-// kernelpro: let D = 4096
-// kernelpro: grid = (D / 32, D / 32)
-// kernelpro: block = (32, 32)
-// kernelpro: input = in int[D * D] randint(-100000, 100000)
-// kernelpro: output = out int[D * D]
-""", prelude="#define N 4096\n#define BLOCK_SIZE 32\n"),
+      "matrix_transpose_shared", "transpose", SAME, prelude=SAME),
     T("packt_sgemm", "packt", "Chapter02/02_memory_overview/01_sgemm/sgemm.cu", "sgemm_gpu_kernel", "matmul", """
 // torch: C = alpha * (A.view(D, D) @ B.view(D, D)).reshape(-1) + beta * C
 // kernelpro: let D = 2048
@@ -395,15 +376,7 @@ TASKS = [
 // kernelpro: check rtol=0 atol=0
 """, prelude="const int TILE_DIM = 32;\nconst int BLOCK_ROWS = 8;\n", twin="nvblog_transpose_no_bank_conflicts"),
     E("nvblog_transpose_no_bank_conflicts", "nvblog", "series/cuda-cpp/transpose/transpose.cu",
-      "transposeNoBankConflicts", "transpose", """
-// torch: odata = idata.view(D, D).t().contiguous().reshape(-1)
-// kernelpro: let D = 4096
-// kernelpro: grid = (D / 32, D / 32)
-// kernelpro: block = (32, 8)
-// kernelpro: odata = out float[D * D]
-// kernelpro: idata = in float[D * D] uniform(-1, 1)
-// kernelpro: check rtol=0 atol=0
-""", prelude="const int TILE_DIM = 32;\nconst int BLOCK_ROWS = 8;\n"),
+      "transposeNoBankConflicts", "transpose", SAME, prelude=SAME),
     # ---------------------------------------------------------------- kogelbezmogel (PMPP exercises)
     T("pmpp_histogram_basic", "pmpp", "CHAPTER_09/histogram_basic.cu", "histogram_basic", "histogram", """
 // torch: H = H + torch.bincount(A.long(), minlength=10).int()
@@ -414,15 +387,7 @@ TASKS = [
 // kernelpro: H = inout int[10] zeros
 // kernelpro: N = NN
 """, twin="pmpp_histogram_shmem"),
-    E("pmpp_histogram_shmem", "pmpp", "CHAPTER_09/histogram_shmem.cu", "histogram_privatization", "histogram", """
-// torch: H = H + torch.bincount(A.long(), minlength=10).int()
-// kernelpro: let NN = 1 << 26
-// kernelpro: grid = ceil_div(NN, 256)
-// kernelpro: block = 256
-// kernelpro: A = in int[NN] randint(0, 9)
-// kernelpro: H = inout int[10] zeros
-// kernelpro: N = NN
-""", prelude="#define BINS 10\n"),
+    E("pmpp_histogram_shmem", "pmpp", "CHAPTER_09/histogram_shmem.cu", "histogram_privatization", "histogram", SAME, prelude="#define BINS 10\n"),
     T("pmpp_to_gray", "pmpp", "OHTER/bluring/to_gray_scale.cu", "convert_to_gray_kenrel", "map", """
 // torch: gray_img_ptr_device = (0.30 * rgb_img_ptr_device.view(-1, 3)[:, 0].trunc().double() + 0.59 * rgb_img_ptr_device.view(-1, 3)[:, 1].trunc().double() + 0.11 * rgb_img_ptr_device.view(-1, 3)[:, 2].trunc().double()).float()
 // kernelpro: let P = 4096 * 4096
@@ -450,22 +415,7 @@ TASKS = [
 // kernelpro: check rtol=1e-3 atol=1e-3
 """, twin="pmpp_matrix_multiplication_tiled"),
     E("pmpp_matrix_multiplication_tiled", "pmpp", "CHAPTER_06/matrix_multiplication_tiled.cu",
-      "matrix_multiplication_tiled", "matmul", """
-// torch: C = (A.view(NR, KD) @ B.view(KD, MC)).reshape(-1)
-// kernelpro: let NR = 4096
-// kernelpro: let KD = 1024
-// kernelpro: let MC = 2048
-// kernelpro: grid = (ceil_div(MC, 32), ceil_div(NR, 32))
-// kernelpro: block = (32, 32)
-// kernelpro: A = in float[NR * KD] uniform(-1, 1)
-// kernelpro: B = in float[KD * MC] uniform(-1, 1)
-// kernelpro: C = out float[NR * MC]
-// kernelpro: N = NR
-// kernelpro: K = KD
-// kernelpro: M = MC
-// kernelpro: op = gemm NR MC KD
-// kernelpro: check rtol=1e-3 atol=1e-3
-""", prelude="#define TILE 32\n"),
+      "matrix_multiplication_tiled", "matmul", SAME, prelude="#define TILE 32\n"),
     T("pmpp_scan_kogge_stone", "pmpp", "CHAPTER_11/scan_kogge_stone_multiple_blocks.cu", "scan_kogge_stone_mblocks", "scan", """
 // torch: B = A.view(-1, 1024).cumsum(1).reshape(-1)
 // torch: S = A.view(-1, 1024).sum(1)
@@ -524,22 +474,7 @@ TASKS = [
 // kernelpro: check rtol=1e-3 atol=1e-3
 """, twin="infa_matmul_tiled"),
     E("infa_matmul_tiled", "infa", "05_Writing_your_First_Kernels/03 Profiling/02_tiled_matmul.cu", "matrixMultiplyOptimized",
-      "matmul", """
-// torch: C = (A.view(MM, KK) @ B.view(KK, NN)).reshape(-1)
-// kernelpro: let MM = 2048
-// kernelpro: let NN = 2048
-// kernelpro: let KK = 2048
-// kernelpro: grid = (ceil_div(NN, 16), ceil_div(MM, 16))
-// kernelpro: block = (16, 16)
-// kernelpro: A = in float[MM * KK] uniform(-1, 1)
-// kernelpro: B = in float[KK * NN] uniform(-1, 1)
-// kernelpro: C = out float[MM * NN]
-// kernelpro: M = MM
-// kernelpro: N = NN
-// kernelpro: K = KK
-// kernelpro: op = gemm MM NN KK
-// kernelpro: check rtol=1e-3 atol=1e-3
-""", prelude="#define TILE_SIZE 16\n"),
+      "matmul", SAME, prelude="#define TILE_SIZE 16\n"),
     T("infa_softmax", "infa", "08_Triton/02_softmax.cu", "softmax_cuda", "softmax", """
 // torch: output = torch.softmax(input.view(BB, NC), dim=1).reshape(-1)
 // kernelpro: let BB = 256
@@ -697,4 +632,4 @@ TASKS = [
 // kernelpro: C = out float[D * D]
 // kernelpro: N = D
 """),
-]
+])

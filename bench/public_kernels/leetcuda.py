@@ -17,7 +17,7 @@ Then on the GPU machine: KB_OUT=public-out bash bench/kernelbench/gpu.sh all pub
 import os
 import sys
 
-from fetched import definition, read
+from fetched import definition, read, task_file
 
 # (source file under kernels/, [device helpers..., kernel], class, our spec and reference lines).
 TASKS = [
@@ -171,13 +171,12 @@ def main():
         source = read(repo, "kernels", rel)
         kernel = names[-1]
         stem = f"leetcuda_{kernel}"
+        header = [f"// task: {stem}", f"// class: {klass}",
+                  f"// xlite-dev/LeetCUDA kernels/{rel}: {', '.join(names)}, verbatim below the spec."]
+        # Helpers first: the spec stands directly above its kernel.
         with open(os.path.join(out, stem + ".cu"), "w", encoding="utf-8") as f:
-            f.write(f"// task: {stem}\n// class: {klass}\n// xlite-dev/LeetCUDA kernels/{rel}: {', '.join(names)}, verbatim below the spec.\n")
-            f.write(PRELUDE)
-            # Helpers first: the spec stands directly above its kernel.
-            f.write("".join(definition(source, n) for n in names[:-1]))
-            f.write(spec.lstrip("\n"))
-            f.write(definition(source, kernel))
+            f.write(task_file(header, PRELUDE, [definition(source, n) for n in names[:-1]], spec,
+                              definition(source, kernel)))
         print(os.path.join(out, stem + ".cu"))
 
 

@@ -17,7 +17,7 @@ Then on the GPU machine: KB_OUT=public-out bash bench/kernelbench/gpu.sh all pub
 import os
 import sys
 
-from fetched import definition, read
+from fetched import definition, read, task_file
 
 # (source file in dev/cuda, kernel, class, our spec and reference lines). Shapes: B=8, T=1024,
 # C=768, OC=4C as llm.c's dev programs use; V=50257 rows only where they fit.
@@ -140,11 +140,9 @@ def main():
     for rel, kernel, klass, spec in TASKS:
         text = definition(read(llmc, "dev/cuda", rel), kernel)
         stem = f"llmc_{kernel}"
+        header = [f"// task: {stem}", f"// class: {klass}", f"// karpathy/llm.c dev/cuda/{rel}: {kernel}, verbatim below the spec."]
         with open(os.path.join(out, stem + ".cu"), "w", encoding="utf-8") as f:
-            f.write(f"// task: {stem}\n// class: {klass}\n// karpathy/llm.c dev/cuda/{rel}: {kernel}, verbatim below the spec.\n")
-            f.write(PRELUDE)
-            f.write(spec.lstrip("\n"))
-            f.write(text)
+            f.write(task_file(header, PRELUDE, [], spec, text))
         print(os.path.join(out, stem + ".cu"))
 
 

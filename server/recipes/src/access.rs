@@ -27,11 +27,16 @@ fn written(sub: Node, text: &str) -> bool {
         "assignment_expression" => parent.child_by_field_name("left") == Some(place),
         "update_expression" => true,
         "pointer_expression" => !is_ldg_argument(parent, text),
-        // An argument: written where a function of the file takes it by non-const reference
-        // (builtins, atomics and the file's macros are read as taking values).
+        // An argument: written where a function of the file takes it by non-const reference, or
+        // where the file's own function-like macro takes it (`#define F4(p) (reinterpret_cast<float4*>(&(p))[0])`
+        // casts its address to a non-const pointer and may be assigned: `F4(y[i]) = v`); builtins and
+        // atomics are read as taking values.
         "argument_list" => {
             let Some(f) = parent.parent().and_then(|c| c.child_by_field_name("function")) else { return true };
             let name = &text[f.byte_range()];
+            if function_like_macro(text, name) {
+                return true;
+            }
             let mut cursor = parent.walk();
             let at = parent.named_children(&mut cursor).position(|a| a == place);
             let functions = kernelpro_source::parse(text).functions;
@@ -43,6 +48,17 @@ fn written(sub: Node, text: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether `text` defines `name` as a function-like macro (`#define NAME(`).
+fn function_like_macro(text: &str, name: &str) -> bool {
+    text.lines().any(|l| {
+        l.trim_start()
+            .strip_prefix('#')
+            .and_then(|d| d.trim_start().strip_prefix("define"))
+            .and_then(|m| m.trim_start().strip_prefix(name))
+            .is_some_and(|rest| rest.starts_with('('))
+    })
 }
 
 /// `&p[i]` as the argument of `__ldg(...)`.

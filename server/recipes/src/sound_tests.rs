@@ -2,7 +2,7 @@
 //! candidate that failed to compile or to launch. Every candidate is compiled with the real nvcc
 //! (templates with their instantiation).
 
-use crate::structural::tests::{instantiated, nvcc};
+use crate::structural::tests::compile_errors;
 use crate::{Recipe, Rewrite, all};
 use std::path::Path;
 
@@ -13,20 +13,6 @@ fn fixture(name: &str) -> String {
 
 fn recipe(name: &str) -> Box<dyn Recipe> {
     all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
-}
-
-/// nvcc's errors for `source`, `None` when it compiles for sm_90.
-fn compile_errors(source: &str) -> Option<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let cu = dir.path().join("k.cu");
-    std::fs::write(&cu, instantiated(source)).unwrap();
-    let out = std::process::Command::new(nvcc())
-        .args(["-arch=sm_90", "-cubin", "-o"])
-        .arg(cu.with_extension("cubin"))
-        .arg(&cu)
-        .output()
-        .unwrap();
-    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn assert_compiles(what: &str, rw: &Rewrite) {
@@ -56,6 +42,20 @@ fn const_follows_every_write() {
     assert_compiles("RestrictConst", rw);
     // Ldg reads the same facts: it has no const pointer to load through.
     assert!(recipe("Ldg").rewrite(&text, "scatter").is_empty());
+}
+
+/// A pointer passed to the file's own function-like macro may be cast and written through it
+/// (`#define F4(p) (reinterpret_cast<float4*>(&(p))[0])`, `F4(y[i]) = v`): RestrictConst leaves every
+/// such pointer non-const (the fetched corpus's vec4 kernels failed with "cannot cast away const"),
+/// and Ldg does not wrap a load inside the macro's `&(...)`.
+#[test]
+fn pointers_through_a_cast_macro_stay_non_const() {
+    let text = valid("relu_float4_cast_macro.cu");
+    let rws = recipe("RestrictConst").rewrite(&text, "relu_vec4_cast");
+    let [rw] = &rws[..] else { panic!("one rewrite: {rws:?}") };
+    assert_eq!(rw.note, "__restrict__ x, __restrict__ y");
+    assert_compiles("RestrictConst", rw);
+    assert!(recipe("Ldg").rewrite(&text, "relu_vec4_cast").is_empty());
 }
 
 #[test]

@@ -49,6 +49,7 @@ mod stencil;
 mod tile_rows;
 mod transpose;
 mod tree;
+mod views;
 mod warp_units;
 mod welford;
 
@@ -96,21 +97,37 @@ fn with_units_view(
     let unpragmaed = recognize::without_pragmas(text, kernel);
     let text = unpragmaed.as_deref().unwrap_or(text);
     let expanded = recognize::expand_macros(text, kernel);
-    let mut views: Vec<String> = Vec::new();
+    // Each view with what a candidate made from it must add to its note.
+    let mut views: Vec<(String, &str)> = Vec::new();
+    // First, threads that all repeat their row's work as one unit per row ([`views::redundant_threads`]):
+    // read as written, their units would be the repeated threads.
+    views.extend(views::redundant_threads(text, kernel).map(|v| (v, views::REDUNDANT_NOTE)));
     for t in std::iter::once(text).chain(expanded.as_deref()) {
-        views.extend(recognize::split_flat(t, kernel));
-        views.push(t.to_string());
+        views.extend(recognize::split_flat(t, kernel).map(|v| (v, "")));
+        views.push((t.to_string(), ""));
     }
     // Last, a per-unit Welford recurrence as two passes ([`welford::two_pass`]).
-    views.extend(welford::two_pass(text, kernel));
+    views.extend(welford::two_pass(text, kernel).map(|v| (v, "")));
     // And a block-partitioned walk (each thread a section) as a grid-stride loop ([`sections::grid_stride`]).
-    views.extend(sections::grid_stride(text, kernel));
+    views.extend(sections::grid_stride(text, kernel).map(|v| (v, "")));
     // And a loop over a tile's rows as one thread per element ([`tile_rows::one_per_element`]).
-    views.extend(tile_rows::one_per_element(text, kernel));
-    for view in &views {
+    views.extend(tile_rows::one_per_element(text, kernel).map(|v| (v, "")));
+    // Then other people's styles ([`views`]): a guard from an exact launch, index locals inlined, a
+    // guard written twice, a Kahan sum; each read as written and split by `/` and `%`.
+    for v in views::all(text, kernel) {
+        views.extend(recognize::split_flat(&v.text, kernel).map(|t| (t, v.note)));
+        views.extend(tile_rows::one_per_element(&v.text, kernel).map(|t| (t, v.note)));
+        views.push((v.text, v.note));
+    }
+    for (view, note) in &views {
         if let Some(k) = crate::kernel::Kernel::find(view, kernel) {
-            let out = f(&k);
+            let mut out = f(&k);
             if !out.is_empty() {
+                if !note.is_empty() {
+                    for rw in &mut out {
+                        rw.note = format!("{}; {note}", rw.note);
+                    }
+                }
                 return out;
             }
         }

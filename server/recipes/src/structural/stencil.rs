@@ -12,7 +12,7 @@
 //! shared input tile with a halo of 4 on every side the same way.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, names_in, render, units};
+use super::recognize::{Piece, Units, names_in, render, units};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
@@ -70,6 +70,56 @@ fn row_col<'t>(k: &Kernel<'t>, e: Node, w: &str) -> Option<(String, String)> {
 /// read `x[A * W + B]` becomes `kp_x(A, B)`, the tile's element when it holds it (inside
 /// the tile and inside `H x W`, where it was loaded), the global one `x[A * W + B]` otherwise
 /// (a radius past the halo costs speed, never correctness).
+/// Every mention of input `x` in the unit body's statements is a subscript `x[E]` (E not naming `x`),
+/// rewritten to the tile read `kp_x(ARGS)` with `args(E)` (`E` in 1D, `row, col` in 2D): the edits of
+/// each statement; `None` where a mention is anything else.
+type Edits = Vec<(std::ops::Range<usize>, String)>;
+fn tile_reads(k: &Kernel, u: &Units, x: &str, args: impl Fn(Node) -> Option<String>) -> Option<Vec<Edits>> {
+    let nodes: Vec<Node> = u
+        .body
+        .iter()
+        .filter_map(|p| if let Piece::Node(n) | Piece::Skip(n, _) = p { Some(*n) } else { None })
+        .collect();
+    let mut edits_of: Vec<Edits> = Vec::new();
+    for n in &nodes {
+        let mut edits = Vec::new();
+        for d in descendants(*n).into_iter().filter(|d| d.kind() == "identifier" && k.text_of(*d) == x) {
+            let sub = d
+                .parent()
+                .filter(|s| s.kind() == "subscript_expression" && s.child_by_field_name("argument") == Some(d))?;
+            let e = sub.child_by_field_name("indices")?.named_child(0)?;
+            if descendants(e).iter().any(|i| i.kind() == "identifier" && k.text_of(*i) == x) {
+                return None;
+            }
+            edits.push((sub.byte_range(), format!("kp_x({})", args(e)?)));
+        }
+        edits_of.push(edits);
+    }
+    if edits_of.iter().all(Vec::is_empty)
+        || names_in(k, k.body()).iter().filter(|n| **n == x).count() != edits_of.iter().map(Vec::len).sum::<usize>()
+    {
+        return None;
+    }
+    Some(edits_of)
+}
+
+/// The unit body's statements with their tile reads, one a line at indent `ind`.
+fn render_body(k: &Kernel, u: &Units, edits_of: &[Edits], ind: &str) -> Option<String> {
+    let mut body = String::new();
+    let mut at = 0;
+    for piece in &u.body {
+        let edits = match piece {
+            Piece::Node(_) | Piece::Skip(..) => {
+                at += 1;
+                edits_of[at - 1].clone()
+            }
+            Piece::Derived(_) => Vec::new(),
+        };
+        body.push_str(&format!("{ind}{}\n", render(k, *piece, &edits, ind)?));
+    }
+    Some(body)
+}
+
 fn rewrite_2d(k: &Kernel) -> Option<Vec<Rewrite>> {
     let u = units(k)?;
     let [rowi, coli] = &u.indices[..] else { return None };
@@ -110,50 +160,17 @@ fn rewrite_2d(k: &Kernel) -> Option<Vec<Rewrite>> {
     if !guarded {
         return None;
     }
-    let nodes: Vec<Node> = u
-        .body
-        .iter()
-        .filter_map(|p| if let Piece::Node(n) | Piece::Skip(n, _) = p { Some(*n) } else { None })
-        .collect();
-    let mut edits_of: Vec<Vec<(std::ops::Range<usize>, String)>> = Vec::new();
-    for n in &nodes {
-        let mut edits = Vec::new();
-        for d in descendants(*n).into_iter().filter(|d| d.kind() == "identifier" && k.text_of(*d) == x) {
-            let sub = d
-                .parent()
-                .filter(|s| s.kind() == "subscript_expression" && s.child_by_field_name("argument") == Some(d))?;
-            let e = sub.child_by_field_name("indices")?.named_child(0)?;
-            if descendants(e).iter().any(|i| i.kind() == "identifier" && k.text_of(*i) == x) {
-                return None;
-            }
-            let (a, b) = row_col(k, e, wb)?;
-            edits.push((sub.byte_range(), format!("kp_x({a}, {b})")));
-        }
-        edits_of.push(edits);
-    }
-    if edits_of.iter().all(Vec::is_empty)
-        || names_in(k, k.body()).iter().filter(|n| **n == x).count() != edits_of.iter().map(Vec::len).sum::<usize>()
-    {
-        return None;
-    }
+    let edits_of = tile_reads(k, &u, &x, |e| {
+        let (a, b) = row_col(k, e, wb)?;
+        Some(format!("{a}, {b}"))
+    })?;
     let ty = p.base.clone();
     let outer = indent_at(k.text, k.body().start_byte());
     let ind = format!("{outer}  ");
     let ind2 = format!("{ind}  ");
     let ind3 = format!("{ind2}  ");
     let ind4 = format!("{ind3}  ");
-    let mut body = String::new();
-    let mut at = 0;
-    for piece in &u.body {
-        let edits = match piece {
-            Piece::Node(_) | Piece::Skip(..) => {
-                at += 1;
-                edits_of[at - 1].clone()
-            }
-            Piece::Derived(_) => Vec::new(),
-        };
-        body.push_str(&format!("{ind4}{}\n", render(k, *piece, &edits, &ind4)?));
-    }
+    let body = render_body(k, &u, &edits_of, &ind4)?;
     let (t, h) = (TILE_2D, HALO_2D);
     let side = t + 2 * h;
     let (rt, ct) = (rowi.ty.as_str(), coli.ty.as_str());
@@ -224,49 +241,13 @@ fn rewrite(k: &Kernel) -> Option<Vec<Rewrite>> {
     if !guarded || !bound.chars().all(|c| c.is_alphanumeric() || c == '_') {
         return None;
     }
-    let nodes: Vec<Node> = u
-        .body
-        .iter()
-        .filter_map(|p| if let Piece::Node(n) | Piece::Skip(n, _) = p { Some(*n) } else { None })
-        .collect();
-    // Every mention of the input is a subscript `x[E]`, rewritten to the tile read `kp_x(E)`.
-    let mut edits_of: Vec<Vec<(std::ops::Range<usize>, String)>> = Vec::new();
-    for n in &nodes {
-        let mut edits = Vec::new();
-        for d in descendants(*n).into_iter().filter(|d| d.kind() == "identifier" && k.text_of(*d) == x) {
-            let sub = d
-                .parent()
-                .filter(|s| s.kind() == "subscript_expression" && s.child_by_field_name("argument") == Some(d))?;
-            let e = sub.child_by_field_name("indices")?.named_child(0)?;
-            if descendants(e).iter().any(|i| i.kind() == "identifier" && k.text_of(*i) == x) {
-                return None;
-            }
-            edits.push((sub.byte_range(), format!("kp_x({})", k.text_of(e))));
-        }
-        edits_of.push(edits);
-    }
-    if edits_of.iter().all(Vec::is_empty)
-        || names_in(k, k.body()).iter().filter(|n| **n == x).count() != edits_of.iter().map(Vec::len).sum::<usize>()
-    {
-        return None;
-    }
+    let edits_of = tile_reads(k, &u, &x, |e| Some(k.text_of(e).to_string()))?;
     let ty = p.base.clone();
     let outer = indent_at(k.text, k.body().start_byte());
     let ind = format!("{outer}  ");
     let ind2 = format!("{ind}  ");
     let ind3 = format!("{ind2}  ");
-    let mut body = String::new();
-    let mut at = 0;
-    for piece in &u.body {
-        let edits = match piece {
-            Piece::Node(_) | Piece::Skip(..) => {
-                at += 1;
-                edits_of[at - 1].clone()
-            }
-            Piece::Derived(_) => Vec::new(),
-        };
-        body.push_str(&format!("{ind3}{}\n", render(k, *piece, &edits, &ind3)?));
-    }
+    let body = render_body(k, &u, &edits_of, &ind3)?;
     let rebind: String = u.rebind("kp_u").lines().map(|l| format!("{ind3}{l}\n")).collect();
     let text = format!(
         "{{\n{ind}// A shared tile of each block step's inputs and a halo of {HALO} either side (kernelpro StencilTile).\n\

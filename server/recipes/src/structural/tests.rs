@@ -97,6 +97,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("hist_block_partitioned.cu", "histo_sectioned", "PrivateHistogram x4"),
     // A loop over a tile's rows with no guard, its extent the launch's grid: a thread per element, then a shared tile.
     ("transpose_tile_rows_loop.cu", "transpose_rows_loop", "TiledTranspose x2, GridStrideMap x4"),
+    // Views of other people's styles (structural/views.rs), written anew by the corpus helper: no guard
+    // under an exact launch, index locals, a guard written twice, a Kahan sum, a loop starting at an alias.
+    ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x4"),
+    ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4"),
+    ("transpose_index_locals_macro.cu", "transpose_locals", "TiledTranspose x1, GridStrideMap x4"),
+    ("transpose_index_locals_guarded.cu", "transpose_locals_guarded", "TiledTranspose x2, GridStrideMap x4"),
+    ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x4"),
+    ("rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
+    ("hist_tid_alias_gridstride.cu", "hist_alias", "PrivateHistogram x4"),
+    // Every thread of a row's blocks recomputes and stores the whole row: one unit per row.
+    ("softmax_every_thread_whole_row.cu", "softmax_redundant", "WarpUnits x4, BlockUnits x3"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
     // keeps it so); clean and expert twins get none but the grid-stride map (a launch change).
     ("naive/argmax/argmax_gridstride_sizet.cu", "row_argmax", "WarpUnits x4"),
@@ -238,18 +249,11 @@ fn template_kernels_get_micro_rewrites() {
         .filter(|name| !recipe(name).rewrite(&text, "dot_block").is_empty())
         .collect();
     assert_eq!(got, ["RestrictConst", "LaunchBounds", "PragmaUnroll"]);
-    let dir = tempfile::tempdir().unwrap();
     for name in got {
-        for (i, rw) in recipe(name).rewrite(&text, "dot_block").iter().enumerate() {
-            let cu = dir.path().join(format!("{name}_{i}.cu"));
-            std::fs::write(&cu, instantiated(&rw.source)).unwrap();
-            let out = std::process::Command::new(nvcc())
-                .args(["-arch=sm_90", "-cubin", "-o"])
-                .arg(cu.with_extension("cubin"))
-                .arg(&cu)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{name} ({}):\n{}", rw.note, String::from_utf8_lossy(&out.stderr));
+        for rw in recipe(name).rewrite(&text, "dot_block") {
+            if let Some(e) = compile_errors(&rw.source) {
+                panic!("{name} ({}):\n{e}", rw.note);
+            }
         }
     }
 }
@@ -324,40 +328,41 @@ pub(crate) fn instantiated(source: &str) -> String {
     out
 }
 
+/// nvcc's errors for `source` (with its spec's instantiation), `None` when it compiles for sm_90.
+pub(crate) fn compile_errors(source: &str) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let cu = dir.path().join("k.cu");
+    std::fs::write(&cu, instantiated(source)).unwrap();
+    let out = std::process::Command::new(nvcc())
+        .args(["-arch=sm_90", "-cubin", "-o"])
+        .arg(cu.with_extension("cubin"))
+        .arg(&cu)
+        .output()
+        .unwrap();
+    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The rewrites with distinct code: launch variants differ only in spec comments, one of them is compiled.
+fn distinct_code(rewrites: &[crate::Rewrite]) -> Vec<&crate::Rewrite> {
+    let mut seen = std::collections::HashSet::new();
+    rewrites
+        .iter()
+        .filter(|rw| {
+            let code: Vec<&str> = rw.source.lines().filter(|l| !l.trim_start().starts_with("// kernelpro:")).collect();
+            seen.insert(code.join("\n"))
+        })
+        .collect()
+}
+
 #[test]
 fn every_structural_rewrite_compiles_for_sm_90() {
-    let nvcc = nvcc();
-    let dir = tempfile::tempdir().unwrap();
     for (file, kernel, _) in CORPUS {
         let text = fixture(file);
         for name in STRUCTURAL {
-            // The launch variants differ only in spec comments: compile each recipe's distinct bodies.
-            let mut seen = std::collections::HashSet::new();
-            for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
-                let code: String = rw
-                    .source
-                    .lines()
-                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if !seen.insert(code) {
-                    continue;
+            for rw in distinct_code(&recipe(name).rewrite(&text, kernel)) {
+                if let Some(e) = compile_errors(&rw.source) {
+                    panic!("{name} on {kernel} ({}) does not compile:\n{e}\n{}", rw.note, rw.source);
                 }
-                let cu = dir.path().join(format!("{name}_{kernel}_{i}.cu"));
-                std::fs::write(&cu, instantiated(&rw.source)).unwrap();
-                let out = std::process::Command::new(&nvcc)
-                    .args(["-arch=sm_90", "-cubin", "-o"])
-                    .arg(cu.with_extension("cubin"))
-                    .arg(&cu)
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "{name} on {kernel} ({}) does not compile:\n{}\n{}",
-                    rw.note,
-                    String::from_utf8_lossy(&out.stderr),
-                    rw.source
-                );
             }
         }
     }
@@ -976,24 +981,11 @@ fn probe_dir() {
             println!("{} {}: {}", f.display(), k.name, if got.is_empty() { "-".to_string() } else { got.join(", ") });
             if std::env::var_os("KP_PROBE_COMPILE").is_some() {
                 for name in STRUCTURAL {
-                    for rw in recipe(name).rewrite(&text, &k.name).iter().step_by(4) {
-                        let dir = tempfile::tempdir().unwrap();
-                        let cu = dir.path().join("k.cu");
-                        std::fs::write(&cu, &rw.source).unwrap();
-                        let out = std::process::Command::new(nvcc())
-                            .args(["-arch=sm_90", "-cubin", "-o"])
-                            .arg(cu.with_extension("cubin"))
-                            .arg(&cu)
-                            .output()
-                            .unwrap();
+                    for rw in distinct_code(&recipe(name).rewrite(&text, &k.name)) {
                         println!(
                             "  {name} ({}): {}",
                             rw.note,
-                            if out.status.success() {
-                                "compiles".to_string()
-                            } else {
-                                String::from_utf8_lossy(&out.stderr).to_string()
-                            }
+                            compile_errors(&rw.source).as_deref().unwrap_or("compiles")
                         );
                     }
                 }
@@ -1112,38 +1104,13 @@ fn every_style_reads_as_the_plain_form() {
 
 #[test]
 fn every_style_rewrite_compiles_for_sm_90() {
-    let nvcc = nvcc();
-    let dir = tempfile::tempdir().unwrap();
     let mut failed = Vec::new();
-    for (n, (file, _, kernel, _)) in STYLES.iter().enumerate() {
+    for (file, _, kernel, _) in STYLES {
         let text = fixture(file);
         for name in STRUCTURAL {
-            let mut seen = std::collections::HashSet::new();
-            for (i, rw) in recipe(name).rewrite(&text, kernel).iter().enumerate() {
-                let code: String = rw
-                    .source
-                    .lines()
-                    .filter(|l| !l.trim_start().starts_with("// kernelpro:"))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if !seen.insert(code) {
-                    continue;
-                }
-                let cu = dir.path().join(format!("{name}_{n}_{i}.cu"));
-                std::fs::write(&cu, instantiated(&rw.source)).unwrap();
-                let out = std::process::Command::new(&nvcc)
-                    .args(["-arch=sm_90", "-cubin", "-o"])
-                    .arg(cu.with_extension("cubin"))
-                    .arg(&cu)
-                    .output()
-                    .unwrap();
-                if !out.status.success() {
-                    failed.push(format!(
-                        "{name} on {file} ({}):\n{}\n{}",
-                        rw.note,
-                        String::from_utf8_lossy(&out.stderr),
-                        rw.source
-                    ));
+            for rw in distinct_code(&recipe(name).rewrite(&text, kernel)) {
+                if let Some(e) = compile_errors(&rw.source) {
+                    failed.push(format!("{name} on {file} ({}):\n{e}\n{}", rw.note, rw.source));
                 }
             }
         }
