@@ -206,6 +206,23 @@ fn run_json_without_a_gpu_prints_a_json_error() {
     assert!(!out.status.success());
     let json: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
     assert!(json["error"].as_str().unwrap().contains("missing.cu"), "{json}");
+
+    // Issue 32 item 7: a kernel that compiles, on a machine without a GPU (or its driver), also
+    // answers in JSON (the binary of 4dca5e6 printed "kernelpro run: no CUDA driver found …" as
+    // plain text); on a GPU machine the answer is the run's JSON.
+    let out = kernelpro(
+        &[
+            "run",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../editors/fixtures/kernels_spec.cu").to_str().unwrap(),
+            "--json",
+        ],
+        Duration::from_secs(300),
+    );
+    let json: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: stdout {:?}, stderr {:?}", stdout(&out), stderr(&out)));
+    if !out.status.success() {
+        assert!(json["error"].as_str().is_some_and(|e| !e.is_empty()), "{json}");
+    }
 }
 
 #[test]

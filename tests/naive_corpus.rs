@@ -163,6 +163,10 @@ fn check_names_the_main_problem_of_naive_kernels() {
     // 34 before, 0 after), or two findings of one code on one line.
     let (mut naive_findings, mut repeated) = (0usize, Vec::new());
     let mut clean_offenders = Vec::new();
+    // Issue 32: one consistent piece of advice per kernel: a file whose RowWalk findings give
+    // different fixes (identifiers in backticks masked) disagrees with itself (measured 2026-12-06:
+    // 13 files before the lints change, 0 after).
+    let mut disagreeing = Vec::new();
     let mut by_code: BTreeMap<String, [usize; 2]> = BTreeMap::new();
     writeln!(table, "{:<48} {:<44} {:<44} hit", "file", "expected", "found on the line").unwrap();
     for t in &tasks {
@@ -191,6 +195,22 @@ fn check_names_the_main_problem_of_naive_kernels() {
         }
         if matches!(t.role, Role::Naive { .. }) {
             naive_findings += own.iter().filter(|f| !code(f).is_empty()).count();
+        }
+        let fixes: std::collections::BTreeSet<String> = own
+            .iter()
+            .filter(|f| code(f) == "RowWalk")
+            .map(|f| {
+                // Masks what is between backticks: the names differ from loop to loop, the fix must not.
+                let g = f["guidance"].as_str().unwrap_or("");
+                g.split('`')
+                    .enumerate()
+                    .map(|(i, part)| if i % 2 == 1 { "X" } else { part })
+                    .collect::<Vec<_>>()
+                    .join("`")
+            })
+            .collect();
+        if fixes.len() > 1 {
+            disagreeing.push(format!("{}: {fixes:?}", t.name));
         }
         match &t.role {
             Role::Naive { line: at, codes } => {
@@ -255,6 +275,7 @@ fn check_names_the_main_problem_of_naive_kernels() {
         repeated.len()
     )
     .unwrap();
+    writeln!(table, "files with disagreeing RowWalk advice: {} {disagreeing:?}", disagreeing.len()).unwrap();
     print!("{table}");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().join("naive_corpus.txt");
     std::fs::write(&out, &table).unwrap();
@@ -263,6 +284,7 @@ fn check_names_the_main_problem_of_naive_kernels() {
     assert!(rate >= MIN_HIT_RATE, "hit rate {rate:.3} is below {MIN_HIT_RATE}");
     assert!(clean_offenders.is_empty(), "more than {MAX_CLEAN_WARNINGS} warning(s) on {clean_offenders:?}");
     assert!(repeated.is_empty(), "one diagnosis told twice: {repeated:?}");
+    assert!(disagreeing.is_empty(), "RowWalk gives different fixes in one file: {disagreeing:?}");
 }
 
 /// Every naive template kernel goes through the optimizer's guarded compile:

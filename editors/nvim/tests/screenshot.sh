@@ -3,9 +3,12 @@
 # captured with colours (tmux capture-pane -e), turned into HTML by aha, and the
 # HTML rendered to PNG by headless Chromium. Offline; needs tmux, aha, chromium.
 #   KERNELPRO_BIN, KP_FIXTURE as for run.sh; KP_PNG (default docs/img/nvim.png)
+#   KP_TXT: also write the pane as plain text there (tmux capture-pane -p)
 #   KP_STATE: finding (default: the first finding's float), untrusted (the workspace not
 #   trusted: lenses that explain, no runs), optimize (a kernel optimized with the stub
 #   evaluator: the message in words and the code action offered)
+# Issue 32 item 5: Neovim never stops at "Press ENTER"; the script counts the prompts it saw
+# and exits 3 after the picture when there was one.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -38,13 +41,16 @@ remote() { "$NVIM" --server "$work/nvim.sock" --remote-expr "$1" 2>/dev/null; }
 
 # Wait (up to 120 s) for the server's findings (untrusted: its lenses), then show the state.
 i=0
+prompts=0
 shown() {
   if [ "${KP_STATE:-finding}" = untrusted ]; then tmux capture-pane -p -t "$session" | grep -q "trust the workspace"
   else [ "$(remote 'luaeval("#vim.diagnostic.get(0)")')" -gt 0 ] 2>/dev/null; fi
 }
 until shown; do
-  # A long message (the untrusted notice) waits for Enter before Neovim redraws.
-  tmux capture-pane -p -t "$session" | grep -q "Press ENTER" && tmux send-keys -t "$session" Enter
+  # A long message (the untrusted notice) used to wait for Enter: counted, answered, and failed on below.
+  if tmux capture-pane -p -t "$session" | grep -q "Press ENTER"; then
+    prompts=$((prompts + 1)); tmux send-keys -t "$session" Enter
+  fi
   i=$((i + 1)); [ $i -lt 240 ] || { echo "nothing to show after 120 s" >&2; exit 2; }
   sleep 0.5
 done
@@ -104,6 +110,8 @@ if [ "${KP_STATE:-finding}" = optimize ]; then
   done
   sleep 1
 fi
+tmux capture-pane -p -t "$session" | grep -q "Press ENTER" && prompts=$((prompts + 1))
+[ -z "${KP_TXT:-}" ] || tmux capture-pane -p -t "$session" > "$KP_TXT"
 
 mkdir -p "$(dirname "$KP_PNG")"
 tmux capture-pane -e -p -t "$session" | aha --black --title 'KernelPro in Neovim' > "$work/pane.html"
@@ -113,3 +121,7 @@ chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-backgrou
   --disable-component-update --disable-sync --user-data-dir="$work/chromium" --hide-scrollbars \
   --window-size=1290,740 --screenshot="$KP_PNG" "file://$work/pane.html" >/dev/null 2>&1
 echo "$KP_PNG"
+if [ "$prompts" -gt 0 ]; then
+  echo "Neovim stopped at \"Press ENTER\" $prompts time(s)" >&2
+  exit 3
+fi
