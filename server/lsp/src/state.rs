@@ -2,8 +2,8 @@
 //! an `.await`, so text-sync handlers update state before they yield.
 
 use crate::document::Document;
-use kernelpro_core::analysis::Analyzer;
 use kernelpro_config::settings::Settings;
+use kernelpro_core::analysis::Analyzer;
 use kernelpro_session::StoredOptimization;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;

@@ -3,12 +3,12 @@
 //! and what a finished profile leaves on the document.
 
 use crate::document::ProfileState;
-use kernelpro_core::analysis::FileAnalysis;
-use kernelpro_measure::baseline::Change;
-use kernelpro_core::lens::Readiness;
-use kernelpro_config::words::Words;
-use kernelpro_measure::profiling::ProfileReport;
 use kernelpro_config::settings::Settings;
+use kernelpro_config::words::Words;
+use kernelpro_core::analysis::FileAnalysis;
+use kernelpro_core::lens::Readiness;
+use kernelpro_measure::baseline::Change;
+use kernelpro_measure::profiling::ProfileReport;
 use kernelpro_model::{Finding, Severity, Span};
 
 /// Why a run is refused before it starts.

@@ -9,8 +9,8 @@ use crate::optimizations::StoredOptimization;
 use crate::{LineEdit, NotApplicable};
 use kernelpro_config::words::Words;
 use kernelpro_core::analysis::FileAnalysis;
-use kernelpro_core::lens::Readiness;
 use kernelpro_core::lens::LensAction;
+use kernelpro_core::lens::Readiness;
 use kernelpro_model::{Finding, Pos, Span};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -188,10 +188,7 @@ pub fn lenses(doc: &Document, trusted: bool, words: Words, ready: Option<&Readin
 
 /// What the untrusted lens says on a click.
 fn untrusted_lens(words: Words) -> String {
-    format!(
-        "nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, {}",
-        words.trust_hint()
-    )
+    format!("nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, {}", words.trust_hint())
 }
 
 /// "Apply optimized K": the finished search's edits re-based onto the text now

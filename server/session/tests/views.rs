@@ -7,15 +7,15 @@
 //! for `tests/fixtures/lints/planted.cu` (sm_90).
 
 use expect_test::{Expect, expect};
-use kernelpro_core::analysis::FileAnalysis;
-use kernelpro_toolchain::compile::CompileOutput;
-use kernelpro_core::lens::Readiness;
-use kernelpro_config::words::Words;
 use kernelpro_config::settings::Settings;
+use kernelpro_config::words::Words;
+use kernelpro_core::analysis::FileAnalysis;
+use kernelpro_core::lens::Readiness;
 use kernelpro_model::{Finding, LineEdit, Pos, Severity, Span};
 use kernelpro_optimize::OptimizeOutcome;
 use kernelpro_session::views::{self, LensCommand};
 use kernelpro_session::{Document, LineChange, ProfileState, StoredOptimization};
+use kernelpro_toolchain::compile::CompileOutput;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
