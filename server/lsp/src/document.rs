@@ -10,12 +10,15 @@ use ropey::Rope;
 use std::sync::{Arc, OnceLock};
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 
+/// A text's documentSymbol answer, serialized once (`handlers/document_symbol.rs`).
+pub type SymbolsCell = std::sync::Arc<tokio::sync::OnceCell<std::sync::Arc<[u8]>>>;
+
 pub struct Document {
     text: Rope,
     /// Where core lines start, computed once per text (see [`CoreLines`]).
     lines: OnceLock<Arc<CoreLines>>,
     /// The document's symbols, worked out once per text (see [`Document::symbols`]).
-    symbols: crate::handlers::document_symbol::Cell,
+    symbols: SymbolsCell,
     /// Counts the text's changes (to tell whether an index built off the lock is still of it).
     generation: u64,
     /// The protocol-free rest: version, analysis, profile, edits.
@@ -96,7 +99,7 @@ impl Document {
     /// The cell holding this text's symbols: filled by the first
     /// documentSymbol request after a change, shared by every later one
     /// (and by those running at the same time) until the text changes again.
-    pub fn symbols(&self) -> crate::handlers::document_symbol::Cell {
+    pub fn symbols(&self) -> SymbolsCell {
         self.symbols.clone()
     }
 

@@ -382,7 +382,7 @@ fn lenses_say_what_is_missing_and_untrusted_offers_no_run() {
             4  | // kernelpro: x = in float[N] uniform(-1, 1)
             5  | // kernelpro: a = 2.0
             6  | // kernelpro: n = N
-                [🔒 Profile / Optimize: trust the workspace] → explain: nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, trust the workspace (Manage Workspace Trust)
+                [🔒 Profile / Optimize: trust the workspace] → explain: nothing is compiled, profiled or optimized in an untrusted workspace; to allow it, set `trusted = true` in the server's settings or initializationOptions
             7  | __global__ void saxpy(float* y, const float* x, float a, int n) {
             8  |   int i = blockIdx.x * blockDim.x + threadIdx.x;
             9  |   if (i < n) y[i] = a * x[i] + y[i];

@@ -20,7 +20,7 @@ use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
 /// One text's answer: the JSON array of its symbols, serialized.
-pub type Cell = Arc<tokio::sync::OnceCell<Arc<[u8]>>>;
+pub use crate::document::SymbolsCell as Cell;
 
 /// How long a text must stay unchanged before its symbols are built unasked.
 const QUIET: Duration = Duration::from_millis(150);
