@@ -150,12 +150,7 @@ pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Threshol
 
 /// Stage-2 metrics, completed with stage 1's where stage 2 lacks them.
 fn merge(stage1: &KernelProfile, stage2: Option<&KernelProfile>) -> KernelProfile {
-    let Some(s2) = stage2 else { return stage1.clone() };
-    let mut merged = s2.clone();
-    for (k, v) in &stage1.metrics {
-        merged.metrics.entry(k.clone()).or_insert_with(|| v.clone());
-    }
-    merged
+    stage2.map_or_else(|| stage1.clone(), |s2| s2.completed_with(stage1))
 }
 
 /// Several tools can point at the same line for the same cause: keep the

@@ -125,6 +125,15 @@ impl KernelProfile {
     pub fn base(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).and_then(Metric::base)
     }
+    /// This profile (stage 2's) with the metrics it lacks taken from
+    /// `stage1`, the same kernel's first pass.
+    pub fn completed_with(&self, stage1: &KernelProfile) -> KernelProfile {
+        let mut merged = self.clone();
+        for (k, v) in &stage1.metrics {
+            merged.metrics.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        merged
+    }
 }
 
 /// One CUDA source line of the source page.

@@ -26,12 +26,7 @@ fn read(path: &Path) -> String {
 
 /// Stage-2 metrics completed with stage 1's (what the core crate does).
 fn merge(stage1: &KernelProfile, stage2: Option<&KernelProfile>) -> KernelProfile {
-    let Some(s2) = stage2 else { return stage1.clone() };
-    let mut merged = s2.clone();
-    for (k, v) in &stage1.metrics {
-        merged.metrics.entry(k.clone()).or_insert_with(|| v.clone());
-    }
-    merged
+    stage2.map_or_else(|| stage1.clone(), |s2| s2.completed_with(stage1))
 }
 
 /// The tools of the kernel's class over one profile, source page and file.
