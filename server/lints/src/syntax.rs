@@ -1,3 +1,3 @@
 //! The lints read the one syntax view of the source layer ([`kernelpro_source::syntax`]).
 
-pub use kernelpro_source::syntax::{Syntax, descendants, is_double_literal};
+pub(crate) use kernelpro_source::syntax::{Syntax, descendants, is_double_literal};
