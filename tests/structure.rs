@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 /// crates of lower layers (dev- and build-dependencies too).
 const LAYERS: &[&[&str]] = &[
     &["model", "runner", "search", "cutlass", "config"],
-    &["source", "spec", "sass", "profile"],
+    &["source", "sass", "profile"],
+    &["spec"],
     &["lints", "gpu", "recipes", "llm"],
     &["cute", "toolchain"],
     &["core"],

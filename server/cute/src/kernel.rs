@@ -19,18 +19,7 @@ impl KernelInfo {
         }
         let specs = kernelpro_spec::parse_file(text);
         let raw = specs.kernel(name);
-        let signature = KernelSignature {
-            name: name.to_string(),
-            params: func
-                .params
-                .iter()
-                .map(|p| kernelpro_spec::Param {
-                    name: p.name.clone(),
-                    ty: p.ty.replace('*', " ").trim().to_string(),
-                    pointer: p.pointer,
-                })
-                .collect(),
-        };
+        let signature = KernelSignature::of(&func);
         let launch = raw.and_then(|raw| {
             kernelpro_spec::resolve(raw, &specs.file_lets, &signature, &ResolveOptions::default()).ok()
         });

@@ -153,19 +153,7 @@ impl<'a> Kernel<'a> {
 
     fn launch_with(&self, overrides: BTreeMap<String, i64>) -> Option<LaunchSpec> {
         let raw = self.specs.kernel(&self.func.name)?;
-        let signature = KernelSignature {
-            name: self.func.name.clone(),
-            params: self
-                .func
-                .params
-                .iter()
-                .map(|p| kernelpro_spec::Param {
-                    name: p.name.clone(),
-                    ty: p.ty.replace('*', " ").trim().to_string(),
-                    pointer: p.pointer,
-                })
-                .collect(),
-        };
+        let signature = KernelSignature::of(&self.func);
         let opts = ResolveOptions { overrides, ..ResolveOptions::default() };
         kernelpro_spec::resolve(raw, &self.specs.file_lets, &signature, &opts).ok()
     }

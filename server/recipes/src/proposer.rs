@@ -85,7 +85,16 @@ impl Proposer for RecipeProposer {
     /// first rewrite, then each one's second, ...), skipping sources already
     /// tried or proposed: every structural candidate (a structure, then its
     /// launch variants) comes before any micro-optimization.
+    ///
+    /// The whole expansion runs in one [`parse_once`](kernelpro_source::parsed::parse_once) scope:
+    /// the node's file (and its canonical form) is parsed once and every recipe reads that parse.
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+        kernelpro_source::parsed::parse_once(|| self.expand(ctx))
+    }
+}
+
+impl RecipeProposer {
+    fn expand(&self, ctx: &ProposeContext) -> Vec<Proposal> {
         let per_recipe: Vec<_> = self
             .order(ctx)
             .into_iter()
@@ -130,5 +139,54 @@ impl Proposer for RecipeProposer {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernelpro_search::{FindingNote, NodeId, SearchMemory};
+    use kernelpro_source::parsed::count_parses;
+
+    /// A row walk with structural and micro rewrites: every recipe reads the node's file.
+    const ROWS: &str = include_str!("../fixtures/rows_norm.cu");
+
+    fn expand(source: &str) -> Vec<Proposal> {
+        let findings = [FindingNote::new("RowWalk", "")];
+        let memory = SearchMemory::default();
+        let ctx = ProposeContext {
+            parent: NodeId(0),
+            source,
+            depth: 0,
+            speedup: Some(1.0),
+            best_speedup: 1.0,
+            findings: &findings,
+            failure: None,
+            memory: &memory,
+            wanted: 64,
+        };
+        RecipeProposer::new("l2_normalize").propose(&ctx)
+    }
+
+    #[test]
+    fn one_node_expansion_parses_the_nodes_file_once() {
+        let (proposals, tally) = count_parses(|| expand(ROWS));
+        assert!(proposals.iter().any(|p| p.recipe == "WarpUnits"), "a structural rewrite is proposed");
+        assert!(proposals.len() > 5, "every tier proposes: {}", proposals.len());
+        assert_eq!(tally.of(ROWS), 1, "the node's file is parsed once for {} recipes", all().len());
+        // Each recipe parsing on its own (the search outside an expansion) reads the file many times over.
+        let (_, apart) = count_parses(|| {
+            for r in all() {
+                r.rewrite(ROWS, "l2_normalize");
+            }
+        });
+        assert!(apart.of(ROWS) > all().len(), "without the scope: {} parses", apart.of(ROWS));
+        eprintln!(
+            "one expansion: {} parses of the node's file, {} in all; recipes apart: {} of the file, {} in all",
+            tally.of(ROWS),
+            tally.total(),
+            apart.of(ROWS),
+            apart.total()
+        );
     }
 }

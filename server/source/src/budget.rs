@@ -167,6 +167,7 @@ pub fn parse_tree_within(text: &str, budget: &Budget, cancelled: &dyn Fn() -> bo
             limit: budget.max_template_depth,
         });
     }
+    crate::parsed::tally(text);
     let mut parser = Parser::new();
     parser.set_language(&tree_sitter_cuda::LANGUAGE.into()).map_err(|_| Refused::Cancelled)?;
     let started = Instant::now();

@@ -6,6 +6,8 @@
 pub mod budget;
 pub mod canonical;
 pub mod kernel_model;
+pub mod parsed;
+pub mod syntax;
 
 use kernelpro_model::{Pos, Span};
 use serde::Serialize;
@@ -78,15 +80,27 @@ impl SourceFile {
 /// budget (a text over 8 MiB, template arguments nested past 64, more than
 /// 10 s of parsing): every parse of a user's text goes through here or
 /// [`budget::check`], so no caller can spend gigabytes on one.
+/// Inside a [`parsed::parse_once`] scope, a text already parsed there is not parsed again.
 pub fn parse_tree(text: &str) -> Option<Tree> {
-    budget::parse_tree_within(text, &budget::Budget::default(), &|| false).ok()
+    if let Some(tree) = parsed::kept_tree(text) {
+        return Some(tree);
+    }
+    let tree = budget::parse_tree_within(text, &budget::Budget::default(), &|| false).ok()?;
+    parsed::keep_tree(text, &tree);
+    Some(tree)
 }
 
+/// The structure of `text` (inside a [`parsed::parse_once`] scope, read once per text).
 pub fn parse(text: &str) -> SourceFile {
+    if let Some(file) = parsed::kept_file(text) {
+        return file;
+    }
     let Some(tree) = parse_tree(text) else {
         return SourceFile::default();
     };
-    of_tree(&tree, text)
+    let file = of_tree(&tree, text);
+    parsed::keep_file(text, &file);
+    file
 }
 
 /// The structure of `text` from its tree (one parsed within a [`budget::Budget`]).

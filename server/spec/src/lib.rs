@@ -11,6 +11,7 @@ mod directive;
 mod expr;
 mod launch;
 mod resolve;
+mod signature;
 mod source;
 mod types;
 

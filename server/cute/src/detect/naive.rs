@@ -8,6 +8,7 @@
 
 use crate::kernel::KernelInfo;
 use crate::shape::{Dim, Elem, GemmShape, Major, Scale};
+use kernelpro_source::syntax::compact;
 use tree_sitter::Node;
 
 pub(crate) fn detect(text: &str, k: &KernelInfo) -> Option<GemmShape> {
@@ -57,11 +58,6 @@ fn statements(node: Node) -> Vec<Node> {
     }
     let mut cursor = node.walk();
     node.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
-}
-
-/// The node's text without whitespace; nested blocks keep their braces.
-fn compact(text: &str, node: Node) -> String {
-    text[node.byte_range()].chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 fn is_zero(v: &str) -> bool {

@@ -1707,15 +1707,4 @@ fn retype(mut p: Pointer, to: &ElemType) -> Pointer {
     p
 }
 
-/// Every node under `node`, itself included, in source order (an explicit stack).
-pub fn descendants(node: Node) -> Vec<Node> {
-    let mut out = Vec::new();
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        out.push(n);
-        let mut cursor = n.walk();
-        let children: Vec<Node> = n.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
-    }
-    out
-}
+pub(crate) use crate::syntax::descendants;
