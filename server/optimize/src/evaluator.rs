@@ -11,7 +11,7 @@ use crate::guard::check_candidate;
 use futures::future::join_all;
 use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_gpu::{HarnessError, Image};
+use kernelpro_gpu::{Evaluation, HarnessError, Image, JobResult, Open, WorkerSession};
 use kernelpro_measure::harness::{self, JobTuning, KernelSource, Prepared, RunOptions};
 use kernelpro_search::{Evaluator, FindingNote, Outcome, candidate_id, normalize};
 use kernelpro_source::SourceFile;
@@ -235,6 +235,9 @@ pub struct GpuEvaluator {
     rejections: Mutex<Vec<Rejection>>,
     /// Candidates that verified, compiled: the held-out checks need no new compile.
     verified: Mutex<HashMap<String, Arc<Prepared>>>,
+    /// One long-lived GPU worker per device, opened with the original once it is compiled
+    /// (`kernelpro_gpu::WorkerSession`): candidates are verified and timed back to back there.
+    sessions: HashMap<u32, tokio::sync::Mutex<WorkerSession>>,
 }
 
 /// A prepared kernel's identity: its cubin's path (a temp dir of its own).
@@ -268,6 +271,7 @@ impl GpuEvaluator {
             tolerances: Mutex::default(),
             rejections: Mutex::default(),
             verified: Mutex::default(),
+            sessions: HashMap::new(),
         }
     }
 
@@ -387,7 +391,6 @@ impl GpuEvaluator {
             (job.launch.grid, job.launch.block, job.launch.smem) = (l.grid, l.block, l.smem);
         }
         let reference = reference.map(with_seed);
-        let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
         let tuning = self.tuning(reference.is_none(), device);
         // One job verifies (against the reference, when given) and times the kernel.
         let span = tracing::debug_span!(
@@ -398,8 +401,7 @@ impl GpuEvaluator {
             baseline = reference.is_none()
         );
         let started = Instant::now();
-        let result =
-            harness::run_tuned(&job, reference.as_ref(), &settings, &run, &tuning).instrument(span.clone()).await;
+        let result = self.in_session(job, reference.is_some(), device, &tuning).instrument(span.clone()).await;
         span.in_scope(|| match &result {
             Ok(r) => tracing::debug!(
                 ms = started.elapsed().as_millis() as u64,
@@ -466,6 +468,55 @@ impl GpuEvaluator {
         }
     }
 
+    /// Runs `job` in the device's long-lived worker (the original is its
+    /// reference: `compare` checks the outputs against it). Without a session
+    /// (no original yet) it is a one-shot job, as `kernelpro run`'s.
+    async fn in_session(
+        &self,
+        job: kernelpro_gpu::KernelJob,
+        compare: bool,
+        device: u32,
+        tuning: &JobTuning,
+    ) -> Result<JobResult, HarnessError> {
+        let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
+        let Some(session) = self.sessions.get(&device) else {
+            let reference = if compare { self.reference.as_ref().map(|r| r.job.clone()) } else { None };
+            return harness::run_tuned(&job, reference.as_ref(), &settings, &run, tuning).await;
+        };
+        let evaluation = Evaluation {
+            kernel: job,
+            compare,
+            warmup: run.warmup,
+            runs: run.runs,
+            energy_window_ms: if run.energy { 1000 } else { 0 },
+            time_reference: tuning.time_reference,
+            time_if_wrong: tuning.time_if_wrong,
+            timing_budget_ms: tuning.timing_budget_ms,
+        };
+        // As a one-shot job's: the kernels' timeout, energy's window, the buffers' fill allowance.
+        let kernels = Duration::from_secs(settings.run_timeout_secs.max(1));
+        let kernels = tuning.timeout.map_or(kernels, |t| t.min(kernels));
+        let timeout =
+            kernels + if run.energy { Duration::from_secs(3) } else { Duration::ZERO } + evaluation.setup_allowance();
+        session.lock().await.evaluate(&evaluation, timeout, &run.cancel).await
+    }
+
+    /// One worker session per device, each opened with the original (`reference`).
+    fn open_sessions(&mut self, reference: &Prepared) {
+        for &device in &self.devices {
+            let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
+            let mut original = reference.job.clone();
+            original.launch.seed = self.search_seed;
+            let open = Open { device: run.device, reference: original, flush_l2: true };
+            self.sessions.insert(device, tokio::sync::Mutex::new(WorkerSession::new(&run.exe, &settings.runner, open)));
+        }
+    }
+
+    /// Workers started so far over all devices (one per device when nothing failed).
+    pub fn worker_starts(&self) -> u32 {
+        self.sessions.values().map(|s| s.try_lock().map_or(0, |s| s.starts)).sum()
+    }
+
     /// A candidate compiled and guarded: the one the search verified, else a new compile.
     pub fn admit(&self, source: &str) -> Result<Arc<Prepared>, Outcome> {
         if let Some(p) = self.verified.lock().expect("not poisoned").get(&normalize(source)) {
@@ -477,6 +528,7 @@ impl GpuEvaluator {
     /// The baseline: the original alone, on the search seed and the first
     /// device; it is then the reference.
     fn baseline(&mut self, prepared: Prepared) -> Outcome {
+        self.open_sessions(&prepared);
         let started = Instant::now();
         let mut outcome =
             self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
