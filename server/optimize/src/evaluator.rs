@@ -18,6 +18,7 @@ use kernelpro_source::SourceFile;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
@@ -171,7 +172,13 @@ impl Drop for Compiles {
 /// `lanes` GPU lanes (candidate i on lane i % lanes), each running its
 /// candidates one after another as soon as each is compiled (`run(i, lane,
 /// compiled)`). Outcomes in order.
-fn pipeline<F, Fut>(handle: &Handle, compiles: Vec<JoinHandle<Admitted>>, lanes: usize, run: F) -> Vec<Outcome>
+fn pipeline<F, Fut>(
+    handle: &Handle,
+    compiles: Vec<JoinHandle<Admitted>>,
+    lanes: usize,
+    waited: &Counters,
+    run: F,
+) -> Vec<Outcome>
 where
     F: Fn(usize, usize, Prepared) -> Fut,
     Fut: Future<Output = Outcome>,
@@ -185,8 +192,10 @@ where
     let futures = per_lane.into_iter().enumerate().map(|(lane, mine)| async move {
         let mut out = Vec::new();
         for (i, compile) in mine {
+            let wait = Instant::now();
             let admitted =
                 compile.await.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
+            waited.add(&waited.compile_wait_us, wait);
             let outcome = match admitted {
                 Ok(p) => run(i, lane, p).await,
                 Err(o) => o,
@@ -200,8 +209,46 @@ where
     outcomes.into_iter().map(|(_, o)| o).collect()
 }
 
+/// Where a search's evaluations spent their time, for `--json` (`pipeline`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PipelineStats {
+    /// GPU workers started (one per device when none failed; 0 for the stub).
+    pub worker_starts: u32,
+    /// GPU jobs run (baseline, candidates, their runs under the original launch, held-out checks).
+    pub gpu_jobs: u64,
+    /// Wall time in GPU jobs, the waits for the device included.
+    pub gpu_s: f64,
+    /// Wall time the GPU lanes waited for a candidate's compile.
+    pub compile_wait_s: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    gpu_jobs: AtomicU64,
+    gpu_us: AtomicU64,
+    compile_wait_us: AtomicU64,
+}
+
+impl Counters {
+    fn add(&self, counter: &AtomicU64, since: Instant) {
+        counter.fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    fn stats(&self, worker_starts: u32) -> PipelineStats {
+        PipelineStats {
+            worker_starts,
+            gpu_jobs: self.gpu_jobs.load(Ordering::Relaxed),
+            gpu_s: self.gpu_us.load(Ordering::Relaxed) as f64 / 1e6,
+            compile_wait_s: self.compile_wait_us.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
+}
+
 /// What [`crate::optimize_with`] needs of an evaluator beyond the search's trait.
 pub trait Evaluate: Evaluator {
+    /// Where the evaluations' time went so far.
+    fn pipeline_stats(&self) -> PipelineStats;
+
     /// The token that ends its compiles and GPU jobs from now on (a new phase:
     /// the search, then the held-out checks, each with its own deadline).
     fn set_cancel(&mut self, cancel: CancellationToken);
@@ -238,6 +285,7 @@ pub struct GpuEvaluator {
     /// One long-lived GPU worker per device, opened with the original once it is compiled
     /// (`kernelpro_gpu::WorkerSession`): candidates are verified and timed back to back there.
     sessions: HashMap<u32, tokio::sync::Mutex<WorkerSession>>,
+    counters: Counters,
 }
 
 /// A prepared kernel's identity: its cubin's path (a temp dir of its own).
@@ -272,6 +320,7 @@ impl GpuEvaluator {
             rejections: Mutex::default(),
             verified: Mutex::default(),
             sessions: HashMap::new(),
+            counters: Counters::default(),
         }
     }
 
@@ -402,6 +451,8 @@ impl GpuEvaluator {
         );
         let started = Instant::now();
         let result = self.in_session(job, reference.is_some(), device, &tuning).instrument(span.clone()).await;
+        self.counters.gpu_jobs.fetch_add(1, Ordering::Relaxed);
+        self.counters.add(&self.counters.gpu_us, started);
         span.in_scope(|| match &result {
             Ok(r) => tracing::debug!(
                 ms = started.elapsed().as_millis() as u64,
@@ -570,7 +621,7 @@ impl Evaluator for GpuEvaluator {
         }
         let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
-        pipeline(&self.ctx.handle, compiles, self.devices.len(), |i, lane, p| async move {
+        pipeline(&self.ctx.handle, compiles, self.devices.len(), &self.counters, |i, lane, p| async move {
             let outcome = this.verify_on(&p, this.search_seed, this.devices[lane]).await;
             if outcome.is_ok() {
                 this.verified.lock().expect("not poisoned").insert(normalize(sources[i]), Arc::new(p));
@@ -589,6 +640,10 @@ impl Evaluator for GpuEvaluator {
 }
 
 impl Evaluate for GpuEvaluator {
+    fn pipeline_stats(&self) -> PipelineStats {
+        self.counters.stats(self.worker_starts())
+    }
+
     fn set_cancel(&mut self, cancel: CancellationToken) {
         self.compiles.set_cancel(cancel.clone());
         self.run.cancel = cancel;
@@ -635,6 +690,7 @@ pub struct StubEvaluator {
     pub gpu_time: Duration,
     compiles: Compiles,
     cancel: CancellationToken,
+    counters: Counters,
 }
 
 impl StubEvaluator {
@@ -649,6 +705,7 @@ impl StubEvaluator {
             parallelism: 2,
             profile_notes: Vec::new(),
             gpu_time: Duration::ZERO,
+            counters: Counters::default(),
         }
     }
 
@@ -686,11 +743,14 @@ impl Evaluator for StubEvaluator {
     fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
         let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
-        pipeline(&self.ctx.handle, compiles, self.parallelism(), |i, lane, p| {
+        pipeline(&self.ctx.handle, compiles, self.parallelism(), &self.counters, |i, lane, p| {
             let span = tracing::debug_span!("optimize.stub_job", candidate = %candidate_id(sources[i]), lane);
             async move {
                 let started = Instant::now();
-                let outcome = match this.gpu_job().await {
+                let job = this.gpu_job().await;
+                this.counters.gpu_jobs.fetch_add(1, Ordering::Relaxed);
+                this.counters.add(&this.counters.gpu_us, started);
+                let outcome = match job {
                     Ok(()) => this.outcome(sources[i], &p),
                     Err(o) => o,
                 };
@@ -712,6 +772,10 @@ impl Evaluator for StubEvaluator {
 }
 
 impl Evaluate for StubEvaluator {
+    fn pipeline_stats(&self) -> PipelineStats {
+        self.counters.stats(0)
+    }
+
     fn set_cancel(&mut self, cancel: CancellationToken) {
         self.compiles.set_cancel(cancel.clone());
         self.cancel = cancel;
