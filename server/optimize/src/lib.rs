@@ -275,6 +275,7 @@ pub fn optimize_with(
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
+        out.pipeline = ev.pipeline_stats();
         let new_launch = best.is_some_and(|n| !launch_changes(&req.text, &n.source, &req.kernel).is_empty());
         out.title = format!(
             "Apply optimized {}: {:.2}x faster{} (stub evaluator, not measured)",
