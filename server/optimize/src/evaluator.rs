@@ -637,6 +637,11 @@ impl Evaluator for GpuEvaluator {
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
     }
+
+    /// Half the compile places: the rest stay free for the candidates asked for now.
+    fn lookahead(&self) -> usize {
+        (self.compiles.cap / 2).max(1)
+    }
 }
 
 impl Evaluate for GpuEvaluator {
@@ -768,6 +773,11 @@ impl Evaluator for StubEvaluator {
 
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
+    }
+
+    /// Half the compile places: the rest stay free for the candidates asked for now.
+    fn lookahead(&self) -> usize {
+        (self.compiles.cap / 2).max(1)
     }
 }
 
