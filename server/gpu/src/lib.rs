@@ -36,6 +36,7 @@ mod job;
 mod metrics;
 mod nvml;
 mod process;
+mod session;
 mod verify;
 mod worker;
 
@@ -46,7 +47,8 @@ pub use data::{
 pub use job::*;
 pub use metrics::flops;
 pub use process::{DEFAULT_TIMEOUT, HarnessError, WORKER_SUBCOMMAND, run_job};
+pub use session::{Answer, Backend, Evaluation, OPEN_TIMEOUT, Open, Request, WorkerSession, parse_open, serve};
 pub use verify::{
     MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used,
 };
-pub use worker::{NO_DRIVER, execute, worker_main};
+pub use worker::{NO_DRIVER, Resident, execute, worker_main};

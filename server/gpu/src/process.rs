@@ -95,12 +95,12 @@ pub async fn run_job(
 /// GPU part of every job is serialized while compiles still run in parallel.
 /// The lock goes with the file descriptor, also when the process dies.
 /// Without a lock file (a read-only temp directory) jobs run unserialized.
-struct DeviceLock {
+pub(crate) struct DeviceLock {
     _file: Option<std::fs::File>,
 }
 
 impl DeviceLock {
-    async fn acquire(runner_prefix: &[String], device: u32) -> DeviceLock {
+    pub(crate) async fn acquire(runner_prefix: &[String], device: u32) -> DeviceLock {
         let path = std::env::temp_dir().join(format!("kernelpro-gpu-{}-{device}.lock", runner_key(runner_prefix)));
         // A blocking flock on a thread of its own; if the caller gives up, the
         // thread still gets the lock and releases it at once by dropping it.

@@ -14,7 +14,7 @@ use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
 use kernelpro_spec::{Arg, BufferArg, LaunchSpec, ScalarType, ScalarValue};
 use std::ffi::{CString, c_void};
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::time::{Duration, Instant};
 
 pub const NO_DRIVER: &str = "no CUDA driver found (libcuda.so could not be loaded), so kernels cannot run here: \
@@ -22,8 +22,16 @@ install the NVIDIA driver, or set the runner setting to run on a GPU machine (e.
 
 /// Entry point of `kernelpro __gpu-worker`: a [`Job`] as JSON on stdin, a reply line on stdout.
 pub fn worker_main() -> i32 {
+    // A session (a search's long-lived worker) opens with a first line of its own.
+    let mut stdin = std::io::stdin().lock();
     let mut input = String::new();
-    let reply = match std::io::stdin().read_to_string(&mut input) {
+    if let Err(e) = stdin.read_line(&mut input) {
+        return answer(Reply::Failed(format!("the GPU worker could not read its job: {e}")));
+    }
+    if let Some(open) = crate::session::parse_open(&input) {
+        return crate::session::serve::<Resident>(&open, stdin, std::io::stdout().lock());
+    }
+    let reply = match stdin.read_to_string(&mut input) {
         Err(e) => Reply::Failed(format!("the GPU worker could not read its job: {e}")),
         Ok(_) => match serde_json::from_str::<Job>(&input) {
             Err(e) => Reply::Failed(format!(
@@ -39,6 +47,11 @@ pub fn worker_main() -> i32 {
             },
         },
     };
+    answer(reply)
+}
+
+/// Writes a one-shot job's reply line; the exit code.
+fn answer(reply: Reply) -> i32 {
     let code = if matches!(reply, Reply::Done(_)) { 0 } else { 1 };
     let mut line = serde_json::to_string(&reply).expect("replies serialize");
     // The parent must be able to read what we send; say so here rather than
@@ -121,27 +134,31 @@ struct Gpu {
 }
 
 struct Loaded {
+    module: sys::CUmodule,
     function: sys::CUfunction,
     job: KernelJob,
 }
 
-/// Runs a job in this process. Faults poison the CUDA context, so the server
-/// calls this only through the child process ([`crate::run_job`]).
-pub fn execute(job: &Job) -> Result<JobResult, String> {
-    let started = Instant::now();
+/// A GPU opened for work: its context, stream, L2 flush buffer and the harness's own kernels.
+struct Opened {
+    gpu: Gpu,
+    device_name: String,
+    cc: (i32, i32),
+}
+
+/// Initialises the driver and opens `device` (its primary context, a stream,
+/// the L2 flush buffer when asked for, the harness's kernels, NVML).
+fn open_device(device: u32, flush_l2: bool, inputs: LaunchSpec) -> Result<Opened, String> {
     // SAFETY: only probes whether libcuda can be opened.
     if !unsafe { sys::is_culib_present() } {
         return Err(NO_DRIVER.to_string());
     }
     cu::init().map_err(|e| explain(e, "initialising the CUDA driver"))?;
     let count = cu::device::get_count().map_err(|e| explain(e, "counting GPUs"))?;
-    if job.device as i32 >= count {
-        return Err(format!(
-            "GPU {} was asked for, but this machine shows {count} (check CUDA_VISIBLE_DEVICES)",
-            job.device
-        ));
+    if device as i32 >= count {
+        return Err(format!("GPU {device} was asked for, but this machine shows {count} (check CUDA_VISIBLE_DEVICES)"));
     }
-    let dev = cu::device::get(job.device as i32).map_err(|e| explain(e, "opening the GPU"))?;
+    let dev = cu::device::get(device as i32).map_err(|e| explain(e, "opening the GPU"))?;
     // SAFETY: dev is valid; the primary context stays retained for the life of the process.
     unsafe {
         let ctx = cu::primary_ctx::retain(dev).map_err(|e| explain(e, "creating a CUDA context"))?;
@@ -156,32 +173,34 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
     );
     let l2_bytes = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).max(0) as usize;
     let device_name = cu::device::get_name(dev).unwrap_or_else(|_| "unknown GPU".into());
-
-    let kernel = load(&job.kernel, cc)?;
-    let reference = job.reference.as_ref().map(|r| load(r, cc)).transpose()?;
-    if let Some(r) = &reference {
-        same_buffers(&job.kernel.launch, &r.job.launch)?;
-    }
-
     let stream =
         cu::stream::create(cu::stream::StreamKind::NonBlocking).map_err(|e| explain(e, "creating a stream"))?;
     let scratch =
-        if job.flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
+        if flush_l2 && l2_bytes > 0 { Some(DeviceBuffer::new(2 * l2_bytes, "the L2 flush buffer")?) } else { None };
     let aux = Aux::load()?;
-    let mut gpu = Gpu {
+    let gpu = Gpu {
         stream,
         scratch,
         nvml: pci_bus_id(dev).and_then(|id| Nvml::open(&id)),
         aux,
         phases: Phases::default(),
-        inputs: job.kernel.launch.clone(),
+        inputs,
     };
+    Ok(Opened { gpu, device_name, cc })
+}
 
+/// Runs a job in this process. Faults poison the CUDA context, so the server
+/// calls this only through the child process ([`crate::run_job`]).
+pub fn execute(job: &Job) -> Result<JobResult, String> {
+    let started = Instant::now();
+    let Opened { mut gpu, device_name, cc } = open_device(job.device, job.flush_l2, job.kernel.launch.clone())?;
+    let kernel = load(&job.kernel, cc)?;
+    let reference = job.reference.as_ref().map(|r| load(r, cc)).transpose()?;
+    if let Some(r) = &reference {
+        same_buffers(&job.kernel.launch, &r.job.launch)?;
+    }
     let launch = &job.kernel.launch;
-    let device: Vec<DeviceBuffer> = launch
-        .buffers()
-        .map(|b| DeviceBuffer::new(b.size_bytes() as usize, &format!("`{}`", b.name)))
-        .collect::<Result<_, _>>()?;
+    let device = allocate(launch)?;
     gpu.phases.setup_ms = ms_since(started);
 
     // The original first: its first outputs are the reference, its later runs on the same inputs measure its own variation.
@@ -209,6 +228,95 @@ pub fn execute(job: &Job) -> Result<JobResult, String> {
         comparison,
         phases: gpu.phases,
     })
+}
+
+/// One device buffer per buffer of `launch`.
+fn allocate(launch: &LaunchSpec) -> Result<Vec<DeviceBuffer>, String> {
+    launch.buffers().map(|b| DeviceBuffer::new(b.size_bytes() as usize, &format!("`{}`", b.name))).collect()
+}
+
+/// The originals' runs kept per input seed: the search's seed, then each held-out one.
+const KEPT_ORIGINALS: usize = 2;
+
+/// A long-lived worker's state ([`crate::session`]): the GPU opened once, the
+/// original loaded once, its buffers allocated once, and its outputs (and
+/// run-to-run variation) per input seed measured once. Each candidate is then
+/// loaded, checked on fresh inputs against the kept outputs, timed (after its
+/// own fresh fill, with the L2 flushed before every timed launch) and unloaded.
+pub struct Resident {
+    gpu: Gpu,
+    device_name: String,
+    cc: (i32, i32),
+    reference: Loaded,
+    buffers: Vec<DeviceBuffer>,
+    /// (seed, the original's outputs on that seed's inputs), the newest last.
+    originals: Vec<(u64, Original)>,
+}
+
+impl crate::session::Backend for Resident {
+    fn open(open: &crate::session::Open) -> Result<(Resident, String), String> {
+        let started = Instant::now();
+        let Opened { mut gpu, device_name, cc } =
+            open_device(open.device, open.flush_l2, open.reference.launch.clone())?;
+        let reference = load(&open.reference, cc)?;
+        let buffers = allocate(&open.reference.launch)?;
+        gpu.phases.setup_ms = ms_since(started);
+        let name = device_name.clone();
+        Ok((Resident { gpu, device_name, cc, reference, buffers, originals: Vec::new() }, name))
+    }
+
+    fn evaluate(&mut self, e: &crate::session::Evaluation) -> Result<JobResult, String> {
+        let started = Instant::now();
+        self.gpu.phases = Phases::default();
+        same_buffers(&e.kernel.launch, &self.reference.job.launch)?;
+        // Every run of this evaluation (the original's too) fills from the original's buffers with the seed asked for.
+        let mut inputs = self.reference.job.launch.clone();
+        inputs.seed = e.kernel.launch.seed;
+        self.gpu.inputs = inputs;
+        let kernel = load(&e.kernel, self.cc)?;
+        self.gpu.phases.setup_ms = ms_since(started);
+        let result = self.evaluate_loaded(e, &kernel);
+        // SAFETY: the module was loaded by `load` and nothing of it is used after this.
+        let _ = unsafe { cu::module::unload(kernel.module) };
+        result
+    }
+}
+
+impl Resident {
+    fn evaluate_loaded(&mut self, e: &crate::session::Evaluation, kernel: &Loaded) -> Result<JobResult, String> {
+        let seed = self.gpu.inputs.seed;
+        if e.compare && !self.originals.iter().any(|(s, _)| *s == seed) {
+            let original = run_original(&mut self.gpu, &self.reference, &self.buffers)?;
+            if self.originals.len() >= KEPT_ORIGINALS {
+                self.originals.remove(0);
+            }
+            self.originals.push((seed, original));
+        }
+        let original = if e.compare { self.originals.iter().find(|(s, _)| *s == seed).map(|(_, o)| o) } else { None };
+        let (kernel_outputs, comparison) = check_kernel(&mut self.gpu, kernel, &self.buffers, original)?;
+        let job = e.job_settings();
+        let timed = job.time_if_wrong || comparison.iter().all(|c| c.bad == 0);
+        let kernel_run = if timed {
+            time_kernel(&mut self.gpu, &job, kernel, &self.buffers, kernel_outputs)?
+        } else {
+            untimed(kernel, kernel_outputs)
+        };
+        let reference_run = match original {
+            Some(o) if timed && job.time_reference => {
+                let checksums = o.checksums.clone();
+                Some(time_kernel(&mut self.gpu, &job, &self.reference, &self.buffers, checksums)?)
+            }
+            _ => None,
+        };
+        Ok(JobResult {
+            device_name: self.device_name.clone(),
+            compute_capability: self.cc,
+            kernel: kernel_run,
+            reference: reference_run,
+            comparison,
+            phases: self.gpu.phases,
+        })
+    }
 }
 
 fn ms_since(t: Instant) -> f64 {
@@ -256,7 +364,7 @@ fn load(k: &KernelJob, cc: (i32, i32)) -> Result<Loaded, String> {
             explain(e, &format!("allowing {} bytes of dynamic shared memory for `{}`", k.launch.smem, k.function))
         })?;
     }
-    Ok(Loaded { function, job: k.clone() })
+    Ok(Loaded { module, function, job: k.clone() })
 }
 
 /// Both kernels must take the same buffers in the same order to share inputs.

@@ -171,6 +171,73 @@ fn overhead_of_one_evaluation() {
     );
 }
 
+/// A search's long-lived worker: one process opens the GPU and runs the
+/// original once per seed; candidates are checked and timed back to back, each
+/// far quicker than a one-shot job; a faulting kernel ends its worker and the
+/// next evaluation starts a fresh one.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_session_evaluates_candidates_back_to_back() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let cancel = Default::default();
+    let evaluation = |name: &str, seed: u64| {
+        let mut kernel = kernel(name);
+        kernel.launch.seed = seed;
+        Evaluation {
+            kernel,
+            compare: true,
+            warmup: 3,
+            runs: 20,
+            energy_window_ms: 0,
+            time_reference: false,
+            time_if_wrong: false,
+            timing_budget_ms: 500,
+        }
+    };
+    let seed = kernel("saxpy").launch.seed;
+    let open = Open { device: 0, reference: kernel("saxpy"), flush_l2: true };
+    let mut session = WorkerSession::new(&exe, &runner(), open);
+    let one_shot = Instant::now();
+    run(&job("saxpy_stride", Some("saxpy")), DEFAULT_TIMEOUT).unwrap();
+    let one_shot = one_shot.elapsed();
+    let mut times = Vec::new();
+    for (name, seed, correct) in [
+        ("saxpy_stride", seed, true),
+        ("saxpy", seed, true),
+        ("saxpy_wrong", seed, false),
+        ("saxpy_stride", seed, true),
+        ("saxpy_stride", seed + 1, true),
+    ] {
+        let t = Instant::now();
+        let r = runtime.block_on(session.evaluate(&evaluation(name, seed), DEFAULT_TIMEOUT, &cancel)).unwrap();
+        times.push(t.elapsed().as_secs_f64());
+        assert_eq!(r.correct(), correct, "{name}: {:?}", r.comparison);
+        if correct {
+            assert!(r.kernel.timing.runs >= 20 && r.kernel.timing.median_ms > 0.0, "{name}: {:?}", r.kernel.timing);
+        } else {
+            assert_eq!(r.kernel.timing.runs, 0, "a wrong candidate is not timed");
+        }
+        println!("session {name} seed {seed}: {:.3} s, phases {:?}", t.elapsed().as_secs_f64(), r.phases);
+    }
+    println!("one-shot job {:.3} s; session evaluations {times:?}", one_shot.as_secs_f64());
+    assert_eq!(session.starts, 1, "one worker for every candidate");
+    // The first evaluation opens the GPU and runs the original; the next ones do neither.
+    assert!(times[3] < one_shot.as_secs_f64() / 2.0, "{times:?} vs one-shot {one_shot:?}");
+
+    let open = Open { device: 0, reference: kernel("oob"), flush_l2: true };
+    let mut faulting = WorkerSession::new(&exe, &runner(), open);
+    for _ in 0..2 {
+        let mut e = evaluation("oob", seed);
+        e.compare = false;
+        let err = runtime.block_on(faulting.evaluate(&e, DEFAULT_TIMEOUT, &cancel)).unwrap_err();
+        assert!(err.to_string().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{err}");
+        assert!(!faulting.is_live());
+    }
+    assert_eq!(faulting.starts, 2, "a fresh worker after a fault");
+    runtime.block_on(session.stop());
+}
+
 /// The device fill is the host fill, bit for bit, for every element type and
 /// init (extreme ranges included: half overflow, the whole i64 range), and the
 /// device checksum is the host's (the same hash; sums added in another order).

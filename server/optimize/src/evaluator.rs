@@ -11,13 +11,14 @@ use crate::guard::check_candidate;
 use futures::future::join_all;
 use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
-use kernelpro_gpu::{HarnessError, Image};
+use kernelpro_gpu::{Evaluation, HarnessError, Image, JobResult, Open, WorkerSession};
 use kernelpro_measure::harness::{self, JobTuning, KernelSource, Prepared, RunOptions};
 use kernelpro_search::{Evaluator, FindingNote, Outcome, candidate_id, normalize};
 use kernelpro_source::SourceFile;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
@@ -171,7 +172,13 @@ impl Drop for Compiles {
 /// `lanes` GPU lanes (candidate i on lane i % lanes), each running its
 /// candidates one after another as soon as each is compiled (`run(i, lane,
 /// compiled)`). Outcomes in order.
-fn pipeline<F, Fut>(handle: &Handle, compiles: Vec<JoinHandle<Admitted>>, lanes: usize, run: F) -> Vec<Outcome>
+fn pipeline<F, Fut>(
+    handle: &Handle,
+    compiles: Vec<JoinHandle<Admitted>>,
+    lanes: usize,
+    waited: &Counters,
+    run: F,
+) -> Vec<Outcome>
 where
     F: Fn(usize, usize, Prepared) -> Fut,
     Fut: Future<Output = Outcome>,
@@ -185,8 +192,10 @@ where
     let futures = per_lane.into_iter().enumerate().map(|(lane, mine)| async move {
         let mut out = Vec::new();
         for (i, compile) in mine {
+            let wait = Instant::now();
             let admitted =
                 compile.await.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
+            waited.add(&waited.compile_wait_us, wait);
             let outcome = match admitted {
                 Ok(p) => run(i, lane, p).await,
                 Err(o) => o,
@@ -200,8 +209,46 @@ where
     outcomes.into_iter().map(|(_, o)| o).collect()
 }
 
+/// Where a search's evaluations spent their time, for `--json` (`pipeline`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PipelineStats {
+    /// GPU workers started (one per device when none failed; 0 for the stub).
+    pub worker_starts: u32,
+    /// GPU jobs run (baseline, candidates, their runs under the original launch, held-out checks).
+    pub gpu_jobs: u64,
+    /// Wall time in GPU jobs, the waits for the device included.
+    pub gpu_s: f64,
+    /// Wall time the GPU lanes waited for a candidate's compile.
+    pub compile_wait_s: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    gpu_jobs: AtomicU64,
+    gpu_us: AtomicU64,
+    compile_wait_us: AtomicU64,
+}
+
+impl Counters {
+    fn add(&self, counter: &AtomicU64, since: Instant) {
+        counter.fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    fn stats(&self, worker_starts: u32) -> PipelineStats {
+        PipelineStats {
+            worker_starts,
+            gpu_jobs: self.gpu_jobs.load(Ordering::Relaxed),
+            gpu_s: self.gpu_us.load(Ordering::Relaxed) as f64 / 1e6,
+            compile_wait_s: self.compile_wait_us.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
+}
+
 /// What [`crate::optimize_with`] needs of an evaluator beyond the search's trait.
 pub trait Evaluate: Evaluator {
+    /// Where the evaluations' time went so far.
+    fn pipeline_stats(&self) -> PipelineStats;
+
     /// The token that ends its compiles and GPU jobs from now on (a new phase:
     /// the search, then the held-out checks, each with its own deadline).
     fn set_cancel(&mut self, cancel: CancellationToken);
@@ -235,6 +282,10 @@ pub struct GpuEvaluator {
     rejections: Mutex<Vec<Rejection>>,
     /// Candidates that verified, compiled: the held-out checks need no new compile.
     verified: Mutex<HashMap<String, Arc<Prepared>>>,
+    /// One long-lived GPU worker per device, opened with the original once it is compiled
+    /// (`kernelpro_gpu::WorkerSession`): candidates are verified and timed back to back there.
+    sessions: HashMap<u32, tokio::sync::Mutex<WorkerSession>>,
+    counters: Counters,
 }
 
 /// A prepared kernel's identity: its cubin's path (a temp dir of its own).
@@ -268,6 +319,8 @@ impl GpuEvaluator {
             tolerances: Mutex::default(),
             rejections: Mutex::default(),
             verified: Mutex::default(),
+            sessions: HashMap::new(),
+            counters: Counters::default(),
         }
     }
 
@@ -387,7 +440,6 @@ impl GpuEvaluator {
             (job.launch.grid, job.launch.block, job.launch.smem) = (l.grid, l.block, l.smem);
         }
         let reference = reference.map(with_seed);
-        let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
         let tuning = self.tuning(reference.is_none(), device);
         // One job verifies (against the reference, when given) and times the kernel.
         let span = tracing::debug_span!(
@@ -398,8 +450,9 @@ impl GpuEvaluator {
             baseline = reference.is_none()
         );
         let started = Instant::now();
-        let result =
-            harness::run_tuned(&job, reference.as_ref(), &settings, &run, &tuning).instrument(span.clone()).await;
+        let result = self.in_session(job, reference.is_some(), device, &tuning).instrument(span.clone()).await;
+        self.counters.gpu_jobs.fetch_add(1, Ordering::Relaxed);
+        self.counters.add(&self.counters.gpu_us, started);
         span.in_scope(|| match &result {
             Ok(r) => tracing::debug!(
                 ms = started.elapsed().as_millis() as u64,
@@ -466,6 +519,55 @@ impl GpuEvaluator {
         }
     }
 
+    /// Runs `job` in the device's long-lived worker (the original is its
+    /// reference: `compare` checks the outputs against it). Without a session
+    /// (no original yet) it is a one-shot job, as `kernelpro run`'s.
+    async fn in_session(
+        &self,
+        job: kernelpro_gpu::KernelJob,
+        compare: bool,
+        device: u32,
+        tuning: &JobTuning,
+    ) -> Result<JobResult, HarnessError> {
+        let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
+        let Some(session) = self.sessions.get(&device) else {
+            let reference = if compare { self.reference.as_ref().map(|r| r.job.clone()) } else { None };
+            return harness::run_tuned(&job, reference.as_ref(), &settings, &run, tuning).await;
+        };
+        let evaluation = Evaluation {
+            kernel: job,
+            compare,
+            warmup: run.warmup,
+            runs: run.runs,
+            energy_window_ms: if run.energy { 1000 } else { 0 },
+            time_reference: tuning.time_reference,
+            time_if_wrong: tuning.time_if_wrong,
+            timing_budget_ms: tuning.timing_budget_ms,
+        };
+        // As a one-shot job's: the kernels' timeout, energy's window, the buffers' fill allowance.
+        let kernels = Duration::from_secs(settings.run_timeout_secs.max(1));
+        let kernels = tuning.timeout.map_or(kernels, |t| t.min(kernels));
+        let timeout =
+            kernels + if run.energy { Duration::from_secs(3) } else { Duration::ZERO } + evaluation.setup_allowance();
+        session.lock().await.evaluate(&evaluation, timeout, &run.cancel).await
+    }
+
+    /// One worker session per device, each opened with the original (`reference`).
+    fn open_sessions(&mut self, reference: &Prepared) {
+        for &device in &self.devices {
+            let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
+            let mut original = reference.job.clone();
+            original.launch.seed = self.search_seed;
+            let open = Open { device: run.device, reference: original, flush_l2: true };
+            self.sessions.insert(device, tokio::sync::Mutex::new(WorkerSession::new(&run.exe, &settings.runner, open)));
+        }
+    }
+
+    /// Workers started so far over all devices (one per device when nothing failed).
+    pub fn worker_starts(&self) -> u32 {
+        self.sessions.values().map(|s| s.try_lock().map_or(0, |s| s.starts)).sum()
+    }
+
     /// A candidate compiled and guarded: the one the search verified, else a new compile.
     pub fn admit(&self, source: &str) -> Result<Arc<Prepared>, Outcome> {
         if let Some(p) = self.verified.lock().expect("not poisoned").get(&normalize(source)) {
@@ -477,6 +579,7 @@ impl GpuEvaluator {
     /// The baseline: the original alone, on the search seed and the first
     /// device; it is then the reference.
     fn baseline(&mut self, prepared: Prepared) -> Outcome {
+        self.open_sessions(&prepared);
         let started = Instant::now();
         let mut outcome =
             self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
@@ -518,7 +621,7 @@ impl Evaluator for GpuEvaluator {
         }
         let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
-        pipeline(&self.ctx.handle, compiles, self.devices.len(), |i, lane, p| async move {
+        pipeline(&self.ctx.handle, compiles, self.devices.len(), &self.counters, |i, lane, p| async move {
             let outcome = this.verify_on(&p, this.search_seed, this.devices[lane]).await;
             if outcome.is_ok() {
                 this.verified.lock().expect("not poisoned").insert(normalize(sources[i]), Arc::new(p));
@@ -534,9 +637,18 @@ impl Evaluator for GpuEvaluator {
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
     }
+
+    /// Half the compile places: the rest stay free for the candidates asked for now.
+    fn lookahead(&self) -> usize {
+        (self.compiles.cap / 2).max(1)
+    }
 }
 
 impl Evaluate for GpuEvaluator {
+    fn pipeline_stats(&self) -> PipelineStats {
+        self.counters.stats(self.worker_starts())
+    }
+
     fn set_cancel(&mut self, cancel: CancellationToken) {
         self.compiles.set_cancel(cancel.clone());
         self.run.cancel = cancel;
@@ -583,6 +695,7 @@ pub struct StubEvaluator {
     pub gpu_time: Duration,
     compiles: Compiles,
     cancel: CancellationToken,
+    counters: Counters,
 }
 
 impl StubEvaluator {
@@ -597,6 +710,7 @@ impl StubEvaluator {
             parallelism: 2,
             profile_notes: Vec::new(),
             gpu_time: Duration::ZERO,
+            counters: Counters::default(),
         }
     }
 
@@ -634,11 +748,14 @@ impl Evaluator for StubEvaluator {
     fn evaluate_batch(&mut self, sources: &[&str]) -> Vec<Outcome> {
         let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
-        pipeline(&self.ctx.handle, compiles, self.parallelism(), |i, lane, p| {
+        pipeline(&self.ctx.handle, compiles, self.parallelism(), &self.counters, |i, lane, p| {
             let span = tracing::debug_span!("optimize.stub_job", candidate = %candidate_id(sources[i]), lane);
             async move {
                 let started = Instant::now();
-                let outcome = match this.gpu_job().await {
+                let job = this.gpu_job().await;
+                this.counters.gpu_jobs.fetch_add(1, Ordering::Relaxed);
+                this.counters.add(&this.counters.gpu_us, started);
+                let outcome = match job {
                     Ok(()) => this.outcome(sources[i], &p),
                     Err(o) => o,
                 };
@@ -657,9 +774,18 @@ impl Evaluator for StubEvaluator {
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
     }
+
+    /// Half the compile places: the rest stay free for the candidates asked for now.
+    fn lookahead(&self) -> usize {
+        (self.compiles.cap / 2).max(1)
+    }
 }
 
 impl Evaluate for StubEvaluator {
+    fn pipeline_stats(&self) -> PipelineStats {
+        self.counters.stats(0)
+    }
+
     fn set_cancel(&mut self, cancel: CancellationToken) {
         self.compiles.set_cancel(cancel.clone());
         self.cancel = cancel;

@@ -13,7 +13,9 @@ mod guard;
 mod launch_site;
 mod region;
 
-pub use evaluator::{CANDIDATE_TIMING_MS, Context, Evaluate, GpuEvaluator, StubEvaluator, cute_settings};
+pub use evaluator::{
+    CANDIDATE_TIMING_MS, Context, Evaluate, GpuEvaluator, PipelineStats, StubEvaluator, cute_settings,
+};
 pub use guard::{check_candidate, launch_changes};
 pub use launch_site::{SiteUpdate, update_sites};
 pub use region::{LineEdit, edit_within_region, kernel_region};
@@ -116,6 +118,8 @@ pub struct OptimizeOutcome {
     /// (also among `notes`, in words).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_applied: Vec<kernelpro_recipes::WhyNot>,
+    /// Where the evaluations' time went (GPU jobs, waits for compiles, workers started).
+    pub pipeline: PipelineStats,
 }
 
 impl OptimizeOutcome {
@@ -271,6 +275,7 @@ pub fn optimize_with(
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
+        out.pipeline = ev.pipeline_stats();
         let new_launch = best.is_some_and(|n| !launch_changes(&req.text, &n.source, &req.kernel).is_empty());
         out.title = format!(
             "Apply optimized {}: {:.2}x faster{} (stub evaluator, not measured)",
@@ -372,6 +377,7 @@ pub fn optimize_with(
             out.notes.extend(ev.tolerance_note(&prepared));
             out.notes.extend(deadline_note(&result, limit));
             out.devices = devices;
+            out.pipeline = ev.pipeline_stats();
             return Ok(out);
         }
         if verify_token.is_cancelled() {
@@ -394,6 +400,7 @@ pub fn optimize_with(
         out.notes.extend(llm_note(&llm_log));
         out.notes.extend(deadline_note(&result, limit));
         out.devices = devices;
+        out.pipeline = ev.pipeline_stats();
         return Ok(out);
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
@@ -403,6 +410,7 @@ pub fn optimize_with(
     out.notes.extend(ev.disagreement_note());
     out.notes.extend(deadline_note(&result, limit));
     out.devices = devices;
+    out.pipeline = ev.pipeline_stats();
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
 }
@@ -806,6 +814,7 @@ fn outcome_for(
         edit,
         launch_site_edits: sites.edits,
         stub: false,
+        pipeline: PipelineStats::default(),
         notes,
         devices: Vec::new(),
         not_applied,

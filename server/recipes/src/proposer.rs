@@ -89,6 +89,11 @@ impl Proposer for RecipeProposer {
     /// The whole expansion runs in one [`parse_once`](kernelpro_source::parsed::parse_once) scope:
     /// the node's file (and its canonical form) is parsed once and every recipe reads that parse.
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+        self.ahead(ctx)
+    }
+
+    /// The same proposals: rewrites of the text, nothing to remember (the search compiles them ahead).
+    fn ahead(&self, ctx: &ProposeContext) -> Vec<Proposal> {
         kernelpro_source::parsed::parse_once(|| self.expand(ctx))
     }
 }

@@ -13,7 +13,7 @@ pub mod children;
 pub mod jobs;
 pub mod process;
 
-pub use process::{OUTPUT_CAP_BYTES, ToolCommand, ToolError, ToolOutput, run_tool};
+pub use process::{OUTPUT_CAP_BYTES, Service, ToolCommand, ToolError, ToolOutput, run_tool, spawn_service};
 
 use std::future::Future;
 use std::time::Duration;

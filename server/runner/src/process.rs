@@ -122,6 +122,76 @@ impl Drop for GroupGuard {
     }
 }
 
+/// A long-lived child (the GPU worker serving a search): started like every
+/// tool (its own process group, no API keys, `LC_ALL=C`), its pipes handed to
+/// the caller, its group killed when the `Service` is dropped or [`Service::kill`]ed.
+/// It takes no place under the job limit: it waits on the GPU, not a core.
+/// `cmd.timeout` and `cmd.stdin` are not used: the caller bounds each exchange.
+pub struct Service {
+    pub stdin: tokio::process::ChildStdin,
+    /// Taken by the reader.
+    pub stdout: Option<tokio::process::ChildStdout>,
+    pub stderr: Option<tokio::process::ChildStderr>,
+    child: tokio::process::Child,
+    // Declared last, dropped last: registered until the guard has killed the group.
+    guard: GroupGuard,
+    _registered: Option<crate::children::Registration>,
+}
+
+impl Service {
+    /// Kills the group now and reaps the leader.
+    pub async fn kill(mut self) {
+        self.guard.kill();
+        let _ = self.child.wait().await;
+    }
+
+    /// The leader's exit code once it has ended (`None`: still running, or killed by a signal).
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child.try_wait().ok().flatten().and_then(|s| s.code())
+    }
+}
+
+pub fn spawn_service(cmd: &ToolCommand) -> Result<Service, ToolError> {
+    let tool = cmd.tool_name();
+    check_executable(&cmd.program, &tool)?;
+    let mut command = tokio::process::Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("LC_ALL", "C")
+        .process_group(0)
+        .kill_on_drop(true);
+    for secret in SECRET_ENV {
+        command.env_remove(secret);
+    }
+    for (k, v) in cmd.env.iter().filter(|(k, _)| !SECRET_ENV.contains(&k.as_str())) {
+        command.env(k, v);
+    }
+    if let Some(dir) = &cmd.cwd {
+        command.current_dir(dir);
+    }
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::NotFound { tool: tool.clone(), path: cmd.program.clone() },
+        std::io::ErrorKind::PermissionDenied => {
+            ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() }
+        }
+        _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
+    })?;
+    let registered = child.id().map(|p| crate::children::register(p as i32));
+    let guard = GroupGuard { pgid: child.id().map(|p| p as i32) };
+    tracing::debug!(program = %tool, args = cmd.args_summary().as_str(), pid = child.id(), "service started");
+    Ok(Service {
+        stdin: child.stdin.take().expect("piped stdin"),
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        child,
+        guard,
+        _registered: registered,
+    })
+}
+
 /// Runs `cmd` to its end, its timeout or `cancel`. Logged at debug level in a
 /// `tool` span (the program and its arguments): when it started (and how long
 /// it waited for a job place), then how it ended and how long it ran.

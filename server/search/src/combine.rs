@@ -26,6 +26,12 @@ impl Proposer for RoundRobin {
         self.next = (self.next + 1) % n.max(1);
         collect(&mut self.proposers, &order, ctx)
     }
+
+    fn ahead(&self, ctx: &ProposeContext) -> Vec<Proposal> {
+        let n = self.proposers.len();
+        let order: Vec<usize> = (0..n).map(|i| (self.next + i) % n).collect();
+        collect_ahead(&self.proposers, &order, ctx)
+    }
 }
 
 /// Asks first the proposers whose tools appear most among the parent's findings,
@@ -55,6 +61,25 @@ impl Proposer for ByFindings {
         order.sort_by_key(|&i| std::cmp::Reverse(matches(&self.tools[i])));
         collect(&mut self.proposers, &order, ctx)
     }
+
+    fn ahead(&self, ctx: &ProposeContext) -> Vec<Proposal> {
+        let matches = |tools: &[String]| ctx.findings.iter().filter(|f| tools.contains(&f.tool)).count();
+        let mut order: Vec<usize> = (0..self.proposers.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(matches(&self.tools[i])));
+        collect_ahead(&self.proposers, &order, ctx)
+    }
+}
+
+fn collect_ahead(proposers: &[Box<dyn Proposer>], order: &[usize], ctx: &ProposeContext) -> Vec<Proposal> {
+    let mut out = Vec::new();
+    for &i in order {
+        if out.len() >= ctx.wanted {
+            break;
+        }
+        let rest = ProposeContext { wanted: ctx.wanted - out.len(), ..*ctx };
+        out.extend(proposers[i].ahead(&rest).into_iter().take(rest.wanted));
+    }
+    out
 }
 
 fn collect(proposers: &mut [Box<dyn Proposer>], order: &[usize], ctx: &ProposeContext) -> Vec<Proposal> {

@@ -109,4 +109,10 @@ pub trait Evaluator {
     /// ones it takes now): an evaluator may compile them ahead, while the
     /// GPU times the current batch. A hint only; the default ignores it.
     fn prefetch(&mut self, _sources: &[&str]) {}
+
+    /// How many proposals beyond the ones it evaluates now the search should
+    /// hand [`Evaluator::prefetch`] (0, the default: none are asked for).
+    fn lookahead(&self) -> usize {
+        0
+    }
 }

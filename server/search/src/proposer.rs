@@ -54,6 +54,13 @@ impl Proposal {
 pub trait Proposer {
     fn name(&self) -> &str;
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal>;
+
+    /// What [`Proposer::propose`] would return for `ctx`, without changing the
+    /// proposer's state, when that is cheap (rewrites of the text, no network):
+    /// the search compiles them ahead. The default proposes nothing ahead.
+    fn ahead(&self, _ctx: &ProposeContext) -> Vec<Proposal> {
+        Vec::new()
+    }
 }
 
 impl<P: Proposer + ?Sized> Proposer for Box<P> {
@@ -62,5 +69,8 @@ impl<P: Proposer + ?Sized> Proposer for Box<P> {
     }
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
         (**self).propose(ctx)
+    }
+    fn ahead(&self, ctx: &ProposeContext) -> Vec<Proposal> {
+        (**self).ahead(ctx)
     }
 }

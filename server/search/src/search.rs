@@ -4,7 +4,7 @@
 use crate::config::SearchConfig;
 use crate::evaluate::{Evaluator, Outcome, OutcomeKind};
 use crate::memory::{SearchMemory, normalize, source_hash};
-use crate::proposer::{ProposeContext, Proposer};
+use crate::proposer::{Proposal, ProposeContext, Proposer};
 use crate::result::{SearchResult, StopReason, best_path, pick_best, stats};
 use crate::rng::SplitMix64;
 use crate::select::select;
@@ -295,11 +295,46 @@ impl Run<'_, '_> {
                 .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
                 .cloned()
                 .collect();
-            // What the node would propose next: compiled ahead while these are timed.
+            // What may be asked for next, compiled ahead while these are timed: the
+            // node's later proposals, then (with an evaluator that has compile places
+            // to spare) the first children of each candidate of this batch (the next
+            // iteration expands one of them when it is faster) and more of this node's.
+            let lookahead = evaluator.lookahead();
+            let mut guesses: Vec<Proposal> = Vec::new();
+            if lookahead > 0 {
+                let parent = &self.tree[node];
+                let base = ProposeContext {
+                    parent: node,
+                    source: &parent.source,
+                    depth: parent.depth,
+                    speedup: parent.speedup,
+                    best_speedup: self.best_speedup(),
+                    findings: parent.outcome.findings(),
+                    failure: parent.outcome.failure(),
+                    memory: &self.memory,
+                    wanted: self.config.candidates_per_iteration,
+                };
+                for p in proposals.iter().filter(|p| fresh.contains(&p.source)) {
+                    let child = ProposeContext {
+                        parent: NodeId(self.tree.len()),
+                        source: &p.source,
+                        depth: parent.depth + 1,
+                        findings: &[],
+                        failure: None,
+                        ..base
+                    };
+                    guesses.extend(proposer.ahead(&child));
+                }
+                guesses.extend(
+                    proposer.ahead(&ProposeContext { wanted: proposals.len() + later.len() + lookahead, ..base }),
+                );
+            }
             let ahead: Vec<&str> = later
                 .iter()
+                .chain(&guesses)
                 .map(|p| p.source.as_str())
                 .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
+                .take(later.len() + lookahead)
                 .collect();
             if !ahead.is_empty() && !fresh.is_empty() {
                 evaluator.prefetch(&ahead);

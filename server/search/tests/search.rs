@@ -762,3 +762,76 @@ fn a_once_per_form_recipe_is_tried_once_per_form_at_its_best_point() {
     let sources: std::collections::HashSet<&String> = ev.calls.iter().collect();
     assert_eq!(sources.len(), ev.calls.len(), "a text evaluated twice");
 }
+
+/// Children `PARENT/a`, `PARENT/b`, ... in a fixed order, skipping those the memory knows;
+/// `ahead` says the same without changing anything.
+struct Lettered;
+
+impl Lettered {
+    fn children(ctx: &ProposeContext) -> Vec<Proposal> {
+        ('a'..='h')
+            .map(|c| format!("{}/{c}", ctx.source))
+            .filter(|s| ctx.memory.lookup(s).is_none())
+            .take(ctx.wanted)
+            .map(|s| Proposal::new(s.clone(), s))
+            .collect()
+    }
+}
+
+impl Proposer for Lettered {
+    fn name(&self) -> &str {
+        "lettered"
+    }
+    fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+        Lettered::children(ctx)
+    }
+    fn ahead(&self, ctx: &ProposeContext) -> Vec<Proposal> {
+        Lettered::children(ctx)
+    }
+}
+
+/// Records what it was asked to compile ahead; asks for `lookahead` of them.
+struct Prefetching {
+    lookahead: usize,
+    prefetched: Vec<String>,
+    calls: Vec<String>,
+}
+
+impl Evaluator for Prefetching {
+    fn evaluate(&mut self, source: &str) -> Outcome {
+        self.calls.push(source.to_owned());
+        ok(1.0 / (1.0 + source.len() as f64))
+    }
+    fn prefetch(&mut self, sources: &[&str]) {
+        self.prefetched.extend(sources.iter().map(|s| s.to_string()));
+    }
+    fn lookahead(&self) -> usize {
+        self.lookahead
+    }
+}
+
+/// An evaluator with compile places to spare is handed what the search may
+/// ask for next (the first children of the candidates evaluated now, more of
+/// the node's own) to compile while the GPU times these: most later
+/// candidates were among them (8 of 12 here; 3 with the node's own alone).
+/// Without lookahead nothing is handed over; the search is the same either way.
+#[test]
+fn an_evaluator_with_lookahead_gets_the_next_proposals_to_compile_ahead() {
+    let config =
+        SearchConfig { budget: Budget { max_evaluations: 12, ..Budget::default() }, ..SearchConfig::default() };
+    let run = |lookahead| {
+        let mut ev = Prefetching { lookahead, prefetched: Vec::new(), calls: Vec::new() };
+        let result = Search::new(config.clone()).run("r", &mut Lettered, &mut ev).unwrap();
+        (ev, result)
+    };
+    let (with, a) = run(3);
+    let (without, b) = run(0);
+    assert!(without.prefetched.is_empty());
+    assert_eq!(with.calls, without.calls, "the lookahead changes what is compiled early, not what is searched");
+    assert_eq!(a.evaluations, b.evaluations);
+    assert!(with.prefetched.len() >= 3, "{:?}", with.prefetched);
+    assert!(with.prefetched.iter().all(|p| !with.calls[..1].contains(p)), "the original is never prefetched");
+    // Most candidates after the first batch had their compile started ahead.
+    let hits = with.calls[1..].iter().filter(|c| with.prefetched.contains(c)).count();
+    assert!(hits * 2 >= with.calls.len() - 1, "{hits} of {:?} were prefetched ({:?})", with.calls, with.prefetched);
+}
