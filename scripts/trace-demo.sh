@@ -6,8 +6,20 @@
 # real, invents the timings: no GPU needed). Raw output into docs/tracing/.
 #
 #   bash scripts/trace-demo.sh            (after `bash scripts/setup.sh`)
+#   bash scripts/trace-demo.sh gpu OUT    (on a GPU machine, KERNELPRO_BIN set: one optimize with
+#                                          the real GPU evaluator into OUT/optimize-gpu.{log,out})
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = gpu ]; then
+  out=${2:?usage: trace-demo.sh gpu OUTDIR}; mkdir -p "$out"
+  bin=${KERNELPRO_BIN:?KERNELPRO_BIN names the kernelpro binary}
+  # The same optimize as below, timed on the GPU (the original profiled first, as a user runs it).
+  "$bin" optimize --verbose examples/saxpy.cu --kernel saxpy --budget 6 --strategy greedy \
+    >"$out/optimize-gpu.out" 2>"$out/optimize-gpu.log" || echo "optimize exited $?" >>"$out/optimize-gpu.out"
+  sed -i "s#$PWD#<repo>#g; s#/tmp/kernelpro-[A-Za-z0-9_-]*#<tmp>#g" "$out"/optimize-gpu.*
+  { nvidia-smi -L; echo "produced $(date -u +%Y-%m-%dT%H:%MZ) by scripts/trace-demo.sh gpu"; } >"$out/optimize-gpu.txt" 2>&1
+  exit 0
+fi
 export KERNELPRO_VENV="${KERNELPRO_VENV:-$PWD/.venv}"
 cargo build --quiet -p kernelpro
 bin="$PWD/target/debug/kernelpro"
