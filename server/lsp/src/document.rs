@@ -115,11 +115,14 @@ impl Document {
         self.tree.get()
     }
 
-    /// Keeps the tree parsed from [`Document::lazy_snapshot`]'s text if the
-    /// text has not changed since and has no lone "\r" (`syntax.rs`).
-    pub fn offer_tree(&mut self, snapshot: &LazySnapshot, tree: tree_sitter::Tree, lone_cr: bool) {
-        if snapshot.generation == self.generation && !lone_cr {
+    /// Keeps the tree parsed from [`Document::lazy_snapshot`]'s text (one
+    /// without a lone "\r", `syntax.rs`) if the text has not changed since.
+    /// A tree not kept, or replaced, is freed off the lock (`syntax::free`).
+    pub fn offer_tree(&mut self, snapshot: &LazySnapshot, tree: tree_sitter::Tree) {
+        if snapshot.generation == self.generation {
             self.tree.set(tree);
+        } else {
+            crate::syntax::free(Some(tree));
         }
     }
 

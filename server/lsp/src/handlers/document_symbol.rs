@@ -44,12 +44,16 @@ pub async fn document_symbol(server: &Server, params: DocumentSymbolParams) -> R
 }
 
 /// The document's current text gets its answer built once it has been
-/// unchanged for [`QUIET`] (unless a request has built it already); `cell`
-/// is its text's (`Document::symbols`). Takes no lock.
+/// unchanged for [`QUIET`] (unless a request has built it already, or the
+/// pool is full: requests come first, and the next one builds it); `cell` is
+/// its text's (`Document::symbols`). Takes no lock.
 pub fn prefetch(server: &Server, uri: &Uri, cell: Cell) {
     let (state, uri) = (server.state.clone(), uri.clone());
     tokio::spawn(async move {
         tokio::time::sleep(QUIET).await;
+        if !crate::pool::has_room() {
+            return;
+        }
         if let Some((text, tree)) = unchanged(&state, &uri, &cell) {
             fill(&state, &uri, &cell, text, tree).await;
         }
@@ -67,15 +71,21 @@ fn unchanged(state: &State, uri: &Uri, cell: &Cell) -> Option<(LazySnapshot, Opt
 /// The answer of `text` (the text of `uri`, whose cell is `cell`), built
 /// once: parsed from `tree` (the document's kept tree, see `syntax.rs`),
 /// whose new tree the document keeps if its text is still `text`.
-async fn fill(state: &State, uri: &Uri, cell: &Cell, text: LazySnapshot, tree: Option<Tree>) -> Arc<[u8]> {
-    let init = || async move {
-        let (json, parsed) = crate::pool::blocking(move || answer(text, tree)).await;
-        if let Some((text, tree, lone_cr)) = parsed
-            && let Some(doc) = state.docs().get_mut(uri)
-        {
-            doc.offer_tree(&text, tree, lone_cr);
-        }
-        json
+async fn fill(state: &Arc<State>, uri: &Uri, cell: &Cell, text: LazySnapshot, tree: Option<Tree>) -> Arc<[u8]> {
+    let (state, uri) = (state.clone(), uri.clone());
+    let init = || {
+        crate::pool::blocking(move || {
+            let (json, parsed) = answer(text, tree);
+            // A tree not kept is freed here, off the documents' lock and the
+            // runtime's workers (`syntax::free`).
+            if let Some((text, tree)) = parsed {
+                match state.docs().get_mut(&uri) {
+                    Some(doc) => doc.offer_tree(&text, tree),
+                    None => syntax::free(Some(tree)),
+                }
+            }
+            json
+        })
     };
     cell.get_or_init(init).await.clone()
 }
@@ -95,9 +105,10 @@ fn placeholder(name: String) -> DocumentSymbolResponse {
     }])
 }
 
-/// The serialized answer of `text`, and the tree parsed (with the text it is
-/// of, and whether that has a lone "\r") unless the parse was refused.
-fn answer(text: LazySnapshot, old: Option<Tree>) -> (Arc<[u8]>, Option<(LazySnapshot, Tree, bool)>) {
+/// The serialized answer of `text`, and the tree parsed with the text it is
+/// of, unless the parse was refused or the text has a lone "\r" (then its
+/// tree is not kept: `syntax.rs`).
+fn answer(text: LazySnapshot, old: Option<Tree>) -> (Arc<[u8]>, Option<(LazySnapshot, Tree)>) {
     let snapshot = text.clone().snapshot();
     let string = snapshot.text.to_string();
     let Ok(tree) = syntax::parse(&string, old.as_ref(), &Budget::default()) else {
@@ -105,7 +116,7 @@ fn answer(text: LazySnapshot, old: Option<Tree>) -> (Arc<[u8]>, Option<(LazySnap
         return (Arc::from(&b"[]"[..]), None);
     };
     let json = serde_json::to_vec(&symbols(&snapshot, &syntax::outline(&tree, &string))).expect("symbols serialize");
-    (json.into(), Some((text, tree, syntax::has_lone_cr(&string))))
+    (json.into(), (!syntax::has_lone_cr(&string)).then_some((text, tree)))
 }
 
 fn symbols(text: &TextSnapshot, outline: &[syntax::Outlined]) -> Vec<DocumentSymbol> {
