@@ -109,13 +109,23 @@ fn placeholder(name: String) -> DocumentSymbolResponse {
 /// of, unless the parse was refused or the text has a lone "\r" (then its
 /// tree is not kept: `syntax.rs`).
 fn answer(text: LazySnapshot, old: Option<Tree>) -> (Arc<[u8]>, Option<(LazySnapshot, Tree)>) {
+    let started = std::time::Instant::now();
     let snapshot = text.clone().snapshot();
     let string = snapshot.text.to_string();
+    let incremental = old.is_some();
     let Ok(tree) = syntax::parse(&string, old.as_ref(), &Budget::default()) else {
         // Past the parse's budget: no symbols, as `source::parse` gives none.
         return (Arc::from(&b"[]"[..]), None);
     };
+    let parsed = started.elapsed();
     let json = serde_json::to_vec(&symbols(&snapshot, &syntax::outline(&tree, &string))).expect("symbols serialize");
+    tracing::debug!(
+        bytes = string.len(),
+        incremental,
+        parse_ms = parsed.as_secs_f64() * 1e3,
+        total_ms = started.elapsed().as_secs_f64() * 1e3,
+        "documentSymbol answer built"
+    );
     (json.into(), (!syntax::has_lone_cr(&string)).then_some((text, tree)))
 }
 
