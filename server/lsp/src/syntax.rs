@@ -153,13 +153,21 @@ pub struct Outlined {
 /// each definition (a body is never entered) and keeps each node's parent
 /// on an explicit stack (nesting is the user's: no recursion).
 pub fn outline(tree: &Tree, text: &str) -> Vec<Outlined> {
+    // Kinds and fields by id, looked up once (by name, each call scans the grammar's names).
+    let language = tree.language();
+    let ids = Ids {
+        definition: language.id_for_node_kind("function_definition", true),
+        template: language.id_for_node_kind("template_declaration", true),
+        function_declarator: language.id_for_node_kind("function_declarator", true),
+        declarator: language.field_id_for_name("declarator").map_or(0, |f| f.get()),
+    };
     let root = tree.root_node();
     let mut out = Vec::new();
     let mut stack = vec![(root, None)];
     let mut cursor = root.walk();
     while let Some((node, parent)) = stack.pop() {
-        if node.kind() == "function_definition" {
-            out.extend(outlined(node, parent, text));
+        if node.kind_id() == ids.definition {
+            out.extend(outlined(node, parent, text, &ids));
             continue;
         }
         let at = stack.len();
@@ -169,9 +177,17 @@ pub fn outline(tree: &Tree, text: &str) -> Vec<Outlined> {
     out
 }
 
-fn outlined<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str) -> Option<Outlined> {
-    let declarator = function_declarator(node.child_by_field_name("declarator")?)?;
-    let name_node = declarator.child_by_field_name("declarator")?;
+/// The node kinds and the field [`outline`] looks for, by id.
+struct Ids {
+    definition: u16,
+    template: u16,
+    function_declarator: u16,
+    declarator: u16,
+}
+
+fn outlined<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str, ids: &Ids) -> Option<Outlined> {
+    let declarator = function_declarator(node.child_by_field_id(ids.declarator)?, ids)?;
+    let name_node = declarator.child_by_field_id(ids.declarator)?;
     let name = text.get(name_node.byte_range())?.rsplit("::").next()?.trim().to_string();
     let head = text.get(node.start_byte()..declarator.start_byte())?;
     let (mut global, mut device, mut host) = (false, false, false);
@@ -189,7 +205,7 @@ fn outlined<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str) -> Option<
         (false, true, false) => FnKind::Device,
         _ => FnKind::Host,
     };
-    let outer = parent.filter(|p| p.kind() == "template_declaration").unwrap_or(node);
+    let outer = parent.filter(|p| p.kind_id() == ids.template).unwrap_or(node);
     Some(Outlined {
         name,
         kind,
@@ -199,11 +215,14 @@ fn outlined<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str) -> Option<
 }
 
 /// The first `function_declarator` at or under `node`, in source order.
-fn function_declarator(node: Node) -> Option<Node> {
+fn function_declarator<'t>(node: Node<'t>, ids: &Ids) -> Option<Node<'t>> {
+    if node.kind_id() == ids.function_declarator {
+        return Some(node); // the usual case: no walk
+    }
     let mut stack = vec![node];
     let mut cursor = node.walk();
     while let Some(n) = stack.pop() {
-        if n.kind() == "function_declarator" {
+        if n.kind_id() == ids.function_declarator {
             return Some(n);
         }
         let at = stack.len();
