@@ -85,6 +85,13 @@ pub fn free(tree: Option<Tree>) {
     }
 }
 
+/// A closed document's tree too is freed off the documents' lock.
+impl Drop for KeptTree {
+    fn drop(&mut self) {
+        free(self.0.take());
+    }
+}
+
 /// The tree-sitter point of byte `at` of a text without a lone "\r".
 fn point(text: &Rope, at: usize) -> Point {
     let row = text.byte_to_line(at);
