@@ -4,6 +4,7 @@
 //! version, analysis, profile and the edits since) is `kernelpro_session`'s
 //! [`kernelpro_session::Document`], reached through `Deref`.
 
+use crate::syntax::KeptTree;
 use kernelpro_model::{Pos, Span};
 use kernelpro_session::LineChange;
 use ropey::Rope;
@@ -19,6 +20,9 @@ pub struct Document {
     lines: OnceLock<Arc<CoreLines>>,
     /// The document's symbols, worked out once per text (see [`Document::symbols`]).
     symbols: SymbolsCell,
+    /// The last syntax tree parsed of the text, with the changes since applied
+    /// (documentSymbol re-parses from it: `syntax.rs`).
+    tree: KeptTree,
     /// Counts the text's changes (to tell whether an index built off the lock is still of it).
     generation: u64,
     /// The protocol-free rest: version, analysis, profile, edits.
@@ -44,6 +48,7 @@ impl Document {
             text: Rope::from_str(text),
             lines: OnceLock::new(),
             symbols: Arc::default(),
+            tree: KeptTree::default(),
             generation: 0,
             state: kernelpro_session::Document::new(version),
         }
@@ -67,6 +72,7 @@ impl Document {
         self.text = Rope::from_str(text);
         self.lines = OnceLock::new();
         self.symbols = Arc::default();
+        self.tree.forget();
         self.generation += 1;
     }
 
@@ -103,6 +109,23 @@ impl Document {
         self.symbols.clone()
     }
 
+    /// The tree to parse the text from: the last one parsed, with the changes
+    /// since applied; none if there is none (see [`KeptTree`]).
+    pub fn tree(&self) -> Option<tree_sitter::Tree> {
+        self.tree.get()
+    }
+
+    /// Keeps the tree parsed from [`Document::lazy_snapshot`]'s text (one
+    /// without a lone "\r", `syntax.rs`) if the text has not changed since.
+    /// A tree not kept, or replaced, is freed off the lock (`syntax::free`).
+    pub fn offer_tree(&mut self, snapshot: &LazySnapshot, tree: tree_sitter::Tree) {
+        if snapshot.generation == self.generation {
+            self.tree.set(tree);
+        } else {
+            crate::syntax::free(Some(tree));
+        }
+    }
+
     /// Applies one change of the edit that made `self.version`.
     pub fn apply_change(&mut self, change: &TextDocumentContentChangeEvent) {
         match change.range {
@@ -120,12 +143,18 @@ impl Document {
         self.symbols = Arc::default();
         self.generation += 1;
         match change.range {
-            None => self.text = Rope::from_str(&change.text),
+            None => {
+                self.text = Rope::from_str(&change.text);
+                self.tree.forget();
+            }
             Some(range) => {
                 let start = self.char_index(range.start);
                 let end = self.char_index(range.end).max(start);
+                let start_byte = self.text.char_to_byte(start);
+                self.tree.edit(&self.text, start_byte, self.text.char_to_byte(end), &change.text);
                 self.text.remove(start..end);
                 self.text.insert(start, &change.text);
+                self.tree.check(&self.text, start_byte, change.text.len());
             }
         }
     }

@@ -19,6 +19,7 @@ mod state;
 mod stdio;
 #[cfg(test)]
 mod structure;
+mod syntax;
 
 pub use server::Server;
 use tower_lsp_server::{LspService, Server as Transport};

@@ -14,6 +14,12 @@ fn pool() -> &'static Arc<tokio::sync::Semaphore> {
     })
 }
 
+/// Whether a place is free now: work nobody waits for (documentSymbol's
+/// prefetch) starts only then, so it never queues before a request.
+pub fn has_room() -> bool {
+    pool().available_permits() > 0
+}
+
 /// Runs CPU-heavy work (a parse of a large file) off the runtime's workers,
 /// in the bounded pool above; a panic in it reaches the caller's guard like
 /// any other.
