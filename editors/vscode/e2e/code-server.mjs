@@ -341,7 +341,9 @@ try {
   await profiled.first().waitFor();
   report.profile_message = await profiled.first().innerText();
   report.profile_toasts = await page.evaluate(() => window.kpToasts);
-  await profiled.first().hover(); // expanded: its whole text
+  // Expanded for the screenshot: its whole text (a toast that has been joined by another shows one line).
+  await profiled.first().hover();
+  await profiled.first().locator('.codicon-notifications-expand').first().click({ timeout: 3_000 }).catch(() => {});
   await shot('vscode-profile-words.png', { x: 340, y: 380, width: 1060, height: 520 });
   // Issue 32 item 4: a profile that cannot run leaves no lasting entry in Problems (the count,
   // settled again, is the one before; no row speaks of profiling).
