@@ -269,10 +269,13 @@ try {
   // An unsaved edit far from the kernel (a comment above everything) keeps the
   // result applicable (issue 22, item 2): the Quick Fix is still offered, one line lower.
   const note = '// a note far from the kernel';
+  // Typed into a new empty first line: Enter at the end of a typed `//` comment would continue the
+  // comment onto the line split off below it (`// #include <cstdio>`).
   await page.keyboard.press('Control+Home');
   await page.keyboard.press('Home');
-  await page.keyboard.type(note);
   await page.keyboard.press('Enter');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.type(note);
   // The same source line, now one lower, shows the same hover; the line that took its place shows another.
   report.hover_body_after_edit = await hoverAt(signature + 2, 5, 'vscode-hover-follows-edit.png');
   report.hover_line_above_after_edit = await hoverAt(signature + 1, 5);
@@ -289,16 +292,19 @@ try {
     await page.keyboard.press('ArrowDown');
   }
   await page.keyboard.press('Enter');
-  // Save, then read the edit from disk.
-  await page.keyboard.press('Control+S');
+  // Save, then read the edit from disk. The rewrite reaches the buffer through the server
+  // (workspace/applyEdit) a moment after the menu closes: saved again until the file holds more
+  // than the note (a save before it lands would hold only the note).
   const original = lines.join('\n');
   let saved;
   const deadline = Date.now() + timeout;
-  while (readFileSync(source, 'utf8') === original) {
+  for (;;) {
+    await page.keyboard.press('Control+S');
+    await page.waitForTimeout(500);
+    saved = readFileSync(source, 'utf8').split('\n');
+    if (saved.slice(1).join('\n') !== original) break;
     if (Date.now() > deadline) throw new Error('the optimized kernel was not applied and saved');
-    await new Promise((r) => setTimeout(r, 200));
   }
-  saved = readFileSync(source, 'utf8').split('\n');
   // Compared past the inserted note.
   report.applied_lines = saved.slice(1).filter((l, i) => l !== lines[i]);
 
@@ -353,8 +359,11 @@ try {
   // Show SASS for Line: a read-only virtual document; closing it asks nothing.
   await page.keyboard.press('Escape');
   await editor.locator('.view-lines').click();
-  // The kernel's loop line (the note above and the applied rewrite moved it: signature + 3 has code).
-  await goToLine(signature + 3);
+  // The first code line of the kernel's body as saved (the note above and the applied rewrite moved
+  // it; whichever rewrite the optimizer chose): past the line that opens the body, no comment or brace.
+  const bodyOpens = saved.findIndex((l, i) => i >= saved.findIndex((m) => /__global__\s+void\s+\w+/.test(m)) && l.includes('{'));
+  report.sass_line = saved.findIndex((l, i) => i > bodyOpens && /\w/.test(l) && !/^\s*(\/\/|[{}])/.test(l)) + 1;
+  await goToLine(report.sass_line);
   await palette(page, 'KernelPro: Show SASS for Line');
   const sassTab = page.locator('.tabs-container .tab', { hasText: 'SASS ' });
   await sassTab.first().waitFor();
