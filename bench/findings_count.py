@@ -9,7 +9,8 @@ Markdown table (the one in docs/benchmarks.md), keeping every binary's raw JSON 
   kernelbench  bench/kernelbench/tasks/*.cu: the KernelBench level-1 slice, every task a naive kernel
   public       public-kernels/corpus/*.cu (git-ignored; `python3 bench/public_kernels/fetch_corpus.py`
                re-creates it): other people's naive kernels and their expert twins, roles from corpus.json;
-               skipped when the folder is missing
+               skipped when the folder is missing. Its raw JSON keeps only each finding's code, place and
+               severity (messages quote the fetched code, which is never committed)
 
 Per set and binary:
   findings per naive kernel  findings with a code on the naive files (the file's own lines only)
@@ -90,6 +91,12 @@ def check(binary, files, env, workers=2):
     return by_file, time.time() - t0
 
 
+def stripped(f):
+    """A finding without its words: the public corpus's messages and evidence quote fetched code, which is
+    never committed; its code, place and severity are what the counts use."""
+    return {k: f[k] for k in ("code", "severity", "span", "file") if k in f}
+
+
 def own(path, findings):
     """The findings on the file's own lines (not those of an included header)."""
     return [f for f in findings if os.path.relpath(os.path.join(ROOT, f.get("file", path)), ROOT) == path]
@@ -161,7 +168,8 @@ def main():
             missing = [p for p in files if p not in by_file]
             if missing:
                 sys.exit(f"{binary}: no result for {missing[:5]}")
-            json.dump(by_file, open(os.path.join(args.out, f"{name}-{which}.json"), "w"), indent=1)
+            kept = {p: [stripped(f) for f in fs] for p, fs in by_file.items()} if name == "public" else by_file
+            json.dump(kept, open(os.path.join(args.out, f"{name}-{which}.json"), "w"), indent=1)
             res[which] = measure(tasks, by_file)
             res[which]["seconds"] = round(secs, 1)
         summary[name] = {w: {k: v for k, v in r.items() if k != "per_file"} for w, r in res.items()}

@@ -149,21 +149,22 @@ try {
     await page.keyboard.type(`${line}:${col}`);
     await page.keyboard.press('Enter');
   };
-  // KP_SHOTS=DIR: screenshots of the states the docs show.
-  const shot = async (name) => {
+  // KP_SHOTS=DIR: screenshots of the states the docs show; `clip` (page pixels of the 1400×900
+  // window) keeps a busy one under 200 KB.
+  const shot = async (name, clip) => {
     if (!process.env.KP_SHOTS) return;
     await page.waitForTimeout(800); // let a notification finish sliding in
-    await page.screenshot({ path: join(process.env.KP_SHOTS, name) });
+    await page.screenshot({ path: join(process.env.KP_SHOTS, name), ...(clip ? { clip } : {}) });
   };
   // The hover at a position, shown from the keyboard (Ctrl+K Ctrl+I); '' when none comes.
-  const hoverAt = async (line, col, shotName) => {
+  const hoverAt = async (line, col, shotName, clip) => {
     await editor.locator('.view-lines').click();
     await goToLine(line, col);
     await page.keyboard.press('Control+K');
     await page.keyboard.press('Control+I');
     const box = page.locator('.monaco-hover:not(.hidden) .hover-contents').first();
     const text = await box.waitFor({ timeout: 10_000 }).then(() => box.innerText()).catch(() => '');
-    if (shotName) await shot(shotName);
+    if (shotName) await shot(shotName, clip);
     await page.keyboard.press('Escape');
     return text;
   };
@@ -195,6 +196,16 @@ try {
   // Code lenses above the kernels.
   await editor.locator('.codelens-decoration a', { hasText: 'Optimize' }).first().waitFor({ state: 'attached' });
   report.code_lens = await editor.locator('.codelens-decoration').allTextContents();
+  // Issue 32 item 4: where doctor finds no GPU or ncu the Profile lens says what is missing. The
+  // lenses follow doctor's answer (the status bar shows it): read them once it came, and where it
+  // says something is missing, once a lens says so (or 30 s passed).
+  await appears(page.locator('.statusbar-item', { hasText: /KernelPro: / }).first(), { timeout: 60_000 });
+  if (/no (GPU|nvcc|g\+\+)/.test((await statusBar()) ?? '')) {
+    await appears(editor.locator('.codelens-decoration', { hasText: /▶ Profile: no / }).first(), { state: 'attached', timeout: 30_000 });
+  }
+  report.code_lens = await editor.locator('.codelens-decoration').allTextContents();
+  report.profile_lens = report.code_lens.find((t) => /▶ Profile/.test(t)) ?? '';
+  await shot('vscode-lens-says-missing.png', { x: 340, y: 0, width: 1060, height: 900 });
 
   // The Problems panel.
   await page.keyboard.press('Control+Shift+M');
@@ -258,10 +269,13 @@ try {
   // An unsaved edit far from the kernel (a comment above everything) keeps the
   // result applicable (issue 22, item 2): the Quick Fix is still offered, one line lower.
   const note = '// a note far from the kernel';
+  // Typed into a new empty first line: Enter at the end of a typed `//` comment would continue the
+  // comment onto the line split off below it (`// #include <cstdio>`).
   await page.keyboard.press('Control+Home');
   await page.keyboard.press('Home');
-  await page.keyboard.type(note);
   await page.keyboard.press('Enter');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.type(note);
   // The same source line, now one lower, shows the same hover; the line that took its place shows another.
   report.hover_body_after_edit = await hoverAt(signature + 2, 5, 'vscode-hover-follows-edit.png');
   report.hover_line_above_after_edit = await hoverAt(signature + 1, 5);
@@ -278,16 +292,19 @@ try {
     await page.keyboard.press('ArrowDown');
   }
   await page.keyboard.press('Enter');
-  // Save, then read the edit from disk.
-  await page.keyboard.press('Control+S');
+  // Save, then read the edit from disk. The rewrite reaches the buffer through the server
+  // (workspace/applyEdit) a moment after the menu closes: saved again until the file holds more
+  // than the note (a save before it lands would hold only the note).
   const original = lines.join('\n');
   let saved;
   const deadline = Date.now() + timeout;
-  while (readFileSync(source, 'utf8') === original) {
+  for (;;) {
+    await page.keyboard.press('Control+S');
+    await page.waitForTimeout(500);
+    saved = readFileSync(source, 'utf8').split('\n');
+    if (saved.slice(1).join('\n') !== original) break;
     if (Date.now() > deadline) throw new Error('the optimized kernel was not applied and saved');
-    await new Promise((r) => setTimeout(r, 200));
   }
-  saved = readFileSync(source, 'utf8').split('\n');
   // Compared past the inserted note.
   report.applied_lines = saved.slice(1).filter((l, i) => l !== lines[i]);
 
@@ -303,22 +320,66 @@ try {
     }).observe(document.body, { childList: true, subtree: true, characterData: true });
   });
   await editor.locator('.view-lines').click();
+  const problemCount = async () =>
+    ((await page.locator('[id="status.problems"]').first().innerText().catch(() => '')).match(/\d+/g) ?? [])
+      .reduce((a, n) => a + Number(n), 0);
+  // The Problems count once the server is done: the save of the applied rewrite above starts a
+  // re-analysis whose findings replace the old ones only when it ends (no flicker), so a count read
+  // at a fixed time may be either. Settled: no "compiling" progress in the status bar, and the count
+  // unchanged for 3 s since (a 90 s limit; the count then is what it is).
+  const compiling = page.locator('.statusbar-item', { hasText: /compiling/ });
+  const settledProblemCount = async () => {
+    const limit = Date.now() + 90_000;
+    let count = await problemCount();
+    let since = Date.now();
+    while (Date.now() < limit) {
+      await page.waitForTimeout(250);
+      const now = await problemCount();
+      if (now !== count || (await compiling.count()) > 0) [count, since] = [now, Date.now()];
+      else if (Date.now() - since >= 3000) break;
+    }
+    return count;
+  };
+  report.problems_before_profile = await settledProblemCount();
+  report.problem_rows_before_profile = await rows.allInnerTexts();
   await palette(page, 'KernelPro: Profile File');
   const profiled = page.locator('.notification-toast', { hasText: /Profil(ed|ing is unavailable|ing was cancelled|ing cannot run here)/ });
   await profiled.first().waitFor();
   report.profile_message = await profiled.first().innerText();
   report.profile_toasts = await page.evaluate(() => window.kpToasts);
-  await shot('vscode-profile-words.png');
+  // Expanded for the screenshot: its whole text (a toast that has been joined by another shows one line).
+  await profiled.first().hover();
+  await profiled.first().locator('.codicon-notifications-expand').first().click({ timeout: 3_000 }).catch(() => {});
+  await shot('vscode-profile-words.png', { x: 340, y: 380, width: 1060, height: 520 });
+  // Issue 32 item 4: a profile that cannot run leaves no lasting entry in Problems (the count,
+  // settled again, is the one before; no row speaks of profiling).
+  report.problems_after_profile = await settledProblemCount();
+  report.problem_rows_after_profile = await rows.allInnerTexts();
 
   // Show SASS for Line: a read-only virtual document; closing it asks nothing.
   await page.keyboard.press('Escape');
   await editor.locator('.view-lines').click();
-  await goToLine(signature + 2);
+  // The first code line of the kernel's body as saved (the note above and the applied rewrite moved
+  // it; whichever rewrite the optimizer chose): past the line that opens the body, no comment or brace.
+  const bodyOpens = saved.findIndex((l, i) => i >= saved.findIndex((m) => /__global__\s+void\s+\w+/.test(m)) && l.includes('{'));
+  report.sass_line = saved.findIndex((l, i) => i > bodyOpens && /\w/.test(l) && !/^\s*(\/\/|[{}])/.test(l)) + 1;
+  await goToLine(report.sass_line);
   await palette(page, 'KernelPro: Show SASS for Line');
   const sassTab = page.locator('.tabs-container .tab', { hasText: 'SASS ' });
   await sassTab.first().waitFor();
   report.sass_tab = await sassTab.first().innerText();
   report.sass_tab_dirty = await sassTab.first().evaluate((t) => t.classList.contains('dirty'));
+  // Issue 32 item 8: a SASS document with its own language (and grammar), not Markdown: the
+  // language in the status bar once its tab is active, and several token colours in its lines.
+  await sassTab.first().click();
+  await page.waitForTimeout(800);
+  report.sass_language = await page.locator('#status\\.editor\\.mode, .statusbar-item[id*="editor.status.mode"]').first().innerText().catch(() => null);
+  report.sass_highlighted = await page
+    .locator('.editor-group-container', { has: sassTab.first() })
+    .locator('.view-line span[class*="mtk"]')
+    .evaluateAll((spans) => new Set(spans.map((s) => s.className)).size)
+    .catch(() => 0);
+  await shot('vscode-sass-document.png', { x: 860, y: 0, width: 540, height: 900 });
   await sassTab.first().click();
   await page.keyboard.press('Control+W');
   await page.waitForTimeout(500);
@@ -336,6 +397,25 @@ try {
   const nvccSetting = page.locator('.settings-editor .setting-item-contents', { hasText: 'Nvcc' });
   report.nvcc_setting = await nvccSetting.first().waitFor({ timeout: 15_000 }).then(() => nvccSetting.first().innerText()).catch(() => '');
   if (!report.nvcc_setting && process.env.KP_SHOTS) await page.screenshot({ path: join(process.env.KP_SHOTS, 'debug-settings.png') });
+  // Issue 32 item 3: the status bar follows doctor live. kernelpro.nvcc pointed at nothing in the
+  // settings UI: "no nvcc" and one notification with Install CUDA Compiler, no reload; cleared: back.
+  const nvccInput = nvccSetting.first().locator('input').first();
+  report.status_bar_before_nvcc_change = await statusBar();
+  const noNvcc = page.locator('.statusbar-item', { hasText: /KernelPro: no nvcc/ });
+  const nvccNotice = page.locator('.notification-toast', { hasText: 'Install CUDA Compiler' });
+  try {
+    await nvccInput.fill('/nonexistent/bin/nvcc', { timeout: 15_000 });
+    await nvccInput.press('Tab', { timeout: 15_000 });
+    report.status_bar_no_nvcc = await appears(noNvcc.first(), { timeout: 60_000 }).then(() => statusBar());
+    report.no_nvcc_notice = await appears(nvccNotice.first(), { timeout: 10_000 }).then((ok) => (ok ? nvccNotice.first().innerText() : ''));
+    await shot('vscode-no-nvcc.png');
+  } finally {
+    // Whatever happened above, the compiler setting is cleared for the rest of the session.
+    await nvccInput.fill('', { timeout: 15_000 }).catch(() => {});
+    await nvccInput.press('Tab', { timeout: 15_000 }).catch(() => {});
+  }
+  report.status_bar_nvcc_back = await appears(noNvcc.first(), { state: 'detached', timeout: 60_000 }).then(() => statusBar());
+  await page.locator('.notification-toast .codicon-notifications-clear').first().click({ timeout: 5_000 }).catch(() => {});
   await page.keyboard.press('Control+W');
   await page.keyboard.press('F1');
   await page.keyboard.type('KernelPro: Install CUDA Compiler');
@@ -360,6 +440,19 @@ try {
     !report.cancelled_message.includes('Apply optimized') &&
     report.cancelled_message.includes('Apply the best so far');
   report.checks.profile_words = !/[{}]/.test(report.profile_message);
+  // Issue 32 item 4: if the profile cannot run here, its lens said what is missing beforehand, and
+  // Problems keeps no entry for it.
+  report.checks.profile_lens_says_what_is_missing =
+    !/cannot run here/.test(report.profile_message) || /▶ Profile: no /.test(report.profile_lens);
+  report.checks.no_lasting_profile_problem =
+    report.problems_after_profile === report.problems_before_profile &&
+    !report.problem_rows_after_profile.some((t) => /profil/i.test(t));
+  // Issue 32 item 3: "no nvcc" while kernelpro.nvcc names nothing, with the install button; back once cleared.
+  report.checks.status_bar_follows_doctor =
+    /no nvcc/.test(report.status_bar_no_nvcc ?? '') && /Install CUDA Compiler/.test(report.no_nvcc_notice) &&
+    !/no nvcc/.test(report.status_bar_nvcc_back ?? 'no nvcc');
+  // Issue 32 item 8: the SASS view is its own language with a grammar (several token classes).
+  report.checks.sass_document = /SASS/i.test(report.sass_language ?? '') && report.sass_highlighted > 2;
   // Item 7: Profile shows progress while it runs (not 14 silent seconds).
   report.checks.profile_progress = report.profile_toasts.some((t) => /KernelPro: profiling/.test(t));
   report.checks.code_lens_optimize = report.code_lens.some((t) => t.includes('Optimize'));
@@ -401,7 +494,7 @@ async function untrusted({ page, editor, hoverAt, signature, kernelNameCol, lens
   report.code_lens = await lensTexts();
   report.toasts = await toasts();
   report.status_bar = await statusBar();
-  report.hover_kernel = await hoverAt(signature, kernelNameCol, 'vscode-untrusted.png');
+  report.hover_kernel = await hoverAt(signature, kernelNameCol, 'vscode-untrusted.png', { x: 340, y: 0, width: 1060, height: 900 });
   report.checks.untrusted_offers_no_runs =
     report.code_lens.length > 0 && report.code_lens.every((t) => !/▶ Profile|⚡ Optimize/.test(t)) &&
     report.code_lens.some((t) => /trust/i.test(t));
@@ -434,6 +527,14 @@ async function missing({ page, editor, lensTexts, statusBar, shot, hoverAt, sign
   await error.first().hover();
   await error.first().locator('.monaco-button', { hasText: 'Open Settings' }).first().click();
   await page.locator('.settings-editor').first().waitFor();
+  // Issue 32 item 2: Open Settings lands on the Remote tab, where the machine-scoped setting lives,
+  // with the setting shown (code-server's User tab says "No Settings Found" for it).
+  await page.waitForTimeout(1000);
+  report.settings_tab_opened = await page
+    .locator('.settings-editor .settings-tabs-widget .action-label.checked').first().innerText().catch(() => '');
+  report.settings_shows_server_path = await appears(
+    page.locator('.settings-editor .setting-item-contents', { hasText: 'Server Path' }).first(), { timeout: 10_000 });
+  await shot('vscode-open-settings-remote.png');
   await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ }).first().click();
   const input = page.locator('.settings-editor .setting-item-contents', { hasText: 'Server Path' }).locator('input').first();
   await input.fill(server);
@@ -446,6 +547,8 @@ async function missing({ page, editor, lensTexts, statusBar, shot, hoverAt, sign
   report.checks.missing_binary_in_words =
     report.missing_message.includes('not an executable file') && report.missing_message.includes('Open Settings') &&
     !/[{}]/.test(report.missing_message);
+  report.checks.open_settings_lands_on_remote =
+    /^Remote/.test(report.settings_tab_opened.trim()) && report.settings_shows_server_path;
   report.checks.missing_binary_status_bar = /KernelPro/.test(report.status_bar_missing ?? '');
   report.checks.fixed_setting_starts_the_server = report.recovered && /KernelPro/.test(report.status_bar ?? '');
 

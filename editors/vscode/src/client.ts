@@ -69,6 +69,8 @@ export class KernelProClient {
   private stopping = false;
   /** The missing-compiler notification was shown for this summary ("no nvcc"): once until it changes. */
   private noticeShownFor: string | undefined;
+  /** How many times doctor was asked: only the latest asking's answer is shown (see refreshStatus). */
+  private doctorAsked = 0;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -185,11 +187,16 @@ export class KernelProClient {
    * change and after an install, so the status bar never keeps saying
    * "no nvcc" once the compiler is there. A missing compiler gets one
    * notification with an install button (again only after it was found and lost).
+   * Answers can come back out of order (doctor runs each tool's `--version`: a
+   * real nvcc is slower to answer than a path that names nothing), so an answer
+   * older than the latest asked is dropped: the status bar never goes back to
+   * the state of a setting that has since changed.
    */
   async refreshStatus(): Promise<void> {
     if (!this.client || !this.trusted) return;
+    const asked = ++this.doctorAsked;
     const summary = await this.gpu();
-    if (!this.client) return;
+    if (!this.client || asked !== this.doctorAsked) return;
     this.status.set('running', undefined, summary);
     const notice = missingCompilerNotice(summary);
     if (!notice) {

@@ -218,6 +218,45 @@ describe('activate', () => {
     }
   });
 
+  it('shows the latest doctor answer when an older one comes back later: the status bar keeps the current setting\'s state (issue 32)', async () => {
+    // Doctor answers when the test says so; each asking records what the nvcc setting was then.
+    const pending: { nvcc: unknown; answer: (text: string) => void }[] = [];
+    FakeClient.answers.set('kernelpro.doctor', () =>
+      new Promise((answer) => pending.push({ nvcc: vscode.state.settings.nvcc, answer })),
+    );
+    const noNvcc = '!!  nvcc: `/nonexistent/bin/nvcc` (the `kernelpro.nvcc` setting), which is not an executable file\n';
+    const ok = 'ok  nvcc: /x/nvcc\n!!  GPU: no NVIDIA GPU or driver visible\n';
+    try {
+      const started = activate(context() as never);
+      await vi.waitFor(() => expect(pending).toHaveLength(1));
+      pending[0].answer(ok);
+      await started;
+      expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: no GPU');
+      // The user points kernelpro.nvcc at nothing, then clears it again before doctor answered the first change.
+      const bad = vscode.changeSettings({ nvcc: '/nonexistent/bin/nvcc' });
+      await vi.waitFor(() => expect(pending).toHaveLength(2));
+      const cleared = vscode.changeSettings({ nvcc: undefined });
+      await vi.waitFor(() => expect(pending).toHaveLength(3));
+      expect(pending.map((p) => p.nvcc)).toEqual([undefined, '/nonexistent/bin/nvcc', undefined]);
+      // The latest (cleared) answers first, the older (bad path) one after it.
+      pending[2].answer(ok);
+      await cleared;
+      pending[1].answer(noNvcc);
+      await bad;
+      expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: no GPU');
+      expect(vscode.state.messages.filter((m) => m.text.includes('(nvcc) was not found'))).toHaveLength(0);
+      // In order, the bad path's answer is shown, with its one notice.
+      const again = vscode.changeSettings({ nvcc: '/nonexistent/bin/nvcc' });
+      await vi.waitFor(() => expect(pending).toHaveLength(4));
+      pending[3].answer(noNvcc);
+      await again;
+      expect(vscode.state.statusBar.text).toBe('$(chip) KernelPro: no nvcc');
+      expect(vscode.state.messages.filter((m) => m.text.includes('(nvcc) was not found'))).toHaveLength(1);
+    } finally {
+      FakeClient.answers.delete('kernelpro.doctor');
+    }
+  });
+
   it('shows a server that fails to start as stopped, with the reason', async () => {
     FakeClient.failStart = 'spawn EACCES';
     try {

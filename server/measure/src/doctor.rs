@@ -126,6 +126,8 @@ async fn version_of(found: &Found, arg: &str, run: Run) -> String {
                 .lines()
                 .rev()
                 .find(|l| l.contains("release") || l.contains("Version") || l.contains("version"))
+                // g++'s first line ("g++ (Debian 12.2.0-14) 12.2.0") has none of those words.
+                .or_else(|| text.lines().next())
                 .unwrap_or("")
                 .trim()
                 .to_string();
@@ -169,6 +171,34 @@ async fn host_compiler(env: &Env<'_>, run: Run) -> Check {
             fix: Some(toolchain::HOST_COMPILER_HINT.into()),
         },
     }
+}
+
+/// A tool named by its setting or variable is used as named (nothing else is
+/// searched), so when that names no executable file nothing can run it: the
+/// check fails. (It passed with "does not run", and the editors' status bar,
+/// lenses and notices went on as if the tool were there: issue 32 item 3.)
+/// A bare name is looked up on PATH, as running it would.
+fn named_but_not_executable(found: &Found, env: &Env<'_>) -> bool {
+    if !matches!(found.via, "setting" | "environment variable") {
+        return false;
+    }
+    let p = &found.path;
+    if !p.is_absolute() && p.components().count() == 1 {
+        let on_path =
+            (env.var)("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| is_executable(&d.join(p))));
+        return !on_path;
+    }
+    !is_executable(p)
+}
+
+/// "`/x/nvcc` (the `kernelpro.nvcc` setting)": where a named tool's path came from.
+fn named(found: &Found, tool: &str, settings: &Settings) -> String {
+    let by = if found.via == "setting" {
+        settings.words.setting(tool)
+    } else {
+        format!("KERNELPRO_{}", tool.to_uppercase())
+    };
+    format!("`{}` ({by})", found.path.display())
 }
 
 fn is_executable(p: &std::path::Path) -> bool {
@@ -224,6 +254,15 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
     }
     let nvcc = toolchain::find_tool("nvcc", settings.nvcc.as_deref(), "KERNELPRO_NVCC", &env);
     match &nvcc {
+        Some(f) if named_but_not_executable(f, &env) => checks.push(Check {
+            name: "nvcc".into(),
+            ok: false,
+            detail: format!("{}, which is not an executable file: nothing is compiled", named(f, "nvcc", settings)),
+            fix: Some(format!(
+                "point it at an existing nvcc, or clear it to let KernelPro search. {}",
+                toolchain::nvcc_install_hint(settings.words)
+            )),
+        }),
         Some(f) => checks.push(Check {
             name: "nvcc".into(),
             ok: true,
@@ -256,6 +295,15 @@ async fn report_with(settings: &Settings, versions: Run) -> Report {
     }
     checks.push(host_compiler(&env, run).await);
     match toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env) {
+        Some(f) if named_but_not_executable(&f, &env) => checks.push(Check {
+            name: "ncu".into(),
+            ok: false,
+            detail: format!("{}, which is not an executable file: profiling is off", named(&f, "ncu", settings)),
+            fix: Some(format!(
+                "point it at an existing ncu, or clear it to let KernelPro search. {}",
+                toolchain::ncu_install_hint(settings.words)
+            )),
+        }),
         Some(f) => checks.push(Check {
             name: "ncu".into(),
             ok: true,
@@ -366,6 +414,39 @@ mod tests {
         let (_, env) = env_with_path(gxx.parent().unwrap());
         let c = host_compiler(&env, Run::Versions).await;
         assert!(c.ok && c.detail.contains("g++") && c.detail.contains("via PATH"), "{c:?}");
+    }
+
+    /// Issue 32 item 3: an nvcc or ncu setting that names no executable file
+    /// fails its check (it passed with "does not run": the editors' status bar,
+    /// lenses and notices then went on as if the tool were there). The same
+    /// setting naming a real file passes.
+    #[tokio::test]
+    async fn a_setting_that_names_no_executable_fails_its_check() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            trusted: true,
+            nvcc: Some(dir.path().join("no-such/bin/nvcc")),
+            ncu: Some(dir.path().join("ncu-not-executable")),
+            ..Default::default()
+        };
+        std::fs::write(dir.path().join("ncu-not-executable"), "").unwrap();
+        let r = located(&settings).await;
+        let nvcc = r.checks.iter().find(|c| c.name == "nvcc").unwrap();
+        assert!(
+            !nvcc.ok && nvcc.detail.contains("no-such/bin/nvcc") && nvcc.detail.contains("not an executable file"),
+            "{nvcc:?}"
+        );
+        assert!(nvcc.fix.as_deref().unwrap().contains("clear it"), "{nvcc:?}");
+        let ncu = r.checks.iter().find(|c| c.name == "ncu").unwrap();
+        assert!(!ncu.ok && ncu.detail.contains("profiling is off"), "{ncu:?}");
+        assert_eq!(r.readiness(&settings).compile.as_deref(), Some("no nvcc"));
+
+        let real = dir.path().join("nvcc");
+        std::fs::write(&real, "#!/bin/sh\necho 'Cuda compilation tools, release 13.0'\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let r = located(&Settings { nvcc: Some(real), ..settings }).await;
+        assert!(r.checks.iter().any(|c| c.name == "nvcc" && c.ok), "{:?}", r.checks);
     }
 
     /// Profile and Optimize are offered only where they can run: the
