@@ -250,3 +250,36 @@ __global__ void saxpy(float* y, const float* x, float a, int n) {
         ],
     );
 }
+
+/// Issue 32: `float4` loads and stores written through a function-like macro
+/// whose body holds the cast (`#define F4(p) (reinterpret_cast<float4*>(&(p))[0])`,
+/// used as `F4(a[i])`) are 16-byte accesses, coalesced: no `UncoalescedAccess`
+/// and no `ScalarLoads` on them, with or without a bound check, as the same
+/// kernel written with the cast inline.
+#[test]
+fn float4_through_a_macro_is_one_vector_access() {
+    check(
+        r#"#define F4(p) (reinterpret_cast<float4*>(&(p))[0])
+#define CF4(p) (reinterpret_cast<const float4*>(&(p))[0])
+__global__ void add4(float* a, float* b, float* c) {
+  int i = (threadIdx.x + blockIdx.x * blockDim.x) * 4;
+  float4 x = F4(a[i]);
+  float4 y = F4(b[i]);
+  float4 z;
+  z.x = x.x + y.x;
+  z.y = x.y + y.y;
+  z.z = x.z + y.z;
+  z.w = x.w + y.w;
+  F4(c[i]) = z;
+}
+__global__ void relu4(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int i = 4 * (blockDim.x * blockIdx.x + threadIdx.x);
+  if (i < n) {
+    float4 v = CF4(x[i]);
+    F4(y[i]) = make_float4(fmaxf(v.x, 0.f), fmaxf(v.y, 0.f), fmaxf(v.z, 0.f), fmaxf(v.w, 0.f));
+  }
+}
+"#,
+        expect![""],
+    );
+}

@@ -14,8 +14,7 @@ use kernelpro_model::Span;
 use kernelpro_source::FnKind;
 use kernelpro_source::budget::{self, Budget, Refused};
 use ropey::Rope;
-use std::time::Instant;
-use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
+use tree_sitter::{InputEdit, Node, Point, Tree};
 
 /// The last tree parsed of a document's text, with every change made since
 /// applied to it; none before the first parse, after a change that replaced
@@ -114,33 +113,11 @@ pub fn has_lone_cr(text: &str) -> bool {
 }
 
 /// The tree of `text` within `budget`'s parse part (its size, template
-/// nesting and parse time; as `kernelpro_source::budget::parse_tree_within`,
-/// which has no old tree to start from), starting from `old`: the tree of an
-/// earlier text with every change since applied ([`KeptTree`]), or none.
+/// nesting and parse time: `kernelpro_source::budget::parse_tree_from`, the
+/// one definition), starting from `old`: the tree of an earlier text with
+/// every change since applied ([`KeptTree`]), or none.
 pub fn parse(text: &str, old: Option<&Tree>, budget: &Budget) -> Result<Tree, Refused> {
-    if text.len() > budget.max_bytes {
-        return Err(Refused::Exceeded { what: "the file's size in bytes", value: text.len(), limit: budget.max_bytes });
-    }
-    let openings = budget::template_openings(text);
-    if openings > budget.max_template_depth {
-        return Err(Refused::Exceeded {
-            what: "the template argument nesting depth",
-            value: openings,
-            limit: budget.max_template_depth,
-        });
-    }
-    let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_cuda::LANGUAGE.into()).map_err(|_| Refused::Cancelled)?;
-    let started = Instant::now();
-    let mut progress = |_: &tree_sitter::ParseState| started.elapsed() > budget.max_parse_time;
-    let bytes = text.as_bytes();
-    parser
-        .parse_with_options(
-            &mut |at, _| bytes.get(at..).unwrap_or_default(),
-            old,
-            Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
-        )
-        .ok_or(Refused::ParseTime(budget.max_parse_time))
+    budget::parse_tree_from(text, old, budget, &|| false)
 }
 
 /// One function of an outline: what documentSymbol shows of it.

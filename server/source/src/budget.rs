@@ -156,6 +156,20 @@ fn memchr_from(b: &[u8], from: usize, what: u8) -> usize {
 /// Parses `text` unless it is over the size budget, `cancel` is set, or the
 /// parse runs past `max_parse_time`.
 pub fn parse_tree_within(text: &str, budget: &Budget, cancelled: &dyn Fn() -> bool) -> Result<Tree, Refused> {
+    parse_tree_from(text, None, budget, cancelled)
+}
+
+/// [`parse_tree_within`] starting from `old`: the tree of an earlier text
+/// with every change since applied (`Tree::edit`), so tree-sitter re-parses
+/// only what changed (the language server's kept trees); `None` parses whole.
+/// The one definition of the parse part of the budget: size, template
+/// nesting, parse time and cancellation, whichever tree it starts from.
+pub fn parse_tree_from(
+    text: &str,
+    old: Option<&Tree>,
+    budget: &Budget,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Tree, Refused> {
     if text.len() > budget.max_bytes {
         return Err(Refused::Exceeded { what: "the file's size in bytes", value: text.len(), limit: budget.max_bytes });
     }
@@ -182,7 +196,7 @@ pub fn parse_tree_within(text: &str, budget: &Budget, cancelled: &dyn Fn() -> bo
     let bytes = text.as_bytes();
     let tree = parser.parse_with_options(
         &mut |at, _| bytes.get(at..).unwrap_or_default(),
-        None,
+        old,
         Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
     );
     match tree {

@@ -14,7 +14,7 @@ use super::launch::{Tuning, launch_variants};
 use super::recognize::{Piece, Units, names_in, render, stores, units, whole_warps};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
-use crate::syntax::{atomic_add, descendants, indent_at};
+use crate::syntax::{atomic_add, descendants, indent_at, uses};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use tree_sitter::Node;
@@ -174,9 +174,19 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
     for (w, _) in &writes {
         step.push_str(&format!("{ind2}float4 kp_o_{w};\n"));
     }
+    // The unit's index is bound in each component only where a statement still
+    // names it outside the loads and stores that became components: an unused
+    // local is an nvcc warning (#177-D) on every candidate.
+    let index_used = nodes
+        .iter()
+        .zip(&edits_of)
+        .any(|(n, edits)| uses(*n, k.text, i).iter().any(|u| !edits.iter().any(|(r, _)| r.contains(&u.start_byte()))));
     for c in ["x", "y", "z", "w"] {
         let lane = ["x", "y", "z", "w"].iter().position(|l| *l == c).expect("component");
-        step.push_str(&format!("{ind2}{{\n{ind3}const {} {i} = ({})(kp_v * 4 + {lane});\n", index.ty, index.ty));
+        step.push_str(&format!("{ind2}{{\n"));
+        if index_used {
+            step.push_str(&format!("{ind3}const {} {i} = ({})(kp_v * 4 + {lane});\n", index.ty, index.ty));
+        }
         for (at, n) in nodes.iter().enumerate() {
             let edits: Vec<_> = edits_of[at].iter().map(|(r, w)| (r.clone(), w.replace("kp_c", c))).collect();
             step.push_str(&format!("{ind3}{}\n", render(k, Piece::Node(*n), &edits, &ind3)?));

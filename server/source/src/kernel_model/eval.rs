@@ -62,19 +62,41 @@ enum Place {
     Unknown,
 }
 
-struct Scope {
+struct Scope<'a> {
     vars: HashMap<String, Value>,
     /// How many loops enclosed the scope when it opened: an assignment from
     /// deeper loops to one of its variables is loop-carried.
     loop_depth: usize,
     /// Variables this scope's loop treats as inductions (updates are already in their value).
     inductions: Vec<String>,
+    /// A function-like macro's parameters: the argument expressions they stand for.
+    args: HashMap<String, MacroArg<'a>>,
+}
+
+impl Scope<'_> {
+    fn new(vars: HashMap<String, Value>, loop_depth: usize) -> Self {
+        Scope { vars, loop_depth, inductions: Vec::new(), args: HashMap::new() }
+    }
+}
+
+/// A macro argument as written at the call (`a[idx]` of `FETCH_FLOAT4(a[idx])`):
+/// the preprocessor substitutes the text, so the body's use of the parameter
+/// decides what it is (`&(p)` an address, `p` a load), evaluated where it is used.
+#[derive(Clone)]
+struct MacroArg<'a> {
+    node: Node<'a>,
+    /// The text `node` is in (the file, or an enclosing macro's body).
+    src: &'a str,
+    /// The use site accesses were placed on at the call.
+    site: Option<(Span, String)>,
+    /// Evaluated once for its accesses: a second use of the parameter records none again.
+    recorded: bool,
 }
 
 struct Walker<'a> {
     src: &'a str,
     macros: &'a Macros,
-    scopes: Vec<Scope>,
+    scopes: Vec<Scope<'a>>,
     model: KernelModel,
     loop_stack: Vec<usize>,
     branch_stack: Vec<usize>,
@@ -116,7 +138,7 @@ pub fn model_kernel(
     let mut w = Walker {
         src: text,
         macros,
-        scopes: vec![Scope { vars: HashMap::new(), loop_depth: 0, inductions: Vec::new() }],
+        scopes: vec![Scope::new(HashMap::new(), 0)],
         model: KernelModel {
             name: kernel.name.clone(),
             is_kernel: kernel.kind == crate::FnKind::Kernel,
@@ -397,11 +419,7 @@ impl<'a> Walker<'a> {
         }
         match n.kind() {
             "compound_statement" => {
-                self.scopes.push(Scope {
-                    vars: HashMap::new(),
-                    loop_depth: self.loop_stack.len(),
-                    inductions: Vec::new(),
-                });
+                self.scopes.push(Scope::new(HashMap::new(), self.loop_stack.len()));
                 let guards = self.branch_stack.len();
                 let mut cursor = n.walk();
                 let children: Vec<Node> = n.named_children(&mut cursor).collect();
@@ -602,7 +620,7 @@ impl<'a> Walker<'a> {
 
     fn for_stmt(&mut self, n: Node<'a>, depth: usize) {
         self.statement += 1;
-        self.scopes.push(Scope { vars: HashMap::new(), loop_depth: self.loop_stack.len(), inductions: Vec::new() });
+        self.scopes.push(Scope::new(HashMap::new(), self.loop_stack.len()));
         let mut var = None;
         let mut init = None;
         if let Some(i) = n.child_by_field_name("initializer") {
@@ -685,7 +703,7 @@ impl<'a> Walker<'a> {
             }
         }
         let init = var.as_ref().and_then(|v| self.lookup(v).map(|(_, x)| x.clone()));
-        self.scopes.push(Scope { vars: HashMap::new(), loop_depth: self.loop_stack.len(), inductions: Vec::new() });
+        self.scopes.push(Scope::new(HashMap::new(), self.loop_stack.len()));
         let span = self.header_span(n);
         self.enter_loop(n, kind, span, var, init, step, cond, body, depth);
         self.scopes.pop();
@@ -1105,6 +1123,9 @@ impl<'a> Walker<'a> {
 
     fn identifier(&mut self, n: Node<'a>, depth: usize) -> Value {
         let name = self.text(n);
+        if let Some(v) = self.with_arg(name, |w, arg| w.expr(arg, depth + 1)) {
+            return v;
+        }
         if let Some((_, v)) = self.lookup(name) {
             return v.clone();
         }
@@ -1117,6 +1138,34 @@ impl<'a> Walker<'a> {
             return self.in_macro(n, &m.text, |w| w.expr(body, depth + 4));
         }
         Value::Num(Poly::atom(Atom::Sym(name.to_string())))
+    }
+
+    /// A macro parameter's use: `f` on the argument expression, in the
+    /// caller's text and scopes (a parameter named like a caller's variable
+    /// is no capture); `None` when `name` is no parameter of an enclosing expansion.
+    fn with_arg<T>(&mut self, name: &str, f: impl FnOnce(&mut Self, Node<'a>) -> T) -> Option<T> {
+        let (i, arg) = self.scopes.iter().enumerate().rev().find_map(|(i, s)| {
+            if s.vars.contains_key(name) {
+                return Some(None);
+            }
+            s.args.get(name).map(|a| Some((i, a.clone())))
+        })??;
+        let inner = self.scopes.split_off(i);
+        let saved_src = std::mem::replace(&mut self.src, arg.src);
+        let saved_site = std::mem::replace(&mut self.site, arg.site);
+        let again = arg.recorded as usize;
+        let records = self.dry == 0;
+        self.dry += again;
+        let out = f(self, arg.node);
+        self.dry -= again;
+        self.site = saved_site;
+        self.src = saved_src;
+        self.scopes.truncate(i);
+        self.scopes.extend(inner);
+        if records && let Some(a) = self.scopes[i].args.get_mut(name) {
+            a.recorded = true;
+        }
+        Some(out)
     }
 
     /// Runs `f` on a macro body's nodes, with accesses placed on the use site `n`.
@@ -1367,6 +1416,9 @@ impl<'a> Walker<'a> {
         match n.kind() {
             "identifier" => {
                 let name = self.text(n);
+                if let Some(place) = self.with_arg(name, |w, arg| w.place(arg, depth + 1)) {
+                    return place;
+                }
                 match self.lookup(name) {
                     Some(_) => Place::Var(name.to_string()),
                     None if self.macros.get(name).is_some() => Place::Unknown,
@@ -1426,7 +1478,7 @@ impl<'a> Walker<'a> {
                     _ => Place::Unknown,
                 }
             }
-            "call_expression" => match self.expand(n, depth, |w, body| w.place(body, depth + 4)) {
+            "call_expression" => match self.expand(n, |w, body| w.place(body, depth + 4)) {
                 Some(place) => place,
                 None => {
                     self.expr(n, depth + 1);
@@ -1465,8 +1517,10 @@ impl<'a> Walker<'a> {
     }
 
     /// A function-like macro call `M(a, b)`: `f` on the body with the
-    /// parameters bound to the arguments' values; `None` when `n` is not one.
-    fn expand<T>(&mut self, n: Node<'a>, depth: usize, f: impl FnOnce(&mut Self, Node<'a>) -> T) -> Option<T> {
+    /// parameters standing for the argument expressions, each evaluated where
+    /// the body uses it (as the preprocessor substitutes text: `&(p)` of
+    /// `F4(a[i])` is the address `&a[i]`, no load); `None` when `n` is not one.
+    fn expand<T>(&mut self, n: Node<'a>, f: impl FnOnce(&mut Self, Node<'a>) -> T) -> Option<T> {
         let name = self.text(n.child_by_field_name("function")?);
         let args: Vec<Node> = {
             let list = n.child_by_field_name("arguments")?;
@@ -1480,12 +1534,14 @@ impl<'a> Walker<'a> {
             return None;
         }
         let params = m.params.clone().unwrap_or_default();
-        let values: Vec<Value> = args.iter().map(|a| self.expr(*a, depth + 1)).collect();
-        self.scopes.push(Scope {
-            vars: params.into_iter().zip(values).collect(),
-            loop_depth: self.loop_stack.len(),
-            inductions: Vec::new(),
-        });
+        let (src, site) = (self.src, self.site.clone());
+        let mut scope = Scope::new(HashMap::new(), self.loop_stack.len());
+        scope.args = params
+            .into_iter()
+            .zip(args)
+            .map(|(p, node)| (p, MacroArg { node, src, site: site.clone(), recorded: false }))
+            .collect();
+        self.scopes.push(scope);
         let out = self.in_macro(n, &m.text, |w| f(w, body));
         self.scopes.pop();
         Some(out)
@@ -1505,10 +1561,7 @@ impl<'a> Walker<'a> {
         for (p, v) in params.iter().zip(values) {
             vars.insert(p.name.clone(), v);
         }
-        let scopes = std::mem::replace(
-            &mut self.scopes,
-            vec![Scope { vars, loop_depth: self.loop_stack.len(), inductions: Vec::new() }],
-        );
+        let scopes = std::mem::replace(&mut self.scopes, vec![Scope::new(vars, self.loop_stack.len())]);
         let branches = self.branch_stack.len();
         self.calls.push(name.to_string());
         self.stmt(body, depth + 1);
@@ -1545,7 +1598,7 @@ impl<'a> Walker<'a> {
             }
         }
         let name = self.text(function).to_string();
-        if let Some(out) = self.expand(n, depth, |w, body| w.expr(body, depth + 4)) {
+        if let Some(out) = self.expand(n, |w, body| w.expr(body, depth + 4)) {
             return out;
         }
         // Cooperative groups: `warp.thread_rank()` is the thread's place in its
