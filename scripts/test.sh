@@ -55,6 +55,9 @@ cargo test --workspace --no-fail-fast || status=1
 
 cargo build --quiet -p kernelpro
 export KERNELPRO_BIN="$PWD/target/debug/kernelpro" KP_REQUIRE_SERVER=1
-( cd editors/vscode && npm ci --no-audit --no-fund --silent && npm test ) || status=1
+# npm's errors stay visible (a fresh system behind a TLS-intercepting proxy failed here without a
+# word under --silent: Node needs the proxy's CA in NODE_EXTRA_CA_CERTS, see README).
+( cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error && npm test ) ||
+  { echo "test.sh: the VS Code extension's npm ci or vitest failed (see above)" >&2; status=1; }
 ( cd editors/vscode && npm run --silent e2e ) || status=1
 exit $status
