@@ -279,7 +279,7 @@ fn twenty_thousand_kernels() {
     assert!(one_line.iter().all(|d| *d < COLD_BOUND), "documentSymbol after a one-line change took {one_line:?}");
     // The goal is 200 ms for the answer kept per version (written as it is,
     // raw_answer.rs); the figure is the benchmark's
-    // (scripts/bench-document-symbol.py, docs/reliability.md): this timed test
+    // (bench/document_symbol.py, docs/reliability.md): this timed test
     // only guards against a repeat costing a parse, and prints its figure.
     assert!(
         warm < COLD_BOUND && warm <= plain,

@@ -74,7 +74,7 @@ pub fn resolved(path: &Path, text: &str, kernel: Option<&str>, compile: &Compile
         return Err(spec_errors(path, &analysis, Some(&name))
             .unwrap_or_else(|| format!("{}: `{name}` has no launch spec", path.display())));
     };
-    let signature = kernelpro_core::launch::signature(function);
+    let signature = kernelpro_spec::KernelSignature::of(function);
     let compile_settings = kernelpro_optimize::cute_settings(text, &settings)?;
     let mut launch = serde_json::to_value(spec).map_err(|e| e.to_string())?;
     without_output_inits(&mut launch);

@@ -1,31 +1,9 @@
 //! Launch specs of a file's kernels, resolved against their signatures.
 
 use kernelpro_model::{Finding, Pos, Severity, Span};
-use kernelpro_source::{Function, SourceFile};
-use kernelpro_spec::{KernelSignature, LaunchSpec, Param, ResolveOptions};
+use kernelpro_source::SourceFile;
+use kernelpro_spec::{KernelSignature, LaunchSpec, ResolveOptions};
 use std::collections::HashMap;
-
-/// The spec-side signature of a kernel: types without `*` and `__restrict__`.
-pub fn signature(f: &Function) -> KernelSignature {
-    KernelSignature {
-        name: f.name.clone(),
-        params: f
-            .params
-            .iter()
-            .map(|p| Param {
-                name: p.name.clone(),
-                ty: p
-                    .ty
-                    .replace('*', " ")
-                    .replace("__restrict__", " ")
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                pointer: p.pointer,
-            })
-            .collect(),
-    }
-}
 
 /// Every kernel's resolved spec, and every problem with the specs as findings.
 pub fn resolve_all(
@@ -40,7 +18,7 @@ pub fn resolve_all(
         let Some(f) = source.kernel(&raw.kernel) else {
             continue;
         };
-        match kernelpro_spec::resolve(raw, &specs.file_lets, &signature(f), opts) {
+        match kernelpro_spec::resolve(raw, &specs.file_lets, &KernelSignature::of(f), opts) {
             Ok(spec) => {
                 resolved.insert(raw.kernel.clone(), spec);
             }

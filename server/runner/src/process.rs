@@ -151,18 +151,23 @@ impl Service {
     }
 }
 
-pub fn spawn_service(cmd: &ToolCommand) -> Result<Service, ToolError> {
-    let tool = cmd.tool_name();
-    check_executable(&cmd.program, &tool)?;
+/// How every child starts (a tool run or a service): its own process group,
+/// killed on drop, `LC_ALL=C`, piped output, no API key in its environment
+/// (neither inherited nor passed), `tmpdir` as its `TMPDIR` (before the
+/// command's own variables, which may name another).
+fn command_for(cmd: &ToolCommand, stdin: Stdio, tmpdir: Option<&Path>) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&cmd.program);
     command
         .args(&cmd.args)
-        .stdin(Stdio::piped())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env("LC_ALL", "C")
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(dir) = tmpdir {
+        command.env("TMPDIR", dir);
+    }
     for secret in SECRET_ENV {
         command.env_remove(secret);
     }
@@ -172,13 +177,23 @@ pub fn spawn_service(cmd: &ToolCommand) -> Result<Service, ToolError> {
     if let Some(dir) = &cmd.cwd {
         command.current_dir(dir);
     }
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::NotFound { tool: tool.clone(), path: cmd.program.clone() },
-        std::io::ErrorKind::PermissionDenied => {
-            ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() }
-        }
-        _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
-    })?;
+    command
+}
+
+/// A failed spawn in words: not found, not executable, or the OS's reason.
+fn spawn_error(e: std::io::Error, cmd: &ToolCommand, tool: &str) -> ToolError {
+    let tool = tool.to_string();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::NotFound { tool, path: cmd.program.clone() },
+        std::io::ErrorKind::PermissionDenied => ToolError::NotExecutable { tool, path: cmd.program.clone() },
+        _ => ToolError::Spawn { tool, message: e.to_string() },
+    }
+}
+
+pub fn spawn_service(cmd: &ToolCommand) -> Result<Service, ToolError> {
+    let tool = cmd.tool_name();
+    check_executable(&cmd.program, &tool)?;
+    let mut child = command_for(cmd, Stdio::piped(), None).spawn().map_err(|e| spawn_error(e, cmd, &tool))?;
     let registered = child.id().map(|p| crate::children::register(p as i32));
     let guard = GroupGuard { pgid: child.id().map(|p| p as i32) };
     tracing::debug!(program = %tool, args = cmd.args_summary().as_str(), pid = child.id(), "service started");
@@ -224,39 +239,14 @@ async fn run_tool_unlogged(cmd: &ToolCommand, cancel: &CancellationToken) -> Res
     check_executable(&cmd.program, &tool)?;
     // Waits for a place under the machine-wide job limit; a superseded run leaves the queue.
     let Some(_slot) = crate::jobs::slot(cancel).await else { return Err(ToolError::Cancelled { tool }) };
-    let mut command = tokio::process::Command::new(&cmd.program);
-    command
-        .args(&cmd.args)
-        .stdin(if cmd.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("LC_ALL", "C")
-        .process_group(0)
-        .kill_on_drop(true);
     // Tools write intermediates to TMPDIR (nvcc's tmpxft_* files) and leave
     // them when killed: give each run a private one, removed when this returns.
     let scratch = tempfile::Builder::new().prefix("kernelpro-tool-").tempdir().ok();
-    if let Some(dir) = &scratch {
-        command.env("TMPDIR", dir.path());
-    }
-    for secret in SECRET_ENV {
-        command.env_remove(secret);
-    }
-    for (k, v) in cmd.env.iter().filter(|(k, _)| !SECRET_ENV.contains(&k.as_str())) {
-        command.env(k, v);
-    }
-    if let Some(dir) = &cmd.cwd {
-        command.current_dir(dir);
-    }
+    let stdin = if cmd.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+    let mut command = command_for(cmd, stdin, scratch.as_ref().map(|d| d.path()));
     let start = Instant::now();
     let waited_ms = start.duration_since(queued).as_millis() as u64;
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::NotFound { tool: tool.clone(), path: cmd.program.clone() },
-        std::io::ErrorKind::PermissionDenied => {
-            ToolError::NotExecutable { tool: tool.clone(), path: cmd.program.clone() }
-        }
-        _ => ToolError::Spawn { tool: tool.clone(), message: e.to_string() },
-    })?;
+    let mut child = command.spawn().map_err(|e| spawn_error(e, cmd, &tool))?;
     tracing::debug!(pid = child.id(), waited_ms, "started");
     // Declared first, dropped last: registered until the guard has killed the group.
     let _registered = child.id().map(|p| crate::children::register(p as i32));
