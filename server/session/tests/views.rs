@@ -120,6 +120,7 @@ fn searched(original: &str, kernel: &str, start: u32, end: u32, new: &str) -> St
             notes: Vec::new(),
             devices: Vec::new(),
             not_applied: Vec::new(),
+            pipeline: Default::default(),
         },
     }
 }
