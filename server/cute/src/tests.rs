@@ -6,8 +6,10 @@
 use crate::{CuteGemmRecipe, GemmShape, Math, cute_arch, cute_flags, cute_gemm_kernel, cutlass_include, detect_gemm};
 use expect_test::{Expect, expect, expect_file};
 use kernelpro_recipes::Recipe;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The repository; a test binary carried to the GPU machine finds it through KERNELPRO_ROOT.
 fn repo() -> PathBuf {
@@ -292,32 +294,18 @@ fn include_dir() -> PathBuf {
 
 #[test]
 fn every_rewrite_compiles_with_nvcc() {
-    let (nvcc, include) = (nvcc(), include_dir());
-    let dir = tempfile::tempdir().unwrap();
     // nvcc on CuTe takes tens of seconds: start every build, then wait for each.
     let builds: Vec<_> = all_rewrites()
         .into_iter()
-        .enumerate()
-        .flat_map(|(i, (path, source, arches))| arches.iter().map(move |arch| (i, path.clone(), source.clone(), arch)))
-        .map(|(i, path, source, arch)| {
-            let cu = dir.path().join(format!("{i}_{arch}.cu"));
-            std::fs::write(&cu, source).unwrap();
-            let child = Command::new(&nvcc)
-                .args(cute_flags(arch, &include))
-                .args(["-cubin", "-Xptxas", "-v", "-o"])
-                .arg(cu.with_extension("cubin"))
-                .arg(&cu)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            (format!("{} {arch}", path.display()), child)
+        .flat_map(|(path, source, arches)| arches.iter().map(move |arch| (path.clone(), source.clone(), arch)))
+        .map(|(path, source, arch)| {
+            let case = format!("{} {arch}", path.display());
+            let build = build_cubin(&case, &source, arch);
+            (case, build)
         })
         .collect();
-    for (case, child) in builds {
-        let out = child.wait_with_output().unwrap();
-        let log = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{case}:\n{log}");
+    for (case, build) in builds {
+        assert!(build.join().is_ok(), "{case}: the build failed (its log is above)");
     }
 }
 
@@ -413,27 +401,49 @@ fn sixteen_bit_cases() -> Vec<(String, String, &'static str)> {
 
 /// Compiles `source` to a cubin for `arch` (through [`cute_flags`]) and
 /// returns ptxas's report and the SASS listing.
-fn build_cubin(dir: &Path, name: &str, source: &str, arch: &str) -> std::thread::JoinHandle<(String, String)> {
-    let (nvcc, include) = (nvcc(), include_dir());
-    let cu = dir.join(format!("{name}_{arch}.cu"));
-    std::fs::write(&cu, source).unwrap();
-    let name = name.to_string();
-    let arch = arch.to_string();
-    std::thread::spawn(move || {
-        let cubin = cu.with_extension("cubin");
-        let out = Command::new(&nvcc)
-            .args(cute_flags(&arch, &include))
-            .args(["-cubin", "-Xptxas", "-v", "-o"])
-            .arg(&cubin)
-            .arg(&cu)
-            .output()
-            .unwrap();
-        let log = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{name} {arch}:\n{log}");
-        let sass = Command::new(nvcc.with_file_name("cuobjdump")).arg("-sass").arg(&cubin).output().unwrap();
-        assert!(sass.status.success(), "cuobjdump {name} {arch}");
-        (log, String::from_utf8_lossy(&sass.stdout).into_owned())
+fn build_cubin(name: &str, source: &str, arch: &str) -> std::thread::JoinHandle<(String, String)> {
+    // Several tests build the same rewrite for the same arch: one nvcc per (source, arch) in
+    // this process, the others wait for it (CuTe's compiles are most of this crate's test time).
+    type Built = Result<(String, String), String>;
+    type Builds = Mutex<HashMap<(String, String), Arc<OnceLock<Built>>>>;
+    static BUILDS: OnceLock<Builds> = OnceLock::new();
+    let cell = BUILDS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry((source.to_string(), arch.to_string()))
+        .or_default()
+        .clone();
+    let (name, source, arch) = (name.to_string(), source.to_string(), arch.to_string());
+    std::thread::spawn(move || match cell.get_or_init(|| compile_cubin(&source, &arch)) {
+        Ok(built) => built.clone(),
+        Err(log) => panic!("{name} {arch}:\n{log}"),
     })
+}
+
+/// nvcc's `-Xptxas -v` log and cuobjdump's SASS of `source` built for `arch`, or the failure's log.
+fn compile_cubin(source: &str, arch: &str) -> Result<(String, String), String> {
+    let (nvcc, include) = (nvcc(), include_dir());
+    let dir = tempfile::tempdir().unwrap();
+    let cu = dir.path().join("kernel.cu");
+    std::fs::write(&cu, source).unwrap();
+    let cubin = cu.with_extension("cubin");
+    let out = Command::new(&nvcc)
+        .args(cute_flags(arch, &include))
+        .args(["-cubin", "-Xptxas", "-v", "-o"])
+        .arg(&cubin)
+        .arg(&cu)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(log);
+    }
+    let sass = Command::new(nvcc.with_file_name("cuobjdump")).arg("-sass").arg(&cubin).output().unwrap();
+    if !sass.status.success() {
+        return Err(format!("cuobjdump: {}", String::from_utf8_lossy(&sass.stderr)));
+    }
+    Ok((log, String::from_utf8_lossy(&sass.stdout).into_owned()))
 }
 
 /// The number before `unit` in ptxas's report (`Used 108 registers`, `49152 bytes smem`).
@@ -452,14 +462,13 @@ fn ptxas_number(log: &str, unit: &str) -> u32 {
 /// launch bounds cost it a few bytes of spills, see generate.rs).
 #[test]
 fn sixteen_bit_gemms_use_wgmma_on_hopper() {
-    let dir = tempfile::tempdir().unwrap();
     let mut builds = Vec::new();
     for (name, text, kernel) in sixteen_bit_cases() {
         let source = rewritten_text(&text, kernel);
         if name == "bf16_row_256" {
-            builds.push((name.clone(), "sm_80", build_cubin(dir.path(), &name, &source, "sm_80")));
+            builds.push((name.clone(), "sm_80", build_cubin(&name, &source, "sm_80")));
         }
-        builds.push((name.clone(), "sm_90", build_cubin(dir.path(), &name, &source, "sm_90")));
+        builds.push((name.clone(), "sm_90", build_cubin(&name, &source, "sm_90")));
     }
     for (name, arch, build) in builds {
         let (log, sass) = build.join().unwrap();
@@ -485,14 +494,13 @@ fn sixteen_bit_gemms_use_wgmma_on_hopper() {
 /// the spec's dynamic shared memory within what a block may have.
 #[test]
 fn launch_changing_gemms_fit_their_launch_on_hopper() {
-    let dir = tempfile::tempdir().unwrap();
     let builds: Vec<_> = sixteen_bit_cases()
         .into_iter()
         .map(|(name, text, kernel)| {
             let source = rewrites(&text, kernel).pop().unwrap();
             let spec = crate::kernel::KernelInfo::find(&source, kernel).unwrap().launch.unwrap();
             assert_eq!(spec.block, [384, 1, 1], "{name}");
-            let build = build_cubin(dir.path(), &format!("{name}_launch"), &source, "sm_90");
+            let build = build_cubin(&format!("{name}_launch"), &source, "sm_90");
             (name, spec.smem, build)
         })
         .collect();
