@@ -212,6 +212,20 @@ pub async fn run(
     run_tuned(kernel, reference, settings, opts, &JobTuning::default()).await
 }
 
+/// The window over which a job measures energy (none when not asked).
+pub fn energy_window_ms(energy: bool) -> u32 {
+    if energy { 1000 } else { 0 }
+}
+
+/// How long one job (one-shot or in a search's long-lived worker) may take: the kernels get the
+/// run timeout (or the tuning's, if shorter); energy adds its window, and the buffers' set-up
+/// (filled and compared on the GPU) `setup` in proportion to their bytes.
+pub fn job_timeout(settings: &Settings, energy: bool, tuning: &JobTuning, setup: Duration) -> Duration {
+    let kernels = Duration::from_secs(settings.run_timeout_secs.max(1));
+    let kernels = tuning.timeout.map_or(kernels, |t| t.min(kernels));
+    kernels + if energy { Duration::from_secs(3) } else { Duration::ZERO } + setup
+}
+
 /// [`run`] with a search's tuning.
 pub async fn run_tuned(
     kernel: &KernelJob,
@@ -227,16 +241,12 @@ pub async fn run_tuned(
         warmup: opts.warmup,
         runs: opts.runs,
         flush_l2: true,
-        energy_window_ms: if opts.energy { 1000 } else { 0 },
+        energy_window_ms: energy_window_ms(opts.energy),
         time_reference: tuning.time_reference,
         time_if_wrong: tuning.time_if_wrong,
         timing_budget_ms: tuning.timing_budget_ms,
     };
-    // The kernels get the run timeout; energy adds its window, and the
-    // buffers' set-up (filled and compared on the GPU) time in proportion to their bytes.
-    let kernels = Duration::from_secs(settings.run_timeout_secs.max(1));
-    let kernels = tuning.timeout.map_or(kernels, |t| t.min(kernels));
-    let timeout = kernels + if opts.energy { Duration::from_secs(3) } else { Duration::ZERO } + job.setup_allowance();
+    let timeout = job_timeout(settings, opts.energy, tuning, job.setup_allowance());
     // The runner takes a place under the job limit shared with compiles, and
     // kills the worker's group when `opts.cancel` fires or this future is dropped.
     run_job(&opts.exe, &job, timeout, &settings.runner, &opts.cancel).await

@@ -539,16 +539,12 @@ impl GpuEvaluator {
             compare,
             warmup: run.warmup,
             runs: run.runs,
-            energy_window_ms: if run.energy { 1000 } else { 0 },
+            energy_window_ms: harness::energy_window_ms(run.energy),
             time_reference: tuning.time_reference,
             time_if_wrong: tuning.time_if_wrong,
             timing_budget_ms: tuning.timing_budget_ms,
         };
-        // As a one-shot job's: the kernels' timeout, energy's window, the buffers' fill allowance.
-        let kernels = Duration::from_secs(settings.run_timeout_secs.max(1));
-        let kernels = tuning.timeout.map_or(kernels, |t| t.min(kernels));
-        let timeout =
-            kernels + if run.energy { Duration::from_secs(3) } else { Duration::ZERO } + evaluation.setup_allowance();
+        let timeout = harness::job_timeout(&settings, run.energy, tuning, evaluation.setup_allowance());
         session.lock().await.evaluate(&evaluation, timeout, &run.cancel).await
     }
 
