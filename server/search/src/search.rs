@@ -259,18 +259,7 @@ impl Run<'_, '_> {
                 .slots
                 .min(self.config.candidates_per_iteration)
                 .min(self.config.budget.max_evaluations - self.evaluations);
-            let parent = &self.tree[node];
-            let ctx = ProposeContext {
-                parent: node,
-                source: &parent.source,
-                depth: parent.depth,
-                speedup: parent.speedup,
-                best_speedup: self.best_speedup(),
-                findings: parent.outcome.findings(),
-                failure: parent.outcome.failure(),
-                memory: &self.memory,
-                wanted,
-            };
+            let ctx = self.propose_context(node, wanted);
             let mut proposals = {
                 let _span = tracing::debug_span!("search.propose", node = node.0).entered();
                 let proposals = proposer.propose(&ctx);
@@ -302,23 +291,12 @@ impl Run<'_, '_> {
             let lookahead = evaluator.lookahead();
             let mut guesses: Vec<Proposal> = Vec::new();
             if lookahead > 0 {
-                let parent = &self.tree[node];
-                let base = ProposeContext {
-                    parent: node,
-                    source: &parent.source,
-                    depth: parent.depth,
-                    speedup: parent.speedup,
-                    best_speedup: self.best_speedup(),
-                    findings: parent.outcome.findings(),
-                    failure: parent.outcome.failure(),
-                    memory: &self.memory,
-                    wanted: self.config.candidates_per_iteration,
-                };
+                let base = self.propose_context(node, self.config.candidates_per_iteration);
                 for p in proposals.iter().filter(|p| fresh.contains(&p.source)) {
                     let child = ProposeContext {
                         parent: NodeId(self.tree.len()),
                         source: &p.source,
-                        depth: parent.depth + 1,
+                        depth: base.depth + 1,
                         findings: &[],
                         failure: None,
                         ..base
@@ -512,6 +490,22 @@ impl Run<'_, '_> {
             Some(StopReason::WallTime)
         } else {
             None
+        }
+    }
+
+    /// What a proposer is told about `node` when asked for `wanted` proposals.
+    fn propose_context(&self, node: NodeId, wanted: usize) -> ProposeContext<'_> {
+        let parent = &self.tree[node];
+        ProposeContext {
+            parent: node,
+            source: &parent.source,
+            depth: parent.depth,
+            speedup: parent.speedup,
+            best_speedup: self.best_speedup(),
+            findings: parent.outcome.findings(),
+            failure: parent.outcome.failure(),
+            memory: &self.memory,
+            wanted,
         }
     }
 
