@@ -92,6 +92,11 @@ pub enum Answer {
     Failed(String),
 }
 
+/// A backend call's result, a panic in it told by `panicked`.
+fn settled<T>(call: std::thread::Result<Result<T, String>>, panicked: impl Fn() -> String) -> Result<T, String> {
+    call.unwrap_or_else(|_| Err(panicked()))
+}
+
 /// The GPU work behind [`serve`]: [`crate::worker::Resident`] on a GPU, an emulation in tests.
 pub trait Backend: Sized {
     /// Opens the device and loads the original: the backend and the device's name.
@@ -113,19 +118,17 @@ pub fn serve<B: Backend>(open: &Open, input: impl BufRead, mut output: impl Writ
     let panicked = || {
         "the GPU worker panicked; this is a KernelPro bug, please report it with the kernel and its spec".to_string()
     };
-    let mut backend = match std::panic::catch_unwind(|| B::open(open)) {
-        Ok(Ok((backend, name))) => {
+    // A backend call's failure or panic is answered, and ends this worker: a fault may have
+    // poisoned the context, so the next candidate gets a fresh one.
+    let mut backend = match settled(std::panic::catch_unwind(|| B::open(open)), panicked) {
+        Ok((backend, name)) => {
             if !send(&Answer::Opened(name)) {
                 return 1;
             }
             backend
         }
-        Ok(Err(why)) => {
+        Err(why) => {
             send(&Answer::Failed(why));
-            return 1;
-        }
-        Err(_) => {
-            send(&Answer::Failed(panicked()));
             return 1;
         }
     };
@@ -147,20 +150,15 @@ pub fn serve<B: Backend>(open: &Open, input: impl BufRead, mut output: impl Writ
                 return 1;
             }
         };
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.evaluate(&evaluation)));
-        match result {
-            Ok(Ok(r)) => {
+        let call = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.evaluate(&evaluation)));
+        match settled(call, panicked) {
+            Ok(r) => {
                 if !send(&Answer::Done(Box::new(r))) {
                     return 1;
                 }
             }
-            // A fault may have poisoned the context: this worker ends, the next candidate gets a fresh one.
-            Ok(Err(why)) => {
+            Err(why) => {
                 send(&Answer::Failed(why));
-                return 1;
-            }
-            Err(_) => {
-                send(&Answer::Failed(panicked()));
                 return 1;
             }
         }
