@@ -34,17 +34,17 @@ fn slow(gpu_time: Duration) -> EvaluatorChoice {
     EvaluatorChoice::Stub(StubTiming { speedup: 1.5, launch_speedup: None, gpu_time })
 }
 
-/// 4 s a GPU job, 30 s in all: the baseline and the first batches verify
+/// 8 s a GPU job, 60 s in all: the baseline and the first batches verify
 /// (compiles on a loaded 2-core machine take seconds too), a later batch is in
-/// flight at the limit (it would end up to 4 s later) and is stopped there.
+/// flight at the limit (it would end up to 8 s later) and is stopped there.
 #[test]
 fn a_slow_search_ends_at_its_limit_with_the_best_verified_so_far() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let limit = Duration::from_secs(30);
+    let limit = Duration::from_secs(60);
     let started = Instant::now();
     let out = optimize_with(
         &request(limit.as_secs()),
-        slow(Duration::from_secs(4)),
+        slow(Duration::from_secs(8)),
         rt.handle().clone(),
         CancellationToken::new(),
         |p| eprintln!("{:.1?} {:?}", started.elapsed(), p.event),
@@ -54,11 +54,11 @@ fn a_slow_search_ends_at_its_limit_with_the_best_verified_so_far() {
     eprintln!("ended after {elapsed:?}: {} evaluations; {:?}", out.evaluations, out.notes);
     assert!(elapsed < limit + Duration::from_secs(5), "{elapsed:?} for a {limit:?} limit");
     assert!(elapsed < limit + Duration::from_secs(2), "stopped at once: {elapsed:?} for a {limit:?} limit");
-    assert_eq!(out.stop, "time limit (30 s) reached");
+    assert_eq!(out.stop, "time limit (60 s) reached");
     assert!(out.evaluations >= 1, "{out:?}");
     assert!(out.speedup > 1.0 && out.edit.is_some(), "the best verified so far is offered: {}", out.title);
     let note =
-        out.notes.iter().find(|n| n.starts_with("the time limit (30 s) ended the search after")).expect("a note");
+        out.notes.iter().find(|n| n.starts_with("the time limit (60 s) ended the search after")).expect("a note");
     assert!(note.contains("cut short in flight: "), "{note}");
     assert!(out.tried.iter().all(|t| t.speedup.is_some()), "nothing cut short was recorded as failed: {:?}", out.tried);
 }
