@@ -47,9 +47,10 @@ DEFAULT_FIXTURES = [
 class Server:
     """The real binary over stdio; a reader thread answers the server's requests at once."""
 
-    def __init__(self, binary: str, root: Path, arch: str, includes: list[str], options: dict | None = None):
+    def __init__(self, binary: str, root: Path, arch: str | None, includes: list[str], options: dict | None = None,
+                 env: dict | None = None):
         self.proc = subprocess.Popen([binary, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, env=env)
         self.messages: "queue.Queue[tuple[float, dict]]" = queue.Queue()
         self.lock = threading.Lock()
         self.next_id = 1
@@ -57,7 +58,8 @@ class Server:
         self.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(),
             "capabilities": {"window": {"workDoneProgress": True}},
-            "initializationOptions": {"trusted": True, "arch": arch, "includePaths": includes, **(options or {})},
+            "initializationOptions": {"trusted": True, **({"arch": arch} if arch else {}), "includePaths": includes,
+                                      **(options or {})},
             "workspaceFolders": [{"uri": root.as_uri(), "name": "bench"}],
         })
         self.notify("initialized", {})
