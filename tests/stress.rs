@@ -281,9 +281,12 @@ fn twenty_thousand_kernels() {
     // raw_answer.rs); the figure is the benchmark's
     // (bench/document_symbol.py, docs/reliability.md): this timed test
     // only guards against a repeat costing a parse, and prints its figure.
+    // Against the lone-CR request, which surely parsed (whole, asked at once
+    // after its change); `plain` may have been answered by the prefetch
+    // 150 ms after the open, so it is no parse to compare with.
     assert!(
-        warm < COLD_BOUND && warm <= plain,
-        "documentSymbol on an unchanged version took {warm:?} (first: {plain:?})"
+        warm < COLD_BOUND && warm <= lone_cr,
+        "documentSymbol on an unchanged version took {warm:?} (a whole parse: {lone_cr:?})"
     );
     assert!(hover_after < first_symbols, "the hover waited for the big file: {order:?}");
     assert!(c.shutdown().success());
