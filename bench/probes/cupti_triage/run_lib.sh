@@ -21,10 +21,16 @@ sed -E 's/^(\s*)([a-z_0-9]+<<<)/\1for (int rep_ = 0; rep_ < 2; ++rep_) \2/' "$SR
 nvcc -arch=sm_90 -O3 -lineinfo -o "$W/prog" "$W/prog.cu" >> "$O/log.txt" 2>&1
 M=$(sed -n '/^pub const RANGE_METRICS/,/^];/p' server/profile/src/cupti.rs | grep -o '"[^"]*"' | tr -d '"' | paste -sd,)
 SASS=$(sed -n '/^pub const SASS_METRICS/,/^];/p' server/profile/src/cupti.rs | grep -o '("smsp[^"]*"' | tr -d '("' | paste -sd,)
+# As kernelpro runs it: the counters (range profiler, then SASS metrics on
+# each kernel's second launch), then the stall reasons (PC sampling) in a run
+# of their own; both appended to out.tsv.
 for i in 1 2; do
   rm -f "$O/out.tsv" "$O"/modules/*; s=$(date +%s%N)
-  KP_CUPTI_OUT="$O/out.tsv" KP_CUPTI_DIR="$O/modules" KP_CUPTI_METRICS=$M KP_CUPTI_SASS=$SASS CUDA_INJECTION64_PATH="$W/kp.so" "$W/prog" > "$O/prog.txt" 2>&1
-  echo "in-process run $i rc=$? $(ms $s) ms" >> "$O/log.txt"
+  KP_CUPTI_OUT="$O/out.tsv" KP_CUPTI_DIR="$O/modules" KP_CUPTI_PLAN=range,sass KP_CUPTI_METRICS=$M KP_CUPTI_SASS=$SASS CUDA_INJECTION64_PATH="$W/kp.so" "$W/prog" > "$O/prog.txt" 2>&1
+  echo "in-process counters, run $i: rc=$? $(ms $s) ms" >> "$O/log.txt"
+  s=$(date +%s%N)
+  KP_CUPTI_OUT="$O/out.tsv" KP_CUPTI_DIR="$W" KP_CUPTI_PLAN=pc CUDA_INJECTION64_PATH="$W/kp.so" "$W/prog" > "$O/prog_pc.txt" 2>&1
+  echo "in-process stall sampling, run $i: rc=$? $(ms $s) ms" >> "$O/log.txt"
 done
 s=$(date +%s%N); "$W/prog" > /dev/null 2>&1; echo "program alone $(ms $s) ms" >> "$O/log.txt"
 for c in "$O"/modules/*.cubin; do nvdisasm -c -g "$c" > "${c%.cubin}.sass" 2>&1; rm -f "$c"; done

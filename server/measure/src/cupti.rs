@@ -190,11 +190,12 @@ pub struct CuptiResult {
 async fn injected_run(
     req: &CuptiProfile,
     dir: &Path,
-    mode: &str,
+    plan: &str,
     cancel: &CancellationToken,
 ) -> Result<CuptiRun, CuptiError> {
-    let out_file = dir.join(format!("{mode}.tsv"));
-    let cubins = dir.join(format!("{mode}-modules"));
+    let name = plan.replace(',', "-");
+    let out_file = dir.join(format!("{name}.tsv"));
+    let cubins = dir.join(format!("{name}-modules"));
     std::fs::create_dir_all(&cubins).map_err(|e| CuptiError::Run(e.to_string()))?;
     let (program, args) = req.target.split_first().ok_or_else(|| CuptiError::Run("no program".into()))?;
     let mut cmd = ToolCommand::new(program, req.timeout)
@@ -202,7 +203,7 @@ async fn injected_run(
         .env("CUDA_INJECTION64_PATH", &req.library.display().to_string())
         .env("KP_CUPTI_OUT", &out_file.display().to_string())
         .env("KP_CUPTI_DIR", &cubins.display().to_string())
-        .env("KP_CUPTI_MODE", mode)
+        .env("KP_CUPTI_PLAN", plan)
         .env("KP_CUPTI_METRICS", &RANGE_METRICS.join(","))
         .env("KP_CUPTI_SASS", &pages::sass_metric_names());
     if let Some(input) = &req.stdin {
@@ -223,8 +224,8 @@ async fn injected_run(
 }
 
 /// Runs the target with the library loaded: the first launch of each kernel
-/// range-profiled, the second SASS-patched; a kernel launched once gets its
-/// per-instruction counters from a second run that patches its first launch.
+/// range-profiled, the second SASS-patched; then again for the stall
+/// reasons (PC sampling).
 /// Then the loaded modules' disassembly ties PC offsets to source lines.
 #[tracing::instrument(level = "debug", name = "profile.cupti", skip_all, fields(kernel = req.kernel.as_deref()))]
 pub async fn profile(
@@ -237,24 +238,41 @@ pub async fn profile(
         .tempdir()
         .map_err(|e| CuptiError::Run(format!("cannot make a temp dir: {e}")))?;
     let start = std::time::Instant::now();
-    let mut run = injected_run(req, dir.path(), "both", cancel).await?;
+    let mut run = injected_run(req, dir.path(), "range,sass", cancel).await?;
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
     run.profiles.retain(wanted);
     if run.profiles.is_empty() {
         let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
         return Err(CuptiError::NoKernel(which));
     }
+    // The stall reasons (PC sampling) in a run of their own: CUPTI's range
+    // profiler and PC sampling do not share a process. A kernel launched
+    // once also gets its per-instruction counters there, and its samples
+    // in a third run.
     let mut notes = Vec::new();
-    let missing = run.profiles.iter().any(|p| p.mangled.as_deref().is_some_and(|m| !run.has_pcs(m)));
-    if missing {
-        match injected_run(req, dir.path(), "sass", cancel).await {
-            Ok(second) => {
-                for (k, v) in second.pcs {
+    let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
+    for _ in 0..2 {
+        let no_sass = mangled.iter().any(|m| !run.has_pcs(m));
+        let no_pc = mangled.iter().any(|m| !run.has_stalls(m));
+        let plan = match (no_sass, no_pc) {
+            (true, _) => "sass,pc",
+            (false, true) => "pc",
+            (false, false) => break,
+        };
+        match injected_run(req, dir.path(), plan, cancel).await {
+            Ok(more) => {
+                for (k, v) in more.pcs {
                     run.pcs.entry(k).or_insert(v);
                 }
-                run.cubins.extend(second.cubins);
+                for (k, v) in more.stalls {
+                    run.stalls.entry(k).or_insert(v);
+                }
+                run.cubins.extend(more.cubins);
             }
-            Err(e) => notes.push(format!("no per-line counters: {e}")),
+            Err(e) => {
+                notes.push(format!("no per-line counters or stall samples: {e}"));
+                break;
+            }
         }
     }
     let run_secs = start.elapsed().as_secs_f64();
@@ -282,8 +300,12 @@ pub async fn profile(
             continue;
         };
         let instructions = instructions_of(f);
-        let page = pages::source_page(&profile, &instructions, pcs, None, source_text);
+        let stalls = run.stalls.get(&mangled);
+        let page = pages::source_page(&profile, &instructions, pcs, stalls, None, source_text);
         pages::add_source_totals(&mut profile, &page);
+        if let Some(stalls) = stalls {
+            pages::add_stall_totals(&mut profile, stalls);
+        }
         result.pages.push(page);
         result.profiles.push(profile);
     }

@@ -9,7 +9,7 @@
 
 use kernelpro_measure::cupti::instructions_of;
 use kernelpro_measure::profiling::{Exports, ProfileReport, analyze_exports, analyze_profiles};
-use kernelpro_profile::cupti::{add_source_totals, parse_cupti, source_page};
+use kernelpro_profile::cupti::{add_source_totals, add_stall_totals, parse_cupti, source_page};
 use kernelpro_profile::{SourcePage, Thresholds};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -36,8 +36,12 @@ fn cupti_report() -> ProfileReport {
     for mut p in run.profiles.clone() {
         let mangled = p.mangled.clone().unwrap();
         let f = sass.function(&mangled).unwrap_or_else(|| panic!("{mangled} not disassembled"));
-        let page = source_page(&p, &instructions_of(f), &run.pcs[&mangled], None, &text);
+        let stalls = run.stalls.get(&mangled);
+        let page = source_page(&p, &instructions_of(f), &run.pcs[&mangled], stalls, None, &text);
         add_source_totals(&mut p, &page);
+        if let Some(s) = stalls {
+            add_stall_totals(&mut p, s);
+        }
         pages.push(page);
         profiles.push(p);
     }

@@ -7,7 +7,8 @@
 //!
 //! Records: `M kernel mangled metric value` (a number), `T kernel mangled
 //! metric text`, `P mangled pc-offset sass-metric value` (one instruction's
-//! counter), `C cubin-path` (a loaded module, for the disassembly), and
+//! counter), `S mangled pc-offset stall-reason samples` (PC sampling), `C
+//! cubin-path` (a loaded module, for the disassembly), and
 //! `#skip`/`#error`/`#setup`/`#kernel`/`#sass` lines (what could not be
 //! collected, failures, timings).
 
@@ -130,6 +131,9 @@ pub struct CuptiRun {
     pub profiles: Vec<KernelProfile>,
     /// Per-instruction counters by mangled function name, then PC offset.
     pub pcs: BTreeMap<String, BTreeMap<u32, BTreeMap<String, f64>>>,
+    /// PC sampling: warp samples by mangled function, PC offset, stall reason
+    /// (`smsp__pcsamp_warps_issue_stalled_long_scoreboard`, ...).
+    pub stalls: BTreeMap<String, BTreeMap<u32, BTreeMap<String, f64>>>,
     /// The modules the program loaded, as the library saved them.
     pub cubins: Vec<String>,
     /// Metrics this device could not collect.
@@ -142,6 +146,10 @@ impl CuptiRun {
     /// once gets its per-instruction counters from a second, `sass` run).
     pub fn has_pcs(&self, mangled: &str) -> bool {
         self.pcs.get(mangled).is_some_and(|m| !m.is_empty())
+    }
+    /// Whether PC sampling reached this kernel.
+    pub fn has_stalls(&self, mangled: &str) -> bool {
+        self.stalls.get(mangled).is_some_and(|m| !m.is_empty())
     }
 }
 
@@ -176,12 +184,13 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
                 };
                 run.profiles[idx].metrics.insert(name.to_string(), Metric { value, unit: String::new() });
             }
-            ["P", mangled, pc, name, value] => {
+            [kind @ ("P" | "S"), mangled, pc, name, value] => {
                 let (Ok(pc), Ok(v)) = (u32::from_str_radix(pc.trim_start_matches("0x"), 16), value.parse::<f64>())
                 else {
                     continue;
                 };
-                *run.pcs
+                let table = if *kind == "P" { &mut run.pcs } else { &mut run.stalls };
+                *table
                     .entry(mangled.to_string())
                     .or_default()
                     .entry(pc)
@@ -220,6 +229,7 @@ pub fn source_page(
     profile: &KernelProfile,
     instructions: &[Instruction],
     pcs: &BTreeMap<u32, BTreeMap<String, f64>>,
+    stalls: Option<&BTreeMap<u32, BTreeMap<String, f64>>>,
     own_file: Option<&str>,
     source_text: &str,
 ) -> SourcePage {
@@ -243,6 +253,9 @@ pub fn source_page(
                     metrics.insert(c.to_string(), number(*v));
                 }
             }
+        }
+        if let Some(samples) = stalls.and_then(|s| s.get(&ins.offset)) {
+            stall_columns(samples, &mut metrics);
         }
         derive(&mut metrics);
         if let Some(key) = &ins.line {
@@ -273,6 +286,52 @@ pub fn source_page(
         })
         .collect();
     SourcePage { kernel: profile.kernel.clone(), signature: profile.signature.clone(), file, lines, instructions: rows }
+}
+
+const PCSAMP: &str = "smsp__pcsamp_warps_issue_stalled_";
+
+/// One instruction's PC samples under the source page's columns: each
+/// reason's (`stall_long_sb`), and all of them (`Warp Stall Sampling (All
+/// Samples)`, `# Samples`); the not-issued variants are left out.
+fn stall_columns(samples: &BTreeMap<String, f64>, m: &mut Metrics) {
+    let mut all = 0.0;
+    for (name, v) in samples {
+        let Some(key) = name.strip_prefix(PCSAMP) else { continue };
+        if key.ends_with("_not_issued") {
+            continue;
+        }
+        all += v;
+        let column = match key {
+            "selected" => Some("stall_selected"),
+            "not_selected" => Some("stall_not_selected"),
+            _ => crate::tools::STALL_REASONS.iter().find(|r| r.key == key).map(|r| r.column),
+        };
+        if let Some(c) = column {
+            let prev = m.get(c).and_then(Metric::number).unwrap_or(0.0);
+            m.insert(c.to_string(), number(prev + v));
+        }
+    }
+    m.insert("Warp Stall Sampling (All Samples)".into(), number(all));
+    m.insert("# Samples".into(), number(all));
+}
+
+/// The kernel's PC-sampling totals under ncu's raw-page names
+/// (`smsp__pcsamp_sample_count`, `smsp__pcsamp_warps_issue_stalled_*`).
+pub fn add_stall_totals(profile: &mut KernelProfile, stalls: &BTreeMap<u32, BTreeMap<String, f64>>) {
+    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total = 0.0;
+    for samples in stalls.values() {
+        for (name, v) in samples {
+            *sums.entry(name.clone()).or_default() += v;
+            if name.starts_with(PCSAMP) && !name.ends_with("_not_issued") {
+                total += v;
+            }
+        }
+    }
+    for (name, v) in sums {
+        profile.metrics.insert(name, number(v));
+    }
+    profile.metrics.insert("smsp__pcsamp_sample_count".into(), number(total));
 }
 
 /// The columns ncu derives from the counted ones.

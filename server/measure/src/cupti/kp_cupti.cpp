@@ -8,16 +8,20 @@
 //     $KP_CUPTI_SASS, by function and PC offset;
 //   - every module's cubin, written to $KP_CUPTI_DIR, for the disassembly
 //     that ties PC offsets to source lines.
-// $KP_CUPTI_MODE: `both` (default), `range` (first launch only) or `sass`
-// (the first launch SASS-patched: for a program that launches a kernel once).
+//   - with `pc` in the plan: CUPTI's PC sampling (stall reasons per PC).
+// $KP_CUPTI_PLAN: what the 1st, 2nd, ... launch of each kernel is for, from
+// `range`, `sass`, `pc` (default `range,sass`); `range` and `pc` are never
+// asked of one process (a program launched once is run again with `sass,pc`).
 // Output, appended to $KP_CUPTI_OUT, one record a line, tab-separated:
 //   M <tab> demangled <tab> mangled <tab> metric <tab> value
 //   P <tab> mangled <tab> pc offset (hex) <tab> metric <tab> value
+//   S <tab> mangled <tab> pc offset (hex) <tab> stall reason <tab> samples
 //   C <tab> cubin path
 //   #skip <tab> metric (not collectable here), #error <tab> what, #setup/#kernel/#sass <tab> timings
 // The parser is kernelpro_profile::cupti::parse_cupti.
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -29,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -53,7 +58,15 @@ struct State {
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   std::set<std::string> seen, sassSeen;
-  std::string chip, mode = "both", dir;
+  std::string chip, dir;
+  std::vector<std::string> plan = {"range", "sass"};
+  std::map<std::string, int> launches;
+  bool wantRange = false, wantSass = false, wantPc = false;
+  // PC sampling.
+  std::vector<std::string> stallNames;
+  std::vector<uint32_t> stallIndex;
+  CUpti_PCSamplingData pcData = {};
+  bool pcRunning = false;
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
   bool sassRunning = false, sassEnabled = false;
@@ -193,6 +206,107 @@ void sass_end() {
   fflush(S.out);
 }
 
+// PC sampling: every stall reason, serialized kernels, started and stopped
+// around the one launch it is for.
+void setup_pc() {
+  CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
+  en.ctx = S.ctx;
+  CHECK(cuptiPCSamplingEnable(&en));
+  size_t n = 0;
+  CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize};
+  np.ctx = S.ctx;
+  np.numStallReasons = &n;
+  CHECK(cuptiPCSamplingGetNumStallReasons(&np));
+  std::vector<char*> names(n);
+  for (auto& p : names) p = static_cast<char*>(calloc(CUPTI_STALL_REASON_STRING_SIZE, 1));
+  S.stallIndex.resize(n);
+  CUpti_PCSamplingGetStallReasonsParams sr = {CUpti_PCSamplingGetStallReasonsParamsSize};
+  sr.ctx = S.ctx;
+  sr.numStallReasons = n;
+  sr.stallReasonIndex = S.stallIndex.data();
+  sr.stallReasons = names.data();
+  CHECK(cuptiPCSamplingGetStallReasons(&sr));
+  for (auto* p : names) {
+    S.stallNames.push_back(p);
+    free(p);
+  }
+  const size_t pcs = 20000;
+  S.pcData.size = sizeof(CUpti_PCSamplingData);
+  S.pcData.collectNumPcs = pcs;
+  S.pcData.pPcData = static_cast<CUpti_PCSamplingPCData*>(calloc(pcs, sizeof(CUpti_PCSamplingPCData)));
+  for (size_t i = 0; i < pcs; i++) {
+    S.pcData.pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
+    S.pcData.pPcData[i].stallReason =
+        static_cast<CUpti_PCSamplingStallReason*>(calloc(n, sizeof(CUpti_PCSamplingStallReason)));
+  }
+  std::vector<CUpti_PCSamplingConfigurationInfo> cfg(6);
+  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  cfg[0].attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
+  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  cfg[1].attributeData.samplingPeriodData.samplingPeriod = getenv("KP_CUPTI_PC_PERIOD") ? atoi(getenv("KP_CUPTI_PC_PERIOD")) : 9;
+  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+  cfg[2].attributeData.stallReasonData.stallReasonCount = n;
+  cfg[2].attributeData.stallReasonData.pStallReasonIndex = S.stallIndex.data();
+  cfg[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  cfg[3].attributeData.samplingDataBufferData.samplingDataBuffer = &S.pcData;
+  cfg[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  cfg[4].attributeData.enableStartStopControlData.enableStartStopControl = 1;
+  cfg[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
+  cfg[5].attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+  CUpti_PCSamplingConfigurationInfoParams cp = {CUpti_PCSamplingConfigurationInfoParamsSize};
+  cp.ctx = S.ctx;
+  cp.numAttributes = cfg.size();
+  cp.pPCSamplingConfigurationInfo = cfg.data();
+  CHECK(cuptiPCSamplingSetConfigurationAttribute(&cp));
+}
+
+void pc_begin() {
+  S.t0 = std::chrono::steady_clock::now();
+  CUpti_PCSamplingStartParams st = {CUpti_PCSamplingStartParamsSize};
+  st.ctx = S.ctx;
+  CHECK(cuptiPCSamplingStart(&st));
+  S.pcRunning = true;
+}
+
+void pc_emit(CUpti_PCSamplingData& d, uint64_t& total) {
+  for (size_t i = 0; i < d.totalNumPcs; i++) {
+    auto& pc = d.pPcData[i];
+    for (size_t r = 0; r < pc.stallReasonCount; r++) {
+      auto& sr = pc.stallReason[r];
+      if (sr.samples == 0) continue;
+      const char* name = "?";
+      for (size_t k = 0; k < S.stallIndex.size(); k++)
+        if (S.stallIndex[k] == sr.pcSamplingStallReasonIndex) name = S.stallNames[k].c_str();
+      fprintf(S.out, "S\t%s\t0x%llx\t%s\t%u\n", pc.functionName ? pc.functionName : "?",
+              (unsigned long long)pc.pcOffset, name, sr.samples);
+      total += sr.samples;
+    }
+  }
+  d.totalNumPcs = 0;
+}
+
+void pc_end() {
+  S.pcRunning = false;
+  cuCtxSynchronize();
+  CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
+  sp.ctx = S.ctx;
+  CHECK(cuptiPCSamplingStop(&sp));
+  uint64_t total = 0, dropped = S.pcData.droppedSamples;
+  pc_emit(S.pcData, total);
+  CUpti_PCSamplingGetDataParams gd = {CUpti_PCSamplingGetDataParamsSize};
+  gd.ctx = S.ctx;
+  gd.pcSamplingData = &S.pcData;
+  for (int i = 0; i < 64 && cuptiPCSamplingGetData(&gd) == CUPTI_SUCCESS; i++) {
+    bool more = S.pcData.remainingNumPcs > 0;
+    dropped += S.pcData.droppedSamples;
+    pc_emit(S.pcData, total);
+    if (!more) break;
+  }
+  fprintf(S.out, "#pc\t%s\tsamples=%llu\tdropped=%llu\tms=%.1f\n", S.current.c_str(),
+          (unsigned long long)total, (unsigned long long)dropped, ms_since(S.t0));
+  fflush(S.out);
+}
+
 // Whether the range profiler can collect this metric on this chip: a
 // throwaway host object per metric, so one unknown name does not sink the rest.
 bool collectable(const char* chip, const std::vector<uint8_t>& avail, const char* name) {
@@ -224,8 +338,9 @@ void setup(CUcontext ctx) {
   chip.deviceIndex = (size_t)S.dev;
   CHECK(cuptiDeviceGetChipName(&chip));
   S.chip = chip.pChipName;
-  if (S.mode != "range") setup_sass();
-  if (S.mode == "sass") {
+  if (S.wantSass) setup_sass();
+  if (S.wantPc) setup_pc();
+  if (!S.wantRange) {
     S.profiler = reinterpret_cast<CUpti_RangeProfiler_Object*>(1);  // set up; no range profiling
     fprintf(S.out, "#setup\tchip=%s\tpasses=0\tms=%.1f\n", S.chip.c_str(), ms_since(t));
     fflush(S.out);
@@ -342,8 +457,10 @@ void launch_metrics() {
   const Launch& l = S.launch;
   if (!l.known || !l.f) return;
   int regs = 0, staticShared = 0;
-  cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, l.f);
-  cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l.f);
+  cuFuncLoad(l.f);  // lazy loading: the function's attributes are there once it is loaded
+  CUresult rr = cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, l.f);
+  CUresult rs = cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l.f);
+  if (rr != CUDA_SUCCESS || rs != CUDA_SUCCESS) fprintf(S.out, "#warn\tcuFuncGetAttribute\t%d\t%d\n", rr, rs);
   double threadsPerBlock = double(l.block[0]) * l.block[1] * l.block[2];
   double blocks = double(l.grid[0]) * l.grid[1] * l.grid[2];
   int sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -457,24 +574,28 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   if (!S.profiler) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) note_launch(cbid, cb->functionParams);
-    if (S.running || S.sassRunning) return;
     std::string mangled = cb->symbolName ? cb->symbolName : "?";
     S.launch = Launch();
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) note_launch(cbid, cb->functionParams);
-    bool first = S.seen.insert(mangled).second;
+    if (S.running || S.sassRunning || S.pcRunning) return;
+    int n = S.launches[mangled]++;
+    if (n >= (int)S.plan.size()) return;
     S.current = demangle(mangled);
     S.currentMangled = mangled;
-    if (S.mode == "sass") {
-      if (first && !S.sassConfig.empty()) sass_begin();
-    } else if (first) {
+    const std::string& what = S.plan[n];
+    if (what == "range" && S.wantRange) {
       begin();
-    } else if (S.mode == "both" && !S.sassConfig.empty() && S.sassSeen.insert(mangled).second) {
+    } else if (what == "sass" && !S.sassConfig.empty()) {
       sass_begin();
+    } else if (what == "pc" && !S.stallNames.empty()) {
+      pc_begin();
     }
   } else if (S.running) {
     end();
   } else if (S.sassRunning) {
     sass_end();
+  } else if (S.pcRunning) {
+    pc_end();
   }
 }
 
@@ -487,7 +608,12 @@ extern "C" int InitializeInjection() {
   const char* path = getenv("KP_CUPTI_OUT");
   S.out = path ? fopen(path, "a") : stderr;
   if (!S.out) S.out = stderr;
-  if (const char* m = getenv("KP_CUPTI_MODE")) S.mode = m;
+  if (const char* p = getenv("KP_CUPTI_PLAN")) S.plan = split(p);
+  for (auto& w : S.plan) {
+    S.wantRange = S.wantRange || w == "range";
+    S.wantSass = S.wantSass || w == "sass";
+    S.wantPc = S.wantPc || w == "pc";
+  }
   if (const char* d = getenv("KP_CUPTI_DIR")) S.dir = d;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
