@@ -373,7 +373,7 @@ pub async fn profile_file(
             Ok(ip) => Some(ip),
             Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
             Err(e) => {
-                fallback_notes.push(format!("profiled with ncu: {e}"));
+                fallback_notes.push(fallback_note(&e));
                 None
             }
         }
@@ -383,8 +383,9 @@ pub async fn profile_file(
         // Only needed if the in-process run fails: said then.
         (None, Some(_)) => PathBuf::from("ncu"),
         (None, None) => {
+            let why = fallback_notes.first().map(|n| format!(" ({n})")).unwrap_or_default();
             return Err(format!(
-                "ncu was not found. {}",
+                "ncu was not found{why}. {}",
                 kernelpro_toolchain::toolchain::ncu_install_hint(settings.words)
             ));
         }
@@ -481,6 +482,12 @@ pub async fn profile_file(
     }
     report.notes.extend(fallback_notes);
     Ok(report)
+}
+
+/// The note a profile carries when the in-process profiler is unavailable
+/// and ncu measured instead.
+pub fn fallback_note(e: &crate::cupti::CuptiError) -> String {
+    format!("profiled with ncu: {e}")
 }
 
 /// Which profiler `kernelpro profile` and profile-on-save use (the
