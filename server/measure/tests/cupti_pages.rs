@@ -97,3 +97,52 @@ fn cupti_and_ncu_give_the_same_verdicts_and_findings_on_the_probe() {
     let only_ncu: Vec<&String> = ncu.difference(&cupti).collect();
     assert!(only_cupti.is_empty() && only_ncu.is_empty(), "only CUPTI: {only_cupti:#?}\nonly ncu: {only_ncu:#?}");
 }
+
+/// And on the same lines, but for the findings ncu places by warp samples
+/// (PC sampling, which this recording predates: MemoryCoalescing and
+/// WarpStall go to the kernel's line without them).
+#[test]
+fn cupti_and_ncu_put_the_findings_on_the_same_lines() {
+    let sampled = |f: &&String| f.contains("MemoryCoalescing") || f.contains("WarpStall");
+    let cupti = summary(&cupti_report(), true);
+    let ncu = summary(&ncu_report(), true);
+    let only_cupti: Vec<&String> = cupti.difference(&ncu).filter(|f| !sampled(f)).collect();
+    let only_ncu: Vec<&String> = ncu.difference(&cupti).filter(|f| !sampled(f)).collect();
+    assert!(only_cupti.is_empty() && only_ncu.is_empty(), "only CUPTI: {only_cupti:#?}\nonly ncu: {only_ncu:#?}");
+}
+
+/// PC sampling's records become the source page's stall columns and the
+/// kernel's `smsp__pcsamp_*` totals, under ncu's names, so the findings that
+/// ncu places by warp samples find their line (records in the library's
+/// format; the names are CUPTI's stall reasons).
+#[test]
+fn stall_samples_become_the_source_pages_columns() {
+    let mut text = read("tests/fixtures/cupti/probe_h100.tsv");
+    for (pc, reason, n) in [
+        ("0x2d0", "long_scoreboard", 900),
+        ("0x2d0", "long_scoreboard_not_issued", 400),
+        ("0x2d0", "selected", 10),
+        ("0x2e0", "wait", 40),
+    ] {
+        text.push_str(&format!("S\t_Z12strided_copyPfPKfii\t{pc}\tsmsp__pcsamp_warps_issue_stalled_{reason}\t{n}\n"));
+    }
+    let run = parse_cupti(&text);
+    let mangled = "_Z12strided_copyPfPKfii";
+    assert!(run.has_stalls(mangled));
+    let sass = kernelpro_sass::disasm::parse_sass(&read("tests/fixtures/cupti/probe_h100.sass"));
+    let mut p = run.profiles[1].clone();
+    let page = source_page(
+        &p,
+        &instructions_of(sass.function(mangled).unwrap()),
+        &run.pcs[mangled],
+        run.stalls.get(mangled),
+        None,
+        &kernels_cu(),
+    );
+    add_stall_totals(&mut p, &run.stalls[mangled]);
+    let line = page.line(14).unwrap();
+    assert_eq!(line.metrics["stall_long_sb"].number(), Some(900.0));
+    assert_eq!(line.metrics["Warp Stall Sampling (All Samples)"].number(), Some(950.0));
+    assert_eq!(p.num("smsp__pcsamp_sample_count"), Some(950.0));
+    assert_eq!(p.num("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), Some(900.0));
+}

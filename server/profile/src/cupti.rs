@@ -276,6 +276,12 @@ pub fn source_page(
             metrics,
         });
     }
+    // In ncu's order: the kernel's own file first, each line followed by its
+    // instructions (by address); instructions without a line last.
+    rows.sort_by_key(|r| {
+        let own = r.file.as_deref() == Some(file.as_str());
+        (r.line.is_none(), !own, r.file.clone(), r.line, r.address_value())
+    });
     let text: Vec<&str> = source_text.lines().collect();
     let lines = lines
         .into_iter()
