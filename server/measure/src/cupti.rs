@@ -291,8 +291,17 @@ pub async fn profile(
             Err(e) => notes.push(format!("nvdisasm: {e}")),
         }
     }
+    let mut registers = std::collections::BTreeMap::new();
+    for cubin in &run.cubins {
+        if let Ok(bytes) = std::fs::read(cubin) {
+            registers.extend(register_counts(&bytes));
+        }
+    }
     let mut result = CuptiResult { notes, run_secs, ..Default::default() };
     for mut profile in run.profiles {
+        if let Some(&regs) = profile.mangled.as_ref().and_then(|m| registers.get(m)) {
+            pages::set_registers(&mut profile, regs);
+        }
         let mangled = profile.mangled.clone().unwrap_or_default();
         let Some(pcs) = run.pcs.get(&mangled) else {
             result.notes.push(format!("no per-line counters for {}", profile.kernel));
@@ -319,6 +328,64 @@ pub async fn profile(
     }
     result.disasm_secs = start.elapsed().as_secs_f64();
     Ok(result)
+}
+
+/// Registers per thread of each function of a cubin (its `.nv.info`
+/// section's `EIATTR_REGCOUNT` entries, by symbol), for where the driver
+/// did not tell the library.
+pub fn register_counts(cubin: &[u8]) -> std::collections::BTreeMap<String, u32> {
+    let mut out = std::collections::BTreeMap::new();
+    let u16_at = |o: usize| cubin.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let u32_at = |o: usize| cubin.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let u64_at = |o: usize| cubin.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize);
+    let cstr = |o: usize| -> Option<String> {
+        let rest = cubin.get(o..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+    };
+    // ELF64, little-endian.
+    if cubin.get(..5) != Some(b"\x7fELF\x02".as_slice()) {
+        return out;
+    }
+    let (Some(shoff), Some(shentsize), Some(shnum), Some(shstrndx)) =
+        (u64_at(0x28), u16_at(0x3A), u16_at(0x3C), u16_at(0x3E))
+    else {
+        return out;
+    };
+    // (name, offset, size) of each section.
+    let header = |i: usize| -> Option<(usize, usize, usize)> {
+        let h = shoff + i * shentsize;
+        Some((u32_at(h)?, u64_at(h + 24)?, u64_at(h + 32)?))
+    };
+    let Some((_, names_at, _)) = header(shstrndx) else { return out };
+    let sections: Vec<(String, usize, usize)> = (0..shnum)
+        .filter_map(|i| {
+            let (name, off, size) = header(i)?;
+            Some((cstr(names_at + name)?, off, size))
+        })
+        .collect();
+    let find = |n: &str| sections.iter().find(|s| s.0 == n).map(|s| (s.1, s.2));
+    let (Some((symtab, _)), Some((strtab, _)), Some((info, info_size))) =
+        (find(".symtab"), find(".strtab"), find(".nv.info"))
+    else {
+        return out;
+    };
+    let mut o = info;
+    while o + 4 <= info + info_size {
+        let (Some(fmt), Some(attr), Some(v)) = (cubin.get(o), cubin.get(o + 1), u16_at(o + 2)) else { break };
+        o += 4;
+        // EIFMT_SVAL carries `v` bytes; EIATTR_REGCOUNT (0x2f): symbol index, count.
+        if *fmt == 4 {
+            if *attr == 0x2f
+                && let (Some(sym), Some(count)) = (u32_at(o), u32_at(o + 4))
+                && let Some(name) = u32_at(symtab + sym * 24).and_then(|n| cstr(strtab + n))
+            {
+                out.insert(name, count as u32);
+            }
+            o += v;
+        }
+    }
+    out
 }
 
 /// A disassembled function's instructions with the source line of each.
@@ -358,6 +425,40 @@ mod tests {
         let note = crate::profiling::fallback_note(&CuptiError::NotFound);
         assert!(note.starts_with("profiled with ncu: CUPTI was not found"), "{note}");
         assert!(note.contains("KERNELPRO_CUPTI"), "{note}");
+    }
+
+    /// The register counts of a cubin built by the real nvcc, as ptxas reports them.
+    #[test]
+    fn register_counts_come_from_the_cubins_nv_info() {
+        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
+            .expect("nvcc (set KERNELPRO_VENV)");
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("k.cu");
+        std::fs::write(
+            &src,
+            "__global__ void few(float* y) { y[threadIdx.x] = 1.0f; }\n\
+             __global__ void many(float* y, const float* x, int n) {\n\
+               float a[24]; for (int i = 0; i < 24; ++i) a[i] = x[i * n + threadIdx.x];\n\
+               float s = 0; for (int i = 0; i < 24; ++i) s += a[i] * a[23 - i] + a[(i * 7) % 24];\n\
+               y[threadIdx.x] = s; }\n",
+        )
+        .unwrap();
+        let cubin = dir.path().join("k.cubin");
+        let out = std::process::Command::new(&nvcc.path)
+            .args(["-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let ptxas = String::from_utf8_lossy(&out.stderr).to_string();
+        let counts = register_counts(&std::fs::read(&cubin).unwrap());
+        assert_eq!(counts.len(), 2, "{counts:?}");
+        for (name, regs) in &counts {
+            let said = format!("Compiling entry function '{name}'");
+            let after = &ptxas[ptxas.find(&said).expect("ptxas names it")..];
+            assert!(after.contains(&format!("Used {regs} registers")), "{name}: {regs} vs {ptxas}");
+        }
     }
 
     /// A pip-installed CUPTI (`nvidia/cu13/{include,lib}` beside nvcc's `bin`) is found.

@@ -340,6 +340,23 @@ pub fn add_stall_totals(profile: &mut KernelProfile, stalls: &BTreeMap<u32, BTre
     profile.metrics.insert("smsp__pcsamp_sample_count".into(), number(total));
 }
 
+/// Registers per thread from the cubin, where the library had none, and the
+/// occupancy limit they set (65536 registers per SM, allocated per warp in
+/// units of 256).
+pub fn set_registers(profile: &mut KernelProfile, regs: u32) {
+    if profile.num("launch__registers_per_thread").is_some_and(|r| r > 0.0) {
+        return;
+    }
+    profile.metrics.insert("launch__registers_per_thread".into(), number(regs as f64));
+    let warps = (profile.num("launch__block_size").unwrap_or(0.0) / 32.0).ceil();
+    if regs > 0 && warps > 0.0 {
+        let per_warp = ((regs * 32).div_ceil(256) * 256) as f64;
+        profile
+            .metrics
+            .insert("launch__occupancy_limit_registers".into(), number((65536.0 / (per_warp * warps)).floor()));
+    }
+}
+
 /// The columns ncu derives from the counted ones.
 fn derive(m: &mut Metrics) {
     let n = |m: &Metrics, k: &str| m.get(k).and_then(Metric::number);

@@ -457,7 +457,9 @@ void launch_metrics() {
   const Launch& l = S.launch;
   if (!l.known || !l.f) return;
   int regs = 0, staticShared = 0;
-  cuFuncLoad(l.f);  // lazy loading: the function's attributes are there once it is loaded
+#if CUDA_VERSION >= 12040
+  cuFuncLoad(l.f);  // lazy loading: the attributes are there once the function is loaded
+#endif
   CUresult rr = cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, l.f);
   CUresult rs = cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l.f);
   if (rr != CUDA_SUCCESS || rs != CUDA_SUCCESS) fprintf(S.out, "#warn\tcuFuncGetAttribute\t%d\t%d\n", rr, rs);
