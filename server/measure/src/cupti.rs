@@ -151,10 +151,12 @@ pub async fn build_library(
         "-lcupti".into(),
         format!("-Xlinker=-rpath={}", cupti.lib.display()),
     ];
-    if let Some(stubs) = &cupti.stubs {
-        args.push(format!("-L{}", stubs.display()));
+    // The driver's libcuda.so (the toolkit's stub to link against), else the
+    // driver's own libcuda.so.1.
+    match &cupti.stubs {
+        Some(stubs) => args.extend([format!("-L{}", stubs.display()), "-lcuda".into()]),
+        None => args.push("-l:libcuda.so.1".into()),
     }
-    args.push("-lcuda".into());
     let out = run_tool(&ToolCommand::new(nvcc, timeout).args(args), cancel)
         .await
         .map_err(|e| CuptiError::Build(e.to_string()))?;
@@ -211,6 +213,9 @@ async fn injected_run(
         .env("KP_CUPTI_PLAN", plan)
         .env("KP_CUPTI_METRICS", &RANGE_METRICS.join(","))
         .env("KP_CUPTI_SASS", &pages::sass_metric_names());
+    if let Some(k) = &req.kernel {
+        cmd = cmd.env("KP_CUPTI_KERNEL", k);
+    }
     if let Some(input) = &req.stdin {
         cmd = cmd.stdin(input.clone());
     }

@@ -8,6 +8,8 @@
 //     $KP_CUPTI_SASS, by function and PC offset;
 //   - every module's cubin, written to $KP_CUPTI_DIR, for the disassembly
 //     that ties PC offsets to source lines.
+// $KP_CUPTI_KERNEL: only the kernel of this name (the harness's own fill and
+// compare kernels are left alone).
 //   - with `pc` in the plan: CUPTI's PC sampling (stall reasons per PC).
 // $KP_CUPTI_PLAN: what the 1st, 2nd, ... launch of each kernel is for, from
 // `range`, `sass`, `pc` (default `range,sass`); `range` and `pc` are never
@@ -58,7 +60,7 @@ struct State {
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   std::set<std::string> seen, sassSeen;
-  std::string chip, dir;
+  std::string chip, dir, only;
   std::vector<std::string> plan = {"range", "sass"};
   std::map<std::string, int> launches;
   bool wantRange = false, wantSass = false, wantPc = false;
@@ -102,6 +104,17 @@ std::string demangle(const std::string& mangled) {
   std::string s = d;
   free(d);
   return s;
+}
+
+// Whether a demangled name (`void ns::k<float>(float*, int)`) is the kernel `want`.
+bool is_kernel(const std::string& demangled, const std::string& want) {
+  if (want.empty()) return true;
+  for (size_t at = demangled.find(want); at != std::string::npos; at = demangled.find(want, at + 1)) {
+    char before = at == 0 ? ' ' : demangled[at - 1];
+    char after = at + want.size() < demangled.size() ? demangled[at + want.size()] : '(';
+    if ((before == ' ' || before == ':') && (after == '(' || after == '<')) return true;
+  }
+  return false;
 }
 
 std::vector<std::string> split(const std::string& all) {
@@ -580,6 +593,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     S.launch = Launch();
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) note_launch(cbid, cb->functionParams);
     if (S.running || S.sassRunning || S.pcRunning) return;
+    if (!S.only.empty() && !is_kernel(demangle(mangled), S.only)) return;
     int n = S.launches[mangled]++;
     if (n >= (int)S.plan.size()) return;
     S.current = demangle(mangled);
@@ -617,6 +631,7 @@ extern "C" int InitializeInjection() {
     S.wantPc = S.wantPc || w == "pc";
   }
   if (const char* d = getenv("KP_CUPTI_DIR")) S.dir = d;
+  if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
   for (auto& n : S.names) S.metrics.push_back(n.c_str());
