@@ -277,7 +277,10 @@ pub async fn profile(
                 for (k, v) in more.stalls {
                     run.stalls.entry(k).or_insert(v);
                 }
-                run.cubins.extend(more.cubins);
+                // The same program loads the same modules: disassemble them once.
+                if run.cubins.is_empty() {
+                    run.cubins.extend(more.cubins);
+                }
             }
             Err(e) => {
                 notes.push(format!("no per-line counters or stall samples: {e}"));
@@ -288,9 +291,15 @@ pub async fn profile(
     let run_secs = start.elapsed().as_secs_f64();
     let start = std::time::Instant::now();
     let mut functions = Vec::new();
-    for cubin in &run.cubins {
+    run.cubins.sort();
+    run.cubins.dedup();
+    let listings = futures::future::join_all(run.cubins.iter().map(|cubin| {
         let cmd = ToolCommand::new(&req.nvdisasm, req.timeout).args(["-c", "-g", cubin.as_str()]);
-        match run_tool(&cmd, cancel).await {
+        async move { run_tool(&cmd, cancel).await }
+    }))
+    .await;
+    for listing in listings {
+        match listing {
             Ok(out) if out.success() => functions.extend(kernelpro_sass::disasm::parse_sass(&out.stdout).functions),
             Ok(out) => notes.push(format!("nvdisasm failed on a module: {}", out.stderr.lines().next().unwrap_or(""))),
             Err(e) => notes.push(format!("nvdisasm: {e}")),
