@@ -364,6 +364,7 @@ pub async fn profile_file(
     let ncu_found = kernelpro_toolchain::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env);
     let backend = Backend::from_setting(&settings.profile_backend);
     let mut fallback_notes = Vec::new();
+    let mut why_not_in_process = None;
     // The in-process profiler, unless ncu is asked for (`--full`, the
     // setting, exports to keep for `--import`); where it is missing, ncu.
     let in_process = if req.full || req.save_exports.is_some() || backend == Backend::Ncu {
@@ -374,6 +375,7 @@ pub async fn profile_file(
             Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
             Err(e) => {
                 fallback_notes.push(fallback_note(&e));
+                why_not_in_process = Some(e.to_string());
                 None
             }
         }
@@ -383,7 +385,7 @@ pub async fn profile_file(
         // Only needed if the in-process run fails: said then.
         (None, Some(_)) => PathBuf::from("ncu"),
         (None, None) => {
-            let why = fallback_notes.first().map(|n| format!(" ({n})")).unwrap_or_default();
+            let why = why_not_in_process.map(|e| format!(", nor the in-process profiler ({e})")).unwrap_or_default();
             return Err(format!(
                 "ncu was not found{why}. {}",
                 kernelpro_toolchain::toolchain::ncu_install_hint(settings.words)
