@@ -380,6 +380,11 @@ pub async fn profile_file(
             }
         }
     };
+    let have_ncu = ncu_found.is_some();
+    // The in-process profile failed: ncu measures, where there is one.
+    let no_ncu = |e: &crate::cupti::CuptiError| {
+        format!("the in-process profile failed ({e}) and ncu, the fallback, was not found")
+    };
     let ncu = match (ncu_found, &in_process) {
         (Some(f), _) => f.path,
         // Only needed if the in-process run fails: said then.
@@ -412,6 +417,7 @@ pub async fn profile_file(
             match profile_in_process(ip, target, None, None, &req.text, &thresholds, timeout, cancel).await {
                 Ok(r) => return Ok(r),
                 Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
+                Err(e) if !have_ncu => return Err(no_ncu(&e)),
                 Err(e) => fallback_notes.push(format!("profiled with ncu: the in-process profile failed: {e}")),
             }
         }
@@ -460,6 +466,7 @@ pub async fn profile_file(
                     continue;
                 }
                 Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
+                Err(e) if !have_ncu => return Err(no_ncu(&e)),
                 Err(e) => fallback_notes.push(format!("{k} profiled with ncu: the in-process profile failed: {e}")),
             }
         }
