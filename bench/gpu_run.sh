@@ -25,28 +25,25 @@ tests)
   cat "$OUT/torch_copy.txt" >> "$OUT/copy_summary.txt"
   ;;
 profile)
-  for mode in ${MODES:-one-launch full}; do
-    flag=""; [ $mode = full ] && flag="--full"
-    s=$(date +%s%N); $B profile tests/fixtures/h200-probe/kernels.cu $flag --json > "$OUT/profile_$mode.json" 2> "$OUT/profile_$mode.err"; e=$(date +%s%N)
-    echo "$mode wall $(( (e - s) / 1000000 )) ms" >> "$OUT/profile_times.txt"
-  done
-  $B profile examples/saxpy.cu --kernel saxpy > "$OUT/profile_harness.txt" 2>&1
-  for k in ${PROFILE_KERNELS:-softmax stencil2d transpose strided_copy}; do
-    $B profile bench/kernels/$k.cu --save-exports "$OUT/fixtures/$k" > "$OUT/profile_$k.txt" 2>&1
-  done
-  # One launch vs --set full on single files (harness mode for files with launch specs), side by side,
-  # with each mode's findings (line and code) for the same-lines check.
-  for f in ${COMPARE_FILES:-}; do
+  # Issue 33's table: the in-process profile (CUPTI), ncu's one launch and --set full,
+  # side by side on each file (harness mode for files with launch specs, program mode
+  # for the five-kernel probe), with each one's findings (line and code) for the
+  # same-lines check; then profile-on-save with each backend.
+  FILES=${COMPARE_FILES:-tests/fixtures/h200-probe/kernels.cu bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/layernorm/layernorm_rowptr.cu tests/fixtures/naive/sum/sum_atomic_1d.cu tests/fixtures/naive/softmax/softmax_rowptr_double.cu}
+  $B profile examples/saxpy.cu --kernel saxpy --backend cupti > "$OUT/profile_warm.txt" 2>&1  # builds the library once
+  for f in $FILES; do
     k=$(basename $f .cu)
-    for mode in one-launch full; do
-      flag=""; [ $mode = full ] && flag="--full"
-      s=$(date +%s%N); $B profile $f $flag --json > "$OUT/compare_${k}_$mode.json" 2>&1; e=$(date +%s%N)
-      found=$(python3 -c "import json;r=json.load(open('$OUT/compare_${k}_$mode.json'))['report'];print(sorted(set(str(f['span']['start']['line']+1)+' '+str(f.get('code')) for k in r['kernels'] for f in k['findings'])))" 2>&1)
-      echo "$k $mode wall $(( (e - s) / 1000000 )) ms findings $found" >> "$OUT/profile_times.txt"
+    for mode in cupti ncu full; do
+      flag="--backend $mode"; [ $mode = full ] && flag="--full"
+      s=$(date +%s%N); $B profile $f $flag --json > "$OUT/compare_${k}_$mode.json" 2> "$OUT/compare_${k}_$mode.err"; e=$(date +%s%N)
+      found=$(python3 -c "import json;r=json.load(open('$OUT/compare_${k}_$mode.json'))['report'];print(r.get('backend'), round(r['pass_secs'],2), round(r['export_secs'],2), [k['kernel']+':'+str((k.get('triage') or {}).get('class')) for k in r['kernels']], sorted(set(str(f['span']['start']['line']+1)+' '+str(f.get('code')) for k in r['kernels'] for f in k['findings'])))" 2>&1)
+      echo "$k $mode wall $(( (e - s) / 1000000 )) ms $found" >> "$OUT/profile_times.txt"
     done
   done
   # Profile-on-save: how long after the compile's diagnostics the profile lands.
-  [ -n "${SAVE_FILES:-}" ] && python3 bench/profile_on_save.py --kernelpro $B --reps 3 --out "$OUT/profile_on_save.tsv" $SAVE_FILES >> "$OUT/profile_times.txt" 2>&1
+  for backend in cupti ncu; do
+    python3 bench/profile_on_save.py --kernelpro $B --backend $backend --reps 3 --out "$OUT/profile_on_save_$backend.tsv" ${SAVE_FILES:-bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/sum/sum_atomic_1d.cu} >> "$OUT/profile_times.txt" 2>&1
+  done
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}

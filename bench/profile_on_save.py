@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Profile-on-save latency: how long after a save's compile diagnostics the profile lands.
 
-    bench/profile_on_save.py [--kernelpro BIN] [--reps N] [--out RAW.tsv] FILE.cu ...
+    bench/profile_on_save.py [--kernelpro BIN] [--backend auto|cupti|ncu] [--reps N] [--out RAW.tsv] FILE.cu ...
 
 The real server over stdio (`kernelpro lsp`), trusted, `profileOnSave` on, one per file,
 warmed by one save that is not counted. Per save: `first` = didSave → the first
@@ -21,8 +21,8 @@ from save_latency import ROOT, Server  # noqa: E402
 
 
 class ProfilingServer(Server):
-    def __init__(self, binary, root, arch):
-        super().__init__(binary, root, arch, [], {"profileOnSave": True})
+    def __init__(self, binary, root, arch, backend="auto"):
+        super().__init__(binary, root, arch, [], {"profileOnSave": True, "profileBackend": backend})
 
     def save_and_profile(self, uri, text, version):
         self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
@@ -47,6 +47,7 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--kernelpro", default=str(ROOT / "target/debug/kernelpro"))
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--backend", default="auto", help="profileBackend: auto, cupti or ncu")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -58,7 +59,7 @@ def main():
             path = Path(tmp) / given.name
             path.write_text(source)
             uri = path.as_uri()
-            server = ProfilingServer(args.kernelpro, path.parent, args.arch)
+            server = ProfilingServer(args.kernelpro, path.parent, args.arch, args.backend)
             server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1,
                                                                     "text": source}})
             rows = []
@@ -70,7 +71,7 @@ def main():
                     rows.append(prof)
                     raw.append(f"{f}\t{rep}\t{first:.3f}\t{prof:.3f}\t{message}")
             server.close()
-        print(f"{f}: profile lands {statistics.median(rows):.2f} s after the compile's diagnostics (median of {len(rows)})")
+        print(f"{f} ({args.backend}): profile lands {statistics.median(rows):.2f} s after the compile's diagnostics (median of {len(rows)})")
     if args.out:
         args.out.write_text("\n".join(raw) + "\n")
 

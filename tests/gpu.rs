@@ -76,6 +76,56 @@ fn one_launch_profile_finds_what_the_full_set_finds() {
     }
 }
 
+/// Issue 33: the in-process profiler (CUPTI, `--backend cupti`) gives the
+/// same verdicts and the same findings on the same lines as ncu's one-launch
+/// profile (`--backend ncu`), harness and program mode; prints the wall
+/// times of both and of `--full`.
+#[test]
+#[ignore = "needs a GPU"]
+fn in_process_profile_matches_ncu_one_launch() {
+    let mut failures = Vec::new();
+    for file in [
+        "bench/kernels/strided_copy.cu",
+        "bench/kernels/transpose.cu",
+        "tests/fixtures/naive/layernorm/layernorm_rowptr.cu",
+        "tests/fixtures/naive/sum/sum_atomic_1d.cu",
+        "tests/fixtures/naive/softmax/softmax_rowptr_double.cu",
+        "tests/fixtures/h200-probe/kernels.cu",
+    ] {
+        let timed = |extra: &[&str]| {
+            let start = std::time::Instant::now();
+            let r = json(&[&["profile", file, "--json"], extra].concat());
+            let classes: Vec<String> = r["report"]["kernels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| format!("{} {}", k["kernel"], k["triage"]["class"]))
+                .collect();
+            (r["report"]["backend"].as_str().unwrap_or("").to_string(), classes, findings_of(&r), start.elapsed())
+        };
+        let (backend, cupti_classes, cupti, cupti_t) = timed(&["--backend", "cupti"]);
+        assert_eq!(backend, "cupti", "{file}");
+        let (_, ncu_classes, ncu, ncu_t) = timed(&["--backend", "ncu"]);
+        let (_, _, _, full_t) = timed(&["--full"]);
+        println!(
+            "{file}: in-process {:.2} s, ncu one launch {:.2} s, --full {:.2} s ({:.2} of full)",
+            cupti_t.as_secs_f64(),
+            ncu_t.as_secs_f64(),
+            full_t.as_secs_f64(),
+            cupti_t.as_secs_f64() / full_t.as_secs_f64()
+        );
+        if cupti_classes != ncu_classes {
+            failures.push(format!("{file}: classes {cupti_classes:?} (CUPTI) vs {ncu_classes:?} (ncu)"));
+        }
+        let only_cupti: Vec<&String> = cupti.iter().filter(|f| !ncu.contains(f)).collect();
+        let only_ncu: Vec<&String> = ncu.iter().filter(|f| !cupti.contains(f)).collect();
+        if !only_cupti.is_empty() || !only_ncu.is_empty() {
+            failures.push(format!("{file}: only CUPTI {only_cupti:?}, only ncu {only_ncu:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// Lines (1-based) and codes of a profile report's findings.
 fn findings_of(r: &Value) -> Vec<String> {
     let mut found = Vec::new();

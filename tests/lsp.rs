@@ -557,7 +557,7 @@ fn profile_command_puts_findings_on_their_lines() {
     let (dir, path) = temp_copy("kernels.cu", &text);
     let ncu = fake_ncu(dir.path(), false);
     let u = uri(&path);
-    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu}));
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu, "profileBackend": "ncu"}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
     let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));
@@ -598,7 +598,7 @@ fn a_save_cancels_the_profile_of_the_older_text() {
     std::fs::write(&ncu, "#!/bin/sh\nsleep 120\n").unwrap();
     std::fs::set_permissions(&ncu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let u = uri(&path);
-    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu, "profileOnSave": true}));
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu, "profileOnSave": true, "profileBackend": "ncu"}));
     c.open(&u, &text, 1);
     let is_profile = |m: &Value, kind: &str| {
         m["method"] == "$/progress"
@@ -627,7 +627,7 @@ fn counter_permission_error_says_how_to_fix_it() {
     let (dir, path) = temp_copy("kernels.cu", &text);
     let ncu = fake_ncu(dir.path(), true);
     let u = uri(&path);
-    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu}));
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu, "profileBackend": "ncu"}));
     c.open(&u, &text, 1);
     c.wait_diagnostics(&u, LONG);
     let reply = c.request("workspace/executeCommand", json!({"command": "kernelpro.profile", "arguments": [u]}));

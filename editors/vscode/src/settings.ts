@@ -23,6 +23,7 @@ export interface ServerSettings {
   runner: string[];
   runTimeoutSecs: number;
   profileTimeoutSecs: number;
+  profileBackend: string;
   llm: { enabled: boolean; provider: string; endpoint: string | null; model: string | null };
   optimize: { budget: number; timeSecs: number; evaluator: string; energy: boolean; devices: number[]; profileOriginal: boolean };
 }
@@ -50,6 +51,7 @@ export function serverSettings(c: ConfigReader, trusted: boolean): ServerSetting
     runner: or(c.get<string[]>('runner'), []),
     runTimeoutSecs: or(c.get<number>('runTimeoutSecs'), 10),
     profileTimeoutSecs: or(c.get<number>('profileTimeoutSecs'), 300),
+    profileBackend: or(c.get<string>('profileBackend'), 'auto'),
     llm: {
       enabled: trusted && or(c.get<boolean>('llm.enabled'), false),
       provider: or(c.get<string>('llm.provider'), 'openai'),

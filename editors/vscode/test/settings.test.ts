@@ -31,6 +31,7 @@ const defaults = {
   runner: [],
   runTimeoutSecs: 10,
   profileTimeoutSecs: 300,
+  profileBackend: 'auto',
   llm: { enabled: false, provider: 'openai', endpoint: null, model: null },
   optimize: { budget: 60, timeSecs: 600, evaluator: 'gpu', energy: true, devices: [0], profileOriginal: true },
 };

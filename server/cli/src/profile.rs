@@ -26,6 +26,10 @@ pub struct ProfileArgs {
     pub save_exports: Option<PathBuf>,
     #[arg(long)]
     pub ncu: Option<PathBuf>,
+    /// Which profiler: `auto` (in-process through CUPTI where it builds, else
+    /// ncu), `cupti` or `ncu` (the `profileBackend` setting). `--full` is ncu.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
     /// ncu clock control: `none` (the GPU's own clocks) or `base`.
     #[arg(long, default_value = "none")]
     pub clock_control: String,
@@ -49,6 +53,7 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
             let mut settings = args.compile.settings().with_projects_of(&[&args.file]);
             settings.ncu = args.ncu.clone();
             settings.clock_control = args.clock_control.clone();
+            settings.profile_backend = args.backend.clone();
             let req = FileProfileRequest {
                 path: args.file.clone(),
                 text: text.clone(),
@@ -109,10 +114,17 @@ fn text_report(file: &std::path::Path, r: &ProfileReport) -> String {
     }
     if r.pass_secs > 0.0 {
         let total = r.pass_secs + r.export_secs;
-        s.push_str(&format!(
-            "profiled in {total:.1} s (one ncu pass {:.1} s, source pages {:.1} s)\n",
-            r.pass_secs, r.export_secs
-        ));
+        if r.backend == "cupti" {
+            s.push_str(&format!(
+                "profiled in {total:.1} s in-process (CUPTI runs {:.1} s, disassembly {:.1} s)\n",
+                r.pass_secs, r.export_secs
+            ));
+        } else {
+            s.push_str(&format!(
+                "profiled in {total:.1} s (one ncu pass {:.1} s, source pages {:.1} s)\n",
+                r.pass_secs, r.export_secs
+            ));
+        }
     }
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));

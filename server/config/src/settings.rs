@@ -33,6 +33,9 @@ pub struct Settings {
     pub runner: Vec<String>,
     pub run_timeout_secs: u64,
     pub profile_timeout_secs: u64,
+    /// Which profiler `profile` and profile-on-save use: `auto` (in-process
+    /// CUPTI where it builds and runs, else ncu), `cupti` or `ncu`.
+    pub profile_backend: String,
     pub llm: LlmSettings,
     pub optimize: OptimizeSettings,
     /// Folders whose `.venv` tool discovery may search: the client's workspace
@@ -71,6 +74,7 @@ impl Default for Settings {
             runner: Vec::new(),
             run_timeout_secs: 10,
             profile_timeout_secs: 300,
+            profile_backend: "auto".into(),
             llm: LlmSettings::default(),
             optimize: OptimizeSettings::default(),
             project_roots: Vec::new(),

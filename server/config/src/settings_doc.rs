@@ -76,6 +76,11 @@ pub const SETTINGS: &[SettingDoc] = &[
         r#"{"minimum": 1}"#,
     ),
     server(
+        "profileBackend",
+        "Which profiler reads a kernel's counters: `auto` (in-process through CUPTI, about a second per kernel, where its library builds next to nvcc; else Nsight Compute), `cupti` or `ncu`. A full profile (`--full`) always uses Nsight Compute.",
+        r#"{"enum": ["auto", "cupti", "ncu"]}"#,
+    ),
+    server(
         "llm.enabled",
         "Let the optimizer ask an LLM for rewrites. The key comes from **KernelPro: Set LLM API Key** (secret storage) or `KERNELPRO_LLM_KEY`, never from settings.",
         r#"{"scope": "machine"}"#,

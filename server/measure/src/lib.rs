@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod baseline;
+pub mod cupti;
 pub mod doctor;
 pub mod harness;
 pub mod profiling;

@@ -36,6 +36,9 @@ pub struct ProfileReport {
     pub export_secs: f64,
     /// Problems that did not stop the analysis (a page that failed to export...).
     pub notes: Vec<String>,
+    /// Which profiler gave the counters: `ncu` or `cupti` (in-process); empty for imported pages.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub backend: String,
 }
 
 impl ProfileReport {
@@ -112,10 +115,24 @@ pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Threshol
             Err(e) => notes.push(format!("a source page could not be read: {}", e.0)),
         }
     }
+    Ok(analyze_profiles(&stage1, &stage2, &pages, notes, file_text, thresholds))
+}
+
+/// Triage and micro-profiling tools over parsed profiles and source pages,
+/// whichever profiler gave them (ncu's pages, or the in-process CUPTI library's
+/// output: `kernelpro_profile::cupti`).
+pub fn analyze_profiles(
+    stage1: &[KernelProfile],
+    stage2: &[KernelProfile],
+    pages: &[SourcePage],
+    notes: Vec<String>,
+    file_text: &str,
+    thresholds: &Thresholds,
+) -> ProfileReport {
     let lines: Vec<&str> = file_text.lines().collect();
     let mut report = ProfileReport { notes, ..Default::default() };
     let mut seen = std::collections::HashSet::new();
-    for p1 in &stage1 {
+    for p1 in stage1 {
         if !seen.insert(p1.kernel.clone()) {
             continue; // the first launch of each kernel stands for it
         }
@@ -145,7 +162,7 @@ pub fn analyze_exports(exports: &Exports, file_text: &str, thresholds: &Threshol
             findings,
         });
     }
-    Ok(report)
+    report
 }
 
 /// Stage-2 metrics, completed with stage 1's where stage 2 lacks them.
@@ -253,6 +270,7 @@ pub async fn profile_live(
         exports.save(dir).map_err(|e| format!("cannot save the exports to {}: {e}", dir.display()))?;
     }
     let mut report = analyze_exports(&exports, file_text, thresholds)?;
+    report.backend = "ncu".into();
     report.pass_secs = pass_secs;
     report.export_secs = export_secs;
     report.notes.extend(notes);
@@ -342,15 +360,43 @@ pub async fn profile_file(
     analyzer: &kernelpro_core::analysis::Analyzer,
     cancel: &CancellationToken,
 ) -> Result<ProfileReport, String> {
-    let ncu = kernelpro_toolchain::toolchain::find_tool(
-        "ncu",
-        settings.ncu.as_deref(),
-        "KERNELPRO_NCU",
-        &kernelpro_toolchain::toolchain::Env::for_settings(settings),
-    )
-    .ok_or_else(|| {
-        format!("ncu was not found. {}", kernelpro_toolchain::toolchain::ncu_install_hint(settings.words))
-    })?;
+    let env = kernelpro_toolchain::toolchain::Env::for_settings(settings);
+    let ncu_found = kernelpro_toolchain::toolchain::find_tool("ncu", settings.ncu.as_deref(), "KERNELPRO_NCU", &env);
+    let backend = Backend::from_setting(&settings.profile_backend);
+    let mut fallback_notes = Vec::new();
+    let mut why_not_in_process = None;
+    // The in-process profiler, unless ncu is asked for (`--full`, the
+    // setting, exports to keep for `--import`); where it is missing, ncu.
+    let in_process = if req.full || req.save_exports.is_some() || backend == Backend::Ncu {
+        None
+    } else {
+        match in_process_setup(settings, ncu_found.as_ref().map(|f| f.path.as_path()), cancel).await {
+            Ok(ip) => Some(ip),
+            Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
+            Err(e) => {
+                fallback_notes.push(fallback_note(&e));
+                why_not_in_process = Some(e.to_string());
+                None
+            }
+        }
+    };
+    let have_ncu = ncu_found.is_some();
+    // The in-process profile failed: ncu measures, where there is one.
+    let no_ncu = |e: &crate::cupti::CuptiError| {
+        format!("the in-process profile failed ({e}) and ncu, the fallback, was not found")
+    };
+    let ncu = match (ncu_found, &in_process) {
+        (Some(f), _) => f.path,
+        // Only needed if the in-process run fails: said then.
+        (None, Some(_)) => PathBuf::from("ncu"),
+        (None, None) => {
+            let why = why_not_in_process.map(|e| format!(", nor the in-process profiler ({e})")).unwrap_or_default();
+            return Err(format!(
+                "ncu was not found{why}. {}",
+                kernelpro_toolchain::toolchain::ncu_install_hint(settings.words)
+            ));
+        }
+    };
     let clock_control = if settings.clock_control == "base" { ClockControl::Base } else { ClockControl::None };
     let timeout = Duration::from_secs(settings.profile_timeout_secs.max(1));
     let thresholds = Thresholds::default();
@@ -366,8 +412,17 @@ pub async fn profile_file(
         }
         let dir = tempfile::Builder::new().prefix("kernelpro-prog-").tempdir().map_err(|e| e.to_string())?;
         let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+        if let Some(ip) = &in_process {
+            let target = vec![exe.display().to_string()];
+            match profile_in_process(ip, target, None, None, &req.text, &thresholds, timeout, cancel).await {
+                Ok(r) => return Ok(r),
+                Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
+                Err(e) if !have_ncu => return Err(no_ncu(&e)),
+                Err(e) => fallback_notes.push(format!("profiled with ncu: the in-process profile failed: {e}")),
+            }
+        }
         let live = LiveProfile {
-            ncu: ncu.path,
+            ncu: ncu.clone(),
             target: vec![exe.display().to_string()],
             stdin: None,
             clock_control,
@@ -377,7 +432,9 @@ pub async fn profile_file(
             launch_count: None,
             save_exports: req.save_exports.clone(),
         };
-        return profile_live(&live, &req.text, &thresholds, cancel).await;
+        let mut report = profile_live(&live, &req.text, &thresholds, cancel).await?;
+        report.notes.extend(fallback_notes);
+        return Ok(report);
     }
     let mut report = ProfileReport::default();
     for k in kernels {
@@ -394,8 +451,27 @@ pub async fn profile_file(
             energy_window_ms: 0,
             ..kernelpro_gpu::Job::new(prepared.job.clone())
         };
+        if let Some(ip) = &in_process {
+            // Two launches: the first range-profiled, the second SASS-patched.
+            let job = kernelpro_gpu::Job { runs: 2, ..job.clone() };
+            let target = vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()];
+            let stdin = Some(serde_json::to_vec(&job).expect("job serializes"));
+            match profile_in_process(ip, target, stdin, Some(&k), &req.text, &thresholds, timeout, cancel).await {
+                Ok(one) => {
+                    report.backend = one.backend;
+                    report.pass_secs += one.pass_secs;
+                    report.export_secs += one.export_secs;
+                    report.notes.extend(one.notes);
+                    report.kernels.extend(one.kernels);
+                    continue;
+                }
+                Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
+                Err(e) if !have_ncu => return Err(no_ncu(&e)),
+                Err(e) => fallback_notes.push(format!("{k} profiled with ncu: the in-process profile failed: {e}")),
+            }
+        }
         let live = LiveProfile {
-            ncu: ncu.path.clone(),
+            ncu: ncu.clone(),
             target: vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()],
             stdin: Some(serde_json::to_vec(&job).expect("job serializes")),
             clock_control,
@@ -407,11 +483,96 @@ pub async fn profile_file(
             save_exports: req.save_exports.as_ref().map(|d| d.join(&k)),
         };
         let one = profile_live(&live, &req.text, &thresholds, cancel).await?;
+        report.backend = one.backend;
         report.pass_secs += one.pass_secs;
         report.export_secs += one.export_secs;
         report.notes.extend(one.notes);
         report.kernels.extend(one.kernels);
     }
+    report.notes.extend(fallback_notes);
+    Ok(report)
+}
+
+/// The note a profile carries when the in-process profiler is unavailable
+/// and ncu measured instead.
+pub fn fallback_note(e: &crate::cupti::CuptiError) -> String {
+    format!("profiled with ncu: {e}")
+}
+
+/// Which profiler `kernelpro profile` and profile-on-save use (the
+/// `profileBackend` setting); `--full` is always ncu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// In-process (CUPTI) where it builds and runs, else ncu with a note.
+    Auto,
+    /// In-process only: its failure is the profile's.
+    Cupti,
+    Ncu,
+}
+
+impl Backend {
+    pub fn from_setting(s: &str) -> Backend {
+        match s {
+            "cupti" => Backend::Cupti,
+            "ncu" => Backend::Ncu,
+            _ => Backend::Auto,
+        }
+    }
+}
+
+/// The in-process profiler, ready: its library built, nvdisasm found.
+#[derive(Debug, Clone)]
+pub struct InProcess {
+    pub library: PathBuf,
+    pub nvdisasm: PathBuf,
+}
+
+/// Finds CUPTI next to nvcc or ncu and builds (or finds cached) the library.
+pub async fn in_process_setup(
+    settings: &kernelpro_config::settings::Settings,
+    ncu: Option<&Path>,
+    cancel: &CancellationToken,
+) -> Result<InProcess, crate::cupti::CuptiError> {
+    use crate::cupti::{self, CuptiError};
+    let env = kernelpro_toolchain::toolchain::Env::for_settings(settings);
+    let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(settings)
+        .ok_or_else(|| CuptiError::Build("nvcc was not found".into()))?;
+    let nvdisasm = kernelpro_toolchain::toolchain::find_sibling(&nvcc, "nvdisasm", &env)
+        .ok_or_else(|| CuptiError::Build("nvdisasm was not found".into()))?;
+    let mut tools: Vec<&Path> = vec![nvcc.path.as_path()];
+    tools.extend(ncu);
+    let paths = cupti::find_cupti(&cupti::roots_of(&tools)).ok_or(CuptiError::NotFound)?;
+    let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
+    let library = cupti::build_library(&nvcc.path, &paths, &kernelpro_config::cache_dir(), timeout, cancel).await?;
+    Ok(InProcess { library, nvdisasm: nvdisasm.path })
+}
+
+/// One in-process profile of a program (or the worker with its job),
+/// analyzed like ncu's pages.
+#[allow(clippy::too_many_arguments)]
+pub async fn profile_in_process(
+    ip: &InProcess,
+    target: Vec<String>,
+    stdin: Option<Vec<u8>>,
+    kernel: Option<&str>,
+    file_text: &str,
+    thresholds: &Thresholds,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<ProfileReport, crate::cupti::CuptiError> {
+    let req = crate::cupti::CuptiProfile {
+        library: ip.library.clone(),
+        nvdisasm: ip.nvdisasm.clone(),
+        target,
+        stdin,
+        timeout,
+        kernel: kernel.map(str::to_string),
+    };
+    let got = crate::cupti::profile(&req, file_text, cancel).await?;
+    let mut report = analyze_profiles(&got.profiles, &[], &got.pages, got.notes, file_text, thresholds);
+    report.backend = "cupti".into();
+    report.pass_secs = got.run_secs;
+    report.export_secs = got.disasm_secs;
     Ok(report)
 }
 

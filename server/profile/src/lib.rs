@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod csv_pages;
+pub mod cupti;
 pub mod ncu_args;
 pub mod peaks;
 pub mod tools;

@@ -1,0 +1,493 @@
+//! The in-process profiler backend (issue 33): the injection library
+//! (`cupti/kp_cupti.cpp`, embedded here) is built on first use with the
+//! toolchain's nvcc against CUPTI's headers and libraries, cached by content
+//! hash under the user's cache dir, and loaded into the profiled program
+//! through `CUDA_INJECTION64_PATH`. It reads the counters one ncu launch
+//! would (range profiler, one replayed launch) and the per-instruction ones
+//! of the source page (SASS metrics, on the kernel's next launch); its output
+//! becomes the same `KernelProfile`s and `SourcePage`s as ncu's pages
+//! (`kernelpro_profile::cupti`), so the analysis is one code path.
+
+use kernelpro_profile::cupti::{self as pages, CuptiRun, Instruction, RANGE_METRICS};
+use kernelpro_profile::{KernelProfile, SourcePage};
+use kernelpro_runner::process::{ToolCommand, run_tool};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The library's source, built on the machine that profiles.
+pub const SOURCE: &str = include_str!("cupti/kp_cupti.cpp");
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CuptiError {
+    #[error(
+        "CUPTI was not found (looked for cupti_range_profiler.h and libcupti next to nvcc and ncu: extras/CUPTI, targets/x86_64-linux, the PyPI nvidia cupti package; or set KERNELPRO_CUPTI to its folder)"
+    )]
+    NotFound,
+    #[error("the CUPTI profiler library does not build: {0}")]
+    Build(String),
+    #[error("the program under CUPTI failed: {0}")]
+    Run(String),
+    #[error("CUPTI could not profile: {0}")]
+    Profiler(String),
+    #[error("CUPTI profiled no kernel{0}")]
+    NoKernel(String),
+}
+
+/// Where CUPTI's headers and library are, and the CUDA headers (`cuda.h`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CuptiPaths {
+    pub include: PathBuf,
+    pub lib: PathBuf,
+    pub cuda_include: PathBuf,
+    /// Driver stubs to link against where no driver is installed.
+    pub stubs: Option<PathBuf>,
+}
+
+fn has_lib(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("libcupti.so")))
+        .unwrap_or(false)
+}
+
+/// CUPTI beside a CUDA root (the folder above nvcc's or ncu's `bin`), in a
+/// PyPI `nvidia/cu13` tree, or in `$KERNELPRO_CUPTI`.
+pub fn find_cupti(roots: &[PathBuf]) -> Option<CuptiPaths> {
+    let mut all: Vec<PathBuf> = std::env::var_os("KERNELPRO_CUPTI").map(PathBuf::from).into_iter().collect();
+    all.extend(roots.iter().cloned());
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        all.extend(std::env::var_os(var).map(PathBuf::from));
+    }
+    all.push(PathBuf::from("/usr/local/cuda"));
+    find_cupti_in(&all)
+}
+
+/// CUPTI under these roots only.
+pub fn find_cupti_in(all: &[PathBuf]) -> Option<CuptiPaths> {
+    let mut candidates: Vec<(PathBuf, PathBuf, PathBuf)> = Vec::new();
+    for root in all {
+        for (inc, libs) in [
+            ("extras/CUPTI/include", &["extras/CUPTI/lib64", "extras/CUPTI/lib"][..]),
+            ("targets/x86_64-linux/include", &["targets/x86_64-linux/lib", "lib64"][..]),
+            ("include", &["lib64", "lib"][..]),
+        ] {
+            for lib in libs {
+                candidates.push((root.clone(), root.join(inc), root.join(lib)));
+            }
+        }
+        // A pip-installed toolchain: site-packages/nvidia/cu13/{bin,include,lib}.
+        if root.ends_with("bin") {
+            let up = root.parent().unwrap_or(root).to_path_buf();
+            candidates.push((up.clone(), up.join("include"), up.join("lib")));
+        }
+    }
+    candidates.into_iter().find_map(|(root, include, lib)| {
+        if !include.join("cupti_range_profiler.h").exists() || !has_lib(&lib) {
+            return None;
+        }
+        let cuda_include = [include.clone(), root.join("include"), root.join("targets/x86_64-linux/include")]
+            .into_iter()
+            .find(|d| d.join("cuda.h").exists())?;
+        let stubs = [root.join("lib64/stubs"), root.join("targets/x86_64-linux/lib/stubs"), lib.join("stubs")]
+            .into_iter()
+            .find(|d| d.join("libcuda.so").exists());
+        Some(CuptiPaths { include, lib, cuda_include, stubs })
+    })
+}
+
+/// The CUDA roots of the tools already found: the folders above their `bin`.
+pub fn roots_of(tools: &[&Path]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for t in tools {
+        let real = std::fs::canonicalize(t).unwrap_or_else(|_| t.to_path_buf());
+        for p in [t.to_path_buf(), real] {
+            if let Some(bin) = p.parent() {
+                out.push(bin.to_path_buf());
+                if let Some(root) = bin.parent() {
+                    out.push(root.to_path_buf());
+                }
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Builds the library (or finds it built), cached under `cache` by the hash
+/// of its source and of where CUPTI is.
+pub async fn build_library(
+    nvcc: &Path,
+    cupti: &CuptiPaths,
+    cache: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<PathBuf, CuptiError> {
+    let mut h = Sha256::new();
+    h.update(SOURCE.as_bytes());
+    h.update(format!("{cupti:?}{}", nvcc.display()).as_bytes());
+    let hash: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let dir = cache.join("cupti");
+    let lib = dir.join(format!("libkp_cupti-{hash}.so"));
+    if lib.exists() {
+        return Ok(lib);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| CuptiError::Build(format!("{}: {e}", dir.display())))?;
+    let src = dir.join(format!("kp_cupti-{hash}.cpp"));
+    std::fs::write(&src, SOURCE).map_err(|e| CuptiError::Build(e.to_string()))?;
+    let tmp = dir.join(format!("libkp_cupti-{hash}.{}.tmp.so", std::process::id()));
+    let mut args: Vec<String> = vec![
+        "-shared".into(),
+        "-Xcompiler".into(),
+        "-fPIC".into(),
+        "-std=c++17".into(),
+        "-O2".into(),
+        format!("-I{}", cupti.include.display()),
+        format!("-I{}", cupti.cuda_include.display()),
+        src.display().to_string(),
+        "-o".into(),
+        tmp.display().to_string(),
+        format!("-L{}", cupti.lib.display()),
+        "-lcupti".into(),
+        format!("-Xlinker=-rpath={}", cupti.lib.display()),
+    ];
+    // The driver's libcuda.so (the toolkit's stub to link against), else the
+    // driver's own libcuda.so.1.
+    match &cupti.stubs {
+        Some(stubs) => args.extend([format!("-L{}", stubs.display()), "-lcuda".into()]),
+        None => args.push("-l:libcuda.so.1".into()),
+    }
+    let out = run_tool(&ToolCommand::new(nvcc, timeout).args(args), cancel)
+        .await
+        .map_err(|e| CuptiError::Build(e.to_string()))?;
+    if !out.success() {
+        let _ = std::fs::remove_file(&tmp);
+        let tail: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
+        return Err(CuptiError::Build(tail.join(" | ")));
+    }
+    std::fs::rename(&tmp, &lib).map_err(|e| CuptiError::Build(e.to_string()))?;
+    Ok(lib)
+}
+
+/// One in-process profile.
+#[derive(Debug, Clone)]
+pub struct CuptiProfile {
+    pub library: PathBuf,
+    pub nvdisasm: PathBuf,
+    /// The program and its arguments (the harness worker, or the file's own program).
+    pub target: Vec<String>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Keep only kernels whose base name matches.
+    pub kernel: Option<String>,
+}
+
+/// What the injected runs gave: the kernels' profiles and source pages.
+#[derive(Debug, Clone, Default)]
+pub struct CuptiResult {
+    pub profiles: Vec<KernelProfile>,
+    pub pages: Vec<SourcePage>,
+    pub notes: Vec<String>,
+    /// The injected runs of the program.
+    pub run_secs: f64,
+    /// Disassembling the loaded modules and building the source pages.
+    pub disasm_secs: f64,
+}
+
+async fn injected_run(
+    req: &CuptiProfile,
+    dir: &Path,
+    plan: &str,
+    cancel: &CancellationToken,
+) -> Result<CuptiRun, CuptiError> {
+    let name = plan.replace(',', "-");
+    let out_file = dir.join(format!("{name}.tsv"));
+    let cubins = dir.join(format!("{name}-modules"));
+    std::fs::create_dir_all(&cubins).map_err(|e| CuptiError::Run(e.to_string()))?;
+    let (program, args) = req.target.split_first().ok_or_else(|| CuptiError::Run("no program".into()))?;
+    let mut cmd = ToolCommand::new(program, req.timeout)
+        .args(args)
+        .env("CUDA_INJECTION64_PATH", &req.library.display().to_string())
+        .env("KP_CUPTI_OUT", &out_file.display().to_string())
+        .env("KP_CUPTI_DIR", &cubins.display().to_string())
+        .env("KP_CUPTI_PLAN", plan)
+        .env("KP_CUPTI_METRICS", &RANGE_METRICS.join(","))
+        .env("KP_CUPTI_SASS", &pages::sass_metric_names());
+    if let Some(k) = &req.kernel {
+        cmd = cmd.env("KP_CUPTI_KERNEL", k);
+    }
+    if let Some(input) = &req.stdin {
+        cmd = cmd.stdin(input.clone());
+    }
+    let out = run_tool(&cmd, cancel).await.map_err(|e| CuptiError::Run(e.to_string()))?;
+    let text = std::fs::read_to_string(&out_file).unwrap_or_default();
+    let run = pages::parse_cupti(&text);
+    if !run.errors.is_empty() {
+        return Err(CuptiError::Profiler(run.errors.join("; ")));
+    }
+    if !out.success() {
+        let all = format!("{}{}", out.stdout, out.stderr);
+        let tail: Vec<&str> = all.lines().filter(|l| !l.trim().is_empty()).rev().take(4).collect();
+        return Err(CuptiError::Run(tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
+    }
+    Ok(run)
+}
+
+/// Runs the target with the library loaded: the first launch of each kernel
+/// range-profiled, the second SASS-patched; then again for the stall
+/// reasons (PC sampling).
+/// Then the loaded modules' disassembly ties PC offsets to source lines.
+#[tracing::instrument(level = "debug", name = "profile.cupti", skip_all, fields(kernel = req.kernel.as_deref()))]
+pub async fn profile(
+    req: &CuptiProfile,
+    source_text: &str,
+    cancel: &CancellationToken,
+) -> Result<CuptiResult, CuptiError> {
+    let dir = tempfile::Builder::new()
+        .prefix("kernelpro-cupti-")
+        .tempdir()
+        .map_err(|e| CuptiError::Run(format!("cannot make a temp dir: {e}")))?;
+    let start = std::time::Instant::now();
+    let mut run = injected_run(req, dir.path(), "range,sass", cancel).await?;
+    let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
+    run.profiles.retain(wanted);
+    if run.profiles.is_empty() {
+        let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
+        return Err(CuptiError::NoKernel(which));
+    }
+    // The stall reasons (PC sampling) in a run of their own: CUPTI's range
+    // profiler and PC sampling do not share a process. A kernel launched
+    // once also gets its per-instruction counters there, and its samples
+    // in a third run.
+    let mut notes = Vec::new();
+    let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
+    for _ in 0..2 {
+        let no_sass = mangled.iter().any(|m| !run.has_pcs(m));
+        let no_pc = mangled.iter().any(|m| !run.has_stalls(m));
+        let plan = match (no_sass, no_pc) {
+            (true, _) => "sass,pc",
+            (false, true) => "pc",
+            (false, false) => break,
+        };
+        match injected_run(req, dir.path(), plan, cancel).await {
+            Ok(more) => {
+                for (k, v) in more.pcs {
+                    run.pcs.entry(k).or_insert(v);
+                }
+                for (k, v) in more.stalls {
+                    run.stalls.entry(k).or_insert(v);
+                }
+                // The same program loads the same modules: disassemble them once.
+                if run.cubins.is_empty() {
+                    run.cubins.extend(more.cubins);
+                }
+            }
+            Err(e) => {
+                notes.push(format!("no per-line counters or stall samples: {e}"));
+                break;
+            }
+        }
+    }
+    let run_secs = start.elapsed().as_secs_f64();
+    let start = std::time::Instant::now();
+    let mut functions = Vec::new();
+    run.cubins.sort();
+    run.cubins.dedup();
+    let listings = futures::future::join_all(run.cubins.iter().map(|cubin| {
+        let cmd = ToolCommand::new(&req.nvdisasm, req.timeout).args(["-c", "-g", cubin.as_str()]);
+        async move { run_tool(&cmd, cancel).await }
+    }))
+    .await;
+    for listing in listings {
+        match listing {
+            Ok(out) if out.success() => functions.extend(kernelpro_sass::disasm::parse_sass(&out.stdout).functions),
+            Ok(out) => notes.push(format!("nvdisasm failed on a module: {}", out.stderr.lines().next().unwrap_or(""))),
+            Err(e) => notes.push(format!("nvdisasm: {e}")),
+        }
+    }
+    let mut registers = std::collections::BTreeMap::new();
+    for cubin in &run.cubins {
+        if let Ok(bytes) = std::fs::read(cubin) {
+            registers.extend(register_counts(&bytes));
+        }
+    }
+    let mut result = CuptiResult { notes, run_secs, ..Default::default() };
+    for mut profile in run.profiles {
+        if let Some(&regs) = profile.mangled.as_ref().and_then(|m| registers.get(m)) {
+            pages::set_registers(&mut profile, regs);
+        }
+        let mangled = profile.mangled.clone().unwrap_or_default();
+        let Some(pcs) = run.pcs.get(&mangled) else {
+            result.notes.push(format!("no per-line counters for {}", profile.kernel));
+            result.profiles.push(profile);
+            continue;
+        };
+        let Some(f) = functions.iter().find(|f| f.mangled == mangled) else {
+            result.notes.push(format!("no disassembly of {}", profile.kernel));
+            result.profiles.push(profile);
+            continue;
+        };
+        let instructions = instructions_of(f);
+        let stalls = run.stalls.get(&mangled);
+        let page = pages::source_page(&profile, &instructions, pcs, stalls, None, source_text);
+        pages::add_source_totals(&mut profile, &page);
+        if let Some(stalls) = stalls {
+            pages::add_stall_totals(&mut profile, stalls);
+        }
+        result.pages.push(page);
+        result.profiles.push(profile);
+    }
+    if !run.skipped.is_empty() {
+        result.notes.push(format!("not collected on this GPU: {}", run.skipped.join(", ")));
+    }
+    result.disasm_secs = start.elapsed().as_secs_f64();
+    Ok(result)
+}
+
+/// Registers per thread of each function of a cubin (its `.nv.info`
+/// section's `EIATTR_REGCOUNT` entries, by symbol), for where the driver
+/// did not tell the library.
+pub fn register_counts(cubin: &[u8]) -> std::collections::BTreeMap<String, u32> {
+    let mut out = std::collections::BTreeMap::new();
+    let u16_at = |o: usize| cubin.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let u32_at = |o: usize| cubin.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let u64_at = |o: usize| cubin.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize);
+    let cstr = |o: usize| -> Option<String> {
+        let rest = cubin.get(o..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+    };
+    // ELF64, little-endian.
+    if cubin.get(..5) != Some(b"\x7fELF\x02".as_slice()) {
+        return out;
+    }
+    let (Some(shoff), Some(shentsize), Some(shnum), Some(shstrndx)) =
+        (u64_at(0x28), u16_at(0x3A), u16_at(0x3C), u16_at(0x3E))
+    else {
+        return out;
+    };
+    // (name, offset, size) of each section.
+    let header = |i: usize| -> Option<(usize, usize, usize)> {
+        let h = shoff + i * shentsize;
+        Some((u32_at(h)?, u64_at(h + 24)?, u64_at(h + 32)?))
+    };
+    let Some((_, names_at, _)) = header(shstrndx) else { return out };
+    let sections: Vec<(String, usize, usize)> = (0..shnum)
+        .filter_map(|i| {
+            let (name, off, size) = header(i)?;
+            Some((cstr(names_at + name)?, off, size))
+        })
+        .collect();
+    let find = |n: &str| sections.iter().find(|s| s.0 == n).map(|s| (s.1, s.2));
+    let (Some((symtab, _)), Some((strtab, _)), Some((info, info_size))) =
+        (find(".symtab"), find(".strtab"), find(".nv.info"))
+    else {
+        return out;
+    };
+    let mut o = info;
+    while o + 4 <= info + info_size {
+        let (Some(fmt), Some(attr), Some(v)) = (cubin.get(o), cubin.get(o + 1), u16_at(o + 2)) else { break };
+        o += 4;
+        // EIFMT_SVAL carries `v` bytes; EIATTR_REGCOUNT (0x2f): symbol index, count.
+        if *fmt == 4 {
+            if *attr == 0x2f
+                && let (Some(sym), Some(count)) = (u32_at(o), u32_at(o + 4))
+                && let Some(name) = u32_at(symtab + sym * 24).and_then(|n| cstr(strtab + n))
+            {
+                out.insert(name, count as u32);
+            }
+            o += v;
+        }
+    }
+    out
+}
+
+/// A disassembled function's instructions with the source line of each.
+pub fn instructions_of(f: &kernelpro_sass::disasm::Function) -> Vec<Instruction> {
+    let mut line_of: Vec<Option<(String, u32)>> = vec![None; f.instructions.len()];
+    for l in &f.lines {
+        for &i in &l.instructions {
+            if let Some(slot) = line_of.get_mut(i) {
+                slot.get_or_insert_with(|| (l.source.file.clone(), l.source.line));
+            }
+        }
+    }
+    f.instructions
+        .iter()
+        .zip(line_of)
+        .map(|(ins, line)| {
+            let pred = ins.predicate.as_ref().map(|p| format!("@{p} ")).unwrap_or_default();
+            let text = format!("{pred}{} {}", ins.opcode, ins.operands).trim().to_string();
+            Instruction { offset: ins.offset, text, line }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toolchain without CUPTI: nothing found, and the note the profile
+    /// carries when it falls back to ncu says where it looked.
+    #[test]
+    fn no_cupti_is_found_in_a_toolchain_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        std::fs::create_dir_all(dir.path().join("include")).unwrap();
+        std::fs::write(dir.path().join("include/cuda.h"), "").unwrap();
+        assert_eq!(find_cupti_in(&roots_of(&[&dir.path().join("bin/nvcc")])), None);
+        let note = crate::profiling::fallback_note(&CuptiError::NotFound);
+        assert!(note.starts_with("profiled with ncu: CUPTI was not found"), "{note}");
+        assert!(note.contains("KERNELPRO_CUPTI"), "{note}");
+    }
+
+    /// The register counts of a cubin built by the real nvcc, as ptxas reports them.
+    #[test]
+    fn register_counts_come_from_the_cubins_nv_info() {
+        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
+            .expect("nvcc (set KERNELPRO_VENV)");
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("k.cu");
+        std::fs::write(
+            &src,
+            "__global__ void few(float* y) { y[threadIdx.x] = 1.0f; }\n\
+             __global__ void many(float* y, const float* x, int n) {\n\
+               float a[24]; for (int i = 0; i < 24; ++i) a[i] = x[i * n + threadIdx.x];\n\
+               float s = 0; for (int i = 0; i < 24; ++i) s += a[i] * a[23 - i] + a[(i * 7) % 24];\n\
+               y[threadIdx.x] = s; }\n",
+        )
+        .unwrap();
+        let cubin = dir.path().join("k.cubin");
+        let out = std::process::Command::new(&nvcc.path)
+            .args(["-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let ptxas = String::from_utf8_lossy(&out.stderr).to_string();
+        let counts = register_counts(&std::fs::read(&cubin).unwrap());
+        assert_eq!(counts.len(), 2, "{counts:?}");
+        for (name, regs) in &counts {
+            let said = format!("Compiling entry function '{name}'");
+            let after = &ptxas[ptxas.find(&said).expect("ptxas names it")..];
+            assert!(after.contains(&format!("Used {regs} registers")), "{name}: {regs} vs {ptxas}");
+        }
+    }
+
+    /// A pip-installed CUPTI (`nvidia/cu13/{include,lib}` beside nvcc's `bin`) is found.
+    #[test]
+    fn cupti_beside_a_pip_toolchain_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let cu = dir.path().join("nvidia/cu13");
+        std::fs::create_dir_all(cu.join("bin")).unwrap();
+        std::fs::create_dir_all(cu.join("include")).unwrap();
+        std::fs::create_dir_all(cu.join("lib")).unwrap();
+        std::fs::write(cu.join("include/cupti_range_profiler.h"), "").unwrap();
+        std::fs::write(cu.join("include/cuda.h"), "").unwrap();
+        std::fs::write(cu.join("lib/libcupti.so.13"), "").unwrap();
+        let found = find_cupti_in(&roots_of(&[&cu.join("bin/nvcc")])).expect("found");
+        assert_eq!(found.include, cu.join("include"));
+        assert_eq!(found.lib, cu.join("lib"));
+    }
+}
