@@ -8,7 +8,9 @@
 
 use crate::disagreement::Rejection;
 use crate::guard::check_candidate;
+use futures::StreamExt;
 use futures::future::join_all;
+use futures::stream::FuturesUnordered;
 use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_gpu::{Evaluation, HarnessError, Image, JobResult, Open, WorkerSession};
@@ -95,7 +97,10 @@ struct Compiles {
     ctx: Arc<Context>,
     cancel: CancellationToken,
     ahead: HashMap<String, JoinHandle<Admitted>>,
+    /// Started ahead, oldest first (deferred ones are not here: never dropped for a newer guess).
     order: VecDeque<String>,
+    /// When each compile started ahead began.
+    since: HashMap<String, Instant>,
     /// Compiles kept ahead at most: the machine's job places.
     cap: usize,
 }
@@ -108,6 +113,7 @@ impl Compiles {
             cancel,
             ahead: HashMap::new(),
             order: VecDeque::new(),
+            since: HashMap::new(),
             cap: kernelpro_runner::jobs::limit().size(),
         }
     }
@@ -130,11 +136,38 @@ impl Compiles {
                 if let Some(task) = self.ahead.remove(&old) {
                     task.abort();
                 }
+                self.since.remove(&old);
             }
             let task = self.start(s);
             self.ahead.insert(key.clone(), task);
+            self.since.insert(key.clone(), Instant::now());
             self.order.push_back(key);
         }
+    }
+
+    /// Whether `source`'s compile is a slow one still running (a CuTe or
+    /// CUTLASS source, or one compiling for `SLOW_COMPILE` already): then it
+    /// is started if it was not, kept compiling (never dropped for a newer
+    /// guess) and the search evaluates other candidates meanwhile.
+    fn defer(&mut self, source: &str) -> bool {
+        let key = normalize(source);
+        if let Some(task) = self.ahead.get(&key) {
+            if task.is_finished() {
+                return false;
+            }
+            let long = self.since.get(&key).is_some_and(|t| t.elapsed() >= SLOW_COMPILE);
+            if !(long || uses_cutlass(source)) {
+                return false;
+            }
+        } else if !uses_cutlass(source) {
+            return false;
+        } else {
+            let task = self.start(source);
+            self.ahead.insert(key.clone(), task);
+            self.since.insert(key.clone(), Instant::now());
+        }
+        self.order.retain(|k| *k != key);
+        true
     }
 
     /// The compile of `source`: the one started ahead, or a new one.
@@ -143,6 +176,7 @@ impl Compiles {
         match self.ahead.remove(&key) {
             Some(task) => {
                 self.order.retain(|k| *k != key);
+                self.since.remove(&key);
                 task
             }
             None => self.start(source),
@@ -159,6 +193,7 @@ impl Compiles {
             task.abort();
         }
         self.order.clear();
+        self.since.clear();
     }
 }
 
@@ -170,8 +205,9 @@ impl Drop for Compiles {
 
 /// Runs the batch through the pipeline: compiles in tasks of their own, and
 /// `lanes` GPU lanes (candidate i on lane i % lanes), each running its
-/// candidates one after another as soon as each is compiled (`run(i, lane,
-/// compiled)`). Outcomes in order.
+/// candidates one after another in the order their compiles end (`run(i,
+/// lane, compiled)`): a slow compile does not hold up the lane's others.
+/// Outcomes in the batch's order.
 fn pipeline<F, Fut>(
     handle: &Handle,
     compiles: Vec<JoinHandle<Admitted>>,
@@ -191,10 +227,12 @@ where
     let run = &run;
     let futures = per_lane.into_iter().enumerate().map(|(lane, mine)| async move {
         let mut out = Vec::new();
-        for (i, compile) in mine {
+        let mut compiles: FuturesUnordered<_> =
+            mine.into_iter().map(|(i, compile)| async move { (i, compile.await) }).collect();
+        loop {
             let wait = Instant::now();
-            let admitted =
-                compile.await.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
+            let Some((i, admitted)) = compiles.next().await else { break };
+            let admitted = admitted.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
             waited.add(&waited.compile_wait_us, wait);
             let outcome = match admitted {
                 Ok(p) => run(i, lane, p).await,
@@ -666,8 +704,14 @@ impl Evaluator for GpuEvaluator {
         })
     }
 
+    /// Two at least, even on one GPU: the batch's compiles run together and
+    /// the GPU takes whichever is compiled first (see [`pipeline`]).
     fn parallelism(&self) -> usize {
-        self.devices.len()
+        self.devices.len().max(2)
+    }
+
+    fn defer(&mut self, source: &str) -> bool {
+        self.compiles.defer(source)
     }
 
     fn prefetch(&mut self, sources: &[&str]) {
@@ -807,6 +851,10 @@ impl Evaluator for StubEvaluator {
         self.parallelism.max(2)
     }
 
+    fn defer(&mut self, source: &str) -> bool {
+        self.compiles.defer(source)
+    }
+
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
     }
@@ -828,13 +876,18 @@ impl Evaluate for StubEvaluator {
     }
 }
 
+/// A compile running this long is a slow one: the search evaluates others meanwhile.
+const SLOW_COMPILE: Duration = Duration::from_secs(5);
+
+/// A CuTe or CUTLASS source: its compile takes tens of seconds.
+fn uses_cutlass(source: &str) -> bool {
+    source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")
+}
+
 /// CuTe/CUTLASS candidates need C++17, relaxed constexpr, the CUTLASS headers,
 /// and `sm_90a` on Hopper for WGMMA and TMA.
 pub fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> {
-    if !(source.contains("#include <cute/")
-        || source.contains("#include <cutlass/")
-        || source.contains("#include \"cute/"))
-    {
+    if !uses_cutlass(source) {
         return Ok(settings.clone());
     }
     let include =

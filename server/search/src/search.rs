@@ -155,6 +155,7 @@ impl<'a> Search<'a> {
             once_per_form_skipped: 0,
             once_done: HashSet::new(),
             unfinished: Vec::new(),
+            deferred: Vec::new(),
             best: None,
             outcomes: HashMap::from([(normalize(original), baseline.clone())]),
         };
@@ -227,6 +228,9 @@ struct Run<'c, 'a> {
     once_done: HashSet<(String, String)>,
     /// Recipes of candidates whose evaluation the stop cut short.
     unfinished: Vec<String>,
+    /// Candidates whose slow compile was still running when their batch was
+    /// evaluated ([`Evaluator::defer`]), with their parent: evaluated once compiled.
+    deferred: Vec<(NodeId, Proposal)>,
     best: Option<NodeId>,
     /// Every outcome the evaluator returned, by normalized source: a batch-mate
     /// evaluated but not recorded (its parent was pruned by an earlier outcome
@@ -236,8 +240,20 @@ struct Run<'c, 'a> {
 
 impl Run<'_, '_> {
     fn main_loop(&mut self, proposer: &mut dyn Proposer, evaluator: &mut dyn Evaluator) -> StopReason {
+        let stop = self.expand(proposer, evaluator);
+        if matches!(stop, StopReason::WallTime | StopReason::Cancelled) {
+            // Their compiles were still running.
+            self.unfinished.extend(self.deferred.drain(..).map(|(_, p)| p.recipe));
+        }
+        stop
+    }
+
+    fn expand(&mut self, proposer: &mut dyn Proposer, evaluator: &mut dyn Evaluator) -> StopReason {
         loop {
             if let Some(reason) = self.out_of_budget() {
+                return reason;
+            }
+            if let Some(reason) = self.run_deferred(evaluator, false) {
                 return reason;
             }
             if self.iterations >= self.config.budget.max_iterations {
@@ -250,7 +266,14 @@ impl Run<'_, '_> {
             let selection = select(&mut self.tree, self.config, best_speedup, &mut self.rng, &mut closed);
             self.emit_closed(closed);
             let Some(selection) = selection else {
-                return StopReason::Exhausted;
+                if self.deferred.is_empty() {
+                    return StopReason::Exhausted;
+                }
+                // Nothing else to try: wait for the slow compiles.
+                if let Some(reason) = self.run_deferred(evaluator, true) {
+                    return reason;
+                }
+                continue;
             };
             let node = selection.node;
             self.emit(Event::Selected { iteration: self.iterations, node });
@@ -267,6 +290,18 @@ impl Run<'_, '_> {
                 proposals
             };
             self.keep_once_per_form(node, &mut proposals);
+            if !self.deferred.is_empty() && !proposals.is_empty() {
+                // Those still compiling are evaluated once compiled, not in this batch.
+                let deferred: HashSet<u64> = self.deferred.iter().map(|(_, p)| source_hash(&p.source)).collect();
+                proposals.retain(|p| !deferred.contains(&source_hash(&p.source)));
+                if proposals.is_empty() {
+                    // Nothing here but what is still compiling: wait for it.
+                    if let Some(reason) = self.run_deferred(evaluator, true) {
+                        return reason;
+                    }
+                    continue;
+                }
+            }
             let later = proposals.split_off(wanted.min(proposals.len()));
             self.emit(Event::Proposed { node, proposer: proposer.name().to_owned(), count: proposals.len() });
             if proposals.is_empty() {
@@ -278,12 +313,13 @@ impl Run<'_, '_> {
             // up to the evaluator's parallelism at a time, skipping sources the
             // memory knows and repeats within the iteration.
             let mut fresh_hashes = HashSet::new();
-            let fresh: Vec<String> = proposals
+            let mut fresh: Vec<String> = proposals
                 .iter()
                 .map(|p| &p.source)
                 .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
                 .cloned()
                 .collect();
+            self.defer_slow(evaluator, node, &mut proposals, &mut fresh);
             // What may be asked for next, compiled ahead while these are timed: the
             // node's later proposals, then (with an evaluator that has compile places
             // to spare) the first children of each candidate of this batch (the next
@@ -326,7 +362,7 @@ impl Run<'_, '_> {
 
             // Record in proposal order, as if evaluated one by one.
             let mut grew = false;
-            for proposal in proposals {
+            for mut proposal in proposals {
                 // Outcomes already back are recorded (a verified one is kept even past the deadline).
                 if ready.is_empty()
                     && let Some(reason) = self.out_of_budget()
@@ -341,7 +377,7 @@ impl Run<'_, '_> {
                     );
                     break; // pruned by an earlier proposal of this batch
                 }
-                self.memory.notes.extend(proposal.note);
+                self.memory.notes.extend(proposal.note.take());
                 if let Some(seen) = self.memory.lookup(&proposal.source) {
                     let of = seen.node;
                     self.duplicates += 1;
@@ -367,46 +403,8 @@ impl Run<'_, '_> {
                     self.unfinished.push(proposal.recipe);
                     continue;
                 }
-                self.evaluations += 1;
-                let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
-                let reward = self.config.rewards.reward(&outcome, speedup);
-                let kind = outcome.kind();
-                let id = NodeId(self.tree.len());
-                tracing::debug!(
-                    candidate = %crate::memory::candidate_id(&proposal.source),
-                    recipe = %proposal.recipe,
-                    node = id.0,
-                    parent = node.0,
-                    outcome = ?kind,
-                    speedup,
-                    why = outcome.failure().map(brief),
-                    "evaluated"
-                );
-                self.memory.record(
-                    &proposal.source,
-                    id,
-                    &proposal.recipe,
-                    proposal.answers.as_deref(),
-                    &outcome,
-                    speedup,
-                );
-                let recipe = proposal.recipe.clone();
-                let evaluated = Evaluated {
-                    source: proposal.source,
-                    recipe: proposal.recipe,
-                    answers: proposal.answers,
-                    outcome,
-                    speedup,
-                    reward,
-                };
-                self.tree.add(Some(node), evaluated);
-                if speedup.is_some() {
-                    self.best = pick_best(&self.tree);
-                }
+                self.record(node, proposal, outcome);
                 grew = true;
-                self.emit(Event::Evaluated { node: id, parent: node, recipe, outcome: kind, speedup });
-                let closed = self.tree.record_attempt(node, Some(id), self.config);
-                self.emit_closed(closed);
             }
             if !grew {
                 // The proposer has nothing new here: stop expanding this node
@@ -415,6 +413,112 @@ impl Run<'_, '_> {
                 self.tree.backup(node, self.tree[node].reward);
             }
         }
+    }
+
+    /// Records `proposal`'s `outcome` as a child of `node`.
+    fn record(&mut self, node: NodeId, proposal: Proposal, outcome: Outcome) {
+        self.evaluations += 1;
+        let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
+        let reward = self.config.rewards.reward(&outcome, speedup);
+        let kind = outcome.kind();
+        let id = NodeId(self.tree.len());
+        tracing::debug!(
+            candidate = %crate::memory::candidate_id(&proposal.source),
+            recipe = %proposal.recipe,
+            node = id.0,
+            parent = node.0,
+            outcome = ?kind,
+            speedup,
+            why = outcome.failure().map(brief),
+            "evaluated"
+        );
+        self.memory.record(&proposal.source, id, &proposal.recipe, proposal.answers.as_deref(), &outcome, speedup);
+        let recipe = proposal.recipe.clone();
+        let evaluated = Evaluated {
+            source: proposal.source,
+            recipe: proposal.recipe,
+            answers: proposal.answers,
+            outcome,
+            speedup,
+            reward,
+        };
+        self.tree.add(Some(node), evaluated);
+        if speedup.is_some() {
+            self.best = pick_best(&self.tree);
+        }
+        self.emit(Event::Evaluated { node: id, parent: node, recipe, outcome: kind, speedup });
+        let closed = self.tree.record_attempt(node, Some(id), self.config);
+        self.emit_closed(closed);
+    }
+
+    /// Takes the batch's candidates whose slow compile is still running
+    /// ([`Evaluator::defer`]) out of it, to be evaluated once compiled, so
+    /// that the GPU times the others meanwhile; never the whole batch.
+    fn defer_slow(
+        &mut self,
+        evaluator: &mut dyn Evaluator,
+        node: NodeId,
+        proposals: &mut Vec<Proposal>,
+        fresh: &mut Vec<String>,
+    ) {
+        let slow: HashSet<u64> = fresh.iter().filter(|s| evaluator.defer(s)).map(|s| source_hash(s)).collect();
+        if slow.is_empty() || slow.len() == fresh.len() {
+            return;
+        }
+        let already: HashSet<u64> = self.deferred.iter().map(|(_, p)| source_hash(&p.source)).collect();
+        let mut kept = Vec::new();
+        for p in proposals.drain(..) {
+            let h = source_hash(&p.source);
+            if !slow.contains(&h) {
+                kept.push(p);
+            } else if already.contains(&h) || self.deferred.iter().any(|(_, d)| source_hash(&d.source) == h) {
+                tracing::debug!(recipe = %p.recipe, "still compiling: deferred already");
+            } else {
+                tracing::debug!(
+                    candidate = %crate::memory::candidate_id(&p.source),
+                    recipe = %p.recipe,
+                    parent = node.0,
+                    "a slow compile still running: the others first"
+                );
+                self.deferred.push((node, p));
+            }
+        }
+        *proposals = kept;
+        fresh.retain(|s| !slow.contains(&source_hash(s)));
+    }
+
+    /// Evaluates the deferred candidates whose compile is done (all of them,
+    /// waiting for their compiles, with `wait`), each recorded under its parent
+    /// unless that was closed meanwhile or the same text was evaluated since.
+    fn run_deferred(&mut self, evaluator: &mut dyn Evaluator, wait: bool) -> Option<StopReason> {
+        let mut i = 0;
+        while i < self.deferred.len() {
+            if !wait && evaluator.defer(&self.deferred[i].1.source) {
+                i += 1;
+                continue;
+            }
+            if let Some(reason) = self.out_of_budget() {
+                return Some(reason);
+            }
+            let (parent, mut proposal) = self.deferred.remove(i);
+            if self.memory.lookup(&proposal.source).is_some() || self.tree[parent].closed {
+                tracing::debug!(recipe = %proposal.recipe, parent = parent.0, "a deferred candidate not needed any more");
+                continue;
+            }
+            self.memory.notes.extend(proposal.note.take());
+            let outcome = {
+                let _span = tracing::debug_span!("search.deferred", parent = parent.0).entered();
+                self.evaluate_once(evaluator, &[proposal.source.as_str()]).pop().expect("one outcome")
+            };
+            let late = self.out_of_budget().is_some_and(|r| matches!(r, StopReason::WallTime | StopReason::Cancelled));
+            if late && !outcome.is_ok() {
+                tracing::debug!(recipe = %proposal.recipe, "cut short by the stop: not recorded");
+                self.unfinished.push(proposal.recipe);
+                continue;
+            }
+            self.record(parent, proposal, outcome);
+        }
+        None
     }
 
     /// A node's form: the recipes on its path that are not once-per-form ones
