@@ -264,6 +264,8 @@ pub struct PipelineStats {
     /// Runs of a launch-changing candidate under the original launch: one
     /// per candidate checked for an offer, none during the search.
     pub old_launch_runs: u64,
+    /// Seconds in the proposers (the search's own time between evaluations; set by the search).
+    pub propose_s: f64,
 }
 
 #[derive(Default)]
@@ -288,6 +290,7 @@ impl Counters {
             compile_wait_s: self.compile_wait_us.load(Ordering::Relaxed) as f64 / 1e6,
             energy_windows: self.energy_windows.load(Ordering::Relaxed),
             old_launch_runs: self.old_launch_runs.load(Ordering::Relaxed),
+            propose_s: 0.0,
         }
     }
 }

@@ -275,7 +275,7 @@ pub fn optimize_with(
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
         let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
         out.stub = true;
-        out.pipeline = ev.pipeline_stats();
+        out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
         let new_launch = best.is_some_and(|n| !launch_changes(&req.text, &n.source, &req.kernel).is_empty());
         out.title = format!(
             "Apply optimized {}: {:.2}x faster{} (stub evaluator, not measured)",
@@ -397,7 +397,7 @@ pub fn optimize_with(
             out.notes.extend(ev.tolerance_note(&prepared));
             out.notes.extend(deadline_note(&result, limit));
             out.devices = devices;
-            out.pipeline = ev.pipeline_stats();
+            out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
             return Ok(out);
         }
         if verify_token.is_cancelled() {
@@ -425,7 +425,7 @@ pub fn optimize_with(
         out.notes.extend(llm_note(&llm_log));
         out.notes.extend(deadline_note(&result, limit));
         out.devices = devices;
-        out.pipeline = ev.pipeline_stats();
+        out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
         return Ok(out);
     }
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
@@ -435,7 +435,7 @@ pub fn optimize_with(
     out.notes.extend(ev.disagreement_note());
     out.notes.extend(deadline_note(&result, limit));
     out.devices = devices;
-    out.pipeline = ev.pipeline_stats();
+    out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
 }

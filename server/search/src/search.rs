@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One step of the search, for progress reporting and the result's trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +156,7 @@ impl<'a> Search<'a> {
             once_done: HashSet::new(),
             unfinished: Vec::new(),
             deferred: Vec::new(),
+            propose_time: Duration::ZERO,
             best: None,
             outcomes: HashMap::from([(normalize(original), baseline.clone())]),
         };
@@ -193,6 +194,7 @@ impl<'a> Search<'a> {
             stop,
             unfinished: run.unfinished,
             stats: stats(&run.tree, run.duplicates, run.once_per_form_skipped),
+            propose_s: run.propose_time.as_secs_f64(),
             tree: run.tree,
             memory: run.memory,
             trace: run.trace,
@@ -231,6 +233,8 @@ struct Run<'c, 'a> {
     /// Candidates whose slow compile was still running when their batch was
     /// evaluated ([`Evaluator::defer`]), with their parent: evaluated once compiled.
     deferred: Vec<(NodeId, Proposal)>,
+    /// Time in the proposer (`propose` and `ahead`).
+    propose_time: Duration,
     best: Option<NodeId>,
     /// Every outcome the evaluator returned, by normalized source: a batch-mate
     /// evaluated but not recorded (its parent was pruned by an earlier outcome
@@ -283,12 +287,14 @@ impl Run<'_, '_> {
                 .min(self.config.candidates_per_iteration)
                 .min(self.config.budget.max_evaluations - self.evaluations);
             let ctx = self.propose_context(node, wanted);
+            let proposing = Instant::now();
             let mut proposals = {
                 let _span = tracing::debug_span!("search.propose", node = node.0).entered();
                 let proposals = proposer.propose(&ctx);
                 tracing::debug!(count = proposals.len(), wanted, "proposed");
                 proposals
             };
+            self.propose_time += proposing.elapsed();
             self.keep_once_per_form(node, &mut proposals);
             if !self.deferred.is_empty() && !proposals.is_empty() {
                 // Those still compiling are evaluated once compiled, not in this batch.
@@ -326,6 +332,7 @@ impl Run<'_, '_> {
             // iteration expands one of them when it is faster) and more of this node's.
             let lookahead = evaluator.lookahead();
             let mut guesses: Vec<Proposal> = Vec::new();
+            let guessing = Instant::now();
             if lookahead > 0 {
                 let base = self.propose_context(node, self.config.candidates_per_iteration);
                 for p in proposals.iter().filter(|p| fresh.contains(&p.source)) {
@@ -353,6 +360,7 @@ impl Run<'_, '_> {
             if !ahead.is_empty() && !fresh.is_empty() {
                 evaluator.prefetch(&ahead);
             }
+            self.propose_time += guessing.elapsed();
             let width = evaluator.parallelism().max(1);
             let mut pending = fresh.chunks(width);
             let mut ready = VecDeque::new();
