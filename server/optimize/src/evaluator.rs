@@ -99,8 +99,6 @@ struct Compiles {
     ahead: HashMap<String, JoinHandle<Admitted>>,
     /// Started ahead, oldest first (deferred ones are not here: never dropped for a newer guess).
     order: VecDeque<String>,
-    /// When each compile started ahead began.
-    since: HashMap<String, Instant>,
     /// Compiles kept ahead at most: the machine's job places.
     cap: usize,
 }
@@ -113,7 +111,6 @@ impl Compiles {
             cancel,
             ahead: HashMap::new(),
             order: VecDeque::new(),
-            since: HashMap::new(),
             cap: kernelpro_runner::jobs::limit().size(),
         }
     }
@@ -136,35 +133,31 @@ impl Compiles {
                 if let Some(task) = self.ahead.remove(&old) {
                     task.abort();
                 }
-                self.since.remove(&old);
             }
             let task = self.start(s);
             self.ahead.insert(key.clone(), task);
-            self.since.insert(key.clone(), Instant::now());
             self.order.push_back(key);
         }
     }
 
     /// Whether `source`'s compile is a slow one still running (a CuTe or
-    /// CUTLASS source, or one compiling for `SLOW_COMPILE` already): then it
-    /// is started if it was not, kept compiling (never dropped for a newer
-    /// guess) and the search evaluates other candidates meanwhile.
+    /// CUTLASS source: tens of seconds, where another takes a fraction of
+    /// one; by the source, not the clock, so that a search's course does
+    /// not depend on the machine's load): then it is started if it was not,
+    /// kept compiling (never dropped for a newer guess) and the search
+    /// evaluates other candidates meanwhile.
     fn defer(&mut self, source: &str) -> bool {
-        let key = normalize(source);
-        if let Some(task) = self.ahead.get(&key) {
-            if task.is_finished() {
-                return false;
-            }
-            let long = self.since.get(&key).is_some_and(|t| t.elapsed() >= SLOW_COMPILE);
-            if !(long || uses_cutlass(source)) {
-                return false;
-            }
-        } else if !uses_cutlass(source) {
+        if !uses_cutlass(source) {
             return false;
-        } else {
-            let task = self.start(source);
-            self.ahead.insert(key.clone(), task);
-            self.since.insert(key.clone(), Instant::now());
+        }
+        let key = normalize(source);
+        match self.ahead.get(&key) {
+            Some(task) if task.is_finished() => return false,
+            Some(_) => {}
+            None => {
+                let task = self.start(source);
+                self.ahead.insert(key.clone(), task);
+            }
         }
         self.order.retain(|k| *k != key);
         true
@@ -176,7 +169,6 @@ impl Compiles {
         match self.ahead.remove(&key) {
             Some(task) => {
                 self.order.retain(|k| *k != key);
-                self.since.remove(&key);
                 task
             }
             None => self.start(source),
@@ -193,7 +185,6 @@ impl Compiles {
             task.abort();
         }
         self.order.clear();
-        self.since.clear();
     }
 }
 
@@ -878,9 +869,6 @@ impl Evaluate for StubEvaluator {
         self.cancel = cancel;
     }
 }
-
-/// A compile running this long is a slow one: the search evaluates others meanwhile.
-const SLOW_COMPILE: Duration = Duration::from_secs(5);
 
 /// A CuTe or CUTLASS source: its compile takes tens of seconds.
 fn uses_cutlass(source: &str) -> bool {

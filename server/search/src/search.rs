@@ -308,6 +308,7 @@ impl Run<'_, '_> {
                     continue;
                 }
             }
+            self.defer_slow(evaluator, node, &mut proposals, wanted);
             let later = proposals.split_off(wanted.min(proposals.len()));
             self.emit(Event::Proposed { node, proposer: proposer.name().to_owned(), count: proposals.len() });
             if proposals.is_empty() {
@@ -319,13 +320,12 @@ impl Run<'_, '_> {
             // up to the evaluator's parallelism at a time, skipping sources the
             // memory knows and repeats within the iteration.
             let mut fresh_hashes = HashSet::new();
-            let mut fresh: Vec<String> = proposals
+            let fresh: Vec<String> = proposals
                 .iter()
                 .map(|p| &p.source)
                 .filter(|s| self.memory.lookup(s).is_none() && fresh_hashes.insert(source_hash(s)))
                 .cloned()
                 .collect();
-            self.defer_slow(evaluator, node, &mut proposals, &mut fresh);
             // What may be asked for next, compiled ahead while these are timed: the
             // node's later proposals, then (with an evaluator that has compile places
             // to spare) the first children of each candidate of this batch (the next
@@ -459,40 +459,46 @@ impl Run<'_, '_> {
         self.emit_closed(closed);
     }
 
-    /// Takes the batch's candidates whose slow compile is still running
-    /// ([`Evaluator::defer`]) out of it, to be evaluated once compiled, so
-    /// that the GPU times the others meanwhile; never the whole batch.
+    /// Takes the candidates whose slow compile is still running
+    /// ([`Evaluator::defer`]) out of the node's first `wanted` new ones (the
+    /// next ones move up), to be evaluated once compiled, so that the GPU times
+    /// the others meanwhile; never when no other new one is left.
     fn defer_slow(
         &mut self,
         evaluator: &mut dyn Evaluator,
         node: NodeId,
         proposals: &mut Vec<Proposal>,
-        fresh: &mut Vec<String>,
+        wanted: usize,
     ) {
-        let slow: HashSet<u64> = fresh.iter().filter(|s| evaluator.defer(s)).map(|s| source_hash(s)).collect();
-        if slow.is_empty() || slow.len() == fresh.len() {
-            return;
-        }
-        let already: HashSet<u64> = self.deferred.iter().map(|(_, p)| source_hash(&p.source)).collect();
-        let mut kept = Vec::new();
-        for p in proposals.drain(..) {
-            let h = source_hash(&p.source);
-            if !slow.contains(&h) {
-                kept.push(p);
-            } else if already.contains(&h) || self.deferred.iter().any(|(_, d)| source_hash(&d.source) == h) {
-                tracing::debug!(recipe = %p.recipe, "still compiling: deferred already");
+        let mut slow = Vec::new();
+        let mut others = 0;
+        let mut seen = HashSet::new();
+        for (i, p) in proposals.iter().enumerate() {
+            if others >= wanted {
+                break;
+            }
+            if self.memory.lookup(&p.source).is_some() || !seen.insert(source_hash(&p.source)) {
+                continue;
+            }
+            if evaluator.defer(&p.source) {
+                slow.push(i);
             } else {
-                tracing::debug!(
-                    candidate = %crate::memory::candidate_id(&p.source),
-                    recipe = %p.recipe,
-                    parent = node.0,
-                    "a slow compile still running: the others first"
-                );
-                self.deferred.push((node, p));
+                others += 1;
             }
         }
-        *proposals = kept;
-        fresh.retain(|s| !slow.contains(&source_hash(s)));
+        if slow.is_empty() || others == 0 {
+            return;
+        }
+        for i in slow.into_iter().rev() {
+            let p = proposals.remove(i);
+            tracing::debug!(
+                candidate = %crate::memory::candidate_id(&p.source),
+                recipe = %p.recipe,
+                parent = node.0,
+                "a slow compile still running: the others first"
+            );
+            self.deferred.push((node, p));
+        }
     }
 
     /// Evaluates the deferred candidates whose compile is done (all of them,
