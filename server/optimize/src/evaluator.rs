@@ -140,6 +140,19 @@ impl Compiles {
         }
     }
 
+    /// Starts the compiles of the candidates asked for next (the batch the
+    /// search is about to evaluate), kept (never dropped for a newer guess).
+    fn begin(&mut self, sources: &[&str]) {
+        for s in sources {
+            let key = normalize(s);
+            if !self.ahead.contains_key(&key) {
+                let task = self.start(s);
+                self.ahead.insert(key.clone(), task);
+            }
+            self.order.retain(|k| *k != key);
+        }
+    }
+
     /// Whether `source`'s compile is a slow one still running (a CuTe or
     /// CUTLASS source: tens of seconds, where another takes a fraction of
     /// one; by the source, not the clock, so that a search's course does
@@ -708,6 +721,10 @@ impl Evaluator for GpuEvaluator {
         self.compiles.defer(source)
     }
 
+    fn begin(&mut self, sources: &[&str]) {
+        self.compiles.begin(sources);
+    }
+
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
     }
@@ -847,6 +864,10 @@ impl Evaluator for StubEvaluator {
 
     fn defer(&mut self, source: &str) -> bool {
         self.compiles.defer(source)
+    }
+
+    fn begin(&mut self, sources: &[&str]) {
+        self.compiles.begin(sources);
     }
 
     fn prefetch(&mut self, sources: &[&str]) {

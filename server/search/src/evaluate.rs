@@ -120,6 +120,12 @@ pub trait Evaluator {
         false
     }
 
+    /// The candidates the search is about to hand [`Evaluator::evaluate_batch`]
+    /// (before it asks the proposer for the guesses it prefetches): an
+    /// evaluator may start compiling them now. Called only where
+    /// [`Evaluator::lookahead`] is above 0; the default does nothing.
+    fn begin(&mut self, _sources: &[&str]) {}
+
     /// How many proposals beyond the ones it evaluates now the search should
     /// hand [`Evaluator::prefetch`] (0, the default: none are asked for).
     fn lookahead(&self) -> usize {

@@ -332,6 +332,10 @@ impl Run<'_, '_> {
             // iteration expands one of them when it is faster) and more of this node's.
             let lookahead = evaluator.lookahead();
             let mut guesses: Vec<Proposal> = Vec::new();
+            if lookahead > 0 && !fresh.is_empty() {
+                // Their compiles run while the proposer guesses.
+                evaluator.begin(&fresh.iter().map(String::as_str).collect::<Vec<_>>());
+            }
             let guessing = Instant::now();
             if lookahead > 0 {
                 let base = self.propose_context(node, self.config.candidates_per_iteration);

@@ -795,15 +795,22 @@ struct Prefetching {
     lookahead: usize,
     prefetched: Vec<String>,
     calls: Vec<String>,
+    /// `begin`, `prefetch` and `evaluate` calls in order, with their sources.
+    log: Vec<(&'static str, Vec<String>)>,
 }
 
 impl Evaluator for Prefetching {
     fn evaluate(&mut self, source: &str) -> Outcome {
         self.calls.push(source.to_owned());
+        self.log.push(("evaluate", vec![source.to_owned()]));
         ok(1.0 / (1.0 + source.len() as f64))
     }
     fn prefetch(&mut self, sources: &[&str]) {
         self.prefetched.extend(sources.iter().map(|s| s.to_string()));
+        self.log.push(("prefetch", sources.iter().map(|s| s.to_string()).collect()));
+    }
+    fn begin(&mut self, sources: &[&str]) {
+        self.log.push(("begin", sources.iter().map(|s| s.to_string()).collect()));
     }
     fn lookahead(&self) -> usize {
         self.lookahead
@@ -820,7 +827,7 @@ fn an_evaluator_with_lookahead_gets_the_next_proposals_to_compile_ahead() {
     let config =
         SearchConfig { budget: Budget { max_evaluations: 12, ..Budget::default() }, ..SearchConfig::default() };
     let run = |lookahead| {
-        let mut ev = Prefetching { lookahead, prefetched: Vec::new(), calls: Vec::new() };
+        let mut ev = Prefetching { lookahead, prefetched: Vec::new(), calls: Vec::new(), log: Vec::new() };
         let result = Search::new(config.clone()).run("r", &mut Lettered, &mut ev).unwrap();
         (ev, result)
     };
@@ -834,6 +841,18 @@ fn an_evaluator_with_lookahead_gets_the_next_proposals_to_compile_ahead() {
     // Most candidates after the first batch had their compile started ahead.
     let hits = with.calls[1..].iter().filter(|c| with.prefetched.contains(c)).count();
     assert!(hits * 2 >= with.calls.len() - 1, "{hits} of {:?} were prefetched ({:?})", with.calls, with.prefetched);
+    // Each batch's compiles are begun before the proposer's guesses are prefetched, and
+    // every candidate evaluated after the original was begun (or prefetched) first.
+    assert!(without.log.iter().all(|(what, _)| *what == "evaluate"), "{:?}", without.log);
+    for (i, (what, sources)) in with.log.iter().enumerate() {
+        if *what == "begin" {
+            assert_eq!(with.log.get(i + 1).map(|l| l.0), Some("prefetch"), "{:?}", with.log);
+        }
+        if *what == "evaluate" && i > 0 {
+            let asked = with.log[..i].iter().any(|(w, s)| *w != "evaluate" && s.contains(&sources[0]));
+            assert!(asked, "{} was evaluated without being begun or prefetched: {:?}", sources[0], with.log);
+        }
+    }
 }
 
 // ---- slow compiles -------------------------------------------------------
