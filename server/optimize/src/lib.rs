@@ -354,7 +354,13 @@ pub fn optimize_with(
     let mut rejected = Vec::new();
     // Candidates that keep the original's launch, or were found correct under it too.
     let mut fine_under_old_launch = Vec::new();
-    for node in ranked.iter().take(3) {
+    // Three candidates checked on the held-out seeds at most; one found wrong under the original
+    // launch (a single job, which the search no longer spends per candidate) does not count.
+    let mut held_out_checked = 0;
+    for node in ranked.iter().take(10) {
+        if held_out_checked >= 3 {
+            break;
+        }
         let _span = tracing::debug_span!("optimize.held_out", recipe = %node.recipe).entered();
         let Ok(prepared) = ev.admit(&node.source) else {
             if verify_token.is_cancelled() {
@@ -377,6 +383,7 @@ pub fn optimize_with(
             }
         };
         // Then on the held-out seeds, the first job also measuring the energy offered with it.
+        held_out_checked += usize::from(passed);
         let mut energy_j = None;
         for (i, &s) in seeds[1..].iter().enumerate() {
             if !passed {

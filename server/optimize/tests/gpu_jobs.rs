@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 fn request(log: &Path, energy: bool) -> OptimizeRequest {
+    request_env(log, energy, &[])
+}
+
+fn request_env(log: &Path, energy: bool, env: &[&str]) -> OptimizeRequest {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.cu");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut settings = Settings { trusted: true, ..Default::default() };
@@ -22,6 +26,7 @@ fn request(log: &Path, energy: bool) -> OptimizeRequest {
     settings.optimize.energy = energy;
     settings.optimize.profile_original = false;
     settings.runner = vec!["env".into(), format!("KERNELPRO_EMULATED_GPU_LOG={}", log.display())];
+    settings.runner.extend(env.iter().map(|e| e.to_string()));
     OptimizeRequest {
         path,
         text,
@@ -113,4 +118,26 @@ fn without_energy_no_job_has_an_energy_window() {
     assert!(out.edit.is_some(), "{}", out.title);
     assert!(jobs.iter().all(|j| j.energy_window_ms == 0), "{jobs:?}");
     assert_eq!((out.pipeline.energy_windows, out.original_energy_j, out.best_energy_j), (0, None, None));
+}
+
+/// The search no longer runs each launch-changing candidate under the original
+/// launch, so the check before an offer must hold: here every candidate is
+/// wrong under the original launch (those keeping it fail in the search, the
+/// others in that check), and none is offered.
+#[test]
+fn a_candidate_wrong_under_the_original_launch_is_never_offered() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.jsonl");
+    let mut req = request_env(&log, false, &["KERNELPRO_EMULATED_GPU_WRONG_UNDER_OLD_LAUNCH=1"]);
+    req.settings.optimize.budget = 6;
+    let out = optimize_with(&req, EvaluatorChoice::Gpu, rt.handle().clone(), CancellationToken::new(), |_| {}).unwrap();
+    let jobs = jobs(&log);
+    eprintln!("{}: {:?}\n{:?}\n{:?}", out.title, out.pipeline, out.tried, out.notes);
+    assert!(out.edit.is_none(), "{}", out.title);
+    assert!(out.tried.iter().any(|t| t.recipe != "original" && t.speedup.is_some()), "some verified in the search");
+    // Each of the (up to 10) fastest was run under the original launch once and none reached the held-out seeds.
+    assert!((1..=10).contains(&out.pipeline.old_launch_runs), "{:?}", out.pipeline);
+    assert_eq!(jobs.iter().filter(|j| j.seed != jobs[0].seed).count(), 0, "{jobs:?}");
+    assert!(out.notes.iter().any(|n| n.contains("under the original launch")), "{:?}", out.notes);
 }

@@ -7,7 +7,9 @@
 //! (the runner prefix and the worker's argument), it appends one JSON line per
 //! job to FILE: whether it was the original, the seed, the launch, the energy
 //! window and whether it was compared with the original, so a test counts
-//! what the optimizer asked of the GPU.
+//! what the optimizer asked of the GPU. With
+//! `KERNELPRO_EMULATED_GPU_WRONG_UNDER_OLD_LAUNCH=1`, a candidate's output is
+//! wrong under the original's launch (grid and block).
 
 use kernelpro_gpu::{
     Backend, BufferComparison, Checksum, Energy, Evaluation, JobResult, KernelJob, KernelRun, Open, Phases, Timing,
@@ -64,12 +66,15 @@ impl Backend for Emulated {
             writeln!(log, "{line}").map_err(|e| e.to_string())?;
         }
         let ms = if original { 1.0 } else { 0.5 };
+        let old_launch = (launch.grid, launch.block) == (self.original.launch.grid, self.original.launch.block);
+        let wrong =
+            !original && old_launch && std::env::var_os("KERNELPRO_EMULATED_GPU_WRONG_UNDER_OLD_LAUNCH").is_some();
         let comparison = if e.compare {
             vec![BufferComparison {
                 name: "y".into(),
                 rtol: 1e-5,
                 atol: 1e-5,
-                bad: 0,
+                bad: u64::from(wrong),
                 count: 4,
                 worst: None,
                 spec_rtol: 1e-5,
