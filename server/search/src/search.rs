@@ -286,7 +286,8 @@ impl Run<'_, '_> {
                 .slots
                 .min(self.config.candidates_per_iteration)
                 .min(self.config.budget.max_evaluations - self.evaluations);
-            let ctx = self.propose_context(node, wanted);
+            // As many more as are still compiling: those are taken out below.
+            let ctx = self.propose_context(node, wanted + self.deferred.len());
             let proposing = Instant::now();
             let mut proposals = {
                 let _span = tracing::debug_span!("search.propose", node = node.0).entered();
