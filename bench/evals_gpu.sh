@@ -4,7 +4,8 @@
 # random at equal wall time (bench/strategies_equal_time.sh). Binaries in .devbin/ (gzipped
 # to fit the carry limit): kernelpro.gz (this branch), kernelpro-base.gz (the "before"),
 # optionally kernelpro-main.gz, gpu-harness.gz (the kernelpro-gpu GPU tests).
-# Usage (device): bash bench/evals_gpu.sh "$OUT"   TIME=30 FILES=... STRATEGIES=1 STRAT_TIME=45 STRAT_FILES=...
+# Usage (device): bash bench/evals_gpu.sh "$OUT"   TIME=30 FILES=... ENERGY=1 STRATEGIES=1 STRAT_TIME=45 STRAT_FILES=...
+# (ENERGY=1: the searches measure energy as a user's do; by default --no-energy, as the earlier tables)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: evals_gpu.sh OUTDIR}; mkdir -p "$DEST"

@@ -7,10 +7,13 @@
 #   EVALUATOR: gpu (default, on the GPU machine) or stub:1.5 (the CPU: compile-bound)
 #   NAME=BIN: more binaries (e.g. main=.devbin/kernelpro-main), each run after BEFORE and AFTER.
 #   TIME=60  ROUNDS=1  FILES="bench/kernels/softmax.cu:softmax_rows ..."  EXTRA="--devices 0"
+#   ENERGY=1: energy measured as a user's search does (the default of `optimize`); otherwise
+#   --no-energy, as the earlier tables.
 #   KEEP=DIR keeps each run's --json output there (DIR/KERNEL.NAME.ROUND.json).
 # Columns: evaluations, wall, the rate, the stop, and where the time went (the binary's `pipeline`
 # field, when it has one: workers started, GPU jobs, seconds in GPU jobs, seconds the GPU lanes
-# waited for compiles). Then per kernel each binary's rate over BEFORE's.
+# waited for compiles, jobs with an energy window, runs under the original launch, seconds in the
+# proposers). Then per kernel each binary's rate over BEFORE's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # On the GPU machine: the CUTLASS headers from .devbin (bench/devbin.sh), when carried.
@@ -22,7 +25,8 @@ TIME=${TIME:-60}
 FILES=${FILES:-"bench/kernels/softmax.cu:softmax_rows bench/kernels/reduction.cu:reduce_sum bench/kernels/transpose.cu:transpose bench/kernels/matmul_naive.cu:matmul_naive"}
 OUT=${KEEP:-$(mktemp -d)}; mkdir -p "$OUT"
 ROWS=$OUT/rows.txt; : > "$ROWS"
-echo "kernel binary evaluations wall_s evals_per_min stop workers gpu_jobs gpu_s compile_wait_s"
+echo "kernel binary evaluations wall_s evals_per_min stop workers gpu_jobs gpu_s compile_wait_s energy_windows old_launch_runs propose_s"
+ENERGY_FLAG=--no-energy; [ "${ENERGY:-0}" = 1 ] && ENERGY_FLAG=
 for round in $(seq "${ROUNDS:-1}"); do
   for fk in $FILES; do
     f=${fk%%:*}; k=${fk#*:}
@@ -30,7 +34,7 @@ for round in $(seq "${ROUNDS:-1}"); do
       which=${nb%%=*}; bin=${nb#*=}
       s=$(date +%s.%N)
       # shellcheck disable=SC2086
-      "$bin" optimize "$f" --kernel "$k" --budget 100000 --time "$TIME" --evaluator "$EVAL" --no-energy --no-profile ${EXTRA:-} --json > "$OUT/$k.$which.$round.json" 2> "$OUT/$k.$which.$round.err"
+      "$bin" optimize "$f" --kernel "$k" --budget 100000 --time "$TIME" --evaluator "$EVAL" $ENERGY_FLAG --no-profile ${EXTRA:-} --json > "$OUT/$k.$which.$round.json" 2> "$OUT/$k.$which.$round.err"
       e=$(date +%s.%N)
       python3 - "$OUT/$k.$which.$round.json" "$k" "$which" "$s" "$e" <<'PY' | tee -a "$ROWS"
 import json, sys
@@ -43,7 +47,7 @@ try:
     p = d.get("pipeline") or {}
 except Exception as x:
     n, stop = 0, f"no_result_({x.__class__.__name__})"
-cols = [str(p.get(c, "-")) if not isinstance(p.get(c), float) else f"{p[c]:.1f}" for c in ("worker_starts", "gpu_jobs", "gpu_s", "compile_wait_s")]
+cols = [str(p.get(c, "-")) if not isinstance(p.get(c), float) else f"{p[c]:.1f}" for c in ("worker_starts", "gpu_jobs", "gpu_s", "compile_wait_s", "energy_windows", "old_launch_runs", "propose_s")]
 print(f"{k} {which} {n} {wall:.1f} {60 * n / wall:.1f} {stop} " + " ".join(cols))
 PY
     done

@@ -8,7 +8,9 @@
 
 use crate::disagreement::Rejection;
 use crate::guard::check_candidate;
+use futures::StreamExt;
 use futures::future::join_all;
+use futures::stream::FuturesUnordered;
 use kernelpro_config::settings::Settings;
 use kernelpro_core::analysis::Analyzer;
 use kernelpro_gpu::{Evaluation, HarnessError, Image, JobResult, Open, WorkerSession};
@@ -95,6 +97,7 @@ struct Compiles {
     ctx: Arc<Context>,
     cancel: CancellationToken,
     ahead: HashMap<String, JoinHandle<Admitted>>,
+    /// Started ahead, oldest first (deferred ones are not here: never dropped for a newer guess).
     order: VecDeque<String>,
     /// Compiles kept ahead at most: the machine's job places.
     cap: usize,
@@ -137,6 +140,42 @@ impl Compiles {
         }
     }
 
+    /// Starts the compiles of the candidates asked for next (the batch the
+    /// search is about to evaluate), kept (never dropped for a newer guess).
+    fn begin(&mut self, sources: &[&str]) {
+        for s in sources {
+            let key = normalize(s);
+            if !self.ahead.contains_key(&key) {
+                let task = self.start(s);
+                self.ahead.insert(key.clone(), task);
+            }
+            self.order.retain(|k| *k != key);
+        }
+    }
+
+    /// Whether `source`'s compile is a slow one still running (a CuTe or
+    /// CUTLASS source: tens of seconds, where another takes a fraction of
+    /// one; by the source, not the clock, so that a search's course does
+    /// not depend on the machine's load): then it is started if it was not,
+    /// kept compiling (never dropped for a newer guess) and the search
+    /// evaluates other candidates meanwhile.
+    fn defer(&mut self, source: &str) -> bool {
+        if !uses_cutlass(source) {
+            return false;
+        }
+        let key = normalize(source);
+        match self.ahead.get(&key) {
+            Some(task) if task.is_finished() => return false,
+            Some(_) => {}
+            None => {
+                let task = self.start(source);
+                self.ahead.insert(key.clone(), task);
+            }
+        }
+        self.order.retain(|k| *k != key);
+        true
+    }
+
     /// The compile of `source`: the one started ahead, or a new one.
     fn take(&mut self, source: &str) -> JoinHandle<Admitted> {
         let key = normalize(source);
@@ -170,8 +209,9 @@ impl Drop for Compiles {
 
 /// Runs the batch through the pipeline: compiles in tasks of their own, and
 /// `lanes` GPU lanes (candidate i on lane i % lanes), each running its
-/// candidates one after another as soon as each is compiled (`run(i, lane,
-/// compiled)`). Outcomes in order.
+/// candidates one after another in the order their compiles end (`run(i,
+/// lane, compiled)`): a slow compile does not hold up the lane's others.
+/// Outcomes in the batch's order.
 fn pipeline<F, Fut>(
     handle: &Handle,
     compiles: Vec<JoinHandle<Admitted>>,
@@ -191,10 +231,12 @@ where
     let run = &run;
     let futures = per_lane.into_iter().enumerate().map(|(lane, mine)| async move {
         let mut out = Vec::new();
-        for (i, compile) in mine {
+        let mut compiles: FuturesUnordered<_> =
+            mine.into_iter().map(|(i, compile)| async move { (i, compile.await) }).collect();
+        loop {
             let wait = Instant::now();
-            let admitted =
-                compile.await.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
+            let Some((i, admitted)) = compiles.next().await else { break };
+            let admitted = admitted.unwrap_or_else(|e| Err(Outcome::Crash(format!("the compile task ended: {e}"))));
             waited.add(&waited.compile_wait_us, wait);
             let outcome = match admitted {
                 Ok(p) => run(i, lane, p).await,
@@ -220,6 +262,14 @@ pub struct PipelineStats {
     pub gpu_s: f64,
     /// Wall time the GPU lanes waited for a candidate's compile.
     pub compile_wait_s: f64,
+    /// GPU jobs that measured energy (about a second each): the baseline and
+    /// the candidate offered, when energy is asked for.
+    pub energy_windows: u64,
+    /// Runs of a launch-changing candidate under the original launch: one
+    /// per candidate checked for an offer, none during the search.
+    pub old_launch_runs: u64,
+    /// Seconds in the proposers (the search's own time between evaluations; set by the search).
+    pub propose_s: f64,
 }
 
 #[derive(Default)]
@@ -227,6 +277,8 @@ struct Counters {
     gpu_jobs: AtomicU64,
     gpu_us: AtomicU64,
     compile_wait_us: AtomicU64,
+    energy_windows: AtomicU64,
+    old_launch_runs: AtomicU64,
 }
 
 impl Counters {
@@ -240,6 +292,9 @@ impl Counters {
             gpu_jobs: self.gpu_jobs.load(Ordering::Relaxed),
             gpu_s: self.gpu_us.load(Ordering::Relaxed) as f64 / 1e6,
             compile_wait_s: self.compile_wait_us.load(Ordering::Relaxed) as f64 / 1e6,
+            energy_windows: self.energy_windows.load(Ordering::Relaxed),
+            old_launch_runs: self.old_launch_runs.load(Ordering::Relaxed),
+            propose_s: 0.0,
         }
     }
 }
@@ -367,33 +422,47 @@ impl GpuEvaluator {
         crate::disagreement::note(&self.rejections.lock().expect("not poisoned"))
     }
 
-    /// Runs `candidate` against the original with inputs from `seed`, on the first device.
-    pub fn verify(&self, candidate: &Prepared, seed: u64) -> Outcome {
-        self.ctx.handle.block_on(self.verify_on(candidate, seed, self.devices[0]))
+    /// Runs `candidate` against the original with inputs from `seed`, on the
+    /// first device; with `energy` (and energy asked for), its job also
+    /// measures the energy per launch. Its own launch only: see
+    /// [`GpuEvaluator::verify_old_launch`].
+    pub fn verify(&self, candidate: &Prepared, seed: u64, energy: bool) -> Outcome {
+        let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
+        self.ctx.handle.block_on(self.measure(candidate, None, Some(reference), seed, self.devices[0], energy))
     }
 
-    /// A candidate that changes the launch also runs under the original's
-    /// launch, where host code that was not updated still launches it: it
-    /// must be correct there too (its time there does not count).
-    async fn verify_on(&self, candidate: &Prepared, seed: u64, device: u32) -> Outcome {
-        let Some(reference) = &self.reference else { return Outcome::Crash("the original was not run first".into()) };
-        let outcome = self.measure(candidate, None, Some(reference), seed, device).await;
+    /// A candidate that changes the launch must also be correct under the
+    /// original's launch, where host code that was not updated still launches
+    /// it (its time there does not count): one more job, run for a candidate
+    /// about to be offered only (the search's candidates are not, so each
+    /// costs one job). `None` when it keeps the original's launch; else its
+    /// outcome there, the failure explained.
+    pub fn verify_old_launch(&self, candidate: &Prepared, seed: u64) -> Option<Outcome> {
+        let reference = self.reference.as_ref()?;
         let (new, old) = (&candidate.job.launch, &reference.job.launch);
-        if !matches!(outcome, Outcome::Ok { .. }) || (new.grid, new.block, new.smem) == (old.grid, old.block, old.smem)
-        {
-            return outcome;
+        if (new.grid, new.block, new.smem) == (old.grid, old.block, old.smem) {
+            return None;
         }
         let under_old = |why: String| {
             format!(
                 "it changes the launch, and under the original launch (which host code that is not updated still uses) {why}"
             )
         };
-        match self.measure(candidate, Some(reference), Some(reference), seed, device).await {
-            Outcome::Ok { .. } => outcome,
+        self.counters.old_launch_runs.fetch_add(1, Ordering::Relaxed);
+        let outcome = self.ctx.handle.block_on(self.measure(
+            candidate,
+            Some(reference),
+            Some(reference),
+            seed,
+            self.devices[0],
+            false,
+        ));
+        Some(match outcome {
+            ok @ Outcome::Ok { .. } => ok,
             Outcome::WrongOutput(why) => Outcome::WrongOutput(under_old(format!("its output is wrong: {why}"))),
             Outcome::Timeout => Outcome::WrongOutput(under_old("it timed out".into())),
             Outcome::Crash(why) | Outcome::CompileError(why) => Outcome::Crash(under_old(format!("it failed: {why}"))),
-        }
+        })
     }
 
     /// How a job is run: the baseline as a plain run; a candidate's quicker
@@ -422,6 +491,9 @@ impl GpuEvaluator {
     /// On a device other than the baseline's, the time (and energy) is scaled
     /// by how the original, timed in the same job as the reference, compares
     /// with its baseline: speedups stay comparable across unequal GPUs.
+    /// With `energy` (and `run.energy`) its job also measures energy over
+    /// NVML's window (about a second): only the baseline and a candidate about
+    /// to be offered do; the search's candidates are compared on time.
     async fn measure(
         &self,
         kernel: &Prepared,
@@ -429,6 +501,7 @@ impl GpuEvaluator {
         reference: Option<&Prepared>,
         seed: u64,
         device: u32,
+        energy: bool,
     ) -> Outcome {
         let with_seed = |p: &Prepared| {
             let mut job = p.job.clone();
@@ -450,8 +523,12 @@ impl GpuEvaluator {
             baseline = reference.is_none()
         );
         let started = Instant::now();
-        let result = self.in_session(job, reference.is_some(), device, &tuning).instrument(span.clone()).await;
+        let energy = energy && self.run.energy;
+        let result = self.in_session(job, reference.is_some(), device, &tuning, energy).instrument(span.clone()).await;
         self.counters.gpu_jobs.fetch_add(1, Ordering::Relaxed);
+        if energy {
+            self.counters.energy_windows.fetch_add(1, Ordering::Relaxed);
+        }
         self.counters.add(&self.counters.gpu_us, started);
         span.in_scope(|| match &result {
             Ok(r) => tracing::debug!(
@@ -520,16 +597,19 @@ impl GpuEvaluator {
     }
 
     /// Runs `job` in the device's long-lived worker (the original is its
-    /// reference: `compare` checks the outputs against it). Without a session
-    /// (no original yet) it is a one-shot job, as `kernelpro run`'s.
+    /// reference: `compare` checks the outputs against it), with the energy
+    /// window when `energy`. Without a session (no original yet) it is a
+    /// one-shot job, as `kernelpro run`'s.
     async fn in_session(
         &self,
         job: kernelpro_gpu::KernelJob,
         compare: bool,
         device: u32,
         tuning: &JobTuning,
+        energy: bool,
     ) -> Result<JobResult, HarnessError> {
-        let (settings, run) = runner_for(&self.ctx.settings, &self.run, device);
+        let (settings, mut run) = runner_for(&self.ctx.settings, &self.run, device);
+        run.energy = energy;
         let Some(session) = self.sessions.get(&device) else {
             let reference = if compare { self.reference.as_ref().map(|r| r.job.clone()) } else { None };
             return harness::run_tuned(&job, reference.as_ref(), &settings, &run, tuning).await;
@@ -578,7 +658,7 @@ impl GpuEvaluator {
         self.open_sessions(&prepared);
         let started = Instant::now();
         let mut outcome =
-            self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0]));
+            self.ctx.handle.block_on(self.measure(&prepared, None, None, self.search_seed, self.devices[0], true));
         if let Outcome::Ok { time_s, energy_j, findings, .. } = &mut outcome {
             self.baseline = Some((*time_s, *energy_j));
             self.baseline_job = Some(started.elapsed());
@@ -618,7 +698,12 @@ impl Evaluator for GpuEvaluator {
         let compiles: Vec<JoinHandle<Admitted>> = sources.iter().map(|s| self.compiles.take(s)).collect();
         let this = &*self;
         pipeline(&self.ctx.handle, compiles, self.devices.len(), &self.counters, |i, lane, p| async move {
-            let outcome = this.verify_on(&p, this.search_seed, this.devices[lane]).await;
+            // Time only: no energy window and no run under the original launch
+            // (both are for the candidate offered, after the search).
+            let Some(reference) = &this.reference else {
+                return Outcome::Crash("the original was not run first".into());
+            };
+            let outcome = this.measure(&p, None, Some(reference), this.search_seed, this.devices[lane], false).await;
             if outcome.is_ok() {
                 this.verified.lock().expect("not poisoned").insert(normalize(sources[i]), Arc::new(p));
             }
@@ -626,8 +711,18 @@ impl Evaluator for GpuEvaluator {
         })
     }
 
+    /// Two at least, even on one GPU: the batch's compiles run together and
+    /// the GPU takes whichever is compiled first (see [`pipeline`]).
     fn parallelism(&self) -> usize {
-        self.devices.len()
+        self.devices.len().max(2)
+    }
+
+    fn defer(&mut self, source: &str) -> bool {
+        self.compiles.defer(source)
+    }
+
+    fn begin(&mut self, sources: &[&str]) {
+        self.compiles.begin(sources);
     }
 
     fn prefetch(&mut self, sources: &[&str]) {
@@ -767,6 +862,14 @@ impl Evaluator for StubEvaluator {
         self.parallelism.max(2)
     }
 
+    fn defer(&mut self, source: &str) -> bool {
+        self.compiles.defer(source)
+    }
+
+    fn begin(&mut self, sources: &[&str]) {
+        self.compiles.begin(sources);
+    }
+
     fn prefetch(&mut self, sources: &[&str]) {
         self.compiles.prefetch(sources);
     }
@@ -788,13 +891,15 @@ impl Evaluate for StubEvaluator {
     }
 }
 
+/// A CuTe or CUTLASS source: its compile takes tens of seconds.
+fn uses_cutlass(source: &str) -> bool {
+    source.contains("#include <cute/") || source.contains("#include <cutlass/") || source.contains("#include \"cute/")
+}
+
 /// CuTe/CUTLASS candidates need C++17, relaxed constexpr, the CUTLASS headers,
 /// and `sm_90a` on Hopper for WGMMA and TMA.
 pub fn cute_settings(source: &str, settings: &Settings) -> Result<Settings, String> {
-    if !(source.contains("#include <cute/")
-        || source.contains("#include <cutlass/")
-        || source.contains("#include \"cute/"))
-    {
+    if !uses_cutlass(source) {
         return Ok(settings.clone());
     }
     let include =

@@ -110,6 +110,22 @@ pub trait Evaluator {
     /// GPU times the current batch. A hint only; the default ignores it.
     fn prefetch(&mut self, _sources: &[&str]) {}
 
+    /// Whether the search should evaluate other candidates before `source`
+    /// (one it is about to evaluate): its compile is a slow one still running,
+    /// which the evaluator then keeps going (starting it if it was not). The
+    /// search evaluates the batch's others now and `source` once its compile
+    /// is done (it asks again each iteration), or when nothing else is left.
+    /// The default: never.
+    fn defer(&mut self, _source: &str) -> bool {
+        false
+    }
+
+    /// The candidates the search is about to hand [`Evaluator::evaluate_batch`]
+    /// (before it asks the proposer for the guesses it prefetches): an
+    /// evaluator may start compiling them now. Called only where
+    /// [`Evaluator::lookahead`] is above 0; the default does nothing.
+    fn begin(&mut self, _sources: &[&str]) {}
+
     /// How many proposals beyond the ones it evaluates now the search should
     /// hand [`Evaluator::prefetch`] (0, the default: none are asked for).
     fn lookahead(&self) -> usize {

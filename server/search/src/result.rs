@@ -65,6 +65,10 @@ pub struct SearchResult {
     #[serde(default)]
     pub unfinished: Vec<String>,
     pub stats: TreeStats,
+    /// Seconds the proposers took (proposals and compile-ahead guesses): the
+    /// search's own time between evaluations.
+    #[serde(default)]
+    pub propose_s: f64,
     pub tree: Tree,
     pub memory: SearchMemory,
     pub trace: Vec<Event>,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One step of the search, for progress reporting and the result's trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,6 +155,8 @@ impl<'a> Search<'a> {
             once_per_form_skipped: 0,
             once_done: HashSet::new(),
             unfinished: Vec::new(),
+            deferred: Vec::new(),
+            propose_time: Duration::ZERO,
             best: None,
             outcomes: HashMap::from([(normalize(original), baseline.clone())]),
         };
@@ -192,6 +194,7 @@ impl<'a> Search<'a> {
             stop,
             unfinished: run.unfinished,
             stats: stats(&run.tree, run.duplicates, run.once_per_form_skipped),
+            propose_s: run.propose_time.as_secs_f64(),
             tree: run.tree,
             memory: run.memory,
             trace: run.trace,
@@ -227,6 +230,11 @@ struct Run<'c, 'a> {
     once_done: HashSet<(String, String)>,
     /// Recipes of candidates whose evaluation the stop cut short.
     unfinished: Vec<String>,
+    /// Candidates whose slow compile was still running when their batch was
+    /// evaluated ([`Evaluator::defer`]), with their parent: evaluated once compiled.
+    deferred: Vec<(NodeId, Proposal)>,
+    /// Time in the proposer (`propose` and `ahead`).
+    propose_time: Duration,
     best: Option<NodeId>,
     /// Every outcome the evaluator returned, by normalized source: a batch-mate
     /// evaluated but not recorded (its parent was pruned by an earlier outcome
@@ -236,8 +244,20 @@ struct Run<'c, 'a> {
 
 impl Run<'_, '_> {
     fn main_loop(&mut self, proposer: &mut dyn Proposer, evaluator: &mut dyn Evaluator) -> StopReason {
+        let stop = self.expand(proposer, evaluator);
+        if matches!(stop, StopReason::WallTime | StopReason::Cancelled) {
+            // Their compiles were still running.
+            self.unfinished.extend(self.deferred.drain(..).map(|(_, p)| p.recipe));
+        }
+        stop
+    }
+
+    fn expand(&mut self, proposer: &mut dyn Proposer, evaluator: &mut dyn Evaluator) -> StopReason {
         loop {
             if let Some(reason) = self.out_of_budget() {
+                return reason;
+            }
+            if let Some(reason) = self.run_deferred(evaluator, false) {
                 return reason;
             }
             if self.iterations >= self.config.budget.max_iterations {
@@ -250,7 +270,14 @@ impl Run<'_, '_> {
             let selection = select(&mut self.tree, self.config, best_speedup, &mut self.rng, &mut closed);
             self.emit_closed(closed);
             let Some(selection) = selection else {
-                return StopReason::Exhausted;
+                if self.deferred.is_empty() {
+                    return StopReason::Exhausted;
+                }
+                // Nothing else to try: wait for the slow compiles.
+                if let Some(reason) = self.run_deferred(evaluator, true) {
+                    return reason;
+                }
+                continue;
             };
             let node = selection.node;
             self.emit(Event::Selected { iteration: self.iterations, node });
@@ -259,14 +286,30 @@ impl Run<'_, '_> {
                 .slots
                 .min(self.config.candidates_per_iteration)
                 .min(self.config.budget.max_evaluations - self.evaluations);
-            let ctx = self.propose_context(node, wanted);
+            // As many more as are still compiling: those are taken out below.
+            let ctx = self.propose_context(node, wanted + self.deferred.len());
+            let proposing = Instant::now();
             let mut proposals = {
                 let _span = tracing::debug_span!("search.propose", node = node.0).entered();
                 let proposals = proposer.propose(&ctx);
                 tracing::debug!(count = proposals.len(), wanted, "proposed");
                 proposals
             };
+            self.propose_time += proposing.elapsed();
             self.keep_once_per_form(node, &mut proposals);
+            if !self.deferred.is_empty() && !proposals.is_empty() {
+                // Those still compiling are evaluated once compiled, not in this batch.
+                let deferred: HashSet<u64> = self.deferred.iter().map(|(_, p)| source_hash(&p.source)).collect();
+                proposals.retain(|p| !deferred.contains(&source_hash(&p.source)));
+                if proposals.is_empty() {
+                    // Nothing here but what is still compiling: wait for it.
+                    if let Some(reason) = self.run_deferred(evaluator, true) {
+                        return reason;
+                    }
+                    continue;
+                }
+            }
+            self.defer_slow(evaluator, node, &mut proposals, wanted);
             let later = proposals.split_off(wanted.min(proposals.len()));
             self.emit(Event::Proposed { node, proposer: proposer.name().to_owned(), count: proposals.len() });
             if proposals.is_empty() {
@@ -290,6 +333,11 @@ impl Run<'_, '_> {
             // iteration expands one of them when it is faster) and more of this node's.
             let lookahead = evaluator.lookahead();
             let mut guesses: Vec<Proposal> = Vec::new();
+            if lookahead > 0 && !fresh.is_empty() {
+                // Their compiles run while the proposer guesses.
+                evaluator.begin(&fresh.iter().map(String::as_str).collect::<Vec<_>>());
+            }
+            let guessing = Instant::now();
             if lookahead > 0 {
                 let base = self.propose_context(node, self.config.candidates_per_iteration);
                 for p in proposals.iter().filter(|p| fresh.contains(&p.source)) {
@@ -317,6 +365,7 @@ impl Run<'_, '_> {
             if !ahead.is_empty() && !fresh.is_empty() {
                 evaluator.prefetch(&ahead);
             }
+            self.propose_time += guessing.elapsed();
             let width = evaluator.parallelism().max(1);
             let mut pending = fresh.chunks(width);
             let mut ready = VecDeque::new();
@@ -326,7 +375,7 @@ impl Run<'_, '_> {
 
             // Record in proposal order, as if evaluated one by one.
             let mut grew = false;
-            for proposal in proposals {
+            for mut proposal in proposals {
                 // Outcomes already back are recorded (a verified one is kept even past the deadline).
                 if ready.is_empty()
                     && let Some(reason) = self.out_of_budget()
@@ -341,7 +390,7 @@ impl Run<'_, '_> {
                     );
                     break; // pruned by an earlier proposal of this batch
                 }
-                self.memory.notes.extend(proposal.note);
+                self.memory.notes.extend(proposal.note.take());
                 if let Some(seen) = self.memory.lookup(&proposal.source) {
                     let of = seen.node;
                     self.duplicates += 1;
@@ -367,46 +416,8 @@ impl Run<'_, '_> {
                     self.unfinished.push(proposal.recipe);
                     continue;
                 }
-                self.evaluations += 1;
-                let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
-                let reward = self.config.rewards.reward(&outcome, speedup);
-                let kind = outcome.kind();
-                let id = NodeId(self.tree.len());
-                tracing::debug!(
-                    candidate = %crate::memory::candidate_id(&proposal.source),
-                    recipe = %proposal.recipe,
-                    node = id.0,
-                    parent = node.0,
-                    outcome = ?kind,
-                    speedup,
-                    why = outcome.failure().map(brief),
-                    "evaluated"
-                );
-                self.memory.record(
-                    &proposal.source,
-                    id,
-                    &proposal.recipe,
-                    proposal.answers.as_deref(),
-                    &outcome,
-                    speedup,
-                );
-                let recipe = proposal.recipe.clone();
-                let evaluated = Evaluated {
-                    source: proposal.source,
-                    recipe: proposal.recipe,
-                    answers: proposal.answers,
-                    outcome,
-                    speedup,
-                    reward,
-                };
-                self.tree.add(Some(node), evaluated);
-                if speedup.is_some() {
-                    self.best = pick_best(&self.tree);
-                }
+                self.record(node, proposal, outcome);
                 grew = true;
-                self.emit(Event::Evaluated { node: id, parent: node, recipe, outcome: kind, speedup });
-                let closed = self.tree.record_attempt(node, Some(id), self.config);
-                self.emit_closed(closed);
             }
             if !grew {
                 // The proposer has nothing new here: stop expanding this node
@@ -415,6 +426,118 @@ impl Run<'_, '_> {
                 self.tree.backup(node, self.tree[node].reward);
             }
         }
+    }
+
+    /// Records `proposal`'s `outcome` as a child of `node`.
+    fn record(&mut self, node: NodeId, proposal: Proposal, outcome: Outcome) {
+        self.evaluations += 1;
+        let speedup = outcome.time_s().map(|t| self.baseline_time_s / t);
+        let reward = self.config.rewards.reward(&outcome, speedup);
+        let kind = outcome.kind();
+        let id = NodeId(self.tree.len());
+        tracing::debug!(
+            candidate = %crate::memory::candidate_id(&proposal.source),
+            recipe = %proposal.recipe,
+            node = id.0,
+            parent = node.0,
+            outcome = ?kind,
+            speedup,
+            why = outcome.failure().map(brief),
+            "evaluated"
+        );
+        self.memory.record(&proposal.source, id, &proposal.recipe, proposal.answers.as_deref(), &outcome, speedup);
+        let recipe = proposal.recipe.clone();
+        let evaluated = Evaluated {
+            source: proposal.source,
+            recipe: proposal.recipe,
+            answers: proposal.answers,
+            outcome,
+            speedup,
+            reward,
+        };
+        self.tree.add(Some(node), evaluated);
+        if speedup.is_some() {
+            self.best = pick_best(&self.tree);
+        }
+        self.emit(Event::Evaluated { node: id, parent: node, recipe, outcome: kind, speedup });
+        let closed = self.tree.record_attempt(node, Some(id), self.config);
+        self.emit_closed(closed);
+    }
+
+    /// Takes the candidates whose slow compile is still running
+    /// ([`Evaluator::defer`]) out of the node's first `wanted` new ones (the
+    /// next ones move up), to be evaluated once compiled, so that the GPU times
+    /// the others meanwhile; never when no other new one is left.
+    fn defer_slow(
+        &mut self,
+        evaluator: &mut dyn Evaluator,
+        node: NodeId,
+        proposals: &mut Vec<Proposal>,
+        wanted: usize,
+    ) {
+        let mut slow = Vec::new();
+        let mut others = 0;
+        let mut seen = HashSet::new();
+        for (i, p) in proposals.iter().enumerate() {
+            if others >= wanted {
+                break;
+            }
+            if self.memory.lookup(&p.source).is_some() || !seen.insert(source_hash(&p.source)) {
+                continue;
+            }
+            if evaluator.defer(&p.source) {
+                slow.push(i);
+            } else {
+                others += 1;
+            }
+        }
+        if slow.is_empty() || others == 0 {
+            return;
+        }
+        for i in slow.into_iter().rev() {
+            let p = proposals.remove(i);
+            tracing::debug!(
+                candidate = %crate::memory::candidate_id(&p.source),
+                recipe = %p.recipe,
+                parent = node.0,
+                "a slow compile still running: the others first"
+            );
+            self.deferred.push((node, p));
+        }
+    }
+
+    /// Evaluates the deferred candidates whose compile is done (all of them,
+    /// waiting for their compiles, with `wait`), each recorded under its parent
+    /// unless that was closed meanwhile or the same text was evaluated since.
+    fn run_deferred(&mut self, evaluator: &mut dyn Evaluator, wait: bool) -> Option<StopReason> {
+        let mut i = 0;
+        while i < self.deferred.len() {
+            if !wait && evaluator.defer(&self.deferred[i].1.source) {
+                i += 1;
+                continue;
+            }
+            if let Some(reason) = self.out_of_budget() {
+                return Some(reason);
+            }
+            let (parent, mut proposal) = self.deferred.remove(i);
+            if self.memory.lookup(&proposal.source).is_some() || self.tree[parent].closed {
+                tracing::debug!(recipe = %proposal.recipe, parent = parent.0, "a deferred candidate not needed any more");
+                continue;
+            }
+            self.memory.notes.extend(proposal.note.take());
+            let outcome = {
+                let _span = tracing::debug_span!("search.deferred", parent = parent.0).entered();
+                self.evaluate_once(evaluator, &[proposal.source.as_str()]).pop().expect("one outcome")
+            };
+            let late = self.out_of_budget().is_some_and(|r| matches!(r, StopReason::WallTime | StopReason::Cancelled));
+            if late && !outcome.is_ok() {
+                tracing::debug!(recipe = %proposal.recipe, "cut short by the stop: not recorded");
+                self.unfinished.push(proposal.recipe);
+                continue;
+            }
+            self.record(parent, proposal, outcome);
+        }
+        None
     }
 
     /// A node's form: the recipes on its path that are not once-per-form ones

@@ -795,15 +795,22 @@ struct Prefetching {
     lookahead: usize,
     prefetched: Vec<String>,
     calls: Vec<String>,
+    /// `begin`, `prefetch` and `evaluate` calls in order, with their sources.
+    log: Vec<(&'static str, Vec<String>)>,
 }
 
 impl Evaluator for Prefetching {
     fn evaluate(&mut self, source: &str) -> Outcome {
         self.calls.push(source.to_owned());
+        self.log.push(("evaluate", vec![source.to_owned()]));
         ok(1.0 / (1.0 + source.len() as f64))
     }
     fn prefetch(&mut self, sources: &[&str]) {
         self.prefetched.extend(sources.iter().map(|s| s.to_string()));
+        self.log.push(("prefetch", sources.iter().map(|s| s.to_string()).collect()));
+    }
+    fn begin(&mut self, sources: &[&str]) {
+        self.log.push(("begin", sources.iter().map(|s| s.to_string()).collect()));
     }
     fn lookahead(&self) -> usize {
         self.lookahead
@@ -820,7 +827,7 @@ fn an_evaluator_with_lookahead_gets_the_next_proposals_to_compile_ahead() {
     let config =
         SearchConfig { budget: Budget { max_evaluations: 12, ..Budget::default() }, ..SearchConfig::default() };
     let run = |lookahead| {
-        let mut ev = Prefetching { lookahead, prefetched: Vec::new(), calls: Vec::new() };
+        let mut ev = Prefetching { lookahead, prefetched: Vec::new(), calls: Vec::new(), log: Vec::new() };
         let result = Search::new(config.clone()).run("r", &mut Lettered, &mut ev).unwrap();
         (ev, result)
     };
@@ -834,4 +841,106 @@ fn an_evaluator_with_lookahead_gets_the_next_proposals_to_compile_ahead() {
     // Most candidates after the first batch had their compile started ahead.
     let hits = with.calls[1..].iter().filter(|c| with.prefetched.contains(c)).count();
     assert!(hits * 2 >= with.calls.len() - 1, "{hits} of {:?} were prefetched ({:?})", with.calls, with.prefetched);
+    // Each batch's compiles are begun before the proposer's guesses are prefetched, and
+    // every candidate evaluated after the original was begun (or prefetched) first.
+    assert!(without.log.iter().all(|(what, _)| *what == "evaluate"), "{:?}", without.log);
+    for (i, (what, sources)) in with.log.iter().enumerate() {
+        if *what == "begin" {
+            assert_eq!(with.log.get(i + 1).map(|l| l.0), Some("prefetch"), "{:?}", with.log);
+        }
+        if *what == "evaluate" && i > 0 {
+            let asked = with.log[..i].iter().any(|(w, s)| *w != "evaluate" && s.contains(&sources[0]));
+            assert!(asked, "{} was evaluated without being begun or prefetched: {:?}", sources[0], with.log);
+        }
+    }
+}
+
+// ---- slow compiles -------------------------------------------------------
+
+/// An evaluator whose compile of a source containing `SLOW` is still running
+/// the first `polls` times the search asks ([`Evaluator::defer`]).
+struct SlowCompile {
+    polls: usize,
+    asked: usize,
+    evaluated: Vec<String>,
+}
+
+impl Evaluator for SlowCompile {
+    fn evaluate(&mut self, source: &str) -> Outcome {
+        self.evaluated.push(source.to_owned());
+        ok(if source == "orig" {
+            1.0
+        } else if source.contains("SLOW") {
+            0.25
+        } else {
+            0.8
+        })
+    }
+    fn parallelism(&self) -> usize {
+        2
+    }
+    fn defer(&mut self, source: &str) -> bool {
+        let slow = source.contains("SLOW") && self.asked < self.polls;
+        self.asked += usize::from(source.contains("SLOW"));
+        slow
+    }
+}
+
+/// From the original: the slow candidate, then fresh ones, one more than wanted (only
+/// `root_calls` times); elsewhere fresh ones while `elsewhere`.
+struct SlowFirst {
+    next: usize,
+    root_calls: usize,
+    elsewhere: bool,
+}
+
+impl Proposer for SlowFirst {
+    fn name(&self) -> &str {
+        "slow-first"
+    }
+    fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+        if ctx.source == "orig" && self.root_calls == 0 || ctx.source != "orig" && !self.elsewhere {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if ctx.source == "orig" {
+            self.root_calls -= 1;
+            out.push(Proposal::new("orig/SLOW", "SLOW"));
+        }
+        while out.len() < ctx.wanted + 1 {
+            self.next += 1;
+            out.push(Proposal::new(format!("{}/{}", ctx.source, self.next), format!("step-{}", self.next)));
+        }
+        out
+    }
+}
+
+/// A candidate whose compile is slow waits while the GPU evaluates the
+/// others, and is evaluated (once) when compiled, under the node that proposed it.
+#[test]
+fn a_slow_compile_waits_while_the_others_are_evaluated() {
+    let mut evaluator = SlowCompile { polls: 3, asked: 0, evaluated: Vec::new() };
+    let mut proposer = SlowFirst { next: 0, root_calls: 100, elsewhere: true };
+    let config = SearchConfig { budget: Budget { max_evaluations: 6, ..Budget::default() }, ..SearchConfig::default() };
+    let result = Search::new(config).run("orig", &mut proposer, &mut evaluator).unwrap();
+    let slow_at = evaluator.evaluated.iter().position(|s| s == "orig/SLOW").expect("evaluated");
+    assert_eq!(evaluator.evaluated.iter().filter(|s| *s == "orig/SLOW").count(), 1, "{:?}", evaluator.evaluated);
+    assert!(slow_at >= 3, "two others were evaluated while it compiled: {:?}", evaluator.evaluated);
+    let node = result.tree.nodes().iter().find(|n| n.source == "orig/SLOW").expect("recorded");
+    assert_eq!(node.parent, Some(NodeId::ROOT));
+    assert_eq!(result.best, Some(node.id), "the slow one is the fastest");
+    assert_eq!(result.evaluations, 6);
+}
+
+/// When nothing else is left to try, the search waits for the slow compile.
+#[test]
+fn with_nothing_else_left_the_search_waits_for_a_slow_compile() {
+    let mut evaluator = SlowCompile { polls: usize::MAX, asked: 0, evaluated: Vec::new() };
+    let mut proposer = SlowFirst { next: 0, root_calls: 1, elsewhere: false };
+    let result = Search::new(SearchConfig::default()).run("orig", &mut proposer, &mut evaluator).unwrap();
+    // Its place in the batch went to the next proposal.
+    assert_eq!(evaluator.evaluated, ["orig", "orig/1", "orig/2", "orig/SLOW"]);
+    assert_eq!(result.stop, StopReason::Exhausted);
+    assert_eq!(result.best_speedup, 4.0);
+    assert!(result.unfinished.is_empty());
 }
