@@ -578,7 +578,15 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   if (S.broken) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     auto* rd = static_cast<const CUpti_ResourceData*>(data);
-    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && !S.profiler) setup(rd->context);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && !S.profiler) {
+      // A driver-API program (the GPU worker: cuDevicePrimaryCtxRetain, then
+      // cuCtxSetCurrent) is told of its context before making it current;
+      // the SASS metrics' config wants it current (else INVALID_CONTEXT).
+      CUcontext previous = nullptr;
+      bool pushed = cuCtxPushCurrent(rd->context) == CUDA_SUCCESS;
+      setup(rd->context);
+      if (pushed) cuCtxPopCurrent(&previous);
+    }
     if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
       dump_module(static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor));
     return;
