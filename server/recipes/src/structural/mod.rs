@@ -38,6 +38,7 @@
 
 mod column_units;
 mod contraction;
+mod flat_rows;
 mod grid_stride;
 mod histogram;
 mod hoist;
@@ -135,5 +136,7 @@ fn with_units_view(
     Vec::new()
 }
 
+#[cfg(test)]
+mod forms_tests;
 #[cfg(test)]
 pub(crate) mod tests;

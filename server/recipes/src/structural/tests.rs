@@ -6,7 +6,7 @@ use crate::{Recipe, all};
 use expect_test::{Expect, expect};
 use std::path::{Path, PathBuf};
 
-const STRUCTURAL: &[&str] = &[
+pub(super) const STRUCTURAL: &[&str] = &[
     "WarpUnits",
     "BlockUnits",
     "HoistRowWork",
@@ -23,7 +23,7 @@ const STRUCTURAL: &[&str] = &[
 ];
 
 /// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
-fn fixture(name: &str) -> String {
+pub(super) fn fixture(name: &str) -> String {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let path = match (name.strip_prefix("naive/"), name.strip_prefix("kbench/")) {
         (Some(rest), _) => crate_dir.join("../../tests/fixtures/naive").join(rest),
@@ -33,7 +33,7 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn recipe(name: &str) -> Box<dyn Recipe> {
+pub(super) fn recipe(name: &str) -> Box<dyn Recipe> {
     all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
 }
 
@@ -221,7 +221,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
 ];
 
-fn applied(file: &str, kernel: &str) -> String {
+pub(super) fn applied(file: &str, kernel: &str) -> String {
     let text = fixture(file);
     STRUCTURAL
         .iter()
@@ -343,7 +343,7 @@ pub(crate) fn compile_errors(source: &str) -> Option<String> {
 }
 
 /// The rewrites with distinct code: launch variants differ only in spec comments, one of them is compiled.
-fn distinct_code(rewrites: &[crate::Rewrite]) -> Vec<&crate::Rewrite> {
+pub(super) fn distinct_code(rewrites: &[crate::Rewrite]) -> Vec<&crate::Rewrite> {
     let mut seen = std::collections::HashSet::new();
     rewrites
         .iter()
@@ -1080,7 +1080,7 @@ const STYLES: &[(&str, &str, &str, &str)] = &[
 
 /// The model's facts that decide a rewrite, without names or spellings: the pattern, each loop's
 /// bound and step, each access's space, kind, base and index (loop counters named by their loop).
-fn model_facts(file: &str, kernel: &str) -> String {
+pub(super) fn model_facts(file: &str, kernel: &str) -> String {
     use kernelpro_source::kernel_model::{Atom, Poly, Step};
     let text = fixture(file);
     let source = kernelpro_source::parse(&text);
