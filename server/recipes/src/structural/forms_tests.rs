@@ -15,6 +15,9 @@ const FORMS: &[(&str, &str, &str, &str)] = &[
         "instnorm_elem",
         "WarpUnits x4, HoistRowWork x7",
     ),
+    // A block tree into shared memory whose root is added to one address (corpus_bruce_reduce_atomic):
+    // every element added to it, then a grid-stride register sum, shuffles, one atomic per block.
+    ("styles/sum_tree_atomic_alias_typedef.cu", "styles/sum_tree_atomic_plain.cu", "tree_sum", "BlockReduce x4"),
 ];
 
 #[test]
@@ -86,6 +89,22 @@ fn flat_rows_need_names_constant_over_each_row() {
     for text in [shifted, short] {
         let notes: Vec<String> =
             recipe("HoistRowWork").rewrite(&text, "instnorm_elem").into_iter().map(|rw| rw.note).collect();
+        assert!(notes.is_empty(), "{notes:#?}");
+    }
+}
+
+/// A tree that does not span the block (its root is then not the block's sum), or a root stored
+/// per block instead of added to one address, is not read as a sum of every element.
+#[test]
+fn tree_atomic_needs_the_whole_block_into_one_address() {
+    let plain = fixture("styles/sum_tree_atomic_plain.cu");
+    let partial = plain.replace("int stride = blockDim.x / 2;", "int stride = 64;");
+    let per_block = plain.replace("atomicAdd(total, s[0]);", "total[blockIdx.x] = s[0];");
+    let per_thread = plain.replace("atomicAdd(total, s[0]);", "atomicAdd(total + threadIdx.x, s[0]);");
+    for text in [partial, per_block, per_thread] {
+        assert_ne!(text, plain);
+        let notes: Vec<String> =
+            recipe("BlockReduce").rewrite(&text, "tree_sum").into_iter().map(|rw| rw.note).collect();
         assert!(notes.is_empty(), "{notes:#?}");
     }
 }

@@ -50,6 +50,7 @@ mod stencil;
 mod tile_rows;
 mod transpose;
 mod tree;
+mod tree_atomic;
 mod views;
 mod warp_units;
 mod welford;

@@ -176,7 +176,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/stencil/conv3x3_macro_2d.cu", "conv3x3", "StencilTile x2, GridStrideMap x4"),
     ("naive/stencil/expert_conv1d_tile_4out.cu", "conv1d_tile4", ""),
     ("naive/stencil/jacobi_rowx.cu", "jacobi_step", "GridStrideMap x4"),
-    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", ""),
+    // One block per 256 elements into one atomic each: the same form ran at 0.18x of PyTorch on the
+    // H100 corpus run (corpus_bruce_reduce_atomic); BlockReduce gives it a grid-stride register sum.
+    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", "BlockReduce x2"),
     ("naive/sum/count_gridstride_int_sizet.cu", "total_kernel", "BlockReduce x4"),
     ("naive/sum/expert_sum_shuffle_gridstride.cu", "sum_shuffle", ""),
     ("naive/sum/mse_atomic_scaled.cu", "mse_loss_kernel", "BlockReduce x4"),
@@ -261,6 +263,12 @@ fn template_kernels_get_micro_rewrites() {
 /// Naive corpus files (tests/fixtures/naive, not clean_/expert_) that no structural rewrite answers, each with why.
 const NOT_COVERED: &[(&str, &str)] = &[];
 
+/// Clean kernels that a structural rewrite still answers, each with why.
+const CLEAN_REWRITTEN: &[(&str, &str)] = &[(
+    "naive/sum/clean_sum_block_atomic.cu",
+    "a block tree per 256 elements, one atomic each: 0.18x of PyTorch in the same form on the H100 corpus run",
+)];
+
 /// Every naive style of the shared corpus gets a structural rewrite and is in [`CORPUS`]; clean and
 /// expert kernels get none but the grid-stride map (whose only change that matters is the launch).
 #[test]
@@ -285,7 +293,9 @@ fn naive_corpus_is_covered() {
             let kernels: Vec<String> = kernelpro_source::parse(&text).kernels().map(|k| k.name.clone()).collect();
             let got: Vec<String> = kernels.iter().map(|k| applied(&rel, k)).filter(|a| !a.is_empty()).collect();
             if file.starts_with("clean_") || file.starts_with("expert_") {
-                if got.iter().any(|a| a.split(", ").any(|r| !r.starts_with("GridStrideMap"))) {
+                if !CLEAN_REWRITTEN.iter().any(|(f, _)| *f == rel)
+                    && got.iter().any(|a| a.split(", ").any(|r| !r.starts_with("GridStrideMap")))
+                {
                     wrong.push(format!("{rel}: a clean/expert kernel gets {got:?}"));
                 }
                 continue;
