@@ -251,7 +251,8 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     // The address is the same for every unit: parameters and literals only, or
     // what the model sees as a constant offset from a buffer (`T* acc = result + 0;`).
     let addr_names = names_in(k, addr);
-    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some())
+    // A launch's fixed row (`row = blockIdx.y`) is the same for all of a block's units too.
+    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some() || u.fixed.iter().any(|f| f.0 == *n))
         && !descendants(addr).iter().any(|d| d.kind() == "call_expression")
     {
         let Some(p) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)) else { return Vec::new() };

@@ -124,7 +124,8 @@ fn alias(k: &Kernel, st: Node) -> Option<(String, String)> {
     let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let name = k.text_of(d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?).to_string();
     let value = compact(k.text, d.child_by_field_name("value")?);
-    let builtin = ["threadIdx.x", "blockIdx.x", "blockIdx.y", "blockIdx.z", "blockDim.x", "gridDim.x"];
+    // `blockIdx.y` aliases stay: the unit readers take them as the launch's fixed rows.
+    let builtin = ["threadIdx.x", "blockIdx.x", "blockDim.x", "gridDim.x"];
     let assigned = descendants(k.body()).into_iter().any(|n| {
         matches!(n.kind(), "assignment_expression" | "update_expression")
             && n.child_by_field_name("left")
@@ -132,6 +133,17 @@ fn alias(k: &Kernel, st: Node) -> Option<(String, String)> {
                 .is_some_and(|l| k.text_of(l) == name)
     });
     (builtin.contains(&value.as_str()) && !assigned).then_some((name, value))
+}
+
+/// `p += E;` with `p` a pointer parameter: (p, E).
+fn pointer_offset<'t>(k: &Kernel<'t>, st: Node<'t>) -> Option<(String, Node<'t>)> {
+    let e = (st.kind() == "expression_statement").then(|| st.named_child(0)).flatten()?;
+    if e.kind() != "assignment_expression" || k.text_of(e.child_by_field_name("operator")?) != "+=" {
+        return None;
+    }
+    let p = k.text_of(e.child_by_field_name("left")?);
+    k.param(p).filter(|q| q.pointer)?;
+    Some((p.to_string(), e.child_by_field_name("right")?))
 }
 
 /// The per-element atomic form of a block-tree sum into a shared address, where `kernel` is one.
@@ -159,8 +171,31 @@ pub(super) fn per_element(text: &str, kernel: &str) -> Option<String> {
             .collect();
         edited(&k, n, &edits)
     };
+    // The same with the pointer offsets applied (`p` read as `(p + (E))`).
+    let offset_spelt = |n: Node, offsets: &[(String, String)]| {
+        let edits: Vec<_> = descendants(n)
+            .into_iter()
+            .filter(|d| d.kind() == "identifier")
+            .filter_map(|d| {
+                let name = k.text_of(d);
+                let alias = aliases.iter().find(|(a, _)| a == name).map(|(_, v)| v.clone());
+                let offset = offsets.iter().find(|(p, _)| p == name).map(|(p, e)| format!("({p} + ({e}))"));
+                Some((d.byte_range(), alias.or(offset)?))
+            })
+            .collect();
+        edited(&k, n, &edits)
+    };
+    // `p += E;` on a pointer parameter before the store: the later uses read `(p + (E))`.
+    let mut offsets: Vec<(String, String)> = Vec::new();
     let mut kept = Vec::new();
     for s in &sts[..store_at] {
+        if let Some((p, e)) = pointer_offset(&k, *s) {
+            if offsets.iter().any(|(q, _)| *q == p) {
+                return None;
+            }
+            offsets.push((p, spelt(e)));
+            continue;
+        }
         if s.kind() == "declaration" && k.text_of(*s).contains("__shared__") {
             if !uses_sd(*s) {
                 return None;
@@ -175,12 +210,12 @@ pub(super) fn per_element(text: &str, kernel: &str) -> Option<String> {
             return None;
         }
         if alias(&k, *s).is_none() {
-            kept.push(spelt(*s));
+            kept.push(offset_spelt(*s, &offsets));
         }
     }
     // `cond ? v : 0` loads under the guard; anything else is added as it is.
     let value = sts[store_at].named_child(0)?.child_by_field_name("right")?;
-    let addr = spelt(addr);
+    let addr = offset_spelt(addr, &offsets);
     let add = if value.kind() == "conditional_expression" {
         let mut cond = value.child_by_field_name("condition")?;
         while cond.kind() == "parenthesized_expression" {
@@ -190,9 +225,10 @@ pub(super) fn per_element(text: &str, kernel: &str) -> Option<String> {
         if !["0", "0.0", "0.0f", "0.f", "0.0F", "(real)0", "0.0L"].contains(&zero.as_str()) {
             return None;
         }
-        format!("if ({}) atomicAdd({addr}, {});", spelt(cond), spelt(value.child_by_field_name("consequence")?))
+        let then = value.child_by_field_name("consequence")?;
+        format!("if ({}) atomicAdd({addr}, {});", offset_spelt(cond, &offsets), offset_spelt(then, &offsets))
     } else {
-        format!("atomicAdd({addr}, {});", spelt(value))
+        format!("atomicAdd({addr}, {});", offset_spelt(value, &offsets))
     };
     let mut body = String::from("{\n");
     for s in kept {
