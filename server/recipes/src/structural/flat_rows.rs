@@ -139,6 +139,26 @@ fn flattened(k: &Kernel, vars: &[(String, String)], bounds: &[i64], body: Node) 
     out
 }
 
+/// Whether `element` statements assign a name that `row` statements declare: in the thread-per-row
+/// form the row's locals are shared by all its elements, where each element had its own before.
+pub(super) fn writes_row_names(k: &Kernel, row: &[Node], element: &[Node]) -> bool {
+    let row_names: Vec<String> = row
+        .iter()
+        .flat_map(|s| descendants(*s))
+        .filter(|d| matches!(d.kind(), "init_declarator" | "declaration"))
+        .filter_map(|d| d.child_by_field_name("declarator").filter(|i| i.kind() == "identifier"))
+        .map(|i| k.text_of(i).to_string())
+        .collect();
+    element.iter().flat_map(|s| descendants(*s)).any(|d| {
+        let target = match d.kind() {
+            "assignment_expression" => d.child_by_field_name("left"),
+            "update_expression" => d.child_by_field_name("argument"),
+            _ => None,
+        };
+        target.is_some_and(|t| t.kind() == "identifier" && row_names.iter().any(|n| n == k.text_of(t)))
+    })
+}
+
 /// The thread-per-row form of a kernel whose flat units' first statements do a row's work, with
 /// the row length.
 pub(super) fn per_row_flat(k: &Kernel) -> Option<(String, i64)> {
@@ -237,7 +257,10 @@ pub(super) fn per_row_flat(k: &Kernel) -> Option<(String, i64)> {
     per_element.extend(opaque);
     let split = nodes.iter().position(|s| !derived_decls.contains(s) && names_any(k, *s, &per_element))?;
     let (row_part, element_part) = nodes.split_at(split);
+    // The element's statements write no name of the row's (each element ran on its own copy before).
+    let writes_row = writes_row_names(k, row_part, element_part);
     if split <= first_loop
+        || writes_row
         || !row_part.iter().all(|s| super::hoist::writes_locals_only(k, *s))
         || element_part.iter().any(|s| descendants(*s).iter().any(|d| d.kind() == "return_statement"))
     {

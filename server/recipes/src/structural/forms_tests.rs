@@ -89,7 +89,10 @@ fn flat_rows_need_names_constant_over_each_row() {
     // The row's loop nest one row short of the plane: 47 * 64 elements do not tile the units.
     let short = plain.replacen("for (int i = 0; i < H; i++)", "for (int i = 0; i < H - 1; i++)", 1);
     assert_ne!(short, plain);
-    for text in [shifted, short] {
+    // The element's statement updates the row's running sum: each element had its own copy before.
+    let carried = plain.replace("y[idx] = (x[idx] - mean) * inv;", "sum += x[idx];\n  y[idx] = (sum - mean) * inv;");
+    assert_ne!(carried, plain);
+    for text in [shifted, short, carried] {
         let notes: Vec<String> =
             recipe("HoistRowWork").rewrite(&text, "instnorm_elem").into_iter().map(|rw| rw.note).collect();
         assert!(notes.is_empty(), "{notes:#?}");
@@ -110,4 +113,20 @@ fn tree_atomic_needs_the_whole_block_into_one_address() {
             recipe("BlockReduce").rewrite(&text, "tree_sum").into_iter().map(|rw| rw.note).collect();
         assert!(notes.is_empty(), "{notes:#?}");
     }
+}
+
+/// A 2D thread per element whose element statement updates its row's running value is not hoisted:
+/// the thread-per-row form would share that value across the row's elements.
+#[test]
+fn hoisted_rows_keep_each_elements_own_copy() {
+    let plain = fixture("center_rows_flat_sizet.cu");
+    assert!(!recipe("HoistRowWork").rewrite(&plain, "center_rows").is_empty());
+    let carried = plain.replace(
+        "y[r * cols + c] = x[r * cols + c] - mean;",
+        "mean += x[r * cols + c];\n  y[r * cols + c] = x[r * cols + c] - mean;",
+    );
+    assert_ne!(carried, plain);
+    let notes: Vec<String> =
+        recipe("HoistRowWork").rewrite(&carried, "center_rows").into_iter().map(|rw| rw.note).collect();
+    assert!(notes.is_empty(), "{notes:#?}");
 }

@@ -118,7 +118,8 @@ fn per_row(k: &Kernel) -> Option<String> {
     });
     let row_ok = row_part.iter().all(|s| writes_locals_only(k, *s));
     let element_ok = element_part.iter().all(|s| !descendants(*s).iter().any(|d| d.kind() == "return_statement"));
-    if row_part.is_empty() || !row_work || !row_ok || !element_ok {
+    let shares_row = super::flat_rows::writes_row_names(k, row_part, element_part);
+    if row_part.is_empty() || !row_work || !row_ok || !element_ok || shares_row {
         return None;
     }
     let mut body = String::from("{\n");
