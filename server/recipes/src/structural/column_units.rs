@@ -169,6 +169,9 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
                 (init.byte_range(), format!("{} + kp_row", k.text_of(init))),
                 (step.byte_range(), format!("{c} += kp_nw{advance}")),
             ];
+            // Each thread walks a long column share with one load an iteration: unrolled, the loads
+            // (which do not depend on the carried values) issue together and cover DRAM latency.
+            lines.push("#pragma unroll 4".to_string());
             lines.push(render(k, *piece, &edits, "")?);
             for carry in &carried {
                 lines.push(combine(carry)?);

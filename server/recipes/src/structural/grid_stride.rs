@@ -34,6 +34,15 @@ const SUM_TYPES: &[&str] = &[
     "long long",
 ];
 
+/// The type a file-level `typedef T name;` names (`typedef float real;`), spaces collapsed.
+fn typedef_of(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("typedef ")?.trim_end().strip_suffix(';')?;
+        let (ty, n) = rest.rsplit_once(char::is_whitespace)?;
+        (n == name).then(|| ty.split_whitespace().collect::<Vec<_>>().join(" "))
+    })
+}
+
 /// The unit loop around `lines` (each already indented text), re-binding the user's indices.
 pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
     let body = k.body();
@@ -242,7 +251,8 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     // The address is the same for every unit: parameters and literals only, or
     // what the model sees as a constant offset from a buffer (`T* acc = result + 0;`).
     let addr_names = names_in(k, addr);
-    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some())
+    // A launch's fixed row (`row = blockIdx.y`) is the same for all of a block's units too.
+    let (addr_text, buffer) = if addr_names.iter().all(|n| k.param(n).is_some() || u.fixed.iter().any(|f| f.0 == *n))
         && !descendants(addr).iter().any(|d| d.kind() == "call_expression")
     {
         let Some(p) = addr_names.iter().find_map(|n| k.param(n).filter(|p| p.pointer)) else { return Vec::new() };
@@ -268,7 +278,8 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     // A template's element type is the one the spec instantiates.
     let ty = p.base.clone();
     if !(SUM_TYPES.contains(&ty.as_str())
-        || k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t)))
+        || k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| SUM_TYPES.contains(&t))
+        || typedef_of(k.text, &ty).is_some_and(|t| SUM_TYPES.contains(&t.as_str())))
     {
         return Vec::new();
     }
@@ -345,6 +356,21 @@ impl Recipe for BlockReduce {
         &[Code::AtomicContention, Code::ContendedAtomics, Code::WarpStall]
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
-        super::with_units_view(text, kernel, reduce_rewrites)
+        let direct = super::with_units_view(text, kernel, reduce_rewrites);
+        if !direct.is_empty() {
+            return direct;
+        }
+        // A block tree whose root is added to a shared address: the same sum, one atomic per element.
+        let Some(view) = super::tree_atomic::per_element(text, kernel) else { return direct };
+        super::with_units_view(&view, kernel, reduce_rewrites)
+            .into_iter()
+            .map(|rw| Rewrite {
+                source: rw.source,
+                note: format!(
+                    "each block's shared-memory tree into one atomic read as every element added to the shared address, then {}",
+                    rw.note
+                ),
+            })
+            .collect()
     }
 }

@@ -89,7 +89,7 @@ fn inline_call(k: &Kernel, st: Node) -> Option<String> {
 
 /// Whether `st` stores nothing outside its locals: every assignment and increment is to a plain
 /// name, and it calls no atomics, barriers or `printf`.
-fn writes_locals_only(k: &Kernel, st: Node) -> bool {
+pub(super) fn writes_locals_only(k: &Kernel, st: Node) -> bool {
     descendants(st).iter().all(|d| match d.kind() {
         "assignment_expression" => d.child_by_field_name("left").is_some_and(|l| l.kind() == "identifier"),
         "update_expression" => d.child_by_field_name("argument").is_some_and(|l| l.kind() == "identifier"),
@@ -118,7 +118,8 @@ fn per_row(k: &Kernel) -> Option<String> {
     });
     let row_ok = row_part.iter().all(|s| writes_locals_only(k, *s));
     let element_ok = element_part.iter().all(|s| !descendants(*s).iter().any(|d| d.kind() == "return_statement"));
-    if row_part.is_empty() || !row_work || !row_ok || !element_ok {
+    let shares_row = super::flat_rows::writes_row_names(k, row_part, element_part);
+    if row_part.is_empty() || !row_work || !row_ok || !element_ok || shares_row {
         return None;
     }
     let mut body = String::from("{\n");
@@ -140,17 +141,27 @@ fn per_row(k: &Kernel) -> Option<String> {
 }
 
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
-    let Some(rows) = per_row(k) else { return Vec::new() };
     let kernel = k.func.name.as_str();
-    let teams: [&dyn Recipe; 2] = [&super::WarpUnits, &super::BlockUnits];
-    teams
-        .iter()
-        .flat_map(|r| r.rewrite(&rows, kernel))
-        .map(|rw| Rewrite {
-            source: rw.source,
-            note: format!("the row's work once per row (helpers inlined), then {}", rw.note),
-        })
-        .collect()
+    let (what, teams): (String, Vec<Rewrite>) = if let Some(rows) = per_row(k) {
+        let teams: [&dyn Recipe; 2] = [&super::WarpUnits, &super::BlockUnits];
+        (
+            "the row's work once per row (helpers inlined)".into(),
+            teams.iter().flat_map(|r| r.rewrite(&rows, kernel)).collect(),
+        )
+    } else if let Some((rows, row)) = super::flat_rows::per_row_flat(k) {
+        // The rows are known from the facts read there (the model does not classify a flattened nest).
+        let mut out = super::WarpUnits.rewrite(&rows, kernel);
+        out.extend(super::warp_units::block_units_of_rows(&rows, kernel));
+        (
+            format!(
+                "the flat index read as rows of {row} elements, each row's work once per row (its loop nests as one loop)"
+            ),
+            out,
+        )
+    } else {
+        return Vec::new();
+    };
+    teams.into_iter().map(|rw| Rewrite { source: rw.source, note: format!("{what}, then {}", rw.note) }).collect()
 }
 
 impl Recipe for HoistRowWork {

@@ -38,6 +38,7 @@
 
 mod column_units;
 mod contraction;
+mod flat_rows;
 mod grid_stride;
 mod histogram;
 mod hoist;
@@ -49,6 +50,7 @@ mod stencil;
 mod tile_rows;
 mod transpose;
 mod tree;
+mod tree_atomic;
 mod views;
 mod warp_units;
 mod welford;
@@ -135,5 +137,7 @@ fn with_units_view(
     Vec::new()
 }
 
+#[cfg(test)]
+mod forms_tests;
 #[cfg(test)]
 pub(crate) mod tests;

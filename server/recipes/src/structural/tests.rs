@@ -6,7 +6,7 @@ use crate::{Recipe, all};
 use expect_test::{Expect, expect};
 use std::path::{Path, PathBuf};
 
-const STRUCTURAL: &[&str] = &[
+pub(super) const STRUCTURAL: &[&str] = &[
     "WarpUnits",
     "BlockUnits",
     "HoistRowWork",
@@ -23,7 +23,7 @@ const STRUCTURAL: &[&str] = &[
 ];
 
 /// `naive/PATH` is the shared naive corpus (tests/fixtures/naive), `kbench/FILE` a KernelBench task, anything else this crate's fixtures/structural.
-fn fixture(name: &str) -> String {
+pub(super) fn fixture(name: &str) -> String {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let path = match (name.strip_prefix("naive/"), name.strip_prefix("kbench/")) {
         (Some(rest), _) => crate_dir.join("../../tests/fixtures/naive").join(rest),
@@ -33,7 +33,7 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn recipe(name: &str) -> Box<dyn Recipe> {
+pub(super) fn recipe(name: &str) -> Box<dyn Recipe> {
     all().into_iter().find(|r| r.name() == name).unwrap_or_else(|| panic!("no recipe {name}"))
 }
 
@@ -176,7 +176,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/stencil/conv3x3_macro_2d.cu", "conv3x3", "StencilTile x2, GridStrideMap x4"),
     ("naive/stencil/expert_conv1d_tile_4out.cu", "conv1d_tile4", ""),
     ("naive/stencil/jacobi_rowx.cu", "jacobi_step", "GridStrideMap x4"),
-    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", ""),
+    // One block per 256 elements into one atomic each: the same form ran at 0.18x of PyTorch on the
+    // H100 corpus run (corpus_bruce_reduce_atomic); BlockReduce gives it a grid-stride register sum.
+    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", "BlockReduce x2"),
     ("naive/sum/count_gridstride_int_sizet.cu", "total_kernel", "BlockReduce x4"),
     ("naive/sum/expert_sum_shuffle_gridstride.cu", "sum_shuffle", ""),
     ("naive/sum/mse_atomic_scaled.cu", "mse_loss_kernel", "BlockReduce x4"),
@@ -221,7 +223,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
 ];
 
-fn applied(file: &str, kernel: &str) -> String {
+pub(super) fn applied(file: &str, kernel: &str) -> String {
     let text = fixture(file);
     STRUCTURAL
         .iter()
@@ -261,6 +263,12 @@ fn template_kernels_get_micro_rewrites() {
 /// Naive corpus files (tests/fixtures/naive, not clean_/expert_) that no structural rewrite answers, each with why.
 const NOT_COVERED: &[(&str, &str)] = &[];
 
+/// Clean kernels that a structural rewrite still answers, each with why.
+const CLEAN_REWRITTEN: &[(&str, &str)] = &[(
+    "naive/sum/clean_sum_block_atomic.cu",
+    "a block tree per 256 elements, one atomic each: 0.18x of PyTorch in the same form on the H100 corpus run",
+)];
+
 /// Every naive style of the shared corpus gets a structural rewrite and is in [`CORPUS`]; clean and
 /// expert kernels get none but the grid-stride map (whose only change that matters is the launch).
 #[test]
@@ -285,7 +293,9 @@ fn naive_corpus_is_covered() {
             let kernels: Vec<String> = kernelpro_source::parse(&text).kernels().map(|k| k.name.clone()).collect();
             let got: Vec<String> = kernels.iter().map(|k| applied(&rel, k)).filter(|a| !a.is_empty()).collect();
             if file.starts_with("clean_") || file.starts_with("expert_") {
-                if got.iter().any(|a| a.split(", ").any(|r| !r.starts_with("GridStrideMap"))) {
+                if !CLEAN_REWRITTEN.iter().any(|(f, _)| *f == rel)
+                    && got.iter().any(|a| a.split(", ").any(|r| !r.starts_with("GridStrideMap")))
+                {
                     wrong.push(format!("{rel}: a clean/expert kernel gets {got:?}"));
                 }
                 continue;
@@ -343,7 +353,7 @@ pub(crate) fn compile_errors(source: &str) -> Option<String> {
 }
 
 /// The rewrites with distinct code: launch variants differ only in spec comments, one of them is compiled.
-fn distinct_code(rewrites: &[crate::Rewrite]) -> Vec<&crate::Rewrite> {
+pub(super) fn distinct_code(rewrites: &[crate::Rewrite]) -> Vec<&crate::Rewrite> {
     let mut seen = std::collections::HashSet::new();
     rewrites
         .iter()
@@ -1080,7 +1090,7 @@ const STYLES: &[(&str, &str, &str, &str)] = &[
 
 /// The model's facts that decide a rewrite, without names or spellings: the pattern, each loop's
 /// bound and step, each access's space, kind, base and index (loop counters named by their loop).
-fn model_facts(file: &str, kernel: &str) -> String {
+pub(super) fn model_facts(file: &str, kernel: &str) -> String {
     use kernelpro_source::kernel_model::{Atom, Poly, Step};
     let text = fixture(file);
     let source = kernelpro_source::parse(&text);

@@ -822,6 +822,19 @@ fn block_rewrites(k: &Kernel) -> Vec<Rewrite> {
     team_rewrites(k, Team::Block)
 }
 
+/// [`BlockUnits`] on a thread-per-row form whose rows were read from facts by the caller
+/// ([`flat_rows`](super::flat_rows): a row's work over a flattened loop nest, which the model
+/// does not classify), for few units only.
+pub(super) fn block_units_of_rows(text: &str, kernel: &str) -> Vec<Rewrite> {
+    super::with_units_view(text, kernel, |k| {
+        let Some(u) = units(k) else { return Vec::new() };
+        if unit_count(k, &u).is_none_or(|n| n >= FEW_UNITS) && !rewalked_rows_spill_l2(k, &u) {
+            return Vec::new();
+        }
+        team_rewrites(k, Team::Block)
+    })
+}
+
 /// L2 of an H100 or H200 (50 MB).
 const L2_BYTES: i64 = 50 << 20;
 
