@@ -253,9 +253,10 @@ mod tests {
         RecipeProposer::new("l2_normalize").propose(&ctx)
     }
 
-    /// The expansion as it was before the cache: every recipe run on the text at every request.
+    /// The expansion as it was before the cache: every recipe run on the text at every request,
+    /// outside any `parse_once` scope (nothing parsed or computed is shared between recipes).
     fn expand_uncached(p: &RecipeProposer, ctx: &ProposeContext) -> Vec<Proposal> {
-        kernelpro_source::parsed::parse_once(|| {
+        (|| {
             let pattern = crate::kernel::Kernel::find(ctx.source, &p.kernel)
                 .and_then(|k| k.model())
                 .and_then(|m| m.pattern())
@@ -294,7 +295,7 @@ mod tests {
                 }
             }
             out
-        })
+        })()
     }
 
     fn bench_kernel(file: &str) -> String {
