@@ -23,7 +23,8 @@ impl<'a> Kernel<'a> {
         let func = kernelpro_source::parse(text).kernel(name)?.clone();
         func.body_bytes?;
         let tree = kernelpro_source::parse_tree(text)?;
-        Some(Kernel { text, tree, func, specs: kernelpro_spec::parse_file(text) })
+        let specs = kernelpro_source::parsed::memo("spec::parse_file", text, "", || kernelpro_spec::parse_file(text));
+        Some(Kernel { text, tree, func, specs })
     }
 
     pub fn body(&self) -> Node<'_> {
@@ -57,14 +58,17 @@ impl<'a> Kernel<'a> {
     }
 
     /// The kernel model (thread-index values, accesses, loops) under the spec's launch block.
+    /// Within a node's expansion (a `parse_once` scope) made once per text and kernel.
     pub fn model(&self) -> Option<kernelpro_source::kernel_model::KernelModel> {
-        let block = self.launch().map(|l| l.block);
-        kernelpro_source::kernel_model::model_kernel(
-            self.text,
-            &kernelpro_source::parse(self.text),
-            &self.func.name,
-            block,
-        )
+        kernelpro_source::parsed::memo("recipes::Kernel::model", self.text, &self.func.name, || {
+            let block = self.launch().map(|l| l.block);
+            kernelpro_source::kernel_model::model_kernel(
+                self.text,
+                &kernelpro_source::parse(self.text),
+                &self.func.name,
+                block,
+            )
+        })
     }
 
     /// The C type of buffer parameter `name` as the spec's launch gives it (a template's `T` resolved).

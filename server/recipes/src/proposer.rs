@@ -1,36 +1,130 @@
 //! The recipes behind the search's `Proposer` trait.
 
-use crate::{Recipe, Tier, all};
+use crate::{Recipe, Rewrite, Tier, all};
 use kernelpro_search::{Proposal, ProposeContext, Proposer};
-use std::collections::HashSet;
+use kernelpro_source::kernel_model::pattern::Pattern;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The most node texts whose rewrites are kept (a search expands a few hundred nodes at most; each
+/// entry holds every recipe's rewrites of one text, whole files).
+const CACHED_TEXTS: usize = 256;
 
 pub struct RecipeProposer {
     kernel: String,
     recipes: Vec<Box<dyn Recipe>>,
+    /// Every recipe's rewrites of a text, by text: what a node offers depends only on its text
+    /// (and this proposer's kernel and recipes), so the search's questions about the same text
+    /// (the expansion, the compile-ahead guesses of it as a child and as the node again) run the
+    /// recipes once. The context (findings, memory, how many are wanted) only orders and filters.
+    cache: Mutex<ExpansionCache>,
+    /// Recipe runs so far (one per recipe per text not found in the cache).
+    recipe_runs: AtomicUsize,
+}
+
+/// What the recipes make of one text, before the context orders and filters it.
+struct Expansion {
+    /// The kernel model's parallel pattern of the kernel in this text.
+    pattern: Option<Pattern>,
+    /// By recipe index: the recipe's rewrites (fresh names, float math first for structural ones).
+    rewrites: Vec<Vec<Rewrite>>,
+}
+
+#[derive(Default)]
+struct ExpansionCache {
+    by_text: HashMap<String, Arc<Expansion>>,
+    /// Insertion order, oldest first (the oldest goes when full).
+    order: VecDeque<String>,
 }
 
 impl RecipeProposer {
     pub fn new(kernel: &str) -> RecipeProposer {
-        RecipeProposer { kernel: kernel.to_string(), recipes: all() }
+        RecipeProposer {
+            kernel: kernel.to_string(),
+            recipes: all(),
+            cache: Mutex::default(),
+            recipe_runs: AtomicUsize::new(0),
+        }
     }
 
     /// Adds a recipe that lives in another crate (the CuTe GEMM recipe).
     pub fn with(mut self, recipe: Box<dyn Recipe>) -> RecipeProposer {
         self.recipes.push(recipe);
+        self.forget();
         self
     }
 
     /// Only the recipes named (a finding's promised rewrites, for its quick fix).
     pub fn only(mut self, names: &[String]) -> RecipeProposer {
         self.recipes.retain(|r| names.iter().any(|n| n == r.name()));
+        self.forget();
         self
+    }
+
+    /// How many times a recipe has rewritten a text so far (texts answered from the cache run none).
+    pub fn recipe_runs(&self) -> usize {
+        self.recipe_runs.load(Ordering::Relaxed)
+    }
+
+    fn forget(&mut self) {
+        *self.cache.get_mut().unwrap_or_else(|e| e.into_inner()) = ExpansionCache::default();
+    }
+
+    /// Every recipe's rewrites of `text`, from the cache or made now (inside the caller's
+    /// [`parse_once`](kernelpro_source::parsed::parse_once) scope).
+    fn expansion(&self, text: &str) -> Arc<Expansion> {
+        let lock = || self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = lock().by_text.get(text) {
+            tracing::debug!(recipes = self.recipes.len(), "recipes.cached");
+            return Arc::clone(e);
+        }
+        let started = Instant::now();
+        let pattern = crate::kernel::Kernel::find(text, &self.kernel)
+            .and_then(|k| k.model())
+            .and_then(|m| m.pattern())
+            .map(|r| r.pattern);
+        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "recipes.pattern");
+        let rewrites = self
+            .recipes
+            .iter()
+            .map(|r| {
+                let t = Instant::now();
+                let out = with_float_math_first(
+                    r.tier(),
+                    &self.kernel,
+                    crate::fresh::with_fresh_names(text, &self.kernel, |t| r.rewrite(t, &self.kernel)),
+                );
+                self.recipe_runs.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    recipe = r.name(),
+                    ms = t.elapsed().as_secs_f64() * 1e3,
+                    rewrites = out.len(),
+                    "recipes.recipe"
+                );
+                out
+            })
+            .collect();
+        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "recipes.expansion");
+        let expansion = Arc::new(Expansion { pattern, rewrites });
+        let mut cache = lock();
+        if cache.by_text.len() >= CACHED_TEXTS
+            && let Some(old) = cache.order.pop_front()
+        {
+            cache.by_text.remove(&old);
+        }
+        if cache.by_text.insert(text.to_owned(), Arc::clone(&expansion)).is_none() {
+            cache.order.push_back(text.to_owned());
+        }
+        expansion
     }
 
     /// Recipe indices with the tool each answers, tier by tier (structural
     /// first, micro-optimizations last); within a tier, the expert forms of
     /// the kernel's parallel pattern (the kernel model's) first, then recipes
     /// answering the findings (in the findings' order), then the rest.
-    fn order(&self, ctx: &ProposeContext) -> Vec<(usize, Option<String>)> {
+    fn order(&self, ctx: &ProposeContext, pattern: Option<Pattern>) -> Vec<(usize, Option<String>)> {
         let mut order: Vec<(usize, Option<String>)> = Vec::new();
         for f in ctx.findings {
             for (i, r) in self.recipes.iter().enumerate() {
@@ -45,10 +139,6 @@ impl RecipeProposer {
             }
         }
         // Stable: within each tier, the expert forms of the kernel's own pattern first, then the findings' order.
-        let pattern = crate::kernel::Kernel::find(ctx.source, &self.kernel)
-            .and_then(|k| k.model())
-            .and_then(|m| m.pattern())
-            .map(|r| r.pattern);
         order.sort_by_key(|(i, _)| {
             let r = &self.recipes[*i];
             (r.tier(), !pattern.is_some_and(|p| r.expert_for().contains(&p)))
@@ -88,6 +178,8 @@ impl Proposer for RecipeProposer {
     ///
     /// The whole expansion runs in one [`parse_once`](kernelpro_source::parsed::parse_once) scope:
     /// the node's file (and its canonical form) is parsed once and every recipe reads that parse.
+    /// Each text's rewrites are kept: asked about the same text again (ahead, then expanded), the
+    /// proposer only orders and filters them for the context.
     fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
         self.ahead(ctx)
     }
@@ -100,23 +192,11 @@ impl Proposer for RecipeProposer {
 
 impl RecipeProposer {
     fn expand(&self, ctx: &ProposeContext) -> Vec<Proposal> {
+        let expansion = self.expansion(ctx.source);
         let per_recipe: Vec<_> = self
-            .order(ctx)
+            .order(ctx, expansion.pattern)
             .into_iter()
-            .map(|(i, answers)| {
-                (
-                    self.recipes[i].tier(),
-                    self.recipes[i].name(),
-                    answers,
-                    with_float_math_first(
-                        self.recipes[i].tier(),
-                        &self.kernel,
-                        crate::fresh::with_fresh_names(ctx.source, &self.kernel, |t| {
-                            self.recipes[i].rewrite(t, &self.kernel)
-                        }),
-                    ),
-                )
-            })
+            .map(|(i, answers)| (self.recipes[i].tier(), self.recipes[i].name(), answers, &expansion.rewrites[i]))
             .collect();
         // Exact text, as well as the memory's normalized one (which keeps launch-spec comments).
         let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
@@ -171,6 +251,145 @@ mod tests {
             wanted: 64,
         };
         RecipeProposer::new("l2_normalize").propose(&ctx)
+    }
+
+    /// The expansion as it was before the cache: every recipe run on the text at every request,
+    /// outside any `parse_once` scope (nothing parsed or computed is shared between recipes).
+    fn expand_uncached(p: &RecipeProposer, ctx: &ProposeContext) -> Vec<Proposal> {
+        (|| {
+            let pattern = crate::kernel::Kernel::find(ctx.source, &p.kernel)
+                .and_then(|k| k.model())
+                .and_then(|m| m.pattern())
+                .map(|r| r.pattern);
+            let per_recipe: Vec<_> = p
+                .order(ctx, pattern)
+                .into_iter()
+                .map(|(i, answers)| {
+                    let r = &p.recipes[i];
+                    let rw = crate::fresh::with_fresh_names(ctx.source, &p.kernel, |t| r.rewrite(t, &p.kernel));
+                    (r.tier(), r.name(), answers, with_float_math_first(r.tier(), &p.kernel, rw))
+                })
+                .collect();
+            let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
+            let mut out = Vec::new();
+            let mut tiers: Vec<Tier> = per_recipe.iter().map(|r| r.0).collect();
+            tiers.dedup();
+            for tier in tiers {
+                let in_tier: Vec<_> = per_recipe.iter().filter(|r| r.0 == tier).collect();
+                let rounds = in_tier.iter().map(|r| r.3.len()).max().unwrap_or(0);
+                for round in 0..rounds {
+                    for (_, name, answers, rewrites) in &in_tier {
+                        let Some(rw) = rewrites.get(round) else { continue };
+                        if out.len() == ctx.wanted {
+                            return out;
+                        }
+                        if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
+                            continue;
+                        }
+                        let mut q = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
+                        if let Some(tool) = answers {
+                            q = q.answering(tool.clone());
+                        }
+                        out.push(q);
+                    }
+                }
+            }
+            out
+        })()
+    }
+
+    fn bench_kernel(file: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/kernels").join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The questions one search iteration asks (the node expanded, then ahead: its first children
+    /// and the node again with more wanted), then the next iteration's expansion of a child: the
+    /// cached proposer answers each exactly as every recipe run afresh does, texts, recipes,
+    /// notes and order.
+    #[test]
+    fn cached_proposals_equal_the_uncached_ones_on_the_bench_kernels() {
+        let memory = SearchMemory::default();
+        let findings = [FindingNote::new("Uncoalesced", ""), FindingNote::new("RowWalk", "")];
+        let mut total = 0;
+        for (file, kernel) in [
+            ("softmax.cu", "softmax_rows"),
+            ("matmul_naive.cu", "matmul_naive"),
+            ("transpose.cu", "transpose"),
+            ("reduction.cu", "reduce_sum"),
+            ("histogram.cu", "histogram"),
+            ("elementwise_fp64.cu", "elementwise"),
+            ("stencil2d.cu", "stencil"),
+            ("strided_copy.cu", "strided_copy"),
+        ] {
+            let source = bench_kernel(file);
+            let mut cached = RecipeProposer::new(kernel);
+            let reference = RecipeProposer::new(kernel);
+            let ctx = |source, findings, wanted| ProposeContext {
+                parent: NodeId(0),
+                source,
+                depth: 0,
+                speedup: Some(1.0),
+                best_speedup: 1.0,
+                findings,
+                failure: None,
+                memory: &memory,
+                wanted,
+            };
+            let root = ctx(&source, &findings[..], 4);
+            let first = cached.propose(&root);
+            assert_eq!(first, expand_uncached(&reference, &root), "{file}: the node's expansion");
+            assert!(!first.is_empty(), "{file}: something is proposed");
+            let mut asked = vec![root];
+            for p in &first {
+                asked.push(ctx(&p.source, &[], 4));
+            }
+            asked.push(ctx(&source, &findings[..], 40));
+            asked.push(ctx(&source, &findings[1..], 2));
+            asked.push(ctx(&source, &[], 64));
+            asked.push(ctx(&first[0].source, &findings[..], 8));
+            for c in &asked {
+                let got = cached.ahead(c);
+                assert_eq!(got, expand_uncached(&reference, c), "{file}: ahead, {} wanted", c.wanted);
+                assert_eq!(cached.propose(c), got, "{file}: propose after ahead");
+                total += got.len();
+            }
+        }
+        eprintln!("{total} proposals compared");
+    }
+
+    /// A second identical request (and one that differs only in findings or how many are wanted)
+    /// runs no recipe: the text's rewrites are remembered.
+    #[test]
+    fn a_repeated_request_runs_no_recipe() {
+        let findings = [FindingNote::new("RowWalk", "")];
+        let memory = SearchMemory::default();
+        let ctx = ProposeContext {
+            parent: NodeId(0),
+            source: ROWS,
+            depth: 0,
+            speedup: Some(1.0),
+            best_speedup: 1.0,
+            findings: &findings,
+            failure: None,
+            memory: &memory,
+            wanted: 8,
+        };
+        let mut p = RecipeProposer::new("l2_normalize");
+        assert_eq!(p.recipe_runs(), 0);
+        let first = p.propose(&ctx);
+        assert_eq!(p.recipe_runs(), p.recipes.len(), "one run per recipe for a new text");
+        let (again, tally) = count_parses(|| p.ahead(&ctx));
+        assert_eq!(again, first);
+        assert_eq!(p.recipe_runs(), p.recipes.len(), "the same request again runs no recipe");
+        assert_eq!(tally.total(), 0, "nor parses anything");
+        p.propose(&ProposeContext { findings: &[], wanted: 64, ..ctx });
+        assert_eq!(p.recipe_runs(), p.recipes.len(), "other findings, more wanted: no recipe either");
+        // A child's text is new: its recipes run once, then never again.
+        let child = ProposeContext { source: &first[0].source, findings: &[], ..ctx };
+        p.ahead(&child);
+        p.propose(&child);
+        assert_eq!(p.recipe_runs(), 2 * p.recipes.len());
     }
 
     #[test]

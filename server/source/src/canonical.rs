@@ -35,9 +35,12 @@ pub fn file(text: &str) -> Option<String> {
 /// kernel of that name: a template's primary definition, not its
 /// specialisations), or `None` when it is canonical already.
 pub fn kernel(text: &str, name: &str) -> Option<String> {
-    let source = crate::parse(text);
-    let at = source.functions.iter().position(|f| f.kind == FnKind::Kernel && f.name == name)?;
-    rewrite(text, &source, &[at])
+    // Every structural recipe of a node's expansion asks: rewritten once per parse_once scope.
+    crate::parsed::memo("canonical::kernel", text, name, || {
+        let source = crate::parse(text);
+        let at = source.functions.iter().position(|f| f.kind == FnKind::Kernel && f.name == name)?;
+        rewrite(text, &source, &[at])
+    })
 }
 
 /// Rounds of rewriting: a rewrite may expose another (a brace-initialised

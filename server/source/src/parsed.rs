@@ -8,9 +8,11 @@
 //! that hold the optimize path to one parse per node.
 
 use crate::SourceFile;
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 use tree_sitter::Tree;
 
 /// The most texts one scope keeps (the node's file, its canonical forms, a few candidates).
@@ -26,7 +28,19 @@ thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
     static KEPT_TREES: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
     static TALLY: RefCell<Option<Vec<u64>>> = const { RefCell::new(None) };
+    static MEMO: RefCell<Vec<Memo>> = const { RefCell::new(Vec::new()) };
 }
+
+/// One value [`memo`] keeps: what was computed, of which text and name.
+struct Memo {
+    what: &'static str,
+    text: String,
+    name: String,
+    value: Rc<dyn Any>,
+}
+
+/// The most values one scope keeps (a few analyses of the node's file and its canonical form).
+const MEMOS: usize = 64;
 
 /// Leaves the scope when dropped (a panic included): the outermost one forgets every tree.
 struct Scope;
@@ -39,6 +53,7 @@ impl Drop for Scope {
         });
         if depth == 0 {
             KEPT_TREES.with(|k| k.borrow_mut().clear());
+            MEMO.with(|m| m.borrow_mut().clear());
         }
     }
 }
@@ -49,6 +64,35 @@ pub fn parse_once<R>(f: impl FnOnce() -> R) -> R {
     DEPTH.with(|d| d.set(d.get() + 1));
     let _scope = Scope;
     f()
+}
+
+/// Within a [`parse_once`] scope, `what` of (`text`, `name`) computed once: a later call with the
+/// same three gets a clone of the first value (every recipe of a node's expansion asks for the same
+/// canonical form, specs and kernel model). `what` names the computation: `f` must depend on
+/// nothing but `text` and `name`. Outside a scope `f` just runs.
+pub fn memo<T: Clone + 'static>(what: &'static str, text: &str, name: &str, f: impl FnOnce() -> T) -> T {
+    if !in_scope() {
+        return f();
+    }
+    let kept = MEMO.with(|m| {
+        m.borrow()
+            .iter()
+            .find(|e| e.what == what && e.name == name && e.text == text)
+            .and_then(|e| e.value.downcast_ref::<T>().cloned())
+    });
+    if let Some(v) = kept {
+        return v;
+    }
+    // Not borrowed while `f` runs: it may ask for other values.
+    let value = f();
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() == MEMOS {
+            m.remove(0);
+        }
+        m.push(Memo { what, text: text.to_owned(), name: name.to_owned(), value: Rc::new(value.clone()) });
+    });
+    value
 }
 
 fn in_scope() -> bool {
@@ -167,5 +211,23 @@ mod tests {
             crate::parse(K);
         });
         assert_eq!(outside.of(K), 2, "outside a scope nothing is kept");
+    }
+
+    #[test]
+    fn a_scope_computes_each_memo_once() {
+        let runs = Cell::new(0);
+        let count = || {
+            runs.set(runs.get() + 1);
+            K.len()
+        };
+        parse_once(|| {
+            for _ in 0..3 {
+                assert_eq!(memo("len", K, "k", count), K.len());
+            }
+            assert_eq!(memo("len", K, "other", count), K.len());
+        });
+        assert_eq!(runs.get(), 2, "once per (what, text, name)");
+        memo("len", K, "k", count);
+        assert_eq!(runs.get(), 3, "the scope's end forgets");
     }
 }
