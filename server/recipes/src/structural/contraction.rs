@@ -237,7 +237,10 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
         .find(|q| q.pointer && q.base == acc_ty)
         .and_then(|q| k.buffer_type(&q.name))
         .filter(|_| k.func.is_template);
-    if !["float", "double"].contains(&acc_ty.as_str()) && !resolved.is_some_and(|t| ["float", "double"].contains(&t)) {
+    // Floating sums, and integer ones (exact in any order: an int matmul).
+    const NUMERIC: [&str; 10] =
+        ["float", "double", "int", "long", "long long", "unsigned", "unsigned int", "int32_t", "int64_t", "uint32_t"];
+    if !NUMERIC.contains(&acc_ty.as_str()) && !resolved.is_some_and(|t| NUMERIC.contains(&t)) {
         return None;
     }
     let (a, b) = match (follows(x, &i.name), follows(x, &j.name), follows(y, &i.name), follows(y, &j.name)) {

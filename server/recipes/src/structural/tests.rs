@@ -106,6 +106,10 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x4"),
     ("rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
     ("hist_tid_alias_gridstride.cu", "hist_alias", "PrivateHistogram x4"),
+    // A sum kept in global memory (an int matmul, no guard, an exact launch): kept in a register, then tiled.
+    ("matmul_int_accumulate_in_global.cu", "imatmul_global_sum", "WarpUnits x4, TiledContraction x4"),
+    // A loop over a tile's rows whose row length is the launch's (`gridDim.x * TD`): the launch is kept.
+    ("transpose_rows_loop_grid_width.cu", "transpose_grid_width", "TiledTranspose x1, GridStrideMap x1"),
     // Every thread of a row's blocks recomputes and stores the whole row: one unit per row.
     ("softmax_every_thread_whole_row.cu", "softmax_redundant", "WarpUnits x4, BlockUnits x3"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
@@ -1076,6 +1080,7 @@ const STYLES: &[(&str, &str, &str, &str)] = &[
     ("styles/gelu_specialised_half.cu", "styles/gelu_plain.cu", "gelu", "GridStrideMap x4"),
     ("styles/sum_brace_unsigned.cu", "styles/sum_plain.cu", "sum", ""),
     ("styles/sum_auto_int64.cu", "styles/sum_plain.cu", "sum", ""),
+    ("styles/transpose_grid_width_const_int.cu", "styles/transpose_grid_width_plain.cu", "transpose_grid_width", ""),
 ];
 
 /// The model's facts that decide a rewrite, without names or spellings: the pattern, each loop's
