@@ -186,17 +186,3 @@ mod tests {
         assert!(super::super::launch::sized_by_launch(&k, &u));
     }
 }
-#[cfg(test)]
-#[test]
-fn kp_debug_tmp() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/structural/styles/transpose_grid_width_const_int.cu");
-    let text = std::fs::read_to_string(path).unwrap();
-    let k = Kernel::find(&text, "transpose_grid_width").unwrap();
-    let m = k.model().unwrap();
-    eprintln!("values {:?}", m.thread_values);
-    eprintln!("loops {:?}", m.loops);
-    for a in &m.accesses {
-        eprintln!("acc {:?}", a.index);
-    }
-    eprintln!("view {:?}", one_per_element(&text, "transpose_grid_width"));
-}
