@@ -155,9 +155,10 @@ pub(crate) fn sized_by_launch(k: &Kernel, u: &Units) -> bool {
     let used: Vec<&str> = u
         .body
         .iter()
-        .filter_map(|p| match p {
-            super::recognize::Piece::Node(n) | super::recognize::Piece::Derived(n) => Some(k.text_of(*n)),
-            super::recognize::Piece::Skip(n, _) => Some(k.text_of(*n)),
+        .map(|p| match p {
+            super::recognize::Piece::Node(n)
+            | super::recognize::Piece::Derived(n)
+            | super::recognize::Piece::Skip(n, _) => k.text_of(*n),
         })
         .collect();
     u.head.iter().filter(|h| launch_dependent(k.text_of(**h))).any(|h| {
