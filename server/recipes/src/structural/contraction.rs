@@ -13,6 +13,10 @@
 //! under `if (i <= j)`: a triangular product) walks the whole range in the
 //! tiles and masks each product to the original's range, so the sums are the
 //! same products in the same order.
+//! The search also tries 128x128 tiles (8x8 outputs a thread) with one shared
+//! buffer an operand and with two (the next slice loads into one while the
+//! other is multiplied: one barrier a slice); see [`FORMS`]. An integer sum
+//! (an int matmul) is tiled the same way: exact in any order.
 //! Tiles are walked with a grid stride: correct under any grid of 256-thread (or larger: the extra threads help load)
 //! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
 //! recipe's.
@@ -30,9 +34,11 @@ pub struct TiledContraction;
 
 const DEPTH: u32 = 16;
 const THREADS: u32 = 256;
-/// Outputs a thread computes along each dimension: 4 (64x64 tiles, the launch-keeping default) and
-/// 8 (128x128 tiles, twice the FMAs per shared load, as expert SIMT SGEMMs do). The search times both.
-const PER_THREAD: [u32; 2] = [4, 8];
+/// The forms the search tries, as (outputs a thread along each dimension, shared buffers an
+/// operand): 64x64 and 128x128 tiles with one buffer, and 128x128 with two (the next 16-deep
+/// slice loads while this one is multiplied, as expert SIMT SGEMMs do; one barrier a slice).
+/// Under launches where 8x8 cannot run (blocks over 512 threads), 64x64 with one and two buffers.
+const FORMS: [(u32, u32); 3] = [(4, 1), (8, 1), (8, 2)];
 /// The tile row and column of a thread's output `(kp_a, kp_b)`: runs of 4 neighbouring rows and
 /// columns, 64 apart, so that a thread's operands in shared memory are whole 16-byte vectors (one
 /// 128-bit load instead of four, and its stores to the output row contiguous).
@@ -237,7 +243,10 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
         .find(|q| q.pointer && q.base == acc_ty)
         .and_then(|q| k.buffer_type(&q.name))
         .filter(|_| k.func.is_template);
-    if !["float", "double"].contains(&acc_ty.as_str()) && !resolved.is_some_and(|t| ["float", "double"].contains(&t)) {
+    // Floating sums, and integer ones (exact in any order: an int matmul).
+    const NUMERIC: [&str; 10] =
+        ["float", "double", "int", "long", "long long", "unsigned", "unsigned int", "int32_t", "int64_t", "uint32_t"];
+    if !NUMERIC.contains(&acc_ty.as_str()) && !resolved.is_some_and(|t| NUMERIC.contains(&t)) {
         return None;
     }
     let (a, b) = match (follows(x, &i.name), follows(x, &j.name), follows(y, &i.name), follows(y, &j.name)) {
@@ -263,7 +272,10 @@ fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
     })
 }
 
-fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
+/// The tiled form with `r`x`r` outputs a thread and `stages` shared buffers an operand: 1 (load,
+/// barrier, multiply, barrier) or 2 (the next slice loads into the other buffer while this one is
+/// multiplied: one barrier a slice).
+fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<String> {
     let tile = 16 * r;
     let [i, j] = &u.indices[..] else { return None };
     let body = k.body();
@@ -318,11 +330,86 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
     };
     let (a_kk, a_mm) = order(contiguous_in(k, d.a, p));
     let (b_kk, b_nn) = order(contiguous_in(k, d.b, p));
+    let fma = match d.mask() {
+        None => "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string(),
+        Some(m) => format!(
+            "{{ const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW}); const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL}); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
+        ),
+    };
+    // One slice of both operands (`DEPTH` deep, from `kv`) into shared buffer `buf` (`[0]`, or `""` with one buffer).
+    let load = |kv: &str, buf: &str| {
+        format!(
+            r#"{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {tile}; kp_e += kp_nt) {{
+{ind}      const int kp_kk = {a_kk}, kp_mm = {a_mm};
+{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_mm);
+{ind}      const {tp} {p} = ({tp})({kv} + kp_kk);
+{a_pre}{ind}      kp_As{buf}[kp_kk][kp_mm] = ({iname} < {m} && {p} < {kk}) ? ({t})({ea}) : ({t})0;
+{ind}    }}
+{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {tile}; kp_e += kp_nt) {{
+{ind}      const int kp_kk = {b_kk}, kp_nn = {b_nn};
+{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_nn);
+{ind}      const {tp} {p} = ({tp})({kv} + kp_kk);
+{b_pre}{ind}      kp_Bs{buf}[kp_kk][kp_nn] = ({jname} < {n} && {p} < {kk}) ? ({t})({eb}) : ({t})0;
+{ind}    }}
+"#
+        )
+    };
+    // The products of the slice in shared buffer `buf`.
+    let compute = |buf: &str| {
+        format!(
+            r#"{ind}    // Threads past the first {THREADS} (a larger block) only help load the tiles.
+{ind}    if (kp_tid < {THREADS}) {{
+{ind}    #pragma unroll
+{ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
+{ind}      {t} kp_x[{r}], kp_y[{r}];
+{operands}{ind}      #pragma unroll
+{ind}      for (int kp_a = 0; kp_a < {r}; ++kp_a)
+{ind}        #pragma unroll
+{ind}        for (int kp_b = 0; kp_b < {r}; ++kp_b) {fma}
+{ind}    }}
+{ind}    }}
+"#,
+            operands = operand_loads(&ind, t, r, buf),
+        )
+    };
+    let (buffers, mainloop) = if stages == 2 {
+        (
+            "[2]",
+            format!(
+                r#"{span}{ind}  int kp_s = 0;
+{ind}  if ({k_first} < {k_end}) {{
+{ind}    const long long kp_kn = {k_first};
+{first}{ind}  }}
+{ind}  __syncthreads();
+{ind}  for (long long kp_k0 = {k_first}; kp_k0 < {k_end}; kp_k0 += {DEPTH}) {{
+{ind}    // The next slice loads into the other buffer while this one is multiplied (one barrier a slice).
+{ind}    if (kp_k0 + {DEPTH} < {k_end}) {{
+{ind}    const long long kp_kn = kp_k0 + {DEPTH};
+{next}{ind}    }}
+{this}{ind}    __syncthreads();
+{ind}    kp_s ^= 1;
+{ind}  }}
+"#,
+                first = load("kp_kn", "[0]"),
+                next = load("kp_kn", "[kp_s ^ 1]"),
+                this = compute("[kp_s]"),
+            ),
+        )
+    } else {
+        (
+            "",
+            format!(
+                "{span}{ind}  for (long long kp_k0 = {k_first}; kp_k0 < {k_end}; kp_k0 += {DEPTH}) {{\n{}{ind}    __syncthreads();\n{}{ind}    __syncthreads();\n{ind}  }}\n",
+                load("kp_k0", ""),
+                compute("")
+            ),
+        )
+    };
     let s = format!(
         r#"{{
-{ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {tile}x{tile} tiles, {DEPTH} deep, {r}x{r} outputs a thread, {THREADS} threads a block.
-{prologue}{ind}__shared__ __align__(16) {t} kp_As[{DEPTH}][{tile} + 4];
-{ind}__shared__ __align__(16) {t} kp_Bs[{DEPTH}][{tile} + 4];
+{ind}// SIMT register-tiled contraction (kernelpro TiledContraction): {tile}x{tile} tiles, {DEPTH} deep, {r}x{r} outputs a thread, {THREADS} threads a block{staged}.
+{prologue}{ind}__shared__ __align__(16) {t} kp_As{buffers}[{DEPTH}][{tile} + 4];
+{ind}__shared__ __align__(16) {t} kp_Bs{buffers}[{DEPTH}][{tile} + 4];
 {ind}const int kp_tid = (int){BLOCK_TID};
 {ind}const int kp_nt = (int)({BLOCK_THREADS});
 {ind}const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
@@ -344,34 +431,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}      }}
 {ind}    }}
 {ind}  }}
-{span}{ind}  for (long long kp_k0 = {k_first}; kp_k0 < {k_end}; kp_k0 += {DEPTH}) {{
-{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {tile}; kp_e += kp_nt) {{
-{ind}      const int kp_kk = {a_kk}, kp_mm = {a_mm};
-{ind}      const {ti} {iname} = ({ti})(kp_m0 + kp_mm);
-{ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
-{a_pre}{ind}      kp_As[kp_kk][kp_mm] = ({iname} < {m} && {p} < {kk}) ? ({t})({ea}) : ({t})0;
-{ind}    }}
-{ind}    for (int kp_e = kp_tid; kp_e < {DEPTH} * {tile}; kp_e += kp_nt) {{
-{ind}      const int kp_kk = {b_kk}, kp_nn = {b_nn};
-{ind}      const {tj} {jname} = ({tj})(kp_n0 + kp_nn);
-{ind}      const {tp} {p} = ({tp})(kp_k0 + kp_kk);
-{b_pre}{ind}      kp_Bs[kp_kk][kp_nn] = ({jname} < {n} && {p} < {kk}) ? ({t})({eb}) : ({t})0;
-{ind}    }}
-{ind}    __syncthreads();
-{ind}    // Threads past the first {THREADS} (a larger block) only help load the tiles.
-{ind}    if (kp_tid < {THREADS}) {{
-{ind}    #pragma unroll
-{ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
-{ind}      {t} kp_x[{r}], kp_y[{r}];
-{operands}{ind}      #pragma unroll
-{ind}      for (int kp_a = 0; kp_a < {r}; ++kp_a)
-{ind}        #pragma unroll
-{ind}        for (int kp_b = 0; kp_b < {r}; ++kp_b) {fma}
-{ind}    }}
-{ind}    }}
-{ind}    __syncthreads();
-{ind}  }}
-{ind}  // Unrolled so that kp_acc stays in registers (a dynamic index would put it in local memory).
+{mainloop}{ind}  // Unrolled so that kp_acc stays in registers (a dynamic index would put it in local memory).
 {ind}  if (kp_tid < {THREADS}) {{
 {ind}  #pragma unroll
 {ind}  for (int kp_a = 0; kp_a < {r}; ++kp_a) {{
@@ -388,13 +448,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 {ind}}}
 {outer}}}"#,
         acc = d.acc,
-        operands = operand_loads(&ind, t, r),
-        fma = match d.mask() {
-            None => "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string(),
-            Some(m) => format!(
-                "{{ const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW}); const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL}); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
-            ),
-        },
+        staged = if stages == 2 { ", two shared buffers an operand" } else { "" },
         blocks = u.block_count(),
         block = u.block_index(),
     );
@@ -404,7 +458,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32) -> Option<String> {
 /// A thread's `r` operands of each tile at depth `kp_kk` into `kp_x` and `kp_y`: float4 loads of
 /// float tiles (rows are 16-byte aligned: `__align__(16)`, `tile + 4` floats long), element loads
 /// of the same places otherwise.
-fn operand_loads(ind: &str, t: &str, r: u32) -> String {
+fn operand_loads(ind: &str, t: &str, r: u32, buf: &str) -> String {
     let mut out = String::new();
     for (dst, tile, who, idx, var) in
         [("kp_x", "kp_As", "kp_tr", TILE_ROW, "kp_a"), ("kp_y", "kp_Bs", "kp_tc", TILE_COL, "kp_b")]
@@ -413,7 +467,7 @@ fn operand_loads(ind: &str, t: &str, r: u32) -> String {
             for g in 0..r / 4 {
                 let v = format!("kp_{}{g}", &dst[3..]);
                 out += &format!(
-                    "{ind}      const float4 {v} = *reinterpret_cast<const float4*>(&{tile}[kp_kk][4 * {who} + {}]);\n",
+                    "{ind}      const float4 {v} = *reinterpret_cast<const float4*>(&{tile}{buf}[kp_kk][4 * {who} + {}]);\n",
                     64 * g
                 );
                 for (q, c) in ["x", "y", "z", "w"].iter().enumerate() {
@@ -422,7 +476,7 @@ fn operand_loads(ind: &str, t: &str, r: u32) -> String {
             }
         } else {
             out += &format!(
-                "{ind}      #pragma unroll\n{ind}      for (int {var} = 0; {var} < {r}; ++{var}) {dst}[{var}] = {tile}[kp_kk][{idx}];\n"
+                "{ind}      #pragma unroll\n{ind}      for (int {var} = 0; {var} < {r}; ++{var}) {dst}[{var}] = {tile}{buf}[kp_kk][{idx}];\n"
             );
         }
     }
@@ -503,22 +557,28 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     // (the H200 run of 2026-12-06: `mm_rowx`'s 32x32 blocks failed with LAUNCH_OUT_OF_RESOURCES),
     // and every candidate must also run under the user's launch.
     let fits = |r: u32| r <= 4 || threads.iter().all(|&t| t <= 512);
-    let per_size: Vec<Vec<Rewrite>> =
-        PER_THREAD.iter().filter(|&&r| fits(r)).map(|&r| tiled(k, &u, &d, r, promoted)).collect();
+    // Where 8x8 cannot launch (blocks of 1024 threads), 4x4 with two buffers instead.
+    let forms: Vec<(u32, u32)> = if fits(8) { FORMS.to_vec() } else { vec![(4, 1), (4, 2)] };
+    let per_size: Vec<Vec<Rewrite>> = forms.iter().map(|&(r, stages)| tiled(k, &u, &d, r, stages, promoted)).collect();
     let rounds = per_size.iter().map(Vec::len).max().unwrap_or(0);
     (0..rounds).flat_map(|i| per_size.iter().filter_map(move |v| v.get(i).cloned())).collect()
 }
 
 /// The rewrite with `r`x`r` outputs a thread (16r x 16r tiles), and its launch variants.
-fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, promoted: bool) -> Vec<Rewrite> {
+fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32, promoted: bool) -> Vec<Rewrite> {
     let tile = 16 * r;
-    let Some(mut text) = generate(k, u, d, r) else {
+    let Some(mut text) = generate(k, u, d, r, stages) else {
         return Vec::new();
     };
     // Float buffers: a `double` accumulator becomes float (double tiles would halve the tile's reuse).
     let float_acc = k.func.params.iter().all(|p| !p.base.contains("double")) && text.contains("double");
     if float_acc {
         text = super::warp_units::to_float(&text);
+    }
+    // Two buffers of 8-byte elements would pass the 48 KiB of static shared memory: 4-byte ones only.
+    const FOUR_BYTES: [&str; 6] = ["float", "int", "unsigned", "unsigned int", "int32_t", "uint32_t"];
+    if stages == 2 && !FOUR_BYTES.iter().any(|ty| text.contains(&format!("__align__(16) {ty} kp_As[2]"))) {
+        return Vec::new();
     }
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
@@ -536,8 +596,11 @@ fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, promoted: bool) -> Vec<Rewrite>
         String::new()
     };
     let note = format!(
-        "{tile}x{tile} shared-memory tiles, {r}x{r} outputs a thread, over ({}, {}) with {} as the contraction{fp}{assumed}",
-        u.indices[0].name, u.indices[1].name, d.p
+        "{tile}x{tile} shared-memory tiles{}, {r}x{r} outputs a thread, over ({}, {}) with {} as the contraction{fp}{assumed}",
+        if stages == 2 { " (two buffers)" } else { "" },
+        u.indices[0].name,
+        u.indices[1].name,
+        d.p
     );
     launch_variants(k, &Rewrite { source, note }, u, Tuning::Tiles { threads: THREADS, units: tile * tile })
 }

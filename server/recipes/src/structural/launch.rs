@@ -87,6 +87,10 @@ fn spec_units(k: &Kernel, u: &Units) -> Option<String> {
 /// The rewrite under the user's launch, then one variant per launch choice.
 pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tuning) -> Vec<Rewrite> {
     let mut out = vec![base.clone()];
+    if sized_by_launch(k, u) {
+        tracing::debug!(kernel = %k.func.name, "units sized by the launch: no launch variant");
+        return out;
+    }
     let lines = k.spec_lines();
     let grid = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("grid"));
     let block = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("block"));
@@ -137,6 +141,31 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
         out.rotate_left(1);
     }
     out
+}
+
+/// Whether the units' extent comes from the launch itself: a bound, or a uniform declaration the
+/// units use, that reads `gridDim` or `blockDim` (`width = gridDim.x * TILE` where no parameter
+/// carries the size). Such a rewrite is the original's work only under the user's launch.
+pub(crate) fn sized_by_launch(k: &Kernel, u: &Units) -> bool {
+    let launch_dependent =
+        |t: &str| t.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "gridDim" || w == "blockDim");
+    if u.indices.iter().any(|i| launch_dependent(&i.bound)) {
+        return true;
+    }
+    let used: Vec<&str> = u
+        .body
+        .iter()
+        .map(|p| match p {
+            super::recognize::Piece::Node(n)
+            | super::recognize::Piece::Derived(n)
+            | super::recognize::Piece::Skip(n, _) => k.text_of(*n),
+        })
+        .collect();
+    u.head.iter().filter(|h| launch_dependent(k.text_of(**h))).any(|h| {
+        super::recognize::declared_in(k, *h)
+            .iter()
+            .any(|name| used.iter().any(|t| t.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == name)))
+    })
 }
 
 /// `(a, b[, c])` split at its top-level commas (the spec parser's splitter).

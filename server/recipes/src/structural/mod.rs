@@ -44,6 +44,7 @@ mod histogram;
 mod hoist;
 mod launch;
 mod recognize;
+mod register_acc;
 mod scan;
 mod sections;
 mod stencil;
@@ -120,6 +121,14 @@ fn with_units_view(
         views.extend(recognize::split_flat(&v.text, kernel).map(|t| (t, v.note)));
         views.extend(tile_rows::one_per_element(&v.text, kernel).map(|t| (t, v.note)));
         views.push((v.text, v.note));
+    }
+    // Last, a sum kept in global memory read as one in a register ([`register_acc::in_register`]),
+    // with the views above of that text.
+    if let Some(r) = register_acc::in_register(text, kernel) {
+        for v in views::all(&r, kernel) {
+            views.push((v.text, register_acc::NOTE));
+        }
+        views.push((r, register_acc::NOTE));
     }
     for (view, note) in &views {
         if let Some(k) = crate::kernel::Kernel::find(view, kernel) {

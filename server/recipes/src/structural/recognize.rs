@@ -365,6 +365,28 @@ fn block_helper(k: &Kernel, st: Node) -> bool {
         && descendants(st).into_iter().any(|n| n.kind() == "init_declarator")
 }
 
+/// `T w = <gridDim and constants>;`: a size the launch gives, the same in every thread of it.
+fn launch_extent(k: &Kernel, st: Node) -> bool {
+    let Some(v) = st
+        .child_by_field_name("declarator")
+        .filter(|d| st.kind() == "declaration" && d.kind() == "init_declarator")
+        .and_then(|d| d.child_by_field_name("value"))
+    else {
+        return false;
+    };
+    let names: Vec<&str> = descendants(v)
+        .into_iter()
+        .filter(|n| n.kind() == "identifier")
+        .map(|n| k.text_of(n))
+        .filter(|n| THREAD_BOUND.iter().any(|b| n.starts_with(b)))
+        .collect();
+    names.contains(&"gridDim")
+        && names.iter().all(|n| *n == "gridDim")
+        && descendants(v)
+            .into_iter()
+            .all(|n| !matches!(n.kind(), "subscript_expression" | "call_expression" | "assignment_expression"))
+}
+
 /// `T tid = threadIdx.x;`: a name for the thread's lane in a 1D block, used by the index declaration after it.
 fn thread_helper(k: &Kernel, st: Node) -> bool {
     let Some(d) =
@@ -527,6 +549,10 @@ pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
             }
         } else if first.kind() == "declaration" && is_stride_decl(k, first) {
             strides.extend(declared_in(k, first));
+        } else if indices.is_empty() && launch_extent(k, first) {
+            // A size the launch gives (`int w = gridDim.x * 32;`) before the indices: the same in every
+            // thread, kept before the unit loop (a rewrite that uses it keeps the launch: launch::sized_by_launch).
+            head.push(first)
         } else if block_helper(k, first) || thread_helper(k, first) {
             helpers.extend(declared_in(k, first));
         } else {

@@ -43,8 +43,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8, BlockUnits x6"),
     ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
     ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
-    ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x4"),
-    ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x4"),
+    ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x6"),
+    ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x6"),
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x9"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
@@ -53,11 +53,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("cumsum_template_macro.cu", "scaled_exclusive_cumsum", "WarpScan x4"),
     // Styles of a public repository's plain kernels (LeetCUDA), written anew.
     ("transpose_split_before_guard.cu", "transpose_gather", "TiledTranspose x2, GridStrideMap x4"),
-    ("sgemm_pragma_guard_block.cu", "gemm_unrolled", "WarpUnits x4, TiledContraction x2"),
+    ("sgemm_pragma_guard_block.cu", "gemm_unrolled", "WarpUnits x4, TiledContraction x4"),
     ("dot_template_block_atomic.cu", "dot_block", ""),
     // Other KernelBench-like operations in styles of their own.
-    ("bmm_batch_z.cu", "bmm", "WarpUnits x4, TiledContraction x4"),
-    ("matmul_bt_flat.cu", "matmul_bt", "WarpUnits x4, TiledContraction x4"),
+    ("bmm_batch_z.cu", "bmm", "WarpUnits x4, TiledContraction x6"),
+    ("matmul_bt_flat.cu", "matmul_bt", "WarpUnits x4, TiledContraction x6"),
     // A window loop: no structural rewrite yet (no 2D/strided window tile); L1 serves its reuse.
     ("avgpool1d_stride2.cu", "avg_pool1d", ""),
     ("instnorm_thread_plane.cu", "instance_norm", "WarpUnits x4, BlockUnits x3"),
@@ -73,10 +73,10 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("prod_last_dim.cu", "prod_last", "WarpUnits x4"),
     ("while_grid_stride_map.cu", "while_map", "GridStrideMap x9"),
     ("tid_alias_early_return.cu", "early_map", "GridStrideMap x9"),
-    ("triu_matmul_guarded_loop.cu", "triu_matmul", "TiledContraction x4"),
-    ("conv_pointwise_grid_y.cu", "conv_pointwise", "WarpUnits x4, TiledContraction x4"),
-    ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x4"),
-    ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x2"),
+    ("triu_matmul_guarded_loop.cu", "triu_matmul", "TiledContraction x6"),
+    ("conv_pointwise_grid_y.cu", "conv_pointwise", "WarpUnits x4, TiledContraction x6"),
+    ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x6"),
+    ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x4"),
     ("softmax_online_thread_row.cu", "softmax_online", "WarpUnits x4"),
     // The textbook block tree: a zeroed slot loaded under a guard, a barrier after the tree.
     ("reduce0_zero_then_guarded.cu", "reduce_base", "SegmentWarps x3, ShuffleTree x1"),
@@ -99,13 +99,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("transpose_tile_rows_loop.cu", "transpose_rows_loop", "TiledTranspose x2, GridStrideMap x4"),
     // Views of other people's styles (structural/views.rs), written anew by the corpus helper: no guard
     // under an exact launch, index locals, a guard written twice, a Kahan sum, a loop starting at an alias.
-    ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x4"),
+    ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x6"),
     ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4"),
     ("transpose_index_locals_macro.cu", "transpose_locals", "TiledTranspose x1, GridStrideMap x4"),
     ("transpose_index_locals_guarded.cu", "transpose_locals_guarded", "TiledTranspose x2, GridStrideMap x4"),
-    ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x4"),
+    ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x6"),
     ("rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
     ("hist_tid_alias_gridstride.cu", "hist_alias", "PrivateHistogram x4"),
+    // A sum kept in global memory (an int matmul, no guard, an exact launch): kept in a register, then tiled.
+    ("matmul_int_accumulate_in_global.cu", "imatmul_global_sum", "WarpUnits x4, TiledContraction x6"),
+    // A loop over a tile's rows whose row length is the launch's (`gridDim.x * TD`): the launch is kept.
+    ("transpose_rows_loop_grid_width.cu", "transpose_grid_width", "TiledTranspose x1, GridStrideMap x1"),
     // Every thread of a row's blocks recomputes and stores the whole row: one unit per row.
     ("softmax_every_thread_whole_row.cu", "softmax_redundant", "WarpUnits x4, BlockUnits x3"),
     // The shared naive corpus: every naive style gets its class's rewrite (`naive_corpus_is_covered`
@@ -142,9 +146,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/layernorm/layernorm_macro_double.cu", "layer_norm_kernel", "WarpUnits x8"),
     ("naive/layernorm/layernorm_rowptr.cu", "layernorm_forward_v1", "WarpUnits x4"),
     ("naive/linear/clean_linear_tiled16.cu", "linear_tiled16", ""),
-    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4, TiledContraction x4"),
+    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4, TiledContraction x6"),
     ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
-    ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x4"),
+    ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x6"),
     ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4, TiledContraction x4"),
     ("naive/map/clean_gelu_vec4.cu", "gelu_vec4", ""),
     ("naive/map/expert_gelu_vec4_gridstride.cu", "gelu_stream", ""),
@@ -154,9 +158,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/map/swish_gridstride_sizet.cu", "swish_kernel", "GridStrideMap x9"),
     ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
     ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
-    ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8, TiledContraction x4"),
-    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4, TiledContraction x2"),
-    ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x4"),
+    ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8, TiledContraction x6"),
+    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4, TiledContraction x4"),
+    ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x6"),
     ("naive/rmsnorm/clean_rmsnorm_block.cu", "rmsnorm_block_row", ""),
     ("naive/rmsnorm/expert_rmsnorm_warp_vec4.cu", "rmsnorm_warp_vec4", ""),
     ("naive/rmsnorm/rmsnorm_gridstride_sizet.cu", "rms_norm_kernel", "WarpUnits x4"),
@@ -194,9 +198,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // few long rows (128 of 393216 in 23, 24) also get a block per row.
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
     ("kbench/19_ReLU.cu", "relu", "GridStrideMap x9"),
-    ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x4"),
-    ("kbench/14_Matmul_upper_triangular.cu", "triu_matmul", "TiledContraction x4"),
-    ("kbench/15_Matmul_lower_triangular.cu", "tril_matmul", "TiledContraction x4"),
+    ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x6"),
+    ("kbench/14_Matmul_upper_triangular.cu", "triu_matmul", "TiledContraction x6"),
+    ("kbench/15_Matmul_lower_triangular.cu", "tril_matmul", "TiledContraction x6"),
     ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x9"),
     ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8, BlockUnits x6"),
     ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8, BlockUnits x6"),
@@ -631,8 +635,10 @@ fn snapshots() {
         expect![[r#"
             ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction
             ## 128x128 shared-memory tiles, 8x8 outputs a thread, over (i, j) with p as the contraction
+            ## 128x128 shared-memory tiles (two buffers), 8x8 outputs a thread, over (i, j) with p as the contraction
             ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 4096)
             ## 128x128 shared-memory tiles, 8x8 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 16384)
+            ## 128x128 shared-memory tiles (two buffers), 8x8 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 16384)
             __global__ void linear_forward(float* y, const float* x, const float* w, const float* b, int m, int k, int n) {
               // SIMT register-tiled contraction (kernelpro TiledContraction): 64x64 tiles, 16 deep, 4x4 outputs a thread, 256 threads a block.
               __shared__ __align__(16) float kp_As[16][64 + 4];
@@ -1052,7 +1058,9 @@ fn batched_contraction_keeps_the_batch_on_z() {
         [
             "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
             "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
+            "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
             "// kernelpro: grid = (ceil_div((M) * (N), 4096), 1, B)",
+            "// kernelpro: grid = (ceil_div((M) * (N), 16384), 1, B)",
             "// kernelpro: grid = (ceil_div((M) * (N), 16384), 1, B)",
         ]
     "#]]
@@ -1086,6 +1094,7 @@ const STYLES: &[(&str, &str, &str, &str)] = &[
     ("styles/gelu_specialised_half.cu", "styles/gelu_plain.cu", "gelu", "GridStrideMap x4"),
     ("styles/sum_brace_unsigned.cu", "styles/sum_plain.cu", "sum", ""),
     ("styles/sum_auto_int64.cu", "styles/sum_plain.cu", "sum", ""),
+    ("styles/transpose_grid_width_const_int.cu", "styles/transpose_grid_width_plain.cu", "transpose_grid_width", ""),
 ];
 
 /// The model's facts that decide a rewrite, without names or spellings: the pattern, each loop's

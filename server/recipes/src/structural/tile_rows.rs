@@ -14,6 +14,13 @@
 //! accesses use as the row length of `x`; `height` likewise for `y`). The
 //! units are then the same elements as the original's, which structural
 //! rewrites re-map launch-agnostically. Only a rewrite's view.
+//!
+//! Declarations between the indices and the loop that do not depend on the
+//! thread (`int width = gridDim.x * TILE;`) are kept, before the indices. A
+//! row length that comes from the launch itself (`gridDim.x * TILE`, no
+//! parameter carries it) makes the bounds the launch's own coverage,
+//! `gridDim.x * TILE` by `gridDim.y * TILE`: the rewrites of that view keep the
+//! user's launch ([`super::launch::launch_variants`] proposes no other).
 
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, statements};
@@ -46,13 +53,29 @@ fn covers(k: &Kernel, name: &str, value: impl Fn(&kernelpro_spec::LaunchSpec) ->
 pub(crate) fn one_per_element(text: &str, name: &str) -> Option<String> {
     let k = Kernel::find(text, name)?;
     let sts = statements(k.body());
-    let [sx, sy, lp] = sts[..] else { return None };
+    let [sx, sy, uniform @ .., lp] = &sts[..] else { return None };
+    let (sx, sy, lp) = (*sx, *sy, *lp);
     let ((tx, x), (ty, y)) = (decl(&k, sx)?, decl(&k, sy)?);
     if lp.kind() != "for_statement" {
         return None;
     }
     let model = k.model()?;
     let value = |n: &str| model.thread_values.iter().find(|(v, _)| v == n).map(|(_, p)| p.clone());
+    // Declarations between the indices and the loop: the same in every thread (no thread or block
+    // index, no block extent: the view's blocks are not the original's), and not of x or y.
+    for d in uniform {
+        let (_, n) = decl(&k, *d)?;
+        // Identifiers only: `gridDim.x`'s field is not an index named `x`.
+        let words = super::recognize::names_in(&k, *d);
+        if words.iter().any(|w| ["threadIdx", "blockIdx", "blockDim", x.as_str(), y.as_str()].contains(w))
+            || crate::syntax::has_side_effects(*d)
+            || k.text_of(*d).contains('[')
+            || n == x
+            || n == y
+        {
+            return None;
+        }
+    }
     let (vx, vy) = (value(&x)?, value(&y)?);
     let tile = vx.coefficient(&Atom::Bid(Dim::X)).as_constant()?;
     let expect = |d: Dim| Poly::atom(Atom::Tid(d)).add(&Poly::atom(Atom::Bid(d)).scale(tile));
@@ -90,10 +113,16 @@ pub(crate) fn one_per_element(text: &str, name: &str) -> Option<String> {
             by = by.or(sym(cx));
         }
     }
-    let (bx, by) = (bx?, by?);
-    if !covers(&k, &bx, |l| l.grid[0] as i64 * tile) || !covers(&k, &by, |l| l.grid[1] as i64 * tile) {
-        return None;
-    }
+    // Otherwise (a row length from the launch: `width = gridDim.x * TILE`, no parameter carries it)
+    // the units are the launch's own coverage, written as such: the rewrites then keep that launch.
+    let (bx, by) = match (bx, by) {
+        (Some(bx), Some(by))
+            if covers(&k, &bx, |l| l.grid[0] as i64 * tile) && covers(&k, &by, |l| l.grid[1] as i64 * tile) =>
+        {
+            (bx, by)
+        }
+        _ => (format!("(int)(gridDim.x * {tile})"), format!("(int)(gridDim.y * {tile})")),
+    };
     // The loop's body with `y + j` as `y`: no other use of `j`, nothing assigned to x or y.
     let body = lp.child_by_field_name("body")?;
     let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
@@ -132,8 +161,28 @@ pub(crate) fn one_per_element(text: &str, name: &str) -> Option<String> {
     if body.kind() == "compound_statement" {
         inner = inner.trim().strip_prefix('{')?.strip_suffix('}')?.trim().to_string();
     }
+    let kept: String = uniform.iter().map(|d| format!("  {}\n", k.text_of(*d))).collect();
     let new_body = format!(
-        "{{\n  {tx} {x} = blockIdx.x * blockDim.x + threadIdx.x;\n  {ty} {y} = blockIdx.y * blockDim.y + threadIdx.y;\n  if ({x} < {bx} && {y} < {by}) {{\n    {inner}\n  }}\n}}"
+        "{{\n{kept}  {tx} {x} = blockIdx.x * blockDim.x + threadIdx.x;\n  {ty} {y} = blockIdx.y * blockDim.y + threadIdx.y;\n  if ({x} < {bx} && {y} < {by}) {{\n    {inner}\n  }}\n}}"
     );
     Some(k.with_body(&new_body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_per_element;
+    use crate::kernel::Kernel;
+
+    /// A row length that is the launch's own (`w = gridDim.x * TD`): the units are the launch's coverage,
+    /// and the rewrites of that view keep the launch.
+    #[test]
+    fn a_row_length_from_the_launch_bounds_the_units_by_the_launch() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/structural/transpose_rows_loop_grid_width.cu");
+        let text = std::fs::read_to_string(path).unwrap();
+        let view = one_per_element(&text, "transpose_grid_width").expect("a view");
+        assert!(view.contains("if (c < (int)(gridDim.x * 32) && r < (int)(gridDim.y * 32))"), "{view}");
+        let k = Kernel::find(&view, "transpose_grid_width").expect("the kernel");
+        let u = super::super::recognize::units(&k).expect("units");
+        assert!(super::super::launch::sized_by_launch(&k, &u));
+    }
 }

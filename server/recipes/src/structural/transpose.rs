@@ -98,10 +98,12 @@ fn rewrite(k: &Kernel, u: &Units) -> Option<Rewrite> {
     let (l_r, l_c) = if load_j { ("kp_e / 32", "kp_e % 32") } else { ("kp_e % 32", "kp_e / 32") };
     let (s_r, s_c) = if store_j { ("kp_e / 32", "kp_e % 32") } else { ("kp_e % 32", "kp_e / 32") };
     let (ti, tj, iname, jname, mi, nj) = (&i.ty, &j.ty, &i.name, &j.name, &i.bound, &j.bound);
+    // The declarations before the units (sizes the same in every thread), once.
+    let prologue = u.prologue(k, &ind)?;
     let text = format!(
         r#"{{
 {ind}// 32x32 tiles through shared memory padded to 33 columns (kernelpro TiledTranspose).
-{ind}__shared__ {ty} kp_tile[32][33];
+{prologue}{ind}__shared__ {ty} kp_tile[32][33];
 {ind}const int kp_tid = (int){BLOCK_TID};
 {ind}const int kp_threads = (int)(blockDim.x * blockDim.y * blockDim.z);
 {ind}const long long kp_tiles_j = ((long long)({nj}) + 31) / 32;
