@@ -28,7 +28,7 @@ profile)
   # Issue 33's table: the in-process profile (CUPTI), ncu's one launch and --set full,
   # side by side on each file (harness mode for files with launch specs, program mode
   # for the five-kernel probe), with each one's findings (line and code) for the
-  # same-lines check; then profile-on-save with each backend.
+  # same-lines check; then profile-on-save with each backend (SAVE_BACKENDS, default both).
   FILES=${COMPARE_FILES:-tests/fixtures/h200-probe/kernels.cu bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/layernorm/layernorm_rowptr.cu tests/fixtures/naive/sum/sum_atomic_1d.cu tests/fixtures/naive/softmax/softmax_rowptr_double.cu}
   $B profile examples/saxpy.cu --kernel saxpy --backend cupti > "$OUT/profile_warm.txt" 2>&1  # builds the library once
   for f in $FILES; do
@@ -41,7 +41,7 @@ profile)
     done
   done
   # Profile-on-save: how long after the compile's diagnostics the profile lands.
-  for backend in cupti ncu; do
+  for backend in ${SAVE_BACKENDS:-cupti ncu}; do
     python3 bench/profile_on_save.py --kernelpro $B --backend $backend --reps 3 --out "$OUT/profile_on_save_$backend.tsv" ${SAVE_FILES:-bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/sum/sum_atomic_1d.cu} >> "$OUT/profile_times.txt" 2>&1
   done
   ;;

@@ -93,43 +93,48 @@ fn with_units_view(
     kernel: &str,
     f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>,
 ) -> Vec<crate::Rewrite> {
-    // The kernel's canonical form first: style (brace/paren initialisers, `auto`, pointer walks, index
-    // helpers) does not matter to any recogniser below.
-    let canonical = kernelpro_source::canonical::kernel(text, kernel);
-    let text = canonical.as_deref().unwrap_or(text);
-    let unpragmaed = recognize::without_pragmas(text, kernel);
-    let text = unpragmaed.as_deref().unwrap_or(text);
-    let expanded = recognize::expand_macros(text, kernel);
-    // Each view with what a candidate made from it must add to its note.
-    let mut views: Vec<(String, &str)> = Vec::new();
-    // First, threads that all repeat their row's work as one unit per row ([`views::redundant_threads`]):
-    // read as written, their units would be the repeated threads.
-    views.extend(views::redundant_threads(text, kernel).map(|v| (v, views::REDUNDANT_NOTE)));
-    for t in std::iter::once(text).chain(expanded.as_deref()) {
-        views.extend(recognize::split_flat(t, kernel).map(|v| (v, "")));
-        views.push((t.to_string(), ""));
-    }
-    // Last, a per-unit Welford recurrence as two passes ([`welford::two_pass`]).
-    views.extend(welford::two_pass(text, kernel).map(|v| (v, "")));
-    // And a block-partitioned walk (each thread a section) as a grid-stride loop ([`sections::grid_stride`]).
-    views.extend(sections::grid_stride(text, kernel).map(|v| (v, "")));
-    // And a loop over a tile's rows as one thread per element ([`tile_rows::one_per_element`]).
-    views.extend(tile_rows::one_per_element(text, kernel).map(|v| (v, "")));
-    // Then other people's styles ([`views`]): a guard from an exact launch, index locals inlined, a
-    // guard written twice, a Kahan sum; each read as written and split by `/` and `%`.
-    for v in views::all(text, kernel) {
-        views.extend(recognize::split_flat(&v.text, kernel).map(|t| (t, v.note)));
-        views.extend(tile_rows::one_per_element(&v.text, kernel).map(|t| (t, v.note)));
-        views.push((v.text, v.note));
-    }
-    // Last, a sum kept in global memory read as one in a register ([`register_acc::in_register`]),
-    // with the views above of that text.
-    if let Some(r) = register_acc::in_register(text, kernel) {
-        for v in views::all(&r, kernel) {
-            views.push((v.text, register_acc::NOTE));
+    // Every structural recipe reads the same views of a text: built once per
+    // `parse_once` scope (one node's expansion), not once per recipe.
+    let views = kernelpro_source::parsed::memo("structural_units_views", text, kernel, || {
+        // The kernel's canonical form first: style (brace/paren initialisers, `auto`, pointer walks, index
+        // helpers) does not matter to any recogniser below.
+        let canonical = kernelpro_source::canonical::kernel(text, kernel);
+        let text = canonical.as_deref().unwrap_or(text);
+        let unpragmaed = recognize::without_pragmas(text, kernel);
+        let text = unpragmaed.as_deref().unwrap_or(text);
+        let expanded = recognize::expand_macros(text, kernel);
+        // Each view with what a candidate made from it must add to its note.
+        let mut views: Vec<(String, &'static str)> = Vec::new();
+        // First, threads that all repeat their row's work as one unit per row ([`views::redundant_threads`]):
+        // read as written, their units would be the repeated threads.
+        views.extend(views::redundant_threads(text, kernel).map(|v| (v, views::REDUNDANT_NOTE)));
+        for t in std::iter::once(text).chain(expanded.as_deref()) {
+            views.extend(recognize::split_flat(t, kernel).map(|v| (v, "")));
+            views.push((t.to_string(), ""));
         }
-        views.push((r, register_acc::NOTE));
-    }
+        // Last, a per-unit Welford recurrence as two passes ([`welford::two_pass`]).
+        views.extend(welford::two_pass(text, kernel).map(|v| (v, "")));
+        // And a block-partitioned walk (each thread a section) as a grid-stride loop ([`sections::grid_stride`]).
+        views.extend(sections::grid_stride(text, kernel).map(|v| (v, "")));
+        // And a loop over a tile's rows as one thread per element ([`tile_rows::one_per_element`]).
+        views.extend(tile_rows::one_per_element(text, kernel).map(|v| (v, "")));
+        // Then other people's styles ([`views`]): a guard from an exact launch, index locals inlined, a
+        // guard written twice, a Kahan sum; each read as written and split by `/` and `%`.
+        for v in views::all(text, kernel) {
+            views.extend(recognize::split_flat(&v.text, kernel).map(|t| (t, v.note)));
+            views.extend(tile_rows::one_per_element(&v.text, kernel).map(|t| (t, v.note)));
+            views.push((v.text, v.note));
+        }
+        // Last, a sum kept in global memory read as one in a register ([`register_acc::in_register`]),
+        // with the views above of that text.
+        if let Some(r) = register_acc::in_register(text, kernel) {
+            for v in views::all(&r, kernel) {
+                views.push((v.text, register_acc::NOTE));
+            }
+            views.push((r, register_acc::NOTE));
+        }
+        views
+    });
     for (view, note) in &views {
         if let Some(k) = crate::kernel::Kernel::find(view, kernel) {
             let mut out = f(&k);
