@@ -196,35 +196,47 @@ impl RecipeProposer {
         let per_recipe: Vec<_> = self
             .order(ctx, expansion.pattern)
             .into_iter()
-            .map(|(i, answers)| (self.recipes[i].tier(), self.recipes[i].name(), answers, &expansion.rewrites[i]))
+            .map(|(i, answers)| {
+                (self.recipes[i].tier(), self.recipes[i].name(), answers, expansion.rewrites[i].as_slice())
+            })
             .collect();
-        // Exact text, as well as the memory's normalized one (which keeps launch-spec comments).
-        let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
-        let mut out = Vec::new();
-        let mut tiers: Vec<Tier> = per_recipe.iter().map(|r| r.0).collect();
-        tiers.dedup();
-        for tier in tiers {
-            let in_tier: Vec<_> = per_recipe.iter().filter(|r| r.0 == tier).map(|(_, n, a, r)| (n, a, r)).collect();
-            let rounds = in_tier.iter().map(|(_, _, r)| r.len()).max().unwrap_or(0);
-            for round in 0..rounds {
-                for &(name, answers, rewrites) in &in_tier {
-                    let Some(rw) = rewrites.get(round) else { continue };
-                    if out.len() == ctx.wanted {
-                        return out;
-                    }
-                    if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
-                        continue;
-                    }
-                    let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
-                    if let Some(tool) = answers {
-                        p = p.answering(tool.clone());
-                    }
-                    out.push(p);
+        interleave(ctx, &per_recipe)
+    }
+}
+
+/// One recipe's share of an expansion: its tier, name, the finding it answers and its rewrites.
+type RecipeRewrites<'a> = (Tier, &'static str, Option<String>, &'a [crate::Rewrite]);
+
+/// Tier by tier, round-robin over the tier's recipes (each one's first rewrite, then each one's
+/// second, ...), skipping the node's own text, texts already in the memory and repeats, up to
+/// `ctx.wanted` proposals.
+fn interleave(ctx: &ProposeContext, per_recipe: &[RecipeRewrites]) -> Vec<Proposal> {
+    // Exact text, as well as the memory's normalized one (which keeps launch-spec comments).
+    let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
+    let mut out = Vec::new();
+    let mut tiers: Vec<Tier> = per_recipe.iter().map(|r| r.0).collect();
+    tiers.dedup();
+    for tier in tiers {
+        let in_tier: Vec<_> = per_recipe.iter().filter(|r| r.0 == tier).collect();
+        let rounds = in_tier.iter().map(|r| r.3.len()).max().unwrap_or(0);
+        for round in 0..rounds {
+            for (_, name, answers, rewrites) in &in_tier {
+                let Some(rw) = rewrites.get(round) else { continue };
+                if out.len() == ctx.wanted {
+                    return out;
                 }
+                if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
+                    continue;
+                }
+                let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
+                if let Some(tool) = answers {
+                    p = p.answering(tool.clone());
+                }
+                out.push(p);
             }
         }
-        out
     }
+    out
 }
 
 #[cfg(test)]
@@ -256,46 +268,22 @@ mod tests {
     /// The expansion as it was before the cache: every recipe run on the text at every request,
     /// outside any `parse_once` scope (nothing parsed or computed is shared between recipes).
     fn expand_uncached(p: &RecipeProposer, ctx: &ProposeContext) -> Vec<Proposal> {
-        (|| {
-            let pattern = crate::kernel::Kernel::find(ctx.source, &p.kernel)
-                .and_then(|k| k.model())
-                .and_then(|m| m.pattern())
-                .map(|r| r.pattern);
-            let per_recipe: Vec<_> = p
-                .order(ctx, pattern)
-                .into_iter()
-                .map(|(i, answers)| {
-                    let r = &p.recipes[i];
-                    let rw = crate::fresh::with_fresh_names(ctx.source, &p.kernel, |t| r.rewrite(t, &p.kernel));
-                    (r.tier(), r.name(), answers, with_float_math_first(r.tier(), &p.kernel, rw))
-                })
-                .collect();
-            let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
-            let mut out = Vec::new();
-            let mut tiers: Vec<Tier> = per_recipe.iter().map(|r| r.0).collect();
-            tiers.dedup();
-            for tier in tiers {
-                let in_tier: Vec<_> = per_recipe.iter().filter(|r| r.0 == tier).collect();
-                let rounds = in_tier.iter().map(|r| r.3.len()).max().unwrap_or(0);
-                for round in 0..rounds {
-                    for (_, name, answers, rewrites) in &in_tier {
-                        let Some(rw) = rewrites.get(round) else { continue };
-                        if out.len() == ctx.wanted {
-                            return out;
-                        }
-                        if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
-                            continue;
-                        }
-                        let mut q = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
-                        if let Some(tool) = answers {
-                            q = q.answering(tool.clone());
-                        }
-                        out.push(q);
-                    }
-                }
-            }
-            out
-        })()
+        let pattern = crate::kernel::Kernel::find(ctx.source, &p.kernel)
+            .and_then(|k| k.model())
+            .and_then(|m| m.pattern())
+            .map(|r| r.pattern);
+        let per_recipe: Vec<_> = p
+            .order(ctx, pattern)
+            .into_iter()
+            .map(|(i, answers)| {
+                let r = &p.recipes[i];
+                let rw = crate::fresh::with_fresh_names(ctx.source, &p.kernel, |t| r.rewrite(t, &p.kernel));
+                (r.tier(), r.name(), answers, with_float_math_first(r.tier(), &p.kernel, rw))
+            })
+            .collect();
+        let borrowed: Vec<RecipeRewrites> =
+            per_recipe.iter().map(|(t, n, a, r)| (*t, *n, a.clone(), r.as_slice())).collect();
+        interleave(ctx, &borrowed)
     }
 
     fn bench_kernel(file: &str) -> String {
