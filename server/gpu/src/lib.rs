@@ -47,7 +47,9 @@ pub use data::{
 pub use job::*;
 pub use metrics::flops;
 pub use process::{DEFAULT_TIMEOUT, HarnessError, WORKER_SUBCOMMAND, run_job};
-pub use session::{Answer, Backend, Evaluation, OPEN_TIMEOUT, Open, Request, WorkerSession, parse_open, serve};
+pub use session::{
+    Answer, Backend, Evaluation, OPEN_TIMEOUT, Open, Request, WorkerSession, parse_open, serve, serve_stdin,
+};
 pub use verify::{
     MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used,
 };

@@ -104,6 +104,19 @@ pub trait Backend: Sized {
     fn evaluate(&mut self, evaluation: &Evaluation) -> Result<JobResult, String>;
 }
 
+/// A worker that only serves sessions (the emulated workers of the CPU tests): the
+/// first stdin line must open one, then [`serve`] on stdin and stdout.
+pub fn serve_stdin<B: Backend>() -> i32 {
+    let mut input = std::io::stdin().lock();
+    let mut first = String::new();
+    let _ = input.read_line(&mut first);
+    let Some(open) = parse_open(&first) else {
+        eprintln!("emulated worker: the first line must open a session");
+        return 2;
+    };
+    serve::<B>(&open, input, std::io::stdout().lock())
+}
+
 /// Serves one session: `open` (already read: the first line) then one
 /// evaluation per line, one answer line each, until the input ends (exit code 0)
 /// or something fails (its answer, then exit code 1).

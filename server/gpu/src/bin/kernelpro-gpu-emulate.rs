@@ -10,9 +10,8 @@
 
 use kernelpro_gpu::{
     Backend, BufferComparison, Checksum, Evaluation, JobResult, KernelRun, Open, Phases, Timing, ToleranceBasis,
-    parse_open, serve,
+    serve_stdin,
 };
-use std::io::BufRead;
 
 struct Emulated {
     evaluations: u32,
@@ -89,13 +88,5 @@ impl Backend for Emulated {
 }
 
 fn main() {
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
-    let mut first = String::new();
-    let _ = input.read_line(&mut first);
-    let Some(open) = parse_open(&first) else {
-        eprintln!("emulated worker: the first line must open a session");
-        std::process::exit(2);
-    };
-    std::process::exit(serve::<Emulated>(&open, input, std::io::stdout().lock()));
+    std::process::exit(serve_stdin::<Emulated>());
 }
