@@ -9,7 +9,7 @@ mkdir -p .devbin
 cargo build --release -p kernelpro
 strip -o .devbin/kernelpro target/release/kernelpro
 # `name=cargo test selector`: each test binary's path comes from cargo's JSON messages.
-for t in "gpu-harness=-p kernelpro-gpu --test gpu" "gpu-pipeline=-p kernelpro --test gpu" "cute-tests=-p kernelpro-cute --lib"; do
+for t in "gpu-harness=-p kernelpro-gpu --test gpu" "gpu-pipeline=-p kernelpro --test gpu" "cute-tests=-p kernelpro-cute --lib" "optimize-deadline=-p kernelpro-optimize --test deadline"; do
   exe=$(cargo test --release --no-run --message-format=json ${t#*=} | python3 -c "import json,sys;print([m['executable'] for m in map(json.loads,sys.stdin) if m.get('executable')][-1])")
   strip -o ".devbin/${t%%=*}" "$exe"
 done

@@ -15,6 +15,10 @@ export PATH=$PATH:/usr/local/cuda/bin
 { nvidia-smi -L; nproc; } > "$DEST/a/env.txt" 2>&1
 KERNELPRO_NVCC=$(command -v nvcc) timeout "${T_HARNESS:-60}" .devbin/gpu-harness --ignored --test-threads=1 > "$DEST/a/gpu-harness.txt" 2>&1
 grep "test result" "$DEST/a/gpu-harness.txt"
+# Issue 34's deadline on the real GPU evaluator (a naive 4096³ GEMM given 45 s), where the binary was built.
+[ -x .devbin/optimize-deadline ] && KERNELPRO_NVCC=$(command -v nvcc) timeout "${T_DEADLINE:-70}" .devbin/optimize-deadline --ignored --nocapture \
+  a_slow_real_kernel_ends_at_its_limit_on_the_gpu > "$DEST/a/deadline.txt" 2>&1
+tail -3 "$DEST/a/deadline.txt" 2>/dev/null
 TIME=${TIME:-30} timeout "${T_EVALS:-230}" bash bench/evals_gpu.sh "$DEST/e" 2>&1 | tail -8
 SAVE_BACKENDS=cupti timeout "${T_PROFILE:-150}" bash bench/gpu_run.sh profile "$DEST/p" > "$DEST/a/profile.log" 2>&1
 tail -12 "$DEST/a/profile.log"
