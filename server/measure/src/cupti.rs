@@ -18,6 +18,14 @@ use tokio_util::sync::CancellationToken;
 
 /// The library's source, built on the machine that profiles.
 pub const SOURCE: &str = include_str!("cupti/kp_cupti.cpp");
+/// Its on-disk cache of the range profiler's configuration (no CUPTI in it:
+/// the tests build it alone), inlined where the library includes it.
+pub const CONFIG_CACHE: &str = include_str!("cupti/config_cache.h");
+
+/// The library's whole source, the cache's header inlined.
+pub fn library_source() -> String {
+    SOURCE.replacen("#include \"config_cache.h\"", &CONFIG_CACHE.replacen("#pragma once\n", "", 1), 1)
+}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CuptiError {
@@ -123,8 +131,9 @@ pub async fn build_library(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<PathBuf, CuptiError> {
+    let source = library_source();
     let mut h = Sha256::new();
-    h.update(SOURCE.as_bytes());
+    h.update(source.as_bytes());
     h.update(format!("{cupti:?}{}", nvcc.display()).as_bytes());
     let hash: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
     let dir = cache.join("cupti");
@@ -134,7 +143,7 @@ pub async fn build_library(
     }
     std::fs::create_dir_all(&dir).map_err(|e| CuptiError::Build(format!("{}: {e}", dir.display())))?;
     let src = dir.join(format!("kp_cupti-{hash}.cpp"));
-    std::fs::write(&src, SOURCE).map_err(|e| CuptiError::Build(e.to_string()))?;
+    std::fs::write(&src, &source).map_err(|e| CuptiError::Build(e.to_string()))?;
     let tmp = dir.join(format!("libkp_cupti-{hash}.{}.tmp.so", std::process::id()));
     let mut args: Vec<String> = vec![
         "-shared".into(),
@@ -194,6 +203,13 @@ pub struct CuptiResult {
     pub disasm_secs: f64,
 }
 
+/// Where the library keeps its range-profiler configurations: beside it.
+fn config_cache_dir(library: &Path) -> Option<PathBuf> {
+    let dir = library.parent()?.join("config");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
 async fn injected_run(
     req: &CuptiProfile,
     dir: &Path,
@@ -213,6 +229,11 @@ async fn injected_run(
         .env("KP_CUPTI_PLAN", plan)
         .env("KP_CUPTI_METRICS", &RANGE_METRICS.join(","))
         .env("KP_CUPTI_SASS", &pages::sass_metric_names());
+    // The range profiler's configuration, kept beside the library for the
+    // next process (a folder the library writes into; absent: none kept).
+    if let Some(cache) = config_cache_dir(&req.library) {
+        cmd = cmd.env("KP_CUPTI_CACHE", &cache.display().to_string());
+    }
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
     }
@@ -473,6 +494,75 @@ mod tests {
             let after = &ptxas[ptxas.find(&said).expect("ptxas names it")..];
             assert!(after.contains(&format!("Used {regs} registers")), "{name}: {regs} vs {ptxas}");
         }
+    }
+
+    /// The library's cache of the range profiler's configuration, built with
+    /// the real nvcc and run: written whole, read back, and any file that is
+    /// absent, of another key, truncated, corrupt or longer is a miss.
+    #[test]
+    fn the_config_cache_reads_back_what_it_wrote_and_nothing_else() {
+        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
+            .expect("nvcc (set KERNELPRO_VENV)");
+        let whole = library_source();
+        assert!(whole.contains("struct ConfigCache") && !whole.contains("#include \"config_cache.h\""));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config_cache.h"), CONFIG_CACHE).unwrap();
+        std::fs::write(
+            dir.path().join("t.cpp"),
+            r#"#include "config_cache.h"
+int main(int argc, char** argv) {
+  std::string mode = argv[1], dir = argv[2], key = "chip=GH100;cupti=130200;metrics=a.sum,b.pct,x";
+  kp::ConfigCache c;
+  if (mode == "write") {
+    c.metrics = {"a.sum", "b.pct"}, c.skipped = {"x"}, c.passes = 7, c.image = {1, 0, 10, 255, '\n'};
+    return kp::cache_write(kp::cache_path(dir, key), key, c) ? 0 : 1;
+  }
+  if (mode == "path") return printf("%s", kp::cache_path(dir, key).c_str()) < 0;
+  std::string asked = mode == "other" ? key + ",y" : key;
+  if (!kp::cache_read(kp::cache_path(dir, key), asked, c)) return printf("miss") < 0;
+  printf("%s|%s|%zu|", kp::join(c.metrics).c_str(), kp::join(c.skipped).c_str(), c.passes);
+  for (auto b : c.image) printf("%d,", b);
+}
+"#,
+        )
+        .unwrap();
+        let exe = dir.path().join("t");
+        let out = std::process::Command::new(&nvcc.path)
+            .args(["-std=c++17", "-o"])
+            .arg(&exe)
+            .arg(dir.path().join("t.cpp"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run = |mode: &str| -> String {
+            let out = std::process::Command::new(&exe).args([mode]).arg(dir.path()).output().unwrap();
+            assert!(out.status.success(), "{mode}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let file = PathBuf::from(run("path"));
+        let wrote = "a.sum,b.pct|x|7|1,0,10,255,10,";
+        let cases: [(&str, Option<fn(&mut Vec<u8>)>); 5] = [
+            ("absent", None),
+            ("truncated", Some(|b| b.truncate(b.len() - 1))),
+            ("corrupt", Some(|b| *b.last_mut().unwrap() ^= 1)),
+            ("longer", Some(|b| b.push(0))),
+            ("not a cache", Some(|b| *b = b"kp-cupti-config 2\n".to_vec())),
+        ];
+        for (case, change) in cases {
+            if let Some(change) = change {
+                assert_eq!(run("write"), "");
+                assert_eq!(run("read"), wrote, "before {case}");
+                let mut bytes = std::fs::read(&file).unwrap();
+                change(&mut bytes);
+                std::fs::write(&file, bytes).unwrap();
+            }
+            assert_eq!(run("read"), "miss", "{case}");
+        }
+        assert_eq!(run("write"), "");
+        assert_eq!(run("other"), "miss", "another key");
+        assert_eq!(run("read"), wrote);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(!left.iter().any(|n| n.to_string_lossy().contains(".tmp.")), "{left:?}");
     }
 
     /// A pip-installed CUPTI (`nvidia/cu13/{include,lib}` beside nvcc's `bin`) is found.

@@ -8,6 +8,8 @@
 //     $KP_CUPTI_SASS, by function and PC offset;
 //   - every module's cubin, written to $KP_CUPTI_DIR, for the disassembly
 //     that ties PC offsets to source lines.
+// $KP_CUPTI_CACHE: a folder where the range profiler's configuration is kept
+// between processes (config_cache.h).
 // $KP_CUPTI_KERNEL: only the kernel of this name (the harness's own fill and
 // compare kernels are left alone).
 //   - with `pc` in the plan: CUPTI's PC sampling (stall reasons per PC).
@@ -30,6 +32,8 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 #include <cxxabi.h>
+
+#include "config_cache.h"  // inlined by the Rust side when it writes this file out
 
 #include <chrono>
 #include <cstdio>
@@ -60,7 +64,8 @@ struct State {
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   std::set<std::string> seen, sassSeen;
-  std::string chip, dir, only;
+  std::string chip, dir, only, cacheDir;
+  bool hostHasConfig = false;
   std::vector<std::string> plan = {"range", "sass"};
   std::map<std::string, int> launches;
   bool wantRange = false, wantSass = false, wantPc = false;
@@ -117,17 +122,7 @@ bool is_kernel(const std::string& demangled, const std::string& want) {
   return false;
 }
 
-std::vector<std::string> split(const std::string& all) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= all.size()) {
-    size_t comma = all.find(',', pos);
-    if (comma == std::string::npos) comma = all.size();
-    if (comma > pos) out.push_back(all.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return out;
-}
+std::vector<std::string> split(const std::string& all) { return kp::split_commas(all); }
 
 void metric(const char* name, double value) {
   fprintf(S.out, "M\t%s\t%s\t%s\t%.10g\n", S.current.c_str(), S.currentMangled.c_str(), name, value);
@@ -339,6 +334,18 @@ bool collectable(const char* chip, const std::vector<uint8_t>& avail, const char
   return ok;
 }
 
+// The metrics added to the host object (the config image is built from them;
+// evaluation may want them too).
+CUptiResult host_add_metrics() {
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  add.pHostObject = S.host;
+  add.ppMetricNames = S.metrics.data();
+  add.numMetrics = S.metrics.size();
+  CUptiResult r = cuptiProfilerHostConfigAddMetrics(&add);
+  S.hostHasConfig = r == CUPTI_SUCCESS;
+  return r;
+}
+
 // Everything that needs the context: host object, config image, the range
 // profiler on this context, its counter data image.
 void setup(CUcontext ctx) {
@@ -366,43 +373,71 @@ void setup(CUcontext ctx) {
   avail.pCounterAvailabilityImage = availImage.data();
   CHECK(cuptiProfilerGetCounterAvailability(&avail));
 
-  std::vector<const char*> ok;
-  for (auto* m : S.metrics) {
-    if (collectable(S.chip.c_str(), availImage, m))
-      ok.push_back(m);
-    else
-      fprintf(S.out, "#skip\t%s\tnot a range-profiler metric on %s\n", m, S.chip.c_str());
+  // The configuration: from the cache where an earlier process built it for
+  // the same chip, CUPTI, counter availability and metrics; else built here
+  // (and written there).
+  uint32_t version = 0;
+  cuptiGetVersion(&version);
+  std::string key = std::string("chip=") + S.chip + ";cupti=" + std::to_string(version) +
+                    ";avail=" + kp::hex(kp::fnv1a(availImage.data(), availImage.size())) + ";metrics=" + kp::join(S.names);
+  std::string path = S.cacheDir.empty() ? "" : kp::cache_path(S.cacheDir, key);
+  kp::ConfigCache cached;
+  bool hit = !path.empty() && kp::cache_read(path, key, cached);
+  if (hit) {
+    S.names = cached.metrics;
+    S.metrics.clear();
+    for (auto& n : S.names) S.metrics.push_back(n.c_str());
+    for (auto& m : cached.skipped)
+      fprintf(S.out, "#skip\t%s\tnot a range-profiler metric on %s\n", m.c_str(), S.chip.c_str());
+    S.config = cached.image;
+  } else {
+    std::vector<const char*> ok;
+    for (auto* m : S.metrics) {
+      if (collectable(S.chip.c_str(), availImage, m)) {
+        ok.push_back(m);
+        cached.metrics.push_back(m);
+      } else {
+        fprintf(S.out, "#skip\t%s\tnot a range-profiler metric on %s\n", m, S.chip.c_str());
+        cached.skipped.push_back(m);
+      }
+    }
+    S.metrics = ok;
   }
-  S.metrics = ok;
   if (S.metrics.empty()) {
     fprintf(S.out, "#error\tno collectable metric\n");
     S.broken = true;
     return;
   }
+  // The host object evaluates the counters after each range; a cached
+  // configuration needs no metrics added to it unless evaluation says so (end()).
   CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
   hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   hi.pChipName = chip.pChipName;
   hi.pCounterAvailabilityImage = availImage.data();
   CHECK(cuptiProfilerHostInitialize(&hi));
   S.host = hi.pHostObject;
-  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  add.pHostObject = S.host;
-  add.ppMetricNames = S.metrics.data();
-  add.numMetrics = S.metrics.size();
-  CHECK(cuptiProfilerHostConfigAddMetrics(&add));
-  CUpti_Profiler_Host_GetConfigImageSize_Params cs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  cs.pHostObject = S.host;
-  CHECK(cuptiProfilerHostGetConfigImageSize(&cs));
-  S.config.resize(cs.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params ci = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  ci.pHostObject = S.host;
-  ci.configImageSize = S.config.size();
-  ci.pConfigImage = S.config.data();
-  CHECK(cuptiProfilerHostGetConfigImage(&ci));
-  CUpti_Profiler_Host_GetNumOfPasses_Params np = {CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  np.configImageSize = S.config.size();
-  np.pConfigImage = S.config.data();
-  CHECK(cuptiProfilerHostGetNumOfPasses(&np));
+  size_t passes = cached.passes;
+  if (!hit) {
+    CHECK(host_add_metrics());
+    CUpti_Profiler_Host_GetConfigImageSize_Params cs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    cs.pHostObject = S.host;
+    CHECK(cuptiProfilerHostGetConfigImageSize(&cs));
+    S.config.resize(cs.configImageSize);
+    CUpti_Profiler_Host_GetConfigImage_Params ci = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    ci.pHostObject = S.host;
+    ci.configImageSize = S.config.size();
+    ci.pConfigImage = S.config.data();
+    CHECK(cuptiProfilerHostGetConfigImage(&ci));
+    CUpti_Profiler_Host_GetNumOfPasses_Params np = {CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+    np.configImageSize = S.config.size();
+    np.pConfigImage = S.config.data();
+    CHECK(cuptiProfilerHostGetNumOfPasses(&np));
+    passes = np.numOfPasses;
+    cached.passes = passes;
+    cached.image = S.config;
+    if (!path.empty() && !kp::cache_write(path, key, cached))
+      fprintf(S.out, "#warn\tconfig cache not written\t%s\n", path.c_str());
+  }
 
   CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   en.ctx = ctx;
@@ -416,8 +451,8 @@ void setup(CUcontext ctx) {
   ds.maxNumRangeTreeNodes = 1;
   CHECK(cuptiRangeProfilerGetCounterDataSize(&ds));
   S.counterData.resize(ds.counterDataSize);
-  fprintf(S.out, "#setup\tchip=%s\tpasses=%zu\tmetrics=%zu\tms=%.1f\n", chip.pChipName, np.numOfPasses,
-          S.metrics.size(), ms_since(t));
+  fprintf(S.out, "#setup\tchip=%s\tpasses=%zu\tmetrics=%zu\tcached=%d\tms=%.1f\n", chip.pChipName, passes,
+          S.metrics.size(), hit ? 1 : 0, ms_since(t));
   fflush(S.out);
 }
 
@@ -510,6 +545,17 @@ void launch_metrics() {
   metric("launch__waves_per_multiprocessor", active > 0 ? blocks / (double(active) * sms) : 0);
 }
 
+// Evaluates a range's counters. A host object set up from the cached
+// configuration has no metrics added: where evaluation wants them, they are
+// added and it evaluates again.
+CUptiResult evaluate(CUpti_Profiler_Host_EvaluateToGpuValues_Params& ev) {
+  CUptiResult r = cuptiProfilerHostEvaluateToGpuValues(&ev);
+  if (r == CUPTI_SUCCESS || S.hostHasConfig) return r;
+  fprintf(S.out, "#warn\tevaluation wants the metrics added to the host object\n");
+  if ((r = host_add_metrics()) != CUPTI_SUCCESS) return r;
+  return cuptiProfilerHostEvaluateToGpuValues(&ev);
+}
+
 // Stop after the launch (kernel replay has run every pass), decode, evaluate.
 void end() {
   S.running = false;
@@ -533,7 +579,7 @@ void end() {
     ev.ppMetricNames = S.metrics.data();
     ev.numMetrics = S.metrics.size();
     ev.pMetricValues = values.data();
-    CHECK(cuptiProfilerHostEvaluateToGpuValues(&ev));
+    CHECK(evaluate(ev));
     for (size_t m = 0; m < S.metrics.size(); m++) metric(S.metrics[m], values[m]);
   }
   launch_metrics();
@@ -639,6 +685,7 @@ extern "C" int InitializeInjection() {
     S.wantPc = S.wantPc || w == "pc";
   }
   if (const char* d = getenv("KP_CUPTI_DIR")) S.dir = d;
+  if (const char* d = getenv("KP_CUPTI_CACHE")) S.cacheDir = d;
   if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
