@@ -8,6 +8,7 @@
 //! becomes the same `KernelProfile`s and `SourcePage`s as ncu's pages
 //! (`kernelpro_profile::cupti`), so the analysis is one code path.
 
+use crate::profiling::Stage;
 use kernelpro_profile::cupti::{self as pages, CuptiRun, Instruction, RANGE_METRICS};
 use kernelpro_profile::{KernelProfile, SourcePage};
 use kernelpro_runner::process::{ToolCommand, run_tool};
@@ -199,8 +200,12 @@ pub struct CuptiResult {
     pub notes: Vec<String>,
     /// The injected runs of the program.
     pub run_secs: f64,
-    /// Disassembling the loaded modules and building the source pages.
+    /// Disassembling the loaded modules (during the later runs) and building
+    /// the source pages.
     pub disasm_secs: f64,
+    /// Each step's seconds: the injected runs, the library's own steps
+    /// within them, the disassembly, the source pages.
+    pub stages: Vec<Stage>,
 }
 
 /// Where the library keeps its range-profiler configurations: beside it.
@@ -216,7 +221,9 @@ async fn injected_run(
     plan: &str,
     cancel: &CancellationToken,
 ) -> Result<CuptiRun, CuptiError> {
-    let name = plan.replace(',', "-");
+    // A file of its own for each run (the library appends).
+    let plan_name = plan.replace(',', "-");
+    let name = (0..).map(|i| format!("{plan_name}-{i}")).find(|n| !dir.join(format!("{n}.tsv")).exists()).unwrap();
     let out_file = dir.join(format!("{name}.tsv"));
     let cubins = dir.join(format!("{name}-modules"));
     std::fs::create_dir_all(&cubins).map_err(|e| CuptiError::Run(e.to_string()))?;
@@ -254,10 +261,78 @@ async fn injected_run(
     Ok(run)
 }
 
-/// Runs the target with the library loaded: the first launch of each kernel
-/// range-profiled, the second SASS-patched; then again for the stall
-/// reasons (PC sampling).
-/// Then the loaded modules' disassembly ties PC offsets to source lines.
+/// The plan of the first injected run: what each launch of a kernel is for
+/// (the library's `KP_CUPTI_PLAN`). The one place that decides how many
+/// processes a profile takes, with `next_plans`:
+/// - one profiled kernel (harness mode: the worker launches it
+///   `plan_launches` times): range profile, SASS metrics, then PC sampling
+///   on its 1st, 2nd and 3rd launch, all in one process. CUPTI does not let
+///   the range profiler and PC sampling share a context, so the library
+///   disables the range profiler before sampling; where the driver still
+///   refuses, the library writes `#warn pc ...` and `next_plans` samples in a
+///   process of its own, as before;
+/// - a whole program: range profile and SASS metrics only. Its kernels'
+///   launches interleave (A, B, A, B), and once PC sampling has the context
+///   no later kernel can be range-profiled; most programs launch each kernel
+///   once anyway, so `next_plans` asks for the rest.
+pub fn first_plan(kernel: Option<&str>) -> &'static str {
+    if kernel.is_some() { "range,sass,pc" } else { "range,sass" }
+}
+
+/// How many launches of the kernel the first plan uses (the harness
+/// worker's runs).
+pub fn plan_launches(kernel: Option<&str>) -> u32 {
+    first_plan(kernel).split(',').count() as u32
+}
+
+/// What the next round of injected runs must collect, from what the runs so
+/// far gave these kernels (their mangled names); the plans of one round run
+/// at once. A kernel without per-instruction counters was launched once (or
+/// its SASS pass failed): a `sass,pc` run patches it, and a `pc` run beside it
+/// samples it (samples of a patched launch would not be the kernel's own).
+/// Per-instruction counts do not depend on what else the GPU runs, and
+/// processes time-slice the GPU, so the two runs do not disturb each other's
+/// numbers. Stall samples alone missing (PC sampling refused after the
+/// range profiler, or a kernel launched twice): a `pc` run. Nothing
+/// missing: no run.
+pub fn next_plans(run: &CuptiRun, mangled: &[String]) -> Vec<&'static str> {
+    let no_sass = mangled.iter().any(|m| !run.has_pcs(m));
+    let no_pc = mangled.iter().any(|m| !run.has_stalls(m));
+    match (no_sass, no_pc) {
+        (true, true) => vec!["sass,pc", "pc"],
+        (true, false) => vec!["sass"],
+        (false, true) => vec!["pc"],
+        (false, false) => vec![],
+    }
+}
+
+/// The functions of the modules a run saved, disassembled (`nvdisasm -c -g`,
+/// one process a module, at once), with what failed.
+async fn disassemble(
+    nvdisasm: &Path,
+    cubins: &[String],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> (Vec<kernelpro_sass::disasm::Function>, Vec<String>) {
+    let listings = futures::future::join_all(cubins.iter().map(|cubin| {
+        let cmd = ToolCommand::new(nvdisasm, timeout).args(["-c", "-g", cubin.as_str()]);
+        async move { run_tool(&cmd, cancel).await }
+    }))
+    .await;
+    let (mut functions, mut notes) = (Vec::new(), Vec::new());
+    for listing in listings {
+        match listing {
+            Ok(out) if out.success() => functions.extend(kernelpro_sass::disasm::parse_sass(&out.stdout).functions),
+            Ok(out) => notes.push(format!("nvdisasm failed on a module: {}", out.stderr.lines().next().unwrap_or(""))),
+            Err(e) => notes.push(format!("nvdisasm: {e}")),
+        }
+    }
+    (functions, notes)
+}
+
+/// Runs the target with the library loaded (`first_plan`, then `next_plans`
+/// until nothing is missing, two rounds at most); meanwhile the modules the
+/// first run saved are disassembled, to tie PC offsets to source lines.
 #[tracing::instrument(level = "debug", name = "profile.cupti", skip_all, fields(kernel = req.kernel.as_deref()))]
 pub async fn profile(
     req: &CuptiProfile,
@@ -268,71 +343,87 @@ pub async fn profile(
         .prefix("kernelpro-cupti-")
         .tempdir()
         .map_err(|e| CuptiError::Run(format!("cannot make a temp dir: {e}")))?;
+    let mut stages = Vec::new();
     let start = std::time::Instant::now();
-    let mut run = injected_run(req, dir.path(), "range,sass", cancel).await?;
+    let plan = first_plan(req.kernel.as_deref());
+    let mut run = injected_run(req, dir.path(), plan, cancel).await?;
+    stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
     run.profiles.retain(wanted);
     if run.profiles.is_empty() {
         let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
         return Err(CuptiError::NoKernel(which));
     }
-    // The stall reasons (PC sampling) in a run of their own: CUPTI's range
-    // profiler and PC sampling do not share a process. A kernel launched
-    // once also gets its per-instruction counters there, and its samples
-    // in a third run.
     let mut notes = Vec::new();
     let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
-    for _ in 0..2 {
-        let no_sass = mangled.iter().any(|m| !run.has_pcs(m));
-        let no_pc = mangled.iter().any(|m| !run.has_stalls(m));
-        let plan = match (no_sass, no_pc) {
-            (true, _) => "sass,pc",
-            (false, true) => "pc",
-            (false, false) => break,
-        };
-        match injected_run(req, dir.path(), plan, cancel).await {
-            Ok(more) => {
-                for (k, v) in more.pcs {
-                    run.pcs.entry(k).or_insert(v);
-                }
-                for (k, v) in more.stalls {
-                    run.stalls.entry(k).or_insert(v);
-                }
-                // The same program loads the same modules: disassemble them once.
-                if run.cubins.is_empty() {
-                    run.cubins.extend(more.cubins);
+    run.cubins.sort();
+    run.cubins.dedup();
+    let first_modules = run.cubins.clone();
+    let disasm = async {
+        let t = std::time::Instant::now();
+        let got = disassemble(&req.nvdisasm, &first_modules, req.timeout, cancel).await;
+        (got, t.elapsed())
+    };
+    let more_runs = async {
+        let (mut got, mut stages, mut notes) = (CuptiRun::default(), Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let mut so_far = run.clone();
+            so_far.merge(got.clone());
+            let plans = next_plans(&so_far, &mangled);
+            if plans.is_empty() {
+                break;
+            }
+            let t = std::time::Instant::now();
+            let runs = futures::future::join_all(plans.iter().map(|p| injected_run(req, dir.path(), p, cancel))).await;
+            stages.push(Stage::new(format!("injected run ({})", plans.join(" | ")), t.elapsed()));
+            let mut failed = false;
+            for more in runs {
+                match more {
+                    Ok(more) => got.merge(more),
+                    Err(e) => {
+                        notes.push(format!("no per-line counters or stall samples: {e}"));
+                        failed = true;
+                    }
                 }
             }
-            Err(e) => {
-                notes.push(format!("no per-line counters or stall samples: {e}"));
+            if failed {
                 break;
             }
         }
-    }
+        (got, stages, notes)
+    };
+    let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes)) =
+        futures::join!(disasm, more_runs);
+    run.merge(more);
+    stages.extend(more_stages);
+    notes.extend(more_notes);
     let run_secs = start.elapsed().as_secs_f64();
-    let start = std::time::Instant::now();
-    let mut functions = Vec::new();
-    run.cubins.sort();
-    run.cubins.dedup();
-    let listings = futures::future::join_all(run.cubins.iter().map(|cubin| {
-        let cmd = ToolCommand::new(&req.nvdisasm, req.timeout).args(["-c", "-g", cubin.as_str()]);
-        async move { run_tool(&cmd, cancel).await }
-    }))
-    .await;
-    for listing in listings {
-        match listing {
-            Ok(out) if out.success() => functions.extend(kernelpro_sass::disasm::parse_sass(&out.stdout).functions),
-            Ok(out) => notes.push(format!("nvdisasm failed on a module: {}", out.stderr.lines().next().unwrap_or(""))),
-            Err(e) => notes.push(format!("nvdisasm: {e}")),
-        }
+    stages.push(Stage::new("disassembly (during the later runs)".into(), disasm_time));
+    notes.extend(disasm_notes);
+    if first_modules.is_empty() {
+        // No module saved by the first run: those of the later ones, now.
+        run.cubins.sort();
+        run.cubins.dedup();
+        let t = std::time::Instant::now();
+        let (f, n) = disassemble(&req.nvdisasm, &run.cubins, req.timeout, cancel).await;
+        functions.extend(f);
+        notes.extend(n);
+        stages.push(Stage::new("disassembly".into(), t.elapsed()));
     }
+    for w in run.warnings.iter().filter(|w| w.starts_with("pc ")) {
+        notes.push(format!("PC sampling in a process of its own: {w}"));
+    }
+    for (step, ms) in &run.step_ms {
+        stages.push(Stage { name: format!("in the library: {step}"), secs: ms / 1e3 });
+    }
+    let start = std::time::Instant::now();
     let mut registers = std::collections::BTreeMap::new();
     for cubin in &run.cubins {
         if let Ok(bytes) = std::fs::read(cubin) {
             registers.extend(register_counts(&bytes));
         }
     }
-    let mut result = CuptiResult { notes, run_secs, ..Default::default() };
+    let mut result = CuptiResult { notes, run_secs, stages, ..Default::default() };
     for mut profile in run.profiles {
         if let Some(&regs) = profile.mangled.as_ref().and_then(|m| registers.get(m)) {
             pages::set_registers(&mut profile, regs);
@@ -361,7 +452,8 @@ pub async fn profile(
     if !run.skipped.is_empty() {
         result.notes.push(format!("not collected on this GPU: {}", run.skipped.join(", ")));
     }
-    result.disasm_secs = start.elapsed().as_secs_f64();
+    result.disasm_secs = disasm_time.as_secs_f64() + start.elapsed().as_secs_f64();
+    result.stages.push(Stage::new("source pages".into(), start.elapsed()));
     Ok(result)
 }
 
@@ -541,7 +633,8 @@ int main(int argc, char** argv) {
         };
         let file = PathBuf::from(run("path"));
         let wrote = "a.sum,b.pct|x|7|1,0,10,255,10,";
-        let cases: [(&str, Option<fn(&mut Vec<u8>)>); 5] = [
+        type Damage = Option<fn(&mut Vec<u8>)>;
+        let cases: [(&str, Damage); 5] = [
             ("absent", None),
             ("truncated", Some(|b| b.truncate(b.len() - 1))),
             ("corrupt", Some(|b| *b.last_mut().unwrap() ^= 1)),
@@ -563,6 +656,109 @@ int main(int argc, char** argv) {
         assert_eq!(run("read"), wrote);
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert!(!left.iter().any(|n| n.to_string_lossy().contains(".tmp.")), "{left:?}");
+    }
+
+    /// The recorded H200 run (tests/fixtures/cupti/probe_h200_pc.tsv), cut
+    /// into what each kind of injected run writes: (range records, SASS
+    /// records, PC samples), each with the run's own `#` lines.
+    fn recorded_parts() -> (String, String, String) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cupti/probe_h200_pc.tsv");
+        let text = std::fs::read_to_string(path).unwrap();
+        let (mut range, mut sass, mut pc) = (String::new(), String::new(), String::new());
+        for line in text.lines() {
+            let part = match line.split('\t').next() {
+                Some("P" | "#sass") => &mut sass,
+                Some("S" | "#pc") => &mut pc,
+                _ => &mut range,
+            };
+            part.push_str(line);
+            part.push('\n');
+        }
+        (range, sass, pc)
+    }
+
+    /// The driver against a fake program that writes, for each plan it is
+    /// run with, the records given (a real process through `run_tool`, as
+    /// the library would under the real one): the plans it was run with, in
+    /// order (a round's concurrent runs sorted), and the profile's notes.
+    fn drive(kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut script = String::from("echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\ncase \"$KP_CUPTI_PLAN\" in\n");
+        for (plan, text) in records {
+            let file = dir.path().join(format!("{}.tsv", plan.replace(',', "-")));
+            std::fs::write(&file, text).unwrap();
+            script.push_str(&format!("  {plan}) cat '{}' >> \"$KP_CUPTI_OUT\" ;;\n", file.display()));
+        }
+        script.push_str("esac\n");
+        let log = dir.path().join("plans.log");
+        let req = CuptiProfile {
+            library: dir.path().join("lib/libkp_cupti-test.so"),
+            nvdisasm: PathBuf::from("true"),
+            target: vec!["sh".into(), "-c".into(), format!("LOG='{}'\n{script}", log.display())],
+            stdin: None,
+            timeout: Duration::from_secs(30),
+            kernel: kernel.map(str::to_string),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
+        let plans = std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect();
+        (plans, got)
+    }
+
+    /// Harness mode, one kernel: range, SASS and PC sampling in one process;
+    /// no second run when the samples came.
+    #[test]
+    fn one_process_where_pc_sampling_follows_the_range_profiler() {
+        let (range, sass, pc) = recorded_parts();
+        let (plans, got) = drive(Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
+        assert_eq!(plans, ["range,sass,pc"]);
+        assert_eq!(got.profiles.len(), 1);
+        assert!(!got.notes.iter().any(|n| n.contains("PC sampling")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[0], "injected run (range,sass,pc)");
+        for step in ["in the library: range", "in the library: sass", "in the library: pc", "source pages"] {
+            assert!(names.contains(&step), "{step}: {names:?}");
+        }
+    }
+
+    /// Where CUPTI refuses PC sampling after the range profiler (the
+    /// library's `#warn pc` record), a second process samples, as before.
+    #[test]
+    fn pc_sampling_refused_in_process_falls_back_to_a_process_of_its_own() {
+        let (range, sass, pc) = recorded_parts();
+        let refused = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
+        let (plans, got) =
+            drive(Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{refused}")), ("pc", pc)]);
+        assert_eq!(plans, ["range,sass,pc", "pc"]);
+        assert!(
+            got.notes.iter().any(|n| n.contains("PC sampling in a process of its own") && n.contains("NOT_SUPPORTED")),
+            "{:?}",
+            got.notes
+        );
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"injected run (pc)"), "{names:?}");
+    }
+
+    /// A whole program whose kernels run once: range profile first, then
+    /// the SASS pass and the samples in two processes at once.
+    #[test]
+    fn a_program_of_single_launches_gets_its_sass_and_samples_side_by_side() {
+        let (range, sass, pc) = recorded_parts();
+        let (mut plans, got) = drive(None, &[("range,sass", range), ("sass,pc", sass), ("pc", pc)]);
+        plans[1..].sort();
+        assert_eq!(plans, ["range,sass", "pc", "sass,pc"]);
+        assert_eq!(got.profiles.len(), 5);
+        assert!(got.notes.iter().all(|n| !n.starts_with("no per-line counters or stall")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"injected run (sass,pc | pc)"), "{names:?}");
+    }
+
+    /// The plans of a harness kernel and of a program, and the launches the
+    /// harness worker makes for them.
+    #[test]
+    fn the_first_plan_fits_the_launches() {
+        assert_eq!((first_plan(Some("k")), plan_launches(Some("k"))), ("range,sass,pc", 3));
+        assert_eq!((first_plan(None), plan_launches(None)), ("range,sass", 2));
     }
 
     /// A pip-installed CUPTI (`nvidia/cu13/{include,lib}` beside nvcc's `bin`) is found.

@@ -9,8 +9,8 @@
 //! metric text`, `P mangled pc-offset sass-metric value` (one instruction's
 //! counter), `S mangled pc-offset stall-reason samples` (PC sampling), `C
 //! cubin-path` (a loaded module, for the disassembly), and
-//! `#skip`/`#error`/`#setup`/`#kernel`/`#sass` lines (what could not be
-//! collected, failures, timings).
+//! `#skip`/`#error`/`#warn`/`#setup`/`#kernel`/`#sass`/`#pc` lines (what
+//! could not be collected, failures, what was done without, timings).
 
 use crate::csv_pages::{KernelProfile, Metric, Metrics, SassRow, SourceLine, SourcePage, Value, kernel_base_name};
 use std::collections::BTreeMap;
@@ -117,6 +117,12 @@ pub struct CuptiRun {
     /// Metrics this device could not collect.
     pub skipped: Vec<String>,
     pub errors: Vec<String>,
+    /// What the library could not do and went on without (`#warn` records:
+    /// `pc ...` where PC sampling was refused after the range profiler).
+    pub warnings: Vec<String>,
+    /// Milliseconds the library spent in each step, summed over kernels:
+    /// `setup` (the range profiler's configuration), `range`, `sass`, `pc`.
+    pub step_ms: BTreeMap<String, f64>,
 }
 
 impl CuptiRun {
@@ -128,6 +134,26 @@ impl CuptiRun {
     /// Whether PC sampling reached this kernel.
     pub fn has_stalls(&self, mangled: &str) -> bool {
         self.stalls.get(mangled).is_some_and(|m| !m.is_empty())
+    }
+
+    /// A later run's records added to this one's: its kernels' counters and
+    /// samples where this one has none, its modules where this one saved none
+    /// (the same program loads the same modules: disassembled once), its
+    /// warnings and step times.
+    pub fn merge(&mut self, more: CuptiRun) {
+        for (k, v) in more.pcs {
+            self.pcs.entry(k).or_insert(v);
+        }
+        for (k, v) in more.stalls {
+            self.stalls.entry(k).or_insert(v);
+        }
+        if self.cubins.is_empty() {
+            self.cubins = more.cubins;
+        }
+        self.warnings.extend(more.warnings);
+        for (k, v) in more.step_ms {
+            *self.step_ms.entry(k).or_default() += v;
+        }
     }
 }
 
@@ -179,6 +205,17 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
             ["C", path] => run.cubins.push(path.to_string()),
             ["#skip", name, ..] => run.skipped.push(name.to_string()),
             ["#error", rest @ ..] => run.errors.push(rest.join(" ")),
+            ["#warn", rest @ ..] => run.warnings.push(rest.join(" ")),
+            [step @ ("#setup" | "#kernel" | "#sass" | "#pc"), rest @ ..] => {
+                let ms = rest.iter().find_map(|f| f.strip_prefix("ms=")?.parse::<f64>().ok());
+                let name = match *step {
+                    "#setup" => "setup",
+                    "#kernel" => "range",
+                    "#sass" => "sass",
+                    _ => "pc",
+                };
+                *run.step_ms.entry(name.to_string()).or_default() += ms.unwrap_or(0.0);
+            }
             _ => {}
         }
     }

@@ -14,14 +14,17 @@
 // compare kernels are left alone).
 //   - with `pc` in the plan: CUPTI's PC sampling (stall reasons per PC).
 // $KP_CUPTI_PLAN: what the 1st, 2nd, ... launch of each kernel is for, from
-// `range`, `sass`, `pc` (default `range,sass`); `range` and `pc` are never
-// asked of one process (a program launched once is run again with `sass,pc`).
+// `range`, `sass`, `pc` (default `range,sass`). After `range` or `sass`, PC
+// sampling is set up at its first launch (the range profiler disabled
+// first), and where CUPTI refuses, a `#warn pc` record says so and the
+// process goes on without samples.
 // Output, appended to $KP_CUPTI_OUT, one record a line, tab-separated:
 //   M <tab> demangled <tab> mangled <tab> metric <tab> value
 //   P <tab> mangled <tab> pc offset (hex) <tab> metric <tab> value
 //   S <tab> mangled <tab> pc offset (hex) <tab> stall reason <tab> samples
 //   C <tab> cubin path
-//   #skip <tab> metric (not collectable here), #error <tab> what, #setup/#kernel/#sass <tab> timings
+//   #skip <tab> metric (not collectable here), #error <tab> what, #warn <tab> what,
+//   #setup/#kernel/#sass/#pc <tab> timings
 // The parser is kernelpro_profile::cupti::parse_cupti.
 #include <cuda.h>
 #include <cupti.h>
@@ -74,6 +77,10 @@ struct State {
   std::vector<uint32_t> stallIndex;
   CUpti_PCSamplingData pcData = {};
   bool pcRunning = false;
+  // PC sampling after the range profiler or SASS metrics in this process:
+  // set up at its first launch, not with the context; its failures are
+  // warnings (pcOff: no samples from this process).
+  bool pcLate = false, pcOff = false, rangeEnabled = false;
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
   bool sassRunning = false, sassEnabled = false;
@@ -96,6 +103,28 @@ struct State {
       S.broken = true;                                          \
       return;                                                   \
     }                                                           \
+  } while (0)
+
+// PC sampling's calls: where it comes late in the process, a failure is a
+// `#warn pc` and the process goes on without samples (the Rust driver then
+// samples in a run of its own); else as CHECK.
+#define PC_CHECK(call)                                                \
+  do {                                                                \
+    CUptiResult r_ = (call);                                          \
+    if (r_ != CUPTI_SUCCESS) {                                        \
+      const char* m_ = nullptr;                                       \
+      cuptiGetResultString(r_, &m_);                                  \
+      if (S.pcLate) {                                                 \
+        fprintf(S.out, "#warn\tpc\t%s\t%s\n", #call, m_ ? m_ : "?"); \
+        S.pcOff = true;                                               \
+        S.pcRunning = false;                                          \
+      } else {                                                        \
+        fprintf(S.out, "#error\t%s\t%s\n", #call, m_ ? m_ : "?");    \
+        S.broken = true;                                              \
+      }                                                               \
+      fflush(S.out);                                                  \
+      return;                                                         \
+    }                                                                 \
   } while (0)
 
 double ms_since(std::chrono::steady_clock::time_point t) {
@@ -219,12 +248,12 @@ void sass_end() {
 void setup_pc() {
   CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
   en.ctx = S.ctx;
-  CHECK(cuptiPCSamplingEnable(&en));
+  PC_CHECK(cuptiPCSamplingEnable(&en));
   size_t n = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize};
   np.ctx = S.ctx;
   np.numStallReasons = &n;
-  CHECK(cuptiPCSamplingGetNumStallReasons(&np));
+  PC_CHECK(cuptiPCSamplingGetNumStallReasons(&np));
   std::vector<char*> names(n);
   for (auto& p : names) p = static_cast<char*>(calloc(CUPTI_STALL_REASON_STRING_SIZE, 1));
   S.stallIndex.resize(n);
@@ -233,7 +262,7 @@ void setup_pc() {
   sr.numStallReasons = n;
   sr.stallReasonIndex = S.stallIndex.data();
   sr.stallReasons = names.data();
-  CHECK(cuptiPCSamplingGetStallReasons(&sr));
+  PC_CHECK(cuptiPCSamplingGetStallReasons(&sr));
   for (auto* p : names) {
     S.stallNames.push_back(p);
     free(p);
@@ -265,14 +294,14 @@ void setup_pc() {
   cp.ctx = S.ctx;
   cp.numAttributes = cfg.size();
   cp.pPCSamplingConfigurationInfo = cfg.data();
-  CHECK(cuptiPCSamplingSetConfigurationAttribute(&cp));
+  PC_CHECK(cuptiPCSamplingSetConfigurationAttribute(&cp));
 }
 
 void pc_begin() {
   S.t0 = std::chrono::steady_clock::now();
   CUpti_PCSamplingStartParams st = {CUpti_PCSamplingStartParamsSize};
   st.ctx = S.ctx;
-  CHECK(cuptiPCSamplingStart(&st));
+  PC_CHECK(cuptiPCSamplingStart(&st));
   S.pcRunning = true;
 }
 
@@ -298,7 +327,7 @@ void pc_end() {
   cuCtxSynchronize();
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = S.ctx;
-  CHECK(cuptiPCSamplingStop(&sp));
+  PC_CHECK(cuptiPCSamplingStop(&sp));
   uint64_t total = 0, dropped = S.pcData.droppedSamples;
   pc_emit(S.pcData, total);
   CUpti_PCSamplingGetDataParams gd = {CUpti_PCSamplingGetDataParamsSize};
@@ -313,6 +342,33 @@ void pc_end() {
   fprintf(S.out, "#pc\t%s\tsamples=%llu\tdropped=%llu\tms=%.1f\n", S.current.c_str(),
           (unsigned long long)total, (unsigned long long)dropped, ms_since(S.t0));
   fflush(S.out);
+}
+
+// PC sampling after the range profiler and SASS metrics in one process
+// (issue 33: one process instead of two where CUPTI allows it). CUPTI's
+// profiling and PC-sampling APIs do not share a context, so the range
+// profiler is disabled first (SASS metrics already are: sass_end); then PC
+// sampling is enabled from this launch on. Whether the driver allows it is
+// only known by trying: any failure is a `#warn pc` and no samples.
+bool pc_late() {
+  if (S.pcOff) return false;
+  if (!S.stallNames.empty()) return true;
+  if (S.rangeEnabled) {
+    CUpti_RangeProfiler_Disable_Params d = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    d.pRangeProfilerObject = S.profiler;
+    CUptiResult r = cuptiRangeProfilerDisable(&d);
+    if (r != CUPTI_SUCCESS) {
+      const char* m = nullptr;
+      cuptiGetResultString(r, &m);
+      fprintf(S.out, "#warn\tpc\tcuptiRangeProfilerDisable\t%s\n", m ? m : "?");
+      fflush(S.out);
+      S.pcOff = true;
+      return false;
+    }
+    S.rangeEnabled = false;
+  }
+  setup_pc();
+  return !S.pcOff && !S.stallNames.empty();
 }
 
 // Whether the range profiler can collect this metric on this chip: a
@@ -359,7 +415,9 @@ void setup(CUcontext ctx) {
   CHECK(cuptiDeviceGetChipName(&chip));
   S.chip = chip.pChipName;
   if (S.wantSass) setup_sass();
-  if (S.wantPc) setup_pc();
+  // PC sampling with the context only where it is the process's one job.
+  S.pcLate = S.wantPc && (S.wantRange || S.wantSass);
+  if (S.wantPc && !S.pcLate) setup_pc();
   if (!S.wantRange) {
     S.profiler = reinterpret_cast<CUpti_RangeProfiler_Object*>(1);  // set up; no range profiling
     fprintf(S.out, "#setup\tchip=%s\tpasses=0\tms=%.1f\n", S.chip.c_str(), ms_since(t));
@@ -443,6 +501,7 @@ void setup(CUcontext ctx) {
   en.ctx = ctx;
   CHECK(cuptiRangeProfilerEnable(&en));
   S.profiler = en.pRangeProfilerObject;
+  S.rangeEnabled = true;
   CUpti_RangeProfiler_GetCounterDataSize_Params ds = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
   ds.pRangeProfilerObject = S.profiler;
   ds.pMetricNames = S.metrics.data();
@@ -653,11 +712,15 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     S.current = demangle(mangled);
     S.currentMangled = mangled;
     const std::string& what = S.plan[n];
-    if (what == "range" && S.wantRange) {
+    if (what == "range" && S.wantRange && !S.rangeEnabled) {
+      // PC sampling took the context for an earlier kernel: the driver
+      // gives this process's plan only where one kernel is profiled.
+      fprintf(S.out, "#warn\trange after pc\t%s\n", S.current.c_str());
+    } else if (what == "range" && S.wantRange) {
       begin();
     } else if (what == "sass" && !S.sassConfig.empty()) {
       sass_begin();
-    } else if (what == "pc" && !S.stallNames.empty()) {
+    } else if (what == "pc" && (S.pcLate ? pc_late() : !S.stallNames.empty())) {
       pc_begin();
     }
   } else if (S.running) {
