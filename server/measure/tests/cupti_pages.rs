@@ -222,3 +222,15 @@ fn the_counters_left_out_change_no_verdict_or_finding() {
     let kept = |v: Vec<String>| v.into_iter().filter(stalls).collect::<Vec<_>>();
     assert_eq!(kept(now), kept(before));
 }
+
+/// `bench/profile_table.py` (docs/benchmarks.md's profiling table from a
+/// `bench/gpu_run.sh profile` folder): its doctests, a hand-made folder among them.
+#[test]
+fn the_profile_table_script_passes_its_doctests() {
+    let out = std::process::Command::new("python3")
+        .args(["-m", "doctest", "bench/profile_table.py"])
+        .current_dir(here("../.."))
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
