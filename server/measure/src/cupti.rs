@@ -410,8 +410,12 @@ pub async fn profile(
         notes.extend(n);
         stages.push(Stage::new("disassembly".into(), t.elapsed()));
     }
-    for w in run.warnings.iter().filter(|w| w.starts_with("pc ")) {
-        notes.push(format!("PC sampling in a process of its own: {w}"));
+    for w in &run.warnings {
+        if w.starts_with("pc ") {
+            notes.push(format!("PC sampling in a process of its own: {w}"));
+        } else if let Some(kernel) = w.strip_prefix("range after pc ") {
+            notes.push(format!("{kernel} not profiled: PC sampling of an earlier kernel had the context"));
+        }
     }
     for (step, ms) in &run.step_ms {
         stages.push(Stage { name: format!("in the library: {step}"), secs: ms / 1e3 });
