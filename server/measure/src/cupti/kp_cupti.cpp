@@ -80,7 +80,7 @@ struct State {
   // PC sampling after the range profiler or SASS metrics in this process:
   // set up at its first launch, not with the context; its failures are
   // warnings (pcOff: no samples from this process).
-  bool pcLate = false, pcOff = false, rangeEnabled = false;
+  bool pcLate = false, pcOff = false, rangeEnabled = false, profilerDown = false;
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
   bool sassRunning = false, sassEnabled = false;
@@ -368,6 +368,17 @@ bool pc_late() {
     S.rangeEnabled = false;
   }
   setup_pc();
+  if (S.pcOff && S.stallNames.empty() && !S.profilerDown) {
+    // Refused while the profiler is initialized: once more without it (no
+    // SASS pass can follow in this process then).
+    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    if (cuptiProfilerDeInitialize(&di) == CUPTI_SUCCESS) {
+      S.profilerDown = true;
+      S.pcOff = false;
+      fprintf(S.out, "#warn\tpc retried\twithout the profiler initialized\n");
+      setup_pc();
+    }
+  }
   return !S.pcOff && !S.stallNames.empty();
 }
 
@@ -718,6 +729,8 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       fprintf(S.out, "#warn\trange after pc\t%s\n", S.current.c_str());
     } else if (what == "range" && S.wantRange) {
       begin();
+    } else if (what == "sass" && !S.sassConfig.empty() && S.profilerDown) {
+      fprintf(S.out, "#warn\tsass after pc\t%s\n", S.current.c_str());
     } else if (what == "sass" && !S.sassConfig.empty()) {
       sass_begin();
     } else if (what == "pc" && (S.pcLate ? pc_late() : !S.stallNames.empty())) {
