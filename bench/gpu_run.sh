@@ -28,7 +28,8 @@ profile)
   # Issue 33's table: the in-process profile (CUPTI), ncu's one launch and --set full,
   # side by side on each file (harness mode for files with launch specs, program mode
   # for the five-kernel probe), with each one's findings (line and code) for the
-  # same-lines check; then profile-on-save with each backend (SAVE_BACKENDS, default both).
+  # same-lines check and each run's stages (name and seconds, from the report's `stages`); then
+  # profile-on-save with each backend (SAVE_BACKENDS, default both); then profile_table.md.
   FILES=${COMPARE_FILES:-tests/fixtures/h200-probe/kernels.cu bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/layernorm/layernorm_rowptr.cu tests/fixtures/naive/sum/sum_atomic_1d.cu tests/fixtures/naive/softmax/softmax_rowptr_double.cu}
   $B profile examples/saxpy.cu --kernel saxpy --backend cupti > "$OUT/profile_warm.txt" 2>&1  # builds the library once
   for f in $FILES; do
@@ -36,7 +37,7 @@ profile)
     for mode in cupti ncu full; do
       flag="--backend $mode"; [ $mode = full ] && flag="--full"
       s=$(date +%s%N); $B profile $f $flag --json > "$OUT/compare_${k}_$mode.json" 2> "$OUT/compare_${k}_$mode.err"; e=$(date +%s%N)
-      found=$(python3 -c "import json;r=json.load(open('$OUT/compare_${k}_$mode.json'))['report'];print(r.get('backend'), round(r['pass_secs'],2), round(r['export_secs'],2), [k['kernel']+':'+str((k.get('triage') or {}).get('class')) for k in r['kernels']], sorted(set(str(f['span']['start']['line']+1)+' '+str(f.get('code')) for k in r['kernels'] for f in k['findings'])))" 2>&1)
+      found=$(python3 -c "import json;r=json.load(open('$OUT/compare_${k}_$mode.json'))['report'];print(r.get('backend'), round(r['pass_secs'],2), round(r['export_secs'],2), [k['kernel']+':'+str((k.get('triage') or {}).get('class')) for k in r['kernels']], sorted(set(str(f['span']['start']['line']+1)+' '+str(f.get('code')) for k in r['kernels'] for f in k['findings'])), 'stages', '; '.join(s['name']+' '+str(round(s['secs'],2)) for s in r.get('stages',[])))" 2>&1)
       echo "$k $mode wall $(( (e - s) / 1000000 )) ms $found" >> "$OUT/profile_times.txt"
     done
   done
@@ -44,6 +45,8 @@ profile)
   for backend in ${SAVE_BACKENDS:-cupti ncu}; do
     python3 bench/profile_on_save.py --kernelpro $B --backend $backend --reps 3 --out "$OUT/profile_on_save_$backend.tsv" ${SAVE_FILES:-bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/sum/sum_atomic_1d.cu} >> "$OUT/profile_times.txt" 2>&1
   done
+  # docs/benchmarks.md's table: times, ratio, each stage's share, same findings on the same lines.
+  python3 bench/profile_table.py "$OUT" > "$OUT/profile_table.md" 2>&1
   ;;
 optimize)
   STRATS=${3:-mcts}; BUDGET=${4:-10}

@@ -101,6 +101,10 @@ fn in_process_profile_matches_ncu_one_launch() {
                 .iter()
                 .map(|k| format!("{} {}", k["kernel"], k["triage"]["class"]))
                 .collect();
+            // Where the time went (issue 33's stage shares).
+            for stage in r["report"]["stages"].as_array().into_iter().flatten() {
+                println!("  {} {:.2} s", stage["name"].as_str().unwrap_or("?"), stage["secs"].as_f64().unwrap_or(0.0));
+            }
             (r["report"]["backend"].as_str().unwrap_or("").to_string(), classes, findings_of(&r), start.elapsed())
         };
         let (backend, cupti_classes, cupti, cupti_t) = timed(&["--backend", "cupti"]);

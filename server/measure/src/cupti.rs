@@ -8,6 +8,7 @@
 //! becomes the same `KernelProfile`s and `SourcePage`s as ncu's pages
 //! (`kernelpro_profile::cupti`), so the analysis is one code path.
 
+use crate::profiling::Stage;
 use kernelpro_profile::cupti::{self as pages, CuptiRun, Instruction, RANGE_METRICS};
 use kernelpro_profile::{KernelProfile, SourcePage};
 use kernelpro_runner::process::{ToolCommand, run_tool};
@@ -18,6 +19,14 @@ use tokio_util::sync::CancellationToken;
 
 /// The library's source, built on the machine that profiles.
 pub const SOURCE: &str = include_str!("cupti/kp_cupti.cpp");
+/// Its on-disk cache of the range profiler's configuration (no CUPTI in it:
+/// the tests build it alone), inlined where the library includes it.
+pub const CONFIG_CACHE: &str = include_str!("cupti/config_cache.h");
+
+/// The library's whole source, the cache's header inlined.
+pub fn library_source() -> String {
+    SOURCE.replacen("#include \"config_cache.h\"", &CONFIG_CACHE.replacen("#pragma once\n", "", 1), 1)
+}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CuptiError {
@@ -123,8 +132,9 @@ pub async fn build_library(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<PathBuf, CuptiError> {
+    let source = library_source();
     let mut h = Sha256::new();
-    h.update(SOURCE.as_bytes());
+    h.update(source.as_bytes());
     h.update(format!("{cupti:?}{}", nvcc.display()).as_bytes());
     let hash: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
     let dir = cache.join("cupti");
@@ -134,7 +144,7 @@ pub async fn build_library(
     }
     std::fs::create_dir_all(&dir).map_err(|e| CuptiError::Build(format!("{}: {e}", dir.display())))?;
     let src = dir.join(format!("kp_cupti-{hash}.cpp"));
-    std::fs::write(&src, SOURCE).map_err(|e| CuptiError::Build(e.to_string()))?;
+    std::fs::write(&src, &source).map_err(|e| CuptiError::Build(e.to_string()))?;
     let tmp = dir.join(format!("libkp_cupti-{hash}.{}.tmp.so", std::process::id()));
     let mut args: Vec<String> = vec![
         "-shared".into(),
@@ -190,8 +200,19 @@ pub struct CuptiResult {
     pub notes: Vec<String>,
     /// The injected runs of the program.
     pub run_secs: f64,
-    /// Disassembling the loaded modules and building the source pages.
+    /// Disassembling the loaded modules (during the later runs) and building
+    /// the source pages.
     pub disasm_secs: f64,
+    /// Each step's seconds: the injected runs, the library's own steps
+    /// within them, the disassembly, the source pages.
+    pub stages: Vec<Stage>,
+}
+
+/// Where the library keeps its range-profiler configurations: beside it.
+fn config_cache_dir(library: &Path) -> Option<PathBuf> {
+    let dir = library.parent()?.join("config");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
 }
 
 async fn injected_run(
@@ -200,7 +221,9 @@ async fn injected_run(
     plan: &str,
     cancel: &CancellationToken,
 ) -> Result<CuptiRun, CuptiError> {
-    let name = plan.replace(',', "-");
+    // A file of its own for each run (the library appends).
+    let plan_name = plan.replace(',', "-");
+    let name = (0..).map(|i| format!("{plan_name}-{i}")).find(|n| !dir.join(format!("{n}.tsv")).exists()).unwrap();
     let out_file = dir.join(format!("{name}.tsv"));
     let cubins = dir.join(format!("{name}-modules"));
     std::fs::create_dir_all(&cubins).map_err(|e| CuptiError::Run(e.to_string()))?;
@@ -213,6 +236,11 @@ async fn injected_run(
         .env("KP_CUPTI_PLAN", plan)
         .env("KP_CUPTI_METRICS", &RANGE_METRICS.join(","))
         .env("KP_CUPTI_SASS", &pages::sass_metric_names());
+    // The range profiler's configuration, kept beside the library for the
+    // next process (a folder the library writes into; absent: none kept).
+    if let Some(cache) = config_cache_dir(&req.library) {
+        cmd = cmd.env("KP_CUPTI_CACHE", &cache.display().to_string());
+    }
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
     }
@@ -233,10 +261,78 @@ async fn injected_run(
     Ok(run)
 }
 
-/// Runs the target with the library loaded: the first launch of each kernel
-/// range-profiled, the second SASS-patched; then again for the stall
-/// reasons (PC sampling).
-/// Then the loaded modules' disassembly ties PC offsets to source lines.
+/// The plan of the first injected run: what each launch of a kernel is for
+/// (the library's `KP_CUPTI_PLAN`). The one place that decides how many
+/// processes a profile takes, with `next_plans`:
+/// - one profiled kernel (harness mode: the worker launches it
+///   `plan_launches` times): range profile, SASS metrics, then PC sampling
+///   on its 1st, 2nd and 3rd launch, all in one process. CUPTI does not let
+///   the range profiler and PC sampling share a context, so the library
+///   disables the range profiler before sampling; where the driver still
+///   refuses, the library writes `#warn pc ...` and `next_plans` samples in a
+///   process of its own, as before;
+/// - a whole program: range profile and SASS metrics only. Its kernels'
+///   launches interleave (A, B, A, B), and once PC sampling has the context
+///   no later kernel can be range-profiled; most programs launch each kernel
+///   once anyway, so `next_plans` asks for the rest.
+pub fn first_plan(kernel: Option<&str>) -> &'static str {
+    if kernel.is_some() { "range,sass,pc" } else { "range,sass" }
+}
+
+/// How many launches of the kernel the first plan uses (the harness
+/// worker's runs).
+pub fn plan_launches(kernel: Option<&str>) -> u32 {
+    first_plan(kernel).split(',').count() as u32
+}
+
+/// What the next round of injected runs must collect, from what the runs so
+/// far gave these kernels (their mangled names); the plans of one round run
+/// at once. A kernel without per-instruction counters was launched once (or
+/// its SASS pass failed): a `sass,pc` run patches it, and a `pc` run beside it
+/// samples it (samples of a patched launch would not be the kernel's own).
+/// Per-instruction counts do not depend on what else the GPU runs, and
+/// processes time-slice the GPU, so the two runs do not disturb each other's
+/// numbers. Stall samples alone missing (PC sampling refused after the
+/// range profiler, or a kernel launched twice): a `pc` run. Nothing
+/// missing: no run.
+pub fn next_plans(run: &CuptiRun, mangled: &[String]) -> Vec<&'static str> {
+    let no_sass = mangled.iter().any(|m| !run.has_pcs(m));
+    let no_pc = mangled.iter().any(|m| !run.has_stalls(m));
+    match (no_sass, no_pc) {
+        (true, true) => vec!["sass,pc", "pc"],
+        (true, false) => vec!["sass"],
+        (false, true) => vec!["pc"],
+        (false, false) => vec![],
+    }
+}
+
+/// The functions of the modules a run saved, disassembled (`nvdisasm -c -g`,
+/// one process a module, at once), with what failed.
+async fn disassemble(
+    nvdisasm: &Path,
+    cubins: &[String],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> (Vec<kernelpro_sass::disasm::Function>, Vec<String>) {
+    let listings = futures::future::join_all(cubins.iter().map(|cubin| {
+        let cmd = ToolCommand::new(nvdisasm, timeout).args(["-c", "-g", cubin.as_str()]);
+        async move { run_tool(&cmd, cancel).await }
+    }))
+    .await;
+    let (mut functions, mut notes) = (Vec::new(), Vec::new());
+    for listing in listings {
+        match listing {
+            Ok(out) if out.success() => functions.extend(kernelpro_sass::disasm::parse_sass(&out.stdout).functions),
+            Ok(out) => notes.push(format!("nvdisasm failed on a module: {}", out.stderr.lines().next().unwrap_or(""))),
+            Err(e) => notes.push(format!("nvdisasm: {e}")),
+        }
+    }
+    (functions, notes)
+}
+
+/// Runs the target with the library loaded (`first_plan`, then `next_plans`
+/// until nothing is missing, two rounds at most); meanwhile the modules the
+/// first run saved are disassembled, to tie PC offsets to source lines.
 #[tracing::instrument(level = "debug", name = "profile.cupti", skip_all, fields(kernel = req.kernel.as_deref()))]
 pub async fn profile(
     req: &CuptiProfile,
@@ -247,71 +343,91 @@ pub async fn profile(
         .prefix("kernelpro-cupti-")
         .tempdir()
         .map_err(|e| CuptiError::Run(format!("cannot make a temp dir: {e}")))?;
+    let mut stages = Vec::new();
     let start = std::time::Instant::now();
-    let mut run = injected_run(req, dir.path(), "range,sass", cancel).await?;
+    let plan = first_plan(req.kernel.as_deref());
+    let mut run = injected_run(req, dir.path(), plan, cancel).await?;
+    stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
     run.profiles.retain(wanted);
     if run.profiles.is_empty() {
         let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
         return Err(CuptiError::NoKernel(which));
     }
-    // The stall reasons (PC sampling) in a run of their own: CUPTI's range
-    // profiler and PC sampling do not share a process. A kernel launched
-    // once also gets its per-instruction counters there, and its samples
-    // in a third run.
     let mut notes = Vec::new();
     let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
-    for _ in 0..2 {
-        let no_sass = mangled.iter().any(|m| !run.has_pcs(m));
-        let no_pc = mangled.iter().any(|m| !run.has_stalls(m));
-        let plan = match (no_sass, no_pc) {
-            (true, _) => "sass,pc",
-            (false, true) => "pc",
-            (false, false) => break,
-        };
-        match injected_run(req, dir.path(), plan, cancel).await {
-            Ok(more) => {
-                for (k, v) in more.pcs {
-                    run.pcs.entry(k).or_insert(v);
-                }
-                for (k, v) in more.stalls {
-                    run.stalls.entry(k).or_insert(v);
-                }
-                // The same program loads the same modules: disassemble them once.
-                if run.cubins.is_empty() {
-                    run.cubins.extend(more.cubins);
+    run.cubins.sort();
+    run.cubins.dedup();
+    let first_modules = run.cubins.clone();
+    let disasm = async {
+        let t = std::time::Instant::now();
+        let got = disassemble(&req.nvdisasm, &first_modules, req.timeout, cancel).await;
+        (got, t.elapsed())
+    };
+    let more_runs = async {
+        let (mut got, mut stages, mut notes) = (CuptiRun::default(), Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let mut so_far = run.clone();
+            so_far.merge(got.clone());
+            let plans = next_plans(&so_far, &mangled);
+            if plans.is_empty() {
+                break;
+            }
+            let t = std::time::Instant::now();
+            let runs = futures::future::join_all(plans.iter().map(|p| injected_run(req, dir.path(), p, cancel))).await;
+            stages.push(Stage::new(format!("injected run ({})", plans.join(" | ")), t.elapsed()));
+            let mut failed = false;
+            for more in runs {
+                match more {
+                    Ok(more) => got.merge(more),
+                    Err(e) => {
+                        notes.push(format!("no per-line counters or stall samples: {e}"));
+                        failed = true;
+                    }
                 }
             }
-            Err(e) => {
-                notes.push(format!("no per-line counters or stall samples: {e}"));
+            if failed {
                 break;
             }
         }
-    }
+        (got, stages, notes)
+    };
+    let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes)) =
+        futures::join!(disasm, more_runs);
+    run.merge(more);
+    stages.extend(more_stages);
+    notes.extend(more_notes);
     let run_secs = start.elapsed().as_secs_f64();
-    let start = std::time::Instant::now();
-    let mut functions = Vec::new();
-    run.cubins.sort();
-    run.cubins.dedup();
-    let listings = futures::future::join_all(run.cubins.iter().map(|cubin| {
-        let cmd = ToolCommand::new(&req.nvdisasm, req.timeout).args(["-c", "-g", cubin.as_str()]);
-        async move { run_tool(&cmd, cancel).await }
-    }))
-    .await;
-    for listing in listings {
-        match listing {
-            Ok(out) if out.success() => functions.extend(kernelpro_sass::disasm::parse_sass(&out.stdout).functions),
-            Ok(out) => notes.push(format!("nvdisasm failed on a module: {}", out.stderr.lines().next().unwrap_or(""))),
-            Err(e) => notes.push(format!("nvdisasm: {e}")),
+    stages.push(Stage::new("disassembly (during the later runs)".into(), disasm_time));
+    notes.extend(disasm_notes);
+    if first_modules.is_empty() {
+        // No module saved by the first run: those of the later ones, now.
+        run.cubins.sort();
+        run.cubins.dedup();
+        let t = std::time::Instant::now();
+        let (f, n) = disassemble(&req.nvdisasm, &run.cubins, req.timeout, cancel).await;
+        functions.extend(f);
+        notes.extend(n);
+        stages.push(Stage::new("disassembly".into(), t.elapsed()));
+    }
+    for w in &run.warnings {
+        if w.starts_with("pc ") {
+            notes.push(format!("PC sampling in a process of its own: {w}"));
+        } else if let Some(kernel) = w.strip_prefix("range after pc ") {
+            notes.push(format!("{kernel} not profiled: PC sampling of an earlier kernel had the context"));
         }
     }
+    for (step, ms) in &run.step_ms {
+        stages.push(Stage { name: format!("in the library: {step}"), secs: ms / 1e3 });
+    }
+    let start = std::time::Instant::now();
     let mut registers = std::collections::BTreeMap::new();
     for cubin in &run.cubins {
         if let Ok(bytes) = std::fs::read(cubin) {
             registers.extend(register_counts(&bytes));
         }
     }
-    let mut result = CuptiResult { notes, run_secs, ..Default::default() };
+    let mut result = CuptiResult { notes, run_secs, stages, ..Default::default() };
     for mut profile in run.profiles {
         if let Some(&regs) = profile.mangled.as_ref().and_then(|m| registers.get(m)) {
             pages::set_registers(&mut profile, regs);
@@ -340,7 +456,8 @@ pub async fn profile(
     if !run.skipped.is_empty() {
         result.notes.push(format!("not collected on this GPU: {}", run.skipped.join(", ")));
     }
-    result.disasm_secs = start.elapsed().as_secs_f64();
+    result.disasm_secs = disasm_time.as_secs_f64() + start.elapsed().as_secs_f64();
+    result.stages.push(Stage::new("source pages".into(), start.elapsed()));
     Ok(result)
 }
 
@@ -473,6 +590,179 @@ mod tests {
             let after = &ptxas[ptxas.find(&said).expect("ptxas names it")..];
             assert!(after.contains(&format!("Used {regs} registers")), "{name}: {regs} vs {ptxas}");
         }
+    }
+
+    /// The library's cache of the range profiler's configuration, built with
+    /// the real nvcc and run: written whole, read back, and any file that is
+    /// absent, of another key, truncated, corrupt or longer is a miss.
+    #[test]
+    fn the_config_cache_reads_back_what_it_wrote_and_nothing_else() {
+        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
+            .expect("nvcc (set KERNELPRO_VENV)");
+        let whole = library_source();
+        assert!(whole.contains("struct ConfigCache") && !whole.contains("#include \"config_cache.h\""));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config_cache.h"), CONFIG_CACHE).unwrap();
+        std::fs::write(
+            dir.path().join("t.cpp"),
+            r#"#include "config_cache.h"
+int main(int argc, char** argv) {
+  std::string mode = argv[1], dir = argv[2], key = "chip=GH100;cupti=130200;metrics=a.sum,b.pct,x";
+  kp::ConfigCache c;
+  if (mode == "write") {
+    c.metrics = {"a.sum", "b.pct"}, c.skipped = {"x"}, c.passes = 7, c.image = {1, 0, 10, 255, '\n'};
+    return kp::cache_write(kp::cache_path(dir, key), key, c) ? 0 : 1;
+  }
+  if (mode == "path") return printf("%s", kp::cache_path(dir, key).c_str()) < 0;
+  std::string asked = mode == "other" ? key + ",y" : key;
+  if (!kp::cache_read(kp::cache_path(dir, key), asked, c)) return printf("miss") < 0;
+  printf("%s|%s|%zu|", kp::join(c.metrics).c_str(), kp::join(c.skipped).c_str(), c.passes);
+  for (auto b : c.image) printf("%d,", b);
+}
+"#,
+        )
+        .unwrap();
+        let exe = dir.path().join("t");
+        let out = std::process::Command::new(&nvcc.path)
+            .args(["-std=c++17", "-o"])
+            .arg(&exe)
+            .arg(dir.path().join("t.cpp"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run = |mode: &str| -> String {
+            let out = std::process::Command::new(&exe).args([mode]).arg(dir.path()).output().unwrap();
+            assert!(out.status.success(), "{mode}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let file = PathBuf::from(run("path"));
+        let wrote = "a.sum,b.pct|x|7|1,0,10,255,10,";
+        type Damage = Option<fn(&mut Vec<u8>)>;
+        let cases: [(&str, Damage); 5] = [
+            ("absent", None),
+            ("truncated", Some(|b| b.truncate(b.len() - 1))),
+            ("corrupt", Some(|b| *b.last_mut().unwrap() ^= 1)),
+            ("longer", Some(|b| b.push(0))),
+            ("not a cache", Some(|b| *b = b"kp-cupti-config 2\n".to_vec())),
+        ];
+        for (case, change) in cases {
+            if let Some(change) = change {
+                assert_eq!(run("write"), "");
+                assert_eq!(run("read"), wrote, "before {case}");
+                let mut bytes = std::fs::read(&file).unwrap();
+                change(&mut bytes);
+                std::fs::write(&file, bytes).unwrap();
+            }
+            assert_eq!(run("read"), "miss", "{case}");
+        }
+        assert_eq!(run("write"), "");
+        assert_eq!(run("other"), "miss", "another key");
+        assert_eq!(run("read"), wrote);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(!left.iter().any(|n| n.to_string_lossy().contains(".tmp.")), "{left:?}");
+    }
+
+    /// The recorded H200 run (tests/fixtures/cupti/probe_h200_pc.tsv), cut
+    /// into what each kind of injected run writes: (range records, SASS
+    /// records, PC samples), each with the run's own `#` lines.
+    fn recorded_parts() -> (String, String, String) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cupti/probe_h200_pc.tsv");
+        let text = std::fs::read_to_string(path).unwrap();
+        let (mut range, mut sass, mut pc) = (String::new(), String::new(), String::new());
+        for line in text.lines() {
+            let part = match line.split('\t').next() {
+                Some("P" | "#sass") => &mut sass,
+                Some("S" | "#pc") => &mut pc,
+                _ => &mut range,
+            };
+            part.push_str(line);
+            part.push('\n');
+        }
+        (range, sass, pc)
+    }
+
+    /// The driver against a fake program that writes, for each plan it is
+    /// run with, the records given (a real process through `run_tool`, as
+    /// the library would under the real one): the plans it was run with, in
+    /// order (a round's concurrent runs sorted), and the profile's notes.
+    fn drive(kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut script = String::from("echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\ncase \"$KP_CUPTI_PLAN\" in\n");
+        for (plan, text) in records {
+            let file = dir.path().join(format!("{}.tsv", plan.replace(',', "-")));
+            std::fs::write(&file, text).unwrap();
+            script.push_str(&format!("  {plan}) cat '{}' >> \"$KP_CUPTI_OUT\" ;;\n", file.display()));
+        }
+        script.push_str("esac\n");
+        let log = dir.path().join("plans.log");
+        let req = CuptiProfile {
+            library: dir.path().join("lib/libkp_cupti-test.so"),
+            nvdisasm: PathBuf::from("true"),
+            target: vec!["sh".into(), "-c".into(), format!("LOG='{}'\n{script}", log.display())],
+            stdin: None,
+            timeout: Duration::from_secs(30),
+            kernel: kernel.map(str::to_string),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
+        let plans = std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect();
+        (plans, got)
+    }
+
+    /// Harness mode, one kernel: range, SASS and PC sampling in one process;
+    /// no second run when the samples came.
+    #[test]
+    fn one_process_where_pc_sampling_follows_the_range_profiler() {
+        let (range, sass, pc) = recorded_parts();
+        let (plans, got) = drive(Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
+        assert_eq!(plans, ["range,sass,pc"]);
+        assert_eq!(got.profiles.len(), 1);
+        assert!(!got.notes.iter().any(|n| n.contains("PC sampling")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[0], "injected run (range,sass,pc)");
+        for step in ["in the library: range", "in the library: sass", "in the library: pc", "source pages"] {
+            assert!(names.contains(&step), "{step}: {names:?}");
+        }
+    }
+
+    /// Where CUPTI refuses PC sampling after the range profiler (the
+    /// library's `#warn pc` record), a second process samples, as before.
+    #[test]
+    fn pc_sampling_refused_in_process_falls_back_to_a_process_of_its_own() {
+        let (range, sass, pc) = recorded_parts();
+        let refused = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
+        let (plans, got) =
+            drive(Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{refused}")), ("pc", pc)]);
+        assert_eq!(plans, ["range,sass,pc", "pc"]);
+        assert!(
+            got.notes.iter().any(|n| n.contains("PC sampling in a process of its own") && n.contains("NOT_SUPPORTED")),
+            "{:?}",
+            got.notes
+        );
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"injected run (pc)"), "{names:?}");
+    }
+
+    /// A whole program whose kernels run once: range profile first, then
+    /// the SASS pass and the samples in two processes at once.
+    #[test]
+    fn a_program_of_single_launches_gets_its_sass_and_samples_side_by_side() {
+        let (range, sass, pc) = recorded_parts();
+        let (mut plans, got) = drive(None, &[("range,sass", range), ("sass,pc", sass), ("pc", pc)]);
+        plans[1..].sort();
+        assert_eq!(plans, ["range,sass", "pc", "sass,pc"]);
+        assert_eq!(got.profiles.len(), 5);
+        assert!(got.notes.iter().all(|n| !n.starts_with("no per-line counters or stall")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"injected run (sass,pc | pc)"), "{names:?}");
+    }
+
+    /// The plans of a harness kernel and of a program, and the launches the
+    /// harness worker makes for them.
+    #[test]
+    fn the_first_plan_fits_the_launches() {
+        assert_eq!((first_plan(Some("k")), plan_launches(Some("k"))), ("range,sass,pc", 3));
+        assert_eq!((first_plan(None), plan_launches(None)), ("range,sass", 2));
     }
 
     /// A pip-installed CUPTI (`nvidia/cu13/{include,lib}` beside nvcc's `bin`) is found.

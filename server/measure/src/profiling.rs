@@ -27,6 +27,19 @@ pub struct KernelReport {
     pub findings: Vec<Finding>,
 }
 
+/// One step of a profile and its seconds (the report's `stages`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Stage {
+    pub name: String,
+    pub secs: f64,
+}
+
+impl Stage {
+    pub fn new(name: String, took: Duration) -> Stage {
+        Stage { name, secs: took.as_secs_f64() }
+    }
+}
+
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ProfileReport {
     pub kernels: Vec<KernelReport>,
@@ -39,6 +52,12 @@ pub struct ProfileReport {
     /// Which profiler gave the counters: `ncu` or `cupti` (in-process); empty for imported pages.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub backend: String,
+    /// Each step's seconds, in order (the compile of the program or of each
+    /// kernel's harness job, the profiler's runs, the library's own steps
+    /// within them, disassembly, exports), for `bench/profile_table.py`'s
+    /// shares; a kernel's steps are named after it in harness mode.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Stage>,
 }
 
 impl ProfileReport {
@@ -273,6 +292,10 @@ pub async fn profile_live(
     report.backend = "ncu".into();
     report.pass_secs = pass_secs;
     report.export_secs = export_secs;
+    report.stages = vec![
+        Stage { name: "ncu launch".into(), secs: pass_secs },
+        Stage { name: "ncu source-page exports".into(), secs: export_secs },
+    ];
     report.notes.extend(notes);
     Ok(report)
 }
@@ -367,10 +390,14 @@ pub async fn profile_file(
     let mut why_not_in_process = None;
     // The in-process profiler, unless ncu is asked for (`--full`, the
     // setting, exports to keep for `--import`); where it is missing, ncu.
+    let mut stages = Vec::new();
     let in_process = if req.full || req.save_exports.is_some() || backend == Backend::Ncu {
         None
     } else {
-        match in_process_setup(settings, ncu_found.as_ref().map(|f| f.path.as_path()), cancel).await {
+        let t = Instant::now();
+        let ip = in_process_setup(settings, ncu_found.as_ref().map(|f| f.path.as_path()), cancel).await;
+        stages.push(Stage::new("in-process profiler: find or build the library".into(), t.elapsed()));
+        match ip {
             Ok(ip) => Some(ip),
             Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
             Err(e) => {
@@ -411,11 +438,17 @@ pub async fn profile_file(
             return Err("nothing to profile: add a launch spec (`// kernelpro:` lines) above a kernel, or give the file a main() that launches its kernels".into());
         }
         let dir = tempfile::Builder::new().prefix("kernelpro-prog-").tempdir().map_err(|e| e.to_string())?;
+        let t = Instant::now();
         let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+        stages.push(Stage::new("compile the program".into(), t.elapsed()));
         if let Some(ip) = &in_process {
             let target = vec![exe.display().to_string()];
             match profile_in_process(ip, target, None, None, &req.text, &thresholds, timeout, cancel).await {
-                Ok(r) => return Ok(r),
+                Ok(mut r) => {
+                    stages.append(&mut r.stages);
+                    r.stages = stages;
+                    return Ok(r);
+                }
                 Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
                 Err(e) if !have_ncu => return Err(no_ncu(&e)),
                 Err(e) => fallback_notes.push(format!("profiled with ncu: the in-process profile failed: {e}")),
@@ -433,6 +466,8 @@ pub async fn profile_file(
             save_exports: req.save_exports.clone(),
         };
         let mut report = profile_live(&live, &req.text, &thresholds, cancel).await?;
+        stages.append(&mut report.stages);
+        report.stages = stages;
         report.notes.extend(fallback_notes);
         return Ok(report);
     }
@@ -440,7 +475,10 @@ pub async fn profile_file(
     for k in kernels {
         let src =
             crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
+        let t = Instant::now();
         let prepared = crate::harness::prepare(&src, settings, analyzer, cancel).await?;
+        stages.push(Stage::new(format!("{k}: compile the harness job"), t.elapsed()));
+        let named = |got: Vec<Stage>| got.into_iter().map(|s| Stage { name: format!("{k}: {}", s.name), ..s });
         let job = kernelpro_gpu::Job {
             device: 0,
             kernel: prepared.job.clone(),
@@ -452,8 +490,8 @@ pub async fn profile_file(
             ..kernelpro_gpu::Job::new(prepared.job.clone())
         };
         if let Some(ip) = &in_process {
-            // Two launches: the first range-profiled, the second SASS-patched.
-            let job = kernelpro_gpu::Job { runs: 2, ..job.clone() };
+            // As many launches as the first injected run's plan uses.
+            let job = kernelpro_gpu::Job { runs: crate::cupti::plan_launches(Some(&k)), ..job.clone() };
             let target = vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()];
             let stdin = Some(serde_json::to_vec(&job).expect("job serializes"));
             match profile_in_process(ip, target, stdin, Some(&k), &req.text, &thresholds, timeout, cancel).await {
@@ -461,6 +499,7 @@ pub async fn profile_file(
                     report.backend = one.backend;
                     report.pass_secs += one.pass_secs;
                     report.export_secs += one.export_secs;
+                    stages.extend(named(one.stages));
                     report.notes.extend(one.notes);
                     report.kernels.extend(one.kernels);
                     continue;
@@ -486,10 +525,12 @@ pub async fn profile_file(
         report.backend = one.backend;
         report.pass_secs += one.pass_secs;
         report.export_secs += one.export_secs;
+        stages.extend(named(one.stages));
         report.notes.extend(one.notes);
         report.kernels.extend(one.kernels);
     }
     report.notes.extend(fallback_notes);
+    report.stages = stages;
     Ok(report)
 }
 
@@ -573,6 +614,7 @@ pub async fn profile_in_process(
     report.backend = "cupti".into();
     report.pass_secs = got.run_secs;
     report.export_secs = got.disasm_secs;
+    report.stages = got.stages;
     Ok(report)
 }
 

@@ -5,11 +5,16 @@
 //! of the module the library saved), parsed into the same profiles and source
 //! pages as ncu's, and analyzed by the same code: the verdicts and the
 //! findings' lines match ncu's one-launch profile of the same program
-//! (recorded on an H200, `tests/fixtures/h200-probe`).
+//! (recorded on an H200, `tests/fixtures/h200-probe`). `probe_h200_pc.tsv`:
+//! the same program on an H200 with the 80 metrics asked before issue 33's
+//! cut, then its PC-sampling run (both runs' records, as the driver merges
+//! them); `probe_h200_pc.sass`: its module's disassembly.
 
 use kernelpro_measure::cupti::instructions_of;
 use kernelpro_measure::profiling::{Exports, ProfileReport, analyze_exports, analyze_profiles};
-use kernelpro_profile::cupti::{add_source_totals, add_stall_totals, parse_cupti, source_page};
+use kernelpro_profile::cupti::{
+    RANGE_METRICS, SASS_METRICS, add_source_totals, add_stall_totals, parse_cupti, source_page,
+};
 use kernelpro_profile::{SourcePage, Thresholds};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -28,8 +33,13 @@ fn kernels_cu() -> String {
 
 /// The recorded run, as `cupti::profile` assembles it.
 fn cupti_report() -> ProfileReport {
-    let run = parse_cupti(&read("tests/fixtures/cupti/probe_h100.tsv"));
-    let sass = kernelpro_sass::disasm::parse_sass(&read("tests/fixtures/cupti/probe_h100.sass"));
+    report_of(&read("tests/fixtures/cupti/probe_h100.tsv"), "tests/fixtures/cupti/probe_h100.sass")
+}
+
+/// A run's records and its module's disassembly, as `cupti::profile` assembles them.
+fn report_of(tsv: &str, sass: &str) -> ProfileReport {
+    let run = parse_cupti(tsv);
+    let sass = kernelpro_sass::disasm::parse_sass(&read(sass));
     let text = kernels_cu();
     let mut profiles = Vec::new();
     let mut pages: Vec<SourcePage> = Vec::new();
@@ -145,4 +155,82 @@ fn stall_samples_become_the_source_pages_columns() {
     assert_eq!(line.metrics["Warp Stall Sampling (All Samples)"].number(), Some(950.0));
     assert_eq!(p.num("smsp__pcsamp_sample_count"), Some(950.0));
     assert_eq!(p.num("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), Some(900.0));
+}
+
+/// The records the library writes now: those of range metrics still in
+/// `RANGE_METRICS` (and the launch's and device's own numbers, which are not
+/// the range profiler's) and of SASS metrics still in `SASS_METRICS`.
+fn as_asked_now(tsv: &str) -> String {
+    let own = |m: &str| {
+        m.starts_with("launch__") || m.starts_with("device__") || m == "sm__maximum_warps_per_active_cycle_pct"
+    };
+    let kept = |line: &&str| match line.split('\t').collect::<Vec<_>>()[..] {
+        ["M", _, _, m, _] => own(m) || RANGE_METRICS.contains(&m),
+        ["P", _, _, m, _] => SASS_METRICS.iter().any(|(n, _)| *n == m),
+        _ => true,
+    };
+    tsv.lines().filter(kept).map(|l| format!("{l}\n")).collect()
+}
+
+/// Every kernel's class and every finding in full: line, code, message, evidence.
+fn everything(r: &ProfileReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in &r.kernels {
+        out.push(format!("{}: {:?}", k.kernel, k.triage.as_ref().map(|t| (t.class, &t.summary))));
+        for f in &k.findings {
+            let evidence: Vec<String> = f.evidence.iter().map(|e| format!("{}={}", e.name, e.value)).collect();
+            out.push(format!(
+                "{} @ {} {} {} [{}]",
+                k.kernel,
+                f.span.start.line + 1,
+                f.code.as_deref().unwrap_or("?"),
+                f.message,
+                evidence.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// Issue 33's cut of the counters asked for (fewer replay passes, a cheaper
+/// SASS-patched launch): with PC samples (the H200 recording: every
+/// in-process profile samples, as ncu's one launch does), the records of what
+/// is no longer asked for change no verdict, finding, line, message or
+/// evidence. Without them (the H100 recording predates PC sampling) the
+/// stall reasons had come from the per-issue stall ratios, now left out (2
+/// of 17 passes): only what rests on stall shares differs there.
+#[test]
+fn the_counters_left_out_change_no_verdict_or_finding() {
+    let asked = |t: &str| -> BTreeSet<String> {
+        t.lines().filter(|l| l.starts_with("M\t")).filter_map(|l| l.split('\t').nth(3)).map(str::to_string).collect()
+    };
+    let (tsv, sass) = ("tests/fixtures/cupti/probe_h200_pc.tsv", "tests/fixtures/cupti/probe_h200_pc.sass");
+    let before = read(tsv);
+    let now = as_asked_now(&before);
+    assert_eq!(asked(&before).len() - asked(&now).len(), 31, "range metrics left out");
+    assert!(now.lines().count() < before.lines().count());
+    assert_eq!(everything(&report_of(&now, sass)), everything(&report_of(&before, sass)));
+
+    let (tsv, sass) = ("tests/fixtures/cupti/probe_h100.tsv", "tests/fixtures/cupti/probe_h100.sass");
+    let stalls = |f: &String| {
+        !(f.contains(" WarpStall ") || f.contains(" MemoryCoalescing ") || f.contains("lg_throttle_stalls"))
+    };
+    let before = read(tsv);
+    let now = everything(&report_of(&as_asked_now(&before), sass));
+    let before = everything(&report_of(&before, sass));
+    assert!(before.len() > now.len(), "without samples nor ratios, no stall finding");
+    let kept = |v: Vec<String>| v.into_iter().filter(stalls).collect::<Vec<_>>();
+    assert_eq!(kept(now), kept(before));
+}
+
+/// `bench/profile_table.py` (docs/benchmarks.md's profiling table from a
+/// `bench/gpu_run.sh profile` folder): its doctests, a hand-made folder among them.
+#[test]
+fn the_profile_table_script_passes_its_doctests() {
+    let out = std::process::Command::new("python3")
+        .args(["-m", "doctest", "bench/profile_table.py"])
+        .current_dir(here("../.."))
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }

@@ -9,25 +9,31 @@
 //! metric text`, `P mangled pc-offset sass-metric value` (one instruction's
 //! counter), `S mangled pc-offset stall-reason samples` (PC sampling), `C
 //! cubin-path` (a loaded module, for the disassembly), and
-//! `#skip`/`#error`/`#setup`/`#kernel`/`#sass` lines (what could not be
-//! collected, failures, timings).
+//! `#skip`/`#error`/`#warn`/`#setup`/`#kernel`/`#sass`/`#pc` lines (what
+//! could not be collected, failures, what was done without, timings).
 
 use crate::csv_pages::{KernelProfile, Metric, Metrics, SassRow, SourceLine, SourcePage, Value, kernel_base_name};
 use std::collections::BTreeMap;
 
 /// The counters the triage and the tools read that CUPTI's range profiler
 /// collects (ncu's sections give them by these names too): the one-pass
-/// collection's metrics, the stage-1 sections' and every tool's, the stall
-/// ratios the warp-stall tool falls back on without PC sampling.
+/// collection's metrics and the stage-1 sections' the triage reads. Each
+/// costs replay passes (15 on GH100 by Perfworks' host scheduler, 17 with
+/// the fallbacks below), so only what something reads is here; left out,
+/// as nothing reads them while these are collected: the per-issue stall
+/// ratios (the warp-stall tool's fallback without PC sampling: the stall
+/// reasons come from PC sampling, as in ncu's one launch), the half-precision
+/// FLOP counts, and the fallbacks of names listed here (`dram__bytes.sum`,
+/// `dram__throughput`, `lts__t_sectors.sum`, `lts__t_sectors_op_{red,atom}`,
+/// the `_active` throughputs, the bank conflicts' ld+st total). Held to
+/// that by `tests/cupti_pages.rs` in `kernelpro-measure`: the recordings give
+/// the same verdicts and findings with only these.
 pub const RANGE_METRICS: &[&str] = &[
-    "dram__bytes.sum",
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__time_duration.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
@@ -41,45 +47,20 @@ pub const RANGE_METRICS: &[&str] = &[
     "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
     "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
-    "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
     "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
     "lts__t_bytes.sum",
     "lts__t_sector_hit_rate.pct",
-    "lts__t_sectors.sum",
-    "lts__t_sectors_op_atom.sum",
-    "lts__t_sectors_op_red.avg",
-    "lts__t_sectors_op_red.max",
-    "lts__t_sectors_op_red.sum",
     "lts__t_sectors_srcunit_tex_op_atom.sum",
     "lts__t_sectors_srcunit_tex_op_red.avg",
     "lts__t_sectors_srcunit_tex_op_red.max",
     "lts__t_sectors_srcunit_tex_op_red.sum",
     "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_drain_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_misc_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
     "smsp__cycles_elapsed.avg",
     "smsp__inst_executed_op_generic_atom_dot_alu.sum",
     "smsp__inst_executed_op_generic_atom_dot_cas.sum",
@@ -96,14 +77,14 @@ pub const RANGE_METRICS: &[&str] = &[
     "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
     "smsp__thread_inst_executed_per_inst_executed.ratio",
 ];
 
 /// CUPTI's per-instruction (SASS-patching) counters, and the source-page
-/// columns ncu names them by.
+/// columns ncu names them by: those a tool reads. The shared-load and local
+/// load/store counts are not asked for: the range profiler's kernel totals
+/// (`smsp__sass_inst_executed_op_{shared,local_ld,local_st}.sum`) answer what
+/// the tools ask of them, and every patched counter slows the patched launch.
 pub const SASS_METRICS: &[(&str, &str)] = &[
     ("smsp__sass_inst_executed", "Instructions Executed"),
     ("smsp__sass_thread_inst_executed", "Thread Instructions Executed"),
@@ -114,9 +95,6 @@ pub const SASS_METRICS: &[(&str, &str)] = &[
     ("smsp__sass_branch_targets_threads_divergent", "Divergent Branches"),
     ("smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared", "L1 Wavefronts Shared"),
     ("smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal", "L1 Wavefronts Shared Ideal"),
-    ("smsp__sass_inst_executed_op_shared_ld", "Shared Load Instructions Executed"),
-    ("smsp__sass_inst_executed_op_local_ld", "Local Load Instructions Executed"),
-    ("smsp__sass_inst_executed_op_local_st", "Local Store Instructions Executed"),
 ];
 
 /// The `KP_CUPTI_SASS` list.
@@ -139,6 +117,12 @@ pub struct CuptiRun {
     /// Metrics this device could not collect.
     pub skipped: Vec<String>,
     pub errors: Vec<String>,
+    /// What the library could not do and went on without (`#warn` records:
+    /// `pc ...` where PC sampling was refused after the range profiler).
+    pub warnings: Vec<String>,
+    /// Milliseconds the library spent in each step, summed over kernels:
+    /// `setup` (the range profiler's configuration), `range`, `sass`, `pc`.
+    pub step_ms: BTreeMap<String, f64>,
 }
 
 impl CuptiRun {
@@ -150,6 +134,26 @@ impl CuptiRun {
     /// Whether PC sampling reached this kernel.
     pub fn has_stalls(&self, mangled: &str) -> bool {
         self.stalls.get(mangled).is_some_and(|m| !m.is_empty())
+    }
+
+    /// A later run's records added to this one's: its kernels' counters and
+    /// samples where this one has none, its modules where this one saved none
+    /// (the same program loads the same modules: disassembled once), its
+    /// warnings and step times.
+    pub fn merge(&mut self, more: CuptiRun) {
+        for (k, v) in more.pcs {
+            self.pcs.entry(k).or_insert(v);
+        }
+        for (k, v) in more.stalls {
+            self.stalls.entry(k).or_insert(v);
+        }
+        if self.cubins.is_empty() {
+            self.cubins = more.cubins;
+        }
+        self.warnings.extend(more.warnings);
+        for (k, v) in more.step_ms {
+            *self.step_ms.entry(k).or_default() += v;
+        }
     }
 }
 
@@ -201,6 +205,17 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
             ["C", path] => run.cubins.push(path.to_string()),
             ["#skip", name, ..] => run.skipped.push(name.to_string()),
             ["#error", rest @ ..] => run.errors.push(rest.join(" ")),
+            ["#warn", rest @ ..] => run.warnings.push(rest.join(" ")),
+            [step @ ("#setup" | "#kernel" | "#sass" | "#pc"), rest @ ..] => {
+                let ms = rest.iter().find_map(|f| f.strip_prefix("ms=")?.parse::<f64>().ok());
+                let name = match *step {
+                    "#setup" => "setup",
+                    "#kernel" => "range",
+                    "#sass" => "sass",
+                    _ => "pc",
+                };
+                *run.step_ms.entry(name.to_string()).or_default() += ms.unwrap_or(0.0);
+            }
             _ => {}
         }
     }
@@ -379,7 +394,8 @@ fn derive(m: &mut Metrics) {
 }
 
 /// The kernel-level numbers ncu derives from the source counters (sectors
-/// beyond the ideal, shared-memory wavefronts, spilling), added to `profile`.
+/// beyond the ideal, shared-memory wavefronts), added to `profile` (shared
+/// loads and spills: the range profiler's totals).
 pub fn add_source_totals(profile: &mut KernelProfile, page: &SourcePage) {
     let sum = |c: &str| -> Option<f64> {
         let mut any = false;
@@ -399,12 +415,6 @@ pub fn add_source_totals(profile: &mut KernelProfile, page: &SourcePage) {
         _ => None,
     };
     put("derived__memory_l1_wavefronts_shared_excessive", excess);
-    put("sass__inst_executed_shared_loads", sum("Shared Load Instructions Executed"));
-    let spill = match (sum("Local Load Instructions Executed"), sum("Local Store Instructions Executed")) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-    };
-    put("sass__inst_executed_register_spilling", spill);
 }
 
 #[cfg(test)]

@@ -8,18 +8,23 @@
 //     $KP_CUPTI_SASS, by function and PC offset;
 //   - every module's cubin, written to $KP_CUPTI_DIR, for the disassembly
 //     that ties PC offsets to source lines.
+// $KP_CUPTI_CACHE: a folder where the range profiler's configuration is kept
+// between processes (config_cache.h).
 // $KP_CUPTI_KERNEL: only the kernel of this name (the harness's own fill and
 // compare kernels are left alone).
 //   - with `pc` in the plan: CUPTI's PC sampling (stall reasons per PC).
 // $KP_CUPTI_PLAN: what the 1st, 2nd, ... launch of each kernel is for, from
-// `range`, `sass`, `pc` (default `range,sass`); `range` and `pc` are never
-// asked of one process (a program launched once is run again with `sass,pc`).
+// `range`, `sass`, `pc` (default `range,sass`). After `range` or `sass`, PC
+// sampling is set up at its first launch (the range profiler disabled
+// first), and where CUPTI refuses, a `#warn pc` record says so and the
+// process goes on without samples.
 // Output, appended to $KP_CUPTI_OUT, one record a line, tab-separated:
 //   M <tab> demangled <tab> mangled <tab> metric <tab> value
 //   P <tab> mangled <tab> pc offset (hex) <tab> metric <tab> value
 //   S <tab> mangled <tab> pc offset (hex) <tab> stall reason <tab> samples
 //   C <tab> cubin path
-//   #skip <tab> metric (not collectable here), #error <tab> what, #setup/#kernel/#sass <tab> timings
+//   #skip <tab> metric (not collectable here), #error <tab> what, #warn <tab> what,
+//   #setup/#kernel/#sass/#pc <tab> timings
 // The parser is kernelpro_profile::cupti::parse_cupti.
 #include <cuda.h>
 #include <cupti.h>
@@ -30,6 +35,8 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 #include <cxxabi.h>
+
+#include "config_cache.h"  // inlined by the Rust side when it writes this file out
 
 #include <chrono>
 #include <cstdio>
@@ -60,7 +67,8 @@ struct State {
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   std::set<std::string> seen, sassSeen;
-  std::string chip, dir, only;
+  std::string chip, dir, only, cacheDir;
+  bool hostHasConfig = false;
   std::vector<std::string> plan = {"range", "sass"};
   std::map<std::string, int> launches;
   bool wantRange = false, wantSass = false, wantPc = false;
@@ -69,6 +77,10 @@ struct State {
   std::vector<uint32_t> stallIndex;
   CUpti_PCSamplingData pcData = {};
   bool pcRunning = false;
+  // PC sampling after the range profiler or SASS metrics in this process:
+  // set up at its first launch, not with the context; its failures are
+  // warnings (pcOff: no samples from this process).
+  bool pcLate = false, pcOff = false, rangeEnabled = false, profilerDown = false;
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
   bool sassRunning = false, sassEnabled = false;
@@ -91,6 +103,28 @@ struct State {
       S.broken = true;                                          \
       return;                                                   \
     }                                                           \
+  } while (0)
+
+// PC sampling's calls: where it comes late in the process, a failure is a
+// `#warn pc` and the process goes on without samples (the Rust driver then
+// samples in a run of its own); else as CHECK.
+#define PC_CHECK(call)                                                \
+  do {                                                                \
+    CUptiResult r_ = (call);                                          \
+    if (r_ != CUPTI_SUCCESS) {                                        \
+      const char* m_ = nullptr;                                       \
+      cuptiGetResultString(r_, &m_);                                  \
+      if (S.pcLate) {                                                 \
+        fprintf(S.out, "#warn\tpc\t%s\t%s\n", #call, m_ ? m_ : "?"); \
+        S.pcOff = true;                                               \
+        S.pcRunning = false;                                          \
+      } else {                                                        \
+        fprintf(S.out, "#error\t%s\t%s\n", #call, m_ ? m_ : "?");    \
+        S.broken = true;                                              \
+      }                                                               \
+      fflush(S.out);                                                  \
+      return;                                                         \
+    }                                                                 \
   } while (0)
 
 double ms_since(std::chrono::steady_clock::time_point t) {
@@ -117,17 +151,7 @@ bool is_kernel(const std::string& demangled, const std::string& want) {
   return false;
 }
 
-std::vector<std::string> split(const std::string& all) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= all.size()) {
-    size_t comma = all.find(',', pos);
-    if (comma == std::string::npos) comma = all.size();
-    if (comma > pos) out.push_back(all.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return out;
-}
+std::vector<std::string> split(const std::string& all) { return kp::split_commas(all); }
 
 void metric(const char* name, double value) {
   fprintf(S.out, "M\t%s\t%s\t%s\t%.10g\n", S.current.c_str(), S.currentMangled.c_str(), name, value);
@@ -224,12 +248,12 @@ void sass_end() {
 void setup_pc() {
   CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
   en.ctx = S.ctx;
-  CHECK(cuptiPCSamplingEnable(&en));
+  PC_CHECK(cuptiPCSamplingEnable(&en));
   size_t n = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize};
   np.ctx = S.ctx;
   np.numStallReasons = &n;
-  CHECK(cuptiPCSamplingGetNumStallReasons(&np));
+  PC_CHECK(cuptiPCSamplingGetNumStallReasons(&np));
   std::vector<char*> names(n);
   for (auto& p : names) p = static_cast<char*>(calloc(CUPTI_STALL_REASON_STRING_SIZE, 1));
   S.stallIndex.resize(n);
@@ -238,7 +262,7 @@ void setup_pc() {
   sr.numStallReasons = n;
   sr.stallReasonIndex = S.stallIndex.data();
   sr.stallReasons = names.data();
-  CHECK(cuptiPCSamplingGetStallReasons(&sr));
+  PC_CHECK(cuptiPCSamplingGetStallReasons(&sr));
   for (auto* p : names) {
     S.stallNames.push_back(p);
     free(p);
@@ -270,14 +294,14 @@ void setup_pc() {
   cp.ctx = S.ctx;
   cp.numAttributes = cfg.size();
   cp.pPCSamplingConfigurationInfo = cfg.data();
-  CHECK(cuptiPCSamplingSetConfigurationAttribute(&cp));
+  PC_CHECK(cuptiPCSamplingSetConfigurationAttribute(&cp));
 }
 
 void pc_begin() {
   S.t0 = std::chrono::steady_clock::now();
   CUpti_PCSamplingStartParams st = {CUpti_PCSamplingStartParamsSize};
   st.ctx = S.ctx;
-  CHECK(cuptiPCSamplingStart(&st));
+  PC_CHECK(cuptiPCSamplingStart(&st));
   S.pcRunning = true;
 }
 
@@ -303,7 +327,7 @@ void pc_end() {
   cuCtxSynchronize();
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = S.ctx;
-  CHECK(cuptiPCSamplingStop(&sp));
+  PC_CHECK(cuptiPCSamplingStop(&sp));
   uint64_t total = 0, dropped = S.pcData.droppedSamples;
   pc_emit(S.pcData, total);
   CUpti_PCSamplingGetDataParams gd = {CUpti_PCSamplingGetDataParamsSize};
@@ -318,6 +342,44 @@ void pc_end() {
   fprintf(S.out, "#pc\t%s\tsamples=%llu\tdropped=%llu\tms=%.1f\n", S.current.c_str(),
           (unsigned long long)total, (unsigned long long)dropped, ms_since(S.t0));
   fflush(S.out);
+}
+
+// PC sampling after the range profiler and SASS metrics in one process
+// (issue 33: one process instead of two where CUPTI allows it). CUPTI's
+// profiling and PC-sampling APIs do not share a context, so the range
+// profiler is disabled first (SASS metrics already are: sass_end); then PC
+// sampling is enabled from this launch on. Whether the driver allows it is
+// only known by trying: any failure is a `#warn pc` and no samples.
+bool pc_late() {
+  if (S.pcOff) return false;
+  if (!S.stallNames.empty()) return true;
+  if (S.rangeEnabled) {
+    CUpti_RangeProfiler_Disable_Params d = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    d.pRangeProfilerObject = S.profiler;
+    CUptiResult r = cuptiRangeProfilerDisable(&d);
+    if (r != CUPTI_SUCCESS) {
+      const char* m = nullptr;
+      cuptiGetResultString(r, &m);
+      fprintf(S.out, "#warn\tpc\tcuptiRangeProfilerDisable\t%s\n", m ? m : "?");
+      fflush(S.out);
+      S.pcOff = true;
+      return false;
+    }
+    S.rangeEnabled = false;
+  }
+  setup_pc();
+  if (S.pcOff && S.stallNames.empty() && !S.profilerDown) {
+    // Refused while the profiler is initialized: once more without it (no
+    // SASS pass can follow in this process then).
+    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    if (cuptiProfilerDeInitialize(&di) == CUPTI_SUCCESS) {
+      S.profilerDown = true;
+      S.pcOff = false;
+      fprintf(S.out, "#warn\tpc retried\twithout the profiler initialized\n");
+      setup_pc();
+    }
+  }
+  return !S.pcOff && !S.stallNames.empty();
 }
 
 // Whether the range profiler can collect this metric on this chip: a
@@ -339,6 +401,18 @@ bool collectable(const char* chip, const std::vector<uint8_t>& avail, const char
   return ok;
 }
 
+// The metrics added to the host object (the config image is built from them;
+// evaluation may want them too).
+CUptiResult host_add_metrics() {
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  add.pHostObject = S.host;
+  add.ppMetricNames = S.metrics.data();
+  add.numMetrics = S.metrics.size();
+  CUptiResult r = cuptiProfilerHostConfigAddMetrics(&add);
+  S.hostHasConfig = r == CUPTI_SUCCESS;
+  return r;
+}
+
 // Everything that needs the context: host object, config image, the range
 // profiler on this context, its counter data image.
 void setup(CUcontext ctx) {
@@ -352,7 +426,9 @@ void setup(CUcontext ctx) {
   CHECK(cuptiDeviceGetChipName(&chip));
   S.chip = chip.pChipName;
   if (S.wantSass) setup_sass();
-  if (S.wantPc) setup_pc();
+  // PC sampling with the context only where it is the process's one job.
+  S.pcLate = S.wantPc && (S.wantRange || S.wantSass);
+  if (S.wantPc && !S.pcLate) setup_pc();
   if (!S.wantRange) {
     S.profiler = reinterpret_cast<CUpti_RangeProfiler_Object*>(1);  // set up; no range profiling
     fprintf(S.out, "#setup\tchip=%s\tpasses=0\tms=%.1f\n", S.chip.c_str(), ms_since(t));
@@ -366,48 +442,77 @@ void setup(CUcontext ctx) {
   avail.pCounterAvailabilityImage = availImage.data();
   CHECK(cuptiProfilerGetCounterAvailability(&avail));
 
-  std::vector<const char*> ok;
-  for (auto* m : S.metrics) {
-    if (collectable(S.chip.c_str(), availImage, m))
-      ok.push_back(m);
-    else
-      fprintf(S.out, "#skip\t%s\tnot a range-profiler metric on %s\n", m, S.chip.c_str());
+  // The configuration: from the cache where an earlier process built it for
+  // the same chip, CUPTI, counter availability and metrics; else built here
+  // (and written there).
+  uint32_t version = 0;
+  cuptiGetVersion(&version);
+  std::string key = std::string("chip=") + S.chip + ";cupti=" + std::to_string(version) +
+                    ";avail=" + kp::hex(kp::fnv1a(availImage.data(), availImage.size())) + ";metrics=" + kp::join(S.names);
+  std::string path = S.cacheDir.empty() ? "" : kp::cache_path(S.cacheDir, key);
+  kp::ConfigCache cached;
+  bool hit = !path.empty() && kp::cache_read(path, key, cached);
+  if (hit) {
+    S.names = cached.metrics;
+    S.metrics.clear();
+    for (auto& n : S.names) S.metrics.push_back(n.c_str());
+    for (auto& m : cached.skipped)
+      fprintf(S.out, "#skip\t%s\tnot a range-profiler metric on %s\n", m.c_str(), S.chip.c_str());
+    S.config = cached.image;
+  } else {
+    std::vector<const char*> ok;
+    for (auto* m : S.metrics) {
+      if (collectable(S.chip.c_str(), availImage, m)) {
+        ok.push_back(m);
+        cached.metrics.push_back(m);
+      } else {
+        fprintf(S.out, "#skip\t%s\tnot a range-profiler metric on %s\n", m, S.chip.c_str());
+        cached.skipped.push_back(m);
+      }
+    }
+    S.metrics = ok;
   }
-  S.metrics = ok;
   if (S.metrics.empty()) {
     fprintf(S.out, "#error\tno collectable metric\n");
     S.broken = true;
     return;
   }
+  // The host object evaluates the counters after each range; a cached
+  // configuration needs no metrics added to it unless evaluation says so (end()).
   CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
   hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   hi.pChipName = chip.pChipName;
   hi.pCounterAvailabilityImage = availImage.data();
   CHECK(cuptiProfilerHostInitialize(&hi));
   S.host = hi.pHostObject;
-  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  add.pHostObject = S.host;
-  add.ppMetricNames = S.metrics.data();
-  add.numMetrics = S.metrics.size();
-  CHECK(cuptiProfilerHostConfigAddMetrics(&add));
-  CUpti_Profiler_Host_GetConfigImageSize_Params cs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  cs.pHostObject = S.host;
-  CHECK(cuptiProfilerHostGetConfigImageSize(&cs));
-  S.config.resize(cs.configImageSize);
-  CUpti_Profiler_Host_GetConfigImage_Params ci = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  ci.pHostObject = S.host;
-  ci.configImageSize = S.config.size();
-  ci.pConfigImage = S.config.data();
-  CHECK(cuptiProfilerHostGetConfigImage(&ci));
-  CUpti_Profiler_Host_GetNumOfPasses_Params np = {CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  np.configImageSize = S.config.size();
-  np.pConfigImage = S.config.data();
-  CHECK(cuptiProfilerHostGetNumOfPasses(&np));
+  size_t passes = cached.passes;
+  if (!hit) {
+    CHECK(host_add_metrics());
+    CUpti_Profiler_Host_GetConfigImageSize_Params cs = {CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    cs.pHostObject = S.host;
+    CHECK(cuptiProfilerHostGetConfigImageSize(&cs));
+    S.config.resize(cs.configImageSize);
+    CUpti_Profiler_Host_GetConfigImage_Params ci = {CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    ci.pHostObject = S.host;
+    ci.configImageSize = S.config.size();
+    ci.pConfigImage = S.config.data();
+    CHECK(cuptiProfilerHostGetConfigImage(&ci));
+    CUpti_Profiler_Host_GetNumOfPasses_Params np = {CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+    np.configImageSize = S.config.size();
+    np.pConfigImage = S.config.data();
+    CHECK(cuptiProfilerHostGetNumOfPasses(&np));
+    passes = np.numOfPasses;
+    cached.passes = passes;
+    cached.image = S.config;
+    if (!path.empty() && !kp::cache_write(path, key, cached))
+      fprintf(S.out, "#warn\tconfig cache not written\t%s\n", path.c_str());
+  }
 
   CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   en.ctx = ctx;
   CHECK(cuptiRangeProfilerEnable(&en));
   S.profiler = en.pRangeProfilerObject;
+  S.rangeEnabled = true;
   CUpti_RangeProfiler_GetCounterDataSize_Params ds = {CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
   ds.pRangeProfilerObject = S.profiler;
   ds.pMetricNames = S.metrics.data();
@@ -416,8 +521,8 @@ void setup(CUcontext ctx) {
   ds.maxNumRangeTreeNodes = 1;
   CHECK(cuptiRangeProfilerGetCounterDataSize(&ds));
   S.counterData.resize(ds.counterDataSize);
-  fprintf(S.out, "#setup\tchip=%s\tpasses=%zu\tmetrics=%zu\tms=%.1f\n", chip.pChipName, np.numOfPasses,
-          S.metrics.size(), ms_since(t));
+  fprintf(S.out, "#setup\tchip=%s\tpasses=%zu\tmetrics=%zu\tcached=%d\tms=%.1f\n", chip.pChipName, passes,
+          S.metrics.size(), hit ? 1 : 0, ms_since(t));
   fflush(S.out);
 }
 
@@ -510,6 +615,17 @@ void launch_metrics() {
   metric("launch__waves_per_multiprocessor", active > 0 ? blocks / (double(active) * sms) : 0);
 }
 
+// Evaluates a range's counters. A host object set up from the cached
+// configuration has no metrics added: where evaluation wants them, they are
+// added and it evaluates again.
+CUptiResult evaluate(CUpti_Profiler_Host_EvaluateToGpuValues_Params& ev) {
+  CUptiResult r = cuptiProfilerHostEvaluateToGpuValues(&ev);
+  if (r == CUPTI_SUCCESS || S.hostHasConfig) return r;
+  fprintf(S.out, "#warn\tevaluation wants the metrics added to the host object\n");
+  if ((r = host_add_metrics()) != CUPTI_SUCCESS) return r;
+  return cuptiProfilerHostEvaluateToGpuValues(&ev);
+}
+
 // Stop after the launch (kernel replay has run every pass), decode, evaluate.
 void end() {
   S.running = false;
@@ -533,7 +649,7 @@ void end() {
     ev.ppMetricNames = S.metrics.data();
     ev.numMetrics = S.metrics.size();
     ev.pMetricValues = values.data();
-    CHECK(cuptiProfilerHostEvaluateToGpuValues(&ev));
+    CHECK(evaluate(ev));
     for (size_t m = 0; m < S.metrics.size(); m++) metric(S.metrics[m], values[m]);
   }
   launch_metrics();
@@ -607,11 +723,17 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     S.current = demangle(mangled);
     S.currentMangled = mangled;
     const std::string& what = S.plan[n];
-    if (what == "range" && S.wantRange) {
+    if (what == "range" && S.wantRange && !S.rangeEnabled) {
+      // PC sampling took the context for an earlier kernel: the driver
+      // gives this process's plan only where one kernel is profiled.
+      fprintf(S.out, "#warn\trange after pc\t%s\n", S.current.c_str());
+    } else if (what == "range" && S.wantRange) {
       begin();
+    } else if (what == "sass" && !S.sassConfig.empty() && S.profilerDown) {
+      fprintf(S.out, "#warn\tsass after pc\t%s\n", S.current.c_str());
     } else if (what == "sass" && !S.sassConfig.empty()) {
       sass_begin();
-    } else if (what == "pc" && !S.stallNames.empty()) {
+    } else if (what == "pc" && (S.pcLate ? pc_late() : !S.stallNames.empty())) {
       pc_begin();
     }
   } else if (S.running) {
@@ -639,6 +761,7 @@ extern "C" int InitializeInjection() {
     S.wantPc = S.wantPc || w == "pc";
   }
   if (const char* d = getenv("KP_CUPTI_DIR")) S.dir = d;
+  if (const char* d = getenv("KP_CUPTI_CACHE")) S.cacheDir = d;
   if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");

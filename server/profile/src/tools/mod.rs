@@ -189,7 +189,6 @@ pub static TOOLS: &[Tool] = &[
         classes: &[M, C, L],
         sections: &["SourceCounters"],
         metrics: &[
-            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
             "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
