@@ -8,6 +8,7 @@ pub mod canonical;
 pub mod kernel_model;
 pub mod parsed;
 pub mod syntax;
+pub mod units;
 
 use kernelpro_model::{Pos, Span};
 use serde::Serialize;

@@ -10,7 +10,7 @@
 //! after the loop run once per unit, on the first warp.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, declared_in, leaves_unit, render, stores, units, whole_warps};
+use super::units_text::{UnitsText, render};
 use super::warp_units::{Carry, carries, iterations_independent, walk_loop};
 use super::{BLOCK_THREADS, BLOCK_TID, with_units_view};
 use crate::kernel::Kernel;
@@ -18,6 +18,7 @@ use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use kernelpro_source::kernel_model::{Atom, Space};
+use kernelpro_source::units::recognize::{Piece, Units, declared_in, leaves_unit, stores, units, whole_warps};
 
 pub struct ColumnUnits;
 
@@ -101,9 +102,9 @@ fn column_walk<'t>(k: &Kernel<'t>, f: tree_sitter::Node<'t>) -> Option<ColumnWal
         let decl = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
         (k.text_of(decl.child_by_field_name("declarator")?).to_string(), decl.child_by_field_name("value")?)
     };
-    let flat = super::recognize::flat(k, *first);
+    let flat = kernelpro_source::units::recognize::flat(k, *first);
     let steps = [format!("++{}", c.0), format!("{}++", c.0), format!("{}+=1", c.0)];
-    let cond = super::recognize::strip_parens(f.child_by_field_name("condition")?);
+    let cond = kernelpro_source::units::recognize::strip_parens(f.child_by_field_name("condition")?);
     let fine = cond.kind() == "binary_expression"
         && ["<", "<="].contains(&k.text_of(cond.child_by_field_name("operator")?))
         && cond.child_by_field_name("left").is_some_and(|l| k.text_of(l) == c.0);
@@ -180,7 +181,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             continue;
         }
         let st = stores(k, n);
-        if leaves_unit(n) || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
+        if leaves_unit(n) || descendants(n).iter().any(|d| kernelpro_source::units::recognize::is_loop(*d)) {
             return None;
         }
         if st.is_empty() {

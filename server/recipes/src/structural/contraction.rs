@@ -22,12 +22,13 @@
 //! recipe's.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, declared_in, flat, names_in, render, strip_parens, units};
+use super::units_text::{UnitsText, render};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{Piece, Units, declared_in, flat, names_in, strip_parens, units};
 use tree_sitter::Node;
 
 pub struct TiledContraction;
@@ -188,7 +189,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
             }
             continue;
         }
-        if descendants(n).into_iter().any(super::recognize::is_loop) {
+        if descendants(n).into_iter().any(kernelpro_source::units::recognize::is_loop) {
             return None;
         }
         epilogue.push(n);
@@ -535,10 +536,11 @@ fn tile_span(
 fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
     // One index and a row from `blockIdx.y` alone (a pointwise conv's output channel): tile across both.
-    let (u, promoted) = match super::recognize::promote_fixed_y(k, &u).filter(|_| u.indices.len() == 1) {
-        Some(p) => (p, true),
-        None => (u, false),
-    };
+    let (u, promoted) =
+        match kernelpro_source::units::recognize::promote_fixed_y(k, &u).filter(|_| u.indices.len() == 1) {
+            Some(p) => (p, true),
+            None => (u, false),
+        };
     let Some(threads) = k.block_threads() else { return Vec::new() };
     // The 16x16 thread mapping needs 256 threads a block in every launch the search may pick (more only help load).
     let ok = threads.iter().all(|&t| t >= THREADS);

@@ -10,9 +10,9 @@
 //! names and runs the element's statements. [`HoistRowWork`](super::HoistRowWork) hands it to
 //! [`WarpUnits`](super::WarpUnits) and [`BlockUnits`](super::BlockUnits).
 
-use super::recognize::units;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, statements};
+use kernelpro_source::units::recognize::units;
 use std::collections::HashMap;
 use tree_sitter::Node;
 

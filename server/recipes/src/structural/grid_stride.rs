@@ -11,12 +11,13 @@
 //! element sum, 16M atomics on one address become a few hundred.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, names_in, render, stores, units, whole_warps};
+use super::units_text::{UnitsText, render};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, descendants, indent_at, uses};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{Piece, Units, names_in, stores, units, whole_warps};
 use tree_sitter::Node;
 
 pub struct GridStrideMap;
@@ -145,7 +146,7 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
             let idx = d
                 .child_by_field_name("indices")
                 .and_then(|x| x.named_child(0))
-                .map(|x| super::recognize::flat(k, x))?;
+                .map(|x| kernelpro_source::units::recognize::flat(k, x))?;
             if idx != i || k.param(p).is_none_or(|q| !q.pointer || q.base != "float") {
                 return None;
             }
@@ -224,7 +225,7 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
 
 /// A `for` bounded by an integer literal below 64.
 fn short_loop(k: &Kernel, f: Node) -> bool {
-    let cond = f.child_by_field_name("condition").map(super::recognize::strip_parens);
+    let cond = f.child_by_field_name("condition").map(kernelpro_source::units::recognize::strip_parens);
     cond.and_then(|c| c.child_by_field_name("right"))
         .is_some_and(|r| k.text_of(r).trim().parse::<i64>().is_ok_and(|n| n < 64))
 }

@@ -9,12 +9,13 @@
 
 use super::grid_stride::unit_loop;
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, names_in, render, stores, strip_parens, units};
+use super::units_text::render;
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, descendants, indent_at};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{Piece, names_in, stores, strip_parens, units};
 use tree_sitter::Node;
 
 pub struct PrivateHistogram;

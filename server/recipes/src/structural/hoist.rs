@@ -7,11 +7,11 @@
 //! expert form (a warp or block per row, shuffle all-reductions); their rewrites are this
 //! recipe's. The thread-per-row form itself is never offered: it only names the structure.
 
-use super::recognize::{edited, units};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, has_side_effects, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{edited, units};
 use tree_sitter::Node;
 
 pub struct HoistRowWork;

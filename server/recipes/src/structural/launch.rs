@@ -5,9 +5,10 @@
 //! from the bindings of the guard's bounds) and capped at a multiple of the
 //! SM count, e.g. `grid = min(ceil_div(ROWS, 8), 132 * 16)`.
 
-use super::recognize::Units;
+use super::units_text::UnitsText;
 use crate::Rewrite;
 use crate::kernel::Kernel;
+use kernelpro_source::units::recognize::{Piece, Units, declared_in};
 
 /// Streaming multiprocessors of the target (H100/H200 SXM).
 pub(crate) const SMS: u32 = 132;
@@ -156,13 +157,11 @@ pub(crate) fn sized_by_launch(k: &Kernel, u: &Units) -> bool {
         .body
         .iter()
         .map(|p| match p {
-            super::recognize::Piece::Node(n)
-            | super::recognize::Piece::Derived(n)
-            | super::recognize::Piece::Skip(n, _) => k.text_of(*n),
+            Piece::Node(n) | Piece::Derived(n) | Piece::Skip(n, _) => k.text_of(*n),
         })
         .collect();
     u.head.iter().filter(|h| launch_dependent(k.text_of(**h))).any(|h| {
-        super::recognize::declared_in(k, *h)
+        declared_in(k, *h)
             .iter()
             .any(|name| used.iter().any(|t| t.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == name)))
     })

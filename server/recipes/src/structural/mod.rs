@@ -1,7 +1,8 @@
 //! Structural rewrites: each recognises the kernel's parallel pattern from
-//! what its threads touch ([`recognize`]: the work units, their guard and the
-//! per-unit body) and generates the expert form for it, carrying the user's
-//! own per-element statements, names and types over. Every generated kernel
+//! what its threads touch (the work units, their guard and the per-unit body,
+//! as [`kernelpro_source::units`] reads them; [`units_text`] writes them) and
+//! generates the expert form for it, carrying the user's own per-element
+//! statements, names and types over. Every generated kernel
 //! walks its work units with a grid stride, so it is correct under the user's
 //! old launch as well as under the launches [`launch`] proposes.
 //!
@@ -43,7 +44,6 @@ mod grid_stride;
 mod histogram;
 mod hoist;
 mod launch;
-mod recognize;
 mod register_acc;
 mod scan;
 mod sections;
@@ -52,7 +52,7 @@ mod tile_rows;
 mod transpose;
 mod tree;
 mod tree_atomic;
-mod views;
+mod units_text;
 mod warp_units;
 mod welford;
 
@@ -81,18 +81,20 @@ const GRID_THREADS: &str = "((long long)gridDim.x * gridDim.y * gridDim.z * bloc
 /// `f`'s rewrites of the kernel as the units recogniser reads it best: in its
 /// canonical form ([`kernelpro_source::canonical::kernel`]), with a
 /// flat index split by `/` and `%` read as a row and a column
-/// ([`recognize::split_flat`]) where that gives any, else as written.
-/// Then the same with the body's function-like macros expanded ([`recognize::expand_macros`]),
+/// ([`views::split_flat`]) where that gives any, else as written.
+/// Then the same with the body's function-like macros expanded ([`views::expand_macros`]),
 /// so subscripts a macro hides (`OUT(c, r) = IN(r, c)`) are seen; last, a
 /// Welford recurrence per unit read as two passes ([`welford::two_pass`]) and a
 /// block-partitioned walk as a grid-stride loop ([`sections::grid_stride`]) and a
 /// loop over a tile's rows as a thread per element ([`tile_rows::one_per_element`]). The body's
-/// `#pragma unroll` lines are left out of every view ([`recognize::without_pragmas`]).
+/// `#pragma unroll` lines are left out of every view ([`views::without_pragmas`]).
 fn with_units_view(
     text: &str,
     kernel: &str,
     f: impl Fn(&crate::kernel::Kernel) -> Vec<crate::Rewrite>,
 ) -> Vec<crate::Rewrite> {
+    use crate::kernel::Kernel;
+    use kernelpro_source::units::views;
     // Every structural recipe reads the same views of a text: built once per
     // `parse_once` scope (one node's expansion), not once per recipe.
     let views = kernelpro_source::parsed::memo("structural_units_views", text, kernel, || {
@@ -100,40 +102,41 @@ fn with_units_view(
         // helpers) does not matter to any recogniser below.
         let canonical = kernelpro_source::canonical::kernel(text, kernel);
         let text = canonical.as_deref().unwrap_or(text);
-        let unpragmaed = recognize::without_pragmas(text, kernel);
+        let unpragmaed = Kernel::find(text, kernel).and_then(|k| views::without_pragmas(&k));
         let text = unpragmaed.as_deref().unwrap_or(text);
-        let expanded = recognize::expand_macros(text, kernel);
+        let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
+        let expanded = views::expand_macros(&k);
         // Each view with what a candidate made from it must add to its note.
-        let mut views: Vec<(String, &'static str)> = Vec::new();
+        let mut out: Vec<(String, &'static str)> = Vec::new();
         // First, threads that all repeat their row's work as one unit per row ([`views::redundant_threads`]):
         // read as written, their units would be the repeated threads.
-        views.extend(views::redundant_threads(text, kernel).map(|v| (v, views::REDUNDANT_NOTE)));
+        out.extend(views::redundant_threads(&k).map(|v| (v, views::REDUNDANT_NOTE)));
         for t in std::iter::once(text).chain(expanded.as_deref()) {
-            views.extend(recognize::split_flat(t, kernel).map(|v| (v, "")));
-            views.push((t.to_string(), ""));
+            out.extend(Kernel::find(t, kernel).and_then(|k| views::split_flat(&k)).map(|v| (v, "")));
+            out.push((t.to_string(), ""));
         }
         // Last, a per-unit Welford recurrence as two passes ([`welford::two_pass`]).
-        views.extend(welford::two_pass(text, kernel).map(|v| (v, "")));
+        out.extend(welford::two_pass(text, kernel).map(|v| (v, "")));
         // And a block-partitioned walk (each thread a section) as a grid-stride loop ([`sections::grid_stride`]).
-        views.extend(sections::grid_stride(text, kernel).map(|v| (v, "")));
+        out.extend(sections::grid_stride(text, kernel).map(|v| (v, "")));
         // And a loop over a tile's rows as one thread per element ([`tile_rows::one_per_element`]).
-        views.extend(tile_rows::one_per_element(text, kernel).map(|v| (v, "")));
-        // Then other people's styles ([`views`]): a guard from an exact launch, index locals inlined, a
+        out.extend(tile_rows::one_per_element(text, kernel).map(|v| (v, "")));
+        // Then other people's styles ([`views::all`]): a guard from an exact launch, index locals inlined, a
         // guard written twice, a Kahan sum; each read as written and split by `/` and `%`.
-        for v in views::all(text, kernel) {
-            views.extend(recognize::split_flat(&v.text, kernel).map(|t| (t, v.note)));
-            views.extend(tile_rows::one_per_element(&v.text, kernel).map(|t| (t, v.note)));
-            views.push((v.text, v.note));
+        for v in views::all(&k) {
+            out.extend(Kernel::find(&v.text, kernel).and_then(|k| views::split_flat(&k)).map(|t| (t, v.note)));
+            out.extend(tile_rows::one_per_element(&v.text, kernel).map(|t| (t, v.note)));
+            out.push((v.text, v.note));
         }
         // Last, a sum kept in global memory read as one in a register ([`register_acc::in_register`]),
         // with the views above of that text.
         if let Some(r) = register_acc::in_register(text, kernel) {
-            for v in views::all(&r, kernel) {
-                views.push((v.text, register_acc::NOTE));
+            for v in Kernel::find(&r, kernel).map(|k| views::all(&k)).unwrap_or_default() {
+                out.push((v.text, register_acc::NOTE));
             }
-            views.push((r, register_acc::NOTE));
+            out.push((r, register_acc::NOTE));
         }
-        views
+        out
     });
     for (view, note) in &views {
         if let Some(k) = crate::kernel::Kernel::find(view, kernel) {

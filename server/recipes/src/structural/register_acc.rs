@@ -14,9 +14,9 @@
 //! loop-carried accumulator (a dot product: [`super::contraction`]). Only a
 //! rewrite's view.
 
-use super::recognize::{flat, names_in, strip_parens};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, has_side_effects, indent_at, single_statement};
+use kernelpro_source::units::recognize::{flat, names_in, strip_parens};
 use tree_sitter::Node;
 
 /// What a candidate made from this view must say.

@@ -11,13 +11,16 @@
 //! with the row's total, as the statements after the loop expect.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, declared_in, leaves_unit, render, stores, strip_parens, units, whole_warps};
+use super::units_text::{UnitsText, render};
 use super::warp_units::{mentions, occurrences, walk_loop};
 use super::with_units_view;
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{
+    Piece, Units, declared_in, leaves_unit, stores, strip_parens, units, whole_warps,
+};
 use tree_sitter::Node;
 
 pub struct WarpScan;
@@ -242,7 +245,10 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             lines.push(render(k, *piece, &[], "")?);
             continue;
         }
-        if leaves_unit(n) || n.kind() == "declaration" || descendants(n).iter().any(|d| super::recognize::is_loop(*d)) {
+        if leaves_unit(n)
+            || n.kind() == "declaration"
+            || descendants(n).iter().any(|d| kernelpro_source::units::recognize::is_loop(*d))
+        {
             return None;
         }
         // Lines are indented relative to each other: the unit loop's indentation is added to each.

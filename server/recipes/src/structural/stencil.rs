@@ -12,13 +12,14 @@
 //! shared input tile with a halo of 4 on every side the same way.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, names_in, render, units};
+use super::units_text::{UnitsText, render};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use kernelpro_source::kernel_model::{AccessKind, BranchSource, Space, pattern::stencil_read};
+use kernelpro_source::units::recognize::{Piece, Units, names_in, units};
 use tree_sitter::Node;
 
 pub struct StencilTile;
@@ -37,13 +38,13 @@ const HALO_2D: u32 = 4;
 
 /// `A * W + B` (or `B + A * W`, `W * A + B`, `B + W * A`) with `W` the identifier `w`: (A, B) as text.
 fn row_col<'t>(k: &Kernel<'t>, e: Node, w: &str) -> Option<(String, String)> {
-    let e = super::recognize::strip_parens(e);
+    let e = kernelpro_source::units::recognize::strip_parens(e);
     if e.kind() != "binary_expression" || e.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("+") {
         return None;
     }
     let (l, r) = (e.child_by_field_name("left")?, e.child_by_field_name("right")?);
     let product = |n: Node| -> Option<String> {
-        let n = super::recognize::strip_parens(n);
+        let n = kernelpro_source::units::recognize::strip_parens(n);
         if n.kind() != "binary_expression" || n.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
             return None;
         }

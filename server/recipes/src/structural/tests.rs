@@ -97,7 +97,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("hist_block_partitioned.cu", "histo_sectioned", "PrivateHistogram x4"),
     // A loop over a tile's rows with no guard, its extent the launch's grid: a thread per element, then a shared tile.
     ("transpose_tile_rows_loop.cu", "transpose_rows_loop", "TiledTranspose x2, GridStrideMap x4"),
-    // Views of other people's styles (structural/views.rs), written anew by the corpus helper: no guard
+    // Views of other people's styles (`source::units::views`), written anew by the corpus helper: no guard
     // under an exact launch, index locals, a guard written twice, a Kahan sum, a loop starting at an alias.
     ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x6"),
     ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4"),

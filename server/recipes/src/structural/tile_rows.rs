@@ -66,7 +66,7 @@ pub(crate) fn one_per_element(text: &str, name: &str) -> Option<String> {
     for d in uniform {
         let (_, n) = decl(&k, *d)?;
         // Identifiers only: `gridDim.x`'s field is not an index named `x`.
-        let words = super::recognize::names_in(&k, *d);
+        let words = kernelpro_source::units::recognize::names_in(&k, *d);
         if words.iter().any(|w| ["threadIdx", "blockIdx", "blockDim", x.as_str(), y.as_str()].contains(w))
             || crate::syntax::has_side_effects(*d)
             || k.text_of(*d).contains('[')
@@ -182,7 +182,7 @@ mod tests {
         let view = one_per_element(&text, "transpose_grid_width").expect("a view");
         assert!(view.contains("if (c < (int)(gridDim.x * 32) && r < (int)(gridDim.y * 32))"), "{view}");
         let k = Kernel::find(&view, "transpose_grid_width").expect("the kernel");
-        let u = super::super::recognize::units(&k).expect("units");
+        let u = kernelpro_source::units::recognize::units(&k).expect("units");
         assert!(super::super::launch::sized_by_launch(&k, &u));
     }
 }

@@ -10,11 +10,12 @@
 
 use super::BLOCK_TID;
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{Piece, Units, flat, render, units};
+use super::units_text::{UnitsText, render};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{Piece, Units, flat, units};
 use tree_sitter::Node;
 
 pub struct TiledTranspose;

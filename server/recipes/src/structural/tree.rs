@@ -9,12 +9,12 @@
 //! run unchanged. The launch and the per-block output stay as they are: the
 //! block is the unit of these kernels.
 
-use super::recognize::edited;
 use crate::kernel::Kernel;
 use crate::recipes::warp_reduce::SHUFFLE;
 use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::edited;
 use tree_sitter::Node;
 
 pub struct ShuffleTree;

@@ -10,9 +10,9 @@
 //! root is the sum of the block's loaded values for a power-of-two block, the launches these
 //! kernels are written for.
 
-use super::recognize::edited;
 use crate::kernel::Kernel;
 use crate::syntax::{compact, descendants, single_statement, statements};
+use kernelpro_source::units::recognize::edited;
 use tree_sitter::Node;
 
 /// Whether `name` is `threadIdx.x` or a local initialised to it.

@@ -18,14 +18,15 @@
 //! the kernel's buffers hold no doubles.
 
 use super::launch::{Tuning, launch_variants};
-use super::recognize::{
-    Piece, Units, declared_in, flat, is_loop, leaves_unit, names_in, render, stores, strip_parens, units, whole_warps,
-};
+use super::units_text::{UnitsText, render};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
+use kernelpro_source::units::recognize::{
+    Piece, Units, declared_in, flat, is_loop, leaves_unit, names_in, stores, strip_parens, units, whole_warps,
+};
 use tree_sitter::Node;
 
 pub struct WarpUnits;

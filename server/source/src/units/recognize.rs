@@ -3,13 +3,13 @@
 //! any axis, any integer type, casts and operand order free), the bounds its
 //! guard puts on them (`if (i >= n) return;`, `if (r < R && c < C) { ... }`),
 //! and the per-unit statements left once those are taken away. Every
-//! structural rewrite starts from this: it re-binds the user's index names
-//! from a grid-stride unit counter, so the rewritten kernel is correct under
-//! any launch.
+//! structural rewrite (`recipes`) starts from this: it re-binds the user's
+//! index names from a grid-stride unit counter, so the rewritten kernel is
+//! correct under any launch.
 
-use crate::kernel::Kernel;
+use super::Kernel;
+use crate::kernel_model::{AccessKind, Atom, Dep, Dim, KernelModel, Poly, Space};
 use crate::syntax::{compact, descendants, single_statement, statements};
-use kernelpro_source::kernel_model::{AccessKind, Atom, Dep, Dim, KernelModel, Poly, Space};
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
@@ -48,7 +48,7 @@ const CASTS: &[&str] = &[
 
 /// One global thread index of the kernel (`T NAME = blockIdx.A * blockDim.A + threadIdx.A`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct IndexVar {
+pub struct IndexVar {
     pub name: String,
     pub ty: String,
     pub axis: char,
@@ -58,7 +58,7 @@ pub(crate) struct IndexVar {
 
 /// A statement of the per-unit body: a node of the kernel, or generated text.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Piece<'t> {
+pub enum Piece<'t> {
     Node(Node<'t>),
     /// A guard atom the original returned on (`!(cond)` of a wrapping guard): the unit is skipped.
     Skip(Node<'t>, bool),
@@ -68,7 +68,7 @@ pub(crate) enum Piece<'t> {
 }
 
 /// A kernel written as one thread per work unit.
-pub(crate) struct Units<'t> {
+pub struct Units<'t> {
     /// Slowest-varying first; the `x` index is last, so neighbouring units are neighbouring `x` indices as before.
     pub indices: Vec<IndexVar>,
     pub body: Vec<Piece<'t>>,
@@ -90,115 +90,18 @@ impl<'t> Units<'t> {
         self.body.iter().map(|p| if let Piece::Node(n) = p { Some(*n) } else { None }).collect()
     }
 
-    /// The unit count as a C expression (64-bit).
-    pub fn count(&self) -> String {
-        self.indices.iter().map(|i| format!("(long long)({})", i.bound)).collect::<Vec<_>>().join(" * ")
-    }
-
-    /// Declarations re-binding the user's index names from the unit counter `u`.
-    pub fn rebind(&self, u: &str) -> String {
-        let mut out = String::new();
-        let mut divisor = String::new();
-        for (n, i) in self.indices.iter().enumerate().rev() {
-            let base = if divisor.is_empty() { u.to_string() } else { format!("({u} / ({divisor}))") };
-            let value = if n == 0 { base } else { format!("{base} % ({})", i.bound) };
-            out.push_str(&format!("const {} {} = ({})({});\n", i.ty, i.name, i.ty, value));
-            divisor = if divisor.is_empty() {
-                format!("(long long)({})", i.bound)
-            } else {
-                format!("{divisor} * (long long)({})", i.bound)
-            };
-        }
-        out
-    }
-
     pub fn names(&self) -> Vec<&str> {
         self.indices.iter().map(|i| i.name.as_str()).collect()
     }
 
     /// Whether the fixed indices are all on `z`, so the units walk the `x` and `y` blocks (a batch on `z`).
-    fn walks_y(&self) -> bool {
+    pub fn walks_y(&self) -> bool {
         !self.fixed.is_empty() && self.fixed.iter().all(|f| f.2 == 'z')
-    }
-
-    /// The calling thread's index among the threads that walk the units (64-bit).
-    pub fn grid_tid(&self) -> String {
-        if self.fixed.is_empty() {
-            super::GRID_TID.to_string()
-        } else {
-            format!("({} * {} + {})", self.block_index(), super::BLOCK_THREADS, super::BLOCK_TID)
-        }
-    }
-
-    /// How many threads walk the units (64-bit).
-    pub fn grid_threads(&self) -> String {
-        if self.fixed.is_empty() {
-            super::GRID_THREADS.to_string()
-        } else {
-            format!("({} * {})", self.block_count(), super::BLOCK_THREADS)
-        }
-    }
-
-    /// The calling block's index among the blocks that walk the units (64-bit):
-    /// over the x (and y) blocks alone when fixed indices keep the launch's y/z.
-    pub fn block_index(&self) -> &'static str {
-        if self.fixed.is_empty() {
-            "((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z))"
-        } else if self.walks_y() {
-            "((long long)blockIdx.x + (long long)gridDim.x * blockIdx.y)"
-        } else {
-            "(long long)blockIdx.x"
-        }
-    }
-
-    /// How many blocks walk the units (64-bit).
-    pub fn block_count(&self) -> &'static str {
-        if self.fixed.is_empty() {
-            "((long long)gridDim.x * gridDim.y * gridDim.z)"
-        } else if self.walks_y() {
-            "((long long)gridDim.x * gridDim.y)"
-        } else {
-            "(long long)gridDim.x"
-        }
-    }
-
-    /// The launch's grid extents a rewrite keeps (after x): y and z for fixed y/z indices, z alone for a batch on z.
-    pub fn kept_extents(&self, parts: &[String]) -> Vec<String> {
-        let mut rest: Vec<String> = parts.iter().skip(1).cloned().collect();
-        if self.walks_y() && !rest.is_empty() {
-            rest[0] = "1".to_string();
-        }
-        rest
-    }
-
-    /// A warp per unit: the kernel body walking the units with a grid stride of
-    /// warps, `kp_lane` the lane, `inner` (indented at `ind` plus two) the per-unit
-    /// lines; `comment` says which rewrite made it.
-    pub fn warp_loop(&self, prologue: &str, comment: &str, inner: &str, ind: &str, outer: &str) -> String {
-        format!(
-            "{{\n{ind}// {comment}\n{prologue}{ind}const int kp_lane = (int)({} & 31u);\n{ind}const long long kp_warps = {} >> 5;\n{ind}for (long long kp_u = {} >> 5; kp_u < {}; kp_u += kp_warps) {{\n{inner}{ind}}}\n{outer}}}",
-            super::BLOCK_TID,
-            self.grid_threads(),
-            self.grid_tid(),
-            self.count()
-        )
-    }
-
-    /// The head declarations and the fixed indices, as lines at indentation `to`, emitted before the unit loop.
-    pub fn prologue(&self, k: &Kernel, to: &str) -> Option<String> {
-        let mut out = String::new();
-        for n in &self.head {
-            out.push_str(&format!("{to}{}\n", render(k, Piece::Node(*n), &[], to)?));
-        }
-        for (name, ty, axis) in &self.fixed {
-            out.push_str(&format!("{to}const {ty} {name} = ({ty})blockIdx.{axis};\n"));
-        }
-        Some(out)
     }
 }
 
 /// The compact text with casts and parentheses removed.
-fn bare(text: &str) -> String {
+pub(super) fn bare(text: &str) -> String {
     let mut s = text.chars().filter(|c| !c.is_whitespace()).collect::<String>();
     for cast in CASTS {
         s = s.replace(cast, "");
@@ -213,7 +116,7 @@ fn bare(text: &str) -> String {
 }
 
 /// The axis of `blockIdx.A * blockDim.A + threadIdx.A` in any order, with casts.
-pub(crate) fn global_index_axis(value: &str) -> Option<char> {
+pub fn global_index_axis(value: &str) -> Option<char> {
     let s = bare(value);
     let terms: Vec<&str> = s.split('+').collect();
     let [a, b] = terms[..] else { return None };
@@ -228,7 +131,7 @@ pub(crate) fn global_index_axis(value: &str) -> Option<char> {
 }
 
 /// The index declarations of a `declaration` statement: all its declarators, or `None` when any is not one.
-fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
+pub(super) fn index_decls(k: &Kernel, st: Node) -> Option<Vec<(String, String, char)>> {
     if st.kind() != "declaration" {
         return None;
     }
@@ -281,7 +184,7 @@ fn mixed_index_decl(k: &Kernel, st: Node) -> Option<Vec<(String, String)>> {
 
 /// The name of the synthetic unit index that stands for `blockIdx.x * blockDim.x + threadIdx.x` where
 /// the kernel only uses that sum inside larger expressions.
-const GLOBAL_X: &str = "kp_gx";
+pub const GLOBAL_X: &str = "kp_gx";
 
 /// `blockIdx.x * blockDim.x + threadIdx.x` as the model writes it.
 fn global_x() -> Poly {
@@ -312,7 +215,7 @@ fn model_index(k: &Kernel, st: Node, model: &KernelModel) -> Option<ModelIndex> 
         rest == y || rest == y.add(&z)
     };
     // Without threadIdx.y/z in the value, a 2D block would run each index several times.
-    let one_d = k.all_launches().is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
+    let one_d = k.launches().is_some_and(|ls| ls.iter().all(|l| l.block[1] == 1 && l.block[2] == 1));
     // `gid = blockIdx.x * blockDim.x + tid` through a `tid = threadIdx.x` helper is the global index itself.
     if (flat || rest.is_zero()) && one_d {
         return Some(ModelIndex::Flat(name.to_string(), k.text_of(st.child_by_field_name("type")?).to_string()));
@@ -329,7 +232,7 @@ fn model_index(k: &Kernel, st: Node, model: &KernelModel) -> Option<ModelIndex> 
 /// The derived declaration re-written from [`GLOBAL_X`]: the value's `+` terms
 /// `blockIdx.x * blockDim.x` and `threadIdx.x` become `kp_gx`, block indices
 /// of `y`/`z` the fixed `kp_by`/`kp_bz`; `None` when the value is not such a sum.
-fn derived_decl(k: &Kernel, st: Node) -> Option<String> {
+pub fn derived_decl(k: &Kernel, st: Node) -> Option<String> {
     let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
     let value = d.child_by_field_name("value")?;
     let terms = atoms(k, value, "+");
@@ -415,7 +318,7 @@ fn atoms<'t>(k: &Kernel, cond: Node<'t>, op: &str) -> Vec<Node<'t>> {
     out
 }
 
-pub(crate) fn strip_parens(mut n: Node) -> Node {
+pub fn strip_parens(mut n: Node) -> Node {
     while n.kind() == "parenthesized_expression" && n.named_child_count() == 1 {
         n = n.named_child(0).expect("one child");
     }
@@ -448,20 +351,13 @@ fn bound_atom<'t>(k: &Kernel, atom: Node<'t>, names: &[&str], out: &str, flipped
 /// bounded by the integer parameter that every launch the search may pick gives the grid's `y`
 /// extent (`co` for `grid = (…, CO, B)` with `co = CO`): a contraction can then tile across it.
 /// `None` when there is no such index or no single such parameter.
-pub(crate) fn promote_fixed_y<'t>(k: &Kernel, u: &Units<'t>) -> Option<Units<'t>> {
+pub fn promote_fixed_y<'t>(k: &Kernel, u: &Units<'t>) -> Option<Units<'t>> {
     let at = u.fixed.iter().position(|f| f.2 == 'y')?;
-    let launches = k.all_launches()?;
+    let launches = k.launches()?;
     let params: Vec<&str> = k.func.params.iter().filter(|p| !p.pointer).map(|p| p.name.as_str()).collect();
     let matching: Vec<&str> = params
         .into_iter()
-        .filter(|name| {
-            launches.iter().all(|l| {
-                l.args.iter().any(|a| {
-                    matches!(a, kernelpro_spec::Arg::Scalar(s) if s.name == *name
-                        && matches!(s.value, kernelpro_spec::ScalarValue::I64(v) if v == i64::from(l.grid[1])))
-                })
-            })
-        })
+        .filter(|name| launches.iter().all(|l| l.ints.iter().any(|(n, v)| n == name && *v == i64::from(l.grid[1]))))
         .collect();
     let [bound] = matching[..] else { return None };
     let (name, ty, _) = u.fixed[at].clone();
@@ -473,7 +369,7 @@ pub(crate) fn promote_fixed_y<'t>(k: &Kernel, u: &Units<'t>) -> Option<Units<'t>
 }
 
 /// Whether `node` names a built-in of the original thread mapping.
-pub(crate) fn thread_bound(k: &Kernel, node: Node) -> bool {
+pub fn thread_bound(k: &Kernel, node: Node) -> bool {
     descendants(node).into_iter().any(|n| {
         (n.kind() == "identifier"
             || n.kind() == "field_identifier"
@@ -485,12 +381,12 @@ pub(crate) fn thread_bound(k: &Kernel, node: Node) -> bool {
 }
 
 /// Identifiers named in `node` (not field names).
-pub(crate) fn names_in<'t>(k: &Kernel<'t>, node: Node) -> Vec<&'t str> {
+pub fn names_in<'t>(k: &Kernel<'t>, node: Node) -> Vec<&'t str> {
     descendants(node).into_iter().filter(|n| n.kind() == "identifier").map(|n| k.text_of(n)).collect()
 }
 
 /// The kernel's work units, or `None` when it is not one thread per unit with a bounding guard.
-pub(crate) fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
+pub fn units<'t>(k: &'t Kernel) -> Option<Units<'t>> {
     let body = k.body();
     let mut sts = statements(body);
     let mut indices: Vec<(String, String, char)> = Vec::new();
@@ -851,12 +747,12 @@ fn contiguous_index(k: &Kernel, indices: &[IndexVar]) -> Option<usize> {
 }
 
 /// Whether every launch the search may pick has blocks of whole warps (any shape).
-pub(crate) fn whole_warps(k: &Kernel) -> bool {
+pub fn whole_warps(k: &Kernel) -> bool {
     k.block_threads().is_some_and(|ts| ts.iter().all(|t| t % 32 == 0))
 }
 
 /// `node`'s text with `edits` (file ranges inside it) applied.
-pub(crate) fn edited(k: &Kernel, node: Node, edits: &[(std::ops::Range<usize>, String)]) -> String {
+pub fn edited(k: &Kernel, node: Node, edits: &[(std::ops::Range<usize>, String)]) -> String {
     let mut edits = edits.to_vec();
     edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
     let mut out = k.text_of(node).to_string();
@@ -866,62 +762,19 @@ pub(crate) fn edited(k: &Kernel, node: Node, edits: &[(std::ops::Range<usize>, S
     out
 }
 
-/// `text` re-indented: its first line as is, later lines shifted from `from` (the original indentation) to `to`.
-pub(crate) fn reindent(text: &str, from: &str, to: &str) -> String {
-    let mut lines = text.lines();
-    let mut out = lines.next().unwrap_or("").to_string();
-    for l in lines {
-        out.push('\n');
-        out.push_str(to);
-        out.push_str(l.strip_prefix(from).unwrap_or(l.trim_start()));
-    }
-    out
-}
-
 /// The compact text of `node` (whitespace removed).
-pub(crate) fn flat(k: &Kernel, node: Node) -> String {
+pub fn flat(k: &Kernel, node: Node) -> String {
     compact(k.text, node)
 }
 
 /// Whether `n` is a loop statement.
-pub(crate) fn is_loop(n: Node) -> bool {
+pub fn is_loop(n: Node) -> bool {
     matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop")
-}
-
-/// A unit-body piece as text at indentation `to`: a skipped-unit guard as
-/// `continue`, a node with `edits` applied and each `return;` (outside any
-/// loop of the piece) as `continue;`. `None` when a `return` sits in a loop.
-pub(crate) fn render(k: &Kernel, piece: Piece, edits: &[(std::ops::Range<usize>, String)], to: &str) -> Option<String> {
-    let node = match piece {
-        Piece::Skip(atom, true) => return Some(format!("if ({}) continue;", k.text_of(atom))),
-        Piece::Skip(atom, false) => return Some(format!("if (!({})) continue;", k.text_of(atom))),
-        Piece::Derived(n) => return derived_decl(k, n),
-        Piece::Node(n) => n,
-    };
-    let mut all = edits.to_vec();
-    for r in descendants(node).into_iter().filter(|d| d.kind() == "return_statement") {
-        if r.named_child_count() != 0 {
-            return None;
-        }
-        let mut up = Some(r);
-        while let Some(n) = up {
-            if is_loop(n) {
-                return None;
-            }
-            if n == node {
-                break;
-            }
-            up = n.parent();
-        }
-        all.push((r.byte_range(), "continue;".to_string()));
-    }
-    let from = crate::syntax::indent_at(k.text, node.start_byte());
-    Some(reindent(&edited(k, node, &all), from, to))
 }
 
 /// Whether `node` may leave its unit early (`return`, `break`, `continue`,
 /// `goto`): a rewrite that runs it on some lanes only cannot take it.
-pub(crate) fn leaves_unit(node: Node) -> bool {
+pub fn leaves_unit(node: Node) -> bool {
     descendants(node)
         .iter()
         .any(|d| matches!(d.kind(), "return_statement" | "break_statement" | "continue_statement" | "goto_statement"))
@@ -929,7 +782,7 @@ pub(crate) fn leaves_unit(node: Node) -> bool {
 
 /// Stores under `node`: assignments to and increments of subscripts and
 /// dereferences, and atomic calls, as (pointer text, index node or the call).
-pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> {
+pub fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> {
     let mut out = Vec::new();
     for d in descendants(node) {
         let target = match d.kind() {
@@ -967,7 +820,7 @@ pub(crate) fn stores<'t>(k: &Kernel, node: Node<'t>) -> Vec<(String, Node<'t>)> 
 }
 
 /// Names declared under `node` (declarations, parameters of loops).
-pub(crate) fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
+pub fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
     let mut out = Vec::new();
     for d in descendants(node) {
         if d.kind() == "declaration" {
@@ -982,308 +835,4 @@ pub(crate) fn declared_in(k: &Kernel, node: Node) -> Vec<String> {
         }
     }
     out
-}
-
-/// The declarations splitting `idx`: (name, type, is the row, divisor) and their statements, from the
-/// leading statements of `sts` (before the guard or first inside it: both styles are common).
-#[allow(clippy::type_complexity)]
-fn split_decls<'t>(
-    k: &Kernel,
-    idx: &str,
-    sts: &[Node<'t>],
-) -> Option<(Vec<(String, String, bool, String)>, Vec<Node<'t>>)> {
-    let mut parts: Vec<(String, String, bool, String)> = Vec::new();
-    let mut split_sts = Vec::new();
-    for st in sts.iter().take(2) {
-        if st.kind() != "declaration" || parts.len() == 2 {
-            break;
-        }
-        let ty = k.text_of(st.child_by_field_name("type")?).to_string();
-        let mut cursor = st.walk();
-        let decls: Vec<Node> = st.children_by_field_name("declarator", &mut cursor).collect();
-        let mut got = Vec::new();
-        for d in decls {
-            let (n, v) = (
-                d.child_by_field_name("declarator")
-                    .filter(|n| d.kind() == "init_declarator" && n.kind() == "identifier"),
-                d.child_by_field_name("value"),
-            );
-            let (Some(n), Some(v)) = (n, v.map(strip_parens)) else { break };
-            let op =
-                v.child_by_field_name("operator").filter(|_| v.kind() == "binary_expression").map(|o| k.text_of(o));
-            let left = v.child_by_field_name("left").map(|l| bare(k.text_of(l)));
-            match (op, left) {
-                (Some(op @ ("/" | "%")), Some(l)) if l == idx => got.push((
-                    k.text_of(n).to_string(),
-                    ty.clone(),
-                    op == "/",
-                    compact(k.text, v.child_by_field_name("right")?),
-                )),
-                _ => break,
-            }
-        }
-        if got.is_empty() {
-            break;
-        }
-        if got.len() != st.named_children(&mut st.walk()).filter(|c| c.kind() == "init_declarator").count() {
-            return None;
-        }
-        parts.extend(got);
-        split_sts.push(*st);
-    }
-    Some((parts, split_sts))
-}
-
-/// The file with kernel `name`'s flat index split by `/` and `%` read as two
-/// indices: `T idx = <global x>; if (idx >= M * N) return; T i = idx / N, j = idx % N;`
-/// (or the body under `if (idx < M * N) { ... }`) becomes `T j = <global x>;
-/// T i = <global y>; if (i >= M || j >= N) return;` and every other use of
-/// `idx` becomes `(i * (N) + j)`; the split declarations may also stand
-/// between `idx` and the guard. The units are the same (`i = u / N`,
-/// `j = u % N` after a rewrite, as the original had them), but recipes that
-/// need a row and a column (tiles) now see them. Only a rewrite's view: every
-/// structural rewrite replaces the whole body, launch-agnostic.
-pub(crate) fn split_flat(text: &str, name: &str) -> Option<String> {
-    let k = Kernel::find(text, name)?;
-    let sts = statements(k.body());
-    let [(idx, _, 'x')] = &index_decls(&k, *sts.first()?)?[..] else { return None };
-    let (early_parts, early_sts) = split_decls(&k, idx, &sts[1..])?;
-    let at = 1 + early_sts.len();
-    let guard = *sts.get(at)?;
-    let (cond, then) = (
-        guard.child_by_field_name("condition")?.child_by_field_name("value")?,
-        guard.child_by_field_name("consequence")?,
-    );
-    if guard.kind() != "if_statement" || guard.child_by_field_name("alternative").is_some() {
-        return None;
-    }
-    let returns = single_statement(then).is_some_and(|s| s.kind() == "return_statement" && s.named_child_count() == 0);
-    let (out_op, rest): (&str, Vec<Node>) = if returns {
-        (">=", sts[at + 1..].to_vec())
-    } else if sts.len() == at + 1 && then.kind() == "compound_statement" {
-        ("<", statements(then))
-    } else {
-        return None;
-    };
-    let c = strip_parens(cond);
-    if c.kind() != "binary_expression"
-        || c.child_by_field_name("operator").map(|o| k.text_of(o)) != Some(out_op)
-        || bare(k.text_of(c.child_by_field_name("left")?)) != *idx
-    {
-        return None;
-    }
-    let bound = strip_parens(c.child_by_field_name("right")?);
-    if bound.kind() != "binary_expression" || bound.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("*") {
-        return None;
-    }
-    let (bl, br) =
-        (compact(k.text, bound.child_by_field_name("left")?), compact(k.text, bound.child_by_field_name("right")?));
-    let (parts, split_sts) =
-        if early_parts.is_empty() { split_decls(&k, idx, &rest)? } else { (early_parts, early_sts) };
-    let [a, b] = &parts[..] else { return None };
-    let (row, col) = if a.2 && !b.2 {
-        (a, b)
-    } else if b.2 && !a.2 {
-        (b, a)
-    } else {
-        return None;
-    };
-    let divisor = row.3.trim_matches(|c| c == '(' || c == ')').to_string();
-    if row.3 != col.3 || !divisor.chars().all(|c| c.is_alphanumeric() || c == '_') {
-        return None;
-    }
-    let rows = if br == divisor {
-        bl
-    } else if bl == divisor {
-        br
-    } else {
-        return None;
-    };
-    // idx is never assigned; its other uses become the recombined index.
-    let body = k.body();
-    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-    for d in descendants(body) {
-        if matches!(d.kind(), "assignment_expression" | "update_expression")
-            && d.child_by_field_name("left").or(d.child_by_field_name("argument")).is_some_and(|t| k.text_of(t) == idx)
-        {
-            return None;
-        }
-    }
-    let (r, c_) = (&row.0, &col.0);
-    let first = sts[0];
-    edits.push((
-        first.byte_range(),
-        format!(
-            "{} {c_} = blockIdx.x * blockDim.x + threadIdx.x;\n  {} {r} = blockIdx.y * blockDim.y + threadIdx.y;",
-            col.1, row.1
-        ),
-    ));
-    // `(R) && c` would read as a cast of `&&c`: parentheses only around an expression.
-    let rows = if rows.chars().all(|ch| ch.is_alphanumeric() || ch == '_') { rows } else { format!("({rows})") };
-    let new_cond = if returns {
-        format!("{r} >= {rows} || {c_} >= {divisor}")
-    } else {
-        format!("{r} < {rows} && {c_} < {divisor}")
-    };
-    edits.push((cond.byte_range(), new_cond));
-    for st in &split_sts {
-        edits.push((st.byte_range(), String::new()));
-    }
-    for d in descendants(body) {
-        let inside = |n: Node| {
-            n.start_byte() >= first.end_byte()
-                && !split_sts.iter().any(|s| s.byte_range().contains(&n.start_byte()))
-                && !cond.byte_range().contains(&n.start_byte())
-        };
-        if d.kind() == "identifier" && k.text_of(d) == idx && inside(d) {
-            edits.push((d.byte_range(), format!("({r} * ({divisor}) + {c_})")));
-        }
-    }
-    let mut out = text.to_string();
-    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    for (range, with) in edits {
-        out.replace_range(range, &with);
-    }
-    Some(out)
-}
-
-/// The file with the `#pragma unroll` lines in kernel `name`'s body removed (`#pragma
-/// unroll` before the dot-product loop hid it from the contraction's shape);
-/// `None` when it has none. Only a rewrite's view: structural rewrites
-/// replace the whole body and set their own unrolling.
-pub(crate) fn without_pragmas(text: &str, name: &str) -> Option<String> {
-    let k = Kernel::find(text, name)?;
-    let mut ranges: Vec<std::ops::Range<usize>> = descendants(k.body())
-        .into_iter()
-        .filter(|d| {
-            d.kind() == "preproc_call"
-                && d.child_by_field_name("directive").is_some_and(|x| k.text_of(x).trim() == "#pragma")
-                && d.child_by_field_name("argument").is_some_and(|x| k.text_of(x).trim().starts_with("unroll"))
-        })
-        .map(|d| d.byte_range())
-        .collect();
-    if ranges.is_empty() {
-        return None;
-    }
-    ranges.sort_by_key(|r| std::cmp::Reverse(r.start));
-    let mut out = text.to_string();
-    for r in ranges {
-        out.replace_range(r, "\n");
-    }
-    Some(out)
-}
-
-/// Expansion rounds for macros that use macros.
-const MACRO_DEPTH: usize = 4;
-
-/// The file with the function-like macro calls in kernel `name`'s body
-/// expanded as the preprocessor would (`EL(lhs, r, k)` with `#define EL(m, r, c)
-/// m[(r) * dim + (c)]` becomes `lhs[((r)) * dim + ((k))]`), so recipes that
-/// look for subscripts see them; object-like macros of the thread index
-/// (`#define IDX (blockIdx.x * blockDim.x + threadIdx.x)`) too; `None` when
-/// the body uses no such macro. Single-line `#define`s only, none that
-/// stringize or paste.
-pub(crate) fn expand_macros(text: &str, name: &str) -> Option<String> {
-    let mut macros: Vec<(String, Vec<String>, String)> = Vec::new();
-    let mut objects: Vec<(String, String)> = Vec::new();
-    for line in text.lines() {
-        let Some(rest) =
-            line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("define"))
-        else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        let word: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        // An object-like macro of the thread index (`#define IDX (blockIdx.x * blockDim.x + threadIdx.x)`);
-        // other object-like macros (sizes) stay as written.
-        let object_body = rest[word.len()..].trim();
-        if !word.is_empty()
-            && !rest[word.len()..].starts_with('(')
-            && !object_body.contains('#')
-            && !object_body.ends_with('\\')
-            && ["threadIdx", "blockIdx", "blockDim", "gridDim"].iter().any(|b| object_body.contains(b))
-        {
-            objects.push((word, object_body.to_string()));
-            continue;
-        }
-        let Some(open) = rest.find('(') else { continue };
-        let mname = &rest[..open];
-        if mname.is_empty() || !mname.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            continue; // an object-like macro (`#define N (4)`) has a space before its parenthesis
-        }
-        let Some(close) = rest[open..].find(')') else { continue };
-        let params: Vec<String> =
-            rest[open + 1..open + close].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
-        let body = rest[open + close + 1..].trim();
-        if body.is_empty() || body.contains('#') || body.ends_with('\\') || params.iter().any(|p| p == "...") {
-            continue;
-        }
-        macros.push((mname.to_string(), params, body.to_string()));
-    }
-    if macros.is_empty() && objects.is_empty() {
-        return None;
-    }
-    let mut out = text.to_string();
-    let mut changed = false;
-    for _ in 0..MACRO_DEPTH {
-        let k = Kernel::find(&out, name)?;
-        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        for call in descendants(k.body()).into_iter().filter(|n| n.kind() == "call_expression") {
-            let Some(f) = call.child_by_field_name("function").filter(|f| f.kind() == "identifier") else { continue };
-            let Some((_, params, body)) = macros.iter().find(|m| m.0 == k.text_of(f)) else { continue };
-            // Outermost calls first; the ones inside are expanded in the next round.
-            if edits.iter().any(|(r, _)| r.contains(&call.start_byte())) {
-                continue;
-            }
-            let args: Vec<&str> =
-                statements(call.child_by_field_name("arguments")?).into_iter().map(|a| k.text_of(a)).collect();
-            if args.len() != params.len() {
-                continue;
-            }
-            let mut expanded = String::new();
-            let mut word = String::new();
-            let flush = |word: &mut String, expanded: &mut String| {
-                match params.iter().position(|p| p == word) {
-                    Some(i) => expanded.push_str(&format!("({})", args[i])),
-                    None => expanded.push_str(word),
-                }
-                word.clear();
-            };
-            for ch in body.chars() {
-                if ch.is_alphanumeric() || ch == '_' {
-                    word.push(ch);
-                } else {
-                    flush(&mut word, &mut expanded);
-                    expanded.push(ch);
-                }
-            }
-            flush(&mut word, &mut expanded);
-            // A subscript stays one (it may be stored to); anything else keeps its grouping.
-            let subscript = {
-                let head: String = expanded.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                !head.is_empty()
-                    && expanded[head.len()..].starts_with('[')
-                    && expanded.ends_with(']')
-                    && expanded[head.len()..].matches('[').count() == 1
-            };
-            edits.push((call.byte_range(), if subscript { expanded } else { format!("({expanded})") }));
-        }
-        // Object-like index macros outside those calls (inside, the next round sees them).
-        for id in descendants(k.body()).into_iter().filter(|n| n.kind() == "identifier") {
-            if let Some((_, body)) = objects.iter().find(|o| o.0 == k.text_of(id))
-                && !edits.iter().any(|(r, _)| r.contains(&id.start_byte()))
-            {
-                edits.push((id.byte_range(), format!("({body})")));
-            }
-        }
-        if edits.is_empty() {
-            break;
-        }
-        changed = true;
-        edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-        for (r, with) in edits {
-            out.replace_range(r, &with);
-        }
-    }
-    changed.then_some(out)
 }
