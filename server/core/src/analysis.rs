@@ -514,20 +514,6 @@ impl StaticFindings {
     }
 }
 
-/// A resolved spec's integer scalar arguments, by parameter name.
-fn spec_scalars(spec: &kernelpro_spec::LaunchSpec) -> Vec<(String, i64)> {
-    spec.args
-        .iter()
-        .filter_map(|a| match a {
-            kernelpro_spec::Arg::Scalar(s) => match s.value {
-                kernelpro_spec::ScalarValue::I64(v) => Some((s.name.clone(), v)),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
-}
-
 /// The static tools whose needs pass `which` over the file and each included
 /// project header that defines kernels.
 fn static_findings(
@@ -544,7 +530,8 @@ fn static_findings(
     let path_str = first.path.display().to_string();
     let launches = |k: &str| first.launches.get(k).copied();
     let block_dims = |k: &str| first.launch_specs.get(k).map(|s| s.block);
-    let spec_values = |k: &str| first.launch_specs.get(k).map(spec_scalars).unwrap_or_default();
+    let spec_values =
+        |k: &str| first.launch_specs.get(k).map(kernelpro_spec::LaunchSpec::int_scalars).unwrap_or_default();
     let main = kernelpro_lints::LintInput {
         path: &path_str,
         text,

@@ -50,17 +50,7 @@ impl Spec {
 
 /// A resolved launch as the units reading needs it.
 fn shape(l: &LaunchSpec) -> Launch {
-    let ints = l
-        .args
-        .iter()
-        .filter_map(|a| match a {
-            kernelpro_spec::Arg::Scalar(s) => match s.value {
-                kernelpro_spec::ScalarValue::I64(v) => Some((s.name.clone(), v)),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect();
+    let ints = l.int_scalars();
     Launch { grid: l.grid, block: l.block, ints }
 }
 

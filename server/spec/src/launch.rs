@@ -156,4 +156,19 @@ impl LaunchSpec {
             Arg::Scalar(_) => None,
         })
     }
+
+    /// The integer scalar arguments, by parameter name (what the kernel model
+    /// and the work units substitute for a launch).
+    pub fn int_scalars(&self) -> Vec<(String, i64)> {
+        self.args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Scalar(s) => match s.value {
+                    ScalarValue::I64(v) => Some((s.name.clone(), v)),
+                    _ => None,
+                },
+                Arg::Buffer(_) => None,
+            })
+            .collect()
+    }
 }
