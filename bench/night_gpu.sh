@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call for the three open issues after a round's merges (2026-12-06 night), each phase
-# under its own time limit so the call ends within the device's 10 minutes:
+# One device call for the three open issues after a round's merges, the phases in PHASES' order
+# (default: most needed first), each under its own time limit and all under TOTAL seconds (default 560),
+# so the call ends within the device's 10 minutes and a phase that cannot fit is skipped, not cut:
 #   the GPU worker's tests; issue 34's evaluations per minute (bench/evals_gpu.sh, the pre-round
 #   binary .devbin/kernelpro-base.gz against this one); issue 33's profile comparison (in-process
 #   vs ncu one launch vs --full, profile-on-save in-process: bench/gpu_run.sh profile); issue 29's
@@ -12,20 +13,34 @@ DEST=${1:?usage: night_gpu.sh OUTDIR}; mkdir -p "$DEST/a"
 for g in .devbin/*.gz; do gunzip -kf "$g"; chmod +x "${g%.gz}"; done
 . bench/devbin_env.sh
 export PATH=$PATH:/usr/local/cuda/bin
+export KERNELPRO_NVCC=$(command -v nvcc)
 { nvidia-smi -L; nproc; } > "$DEST/a/env.txt" 2>&1
-KERNELPRO_NVCC=$(command -v nvcc) timeout "${T_HARNESS:-60}" .devbin/gpu-harness --ignored --test-threads=1 > "$DEST/a/gpu-harness.txt" 2>&1
-grep "test result" "$DEST/a/gpu-harness.txt"
-# Issue 34's deadline on the real GPU evaluator (a naive 4096³ GEMM given 45 s), where the binary was built.
-[ -x .devbin/optimize-deadline ] && KERNELPRO_NVCC=$(command -v nvcc) timeout "${T_DEADLINE:-70}" .devbin/optimize-deadline --ignored --nocapture \
-  a_slow_real_kernel_ends_at_its_limit_on_the_gpu > "$DEST/a/deadline.txt" 2>&1
-tail -3 "$DEST/a/deadline.txt" 2>/dev/null
-TIME=${TIME:-30} timeout "${T_EVALS:-230}" bash bench/evals_gpu.sh "$DEST/e" 2>&1 | tail -8
-SAVE_BACKENDS=cupti timeout "${T_PROFILE:-150}" bash bench/gpu_run.sh profile "$DEST/p" > "$DEST/a/profile.log" 2>&1
-tail -12 "$DEST/a/profile.log"
-TASKS=${TASKS:-corpus_xpiler_instancenorm,corpus_infa_softmax,corpus_cba_matrix_mul,corpus_bruce_reduce_atomic}
-KB_OUT=corpus-out KB_SECONDS=${T_CORPUS:-140} bash bench/kernelbench/gpu.sh all public-kernels/corpus --tasks "$TASKS" \
-  --budget 30 --optimize-time "${OPT_TIME:-40}" --title "Fetched corpus, worst kernels (issue 29)" > "$DEST/a/corpus.log" 2>&1
-python3 bench/public_kernels/corpus_report.py corpus-out public-kernels/corpus/corpus.json > "$DEST/a/corpus-report.md" 2>&1
-cp corpus-out/results.jsonl "$DEST/a/corpus-results.jsonl" 2>/dev/null
-tail -5 "$DEST/a/corpus-report.md"
-tar czf "$DEST/a.tgz" -C "$DEST" a && rm -rf "$DEST/a"
+START=$SECONDS; TOTAL=${TOTAL:-560}
+# left LIMIT: the phase's limit, cut to what the call has left; 0 when under 20 s are left.
+left() { local l=$(( TOTAL - (SECONDS - START) )); [ "$l" -lt 20 ] && { echo 0; return; }; [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+phase() {  # phase NAME DEFAULT_LIMIT: run NAME's commands under its limit, or say it was skipped
+  local t; t=$(left "$2"); [ "$t" = 0 ] && { echo "skipped $1 (no time left)" | tee -a "$DEST/a/phases.txt"; return; }
+  local s=$SECONDS; "run_$1" "$t"; echo "$1 $(( SECONDS - s )) s (limit $t)" | tee -a "$DEST/a/phases.txt"
+}
+run_harness() { timeout "$1" .devbin/gpu-harness --ignored --test-threads=1 > "$DEST/a/gpu-harness.txt" 2>&1; grep "test result" "$DEST/a/gpu-harness.txt"; }
+# Issue 33: in-process vs ncu one launch vs --full, then profile-on-save (bench/gpu_run.sh profile).
+run_profile() { SAVE_BACKENDS=cupti timeout "$1" bash bench/gpu_run.sh profile "$DEST/p" > "$DEST/a/profile.log" 2>&1; tail -12 "$DEST/a/profile.log"; cp "$DEST/p/profile_table.md" "$DEST/a/" 2>/dev/null; }
+# The CLI-level GPU tests (tests/gpu.rs: profiles, harness, optimize).
+run_pipeline() { timeout "$1" .devbin/gpu-pipeline --ignored --test-threads=1 --nocapture > "$DEST/a/gpu-pipeline.txt" 2>&1; grep "test result\|^test " "$DEST/a/gpu-pipeline.txt" | tail -14; }
+# Issue 34's deadline on the real GPU evaluator (a naive 4096³ GEMM given 45 s).
+run_deadline() { timeout "$1" .devbin/optimize-deadline --ignored --nocapture a_slow_real_kernel_ends_at_its_limit_on_the_gpu > "$DEST/a/deadline.txt" 2>&1; tail -3 "$DEST/a/deadline.txt"; }
+# Issue 34's evaluations per minute, the pre-round binary against this one.
+run_evals() { TIME=${TIME:-30} timeout "$1" bash bench/evals_gpu.sh "$DEST/e" 2>&1 | tail -8; }
+run_cute() { timeout "$1" .devbin/cute-tests --ignored --test-threads=1 > "$DEST/a/cute-tests.txt" 2>&1; grep "test result" "$DEST/a/cute-tests.txt"; }
+# Issue 29: corpus kernels (TASKS) through the optimizer and against PyTorch.
+run_corpus() {
+  KB_OUT=corpus-out KB_SECONDS=$1 bash bench/kernelbench/gpu.sh all public-kernels/corpus --tasks "${TASKS:-corpus_xpiler_instancenorm,corpus_infa_softmax}" \
+    --budget 30 --optimize-time "${OPT_TIME:-40}" --title "Fetched corpus (issue 29)" > "$DEST/a/corpus.log" 2>&1
+  python3 bench/public_kernels/corpus_report.py corpus-out public-kernels/corpus/corpus.json > "$DEST/a/corpus-report.md" 2>&1
+  cp corpus-out/results*.jsonl "$DEST/a/" 2>/dev/null; tail -5 "$DEST/a/corpus-report.md"
+}
+declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=150 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140)
+for p in ${PHASES:-harness profile pipeline deadline evals corpus}; do
+  v="T_${p^^}"; phase "$p" "${!v:-${LIMIT[$p]}}"
+done
+tar czf "$DEST/a.tgz" -C "$DEST" a $( [ -d "$DEST/p" ] && echo p ) $( [ -d "$DEST/e" ] && echo e ) && rm -rf "$DEST/a" "$DEST/p" "$DEST/e"
