@@ -57,9 +57,9 @@ impl Recipe for CuteGemmRecipe {
         let Ok(keeping) = cute_gemm_kernel(&shape, kernel, &k.func.params, threads) else {
             return Vec::new();
         };
-        let (body_start, _) = k.func.body_bytes.expect("KernelInfo::find checks the body");
         // The user's own bound stays; it may not allow the new block either.
-        let bounded = text[k.func.start_byte..body_start].contains("__launch_bounds__");
+        let bounded =
+            kernelpro_source::parse_tree(text).is_some_and(|t| kernelpro_source::launch::bounds(&t, &k.func).is_some());
         let mut rewrites =
             vec![Rewrite { source: assemble(text, &k, &keeping, bounded, Vec::new()), note: keeping.note }];
         if let Ok(changing) = launch_changing_gemm(&shape, kernel, &k.func.params, threads)

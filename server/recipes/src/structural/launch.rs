@@ -198,12 +198,7 @@ pub(crate) fn launch_limits(source: &str, kernel: &str, registers: Option<u32>) 
     let Some(launches) = k.all_launches().or_else(|| k.launch().map(|l| vec![l])) else {
         return Err("the launch spec does not resolve".into());
     };
-    let head = &source[k.definition().start_byte()..k.body().start_byte()];
-    let bound: Option<u64> = head.split_once("__launch_bounds__").and_then(|(_, rest)| {
-        let args = rest.trim_start().strip_prefix('(')?;
-        let first = args.split([',', ')']).next()?.trim();
-        first.parse().ok()
-    });
+    let bound: Option<u64> = k.launch_bounds().and_then(|b| source[b.max_threads.bytes].trim().parse().ok());
     let static_shared = static_shared_bytes(&k);
     for l in &launches {
         let threads: u64 = l.block.iter().map(|&d| d as u64).product();
