@@ -8,6 +8,7 @@
 use super::units_text::UnitsText;
 use crate::Rewrite;
 use crate::kernel::Kernel;
+use crate::syntax::edited;
 use kernelpro_source::units::recognize::{Piece, Units, declared_in};
 
 /// Streaming multiprocessors of the target (H100/H200 SXM).
@@ -115,14 +116,12 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
             format!("({})", std::iter::once(g).chain(u.kept_extents(&parts)).collect::<Vec<_>>().join(", "))
         };
         let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
-        let mut source = base.source.clone();
-        // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text; the later one first.
-        let mut edits =
-            [(g_at, grid.text.len(), format!("grid = {g}")), (b_at, block.text.len(), format!("block = {threads}"))];
-        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-        for (at, len, with) in edits {
-            source.replace_range(at..at + len, &with);
-        }
+        // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text.
+        let edits = [
+            (g_at..g_at + grid.text.len(), format!("grid = {g}")),
+            (b_at..b_at + block.text.len(), format!("block = {threads}")),
+        ];
+        let source = edited(&base.source, edits);
         if source == base.source {
             continue;
         }
