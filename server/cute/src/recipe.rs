@@ -57,9 +57,9 @@ impl Recipe for CuteGemmRecipe {
         let Ok(keeping) = cute_gemm_kernel(&shape, kernel, &k.func.params, threads) else {
             return Vec::new();
         };
-        let (body_start, _) = k.func.body_bytes.expect("KernelInfo::find checks the body");
         // The user's own bound stays; it may not allow the new block either.
-        let bounded = text[k.func.start_byte..body_start].contains("__launch_bounds__");
+        let bounded =
+            kernelpro_source::parse_tree(text).is_some_and(|t| kernelpro_source::launch::bounds(&t, &k.func).is_some());
         let mut rewrites =
             vec![Rewrite { source: assemble(text, &k, &keeping, bounded, Vec::new()), note: keeping.note }];
         if let Ok(changing) = launch_changing_gemm(&shape, kernel, &k.func.params, threads)
@@ -146,13 +146,13 @@ fn assemble(text: &str, k: &KernelInfo, cute: &CuteKernel, bounded: bool, spec: 
     let first_line = k.spec_lines.first().map_or(k.func.span.start.line, |l| l.line);
     let insert_at = line_start(first_line);
     // Spec edits are above the declaration: apply them to the head, last first.
-    let mut head = text[insert_at..k.func.start_byte].to_string();
-    let mut spec = spec;
-    spec.sort_by_key(|(line, range, _)| std::cmp::Reverse((*line, range.start)));
-    for (line, range, new) in spec {
-        let at = line_start(line) - insert_at;
-        head.replace_range(at + range.start..at + range.end, &new);
-    }
+    let head = kernelpro_source::syntax::edited(
+        &text[insert_at..k.func.start_byte],
+        spec.into_iter().map(|(line, range, new)| {
+            let at = line_start(line) - insert_at;
+            (at + range.start..at + range.end, new)
+        }),
+    );
     let mut source = String::with_capacity(text.len() + cute.helpers.len() + cute.body.len());
     source.push_str(&text[..insert_at]);
     source.push_str(&cute.helpers);

@@ -6,6 +6,7 @@
 //! otherwise it stays unknown (`None`), never guessed.
 
 use crate::syntax::{Syntax, descendants};
+use kernelpro_source::launch::{Part, node_at};
 use kernelpro_source::{Function, SourceFile};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -93,35 +94,29 @@ pub fn launch_sites(text: &str, source: &SourceFile) -> HashMap<String, Launch> 
 
 fn sites(syntax: &Syntax, source: &SourceFile, constants: &HashMap<String, i64>) -> HashMap<String, Launch> {
     let mut sites: HashMap<String, Launch> = HashMap::new();
-    for call in descendants(syntax.tree.root_node()).into_iter().filter(|n| n.kind() == "kernel_call_syntax") {
-        let Some(callee) = call.parent().and_then(|c| c.named_child(0)).filter(|c| c.id() != call.id()) else {
-            continue;
-        };
-        let name = kernelpro_sass::symbol::plain_name(syntax.text(callee)).to_string();
-        if sites.contains_key(&name) {
+    for site in kernelpro_source::launch::sites(&syntax.tree, syntax.text) {
+        if sites.contains_key(&site.kernel) {
             continue;
         }
-        let scope = local_scope(syntax, source, call, constants);
-        let mut cursor = call.walk();
-        let config: Vec<Node> = call.named_children(&mut cursor).collect();
-        let Some(block) = config.get(1).and_then(|b| dims(syntax, *b, &scope)) else {
+        let line = site.launch.span.start.line;
+        let node = |part: &Part| node_at(&syntax.tree, &part.bytes);
+        let scope = local_scope(syntax, source, line, site.launch.bytes.start, constants);
+        let Some(block) = site.block().and_then(node).and_then(|b| dims(syntax, b, &scope)) else {
             continue;
         };
-        let smem = match config.get(2) {
+        let smem = match site.smem() {
             None => Some(0),
-            Some(s) => syntax.eval(*s, &scope).and_then(|v| u32::try_from(v).ok()),
+            Some(s) => node(s).and_then(|s| syntax.eval(s, &scope)).and_then(|v| u32::try_from(v).ok()),
         };
-        sites.insert(name, Launch { block, smem, from: LaunchFrom::Site { line: call.start_position().row as u32 } });
+        sites.insert(site.kernel, Launch { block, smem, from: LaunchFrom::Site { line } });
     }
     sites
 }
 
 /// `__launch_bounds__(MAX, …)`'s first argument.
 fn launch_bounds(syntax: &Syntax, kernel: &Function, constants: &HashMap<String, i64>) -> Option<u32> {
-    let head_end = kernel.body_bytes.map_or(kernel.end_byte, |(s, _)| s);
-    let node = syntax.tree.root_node().descendant_for_byte_range(kernel.start_byte, head_end)?;
-    let bounds = descendants(node).into_iter().find(|n| n.kind() == "launch_bounds" && n.end_byte() <= head_end)?;
-    let max = bounds.named_child(0)?;
+    let bounds = kernelpro_source::launch::bounds(&syntax.tree, kernel)?;
+    let max = node_at(&syntax.tree, &bounds.max_threads.bytes)?;
     syntax.eval(max, constants).and_then(|v| u32::try_from(v).ok()).filter(|&v| v > 0)
 }
 
@@ -166,9 +161,9 @@ impl std::ops::Deref for Scope {
     }
 }
 
-fn local_scope(syntax: &Syntax, source: &SourceFile, call: Node, constants: &HashMap<String, i64>) -> Scope {
+/// `line` and `at`: where the launch's `<<<` is.
+fn local_scope(syntax: &Syntax, source: &SourceFile, line: u32, at: usize, constants: &HashMap<String, i64>) -> Scope {
     let mut scope = Scope { values: constants.clone(), dims: HashMap::new() };
-    let line = call.start_position().row as u32;
     let Some(body) = source.function_at_line(line).and_then(|f| syntax.body(f)) else {
         return scope;
     };
@@ -181,7 +176,7 @@ fn local_scope(syntax: &Syntax, source: &SourceFile, call: Node, constants: &Has
                     .is_some_and(|l| syntax.text(l) == name)
         })
     };
-    for decl in nodes.iter().filter(|n| n.kind() == "init_declarator" && n.start_byte() < call.start_byte()) {
+    for decl in nodes.iter().filter(|n| n.kind() == "init_declarator" && n.start_byte() < at) {
         let (Some(name), Some(value)) = (decl.child_by_field_name("declarator"), decl.child_by_field_name("value"))
         else {
             continue;

@@ -12,7 +12,6 @@
 use crate::region::LineEdit;
 use kernelpro_spec::{LAUNCH_PARTS, Scope, launch_part};
 use std::collections::HashMap;
-use tree_sitter::Node;
 
 /// The site edits (outside the kernel's region) and what the user must know.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -167,43 +166,21 @@ struct Site {
 }
 
 fn sites(tree: &tree_sitter::Tree, text: &str, kernel: &str) -> Vec<Site> {
-    let mut out = Vec::new();
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-        if node.kind() != "call_expression" {
-            continue;
-        }
-        let mut cursor = node.walk();
-        let Some(config) = node.children(&mut cursor).find(|c| c.kind() == "kernel_call_syntax") else { continue };
-        let Some(callee) = node.child_by_field_name("function") else { continue };
-        let name_node = if callee.kind() == "template_function" {
-            callee.child_by_field_name("name").unwrap_or(callee)
-        } else {
-            callee
-        };
-        if text[name_node.byte_range()].rsplit("::").next() != Some(kernel) {
-            continue;
-        }
-        let launch: Vec<Node> = named(config);
-        let (Some(first), Some(last)) = (launch.first(), launch.last()) else { continue };
-        let args = node.child_by_field_name("arguments").map(named).unwrap_or_default();
-        out.push(Site {
-            line: first.start_position().row as u32,
-            end_line: last.end_position().row as u32,
-            config_bytes: (first.start_byte(), last.end_byte()),
-            config: launch.iter().map(|n| text[n.byte_range()].to_string()).collect(),
-            args: args.iter().map(|n| text[n.byte_range()].to_string()).collect(),
-        });
-    }
-    out.sort_by_key(|s| s.config_bytes);
-    out
-}
-
-fn named(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
+    let part = |p: &kernelpro_source::launch::Part| text[p.bytes.clone()].to_string();
+    kernelpro_source::launch::sites(tree, text)
+        .into_iter()
+        .filter(|s| s.kernel == kernel)
+        .filter_map(|s| {
+            let (first, last) = (s.config.first()?, s.config.last()?);
+            Some(Site {
+                line: first.span.start.line,
+                end_line: last.span.end.line,
+                config_bytes: (first.bytes.start, last.bytes.end),
+                config: s.config.iter().map(part).collect(),
+                args: s.args.iter().map(part).collect(),
+            })
+        })
+        .collect()
 }
 
 /// The spec's names in the terms of one call: tune values and the call's arguments.

@@ -91,19 +91,9 @@ fn body_node<'t>(tree: &'t tree_sitter::Tree, f: &Function) -> Option<Node<'t>> 
 }
 
 /// Applies non-overlapping edits (an edit inside another is dropped: the next round sees it).
-fn apply(out: &mut String, mut edits: Vec<(Range<usize>, String)>) {
-    edits.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
-    let mut kept: Vec<(Range<usize>, String)> = Vec::new();
-    for (r, with) in edits {
-        if kept.last().is_some_and(|(k, _)| r.start < k.end) {
-            continue;
-        }
-        kept.push((r, with));
-    }
-    for (r, with) in kept.into_iter().rev() {
-        let with = same_lines(&out[r.clone()], &with);
-        out.replace_range(r, &with);
-    }
+fn apply(out: &mut String, edits: Vec<(Range<usize>, String)>) {
+    let edits: Vec<_> = edits.into_iter().map(|(r, with)| (r.clone(), same_lines(&out[r], &with))).collect();
+    *out = crate::syntax::edited(out, edits);
 }
 
 /// `new` with as many line breaks as `old`: missing ones appended, extra ones turned into spaces.
@@ -123,7 +113,9 @@ fn same_lines(old: &str, new: &str) -> String {
     s
 }
 
-fn descendants(node: Node) -> Vec<Node> {
+/// Every named node under `node`, itself included, in source order (tokens left out, unlike
+/// [`crate::syntax::descendants`]).
+fn named_descendants(node: Node) -> Vec<Node> {
     let mut out = Vec::new();
     let mut stack = vec![node];
     let mut cursor = node.walk();
@@ -144,7 +136,7 @@ fn text_of<'a>(text: &'a str, n: Node) -> &'a str {
 fn function_edits(text: &str, f: &Function, body: Node, helpers: &[(String, String)]) -> Vec<(Range<usize>, String)> {
     let mut edits = Vec::new();
     let mut types = Types::new(f);
-    for n in descendants(body) {
+    for n in named_descendants(body) {
         match n.kind() {
             "declaration" => {
                 edits.extend(declaration(text, n, &mut types));
@@ -388,7 +380,7 @@ fn index_helpers(src: &SourceFile, tree: &tree_sitter::Tree, text: &str) -> Vec<
             continue;
         }
         let Some(e) = ret.named_child(0) else { continue };
-        let pure = descendants(e).iter().all(|n| match n.kind() {
+        let pure = named_descendants(e).iter().all(|n| match n.kind() {
             "field_expression" => n
                 .child_by_field_name("argument")
                 .is_some_and(|a| ["threadIdx", "blockIdx", "blockDim", "gridDim"].contains(&text_of(text, a))),
@@ -458,19 +450,19 @@ fn pointer_walk(text: &str, lp: Node) -> Option<(Range<usize>, String)> {
         }
         n
     };
-    let is_pointer_local = descendants(func).into_iter().any(|d| {
+    let is_pointer_local = named_descendants(func).into_iter().any(|d| {
         d.kind() == "pointer_declarator"
             && d.child_by_field_name("declarator").is_some_and(|x| x.kind() == "identifier" && text_of(text, x) == p)
-    }) || descendants(func).into_iter().any(|d| {
+    }) || named_descendants(func).into_iter().any(|d| {
         d.kind() == "parameter_declaration"
             && text_of(text, d).contains('*')
-            && descendants(d).iter().any(|x| x.kind() == "identifier" && text_of(text, *x) == p)
+            && named_descendants(d).iter().any(|x| x.kind() == "identifier" && text_of(text, *x) == p)
     });
     if !is_pointer_local {
         return None;
     }
     let k = "kp_pw";
-    if descendants(func).iter().any(|d| d.kind() == "identifier" && text_of(text, *d) == k) {
+    if named_descendants(func).iter().any(|d| d.kind() == "identifier" && text_of(text, *d) == k) {
         return None;
     }
     // Where p moves: the for's update, a trailing `++p;`, or one `*p++` in the body.
@@ -498,7 +490,7 @@ fn pointer_walk(text: &str, lp: Node) -> Option<(Range<usize>, String)> {
         trailing = Some(*last);
     }
     let mut derefs = Vec::new();
-    for d in descendants(body) {
+    for d in named_descendants(body) {
         if trailing.is_some_and(|t| t.byte_range().contains(&d.start_byte())) {
             continue;
         }
@@ -547,12 +539,15 @@ fn pointer_walk(text: &str, lp: Node) -> Option<(Range<usize>, String)> {
         return None;
     }
     // The end must not move either, nor be written in the loop.
-    if descendants(body).iter().any(|d| d.kind() == "identifier" && text_of(text, *d) == end_text) {
+    if named_descendants(body).iter().any(|d| d.kind() == "identifier" && text_of(text, *d) == end_text) {
         return None;
     }
     // p is not read after the loop.
     let after = lp.end_byte();
-    if descendants(func).iter().any(|d| d.start_byte() >= after && d.kind() == "identifier" && text_of(text, *d) == p) {
+    if named_descendants(func)
+        .iter()
+        .any(|d| d.start_byte() >= after && d.kind() == "identifier" && text_of(text, *d) == p)
+    {
         return None;
     }
     // The new loop, the body's text with the derefs replaced.
@@ -576,7 +571,7 @@ fn pointer_walk(text: &str, lp: Node) -> Option<(Range<usize>, String)> {
 /// The value a pointer local is declared with, when it is assigned nowhere else in the function.
 fn pointer_init<'t>(text: &str, func: Node<'t>, name: &str) -> Option<Node<'t>> {
     let mut init = None;
-    for d in descendants(func) {
+    for d in named_descendants(func) {
         match d.kind() {
             "init_declarator" => {
                 let decl = d.child_by_field_name("declarator")?;

@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod canonical;
 pub mod kernel_model;
+pub mod launch;
 pub mod parsed;
 pub mod syntax;
 pub mod units;

@@ -273,3 +273,43 @@ pub fn file_defines(text: &str, name: &str) -> bool {
             })
         })
 }
+
+/// `text` with `edits` (byte ranges into `text`, replacements) applied: the one splice of text edits.
+/// Of overlapping edits the first to start (the longest at one start) is kept and the others left out;
+/// insertions at one place keep their order.
+pub fn edited(text: &str, edits: impl IntoIterator<Item = (std::ops::Range<usize>, String)>) -> String {
+    let mut edits: Vec<_> = edits.into_iter().collect();
+    edits.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
+    let mut kept: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for (r, with) in edits {
+        if kept.last().is_some_and(|(k, _)| r.start < k.end) {
+            continue;
+        }
+        kept.push((r, with));
+    }
+    let mut out = text.to_string();
+    for (r, with) in kept.into_iter().rev() {
+        out.replace_range(r, &with);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edited;
+
+    fn check(text: &str, edits: &[(std::ops::Range<usize>, &str)], expected: &str) {
+        assert_eq!(edited(text, edits.iter().map(|(r, w)| (r.clone(), w.to_string()))), expected);
+    }
+
+    #[test]
+    fn edits_splice_in_any_order() {
+        // Given in any order, applied as of the original text.
+        check("a + b * c", &[(8..9, "z"), (0..1, "x")], "x + b * z");
+        // Of overlapping edits the first to start (the longest at one start) wins.
+        check("a + b * c", &[(4..5, "y"), (4..9, "w"), (0..9, "all")], "all");
+        check("a + b * c", &[(4..5, "y"), (4..9, "w")], "a + w");
+        // Insertions at one place keep their order.
+        check("ab", &[(1..1, "1"), (1..1, "2")], "a12b");
+    }
+}

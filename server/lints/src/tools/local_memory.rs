@@ -103,7 +103,7 @@ impl StaticTool for LocalMemorySpill {
                 .collect();
             let guidance = match causes.iter().find_map(|(_, c)| c.as_ref()) {
                 Some(cause) if !spills => cause.guidance(),
-                _ => guidance(input.text, kernel, spills),
+                _ => guidance(syntax.get_or_init(|| Syntax::parse(input.text)).as_ref(), kernel, spills),
             };
             findings.push(summary.with_evidence("LDL/STL instructions", local_ops).with_guidance(guidance.clone()));
 
@@ -209,18 +209,15 @@ fn cause_on_line(syntax: &Syntax, source: &kernelpro_source::SourceFile, line: u
         .map(|a| Cause::IndexedArray(syntax.text(a).to_string()))
 }
 
-fn guidance(text: &str, kernel: &Function, spills: bool) -> String {
+fn guidance(syntax: Option<&Syntax>, kernel: &Function, spills: bool) -> String {
     if !spills {
         return "Local memory without spills comes from a per-thread array indexed at run time or a math slow path \
                 (sinf/cosf range reduction of large arguments): index arrays with compile-time constants \
                 (#pragma unroll), or use __sinf/__cosf when arguments are small."
             .to_string();
     }
-    let head = &text[kernel.start_byte..kernel.body_bytes.map_or(kernel.end_byte, |(body, _)| body)];
-    let cap = head.find("__launch_bounds__").map(|at| {
-        let rest = &head[at..];
-        rest[..rest.find(')').map_or(rest.len(), |e| e + 1)].to_string()
-    });
+    let cap = syntax
+        .and_then(|s| Some(s.text[kernelpro_source::launch::bounds(&s.tree, kernel)?.attribute.bytes].to_string()));
     let relax = match cap {
         Some(bounds) => {
             format!("relax `{bounds}` (fewer minimum blocks per SM allows more registers)")

@@ -27,8 +27,7 @@ impl Recipe for LaunchBounds {
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
         let def = k.definition();
-        let head = &text[def.start_byte()..k.body().start_byte()];
-        if head.contains("__launch_bounds__") {
+        if k.launch_bounds().is_some() {
             return Vec::new();
         }
         let Some(launches) = k.all_launches() else { return Vec::new() };

@@ -13,7 +13,7 @@
 //! elements of its own row, so per-element order is kept and nothing crosses rows.
 
 use crate::kernel::Kernel;
-use crate::syntax::{compact, descendants, indent_at, single_statement, statements};
+use crate::syntax::{compact, descendants, edited, indent_at, single_statement, statements};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use tree_sitter::Node;
@@ -121,10 +121,8 @@ fn update(k: &Kernel, st: Node, scalars: &[String], row: &str, col: &str, cols: 
 
 /// A statement's text with `edits` (ranges relative to the file) applied, re-indented by two spaces.
 fn moved(k: &Kernel, st: Node, edits: &[(std::ops::Range<usize>, String)]) -> String {
-    let mut out = k.text[st.byte_range()].to_string();
-    for (r, with) in edits.iter().rev() {
-        out.replace_range(r.start - st.start_byte()..r.end - st.start_byte(), with);
-    }
+    let at = st.start_byte();
+    let out = edited(k.text_of(st), edits.iter().map(|(r, with)| (r.start - at..r.end - at, with.clone())));
     out.replace('\n', "\n  ")
 }
 

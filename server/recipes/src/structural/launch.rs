@@ -8,6 +8,7 @@
 use super::units_text::UnitsText;
 use crate::Rewrite;
 use crate::kernel::Kernel;
+use crate::syntax::edited;
 use kernelpro_source::units::recognize::{Piece, Units, declared_in};
 
 /// Streaming multiprocessors of the target (H100/H200 SXM).
@@ -115,14 +116,12 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
             format!("({})", std::iter::once(g).chain(u.kept_extents(&parts)).collect::<Vec<_>>().join(", "))
         };
         let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
-        let mut source = base.source.clone();
-        // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text; the later one first.
-        let mut edits =
-            [(g_at, grid.text.len(), format!("grid = {g}")), (b_at, block.text.len(), format!("block = {threads}"))];
-        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-        for (at, len, with) in edits {
-            source.replace_range(at..at + len, &with);
-        }
+        // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text.
+        let edits = [
+            (g_at..g_at + grid.text.len(), format!("grid = {g}")),
+            (b_at..b_at + block.text.len(), format!("block = {threads}")),
+        ];
+        let source = edited(&base.source, edits);
         if source == base.source {
             continue;
         }
@@ -198,12 +197,7 @@ pub(crate) fn launch_limits(source: &str, kernel: &str, registers: Option<u32>) 
     let Some(launches) = k.all_launches().or_else(|| k.launch().map(|l| vec![l])) else {
         return Err("the launch spec does not resolve".into());
     };
-    let head = &source[k.definition().start_byte()..k.body().start_byte()];
-    let bound: Option<u64> = head.split_once("__launch_bounds__").and_then(|(_, rest)| {
-        let args = rest.trim_start().strip_prefix('(')?;
-        let first = args.split([',', ')']).next()?.trim();
-        first.parse().ok()
-    });
+    let bound: Option<u64> = k.launch_bounds().and_then(|b| source[b.max_threads.bytes].trim().parse().ok());
     let static_shared = static_shared_bytes(&k);
     for l in &launches {
         let threads: u64 = l.block.iter().map(|&d| d as u64).product();

@@ -23,7 +23,7 @@
 //! user's launch ([`super::launch::launch_variants`] proposes no other).
 
 use crate::kernel::Kernel;
-use crate::syntax::{descendants, statements};
+use crate::syntax::{descendants, edited, statements};
 use kernelpro_source::kernel_model::{Atom, Dim, Poly, Space, Step};
 use tree_sitter::Node;
 
@@ -152,12 +152,8 @@ pub(crate) fn one_per_element(text: &str, name: &str) -> Option<String> {
             _ => {}
         }
     }
-    let mut inner = k.text_of(body).to_string();
     let base = body.start_byte();
-    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    for (r, with) in edits {
-        inner.replace_range(r.start - base..r.end - base, &with);
-    }
+    let mut inner = edited(k.text_of(body), edits.into_iter().map(|(r, with)| (r.start - base..r.end - base, with)));
     if body.kind() == "compound_statement" {
         inner = inner.trim().strip_prefix('{')?.strip_suffix('}')?.trim().to_string();
     }

@@ -6,6 +6,7 @@
 use super::macros::{Macros, fold};
 use super::{Launch, LaunchSource};
 use crate::Function;
+use crate::launch::node_at;
 use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
@@ -14,31 +15,18 @@ pub type Sites = HashMap<String, Option<[u32; 3]>>;
 
 pub fn launch_sites(tree: &Tree, text: &str, macros: &Macros) -> Sites {
     let mut sites: Sites = HashMap::new();
-    let mut stack = vec![(tree.root_node(), None::<Node>)];
-    while let Some((node, function)) = stack.pop() {
-        let function = if node.kind() == "function_definition" { Some(node) } else { function };
-        if node.kind() == "call_expression"
-            && let Some(config) = child_of_kind(node, "kernel_call_syntax")
-            && let Some(callee) = node.child_by_field_name("function")
-        {
-            let name_node = if callee.kind() == "template_function" {
-                callee.child_by_field_name("name").unwrap_or(callee)
-            } else {
-                callee
-            };
-            let name = text[name_node.byte_range()].rsplit("::").next().unwrap_or("").to_string();
-            let block = config.named_child(1).and_then(|b| block_shape(b, text, macros, function));
-            sites
-                .entry(name)
-                .and_modify(|old| {
-                    if *old != block {
-                        *old = None
-                    }
-                })
-                .or_insert(block);
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor).map(|c| (c, function)));
+    for site in crate::launch::sites(tree, text) {
+        let function = site.caller.as_ref().and_then(|c| node_at(tree, c));
+        let block =
+            site.block().and_then(|b| node_at(tree, &b.bytes)).and_then(|b| block_shape(b, text, macros, function));
+        sites
+            .entry(site.kernel)
+            .and_modify(|old| {
+                if *old != block {
+                    *old = None
+                }
+            })
+            .or_insert(block);
     }
     sites
 }
@@ -49,27 +37,11 @@ pub fn launch_of(kernel: &Function, tree: &Tree, text: &str, sites: &Sites, macr
         launch.block = Some(block);
         launch.source = Some(LaunchSource::LaunchSite);
     }
-    let definition = tree.root_node().descendant_for_byte_range(kernel.start_byte, kernel.end_byte);
-    let mut stack: Vec<Node> = definition.into_iter().collect();
-    while let Some(node) = stack.pop() {
-        if node.kind() == "launch_bounds" {
-            launch.max_threads =
-                node.named_child(0).and_then(|n| fold(n, text, macros, 0)).and_then(|v| u32::try_from(v).ok());
-            break;
-        }
-        // The attribute sits between the return type and the declarator, never in the body.
-        if node.kind() == "compound_statement" {
-            continue;
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
+    launch.max_threads = crate::launch::bounds(tree, kernel)
+        .and_then(|b| node_at(tree, &b.max_threads.bytes))
+        .and_then(|n| fold(n, text, macros, 0))
+        .and_then(|v| u32::try_from(v).ok());
     launch
-}
-
-fn child_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    let mut cursor = node.walk();
-    node.children(&mut cursor).find(|c| c.kind() == kind)
 }
 
 /// `256`, `BLOCK`, `dim3(16, 16)`, or a name declared in the calling function with such a value.

@@ -98,6 +98,11 @@ impl<'a> Kernel<'a> {
         self.body().parent().expect("a body has a definition")
     }
 
+    /// The kernel's `__launch_bounds__`, if its definition has one.
+    pub fn launch_bounds(&self) -> Option<crate::launch::LaunchBounds> {
+        crate::launch::bounds(&self.tree, &self.func)
+    }
+
     pub fn text_of(&self, node: Node) -> &'a str {
         &self.text[node.byte_range()]
     }

@@ -753,13 +753,8 @@ pub fn whole_warps(k: &Kernel) -> bool {
 
 /// `node`'s text with `edits` (file ranges inside it) applied.
 pub fn edited(k: &Kernel, node: Node, edits: &[(std::ops::Range<usize>, String)]) -> String {
-    let mut edits = edits.to_vec();
-    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    let mut out = k.text_of(node).to_string();
-    for (r, with) in edits {
-        out.replace_range(r.start - node.start_byte()..r.end - node.start_byte(), &with);
-    }
-    out
+    let at = node.start_byte();
+    crate::syntax::edited(k.text_of(node), edits.iter().map(|(r, with)| (r.start - at..r.end - at, with.clone())))
 }
 
 /// The compact text of `node` (whitespace removed).

@@ -28,7 +28,7 @@
 
 use super::Kernel;
 use super::recognize::{bare, index_decls, strip_parens};
-use crate::syntax::{compact, descendants, has_side_effects, single_statement, statements};
+use crate::syntax::{compact, descendants, edited, has_side_effects, single_statement, statements};
 use tree_sitter::Node;
 
 /// A view's text and what a candidate made from it must say (empty: nothing).
@@ -95,15 +95,6 @@ fn assigned<'a>(k: &Kernel<'a>, node: Node) -> Vec<&'a str> {
 }
 
 /// `text` with byte ranges replaced (ranges do not overlap).
-fn edited(text: &str, mut edits: Vec<(std::ops::Range<usize>, String)>) -> String {
-    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    let mut out = text.to_string();
-    for (r, with) in edits {
-        out.replace_range(r, &with);
-    }
-    out
-}
-
 /// The integer constants of the file: `#define NAME 4096`, `const int NAME = 32;`, `constexpr int NAME = 32;`.
 fn file_constants(text: &str) -> Vec<(String, i64)> {
     let mut out = Vec::new();
@@ -629,12 +620,7 @@ pub fn split_flat(k: &Kernel) -> Option<String> {
             edits.push((d.byte_range(), format!("({r} * ({divisor}) + {c_})")));
         }
     }
-    let mut out = text.to_string();
-    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    for (range, with) in edits {
-        out.replace_range(range, &with);
-    }
-    Some(out)
+    Some(edited(text, edits))
 }
 
 /// The file with the `#pragma unroll` lines in the kernel's body removed (`#pragma
@@ -643,7 +629,7 @@ pub fn split_flat(k: &Kernel) -> Option<String> {
 /// replace the whole body and set their own unrolling.
 pub fn without_pragmas(k: &Kernel) -> Option<String> {
     let text = k.text;
-    let mut ranges: Vec<std::ops::Range<usize>> = descendants(k.body())
+    let ranges: Vec<std::ops::Range<usize>> = descendants(k.body())
         .into_iter()
         .filter(|d| {
             d.kind() == "preproc_call"
@@ -655,12 +641,7 @@ pub fn without_pragmas(k: &Kernel) -> Option<String> {
     if ranges.is_empty() {
         return None;
     }
-    ranges.sort_by_key(|r| std::cmp::Reverse(r.start));
-    let mut out = text.to_string();
-    for r in ranges {
-        out.replace_range(r, "\n");
-    }
-    Some(out)
+    Some(edited(text, ranges.into_iter().map(|r| (r, "\n".to_string()))))
 }
 
 /// Expansion rounds for macros that use macros.
@@ -771,10 +752,7 @@ pub fn expand_macros(kernel: &Kernel) -> Option<String> {
             break;
         }
         changed = true;
-        edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-        for (r, with) in edits {
-            out.replace_range(r, &with);
-        }
+        out = edited(&out, edits);
     }
     changed.then_some(out)
 }
