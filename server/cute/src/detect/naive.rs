@@ -4,23 +4,16 @@
 //! `for (k < K) acc += A[row*K+k] * B[k*N+col]; C[row*N+col] = acc;`
 //! with either operand column-major, conversions around the loads and the
 //! store, and `C = alpha*acc + beta*C` for float C. The kernel body must hold
-//! nothing else, so that replacing it cannot drop other work.
+//! nothing else, so that replacing it cannot drop other work. The indices, the
+//! guard and the unit's statements are the work units of `source::units`, the
+//! reading the structural recipes share.
 
 use crate::kernel::KernelInfo;
 use crate::shape::{Dim, Elem, GemmShape, Major, Scale};
 use kernelpro_source::syntax::compact;
-use tree_sitter::Node;
 
 pub(crate) fn detect(text: &str, k: &KernelInfo) -> Option<GemmShape> {
-    let tree = kernelpro_source::parse_tree(text)?;
-    let (start, _) = k.func.body_bytes?;
-    let mut body = tree.root_node().descendant_for_byte_range(start, start + 1)?;
-    while body.kind() != "compound_statement" || body.start_byte() != start {
-        body = body.parent()?;
-    }
-    let stmts: Vec<String> = statements(body).into_iter().map(|n| compact(text, n)).collect();
-    let (row, col, rest) = index_decls(&stmts)?;
-    let (m, n, inner) = guarded(&row, &col, rest)?;
+    let (row, col, m, n, inner) = units_reading(text, k)?;
     let [acc_decl, loop_, store] = &inner[..] else {
         return None;
     };
@@ -51,17 +44,26 @@ pub(crate) fn detect(text: &str, k: &KernelInfo) -> Option<GemmShape> {
     })
 }
 
-/// The statements of a block (or the single statement a body is).
-fn statements(node: Node) -> Vec<Node> {
-    if node.kind() != "compound_statement" {
-        return vec![node];
-    }
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
-}
-
 fn is_zero(v: &str) -> bool {
     ["0", "0.f", "0.0f", "0.0", "0.", "0.0F", "0.F", "0.0f"].contains(&v)
+}
+
+/// The kernel's work units as `source::units` reads them (any spelling of the
+/// indices and the guard): the `row` (y) and `col` (x) indices, their bounds and
+/// the unit's statements, compacted; none when the body holds anything else.
+fn units_reading(text: &str, k: &KernelInfo) -> Option<(String, String, String, String, Vec<String>)> {
+    let uk = kernelpro_source::units::Kernel::find(text, &k.func.name, None)?;
+    let u = kernelpro_source::units::recognize::units(&uk)?;
+    if !u.head.is_empty() || !u.fixed.is_empty() {
+        return None;
+    }
+    let [r, c] = &u.indices[..] else { return None };
+    if r.axis != 'y' || c.axis != 'x' {
+        return None;
+    }
+    let inner = u.only_nodes()?.iter().map(|n| compact(text, *n)).collect();
+    let bare = |b: &str| b.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    Some((r.name.clone(), c.name.clone(), bare(&r.bound), bare(&c.bound), inner))
 }
 
 /// `o*s+i` in the orders people write it.
@@ -72,92 +74,6 @@ fn affine(outer: &str, stride: &str, inner: &str) -> [String; 4] {
         format!("{inner}+{outer}*{stride}"),
         format!("{inner}+{stride}*{outer}"),
     ]
-}
-
-/// `blockIdx.A*blockDim.A+threadIdx.A` in the orders people write it.
-fn global_index(axis: &str) -> [String; 4] {
-    affine(&format!("blockIdx.{axis}"), &format!("blockDim.{axis}"), &format!("threadIdx.{axis}"))
-}
-
-/// The two leading declarations `int row = <y index>; int col = <x index>;` (either order).
-fn index_decls(stmts: &[String]) -> Option<(String, String, &[String])> {
-    let decl = |s: &str, axis: &str| -> Option<String> {
-        let s = s.strip_prefix("const").unwrap_or(s);
-        let s = ["int", "unsignedint", "unsigned", "size_t"].iter().find_map(|t| s.strip_prefix(t))?;
-        let s = s.strip_prefix("const").unwrap_or(s);
-        let (name, value) = s.strip_suffix(';')?.split_once('=')?;
-        global_index(axis).contains(&value.to_string()).then(|| name.to_string())
-    };
-    let (first, second) = (stmts.first()?, stmts.get(1)?);
-    let (row, col) = match (decl(first, "y"), decl(second, "x")) {
-        (Some(r), Some(c)) => (r, c),
-        _ => (decl(second, "y")?, decl(first, "x")?),
-    };
-    Some((row, col, &stmts[2..]))
-}
-
-/// The statements under the bounds guard, and the M and N it checks against.
-fn guarded(row: &str, col: &str, rest: &[String]) -> Option<(String, String, Vec<String>)> {
-    let [first, tail @ ..] = rest else {
-        return None;
-    };
-    let bounds = |cond: &str, op: &str, join: &str| -> Option<(String, String)> {
-        let (l, r) = cond.split_once(join)?;
-        let (l, r) = if l.starts_with(&format!("{row}{op}")) { (l, r) } else { (r, l) };
-        Some((l.strip_prefix(&format!("{row}{op}"))?.to_string(), r.strip_prefix(&format!("{col}{op}"))?.to_string()))
-    };
-    if let Some(cond) = first.strip_prefix("if(").and_then(|s| s.strip_suffix(")return;")) {
-        let (m, n) = bounds(cond, ">=", "||")?;
-        return Some((m, n, tail.to_vec()));
-    }
-    if !tail.is_empty() {
-        return None;
-    }
-    let inner = first.strip_prefix("if(")?;
-    let close = matching_paren(inner)?;
-    let (m, n) = bounds(&inner[..close], "<", "&&")?;
-    let block = inner[close + 1..].strip_prefix('{')?.strip_suffix('}')?;
-    Some((m, n, split_statements(block)?))
-}
-
-/// Byte offset of the `)` that closes an already-open `(`.
-fn matching_paren(s: &str) -> Option<usize> {
-    let mut depth = 1;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Compacted block text split into its statements: `;` at depth 0, or a `for(...)` with its body.
-fn split_statements(block: &str) -> Option<Vec<String>> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in block.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ';' if depth == 0 => {
-                out.push(block[start..=i].to_string());
-                start = i + 1;
-            }
-            _ => {}
-        }
-        if c == '}' && depth == 0 {
-            out.push(block[start..=i].to_string());
-            start = i + 1;
-        }
-    }
-    (start == block.len()).then_some(out)
 }
 
 /// `for(int k=0;k<K;++k) acc += A[..] * B[..];` → (K, A, A's layout, B, B's layout).
