@@ -11,8 +11,12 @@
 //! kernel's guard on its units (`if (c >= W || r >= H) return;`), the batch
 //! from its `z` index, and the spec must give the input at least every
 //! launched image's `H * W` elements, so the tile loads read nothing outside it.
-//! StencilTile's 2D form needs constant loop bounds, a guard on every read and
-//! no batch axis; this form reads the window from the addresses instead.
+//! A pooling window (`x[(oy * S + m) * IW + ...]`, the taps under `iy < IH &&
+//! ix < IW`) reads an input of its own size: the tile then spans the rows and
+//! columns a tile of outputs reads at the stride `S` (a product of the unit's
+//! index with a literal or a spec scalar), and the input size comes from the
+//! taps' guard. StencilTile's 2D form needs constant loop bounds, a guard on
+//! every read and no batch axis; this form reads the window from the addresses.
 
 use super::recognize::{Piece, global_index_axis, render, strip_parens};
 use super::{BLOCK_THREADS, BLOCK_TID};
@@ -21,7 +25,7 @@ use crate::syntax::{compact, descendants, indent_at, statements};
 use crate::why_not::NotApplicable;
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
-use kernelpro_source::kernel_model::{AccessKind, Space};
+use kernelpro_source::kernel_model::{AccessKind, BranchSource, Space};
 use tree_sitter::Node;
 
 pub struct WindowTile;
@@ -59,6 +63,10 @@ struct Window<'t> {
     /// The type tile coordinates are compared in: `int` where the image's height and width are `int`
     /// (a coordinate outside `int` would index outside the image, where the original is undefined).
     coord: &'static str,
+    /// The input image's height and width: the units' own, or the bounds the reads' guard names.
+    image: (String, String),
+    /// How far the window moves per unit along rows and columns (a pooling window's stride).
+    strides: (u32, u32),
     /// The per-unit statements, in order.
     body: Vec<Node<'t>>,
     /// Each read `x[E]`: its byte range and the replacement `kp_x(A, B, E)`.
@@ -242,20 +250,56 @@ fn recognise<'t>(k: &'t Kernel<'t>) -> Result<Window<'t>, NotApplicable> {
     let around = (depends_on(k, &body, &row.1), depends_on(k, &body, &col.1));
     let mut why = no("no global input is read inside a loop (a window)");
     let mut found = None;
-    for x in inputs {
-        match input(k, &model, &body, &x, (&h, &w), batch.map(|b| b.1.as_str()), &around) {
-            Ok(r) => {
-                found = Some((x, r));
-                break;
+    'inputs: for x in inputs {
+        // The input image: the units' own (an output per input element), else two scalars its reads'
+        // guard bounds (`in_y < H && in_x < W`: a pooling window's input).
+        let mut images = vec![(h.clone(), w.clone())];
+        let guards: Vec<String> = model
+            .accesses
+            .iter()
+            .filter(|a| a.base == x)
+            .flat_map(|a| {
+                model
+                    .branches_of(a)
+                    .filter(|b| matches!(b.source, BranchSource::If | BranchSource::Ternary))
+                    .map(|b| b.condition.clone())
+            })
+            .collect();
+        // The height is what the guard bounds a row coordinate by, the width a column coordinate.
+        let bounds = upper_bounds(k, &guards);
+        let of = |deps: &[String]| {
+            bounds.iter().filter(|(v, _)| deps.contains(v)).map(|(_, b)| b.clone()).collect::<Vec<_>>()
+        };
+        for ih in of(&around.0) {
+            for iw in of(&around.1) {
+                if ih != iw && !images.contains(&(ih.clone(), iw.clone())) {
+                    images.push((ih.clone(), iw.clone()));
+                }
             }
-            Err(e) => why = e,
+        }
+        for (ih, iw) in images {
+            match input(k, &model, &body, &x, (&ih, &iw), batch.map(|b| b.1.as_str()), &around) {
+                Ok(r) => {
+                    found = Some((x, r, (ih, iw)));
+                    break 'inputs;
+                }
+                Err(e) => why = e,
+            }
         }
     }
-    let (x, reads) = found.ok_or(why)?;
+    let (x, reads, image) = found.ok_or(why)?;
+    let launches = k.all_launches().ok_or_else(|| no("no launch spec gives the image sizes"))?;
+    let strides = (stride(k, &body, &row.1, &launches), stride(k, &body, &col.1, &launches));
     let p = k.param(&x).filter(|p| p.pointer).ok_or_else(|| no(format!("`{x}` is not a pointer parameter")))?;
-    let coord = if [&h, &w].iter().all(|n| k.param(n).is_some_and(|p| p.base == "int")) { "int" } else { "long long" };
+    let coord = if [&h, &w, &image.0, &image.1].iter().all(|n| k.param(n).is_some_and(|p| p.base == "int")) {
+        "int"
+    } else {
+        "long long"
+    };
     Ok(Window {
         coord,
+        image,
+        strides,
         row: (row.0.clone(), row.1.clone()),
         col: (col.0.clone(), col.1.clone()),
         batch: batch.map(|b| ((b.0.clone(), b.1.clone()), b.3)),
@@ -301,6 +345,61 @@ fn depends_on(k: &Kernel, body: &[Node], seed: &str) -> Vec<String> {
             return deps;
         }
     }
+}
+
+/// The names conditions keep below a scalar parameter (`i < NAME`, `NAME > i`), with that parameter, in order.
+fn upper_bounds(k: &Kernel, conditions: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in conditions {
+        for atom in c.split("&&") {
+            let atom = atom.trim().trim_start_matches('(').trim_end_matches(')');
+            let (var, name) = match (atom.split_once('<'), atom.split_once('>')) {
+                (Some((a, b)), None) if !b.starts_with('=') => (a.trim(), b.trim()),
+                (None, Some((a, b))) if !b.starts_with('=') => (b.trim(), a.trim()),
+                _ => continue,
+            };
+            let pair = (var.to_string(), name.to_string());
+            if k.param(name).is_some_and(|p| !p.pointer) && !out.contains(&pair) {
+                out.push(pair);
+            }
+        }
+    }
+    out
+}
+
+/// How far the window moves per unit `u`: `F` of a product `u * F` in the body (a literal, or a scalar
+/// parameter every launch gives one value of), else 1. A wrong guess costs speed, never correctness.
+fn stride(k: &Kernel, body: &[Node], u: &str, launches: &[kernelpro_spec::LaunchSpec]) -> u32 {
+    for d in body.iter().flat_map(|st| descendants(*st)) {
+        let Some((l, op, r)) = binary(k, d) else { continue };
+        if op != "*" {
+            continue;
+        }
+        let other = match (compact(k.text, l) == u, compact(k.text, r) == u) {
+            (true, false) => compact(k.text, r),
+            (false, true) => compact(k.text, l),
+            _ => continue,
+        };
+        let value = other.parse::<i64>().ok().or_else(|| {
+            let values: Vec<Option<i64>> = launches.iter().map(|l| scalar(l, &other)).collect();
+            values.windows(2).all(|w| w[0] == w[1]).then(|| values.first().copied().flatten()).flatten()
+        });
+        if let Some(v) = value.filter(|v| (1..=4).contains(v)) {
+            return v as u32;
+        }
+    }
+    1
+}
+
+/// Integer scalar argument `name` of a launch.
+fn scalar(l: &kernelpro_spec::LaunchSpec, name: &str) -> Option<i64> {
+    l.args.iter().find_map(|a| match a {
+        kernelpro_spec::Arg::Scalar(s) if s.name == name => match s.value {
+            kernelpro_spec::ScalarValue::I64(v) => Some(v),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// The reads of input `x` when it is the window's: read only, never moved, only through subscripts
@@ -411,16 +510,7 @@ fn reads_of(
 fn fits(k: &Kernel, win: &Window) -> Result<(), NotApplicable> {
     let launches = k.all_launches().ok_or_else(|| no("no launch spec gives the image sizes"))?;
     for l in &launches {
-        let scalar = |n: &str| {
-            l.args.iter().find_map(|a| match a {
-                kernelpro_spec::Arg::Scalar(s) if s.name == n => match s.value {
-                    kernelpro_spec::ScalarValue::I64(v) => Some(v),
-                    _ => None,
-                },
-                _ => None,
-            })
-        };
-        let (Some(h), Some(w)) = (scalar(&win.h), scalar(&win.w)) else {
+        let (Some(h), Some(w)) = (scalar(l, &win.image.0), scalar(l, &win.image.1)) else {
             return Err(no("the spec does not give the image's height and width"));
         };
         let images = match &win.batch {
@@ -449,7 +539,10 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
         body.push_str(&format!("{ind4}{}\n", render(k, Piece::Node(*st), &edits, &ind4)?));
     }
     let (x, ty, h, w) = (&win.x, &win.ty, &win.h, &win.w);
-    let side = t + 2 * halo;
+    let (ih, iw) = (&win.image.0, &win.image.1);
+    let (sr, sc) = win.strides;
+    // The input rows and columns a tile's outputs read: the window moves by the stride per output.
+    let (side_r, side_c) = ((t - 1) * sr + 1 + 2 * halo, (t - 1) * sc + 1 + 2 * halo);
     // Each block step: one image's tile. The images of a block are its own z threads' (or its z block's).
     let (images, image, rebind_z, base) = match &win.batch {
         Some(((zt, zn), fixed)) => {
@@ -462,7 +555,7 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
                 images.to_string(),
                 format!("{first} + kp_t / kp_per_image"),
                 format!("{ind4}const {zt} {zn} = ({zt})(kp_z);\n"),
-                format!("kp_z * (long long)({h}) * (long long)({w}) + "),
+                format!("kp_z * (long long)({ih}) * (long long)({iw}) + "),
             )
         }
         None => ("1LL".to_string(), "0LL".to_string(), String::new(), String::new()),
@@ -478,30 +571,31 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
     let ((rt, rn), (ct, cn)) = (&win.row, &win.col);
     Some(format!(
         "{{\n{ind}// {t}x{t} output tiles of one image each; the input through a shared tile with a halo of {halo} on every side (kernelpro WindowTile).\n\
-         {ind}__shared__ {ty} kp_tile[{side}][{side} + 1];\n\
+         {ind}__shared__ {ty} kp_tile[{side_r}][{side_c} + 1];\n\
          {ind}const int kp_tid = (int){BLOCK_TID};\n\
          {ind}const int kp_threads = (int){BLOCK_THREADS};\n\
          {ind}const long long kp_tiles_c = ((long long)({w}) + {tm1}) / {t};\n\
          {ind}const long long kp_per_image = ((long long)({h}) + {tm1}) / {t} * kp_tiles_c;\n\
          {ind}for (long long kp_t = {start}; kp_t < kp_per_image * {images}; kp_t += {stride}) {{\n\
          {ind2}const long long kp_z = {image};\n\
-         {ind2}const long long kp_r0 = kp_t % kp_per_image / kp_tiles_c * {t} - {halo}, kp_c0 = kp_t % kp_tiles_c * {t} - {halo};\n\
+         {ind2}const long long kp_u0 = kp_t % kp_per_image / kp_tiles_c * {t}, kp_v0 = kp_t % kp_tiles_c * {t};\n\
+         {ind2}const long long kp_r0 = kp_u0 * {sr} - {halo}, kp_c0 = kp_v0 * {sc} - {halo};\n\
          {ind2}__syncthreads();\n\
-         {ind2}for (int kp_e = kp_tid; kp_e < {side} * {side}; kp_e += kp_threads) {{\n\
-         {ind3}const long long kp_r = kp_r0 + kp_e / {side}, kp_c = kp_c0 + kp_e % {side};\n\
-         {ind3}if (kp_r >= 0 && kp_r < (long long)({h}) && kp_c >= 0 && kp_c < (long long)({w})) kp_tile[kp_e / {side}][kp_e % {side}] = {x}[{base}kp_r * (long long)({w}) + kp_c];\n\
+         {ind2}for (int kp_e = kp_tid; kp_e < {side_r} * {side_c}; kp_e += kp_threads) {{\n\
+         {ind3}const long long kp_r = kp_r0 + kp_e / {side_c}, kp_c = kp_c0 + kp_e % {side_c};\n\
+         {ind3}if (kp_r >= 0 && kp_r < (long long)({ih}) && kp_c >= 0 && kp_c < (long long)({iw})) kp_tile[kp_e / {side_c}][kp_e % {side_c}] = {x}[{base}kp_r * (long long)({iw}) + kp_c];\n\
          {ind2}}}\n\
          {ind2}__syncthreads();\n\
          {ind2}// The tile's element where it holds (row, col) of this image (where the tile and the image overlap), else the read as written.\n\
          {ind2}const {ct_} kp_rlo = ({ct_})(kp_r0 < 0 ? 0 : kp_r0), kp_clo = ({ct_})(kp_c0 < 0 ? 0 : kp_c0);\n\
-         {ind2}const {ct_} kp_rhi = ({ct_})(kp_r0 + {side} < (long long)({h}) ? kp_r0 + {side} : (long long)({h}));\n\
-         {ind2}const {ct_} kp_chi = ({ct_})(kp_c0 + {side} < (long long)({w}) ? kp_c0 + {side} : (long long)({w}));\n\
+         {ind2}const {ct_} kp_rhi = ({ct_})(kp_r0 + {side_r} < (long long)({ih}) ? kp_r0 + {side_r} : (long long)({ih}));\n\
+         {ind2}const {ct_} kp_chi = ({ct_})(kp_c0 + {side_c} < (long long)({iw}) ? kp_c0 + {side_c} : (long long)({iw}));\n\
          {ind2}const {ct_} kp_ri = ({ct_})kp_r0, kp_ci = ({ct_})kp_c0;\n\
          {ind2}auto kp_x = [&]({ct_} kp_r, {ct_} kp_c, long long kp_at) -> {ty} {{\n\
          {ind3}return kp_r >= kp_rlo && kp_r < kp_rhi && kp_c >= kp_clo && kp_c < kp_chi ? kp_tile[kp_r - kp_ri][kp_c - kp_ci] : {x}[kp_at];\n\
          {ind2}}};\n\
          {ind2}for (int kp_e = kp_tid; kp_e < {t} * {t}; kp_e += kp_threads) {{\n\
-         {ind3}const long long kp_ur = kp_r0 + {halo} + kp_e / {t}, kp_uc = kp_c0 + {halo} + kp_e % {t};\n\
+         {ind3}const long long kp_ur = kp_u0 + kp_e / {t}, kp_uc = kp_v0 + kp_e % {t};\n\
          {ind3}if (kp_ur >= (long long)({h}) || kp_uc >= (long long)({w})) continue;\n\
          {ind3}{{\n\
          {rebind_z}{ind4}const {rt} {rn} = ({rt})(kp_ur);\n\

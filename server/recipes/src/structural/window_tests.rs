@@ -10,6 +10,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("boxfilter_batched_clamped.cu", "mean_filter", "WindowTile x3"),
     // One image under a guard block, each tap tested against the image.
     ("boxfilter_single_wrapped.cu", "blur_padded", "ColumnUnits x4, WindowTile x3"),
+    // A strided pooling window: the input's size from its taps' guard, the stride from the spec.
+    ("maxpool_strided_guarded_taps.cu", "pool_max", "WindowTile x3"),
     // Written in place: no tile (the warp per output reads and writes as the original did).
     ("boxfilter_writes_input.cu", "blur_in_place", "WarpUnits x4"),
     // A register read of the partner under one barrier, added under the next; a tid alias.
@@ -112,4 +114,22 @@ fn the_block_scan_keeps_the_loads_and_stores() {
         assert!(src.contains(want), "{want}\n{src}");
     }
     assert!(!src.contains("step *= 2"), "{src}");
+}
+
+/// A strided pool's tile: the input rows and columns its 32x32 outputs read at a stride of 2 (the
+/// spec's `step`) and a halo of 4, loaded inside the input's own `in_h x in_w`, the outputs bounded
+/// by `out_h x out_w`.
+#[test]
+fn the_pool_tile_covers_its_strided_inputs() {
+    let rws = recipe("WindowTile").rewrite(&fixture("maxpool_strided_guarded_taps.cu"), "pool_max");
+    let src = &rws[0].source;
+    for want in [
+        "__shared__ float kp_tile[71][71 + 1];",
+        "const long long kp_r0 = kp_u0 * 2 - 4, kp_c0 = kp_v0 * 2 - 4;",
+        "if (kp_r >= 0 && kp_r < (long long)(in_h) && kp_c >= 0 && kp_c < (long long)(in_w)) kp_tile[kp_e / 71][kp_e % 71] = src[kp_r * (long long)(in_w) + kp_c];",
+        "if (kp_ur >= (long long)(out_h) || kp_uc >= (long long)(out_w)) continue;",
+        "float v = kp_x((sy), (sx), (sy * in_w + sx));",
+    ] {
+        assert!(src.contains(want), "{want}\n{src}");
+    }
 }
