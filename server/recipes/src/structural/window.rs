@@ -34,6 +34,9 @@ pub struct WindowTile;
 /// up to 8, and a 16x16 one for small images.
 const SHAPES: &[(u32, u32)] = &[(32, 4), (32, 8), (16, 4)];
 
+/// Bytes of static shared memory a block may declare.
+const STATIC_SHARED: u32 = 48 * 1024;
+
 /// Names that tie a statement to the original thread mapping.
 const THREAD_BOUND: &[&str] = &[
     "threadIdx",
@@ -612,7 +615,14 @@ fn attempt(k: &Kernel) -> Result<Vec<Rewrite>, NotApplicable> {
     let win = recognise(k)?;
     fits(k, &win)?;
     let mut out = Vec::new();
+    let bytes = kernelpro_source::kernel_model::ElemType::new(&win.ty).bytes.unwrap_or(16);
     for &(t, halo) in SHAPES {
+        // Only tiles within a block's static shared memory (a wide stride or element may not fit).
+        let (sr, sc) = win.strides;
+        let side = |s: u32| (t - 1) * s + 1 + 2 * halo;
+        if side(sr) * (side(sc) + 1) * bytes > STATIC_SHARED {
+            continue;
+        }
         let text =
             generate(k, &win, t, halo).ok_or_else(|| no("a per-unit statement leaves its unit inside a loop"))?;
         let batch = win.batch.as_ref().map(|((_, z), _)| format!(" of each image {z}")).unwrap_or_default();
@@ -621,6 +631,9 @@ fn attempt(k: &Kernel) -> Result<Vec<Rewrite>, NotApplicable> {
             win.row.1, win.col.1, win.x
         );
         out.push(Rewrite { source: k.with_body(&text), note });
+    }
+    if out.is_empty() {
+        return Err(no("no tile of the window's inputs fits a block's static shared memory"));
     }
     Ok(out)
 }

@@ -133,3 +133,23 @@ fn the_pool_tile_covers_its_strided_inputs() {
         assert!(src.contains(want), "{want}\n{src}");
     }
 }
+
+/// A stride of 4 over doubles: only the tiles that fit 48 KiB of static shared memory are offered
+/// (a 32x32 tile of outputs would read 133x133 inputs, 140 KiB), and the one offered compiles.
+#[test]
+fn window_tiles_fit_static_shared_memory() {
+    let text = fixture("maxpool_strided_guarded_taps.cu")
+        .replace("float", "double")
+        .replace("// kernelpro: step = 2", "// kernelpro: step = 4");
+    let rws = recipe("WindowTile").rewrite(&text, "pool_max");
+    if let Some(e) = rws.first().and_then(|rw| compile_errors(&rw.source)) {
+        panic!("{e}");
+    }
+    let notes: Vec<String> = rws.into_iter().map(|rw| rw.note).collect();
+    assert_eq!(
+        notes,
+        [
+            "2D window over (oy, ox) reading src through 16x16 shared output tiles with a halo of 4, several outputs per thread"
+        ]
+    );
+}
