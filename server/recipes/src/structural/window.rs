@@ -501,7 +501,24 @@ fn reads_of(
                 "a read of `{x}` is not around its unit (its row from the unit's row alone, its column from the column alone)"
             )));
         }
-        out.push((sub.byte_range(), format!("kp_x(({row}), ({col}), ({}))", k.text_of(e))));
+        // A read through `__ldg(&x[E])` (a micro rewrite before this one) is the read; any other
+        // address taken is not a read the tile can stand for.
+        let mut at = sub.byte_range();
+        if let Some(addr) = sub.parent().filter(|p| p.kind() == "pointer_expression") {
+            let call = addr
+                .parent()
+                .filter(|a| a.kind() == "argument_list" && a.named_child_count() == 1)
+                .and_then(|a| a.parent())
+                .filter(|c| {
+                    c.kind() == "call_expression"
+                        && c.child_by_field_name("function").is_some_and(|f| k.text_of(f) == "__ldg")
+                });
+            match call {
+                Some(c) if k.text_of(addr).starts_with('&') => at = c.byte_range(),
+                _ => return Err(no(format!("the address of a read of `{x}` is taken"))),
+            }
+        }
+        out.push((at, format!("kp_x(({row}), ({col}), ({}))", k.text_of(e))));
     }
     if out.is_empty() {
         return Err(no(format!("the units do not read `{x}`")));

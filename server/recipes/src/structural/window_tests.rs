@@ -153,3 +153,24 @@ fn window_tiles_fit_static_shared_memory() {
         ]
     );
 }
+
+/// After `Ldg` (`__ldg(&x[E])`) the window reads the same: the call becomes the tile read and the
+/// candidate compiles; an address kept for later (`&x[E]`) is not a read.
+#[test]
+fn the_window_takes_ldg_reads_and_refuses_addresses() {
+    let plain = fixture("boxfilter_batched_clamped.cu");
+    let read = "src[frame * rows * cols + yy * cols + xx]";
+    let ldg = plain.replace(read, &format!("__ldg(&{read})"));
+    let rws = recipe("WindowTile").rewrite(&ldg, "mean_filter");
+    assert_eq!(rws.len(), 3);
+    assert!(rws[0].source.contains("acc += kp_x((yy), (xx), (frame * rows * cols + yy * cols + xx));"));
+    if let Some(e) = compile_errors(&rws[0].source) {
+        panic!("{e}");
+    }
+    let pointer = plain.replace(&format!("acc += {read};"), &format!("const float *p = &{read};\n      acc += *p;"));
+    assert_ne!(pointer, plain);
+    assert_eq!(
+        recipe("WindowTile").not_applicable(&pointer, "mean_filter").reason,
+        "the address of a read of `src` is taken"
+    );
+}
