@@ -291,6 +291,10 @@ fn recognise<'t>(k: &'t Kernel<'t>) -> Result<Window<'t>, NotApplicable> {
         }
     }
     let (x, reads, image) = found.ok_or(why)?;
+    // The tile is loaded before the units run: the input's size may not change under them.
+    if let Some(n) = [&image.0, &image.1].into_iter().find(|n| body.iter().any(|st| written(k, *st, n))) {
+        return Err(no(format!("`{n}` is changed inside a unit")));
+    }
     let launches = k.all_launches().ok_or_else(|| no("no launch spec gives the image sizes"))?;
     let strides = (stride(k, &body, &row.1, &launches), stride(k, &body, &col.1, &launches));
     let p = k.param(&x).filter(|p| p.pointer).ok_or_else(|| no(format!("`{x}` is not a pointer parameter")))?;

@@ -174,3 +174,12 @@ fn the_window_takes_ldg_reads_and_refuses_addresses() {
         "the address of a read of `src` is taken"
     );
 }
+
+/// The tile is loaded before a block's units run: an input size a unit changes is refused.
+#[test]
+fn the_input_size_stays_fixed_under_the_units() {
+    let plain = fixture("maxpool_strided_guarded_taps.cu");
+    let shrinks = plain.replace("  dst[oy * out_w + ox] = best;", "  in_w = in_w - 1;\n  dst[oy * out_w + ox] = best;");
+    assert_ne!(shrinks, plain);
+    assert_eq!(recipe("WindowTile").not_applicable(&shrinks, "pool_max").reason, "`in_w` is changed inside a unit");
+}
