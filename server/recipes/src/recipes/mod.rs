@@ -34,8 +34,8 @@ pub use warp_rows::WarpRows;
 
 use crate::Recipe;
 use crate::structural::{
-    BlockReduce, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps, ShuffleTree,
-    StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits,
+    BlockReduce, BlockScan, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps,
+    ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits, WindowTile,
 };
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
@@ -61,6 +61,8 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(ShuffleTree),
         Box::new(SegmentWarps),
         Box::new(StencilTile),
+        Box::new(WindowTile),
+        Box::new(BlockScan),
         Box::new(TiledTranspose),
         Box::new(GridStrideMap),
         Box::new(TuneParameter),

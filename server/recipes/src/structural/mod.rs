@@ -31,12 +31,17 @@
 //! - [`SegmentWarps`]: the same tree when its root is the block's own output
 //!   (`out[blockIdx.x]`): a warp sums each block's segment, lanes splitting it.
 //! - [`StencilTile`]: a 1D stencil or a 2D window reads its input through a shared tile with a halo.
+//! - [`WindowTile`]: a 2D window over a batch of images, its bounds clamped to the image or not,
+//!   reads its input through one image's shared tile with a halo, several outputs per thread.
+//! - [`BlockScan`]: a Kogge–Stone block scan in shared memory becomes warp shuffles and one
+//!   scan of the warp totals.
 //! - [`WarpScan`]: a thread walking its row with a running sum stored at every
 //!   element (a cumulative sum) becomes a warp per row scanning 32 elements at
 //!   a time with shuffles.
 //! - [`GridStrideMap`]: one element per thread becomes a grid-stride loop
 //!   whose grid the launch tuner sizes to the machine.
 
+mod block_scan;
 mod column_units;
 mod contraction;
 mod flat_rows;
@@ -55,7 +60,9 @@ mod tree_atomic;
 mod units_text;
 mod warp_units;
 mod welford;
+mod window;
 
+pub use block_scan::BlockScan;
 pub use column_units::ColumnUnits;
 pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
@@ -68,6 +75,7 @@ pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
 pub use tree::{SegmentWarps, ShuffleTree};
 pub use warp_units::{BlockUnits, WarpUnits};
+pub use window::WindowTile;
 
 /// The calling thread's index within its block, for any block shape.
 const BLOCK_TID: &str = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))";
@@ -158,3 +166,5 @@ fn with_units_view(
 mod forms_tests;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod window_tests;

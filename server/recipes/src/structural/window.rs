@@ -1,0 +1,684 @@
+//! [`WindowTile`]: a 2D window over a batch of images (a box filter, a blur: a
+//! thread per output `(z, row, col)`, reading the input `x[Z*H*W + A*W + B]`
+//! around its own element in short loops whose bounds may be clamped to the
+//! image, `max(0, r - R)` / `min(r + R + 1, H)`, with a radius known only at
+//! run time) reads its input through a shared tile: each block step loads one
+//! image's `T x T` output tile and a halo on every side once, coalesced, and
+//! the block's threads compute the tile's outputs, several each. Every read
+//! `x[E]` becomes the tile's element when the tile holds it (inside the tile
+//! and inside the `H x W` image), the global `x[E]` otherwise, so a radius past
+//! the halo costs speed, never correctness. The image size comes from the
+//! kernel's guard on its units (`if (c >= W || r >= H) return;`), the batch
+//! from its `z` index, and the spec must give the input at least every
+//! launched image's `H * W` elements, so the tile loads read nothing outside it.
+//! A pooling window (`x[(oy * S + m) * IW + ...]`, the taps under `iy < IH &&
+//! ix < IW`) reads an input of its own size: the tile then spans the rows and
+//! columns a tile of outputs reads at the stride `S` (a product of the unit's
+//! index with a literal or a spec scalar), and the input size comes from the
+//! taps' guard. StencilTile's 2D form needs constant loop bounds, a guard on
+//! every read and no batch axis; this form reads the window from the addresses.
+
+use super::units_text::render;
+use super::{BLOCK_THREADS, BLOCK_TID};
+use crate::kernel::Kernel;
+use crate::syntax::{compact, descendants, indent_at, statements};
+use crate::why_not::NotApplicable;
+use crate::{Recipe, Rewrite};
+use kernelpro_model::Code;
+use kernelpro_source::kernel_model::{AccessKind, BranchSource, Space};
+use kernelpro_source::units::recognize::{Piece, global_index_axis, strip_parens};
+use tree_sitter::Node;
+
+pub struct WindowTile;
+
+/// (output tile side, halo) of each candidate: a 32x32 tile with a halo for radii up to 4 and
+/// up to 8, and a 16x16 one for small images.
+const SHAPES: &[(u32, u32)] = &[(32, 4), (32, 8), (16, 4)];
+
+/// Bytes of static shared memory a block may declare.
+const STATIC_SHARED: u32 = 48 * 1024;
+
+/// Names that tie a statement to the original thread mapping.
+const THREAD_BOUND: &[&str] = &[
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "__syncthreads",
+    "__syncwarp",
+    "__shfl",
+    "__shared__",
+    "warpSize",
+];
+
+/// One thread index the kernel declares: (type, name).
+type Index = (String, String);
+
+/// A batched 2D window kernel as read from its units, guard and addresses.
+struct Window<'t> {
+    row: Index,
+    col: Index,
+    /// The image index (`blockIdx.z * blockDim.z + threadIdx.z`, or `blockIdx.z` alone).
+    batch: Option<(Index, bool)>,
+    h: String,
+    w: String,
+    x: String,
+    ty: String,
+    /// The type tile coordinates are compared in: `int` where the image's height and width are `int`
+    /// (a coordinate outside `int` would index outside the image, where the original is undefined).
+    coord: &'static str,
+    /// The input image's height and width: the units' own, or the bounds the reads' guard names.
+    image: (String, String),
+    /// How far the window moves per unit along rows and columns (a pooling window's stride).
+    strides: (u32, u32),
+    /// The per-unit statements, in order.
+    body: Vec<Node<'t>>,
+    /// Each read `x[E]`: its byte range and the replacement `kp_x(A, B, E)`.
+    reads: Vec<(std::ops::Range<usize>, String)>,
+}
+
+fn no(reason: impl Into<String>) -> NotApplicable {
+    NotApplicable::new(reason)
+}
+
+/// `T NAME = <global index on an axis>;` or `T NAME = blockIdx.z;`: (type, name, axis, a block index alone).
+fn index_decl(k: &Kernel, st: Node) -> Option<(String, String, char, bool)> {
+    if st.kind() != "declaration"
+        || st.named_children(&mut st.walk()).filter(|c| c.kind() == "init_declarator").count() != 1
+    {
+        return None;
+    }
+    let d = st.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let name = d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?;
+    let value = d.child_by_field_name("value")?;
+    let ty = k.text_of(st.child_by_field_name("type")?).to_string();
+    if let Some(axis) = global_index_axis(k.text_of(value)) {
+        return Some((ty, k.text_of(name).to_string(), axis, false));
+    }
+    (compact(k.text, value) == "blockIdx.z").then(|| (ty, k.text_of(name).to_string(), 'z', true))
+}
+
+/// `A OP B` split, parentheses stripped.
+fn binary<'t>(k: &Kernel, n: Node<'t>) -> Option<(Node<'t>, &'static str, Node<'t>)> {
+    let n = strip_parens(n);
+    if n.kind() != "binary_expression" {
+        return None;
+    }
+    let op = k.text_of(n.child_by_field_name("operator")?);
+    let op = ["||", "&&", ">=", "<=", "<", ">", "+", "*"].into_iter().find(|o| *o == op)?;
+    Some((n.child_by_field_name("left")?, op, n.child_by_field_name("right")?))
+}
+
+/// The operands of a chain of `op` (`a + b + c`), parentheses stripped.
+fn chain<'t>(k: &Kernel, n: Node<'t>, op: &str, out: &mut Vec<Node<'t>>) {
+    match binary(k, n) {
+        Some((l, o, r)) if o == op => {
+            chain(k, l, op, out);
+            chain(k, r, op, out);
+        }
+        _ => out.push(strip_parens(n)),
+    }
+}
+
+/// `i >= B` or `B <= i` (`out`), or `i < B` / `B > i` (in range), with `i` one of `names`: (i, B).
+fn bound_of(k: &Kernel, atom: Node, names: &[&str], out: bool) -> Option<(String, String)> {
+    let (l, op, r) = binary(k, atom)?;
+    let (lt, rt) = (compact(k.text, l), compact(k.text, r));
+    let (fwd, back) = if out { (">=", "<=") } else { ("<", ">") };
+    if op == fwd && names.contains(&lt.as_str()) {
+        Some((lt, rt))
+    } else if op == back && names.contains(&rt.as_str()) {
+        Some((rt, lt))
+    } else {
+        None
+    }
+}
+
+/// The guard on the units: `if (c >= W || r >= H) return;` (any order) or a last
+/// `if (c < W && r < H) { ... }`: the bounds by index name, and the statements it wraps.
+/// A guard's bounds by index name, and the statements it wraps (`None` for an early return).
+type Guard<'t> = (Vec<(String, String)>, Option<Vec<Node<'t>>>);
+
+fn guard<'t>(k: &Kernel, st: Node<'t>, names: &[&str]) -> Option<Guard<'t>> {
+    if st.kind() != "if_statement" || st.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let cond = st.child_by_field_name("condition")?.named_child(0)?;
+    let then = st.child_by_field_name("consequence")?;
+    let returns = |n: Node| {
+        n.kind() == "return_statement" && n.named_child_count() == 0
+            || n.kind() == "compound_statement"
+                && statements(n).len() == 1
+                && statements(n)[0].kind() == "return_statement"
+                && statements(n)[0].named_child_count() == 0
+    };
+    let (op, out) = if returns(then) { ("||", true) } else { ("&&", false) };
+    let mut atoms = Vec::new();
+    chain(k, cond, op, &mut atoms);
+    let bounds: Vec<(String, String)> = atoms.iter().map(|a| bound_of(k, *a, names, out)).collect::<Option<_>>()?;
+    if out {
+        Some((bounds, None))
+    } else {
+        (then.kind() == "compound_statement").then(|| (bounds, Some(statements(then))))
+    }
+}
+
+/// Whether `name` is assigned or incremented anywhere under `n`.
+pub(super) fn written(k: &Kernel, n: Node, name: &str) -> bool {
+    descendants(n).into_iter().any(|d| {
+        let target = match d.kind() {
+            "assignment_expression" => d.child_by_field_name("left"),
+            "update_expression" => d.child_by_field_name("argument"),
+            _ => None,
+        };
+        target.is_some_and(|t| compact(k.text, strip_parens(t)) == name)
+    })
+}
+
+fn recognise<'t>(k: &'t Kernel<'t>) -> Result<Window<'t>, NotApplicable> {
+    let sts = statements(k.body());
+    let mut indices: Vec<(String, String, char, bool)> = Vec::new();
+    let mut pre: Vec<Node> = Vec::new();
+    let mut at = 0;
+    // Index declarations and other declarations, up to the guard.
+    let mut found = None;
+    while at < sts.len() {
+        let st = sts[at];
+        at += 1;
+        if let Some(i) = index_decl(k, st) {
+            indices.push(i);
+            continue;
+        }
+        let names: Vec<&str> = indices.iter().map(|i| i.1.as_str()).collect();
+        if let Some(g) = guard(k, st, &names) {
+            found = Some(g);
+            break;
+        }
+        if st.kind() != "declaration" {
+            return Err(no("no guard `if (col >= W || row >= H) return;` bounds the units before other statements"));
+        }
+        pre.push(st);
+    }
+    let Some((bounds, wrapped)) = found else {
+        return Err(no("the units have no guard naming the image's height and width"));
+    };
+    let on = |axis: char| indices.iter().find(|i| i.2 == axis && !i.3);
+    let (Some(col), Some(row)) = (on('x'), on('y')) else {
+        return Err(no("the kernel has no (row, col) thread indices on y and x"));
+    };
+    let batch = indices.iter().find(|i| i.2 == 'z');
+    if indices.len() != 2 + usize::from(batch.is_some()) {
+        return Err(no("the kernel declares more thread indices than a row, a column and an image"));
+    }
+    let bound = |n: &str| bounds.iter().find(|b| b.0 == n).map(|b| b.1.clone());
+    let (Some(h), Some(w)) = (bound(&row.1), bound(&col.1)) else {
+        return Err(no("the guard does not bound both the row and the column"));
+    };
+    if bounds.len() != 2 {
+        return Err(no("the guard bounds more than the row and the column"));
+    }
+    let ident = |s: &str| k.param(s).is_some_and(|p| !p.pointer);
+    if !ident(&h) || !ident(&w) {
+        return Err(no("the image's height and width are not scalar parameters"));
+    }
+    let mut body: Vec<Node> = pre;
+    match wrapped {
+        Some(inner) if at == sts.len() => body.extend(inner),
+        Some(_) => return Err(no("statements follow the guard's block")),
+        None => body.extend(sts[at..].iter().copied()),
+    }
+    for st in &body {
+        let text = k.text_of(*st);
+        if let Some(b) = THREAD_BOUND.iter().find(|b| text.contains(**b)) {
+            return Err(no(format!("a per-unit statement names `{b}`, which ties it to the original thread mapping")));
+        }
+    }
+    let names = [row.1.as_str(), col.1.as_str(), h.as_str(), w.as_str()];
+    let fixed: Vec<&str> = names.into_iter().chain(batch.map(|b| b.1.as_str())).collect();
+    if let Some(n) = fixed.iter().find(|n| body.iter().any(|st| written(k, *st, n))) {
+        return Err(no(format!("`{n}` is changed inside a unit")));
+    }
+    // The input: a read-only global buffer the model sees read inside the window's loops, each read
+    // `x[Z*H*W + A*W + B]` with A around the unit's row and B around its column.
+    let model = k.model().ok_or_else(|| no("the kernel model does not read this kernel"))?;
+    let mut inputs: Vec<String> = Vec::new();
+    for a in &model.accesses {
+        if a.space == Space::Global
+            && a.kind == AccessKind::Read
+            && model.loops_of(a).next().is_some()
+            && !inputs.contains(&a.base)
+        {
+            inputs.push(a.base.clone());
+        }
+    }
+    let around = (depends_on(k, &body, &row.1), depends_on(k, &body, &col.1));
+    let mut why = no("no global input is read inside a loop (a window)");
+    let mut found = None;
+    'inputs: for x in inputs {
+        // The input image: the units' own (an output per input element), else two scalars its reads'
+        // guard bounds (`in_y < H && in_x < W`: a pooling window's input).
+        let mut images = vec![(h.clone(), w.clone())];
+        let guards: Vec<String> = model
+            .accesses
+            .iter()
+            .filter(|a| a.base == x)
+            .flat_map(|a| {
+                model
+                    .branches_of(a)
+                    .filter(|b| matches!(b.source, BranchSource::If | BranchSource::Ternary))
+                    .map(|b| b.condition.clone())
+            })
+            .collect();
+        // The height is what the guard bounds a row coordinate by, the width a column coordinate.
+        let bounds = upper_bounds(k, &guards);
+        let of = |deps: &[String]| {
+            bounds.iter().filter(|(v, _)| deps.contains(v)).map(|(_, b)| b.clone()).collect::<Vec<_>>()
+        };
+        for ih in of(&around.0) {
+            for iw in of(&around.1) {
+                if ih != iw && !images.contains(&(ih.clone(), iw.clone())) {
+                    images.push((ih.clone(), iw.clone()));
+                }
+            }
+        }
+        for (ih, iw) in images {
+            match input(k, &model, &body, &x, (&ih, &iw), batch.map(|b| b.1.as_str()), &around) {
+                Ok(r) => {
+                    found = Some((x, r, (ih, iw)));
+                    break 'inputs;
+                }
+                Err(e) => why = e,
+            }
+        }
+    }
+    let (x, reads, image) = found.ok_or(why)?;
+    // The tile is loaded before the units run: the input's size may not change under them.
+    if let Some(n) = [&image.0, &image.1].into_iter().find(|n| body.iter().any(|st| written(k, *st, n))) {
+        return Err(no(format!("`{n}` is changed inside a unit")));
+    }
+    let launches = k.all_launches().ok_or_else(|| no("no launch spec gives the image sizes"))?;
+    let strides = (stride(k, &body, &row.1, &launches), stride(k, &body, &col.1, &launches));
+    let p = k.param(&x).filter(|p| p.pointer).ok_or_else(|| no(format!("`{x}` is not a pointer parameter")))?;
+    let coord = if [&h, &w, &image.0, &image.1].iter().all(|n| k.param(n).is_some_and(|p| p.base == "int")) {
+        "int"
+    } else {
+        "long long"
+    };
+    Ok(Window {
+        coord,
+        image,
+        strides,
+        row: (row.0.clone(), row.1.clone()),
+        col: (col.0.clone(), col.1.clone()),
+        batch: batch.map(|b| ((b.0.clone(), b.1.clone()), b.3)),
+        h,
+        w,
+        x: x.clone(),
+        ty: p.base.clone(),
+        body,
+        reads,
+    })
+}
+
+/// The names under `body` whose value follows `seed`'s: declared from it (`int rr = r + dr;`), or
+/// a loop counter whose start or bound names it (`for (j = max(0, r - R); j < min(r + R + 1, H); j++)`).
+fn depends_on(k: &Kernel, body: &[Node], seed: &str) -> Vec<String> {
+    let mut deps = vec![seed.to_string()];
+    let mentions = |n: Node, deps: &[String]| {
+        descendants(n).iter().any(|d| d.kind() == "identifier" && deps.iter().any(|x| x == k.text_of(*d)))
+    };
+    loop {
+        let before = deps.len();
+        for d in body.iter().flat_map(|st| descendants(*st)) {
+            let (name, from) = match d.kind() {
+                "init_declarator" => (d.child_by_field_name("declarator"), d.child_by_field_name("value")),
+                "for_statement" => {
+                    let var = d
+                        .child_by_field_name("initializer")
+                        .and_then(|i| i.child_by_field_name("declarator"))
+                        .and_then(|i| i.child_by_field_name("declarator"));
+                    (var, d.child_by_field_name("condition").filter(|c| mentions(*c, &deps)))
+                }
+                _ => (None, None),
+            };
+            if let (Some(n), Some(v)) = (name, from)
+                && n.kind() == "identifier"
+                && mentions(v, &deps)
+                && !deps.iter().any(|x| x == k.text_of(n))
+            {
+                deps.push(k.text_of(n).to_string());
+            }
+        }
+        if deps.len() == before {
+            return deps;
+        }
+    }
+}
+
+/// The names conditions keep below a scalar parameter (`i < NAME`, `NAME > i`), with that parameter, in order.
+fn upper_bounds(k: &Kernel, conditions: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in conditions {
+        for atom in c.split("&&") {
+            let atom = atom.trim().trim_start_matches('(').trim_end_matches(')');
+            let (var, name) = match (atom.split_once('<'), atom.split_once('>')) {
+                (Some((a, b)), None) if !b.starts_with('=') => (a.trim(), b.trim()),
+                (None, Some((a, b))) if !b.starts_with('=') => (b.trim(), a.trim()),
+                _ => continue,
+            };
+            let pair = (var.to_string(), name.to_string());
+            if k.param(name).is_some_and(|p| !p.pointer) && !out.contains(&pair) {
+                out.push(pair);
+            }
+        }
+    }
+    out
+}
+
+/// How far the window moves per unit `u`: `F` of a product `u * F` in the body (a literal, or a scalar
+/// parameter every launch gives one value of), else 1. A wrong guess costs speed, never correctness.
+fn stride(k: &Kernel, body: &[Node], u: &str, launches: &[kernelpro_spec::LaunchSpec]) -> u32 {
+    for d in body.iter().flat_map(|st| descendants(*st)) {
+        let Some((l, op, r)) = binary(k, d) else { continue };
+        if op != "*" {
+            continue;
+        }
+        let other = match (compact(k.text, l) == u, compact(k.text, r) == u) {
+            (true, false) => compact(k.text, r),
+            (false, true) => compact(k.text, l),
+            _ => continue,
+        };
+        let value = other.parse::<i64>().ok().or_else(|| {
+            let values: Vec<Option<i64>> = launches.iter().map(|l| scalar(l, &other)).collect();
+            values.windows(2).all(|w| w[0] == w[1]).then(|| values.first().copied().flatten()).flatten()
+        });
+        if let Some(v) = value.filter(|v| (1..=4).contains(v)) {
+            return v as u32;
+        }
+    }
+    1
+}
+
+/// Integer scalar argument `name` of a launch.
+fn scalar(l: &kernelpro_spec::LaunchSpec, name: &str) -> Option<i64> {
+    l.int_scalars().into_iter().find_map(|(n, v)| (n == name).then_some(v))
+}
+
+/// The reads of input `x` when it is the window's: read only, never moved, only through subscripts
+/// `x[Z*H*W + A*W + B]` with `A` following the unit's row alone and `B` its column alone.
+fn input(
+    k: &Kernel,
+    model: &kernelpro_source::kernel_model::KernelModel,
+    body: &[Node],
+    x: &str,
+    (h, w): (&str, &str),
+    z: Option<&str>,
+    (rows, cols): &(Vec<String>, Vec<String>),
+) -> Result<Vec<(std::ops::Range<usize>, String)>, NotApplicable> {
+    if k.param(x).is_none_or(|p| !p.pointer) {
+        return Err(no(format!("`{x}` is not a pointer parameter")));
+    }
+    if model.accesses.iter().any(|a| a.base == x && a.kind != AccessKind::Read) {
+        return Err(no(format!("`{x}` is written as well as read")));
+    }
+    if body.iter().any(|st| written(k, *st, x)) {
+        return Err(no(format!("the pointer `{x}` is moved inside a unit")));
+    }
+    let reads = reads_of(k, body, x, h, w, z, (rows, cols))?;
+    if descendants(k.body()).iter().filter(|d| d.kind() == "identifier" && k.text_of(**d) == x).count() != reads.len() {
+        return Err(no(format!("`{x}` is used other than by subscripts in the units")));
+    }
+    Ok(reads)
+}
+
+/// Every `x[E]` under the body with `E = [Z*H*W +] A*W + B` (terms and factors in any order, no
+/// side effects): its range and the tile read `kp_x(A, B, E)`.
+fn reads_of(
+    k: &Kernel,
+    body: &[Node],
+    x: &str,
+    h: &str,
+    w: &str,
+    z: Option<&str>,
+    (row_deps, col_deps): (&[String], &[String]),
+) -> Result<Vec<(std::ops::Range<usize>, String)>, NotApplicable> {
+    let mut out = Vec::new();
+    let names = |text: &str, of: &[String]| {
+        text.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| of.iter().any(|n| n == w))
+    };
+    for d in body.iter().flat_map(|st| descendants(*st)) {
+        if d.kind() != "identifier" || k.text_of(d) != x {
+            continue;
+        }
+        let sub = d
+            .parent()
+            .filter(|s| s.kind() == "subscript_expression" && s.child_by_field_name("argument") == Some(d))
+            .ok_or_else(|| no(format!("`{x}` is used other than by a subscript")))?;
+        let e = sub
+            .child_by_field_name("indices")
+            .and_then(|i| i.named_child(0))
+            .ok_or_else(|| no("a subscript without an index"))?;
+        if descendants(e).iter().any(|n| {
+            matches!(n.kind(), "assignment_expression" | "update_expression" | "call_expression" | "comma_expression")
+                || (n.kind() == "identifier" && k.text_of(*n) == x)
+        }) {
+            return Err(no(format!("an index of `{x}` has side effects")));
+        }
+        let mut terms = Vec::new();
+        chain(k, e, "+", &mut terms);
+        let (mut batch, mut row, mut cols) = (0, None, Vec::new());
+        for t in terms {
+            let mut factors = Vec::new();
+            chain(k, t, "*", &mut factors);
+            let mut texts: Vec<String> = factors.iter().map(|f| compact(k.text, *f)).collect();
+            texts.sort();
+            let mut image: Vec<String> = z.into_iter().chain([h, w]).map(str::to_string).collect();
+            image.sort();
+            if z.is_some() && texts == image {
+                batch += 1;
+            } else if let [a, b] = factors[..]
+                && row.is_none()
+                && (compact(k.text, a) == w || compact(k.text, b) == w)
+            {
+                let other = if compact(k.text, b) == w { a } else { b };
+                row = Some(k.text_of(other).to_string());
+            } else {
+                cols.push(k.text_of(t).to_string());
+            }
+        }
+        let Some(row) = row else {
+            return Err(no(format!("a read of `{x}` is not `row * {w} + col`")));
+        };
+        if batch != usize::from(z.is_some()) || cols.is_empty() {
+            return Err(no(format!(
+                "a read of `{x}` is not inside its unit's image (`z * {h} * {w} + row * {w} + col`)"
+            )));
+        }
+        let col = cols.join(") + (");
+        if !names(&row, row_deps) || names(&row, col_deps) || !names(&col, col_deps) || names(&col, row_deps) {
+            return Err(no(format!(
+                "a read of `{x}` is not around its unit (its row from the unit's row alone, its column from the column alone)"
+            )));
+        }
+        // A read through `__ldg(&x[E])` (a micro rewrite before this one) is the read; any other
+        // address taken is not a read the tile can stand for.
+        let mut at = sub.byte_range();
+        if let Some(addr) = sub.parent().filter(|p| p.kind() == "pointer_expression") {
+            let call = addr
+                .parent()
+                .filter(|a| a.kind() == "argument_list" && a.named_child_count() == 1)
+                .and_then(|a| a.parent())
+                .filter(|c| {
+                    c.kind() == "call_expression"
+                        && c.child_by_field_name("function").is_some_and(|f| k.text_of(f) == "__ldg")
+                });
+            match call {
+                Some(c) if k.text_of(addr).starts_with('&') => at = c.byte_range(),
+                _ => return Err(no(format!("the address of a read of `{x}` is taken"))),
+            }
+        }
+        out.push((at, format!("kp_x(({row}), ({col}), ({}))", k.text_of(e))));
+    }
+    if out.is_empty() {
+        return Err(no(format!("the units do not read `{x}`")));
+    }
+    Ok(out)
+}
+
+/// The spec gives the input every launched image: at least `images * H * W` elements in every launch.
+fn fits(k: &Kernel, win: &Window) -> Result<(), NotApplicable> {
+    let launches = k.all_launches().ok_or_else(|| no("no launch spec gives the image sizes"))?;
+    for l in &launches {
+        let (Some(h), Some(w)) = (scalar(l, &win.image.0), scalar(l, &win.image.1)) else {
+            return Err(no("the spec does not give the image's height and width"));
+        };
+        let images = match &win.batch {
+            Some((_, true)) => l.grid[2] as i64,
+            Some((_, false)) => l.grid[2] as i64 * l.block[2] as i64,
+            None => 1,
+        };
+        let count = l.buffers().find(|b| b.name == win.x).map(|b| b.count as i64);
+        if h <= 0 || w <= 0 || count.is_none_or(|c| c < images * h * w) {
+            return Err(no(format!("the spec's `{}` holds fewer than the launched images' elements", win.x)));
+        }
+    }
+    Ok(())
+}
+
+fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
+    let outer = indent_at(k.text, k.body().start_byte());
+    let ind = format!("{outer}  ");
+    let ind2 = format!("{ind}  ");
+    let ind3 = format!("{ind2}  ");
+    let ind4 = format!("{ind3}  ");
+    let mut body = String::new();
+    for st in &win.body {
+        let edits: Vec<_> =
+            win.reads.iter().filter(|(r, _)| r.start >= st.start_byte() && r.end <= st.end_byte()).cloned().collect();
+        body.push_str(&format!("{ind4}{}\n", render(k, Piece::Node(*st), &edits, &ind4)?));
+    }
+    let (x, ty, h, w) = (&win.x, &win.ty, &win.h, &win.w);
+    let (ih, iw) = (&win.image.0, &win.image.1);
+    let (sr, sc) = win.strides;
+    // The input rows and columns a tile's outputs read: the window moves by the stride per output.
+    let (side_r, side_c) = ((t - 1) * sr + 1 + 2 * halo, (t - 1) * sc + 1 + 2 * halo);
+    // Each block step: one image's tile. The images of a block are its own z threads' (or its z block's).
+    let (images, image, rebind_z, base) = match &win.batch {
+        Some(((zt, zn), fixed)) => {
+            let (images, first) = if *fixed {
+                ("1LL", "(long long)blockIdx.z")
+            } else {
+                ("(long long)blockDim.z", "(long long)blockIdx.z * blockDim.z")
+            };
+            (
+                images.to_string(),
+                format!("{first} + kp_t / kp_per_image"),
+                format!("{ind4}const {zt} {zn} = ({zt})(kp_z);\n"),
+                format!("kp_z * (long long)({ih}) * (long long)({iw}) + "),
+            )
+        }
+        None => ("1LL".to_string(), "0LL".to_string(), String::new(), String::new()),
+    };
+    let (start, stride) = if win.batch.is_some() {
+        ("(long long)blockIdx.x + (long long)gridDim.x * blockIdx.y", "(long long)gridDim.x * gridDim.y")
+    } else {
+        (
+            "(long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)",
+            "(long long)gridDim.x * gridDim.y * gridDim.z",
+        )
+    };
+    let ((rt, rn), (ct, cn)) = (&win.row, &win.col);
+    Some(format!(
+        "{{\n{ind}// {t}x{t} output tiles of one image each; the input through a shared tile with a halo of {halo} on every side (kernelpro WindowTile).\n\
+         {ind}__shared__ {ty} kp_tile[{side_r}][{side_c} + 1];\n\
+         {ind}const int kp_tid = (int){BLOCK_TID};\n\
+         {ind}const int kp_threads = (int){BLOCK_THREADS};\n\
+         {ind}const long long kp_tiles_c = ((long long)({w}) + {tm1}) / {t};\n\
+         {ind}const long long kp_per_image = ((long long)({h}) + {tm1}) / {t} * kp_tiles_c;\n\
+         {ind}for (long long kp_t = {start}; kp_t < kp_per_image * {images}; kp_t += {stride}) {{\n\
+         {ind2}const long long kp_z = {image};\n\
+         {ind2}const long long kp_u0 = kp_t % kp_per_image / kp_tiles_c * {t}, kp_v0 = kp_t % kp_tiles_c * {t};\n\
+         {ind2}const long long kp_r0 = kp_u0 * {sr} - {halo}, kp_c0 = kp_v0 * {sc} - {halo};\n\
+         {ind2}__syncthreads();\n\
+         {ind2}for (int kp_e = kp_tid; kp_e < {side_r} * {side_c}; kp_e += kp_threads) {{\n\
+         {ind3}const long long kp_r = kp_r0 + kp_e / {side_c}, kp_c = kp_c0 + kp_e % {side_c};\n\
+         {ind3}if (kp_r >= 0 && kp_r < (long long)({ih}) && kp_c >= 0 && kp_c < (long long)({iw})) kp_tile[kp_e / {side_c}][kp_e % {side_c}] = {x}[{base}kp_r * (long long)({iw}) + kp_c];\n\
+         {ind2}}}\n\
+         {ind2}__syncthreads();\n\
+         {ind2}// The tile's element where it holds (row, col) of this image (where the tile and the image overlap), else the read as written.\n\
+         {ind2}const {ct_} kp_rlo = ({ct_})(kp_r0 < 0 ? 0 : kp_r0), kp_clo = ({ct_})(kp_c0 < 0 ? 0 : kp_c0);\n\
+         {ind2}const {ct_} kp_rhi = ({ct_})(kp_r0 + {side_r} < (long long)({ih}) ? kp_r0 + {side_r} : (long long)({ih}));\n\
+         {ind2}const {ct_} kp_chi = ({ct_})(kp_c0 + {side_c} < (long long)({iw}) ? kp_c0 + {side_c} : (long long)({iw}));\n\
+         {ind2}const {ct_} kp_ri = ({ct_})kp_r0, kp_ci = ({ct_})kp_c0;\n\
+         {ind2}auto kp_x = [&]({ct_} kp_r, {ct_} kp_c, long long kp_at) -> {ty} {{\n\
+         {ind3}return kp_r >= kp_rlo && kp_r < kp_rhi && kp_c >= kp_clo && kp_c < kp_chi ? kp_tile[kp_r - kp_ri][kp_c - kp_ci] : {x}[kp_at];\n\
+         {ind2}}};\n\
+         {ind2}for (int kp_e = kp_tid; kp_e < {t} * {t}; kp_e += kp_threads) {{\n\
+         {ind3}const long long kp_ur = kp_u0 + kp_e / {t}, kp_uc = kp_v0 + kp_e % {t};\n\
+         {ind3}if (kp_ur >= (long long)({h}) || kp_uc >= (long long)({w})) continue;\n\
+         {ind3}{{\n\
+         {rebind_z}{ind4}const {rt} {rn} = ({rt})(kp_ur);\n\
+         {ind4}const {ct} {cn} = ({ct})(kp_uc);\n\
+         {body}{ind3}}}\n\
+         {ind2}}}\n\
+         {ind}}}\n{outer}}}",
+        tm1 = t - 1,
+        ct_ = win.coord,
+    ))
+}
+
+fn attempt(k: &Kernel) -> Result<Vec<Rewrite>, NotApplicable> {
+    let win = recognise(k)?;
+    fits(k, &win)?;
+    let mut out = Vec::new();
+    let bytes = kernelpro_source::kernel_model::ElemType::new(&win.ty).bytes.unwrap_or(16);
+    for &(t, halo) in SHAPES {
+        // Only tiles within a block's static shared memory (a wide stride or element may not fit).
+        let (sr, sc) = win.strides;
+        let side = |s: u32| (t - 1) * s + 1 + 2 * halo;
+        if side(sr) * (side(sc) + 1) * bytes > STATIC_SHARED {
+            continue;
+        }
+        let text =
+            generate(k, &win, t, halo).ok_or_else(|| no("a per-unit statement leaves its unit inside a loop"))?;
+        let batch = win.batch.as_ref().map(|((_, z), _)| format!(" of each image {z}")).unwrap_or_default();
+        let note = format!(
+            "2D window over ({}, {}){batch} reading {} through {t}x{t} shared output tiles with a halo of {halo}, several outputs per thread",
+            win.row.1, win.col.1, win.x
+        );
+        out.push(Rewrite { source: k.with_body(&text), note });
+    }
+    if out.is_empty() {
+        return Err(no("no tile of the window's inputs fits a block's static shared memory"));
+    }
+    Ok(out)
+}
+
+impl Recipe for WindowTile {
+    fn name(&self) -> &'static str {
+        "WindowTile"
+    }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::Stencil]
+    }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::MissedReuse, Code::SharedMemTiling, Code::UncoalescedAccess]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        let canonical = kernelpro_source::canonical::kernel(text, kernel);
+        let text = canonical.as_deref().unwrap_or(text);
+        crate::kernel::Kernel::find(text, kernel).map(|k| attempt(&k).unwrap_or_default()).unwrap_or_default()
+    }
+    fn not_applicable(&self, text: &str, kernel: &str) -> NotApplicable {
+        let canonical = kernelpro_source::canonical::kernel(text, kernel);
+        let text = canonical.as_deref().unwrap_or(text);
+        match crate::kernel::Kernel::find(text, kernel).map(|k| attempt(&k)) {
+            Some(Err(e)) => e,
+            Some(Ok(_)) => no("it applies"),
+            None => no("the kernel has no body"),
+        }
+    }
+}
