@@ -42,6 +42,8 @@ pub enum CuptiError {
     Profiler(String),
     #[error("CUPTI profiled no kernel{0}")]
     NoKernel(String),
+    #[error("CUPTI gave no per-line counters for any kernel ({0})")]
+    NoLines(String),
 }
 
 /// Where CUPTI's headers and library are, and the CUDA headers (`cuda.h`).

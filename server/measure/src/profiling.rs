@@ -610,6 +610,13 @@ pub async fn profile_in_process(
         kernel: kernel.map(str::to_string),
     };
     let got = crate::cupti::profile(&req, file_text, cancel).await?;
+    // Findings belong on the lines that cause them: with no kernel's per-line
+    // counters (an H100 in program mode, 2026-12-07: the SASS pass gave no
+    // records) every finding would land on its kernel's first line, so the
+    // caller measures with ncu instead (auto) or says why (cupti).
+    if got.pages.is_empty() && !got.profiles.is_empty() {
+        return Err(crate::cupti::CuptiError::NoLines(got.notes.join("; ")));
+    }
     let mut report = analyze_profiles(&got.profiles, &[], &got.pages, got.notes, file_text, thresholds);
     report.backend = "cupti".into();
     report.pass_secs = got.run_secs;
