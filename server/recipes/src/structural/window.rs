@@ -31,9 +31,15 @@ use tree_sitter::Node;
 
 pub struct WindowTile;
 
-/// (output tile side, halo) of each candidate: a 32x32 tile with a halo for radii up to 4 and
-/// up to 8, and a 16x16 one for small images.
+/// (output tile side, halo) of each candidate where the launch's block is no tile (a 1D block): a
+/// 32x32 tile with a halo for radii up to 4 and up to 8, and a 16x16 one for small images.
 const SHAPES: &[(u32, u32)] = &[(32, 4), (32, 8), (16, 4)];
+
+/// The halos guessed where the window's extent is not constant over the spec's launches.
+const HALOS: &[u32] = &[4, 8];
+
+/// The block of the launch variants: a warp wide, 8 rows.
+const VARIANT_BLOCK: (u32, u32) = (32, 8);
 
 /// Bytes of static shared memory a block may declare.
 const STATIC_SHARED: u32 = 48 * 1024;
@@ -75,7 +81,12 @@ struct Window<'t> {
     body: Vec<Node<'t>>,
     /// Each read `x[E]`: its byte range and the replacement `kp_x(A, B, E)`.
     reads: Vec<(std::ops::Range<usize>, String)>,
+    /// Each read's row `A` and the terms of its column `B`.
+    taps: Vec<Tap<'t>>,
 }
+
+/// A read's row expression and its column's terms.
+type Tap<'t> = (Node<'t>, Vec<Node<'t>>);
 
 fn no(reason: impl Into<String>) -> NotApplicable {
     NotApplicable::new(reason)
@@ -291,7 +302,7 @@ fn recognise<'t>(k: &'t Kernel<'t>) -> Result<Window<'t>, NotApplicable> {
             }
         }
     }
-    let (x, reads, image) = found.ok_or(why)?;
+    let (x, (reads, taps), image) = found.ok_or(why)?;
     // The tile is loaded before the units run: the input's size may not change under them.
     if let Some(n) = [&image.0, &image.1].into_iter().find(|n| body.iter().any(|st| written(k, *st, n))) {
         return Err(no(format!("`{n}` is changed inside a unit")));
@@ -317,6 +328,7 @@ fn recognise<'t>(k: &'t Kernel<'t>) -> Result<Window<'t>, NotApplicable> {
         ty: p.base.clone(),
         body,
         reads,
+        taps,
     })
 }
 
@@ -406,15 +418,15 @@ fn scalar(l: &kernelpro_spec::LaunchSpec, name: &str) -> Option<i64> {
 
 /// The reads of input `x` when it is the window's: read only, never moved, only through subscripts
 /// `x[Z*H*W + A*W + B]` with `A` following the unit's row alone and `B` its column alone.
-fn input(
+fn input<'t>(
     k: &Kernel,
     model: &kernelpro_source::kernel_model::KernelModel,
-    body: &[Node],
+    body: &[Node<'t>],
     x: &str,
     (h, w): (&str, &str),
     z: Option<&str>,
     (rows, cols): &(Vec<String>, Vec<String>),
-) -> Result<Vec<(std::ops::Range<usize>, String)>, NotApplicable> {
+) -> Result<Reads<'t>, NotApplicable> {
     if k.param(x).is_none_or(|p| !p.pointer) {
         return Err(no(format!("`{x}` is not a pointer parameter")));
     }
@@ -425,7 +437,8 @@ fn input(
         return Err(no(format!("the pointer `{x}` is moved inside a unit")));
     }
     let reads = reads_of(k, body, x, h, w, z, (rows, cols))?;
-    if descendants(k.body()).iter().filter(|d| d.kind() == "identifier" && k.text_of(**d) == x).count() != reads.len() {
+    if descendants(k.body()).iter().filter(|d| d.kind() == "identifier" && k.text_of(**d) == x).count() != reads.0.len()
+    {
         return Err(no(format!("`{x}` is used other than by subscripts in the units")));
     }
     Ok(reads)
@@ -433,16 +446,20 @@ fn input(
 
 /// Every `x[E]` under the body with `E = [Z*H*W +] A*W + B` (terms and factors in any order, no
 /// side effects): its range and the tile read `kp_x(A, B, E)`.
-fn reads_of(
+/// The reads' edits and their taps.
+type Reads<'t> = (Vec<(std::ops::Range<usize>, String)>, Vec<Tap<'t>>);
+
+fn reads_of<'t>(
     k: &Kernel,
-    body: &[Node],
+    body: &[Node<'t>],
     x: &str,
     h: &str,
     w: &str,
     z: Option<&str>,
     (row_deps, col_deps): (&[String], &[String]),
-) -> Result<Vec<(std::ops::Range<usize>, String)>, NotApplicable> {
+) -> Result<Reads<'t>, NotApplicable> {
     let mut out = Vec::new();
+    let mut taps = Vec::new();
     let names = |text: &str, of: &[String]| {
         text.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| of.iter().any(|n| n == w))
     };
@@ -466,7 +483,7 @@ fn reads_of(
         }
         let mut terms = Vec::new();
         chain(k, e, "+", &mut terms);
-        let (mut batch, mut row, mut cols) = (0, None, Vec::new());
+        let (mut batch, mut row, mut cols, mut col_terms) = (0, None, Vec::new(), Vec::new());
         for t in terms {
             let mut factors = Vec::new();
             chain(k, t, "*", &mut factors);
@@ -481,12 +498,13 @@ fn reads_of(
                 && (compact(k.text, a) == w || compact(k.text, b) == w)
             {
                 let other = if compact(k.text, b) == w { a } else { b };
-                row = Some(k.text_of(other).to_string());
+                row = Some((k.text_of(other).to_string(), other));
             } else {
                 cols.push(k.text_of(t).to_string());
+                col_terms.push(t);
             }
         }
-        let Some(row) = row else {
+        let Some((row, row_node)) = row else {
             return Err(no(format!("a read of `{x}` is not `row * {w} + col`")));
         };
         if batch != usize::from(z.is_some()) || cols.is_empty() {
@@ -518,11 +536,12 @@ fn reads_of(
             }
         }
         out.push((at, format!("kp_x(({row}), ({col}), ({}))", k.text_of(e))));
+        taps.push((row_node, col_terms));
     }
     if out.is_empty() {
         return Err(no(format!("the units do not read `{x}`")));
     }
-    Ok(out)
+    Ok((out, taps))
 }
 
 /// The spec gives the input every launched image: at least `images * H * W` elements in every launch.
@@ -545,7 +564,7 @@ fn fits(k: &Kernel, win: &Window) -> Result<(), NotApplicable> {
     Ok(())
 }
 
-fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
+fn generate(k: &Kernel, win: &Window, (th, tw): (u32, u32), halo: u32) -> Option<String> {
     let outer = indent_at(k.text, k.body().start_byte());
     let ind = format!("{outer}  ");
     let ind2 = format!("{ind}  ");
@@ -561,7 +580,7 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
     let (ih, iw) = (&win.image.0, &win.image.1);
     let (sr, sc) = win.strides;
     // The input rows and columns a tile's outputs read: the window moves by the stride per output.
-    let (side_r, side_c) = ((t - 1) * sr + 1 + 2 * halo, (t - 1) * sc + 1 + 2 * halo);
+    let (side_r, side_c) = ((th - 1) * sr + 1 + 2 * halo, (tw - 1) * sc + 1 + 2 * halo);
     // Each block step: one image's tile. The images of a block are its own z threads' (or its z block's).
     let (images, image, rebind_z, base) = match &win.batch {
         Some(((zt, zn), fixed)) => {
@@ -589,15 +608,15 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
     };
     let ((rt, rn), (ct, cn)) = (&win.row, &win.col);
     Some(format!(
-        "{{\n{ind}// {t}x{t} output tiles of one image each; the input through a shared tile with a halo of {halo} on every side (kernelpro WindowTile).\n\
+        "{{\n{ind}// {th}x{tw} output tiles of one image each; the input through a shared tile with a halo of {halo} on every side (kernelpro WindowTile).\n\
          {ind}__shared__ {ty} kp_tile[{side_r}][{side_c} + 1];\n\
          {ind}const int kp_tid = (int){BLOCK_TID};\n\
          {ind}const int kp_threads = (int){BLOCK_THREADS};\n\
-         {ind}const long long kp_tiles_c = ((long long)({w}) + {tm1}) / {t};\n\
-         {ind}const long long kp_per_image = ((long long)({h}) + {tm1}) / {t} * kp_tiles_c;\n\
+         {ind}const long long kp_tiles_c = ((long long)({w}) + {twm1}) / {tw};\n\
+         {ind}const long long kp_per_image = ((long long)({h}) + {thm1}) / {th} * kp_tiles_c;\n\
          {ind}for (long long kp_t = {start}; kp_t < kp_per_image * {images}; kp_t += {stride}) {{\n\
          {ind2}const long long kp_z = {image};\n\
-         {ind2}const long long kp_u0 = kp_t % kp_per_image / kp_tiles_c * {t}, kp_v0 = kp_t % kp_tiles_c * {t};\n\
+         {ind2}const long long kp_u0 = kp_t % kp_per_image / kp_tiles_c * {th}, kp_v0 = kp_t % kp_tiles_c * {tw};\n\
          {ind2}const long long kp_r0 = kp_u0 * {sr} - {halo}, kp_c0 = kp_v0 * {sc} - {halo};\n\
          {ind2}__syncthreads();\n\
          {ind2}for (int kp_e = kp_tid; kp_e < {side_r} * {side_c}; kp_e += kp_threads) {{\n\
@@ -613,8 +632,8 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
          {ind2}auto kp_x = [&]({ct_} kp_r, {ct_} kp_c, long long kp_at) -> {ty} {{\n\
          {ind3}return kp_r >= kp_rlo && kp_r < kp_rhi && kp_c >= kp_clo && kp_c < kp_chi ? kp_tile[kp_r - kp_ri][kp_c - kp_ci] : {x}[kp_at];\n\
          {ind2}}};\n\
-         {ind2}for (int kp_e = kp_tid; kp_e < {t} * {t}; kp_e += kp_threads) {{\n\
-         {ind3}const long long kp_ur = kp_u0 + kp_e / {t}, kp_uc = kp_v0 + kp_e % {t};\n\
+         {ind2}for (int kp_e = kp_tid; kp_e < {th} * {tw}; kp_e += kp_threads) {{\n\
+         {ind3}const long long kp_ur = kp_u0 + kp_e / {tw}, kp_uc = kp_v0 + kp_e % {tw};\n\
          {ind3}if (kp_ur >= (long long)({h}) || kp_uc >= (long long)({w})) continue;\n\
          {ind3}{{\n\
          {rebind_z}{ind4}const {rt} {rn} = ({rt})(kp_ur);\n\
@@ -622,31 +641,299 @@ fn generate(k: &Kernel, win: &Window, t: u32, halo: u32) -> Option<String> {
          {body}{ind3}}}\n\
          {ind2}}}\n\
          {ind}}}\n{outer}}}",
-        tm1 = t - 1,
+        thm1 = th - 1,
+        twm1 = tw - 1,
         ct_ = win.coord,
     ))
+}
+
+/// A closed range of integer values.
+type Span = (i64, i64);
+
+/// Where the window's extent is worked out: the unit's row and column, and every image side, far
+/// from each other and from 0, so no clamp to the image binds.
+const AT: i64 = 1 << 20;
+const FAR: i64 = 1 << 26;
+
+/// The values the window's index expressions take at one unit: loop counters over their bounds,
+/// locals declared once from their values, scalars every launch of the spec gives one value.
+struct Extent<'a, 't> {
+    k: &'a Kernel<'a>,
+    body: &'a [Node<'t>],
+    fixed: Vec<(String, Span)>,
+    launches: &'a [kernelpro_spec::LaunchSpec],
+}
+
+impl Extent<'_, '_> {
+    fn name(&self, n: &str, depth: u32) -> Option<Span> {
+        if let Some((_, s)) = self.fixed.iter().find(|(f, _)| f == n) {
+            return Some(*s);
+        }
+        let k = self.k;
+        let mut defs = Vec::new();
+        for d in self.body.iter().flat_map(|st| descendants(*st)) {
+            match d.kind() {
+                "init_declarator" if d.child_by_field_name("declarator").is_some_and(|v| k.text_of(v) == n) => {
+                    // A loop's counter is read from its loop; any other local from its value.
+                    let of_loop = d.parent().and_then(|p| p.parent()).filter(|f| f.kind() == "for_statement");
+                    defs.push(match of_loop {
+                        Some(f) => self.counter(f, n, depth),
+                        None => d.child_by_field_name("value").and_then(|v| self.span(v, depth + 1)),
+                    });
+                }
+                _ => {}
+            }
+        }
+        match defs[..] {
+            [one] => one.filter(|_| !self.body.iter().any(|st| written_outside_update(k, *st, n))),
+            [] if k.param(n).is_some_and(|p| !p.pointer) => {
+                let values: Vec<Option<i64>> = self.launches.iter().map(|l| scalar(l, n)).collect();
+                let v = values.first().copied().flatten()?;
+                values.iter().all(|x| *x == Some(v)).then_some((v, v))
+            }
+            _ => None,
+        }
+    }
+
+    /// `for (T n = A; n < B; n++)` (or `<=`, `++n`, `n += c` with `c > 0`): `n` over `[A, B)`.
+    fn counter(&self, f: Node, n: &str, depth: u32) -> Option<Span> {
+        let k = self.k;
+        let init = f.child_by_field_name("initializer")?.child_by_field_name("declarator")?;
+        let start = self.span(init.child_by_field_name("value")?, depth + 1)?;
+        let mut cond = f.child_by_field_name("condition")?;
+        if cond.kind() == "condition_clause" {
+            cond = cond.named_child(0)?;
+        }
+        let (l, op, r) = binary(k, cond)?;
+        if compact(k.text, l) != n {
+            return None;
+        }
+        let bound = self.span(r, depth + 1)?;
+        let last = match op {
+            "<" => bound.1 - 1,
+            "<=" => bound.1,
+            _ => return None,
+        };
+        let update = strip_parens(f.child_by_field_name("update")?);
+        let steps_up = match update.kind() {
+            "update_expression" => k.text_of(update).contains("++"),
+            "assignment_expression" => {
+                k.text_of(update.child_by_field_name("operator")?) == "+="
+                    && self.span(update.child_by_field_name("right")?, depth + 1).is_some_and(|s| s.0 > 0)
+            }
+            _ => false,
+        };
+        let body = f.child_by_field_name("body")?;
+        (steps_up && !written(k, body, n) && last >= start.0).then_some((start.0, last))
+    }
+
+    fn span(&self, n: Node, depth: u32) -> Option<Span> {
+        if depth > 24 {
+            return None;
+        }
+        let k = self.k;
+        let n = strip_parens(n);
+        let text = k.text_of(n);
+        match n.kind() {
+            "number_literal" => text.trim_end_matches(['u', 'U', 'l', 'L']).parse::<i64>().ok().map(|v| (v, v)),
+            "identifier" => self.name(text, depth + 1),
+            "unary_expression" => {
+                let a = self.span(n.child_by_field_name("argument")?, depth + 1)?;
+                match k.text_of(n.child_by_field_name("operator")?) {
+                    "-" => Some((-a.1, -a.0)),
+                    "+" => Some(a),
+                    _ => None,
+                }
+            }
+            "cast_expression" => {
+                let ty = compact(k.text, n.child_by_field_name("type")?);
+                ["int", "long", "long long", "unsigned", "size_t"]
+                    .contains(&ty.as_str())
+                    .then(|| self.span(n.child_by_field_name("value")?, depth + 1))
+                    .flatten()
+            }
+            "call_expression" => {
+                let f = k.text_of(n.child_by_field_name("function")?);
+                let args = n.child_by_field_name("arguments")?;
+                let [a, b] = args.named_children(&mut args.walk()).collect::<Vec<_>>()[..] else { return None };
+                let (a, b) = (self.span(a, depth + 1)?, self.span(b, depth + 1)?);
+                match f {
+                    "max" => Some((a.0.max(b.0), a.1.max(b.1))),
+                    "min" => Some((a.0.min(b.0), a.1.min(b.1))),
+                    _ => None,
+                }
+            }
+            "binary_expression" => {
+                let op = k.text_of(n.child_by_field_name("operator")?);
+                let a = self.span(n.child_by_field_name("left")?, depth + 1)?;
+                let b = self.span(n.child_by_field_name("right")?, depth + 1)?;
+                let corners = |f: fn(i64, i64) -> Option<i64>| -> Option<Span> {
+                    let c = [f(a.0, b.0)?, f(a.0, b.1)?, f(a.1, b.0)?, f(a.1, b.1)?];
+                    Some((*c.iter().min()?, *c.iter().max()?))
+                };
+                match op {
+                    "+" => Some((a.0.checked_add(b.0)?, a.1.checked_add(b.1)?)),
+                    "-" => Some((a.0.checked_sub(b.1)?, a.1.checked_sub(b.0)?)),
+                    "*" => corners(i64::checked_mul),
+                    // Truncating division is monotone in each operand while the divisor keeps its sign.
+                    "/" if b.0 > 0 || b.1 < 0 => corners(i64::checked_div),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether `name` is assigned under `n` other than by a `for` loop's own update.
+fn written_outside_update(k: &Kernel, n: Node, name: &str) -> bool {
+    descendants(n).into_iter().any(|d| {
+        let target = match d.kind() {
+            "assignment_expression" => d.child_by_field_name("left"),
+            "update_expression" => d.child_by_field_name("argument"),
+            _ => None,
+        };
+        let in_update = d.parent().is_some_and(|p| {
+            p.kind() == "for_statement" && p.child_by_field_name("update").is_some_and(|u| u.id() == d.id())
+        });
+        !in_update && target.is_some_and(|t| compact(k.text, strip_parens(t)) == name)
+    })
+}
+
+/// The window's halo: how far any read reaches from its unit's row and column (at the stride),
+/// where every launch of the spec makes it constant (`radius = (kernel_size - 1) / 2`, a loop over
+/// `taps` from `oy * step - pad`). `None` where some read's reach is not known or is past 32.
+fn halo(k: &Kernel, win: &Window, launches: &[kernelpro_spec::LaunchSpec]) -> Option<u32> {
+    let mut fixed = vec![(win.row.1.clone(), (AT, AT)), (win.col.1.clone(), (AT, AT))];
+    for n in [&win.h, &win.w, &win.image.0, &win.image.1] {
+        fixed.push((n.clone(), (FAR, FAR)));
+    }
+    let ext = Extent { k, body: &win.body, fixed, launches };
+    let mut reach = 0i64;
+    for (row, cols) in &win.taps {
+        let r = ext.span(*row, 0)?;
+        let c = cols.iter().try_fold((0i64, 0i64), |acc, t| ext.span(*t, 0).map(|s| (acc.0 + s.0, acc.1 + s.1)))?;
+        let (r0, c0) = (AT * win.strides.0 as i64, AT * win.strides.1 as i64);
+        reach = reach.max(r0 - r.0).max(r.1 - r0).max(c0 - c.0).max(c.1 - c0);
+    }
+    u32::try_from(reach).ok().filter(|h| *h <= 32)
+}
+
+/// One candidate: (output tile rows, columns), the halo, and the launch's new block `(x, y)` with the
+/// grid of one block per tile, or `None` under the user's launch.
+type Shape = ((u32, u32), u32, Option<(u32, u32)>);
+
+/// The tiles: the launch's own block first (an output per thread, every block busy under the user's
+/// grid), then launch variants of one block per tile: the block with two rows of outputs a thread, and
+/// a 32x8 block with two and four. A 1D block (no tile) keeps the square tiles under its launch.
+fn shapes(block: [u32; 3], halo: Option<u32>) -> Vec<Shape> {
+    let halos: Vec<u32> = halo.map(|h| vec![h]).unwrap_or_else(|| HALOS.to_vec());
+    let (bx, by) = (block[0], block[1]);
+    if bx < 8 || by < 2 || bx * by < 64 {
+        let guessed = SHAPES.iter().map(|&(t, h)| ((t, t), h, None));
+        return match halo {
+            Some(h) => [(32, h), (16, h)].into_iter().map(|(t, h)| ((t, t), h, None)).collect(),
+            None => guessed.collect(),
+        };
+    }
+    let mut out: Vec<Shape> = halos.iter().map(|&h| ((by, bx), h, None)).collect();
+    let (vx, vy) = VARIANT_BLOCK;
+    for (tile, b) in [((2 * by, bx), (bx, by)), ((2 * vy, vx), VARIANT_BLOCK), ((4 * vy, vx), VARIANT_BLOCK)] {
+        if !out.iter().any(|s| s.0 == tile) {
+            out.push((tile, halos[0], Some(b)));
+        }
+    }
+    out
+}
+
+/// The spec's name for a scalar parameter: its binding (`width = WW`), bracketed unless a name or a literal.
+fn spec_name(k: &Kernel, param: &str) -> Option<String> {
+    let rhs = k.spec_lines().iter().find_map(|l| {
+        l.text.split_once('=').filter(|(lhs, _)| lhs.trim() == param).map(|(_, rhs)| rhs.trim().to_string())
+    })?;
+    Some(if rhs.chars().all(|c| c.is_alphanumeric() || c == '_') { rhs } else { format!("({rhs})") })
+}
+
+/// The rewrite's spec under a block `(x, y)` of one block per `(rows, columns)` tile: the grid's x and
+/// y in the spec's names of the units' width and height, its z (the images) as written.
+fn relaunched(
+    k: &Kernel,
+    win: &Window,
+    source: &str,
+    (th, tw): (u32, u32),
+    (bx, by): (u32, u32),
+) -> Option<(String, String)> {
+    let lines = k.spec_lines();
+    let grid = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("grid"))?;
+    let block = lines.iter().find(|l| kernelpro_spec::launch_part(&l.text) == Some("block"))?;
+    let parts = |line: &kernelpro_spec::SpecLine| -> Vec<String> {
+        let rest = line.text.split_once('=').map(|(_, r)| r.trim()).unwrap_or_default();
+        match rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+            Some(inner) => {
+                kernelpro_spec::split_top_level(inner).into_iter().map(|(_, p)| p.trim().to_string()).collect()
+            }
+            None => vec![rest.to_string()],
+        }
+    };
+    let (w, h) = (spec_name(k, &win.w)?, spec_name(k, &win.h)?);
+    let mut g = vec![format!("ceil_div({w}, {tw})"), format!("ceil_div({h}, {th})")];
+    g.extend(parts(grid).into_iter().skip(2));
+    let mut b = vec![bx.to_string(), by.to_string()];
+    b.extend(parts(block).into_iter().skip(2));
+    let (g, b) = (format!("({})", g.join(", ")), format!("({})", b.join(", ")));
+    let (g_at, b_at) = (k.spec_offset(grid), k.spec_offset(block));
+    // Spec lines sit above the kernel's body, so their offsets hold in the rewritten text.
+    let edits = [
+        (g_at..g_at + grid.text.len(), format!("grid = {g}")),
+        (b_at..b_at + block.text.len(), format!("block = {b}")),
+    ];
+    let text = crate::syntax::edited(source, edits);
+    let why = super::launch::launch_limits(&text, &k.func.name, None);
+    if let Err(why) = why {
+        tracing::debug!(kernel = %k.func.name, %why, "WindowTile launch variant dropped");
+        return None;
+    }
+    Some((text, format!("; launch block = {b}, grid = {g}")))
 }
 
 fn attempt(k: &Kernel) -> Result<Vec<Rewrite>, NotApplicable> {
     let win = recognise(k)?;
     fits(k, &win)?;
-    let mut out = Vec::new();
+    let launches = k.all_launches().ok_or_else(|| no("no launch spec gives the image sizes"))?;
+    let block = launches.first().map(|l| l.block).ok_or_else(|| no("no launch spec gives the image sizes"))?;
+    let halo = halo(k, &win, &launches);
+    let mut out: Vec<Rewrite> = Vec::new();
     let bytes = kernelpro_source::kernel_model::ElemType::new(&win.ty).bytes.unwrap_or(16);
-    for &(t, halo) in SHAPES {
+    for ((th, tw), h, relaunch) in shapes(block, halo) {
         // Only tiles within a block's static shared memory (a wide stride or element may not fit).
         let (sr, sc) = win.strides;
-        let side = |s: u32| (t - 1) * s + 1 + 2 * halo;
-        if side(sr) * (side(sc) + 1) * bytes > STATIC_SHARED {
+        if ((th - 1) * sr + 1 + 2 * h) * ((tw - 1) * sc + 2 + 2 * h) * bytes > STATIC_SHARED {
             continue;
         }
         let text =
-            generate(k, &win, t, halo).ok_or_else(|| no("a per-unit statement leaves its unit inside a loop"))?;
+            generate(k, &win, (th, tw), h).ok_or_else(|| no("a per-unit statement leaves its unit inside a loop"))?;
+        let mut source = k.with_body(&text);
+        let mut launch = String::new();
+        if let Some(b) = relaunch {
+            let Some((s, l)) = relaunched(k, &win, &source, (th, tw), b) else { continue };
+            (source, launch) = (s, l);
+        }
+        if out.iter().any(|r| r.source == source) {
+            continue;
+        }
         let batch = win.batch.as_ref().map(|((_, z), _)| format!(" of each image {z}")).unwrap_or_default();
+        let halo_of = if halo.is_some() { "the window's" } else { "a guessed" };
+        let threads = relaunch.map(|(x, y)| x * y).unwrap_or(block[0] * block[1]);
+        let per_thread = match (th * tw).div_ceil(threads.max(1)) {
+            _ if block[0] < 8 || block[1] < 2 => "several outputs per thread".to_string(),
+            1 => "an output per thread".to_string(),
+            n => format!("{n} outputs per thread"),
+        };
         let note = format!(
-            "2D window over ({}, {}){batch} reading {} through {t}x{t} shared output tiles with a halo of {halo}, several outputs per thread",
+            "2D window over ({}, {}){batch} reading {} through {th}x{tw} shared output tiles with {halo_of} halo of {h}, {per_thread}{launch}",
             win.row.1, win.col.1, win.x
         );
-        out.push(Rewrite { source: k.with_body(&text), note });
+        out.push(Rewrite { source, note });
     }
     if out.is_empty() {
         return Err(no("no tile of the window's inputs fits a block's static shared memory"));
