@@ -7,9 +7,9 @@ use super::tests::{STRUCTURAL, applied, compile_errors, distinct_code, fixture, 
 /// (fixture, kernel, the structural rewrites that apply with their candidate counts; empty: none).
 const CASES: &[(&str, &str, &str)] = &[
     // The frame on z, window bounds clamped with min/max, the radius from a scalar.
-    ("boxfilter_batched_clamped.cu", "mean_filter", "WindowTile x3"),
+    ("boxfilter_batched_clamped.cu", "mean_filter", "WindowTile x6"),
     // One image under a guard block, each tap tested against the image.
-    ("boxfilter_single_wrapped.cu", "blur_padded", "ColumnUnits x4, WindowTile x4"),
+    ("boxfilter_single_wrapped.cu", "blur_padded", "ColumnUnits x4, WindowTile x8"),
     // A strided pooling window: the input's size from its taps' guard, the stride from the spec.
     ("maxpool_strided_guarded_taps.cu", "pool_max", "WindowTile x4"),
     // Written in place: no tile (the warp per output reads and writes as the original did).
@@ -163,7 +163,7 @@ fn the_window_takes_ldg_reads_and_refuses_addresses() {
     let read = "src[frame * rows * cols + yy * cols + xx]";
     let ldg = plain.replace(read, &format!("__ldg(&{read})"));
     let rws = recipe("WindowTile").rewrite(&ldg, "mean_filter");
-    assert_eq!(rws.len(), 3);
+    assert_eq!(rws.len(), 6);
     assert!(rws[0].source.contains("acc += kp_x((yy), (xx), (frame * rows * cols + yy * cols + xx));"));
     if let Some(e) = compile_errors(&rws[0].source) {
         panic!("{e}");
@@ -203,12 +203,19 @@ fn window_tiles_follow_the_launch_and_the_windows_reach() {
         .collect();
     let want = [
         "mean_filter: 2D window over (y, x) of each image frame reading src through 8x32 shared output tiles with the window's halo of 2, an output per thread",
+        "mean_filter: 2D window over (y, x) of each image frame reading src through 8x32 shared output tiles with the window's halo of 2, an output per thread, separable (row sums, then column sums)",
         "mean_filter: 2D window over (y, x) of each image frame reading src through 16x32 shared output tiles with the window's halo of 2, 2 outputs per thread; launch block = (32, 8, 1), grid = (ceil_div(COLS, 32), ceil_div(ROWS, 16), FRAMES)",
+        "mean_filter: 2D window over (y, x) of each image frame reading src through 16x32 shared output tiles with the window's halo of 2, 2 outputs per thread, separable (row sums, then column sums); launch block = (32, 8, 1), grid = (ceil_div(COLS, 32), ceil_div(ROWS, 16), FRAMES)",
         "mean_filter: 2D window over (y, x) of each image frame reading src through 32x32 shared output tiles with the window's halo of 2, 4 outputs per thread; launch block = (32, 8, 1), grid = (ceil_div(COLS, 32), ceil_div(ROWS, 32), FRAMES)",
+        "mean_filter: 2D window over (y, x) of each image frame reading src through 32x32 shared output tiles with the window's halo of 2, 4 outputs per thread, separable (row sums, then column sums); launch block = (32, 8, 1), grid = (ceil_div(COLS, 32), ceil_div(ROWS, 32), FRAMES)",
         "blur_padded: 2D window over (r, c) reading in_img through 16x16 shared output tiles with the window's halo of 2, an output per thread",
+        "blur_padded: 2D window over (r, c) reading in_img through 16x16 shared output tiles with the window's halo of 2, an output per thread, separable (row sums, then column sums)",
         "blur_padded: 2D window over (r, c) reading in_img through 32x16 shared output tiles with the window's halo of 2, 2 outputs per thread; launch block = (16, 16), grid = (ceil_div(C, 16), ceil_div(R, 32))",
+        "blur_padded: 2D window over (r, c) reading in_img through 32x16 shared output tiles with the window's halo of 2, 2 outputs per thread, separable (row sums, then column sums); launch block = (16, 16), grid = (ceil_div(C, 16), ceil_div(R, 32))",
         "blur_padded: 2D window over (r, c) reading in_img through 16x32 shared output tiles with the window's halo of 2, 2 outputs per thread; launch block = (32, 8), grid = (ceil_div(C, 32), ceil_div(R, 16))",
+        "blur_padded: 2D window over (r, c) reading in_img through 16x32 shared output tiles with the window's halo of 2, 2 outputs per thread, separable (row sums, then column sums); launch block = (32, 8), grid = (ceil_div(C, 32), ceil_div(R, 16))",
         "blur_padded: 2D window over (r, c) reading in_img through 32x32 shared output tiles with the window's halo of 2, 4 outputs per thread; launch block = (32, 8), grid = (ceil_div(C, 32), ceil_div(R, 32))",
+        "blur_padded: 2D window over (r, c) reading in_img through 32x32 shared output tiles with the window's halo of 2, 4 outputs per thread, separable (row sums, then column sums); launch block = (32, 8), grid = (ceil_div(C, 32), ceil_div(R, 32))",
         "pool_max: 2D window over (oy, ox) reading src through 4x32 shared output tiles with the window's halo of 1, an output per thread",
         "pool_max: 2D window over (oy, ox) reading src through 8x32 shared output tiles with the window's halo of 1, 2 outputs per thread; launch block = (32, 4), grid = (ceil_div(OW, 32), ceil_div(OH, 8))",
         "pool_max: 2D window over (oy, ox) reading src through 16x32 shared output tiles with the window's halo of 1, 2 outputs per thread; launch block = (32, 8), grid = (ceil_div(OW, 32), ceil_div(OH, 16))",
@@ -251,4 +258,45 @@ fn an_unknown_reach_keeps_the_guessed_halos() {
             ),
         ]
     );
+}
+
+/// The separable form is a plain sum's only: a max window (or a weighted sum) keeps the square
+/// window, a strided pool has no shared rows.
+#[test]
+fn only_plain_window_sums_are_separable() {
+    use super::window::why_not_separable;
+    let blur = fixture("boxfilter_batched_clamped.cu");
+    let read = "src[frame * rows * cols + yy * cols + xx]";
+    let max = blur.replace(&format!("acc += {read};"), &format!("acc = fmaxf(acc, {read});"));
+    let weighted = blur.replace(&format!("acc += {read};"), &format!("acc += 0.5f * {read};"));
+    assert_ne!(max, blur);
+    assert_ne!(weighted, blur);
+    let cases = [
+        (blur.clone(), "mean_filter", None),
+        (fixture("boxfilter_single_wrapped.cu"), "blur_padded", None),
+        (max, "mean_filter", Some("the window is not a plain sum `acc += x[..]` (unit weights)")),
+        (weighted, "mean_filter", Some("the window is not a plain sum `acc += x[..]` (unit weights)")),
+        (
+            fixture("maxpool_strided_guarded_taps.cu"),
+            "pool_max",
+            Some("a strided window (a pooling window) sums no shared rows"),
+        ),
+    ];
+    for (text, kernel, want) in cases {
+        assert_eq!(why_not_separable(&text, kernel).as_deref(), want, "{kernel}");
+    }
+    // The zero-padded blur's separable form: the tile zero outside the image, the rows' sums of 5,
+    // then each output's column of them in place of the nest.
+    let rws = recipe("WindowTile").rewrite(&fixture("boxfilter_single_wrapped.cu"), "blur_padded");
+    let src = &rws[1].source;
+    for want in [
+        "__shared__ float kp_rows[20][16 + 1];",
+        "kp_tile[kp_e / 20][kp_e % 20] = in_img[kp_r * (long long)(n_cols) + kp_c]; else kp_tile[kp_e / 20][kp_e % 20] = (float)0;",
+        "for (int kp_d = 0; kp_d < 5; ++kp_d) kp_s += kp_tile[kp_e / 16][kp_e % 16 + kp_d];",
+        "for (int kp_d = 0; kp_d < 5; ++kp_d) kp_s += kp_rows[kp_a + kp_d][kp_b];",
+        "s += kp_window((int)(kp_ur - kp_u0), (int)(kp_uc - kp_v0));\n        out_img[r * n_cols + c] = s / ((2 * rad + 1) * (2 * rad + 1));",
+    ] {
+        assert!(src.contains(want), "{want}\n{src}");
+    }
+    assert!(!src.contains("for (int dr"), "{src}");
 }
