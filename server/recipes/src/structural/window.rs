@@ -688,12 +688,28 @@ const AT: i64 = 1 << 20;
 const FAR: i64 = 1 << 26;
 
 /// The values the window's index expressions take at one unit: loop counters over their bounds,
-/// locals declared once from their values, scalars every launch of the spec gives one value.
+/// locals declared once from their values, scalars every launch of the spec gives one value, the
+/// file's integer macros.
 struct Extent<'a, 't> {
     k: &'a Kernel<'a>,
     body: &'a [Node<'t>],
     fixed: Vec<(String, Span)>,
     launches: &'a [kernelpro_spec::LaunchSpec],
+    macros: kernelpro_source::kernel_model::Macros,
+}
+
+impl<'a, 't> Extent<'a, 't> {
+    fn new(
+        k: &'a Kernel<'a>,
+        body: &'a [Node<'t>],
+        fixed: Vec<(String, Span)>,
+        launches: &'a [kernelpro_spec::LaunchSpec],
+    ) -> Self {
+        let macros = kernelpro_source::parse_tree(k.text)
+            .map(|t| kernelpro_source::kernel_model::Macros::collect(&t, k.text))
+            .unwrap_or_default();
+        Extent { k, body, fixed, launches, macros }
+    }
 }
 
 impl Extent<'_, '_> {
@@ -723,6 +739,7 @@ impl Extent<'_, '_> {
                 let v = values.first().copied().flatten()?;
                 values.iter().all(|x| *x == Some(v)).then_some((v, v))
             }
+            [] => self.macros.integer(n).map(|v| (v, v)),
             _ => None,
         }
     }
@@ -840,7 +857,7 @@ fn halo(k: &Kernel, win: &Window, launches: &[kernelpro_spec::LaunchSpec]) -> Op
     for n in [&win.h, &win.w, &win.image.0, &win.image.1] {
         fixed.push((n.clone(), (FAR, FAR)));
     }
-    let ext = Extent { k, body: &win.body, fixed, launches };
+    let ext = Extent::new(k, &win.body, fixed, launches);
     let mut reach = 0i64;
     for (row, cols) in &win.taps {
         let r = ext.span(*row, 0)?;
@@ -937,7 +954,7 @@ fn separable<'t>(k: &Kernel, win: &Window<'t>, halo: Option<u32>) -> Result<Sepa
     }
     let launches = k.all_launches().unwrap_or_default();
     let fixed = vec![(win.row.1.clone(), (AT, AT)), (win.col.1.clone(), (AT, AT))];
-    let ext = Extent { k, body: &win.body, fixed, launches: &launches };
+    let ext = Extent::new(k, &win.body, fixed, &launches);
     let point = |n: Node, v: i64| ext.span(n, 0) == Some((v, v));
     let steps_by_one = |f: Node| {
         f.child_by_field_name("update").is_some_and(|u| u.kind() == "update_expression" && k.text_of(u).contains("++"))

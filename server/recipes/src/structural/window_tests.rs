@@ -276,6 +276,12 @@ fn only_plain_window_sums_are_separable() {
         (fixture("boxfilter_single_wrapped.cu"), "blur_padded", None),
         (max, "mean_filter", Some("the window is not a plain sum `acc += x[..]` (unit weights)")),
         (weighted, "mean_filter", Some("the window is not a plain sum `acc += x[..]` (unit weights)")),
+        // A count of the taps beside the sum (its mean over the image's part): more than a sum.
+        (
+            fixture("boxblur_2d_window.cu"),
+            "box_blur",
+            Some("the window is not a plain sum `acc += x[..]` (unit weights)"),
+        ),
         (
             fixture("maxpool_strided_guarded_taps.cu"),
             "pool_max",
@@ -299,4 +305,14 @@ fn only_plain_window_sums_are_separable() {
         assert!(src.contains(want), "{want}\n{src}");
     }
     assert!(!src.contains("for (int dr"), "{src}");
+}
+
+/// A radius from the file's `#define RADIUS 3` is constant: the halo is 3, not a guess.
+#[test]
+fn a_macro_radius_is_the_halo() {
+    let rws = recipe("WindowTile").rewrite(&fixture("boxblur_2d_window.cu"), "box_blur");
+    assert_eq!(
+        rws[0].note,
+        "2D window over (row, col) reading img through 16x16 shared output tiles with the window's halo of 3, an output per thread"
+    );
 }
