@@ -94,7 +94,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // A Welford recurrence per row, read as two passes: a warp per row.
     ("layernorm_welford_row.cu", "layernorm_welford", "WarpUnits x4"),
     // A 3x3 window: 32x32 output tiles, the input through a shared tile with a halo.
-    ("boxblur_2d_window.cu", "box_blur", "StencilTile x2, WindowTile x3"),
+    ("boxblur_2d_window.cu", "box_blur", "StencilTile x2, WindowTile x4"),
     // Each thread owns a section of the input: read as a grid-stride loop, then per-block bins.
     ("hist_block_partitioned.cu", "histo_sectioned", "PrivateHistogram x4"),
     // A loop over a tile's rows with no guard, its extent the launch's grid: a thread per element, then a shared tile.

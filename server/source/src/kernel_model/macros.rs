@@ -72,7 +72,6 @@ impl Macros {
         self.map.get(name)
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     /// An object-like macro's integer value, folding other macros up to a depth.
     pub fn integer(&self, name: &str) -> Option<i64> {
         self.integer_at(name, 0)

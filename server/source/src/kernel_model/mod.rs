@@ -20,6 +20,7 @@ mod render;
 pub mod types;
 
 pub use lanes::{WarpGeometry, bank_conflict_ways, sectors_per_request};
+pub use macros::Macros;
 pub use pattern::{Pattern, Recognised};
 pub use poly::{Atom, Dep, Dim, Poly};
 pub use types::ElemType;
