@@ -82,3 +82,8 @@ fn spec_values_specialize_strides_and_tap_counts() {
     assert_eq!(read(&model), "1");
     assert_eq!(model.loops[0].bound.as_ref().unwrap().as_constant(), Some(3));
 }
+
+#[test]
+fn clamped_window_bounds_read_at_the_interior() {
+    check("windows.cu", expect_file!["../../../tests/fixtures/model/windows.model.txt"]);
+}

@@ -6,6 +6,12 @@
 //!   where one operand is the same for every lane of a warp (and the other for
 //!   every row), so each element is fetched again by every thread that needs it.
 //!
+//! - a 2D window (a box blur, a pooling window): each thread reads a window of
+//!   rows and columns around its output (`x[(y * s + i) * w + x * s + j]` over
+//!   loops `i`, `j`, clamped bounds read at the interior), and the windows of
+//!   neighbouring threads overlap along both axes, so each element is loaded by
+//!   several threads of the block;
+//!
 //! - a reduction every thread recomputes: each lane along `threadIdx.x` walks
 //!   the same row (`max(X[row * w + i])` over `i`) to produce its own element.
 //!
@@ -16,7 +22,7 @@ use crate::model::{Lines, models};
 use crate::{LintInput, StaticTool};
 use kernelpro_model::{Code, Finding, Severity};
 use kernelpro_source::kernel_model::pattern::stencil_read;
-use kernelpro_source::kernel_model::{Access, KernelModel, Space};
+use kernelpro_source::kernel_model::{Access, Atom, Dep, Dim, KernelModel, Loop, Poly, STRUCTURAL_VALUE, Space, Step};
 
 pub struct MissedReuse;
 
@@ -32,7 +38,9 @@ impl StaticTool for MissedReuse {
         let mut lines = Lines::default();
         for model in models(input).iter() {
             let mut found: Vec<(&Access, String, String, String)> = Vec::new();
-            found.extend(stencils(model));
+            let windows = windows(model);
+            found.extend(stencils(model).into_iter().filter(|s| windows.iter().all(|w| w.0.base != s.0.base)));
+            found.extend(windows);
             found.extend(contractions(model));
             found.extend(recomputed(model));
             found.sort_by_key(|f| f.0.line());
@@ -88,6 +96,90 @@ fn stencils(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
             format!("`{}`: neighbouring threads read overlapping elements of `{}`, so each element is loaded from global memory by several threads ({why})", a.text, a.base),
             why,
             STENCIL_FIX.to_string(),
+        ));
+    }
+    out
+}
+
+/// Each input element is read by at least this many threads on average before a 2D window is a finding.
+const WINDOW_REUSE: i64 = 2;
+
+const WINDOW_FIX: &str = "Stage the window's input in a shared tile with a halo: each block loads its outputs' rows and columns plus the window's border into shared memory once (`__syncthreads()`), then every thread reads its window from the tile.";
+
+/// How many iterations a window's loop makes: a constant, or a size given at run time.
+#[derive(Clone, Copy)]
+enum Taps {
+    Known(i64),
+    Runtime,
+}
+
+fn taps(l: &Loop) -> Option<Taps> {
+    let Step::Add(step) = &l.step else { return None };
+    let step = step.as_constant().filter(|s| *s > 0)?;
+    let span = l.bound.as_ref()?.sub(l.init.as_ref().unwrap_or(&Poly::zero()));
+    match span.as_constant() {
+        Some(d) => Some(Taps::Known((d + step - 1) / step)),
+        None if span.dep() == Dep::Uniform => Some(Taps::Runtime),
+        None => None,
+    }
+}
+
+/// Along a thread axis whose index coefficient is `thread`: a loop of the read whose
+/// coefficient is `thread / s` for a small `s` (the window's stride), with its taps.
+fn window_axis<'a>(model: &'a KernelModel, a: &'a Access, thread: &Poly) -> Option<(&'a Loop, i64, Taps)> {
+    if thread.is_zero() {
+        return None;
+    }
+    model.loops_of(a).filter(|l| !l.grid_stride && !l.block_stride).find_map(|l| {
+        let c = a.index.coefficient(l.atom.as_ref()?);
+        if c.is_zero() {
+            return None;
+        }
+        let s = (1..=STRUCTURAL_VALUE)
+            .find(|s| c.mul(&Poly::constant(*s)) == *thread || c.mul(&Poly::constant(-*s)) == *thread)?;
+        Some((l, s, taps(l)?))
+    })
+}
+
+/// 2D windows: a read whose index moves with a loop along threadIdx.x and with
+/// another along threadIdx.y, windows that overlap between neighbouring threads
+/// so each element is read by [`WINDOW_REUSE`] threads or more.
+fn windows(model: &KernelModel) -> Vec<(&Access, String, String, String)> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for a in reads(model) {
+        if seen.contains(&a.base.as_str()) || staged(model, &a.base) {
+            continue;
+        }
+        let Some((lx, sx, tx)) = window_axis(model, a, &a.lane_coefficient()) else { continue };
+        let Some((ly, sy, ty)) = window_axis(model, a, &a.index.coefficient(&Atom::Tid(Dim::Y))) else { continue };
+        if std::ptr::eq(lx, ly) {
+            continue;
+        }
+        let reuse = match (tx, ty) {
+            (Taps::Known(x), Taps::Known(y)) if x * y < WINDOW_REUSE * sx * sy => continue,
+            (Taps::Known(x), Taps::Known(y)) => format!("about {:.1}", (x * y) as f64 / (sx * sy) as f64),
+            _ => "several".to_string(),
+        };
+        let var = |l: &Loop| l.var.clone().unwrap_or_else(|| "?".into());
+        seen.push(&a.base);
+        out.push((
+            a,
+            format!(
+                "`{}`: a window of {} read straight from global memory; the windows of neighbouring threads overlap, so each element of `{}` is loaded by {reuse} threads of the block",
+                a.text,
+                match (ty, tx) {
+                    (Taps::Known(y), Taps::Known(x)) => format!("{y}×{x} elements"),
+                    _ => "a size given at run time".to_string(),
+                },
+                a.base
+            ),
+            format!(
+                "rows move with `{}` and threadIdx.y (stride {sy}), columns with `{}` and threadIdx.x (stride {sx}): {reuse} reads of each element",
+                var(ly),
+                var(lx)
+            ),
+            WINDOW_FIX.to_string(),
         ));
     }
     out

@@ -636,6 +636,9 @@ impl<'a> Walker<'a> {
                     {
                         let name = self.text(name).to_string();
                         init = self.lookup(&name).map(|(_, v)| v.clone());
+                        if let Some(start) = d.child_by_field_name("value").and_then(|v| self.clamped(v, depth)) {
+                            init = Some(Value::Num(start));
+                        }
                         var = Some(name);
                     }
                 }
@@ -959,10 +962,39 @@ impl<'a> Walker<'a> {
             "&&" => return self.bound_of(l, Some(var), depth + 1),
             _ => return None,
         };
+        if let Some(b) = self.clamped(other, depth) {
+            return Some(b);
+        }
         self.dry += 1;
         let b = self.num(other, depth + 1);
         self.dry -= 1;
         Some(b)
+    }
+
+    /// A window's edge clamped to the array (`max(0, row - r)`, `min(row + r + 1, h)`): the
+    /// thread-varying side, the value every interior thread gets, so the window's counter
+    /// moves with the thread as it does away from the edges.
+    fn clamped(&mut self, n: Node<'a>, depth: usize) -> Option<Poly> {
+        let mut n = n;
+        while n.kind() == "parenthesized_expression" {
+            n = n.named_child(0)?;
+        }
+        let name = self.text(n.child_by_field_name("function").filter(|_| n.kind() == "call_expression")?);
+        if !matches!(name.trim_start_matches("std::").trim_start_matches("::"), "max" | "min") {
+            return None;
+        }
+        let args = n.child_by_field_name("arguments")?;
+        let mut cursor = args.walk();
+        let args: Vec<Node> = args.named_children(&mut cursor).filter(|c| c.kind() != "comment").collect();
+        let [a, b] = args[..] else { return None };
+        self.dry += 1;
+        let (a, b) = (self.num(a, depth + 1), self.num(b, depth + 1));
+        self.dry -= 1;
+        match (a.dep() == Dep::Uniform, b.dep() == Dep::Uniform) {
+            (true, false) if b.is_affine() => Some(b),
+            (false, true) if a.is_affine() => Some(a),
+            _ => None,
+        }
     }
 
     // ---------------------------------------------------------------- expressions
