@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 mkdir -p .devbin
 cargo build --release -p kernelpro
 strip -o .devbin/kernelpro target/release/kernelpro
-# `name=cargo test selector`: each test binary's path comes from cargo's JSON messages.
+# `name=cargo test selector`: each test binary's path comes from cargo's JSON messages (the test
+# harness's, not a binary target's: a package's bins are built for its integration tests too).
 for t in "gpu-harness=-p kernelpro-gpu --test gpu" "gpu-pipeline=-p kernelpro --test gpu" "cute-tests=-p kernelpro-cute --lib" "optimize-deadline=-p kernelpro-optimize --test deadline"; do
-  exe=$(cargo test --release --no-run --message-format=json ${t#*=} | python3 -c "import json,sys;print([m['executable'] for m in map(json.loads,sys.stdin) if m.get('executable')][-1])")
+  exe=$(cargo test --release --no-run --message-format=json ${t#*=} | python3 -c "import json,sys;print([m['executable'] for m in map(json.loads,sys.stdin) if m.get('executable') and m['profile']['test']][-1])")
   strip -o ".devbin/${t%%=*}" "$exe"
 done
 inc=$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source/include)
