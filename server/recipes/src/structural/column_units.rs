@@ -17,7 +17,7 @@ use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
-use kernelpro_source::kernel_model::{Atom, Space};
+use kernelpro_source::kernel_model::{Atom, Dep, Space};
 use kernelpro_source::units::recognize::{Piece, Units, declared_in, leaves_unit, stores, units, whole_warps};
 
 pub struct ColumnUnits;
@@ -50,6 +50,15 @@ fn walks_columns(k: &Kernel, c: &str, advanced: &[(String, String)]) -> bool {
     let Some(id) = m.loops.iter().position(|l| l.var.as_deref() == Some(c)) else { return false };
     // A short window (`for (dy = -R; dy <= R; ++dy)`, a few taps) is a stencil's, not a column walk.
     if m.loops[id].bound.as_ref().and_then(|b| b.as_constant()).is_some_and(|b| b.abs() <= 32) {
+        return false;
+    }
+    // So is a window centred on the thread (`for (j = max(0, row - r); j < min(row + r + 1, h); ++j)`,
+    // read by the model as its interior side): a start that moves with the thread and a trip
+    // count that does not.
+    if let (Some(init), Some(bound)) = (&m.loops[id].init, &m.loops[id].bound)
+        && init.dep() == Dep::Thread
+        && bound.sub(init).dep() == Dep::Uniform
+    {
         return false;
     }
     let atom = m.loops[id].atom.clone().unwrap_or(Atom::Loop(c.to_string()));

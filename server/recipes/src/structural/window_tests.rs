@@ -13,7 +13,7 @@ const CASES: &[(&str, &str, &str)] = &[
     // A strided pooling window: the input's size from its taps' guard, the stride from the spec.
     ("maxpool_strided_guarded_taps.cu", "pool_max", "WindowTile x4"),
     // Written in place: no tile (the warp per output reads and writes as the original did).
-    ("boxfilter_writes_input.cu", "blur_in_place", "WarpUnits x4"),
+    ("boxfilter_writes_input.cu", "blur_in_place", ""),
     // A register read of the partner under one barrier, added under the next; a tid alias.
     ("scan_block_hillis_steele.cu", "block_prefix", "BlockScan x1"),
     // The step's sum in a temporary declared before the loop.
