@@ -44,19 +44,6 @@ const VARIANT_BLOCK: (u32, u32) = (32, 8);
 /// Bytes of static shared memory a block may declare.
 const STATIC_SHARED: u32 = 48 * 1024;
 
-/// Names that tie a statement to the original thread mapping.
-const THREAD_BOUND: &[&str] = &[
-    "threadIdx",
-    "blockIdx",
-    "blockDim",
-    "gridDim",
-    "__syncthreads",
-    "__syncwarp",
-    "__shfl",
-    "__shared__",
-    "warpSize",
-];
-
 /// One thread index the kernel declares: (type, name).
 type Index = (String, String);
 
@@ -240,7 +227,7 @@ fn recognise<'t>(k: &'t Kernel<'t>) -> Result<Window<'t>, NotApplicable> {
     }
     for st in &body {
         let text = k.text_of(*st);
-        if let Some(b) = THREAD_BOUND.iter().find(|b| text.contains(**b)) {
+        if let Some(b) = kernelpro_source::units::recognize::THREAD_BOUND.iter().find(|b| text.contains(**b)) {
             return Err(no(format!("a per-unit statement names `{b}`, which ties it to the original thread mapping")));
         }
     }

@@ -13,7 +13,7 @@ use crate::syntax::{compact, descendants, single_statement, statements};
 use tree_sitter::Node;
 
 /// Built-ins that tie a statement to the original thread mapping; a unit body naming one cannot be re-mapped.
-const THREAD_BOUND: &[&str] = &[
+pub const THREAD_BOUND: &[&str] = &[
     "threadIdx",
     "blockIdx",
     "blockDim",
