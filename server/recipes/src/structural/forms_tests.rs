@@ -3,7 +3,7 @@
 //! structural rewrites), every candidate compiles with the real nvcc, and what must not be
 //! rewritten is not.
 
-use super::tests::{STRUCTURAL, applied, compile_errors, distinct_code, fixture, model_facts, recipe};
+use super::tests::{applied, compile_structural, fixture, model_facts, recipe};
 
 /// (style fixture, plain fixture, kernel, the structural rewrites both must get).
 const FORMS: &[(&str, &str, &str, &str)] = &[
@@ -43,21 +43,8 @@ fn each_form_reads_as_its_plain_style() {
 
 #[test]
 fn every_form_rewrite_compiles_for_sm_90() {
-    let mut failed = Vec::new();
-    let mut compiled = 0;
-    for (style, plain, kernel, _) in FORMS {
-        for file in [plain, style] {
-            let text = fixture(file);
-            for name in STRUCTURAL {
-                for rw in distinct_code(&recipe(name).rewrite(&text, kernel)) {
-                    compiled += 1;
-                    if let Some(e) = compile_errors(&rw.source) {
-                        failed.push(format!("{name} on {file} ({}):\n{e}\n{}", rw.note, rw.source));
-                    }
-                }
-            }
-        }
-    }
+    let cases = FORMS.iter().flat_map(|(style, plain, kernel, _)| [(*plain, *kernel), (*style, *kernel)]);
+    let (compiled, failed) = compile_structural(cases);
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     assert!(compiled >= 4, "only {compiled} candidates compiled");
 }

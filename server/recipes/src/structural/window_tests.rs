@@ -2,7 +2,7 @@
 //! corpus (a batched box blur with clamped bounds, a Kogge–Stone block scan): which rewrites apply,
 //! that each compiles with the real nvcc, and why each does not apply where it must not.
 
-use super::tests::{STRUCTURAL, applied, compile_errors, distinct_code, fixture, recipe};
+use super::tests::{applied, compile_errors, compile_structural, fixture, recipe};
 
 /// (fixture, kernel, the structural rewrites that apply with their candidate counts; empty: none).
 const CASES: &[(&str, &str, &str)] = &[
@@ -31,19 +31,7 @@ fn windows_and_block_scans_get_their_forms() {
 
 #[test]
 fn window_and_scan_rewrites_compile_for_sm_90() {
-    let mut failed = Vec::new();
-    let mut compiled = 0;
-    for (file, kernel, _) in CASES {
-        let text = fixture(file);
-        for name in STRUCTURAL {
-            for rw in distinct_code(&recipe(name).rewrite(&text, kernel)) {
-                compiled += 1;
-                if let Some(e) = compile_errors(&rw.source) {
-                    failed.push(format!("{name} on {file} ({}):\n{e}\n{}", rw.note, rw.source));
-                }
-            }
-        }
-    }
+    let (compiled, failed) = compile_structural(CASES.iter().map(|(file, kernel, _)| (*file, *kernel)));
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     assert!(compiled >= 8, "only {compiled} candidates compiled");
 }
