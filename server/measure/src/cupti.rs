@@ -251,6 +251,13 @@ async fn injected_run(
     }
     let out = run_tool(&cmd, cancel).await.map_err(|e| CuptiError::Run(e.to_string()))?;
     let text = std::fs::read_to_string(&out_file).unwrap_or_default();
+    // A copy of the library's records for a bug report (`#warn`s, timings).
+    if let Some(keep) = std::env::var_os("KERNELPRO_CUPTI_KEEP") {
+        let keep = PathBuf::from(keep);
+        if std::fs::create_dir_all(&keep).is_ok() {
+            let _ = std::fs::write(keep.join(format!("{}-{name}.tsv", std::process::id())), &text);
+        }
+    }
     let run = pages::parse_cupti(&text);
     if !run.errors.is_empty() {
         return Err(CuptiError::Profiler(run.errors.join("; ")));
