@@ -2,6 +2,7 @@
 //! of the normalized source, and given to proposers so they do not repeat themselves.
 
 use crate::evaluate::{Outcome, OutcomeKind};
+use crate::point::Point;
 use crate::tree::NodeId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -22,6 +23,9 @@ pub struct MemoryEntry {
     /// First line of the failure text, shortened; empty for verified candidates.
     pub detail: String,
     pub speedup: Option<f64>,
+    /// The parameter point of its form, when its rewrite offered several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<Point>,
 }
 
 /// Append-only list of tried candidates plus a free-form notes channel
@@ -57,7 +61,7 @@ impl SearchMemory {
         answers: Option<&str>,
         outcome: &Outcome,
         speedup: Option<f64>,
-    ) {
+    ) -> &mut MemoryEntry {
         let hash = source_hash(source);
         let detail = outcome.failure().and_then(|m| m.lines().next()).unwrap_or("");
         self.by_hash.entry(hash).or_insert(self.entries.len());
@@ -69,7 +73,9 @@ impl SearchMemory {
             outcome: outcome.kind(),
             detail: detail.chars().take(DETAIL_CHARS).collect(),
             speedup,
+            point: None,
         });
+        self.entries.last_mut().expect("just pushed")
     }
 }
 

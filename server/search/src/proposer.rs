@@ -2,6 +2,7 @@
 
 use crate::evaluate::FindingNote;
 use crate::memory::SearchMemory;
+use crate::point::Tag;
 use crate::tree::NodeId;
 
 /// Everything a proposer sees about the node it expands.
@@ -18,12 +19,13 @@ pub struct ProposeContext<'a> {
     /// The parent's error text when it failed: the child is then a debug attempt.
     pub failure: Option<&'a str>,
     pub memory: &'a SearchMemory,
-    /// How many proposals are wanted; more are ignored.
+    /// How many proposals are wanted; more are ignored, except that the points
+    /// of one form (proposals with the same [`Tag::form`]) count as one.
     pub wanted: usize,
 }
 
 /// One rewritten source.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
     pub source: String,
     /// Which rewrite produced it (recipe name, or `llm`).
@@ -32,11 +34,14 @@ pub struct Proposal {
     pub answers: Option<String>,
     /// Free-form note kept in the search memory's notes (e.g. a useful file path).
     pub note: Option<String>,
+    /// The form and parameter point this proposal is of, with its roofline prior:
+    /// a node's proposals of one form become one child and its other points.
+    pub tag: Option<Tag>,
 }
 
 impl Proposal {
     pub fn new(source: impl Into<String>, recipe: impl Into<String>) -> Self {
-        Proposal { source: source.into(), recipe: recipe.into(), answers: None, note: None }
+        Proposal { source: source.into(), recipe: recipe.into(), answers: None, note: None, tag: None }
     }
 
     pub fn answering(mut self, tool: impl Into<String>) -> Self {
@@ -46,6 +51,11 @@ impl Proposal {
 
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
+        self
+    }
+
+    pub fn with_tag(mut self, tag: Tag) -> Self {
+        self.tag = Some(tag);
         self
     }
 }

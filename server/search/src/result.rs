@@ -2,6 +2,7 @@
 
 use crate::evaluate::{Outcome, OutcomeKind};
 use crate::memory::SearchMemory;
+use crate::point::Point;
 use crate::search::Event;
 use crate::tree::{NodeId, Tree};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,9 @@ pub struct Step {
     pub node: NodeId,
     pub recipe: String,
     pub answers: Option<String>,
+    /// The parameter point of the rewrite's form, when it offered several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<Point>,
     pub outcome: OutcomeKind,
     pub speedup: Option<f64>,
 }
@@ -43,6 +47,9 @@ pub struct TreeStats {
     /// dropped: not at its form's best point, or already tried in that form.
     #[serde(default)]
     pub once_per_form_skipped: usize,
+    /// Points dropped before compiling: their roofline lower bound could not beat the best verified time.
+    #[serde(default)]
+    pub pruned_by_prior: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -104,16 +111,21 @@ pub fn pick_best(tree: &Tree) -> Option<NodeId> {
     Some(frugal.map_or(fastest.id, |(_, c)| c.id))
 }
 
+/// The rewrites from the original to `best`: a node whose child on the path is another point of
+/// its form is left out (the child replaces its point, it is no rewrite of its text).
 pub(crate) fn best_path(tree: &Tree, best: NodeId) -> Vec<Step> {
-    tree.path(best)
-        .into_iter()
+    let path = tree.path(best);
+    path.iter()
+        .enumerate()
         .skip(1)
-        .map(|id| {
+        .filter(|(i, _)| path.get(i + 1).is_none_or(|next| !tree[*next].alternative))
+        .map(|(_, &id)| {
             let n = &tree[id];
             Step {
                 node: id,
                 recipe: n.recipe.clone(),
                 answers: n.answers.clone(),
+                point: n.point.clone(),
                 outcome: n.outcome.kind(),
                 speedup: n.speedup,
             }
@@ -121,8 +133,9 @@ pub(crate) fn best_path(tree: &Tree, best: NodeId) -> Vec<Step> {
         .collect()
 }
 
-pub(crate) fn stats(tree: &Tree, duplicates: usize, once_per_form_skipped: usize) -> TreeStats {
-    let mut s = TreeStats { nodes: tree.len(), duplicates, once_per_form_skipped, ..TreeStats::default() };
+pub(crate) fn stats(tree: &Tree, duplicates: usize, once_per_form_skipped: usize, pruned_by_prior: usize) -> TreeStats {
+    let mut s =
+        TreeStats { nodes: tree.len(), duplicates, once_per_form_skipped, pruned_by_prior, ..TreeStats::default() };
     for n in tree.nodes() {
         s.max_depth = s.max_depth.max(n.depth);
         s.closed += n.closed as usize;

@@ -4,6 +4,7 @@
 use crate::config::SearchConfig;
 use crate::evaluate::{Evaluator, Outcome, OutcomeKind};
 use crate::memory::{SearchMemory, normalize, source_hash};
+use crate::point::Point;
 use crate::proposer::{Proposal, ProposeContext, Proposer};
 use crate::result::{SearchResult, StopReason, best_path, pick_best, stats};
 use crate::rng::SplitMix64;
@@ -42,6 +43,14 @@ pub enum Event {
     },
     Closed {
         node: NodeId,
+    },
+    /// A parameter point dropped before compiling: its roofline lower bound
+    /// could not beat the best verified time.
+    Pruned {
+        parent: NodeId,
+        recipe: String,
+        point: Point,
+        lower_bound_s: f64,
     },
     Stopped {
         reason: StopReason,
@@ -153,7 +162,11 @@ impl<'a> Search<'a> {
             iterations: 0,
             duplicates: 0,
             once_per_form_skipped: 0,
+            pruned_by_prior: 0,
             once_done: HashSet::new(),
+            points: HashMap::new(),
+            form_rest: HashMap::new(),
+            alternatives: HashSet::new(),
             unfinished: Vec::new(),
             deferred: Vec::new(),
             propose_time: Duration::ZERO,
@@ -167,6 +180,8 @@ impl<'a> Search<'a> {
                 source: original.to_owned(),
                 recipe: "original".into(),
                 answers: None,
+                point: None,
+                alternative: false,
                 outcome: baseline,
                 speedup: Some(1.0),
                 reward: 0.0,
@@ -193,7 +208,7 @@ impl<'a> Search<'a> {
             iterations: run.iterations,
             stop,
             unfinished: run.unfinished,
-            stats: stats(&run.tree, run.duplicates, run.once_per_form_skipped),
+            stats: stats(&run.tree, run.duplicates, run.once_per_form_skipped, run.pruned_by_prior),
             propose_s: run.propose_time.as_secs_f64(),
             tree: run.tree,
             memory: run.memory,
@@ -228,6 +243,14 @@ struct Run<'c, 'a> {
     once_per_form_skipped: usize,
     /// (form, recipe) pairs of `config.once_per_form` recipes already tried.
     once_done: HashSet<(String, String)>,
+    /// Tagged proposals dropped by their roofline prior.
+    pruned_by_prior: usize,
+    /// A form's other points, by the node its first point became: offered as that node's children.
+    points: HashMap<NodeId, Vec<Proposal>>,
+    /// A form's other points, by the source hash of its first point, until that one is recorded.
+    form_rest: HashMap<u64, Vec<Proposal>>,
+    /// Source hashes of proposals offered as another point of their parent's form.
+    alternatives: HashSet<u64>,
     /// Recipes of candidates whose evaluation the stop cut short.
     unfinished: Vec<String>,
     /// Candidates whose slow compile was still running when their batch was
@@ -297,6 +320,7 @@ impl Run<'_, '_> {
             };
             self.propose_time += proposing.elapsed();
             self.keep_once_per_form(node, &mut proposals);
+            self.arrange_points(node, &mut proposals);
             if !self.deferred.is_empty() && !proposals.is_empty() {
                 // Those still compiling are evaluated once compiled, not in this batch.
                 let deferred: HashSet<u64> = self.deferred.iter().map(|(_, p)| source_hash(&p.source)).collect();
@@ -394,6 +418,11 @@ impl Run<'_, '_> {
                 if let Some(seen) = self.memory.lookup(&proposal.source) {
                     let of = seen.node;
                     self.duplicates += 1;
+                    if let Some(rest) = self.form_rest.remove(&source_hash(&proposal.source))
+                        && !self.tree[of].failed()
+                    {
+                        self.points.entry(of).or_insert(rest);
+                    }
                     tracing::debug!(recipe = %proposal.recipe, of = of.0, "a duplicate: not evaluated again");
                     self.emit(Event::Duplicate { parent: node, recipe: proposal.recipe, of });
                     let closed = self.tree.record_attempt(node, None, self.config);
@@ -445,12 +474,27 @@ impl Run<'_, '_> {
             why = outcome.failure().map(brief),
             "evaluated"
         );
-        self.memory.record(&proposal.source, id, &proposal.recipe, proposal.answers.as_deref(), &outcome, speedup);
+        let point = proposal.tag.map(|t| t.point);
+        self.memory
+            .record(&proposal.source, id, &proposal.recipe, proposal.answers.as_deref(), &outcome, speedup)
+            .point
+            .clone_from(&point);
+        let hash = source_hash(&proposal.source);
+        // The form's other points become this node's children; a failed first point takes its form with it.
+        if let Some(rest) = self.form_rest.remove(&hash) {
+            if outcome.is_ok() {
+                self.points.insert(id, rest);
+            } else {
+                tracing::debug!(recipe = %proposal.recipe, points = rest.len(), "the form's first point failed: its others dropped");
+            }
+        }
         let recipe = proposal.recipe.clone();
         let evaluated = Evaluated {
             source: proposal.source,
             recipe: proposal.recipe,
             answers: proposal.answers,
+            point,
+            alternative: self.alternatives.contains(&hash),
             outcome,
             speedup,
             reward,
@@ -541,12 +585,13 @@ impl Run<'_, '_> {
     }
 
     /// A node's form: the recipes on its path that are not once-per-form ones
-    /// (`GridStrideMap/LoopInterchange`; empty for the original and its micro rewrites).
+    /// (`GridStrideMap/LoopInterchange`; empty for the original and its micro rewrites);
+    /// another point of its parent's form is in its parent's form.
     fn form_of(&self, node: NodeId) -> String {
         let mut form = Vec::new();
         for id in self.tree.path(node).into_iter().skip(1) {
             let recipe = &self.tree[id].recipe;
-            if !self.config.once_per_form.contains(recipe) {
+            if !self.config.once_per_form.contains(recipe) && !self.tree[id].alternative {
                 form.push(recipe.as_str());
             }
         }
@@ -564,6 +609,78 @@ impl Run<'_, '_> {
                 _ => Some(n),
             })
             .map(|n| n.id)
+    }
+
+    /// The best verified time so far, the original's included.
+    fn best_time_s(&self) -> f64 {
+        self.baseline_time_s / self.fastest_speedup()
+    }
+
+    /// Puts a node's proposals of parameter points in the tree's shape:
+    /// points whose roofline lower bound cannot beat the best verified time
+    /// are dropped; of each form (recipe and [`Tag::form`]) only the point with
+    /// the lowest bound stays, where the form's first point was, and the
+    /// others wait for the node it becomes ([`Run::record`]); and the other
+    /// points of `node`'s own form that are left come first, by their bound,
+    /// each followed by one of the proposer's.
+    fn arrange_points(&mut self, node: NodeId, proposals: &mut Vec<Proposal>) {
+        let best = self.best_time_s();
+        let hopeless = |run: &mut Self, parent: NodeId, p: &Proposal| {
+            let Some(tag) = p.tag.as_ref().filter(|t| t.hopeless(best)) else { return false };
+            run.pruned_by_prior += 1;
+            tracing::debug!(recipe = %p.recipe, point = %tag.point, lower_bound_s = tag.lower_bound_s, best_s = best, "pruned by its prior");
+            run.emit(Event::Pruned {
+                parent,
+                recipe: p.recipe.clone(),
+                point: tag.point.clone(),
+                lower_bound_s: tag.lower_bound_s.unwrap_or(f64::INFINITY),
+            });
+            true
+        };
+        let mut heads: Vec<Proposal> = Vec::new();
+        let mut groups: HashMap<(String, String), Vec<Proposal>> = HashMap::new();
+        for p in std::mem::take(proposals) {
+            if hopeless(self, node, &p) {
+                continue;
+            }
+            let Some(tag) = &p.tag else {
+                heads.push(p);
+                continue;
+            };
+            let key = (p.recipe.clone(), tag.form.clone());
+            if !groups.contains_key(&key) {
+                // Its place among the proposals; the group's best point takes it below.
+                heads.push(Proposal::new(String::new(), p.recipe.clone()).with_tag(tag.clone()));
+            }
+            groups.entry(key).or_default().push(p);
+        }
+        for slot in &mut heads {
+            let Some(tag) = slot.tag.as_ref().filter(|_| slot.source.is_empty()) else { continue };
+            let mut group = groups.remove(&(slot.recipe.clone(), tag.form.clone())).expect("grouped above");
+            crate::point::by_prior(&mut group, |p| p.tag.as_ref());
+            let rest = group.split_off(1);
+            *slot = group.pop().expect("a group has a point");
+            if !rest.is_empty() {
+                self.form_rest.insert(source_hash(&slot.source), rest);
+            }
+        }
+        let mut alternatives: Vec<Proposal> = self.points.get(&node).cloned().unwrap_or_default();
+        alternatives.retain(|p| self.memory.lookup(&p.source).is_none());
+        alternatives.retain(|p| !hopeless(self, node, p));
+        crate::point::by_prior(&mut alternatives, |p| p.tag.as_ref());
+        if let Some(store) = self.points.get_mut(&node) {
+            // What is left to offer later: the hopeless ones never are.
+            store.retain(|p| alternatives.iter().any(|a| a.source == p.source));
+        }
+        self.alternatives.extend(alternatives.iter().map(|p| source_hash(&p.source)));
+        let mut heads = heads.into_iter();
+        let mut out = Vec::new();
+        for a in alternatives {
+            out.push(a);
+            out.extend(heads.next());
+        }
+        out.extend(heads);
+        *proposals = out;
     }
 
     /// Drops proposals of once-per-form recipes unless `node` is its form's best

@@ -3,6 +3,7 @@
 
 use crate::config::{Backup, SearchConfig};
 use crate::evaluate::Outcome;
+use crate::point::Point;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -22,6 +23,13 @@ pub struct Node {
     /// The rewrite that produced it from its parent (`original` at the root).
     pub recipe: String,
     pub answers: Option<String>,
+    /// The parameter point of its form, when the rewrite offered several.
+    #[serde(default)]
+    pub point: Option<Point>,
+    /// Another point of its parent's form (not a rewrite of the parent's text):
+    /// it shares the parent's form.
+    #[serde(default)]
+    pub alternative: bool,
     pub outcome: Outcome,
     /// Over the original; `None` when it failed.
     pub speedup: Option<f64>,
@@ -62,6 +70,8 @@ pub(crate) struct Evaluated {
     pub source: String,
     pub recipe: String,
     pub answers: Option<String>,
+    pub point: Option<Point>,
+    pub alternative: bool,
     pub outcome: Outcome,
     pub speedup: Option<f64>,
     pub reward: f64,
@@ -104,7 +114,7 @@ impl Tree {
 
     /// Adds a node and backs its reward up to the root.
     pub(crate) fn add(&mut self, parent: Option<NodeId>, evaluated: Evaluated) -> NodeId {
-        let Evaluated { source, recipe, answers, outcome, speedup, reward } = evaluated;
+        let Evaluated { source, recipe, answers, point, alternative, outcome, speedup, reward } = evaluated;
         let id = NodeId(self.nodes.len());
         let depth = parent.map_or(0, |p| self[p].depth + 1);
         self.nodes.push(Node {
@@ -114,6 +124,8 @@ impl Tree {
             source,
             recipe,
             answers,
+            point,
+            alternative,
             outcome,
             speedup,
             reward,
