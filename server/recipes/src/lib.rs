@@ -13,6 +13,7 @@ mod coarsen;
 mod edit;
 mod fresh;
 mod kernel;
+mod points;
 mod proposer;
 mod recipes;
 mod structural;

@@ -1,7 +1,7 @@
 //! The recipes behind the search's `Proposer` trait.
 
 use crate::{Recipe, Rewrite, Tier, all};
-use kernelpro_search::{Proposal, ProposeContext, Proposer};
+use kernelpro_search::{Proposal, ProposeContext, Proposer, Tag};
 use kernelpro_source::kernel_model::pattern::Pattern;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,6 +30,9 @@ struct Expansion {
     pattern: Option<Pattern>,
     /// By recipe index: the recipe's rewrites (fresh names, float math first for structural ones).
     rewrites: Vec<Vec<Rewrite>>,
+    /// By recipe index, each rewrite's parameter point and prior (a structural recipe's rewrites
+    /// are the points of one form; `None` for the other tiers).
+    tags: Vec<Vec<Option<Tag>>>,
 }
 
 #[derive(Default)]
@@ -86,28 +89,24 @@ impl RecipeProposer {
             .and_then(|m| m.pattern())
             .map(|r| r.pattern);
         tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "recipes.pattern");
-        let rewrites = self
+        let (rewrites, tags) = self
             .recipes
             .iter()
             .map(|r| {
                 let t = Instant::now();
-                let out = with_float_math_first(
-                    r.tier(),
-                    &self.kernel,
-                    crate::fresh::with_fresh_names(text, &self.kernel, |t| r.rewrite(t, &self.kernel)),
-                );
+                let out = rewrites_of(r.as_ref(), text, &self.kernel);
                 self.recipe_runs.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(
                     recipe = r.name(),
                     ms = t.elapsed().as_secs_f64() * 1e3,
-                    rewrites = out.len(),
+                    rewrites = out.0.len(),
                     "recipes.recipe"
                 );
                 out
             })
-            .collect();
+            .unzip();
         tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "recipes.expansion");
-        let expansion = Arc::new(Expansion { pattern, rewrites });
+        let expansion = Arc::new(Expansion { pattern, rewrites, tags });
         let mut cache = lock();
         if cache.by_text.len() >= CACHED_TEXTS
             && let Some(old) = cache.order.pop_front()
@@ -147,13 +146,27 @@ impl RecipeProposer {
     }
 }
 
+/// A recipe's rewrites of `text` (fresh names; a structural recipe's with float math first), each
+/// tagged, for a structural recipe, as a parameter point of its form ([`points::tag`]).
+fn rewrites_of(r: &dyn Recipe, text: &str, kernel: &str) -> (Vec<Rewrite>, Vec<Option<Tag>>) {
+    let (out, float_math) =
+        with_float_math_first(r.tier(), kernel, crate::fresh::with_fresh_names(text, kernel, |t| r.rewrite(t, kernel)));
+    let tags = if r.tier() == Tier::Structural {
+        crate::points::tag(text, kernel, r.name(), &out, float_math)
+    } else {
+        vec![None; out.len()]
+    };
+    (out, tags)
+}
+
 /// A structural rewrite of a float kernel that computes in FP64 only through double literals and
 /// math calls (`0.5 * v`, `tanh(x)`) comes first with float math as well: the expert form of a
 /// float kernel computes in float, and FP64 runs at a fraction of FP32's rate (a GELU map: 1.8x
 /// on the H100). The plain rewrites follow, in case the float math misses the tolerance.
-fn with_float_math_first(tier: Tier, kernel: &str, rewrites: Vec<crate::Rewrite>) -> Vec<crate::Rewrite> {
+/// Also returns how many come first with float math.
+fn with_float_math_first(tier: Tier, kernel: &str, rewrites: Vec<crate::Rewrite>) -> (Vec<crate::Rewrite>, usize) {
     if tier != Tier::Structural {
-        return rewrites;
+        return (rewrites, 0);
     }
     let float = crate::FloatLiterals;
     let composed: Vec<crate::Rewrite> = rewrites
@@ -163,7 +176,8 @@ fn with_float_math_first(tier: Tier, kernel: &str, rewrites: Vec<crate::Rewrite>
             Some(crate::Rewrite { source: f.source, note: format!("{}; {}", rw.note, f.note) })
         })
         .collect();
-    composed.into_iter().chain(rewrites).collect()
+    let n = composed.len();
+    (composed.into_iter().chain(rewrites).collect(), n)
 }
 
 impl Proposer for RecipeProposer {
@@ -197,42 +211,63 @@ impl RecipeProposer {
             .order(ctx, expansion.pattern)
             .into_iter()
             .map(|(i, answers)| {
-                (self.recipes[i].tier(), self.recipes[i].name(), answers, expansion.rewrites[i].as_slice())
+                let r = &self.recipes[i];
+                (r.tier(), r.name(), answers, expansion.rewrites[i].as_slice(), expansion.tags[i].as_slice())
             })
             .collect();
         interleave(ctx, &per_recipe)
     }
 }
 
-/// One recipe's share of an expansion: its tier, name, the finding it answers and its rewrites.
-type RecipeRewrites<'a> = (Tier, &'static str, Option<String>, &'a [crate::Rewrite]);
+/// One recipe's share of an expansion: its tier, name, the finding it answers, its rewrites and
+/// their parameter points.
+type RecipeRewrites<'a> = (Tier, &'static str, Option<String>, &'a [crate::Rewrite], &'a [Option<Tag>]);
 
 /// Tier by tier, round-robin over the tier's recipes (each one's first rewrite, then each one's
 /// second, ...), skipping the node's own text, texts already in the memory and repeats, up to
-/// `ctx.wanted` proposals.
+/// `ctx.wanted` proposals; a recipe whose rewrites are the points of a form gives them all at
+/// its first turn, and they count as one (the search makes them a node's children).
 fn interleave(ctx: &ProposeContext, per_recipe: &[RecipeRewrites]) -> Vec<Proposal> {
     // Exact text, as well as the memory's normalized one (which keeps launch-spec comments).
     let mut seen: HashSet<&str> = HashSet::from([ctx.source]);
     let mut out = Vec::new();
+    // Proposals counted against `ctx.wanted`: a form's points count once.
+    let mut count = 0;
     let mut tiers: Vec<Tier> = per_recipe.iter().map(|r| r.0).collect();
     tiers.dedup();
     for tier in tiers {
         let in_tier: Vec<_> = per_recipe.iter().filter(|r| r.0 == tier).collect();
         let rounds = in_tier.iter().map(|r| r.3.len()).max().unwrap_or(0);
         for round in 0..rounds {
-            for (_, name, answers, rewrites) in &in_tier {
-                let Some(rw) = rewrites.get(round) else { continue };
-                if out.len() == ctx.wanted {
-                    return out;
+            for (_, name, answers, rewrites, tags) in &in_tier {
+                let pointed = tags.iter().any(Option::is_some);
+                let turn: &[crate::Rewrite] = match (pointed, round) {
+                    (true, 0) => rewrites,
+                    (true, _) => &[],
+                    (false, _) => rewrites.get(round..=round).unwrap_or(&[]),
+                };
+                let mut counted = false;
+                for (j, rw) in turn.iter().enumerate() {
+                    if !counted && count == ctx.wanted {
+                        return out;
+                    }
+                    if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
+                        continue;
+                    }
+                    let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
+                    if let Some(tool) = answers {
+                        p = p.answering(tool.clone());
+                    }
+                    let at = if pointed { j } else { round };
+                    if let Some(tag) = tags.get(at).cloned().flatten() {
+                        p = p.with_tag(tag);
+                    }
+                    out.push(p);
+                    if !counted {
+                        count += 1;
+                        counted = true;
+                    }
                 }
-                if ctx.memory.lookup(&rw.source).is_some() || !seen.insert(&rw.source) {
-                    continue;
-                }
-                let mut p = Proposal::new(rw.source.clone(), *name).with_note(rw.note.clone());
-                if let Some(tool) = answers {
-                    p = p.answering(tool.clone());
-                }
-                out.push(p);
             }
         }
     }
@@ -277,12 +312,12 @@ mod tests {
             .into_iter()
             .map(|(i, answers)| {
                 let r = &p.recipes[i];
-                let rw = crate::fresh::with_fresh_names(ctx.source, &p.kernel, |t| r.rewrite(t, &p.kernel));
-                (r.tier(), r.name(), answers, with_float_math_first(r.tier(), &p.kernel, rw))
+                let (rw, tags) = rewrites_of(r.as_ref(), ctx.source, &p.kernel);
+                (r.tier(), r.name(), answers, rw, tags)
             })
             .collect();
         let borrowed: Vec<RecipeRewrites> =
-            per_recipe.iter().map(|(t, n, a, r)| (*t, *n, a.clone(), r.as_slice())).collect();
+            per_recipe.iter().map(|(t, n, a, r, g)| (*t, *n, a.clone(), r.as_slice(), g.as_slice())).collect();
         interleave(ctx, &borrowed)
     }
 
@@ -378,6 +413,49 @@ mod tests {
         p.ahead(&child);
         p.propose(&child);
         assert_eq!(p.recipe_runs(), 2 * p.recipes.len());
+    }
+
+    /// A structural recipe's rewrites come as the points of its form, all at once and counted as
+    /// one proposal, each with its launch, vector width and a finite roofline bound; a plain
+    /// recipe's are untagged.
+    #[test]
+    fn a_structural_recipes_rewrites_are_the_points_of_one_form() {
+        let memory = SearchMemory::default();
+        for (file, kernel, recipe) in
+            [("softmax.cu", "softmax_rows", "WarpUnits"), ("elementwise_fp64.cu", "elementwise", "GridStrideMap")]
+        {
+            let source = bench_kernel(file);
+            let ctx = ProposeContext {
+                parent: NodeId(0),
+                source: &source,
+                depth: 0,
+                speedup: Some(1.0),
+                best_speedup: 1.0,
+                findings: &[],
+                failure: None,
+                memory: &memory,
+                wanted: 2,
+            };
+            let proposals = RecipeProposer::new(kernel).propose(&ctx);
+            let form: Vec<&Proposal> = proposals.iter().filter(|p| p.recipe == recipe).collect();
+            assert!(form.len() > 2, "{file}: {recipe} gives every point: {}", form.len());
+            let mut points = HashSet::new();
+            for p in &form {
+                let tag =
+                    p.tag.as_ref().unwrap_or_else(|| panic!("{file}: {} untagged", p.note.as_deref().unwrap_or("")));
+                assert_eq!(tag.form, recipe);
+                assert!(tag.point.get("block").is_some() && tag.point.get("grid").is_some(), "{file}: {}", tag.point);
+                assert!(tag.lower_bound_s.is_some_and(|lb| lb > 0.0 && lb.is_finite()), "{file}: {tag:?}");
+                assert!(points.insert(tag.point.to_string()), "{file}: two proposals at {}", tag.point);
+            }
+            let forms: HashSet<&str> =
+                proposals.iter().map(|p| p.tag.as_ref().map_or(p.recipe.as_str(), |t| t.form.as_str())).collect();
+            assert_eq!(forms.len(), 2, "{file}: two proposals wanted, a form counts once: {forms:?}");
+            eprintln!(
+                "{file}: {}",
+                form.iter().map(|p| p.tag.as_ref().unwrap().point.to_string()).collect::<Vec<_>>().join(" | ")
+            );
+        }
     }
 
     #[test]

@@ -68,6 +68,7 @@ pub use contraction::TiledContraction;
 pub use grid_stride::{BlockReduce, GridStrideMap};
 pub use histogram::PrivateHistogram;
 pub use hoist::HoistRowWork;
+pub(crate) use launch::SMS;
 #[cfg(test)]
 pub(crate) use launch::launch_limits;
 pub use scan::WarpScan;
