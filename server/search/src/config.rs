@@ -96,6 +96,15 @@ pub struct SearchConfig {
     /// the form's fastest verified node, and only once in that form.
     #[serde(default)]
     pub once_per_form: Vec<String>,
+    /// Drop parameter points whose roofline lower bound cannot beat the best verified time
+    /// ([`crate::Tag::hopeless`]); off where the times are not real (a stub evaluator), where the
+    /// bounds still order the points.
+    #[serde(default = "yes")]
+    pub prior_pruning: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for SearchConfig {
@@ -111,6 +120,7 @@ impl Default for SearchConfig {
             rewards: Rewards::default(),
             backup: Backup::Mean,
             once_per_form: Vec::new(),
+            prior_pruning: true,
         }
     }
 }

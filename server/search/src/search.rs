@@ -626,7 +626,9 @@ impl Run<'_, '_> {
     fn arrange_points(&mut self, node: NodeId, proposals: &mut Vec<Proposal>) {
         let best = self.best_time_s();
         let hopeless = |run: &mut Self, parent: NodeId, p: &Proposal| {
-            let Some(tag) = p.tag.as_ref().filter(|t| t.hopeless(best)) else { return false };
+            let Some(tag) = p.tag.as_ref().filter(|t| run.config.prior_pruning && t.hopeless(best)) else {
+                return false;
+            };
             run.pruned_by_prior += 1;
             tracing::debug!(recipe = %p.recipe, point = %tag.point, lower_bound_s = tag.lower_bound_s, best_s = best, "pruned by its prior");
             run.emit(Event::Pruned {

@@ -154,6 +154,22 @@ fn without_priors_points_keep_their_order() {
     );
 }
 
+/// With pruning off (a stub evaluator's invented times), the bounds only order the points.
+#[test]
+fn without_pruning_no_point_is_dropped() {
+    let config = SearchConfig {
+        strategy: Strategy::Greedy,
+        prior_pruning: false,
+        budget: Budget { max_evaluations: 8, ..Budget::default() },
+        ..SearchConfig::default()
+    };
+    let mut ev = Table { times: vec![("x", 0.9), ("a", 0.5)], calls: Vec::new() };
+    let points = vec![("a", Some(0.1)), ("x", Some(f64::INFINITY))];
+    let result = Search::new(config).run("r", &mut Points(points), &mut ev).unwrap();
+    assert_eq!(result.stats.pruned_by_prior, 0);
+    assert!(ev.calls.iter().any(|c| c.ends_with("/x")), "{:?}", ev.calls);
+}
+
 /// A point that cannot run at all (an infinite bound: a tile over the registers or shared memory)
 /// is never compiled, whatever the strategy.
 #[test]
