@@ -318,8 +318,9 @@ fn report(o: &OptimizeOutcome) -> String {
                 None => format!("{:?}", t.outcome),
             };
             let detail = if t.detail.is_empty() { String::new() } else { format!(": {}", t.detail) };
-            let variant = match o.tried_variants.get(i) {
-                Some(v) if !v.is_empty() => format!(" [{v}]"),
+            let variant = match (&t.point, o.tried_variants.get(i)) {
+                (Some(p), _) => format!(" [{p}]"),
+                (None, Some(v)) if !v.is_empty() => format!(" [{v}]"),
                 _ => String::new(),
             };
             s.push_str(&format!("  {}{variant} → {result}{detail}\n", t.recipe));

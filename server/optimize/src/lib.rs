@@ -60,12 +60,19 @@ pub struct StepReport {
     pub recipe: String,
     pub answers: Option<String>,
     pub speedup: Option<f64>,
+    /// The parameter point of the rewrite's form (`block=256 grid=2048 vec=1`), when it offered several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<kernelpro_search::Point>,
 }
 
-/// `PrefetchL2 (answers WarpStall) → 1.23x`: one step of the best path, as the CLI and the hover show it.
+/// `PrefetchL2 (answers WarpStall) → 1.23x`, `WarpUnits [block=256 grid=2048] → 3.10x`: one step
+/// of the best path, as the CLI and the hover show it.
 impl std::fmt::Display for StepReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.recipe)?;
+        if let Some(p) = &self.point {
+            write!(f, " [{p}]")?;
+        }
         if let Some(a) = &self.answers {
             write!(f, " (answers {a})")?;
         }
@@ -250,6 +257,8 @@ pub fn optimize_with(
         seed: req.seed,
         budget: Budget { max_evaluations: req.settings.optimize.budget.max(1) as usize, ..Budget::default() },
         once_per_form: micro_recipes(),
+        // The stub's invented times are no measure to hold a roofline bound against.
+        prior_pruning: !stub,
         ..SearchConfig::default()
     };
     let limits = Limits { limit, search_end, token: &token };
@@ -447,11 +456,14 @@ pub fn optimize_with(
     Ok(out)
 }
 
-/// The micro rewrites: tried once per form, at its best point.
+/// The micro rewrites, tried once per form, at its best point: the micro tier, and the float
+/// literals and the L2 prefetch hint, which change no structure either (a form's every point would
+/// otherwise try them again).
 pub fn micro_recipes() -> Vec<String> {
+    const ONCE_TOO: [&str; 2] = ["FloatLiterals", "PrefetchL2"];
     kernelpro_recipes::all()
         .iter()
-        .filter(|r| r.tier() == kernelpro_recipes::Tier::Micro)
+        .filter(|r| r.tier() == kernelpro_recipes::Tier::Micro || ONCE_TOO.contains(&r.name()))
         .map(|r| r.name().to_string())
         .collect()
 }
@@ -774,14 +786,20 @@ fn outcome_for(
     let speedup = best.and_then(|n| n.speedup).unwrap_or(1.0);
     let steps: Vec<StepReport> = best
         .map(|n| {
-            result
-                .tree
-                .path(n.id)
-                .into_iter()
+            let path = result.tree.path(n.id);
+            path.iter()
+                .enumerate()
                 .skip(1)
-                .map(|id| {
-                    let node = &result.tree.nodes()[id.0];
-                    StepReport { recipe: node.recipe.clone(), answers: node.answers.clone(), speedup: node.speedup }
+                // Another point of a form replaces its parent's step: it is no rewrite of that text.
+                .filter(|(i, _)| path.get(i + 1).is_none_or(|next| !result.tree[*next].alternative))
+                .map(|(_, &id)| {
+                    let node = &result.tree[id];
+                    StepReport {
+                        recipe: node.recipe.clone(),
+                        answers: node.answers.clone(),
+                        speedup: node.speedup,
+                        point: node.point.clone(),
+                    }
                 })
                 .collect()
         })

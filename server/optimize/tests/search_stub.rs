@@ -78,7 +78,7 @@ fn structural_first_and_no_normalized_source_evaluated_twice() {
     assert!(result.stats.duplicates > 0, "the copies were proposed and skipped");
     assert!(result.tree.nodes().iter().all(|n| !n.recipe.ends_with("(copy)")), "no copy was evaluated");
 
-    // The root's first expansion is structural: a warp per row, then its launch variants.
+    // The root's first expansion is structural: a warp per row (its launch variants are its children).
     let tier = |name: &str| kernelpro_recipes::all().into_iter().find(|r| r.name() == name).map(|r| r.tier());
     let root_children: Vec<&str> = result
         .tree
@@ -93,8 +93,9 @@ fn structural_first_and_no_normalized_source_evaluated_twice() {
 }
 
 /// The budget never goes to repeats: no text is evaluated twice, and each
-/// micro rewrite is tried at most once per form (launch variants of one
-/// structural rewrite share a form), only at that form's best point.
+/// micro rewrite (the micro tier, float literals, the L2 prefetch hint) is
+/// tried at most once per form (the parameter points of one structural
+/// rewrite share a form), only at that form's best point.
 #[test]
 fn micro_rewrites_are_tried_once_per_form() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/launch_site/rmsnorm.cu");
@@ -113,7 +114,9 @@ fn micro_rewrites_are_tried_once_per_form() {
     };
     let mut ev = Counting { inner: StubEvaluator::new(ctx, 1.5), calls: Vec::new() };
     let micro = kernelpro_optimize::micro_recipes();
-    assert!(micro.contains(&"RestrictConst".to_string()), "{micro:?}");
+    for name in ["RestrictConst", "Ldg", "PragmaUnroll", "LaunchBounds", "PrefetchL2", "FloatLiterals"] {
+        assert!(micro.contains(&name.to_string()), "{name}: {micro:?}");
+    }
     let config = SearchConfig {
         budget: Budget { max_evaluations: 24, ..Budget::default() },
         once_per_form: micro.clone(),
@@ -128,11 +131,13 @@ fn micro_rewrites_are_tried_once_per_form() {
         tree.path(id)
             .into_iter()
             .skip(1)
+            .filter(|&i| !tree[i].alternative)
             .map(|i| tree[i].recipe.clone())
             .filter(|r| !micro.contains(r))
             .collect::<Vec<_>>()
             .join("/")
     };
+    assert!(tree.nodes().iter().any(|n| n.point.is_some()), "the structural rewrites are points of their forms");
     let mut seen = HashSet::new();
     let mut restrict = 0;
     for n in tree.nodes().iter().filter(|n| micro.contains(&n.recipe)) {

@@ -107,6 +107,7 @@ fn searched(original: &str, kernel: &str, start: u32, end: u32, new: &str) -> St
                 recipe: "Vectorize4".into(),
                 answers: Some("ScalarLoads".into()),
                 speedup: Some(1.84),
+                point: None,
             }],
             tried: Vec::new(),
             tried_variants: Vec::new(),
