@@ -69,7 +69,8 @@ path, name, s, t0, t1, rc, started = sys.argv[1:]
 took, total = float(t1) - float(t0), time.time() - float(started)
 try:
     d = json.load(open(path))
-    print(f"{name} {s}: {d.get('speedup') or 1.0:.2f}x, {d.get('evaluations')} evaluations, {took:.1f} s (elapsed {total:.0f} s)")
+    print(f"{name} {s}: {d.get('speedup') or 1.0:.2f}x, {d.get('evaluations')} evaluations, "
+          f"{d.get('pruned_by_prior', 0)} points pruned, {took:.1f} s (elapsed {total:.0f} s)")
 except Exception as e:
     print(f"{name} {s}: no result (rc {rc}, {e}), {took:.1f} s (elapsed {total:.0f} s)")
 PY

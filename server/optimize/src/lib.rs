@@ -104,6 +104,9 @@ pub struct OptimizeOutcome {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tried_variants: Vec<String>,
     pub evaluations: usize,
+    /// Parameter points never evaluated: their roofline lower bound could not beat the best
+    /// verified time (none under the stub evaluator).
+    pub pruned_by_prior: usize,
     pub stop: String,
     /// The edit of the kernel's region; `None` when nothing beat the original.
     pub edit: Option<LineEdit>,
@@ -859,6 +862,7 @@ fn outcome_for(
         tried: result.memory.entries().to_vec(),
         tried_variants: tried_variants(original, &req.kernel, result),
         evaluations: result.evaluations,
+        pruned_by_prior: result.stats.pruned_by_prior,
         stop: stop_words(result.stop, req),
         new_text,
         edit,

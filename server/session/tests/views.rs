@@ -112,6 +112,7 @@ fn searched(original: &str, kernel: &str, start: u32, end: u32, new: &str) -> St
             tried: Vec::new(),
             tried_variants: Vec::new(),
             evaluations: 12,
+            pruned_by_prior: 0,
             stop: "budget".into(),
             edit: Some(edit),
             launch_site_edits: Vec::new(),
