@@ -318,11 +318,13 @@ fn report(o: &OptimizeOutcome) -> String {
                 None => format!("{:?}", t.outcome),
             };
             let detail = if t.detail.is_empty() { String::new() } else { format!(": {}", t.detail) };
-            let variant = match (&t.point, o.tried_variants.get(i)) {
-                (Some(p), _) => format!(" [{p}]"),
-                (None, Some(v)) if !v.is_empty() => format!(" [{v}]"),
+            let mut variant = match o.tried_variants.get(i) {
+                Some(v) if !v.is_empty() => format!(" [{v}]"),
                 _ => String::new(),
             };
+            if let Some(p) = &t.point {
+                variant.push_str(&format!(" {{{p}}}"));
+            }
             s.push_str(&format!("  {}{variant} → {result}{detail}\n", t.recipe));
         }
     }

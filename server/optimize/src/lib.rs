@@ -543,13 +543,16 @@ fn tried_variants(original: &str, kernel: &str, result: &kernelpro_search::Searc
             .map(|node| spec_of(&node.source).into_iter().filter(|l| !before.contains(l)).collect())
             .unwrap_or_default();
         let mut variant = if changed.is_empty() { format!("variant {n} of {count}") } else { changed.join("; ") };
-        // The rewrites it was applied on top of, when not the original.
+        // The rewrites it was applied on top of, when not the original (a node that another point
+        // of its form replaces is none of them).
         let path = result.tree.path(e.node);
         let below: Vec<&str> = path
             .iter()
+            .enumerate()
             .skip(1)
             .take(path.len().saturating_sub(2))
-            .filter_map(|id| result.tree.nodes().get(id.0).map(|n| n.recipe.as_str()))
+            .filter(|(j, _)| path.get(j + 1).is_none_or(|next| !result.tree[*next].alternative))
+            .filter_map(|(_, id)| result.tree.nodes().get(id.0).map(|n| n.recipe.as_str()))
             .collect();
         if !below.is_empty() {
             variant.push_str(&format!("; on top of {}", below.join(" + ")));
