@@ -9,7 +9,9 @@ use crate::kernel::Kernel;
 use kernelpro_search::{Point, Tag};
 use kernelpro_spec::{Dir, LaunchSpec};
 
-/// The target, as the launch tuner assumes (H100 SXM): peaks from the device table.
+/// The target, as the launch tuner assumes (H100 or H200 SXM: 132 SMs, the same FLOP and L2
+/// peaks): peaks from the device table, the H200's DRAM bandwidth (the higher), so that the bound
+/// holds on either.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Device {
     pub sms: u32,
@@ -25,8 +27,8 @@ pub(crate) struct Device {
 }
 
 impl Device {
-    pub(crate) fn h100() -> Device {
-        let peaks = kernelpro_profile::peaks::from_table("H100").expect("the device table has the H100");
+    pub(crate) fn hopper() -> Device {
+        let peaks = kernelpro_profile::peaks::from_table("H200").expect("the device table has the H200");
         let sms = crate::structural::SMS;
         Device {
             sms,
@@ -147,13 +149,13 @@ fn thread_array_registers(body: &str) -> u64 {
 /// Tags each of a structural recipe's rewrites of `text` (the first `float_math` of them with
 /// float math composed) as a point of the recipe's form: its launch (block and grid threads
 /// as the rewritten spec resolves them), vector width, float math and body (the index of its
-/// kernel text among the distinct ones, spec lines aside), with its lower bound on the H100.
+/// kernel text among the distinct ones, spec lines aside), with its lower bound on the H100 or H200.
 pub(crate) fn tag(text: &str, kernel: &str, recipe: &str, rewrites: &[Rewrite], float_math: usize) -> Vec<Option<Tag>> {
     if rewrites.len() < 2 {
         return vec![None; rewrites.len()];
     }
     let problem = Kernel::find(text, kernel).and_then(|k| k.launch()).map(|l| Problem::of(&l));
-    let device = Device::h100();
+    let device = Device::hopper();
     let mut bodies: Vec<String> = Vec::new();
     rewrites
         .iter()
@@ -195,7 +197,7 @@ mod tests {
     /// Each point `(block, grid, load bytes, array registers)` with its bound, in the order the
     /// search offers them (lowest bound first), and `pruned` where the bound reaches `best_s`.
     fn check(problem: Problem, points: &[(u64, u64, u64, u64)], best_s: f64, expected: Expect) {
-        let device = Device::h100();
+        let device = Device::hopper();
         let mut rows: Vec<(f64, String)> = points
             .iter()
             .map(|&(block, grid, load_bytes, thread_registers)| {
@@ -235,9 +237,9 @@ mod tests {
             ],
             50e-6,
             expect![[r#"
-                block=256 grid=1056 load=4B regs=0: 40.1 us
-                block=256 grid=4096 load=16B regs=0: 40.1 us
-                block=1024 grid=264 load=4B regs=0: 40.1 us
+                block=256 grid=1056 load=4B regs=0: 28.0 us
+                block=256 grid=4096 load=16B regs=0: 28.0 us
+                block=1024 grid=264 load=4B regs=0: 28.0 us
                 block=128 grid=132 load=4B regs=0: 397.2 us pruned
                 block=256 grid=16 load=4B regs=0: 1638.4 us pruned
                 block=256 grid=1 load=4B regs=0: 26214.4 us pruned
