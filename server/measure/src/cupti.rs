@@ -279,7 +279,8 @@ async fn injected_run(
 ///   the range profiler and PC sampling share a context, so the library
 ///   disables the range profiler before sampling; where the driver still
 ///   refuses, the library writes `#warn pc ...` and `next_plans` samples in a
-///   process of its own, as before;
+///   process of its own, and from then on `first_round` starts that process
+///   beside the first (`PcMemo`);
 /// - a whole program: range profile and SASS metrics only. Its kernels'
 ///   launches interleave (A, B, A, B), and once PC sampling has the context
 ///   no later kernel can be range-profiled; most programs launch each kernel
@@ -292,6 +293,88 @@ pub fn first_plan(kernel: Option<&str>) -> &'static str {
 /// worker's runs).
 pub fn plan_launches(kernel: Option<&str>) -> u32 {
     first_plan(kernel).split(',').count() as u32
+}
+
+/// The plans of the first round of injected runs, started at once. Where
+/// this device is known to refuse PC sampling after the range profiler in
+/// one process (`PcMemo`), a harness kernel's samples come from a `pc`
+/// process started beside the `range,sass` one instead of after it: the
+/// processes time-slice the GPU, so the per-instruction counts and the stall
+/// samples of the kernel's launches are its own either way, and the refusal
+/// is not waited for. Elsewhere the first plan alone.
+pub fn first_round(kernel: Option<&str>, pc_refused: bool) -> Vec<&'static str> {
+    match first_plan(kernel).strip_suffix(",pc") {
+        Some(rest) if pc_refused && kernel.is_some() => vec![rest, "pc"],
+        _ => vec![first_plan(kernel)],
+    }
+}
+
+/// Whether CUPTI refused PC sampling after the range profiler in one process,
+/// remembered per device (chip and driver, as the library's `#setup` names
+/// them) in a small file beside the library's cached configurations:
+/// `last <tab> device` (the device of the latest run, the one the next run
+/// most likely gets) and `refused <tab> device` lines.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PcMemo {
+    pub last: Option<String>,
+    pub refused: Vec<String>,
+}
+
+impl PcMemo {
+    /// The file beside the library (absent: nothing remembered).
+    fn path(library: &Path) -> Option<PathBuf> {
+        Some(library.parent()?.join("pc-sampling.tsv"))
+    }
+
+    pub fn read(library: &Path) -> PcMemo {
+        let text = PcMemo::path(library).and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+        PcMemo::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> PcMemo {
+        let mut memo = PcMemo::default();
+        for line in text.lines() {
+            match line.split_once('\t') {
+                Some(("last", d)) => memo.last = Some(d.to_string()),
+                Some(("refused", d)) if !memo.refused.iter().any(|r| r == d) => memo.refused.push(d.to_string()),
+                _ => {}
+            }
+        }
+        memo
+    }
+
+    pub fn text(&self) -> String {
+        let mut out: String = self.last.iter().map(|d| format!("last\t{d}\n")).collect();
+        out.extend(self.refused.iter().map(|d| format!("refused\t{d}\n")));
+        out
+    }
+
+    /// Whether the next run, most likely on the last run's device, would be refused.
+    pub fn predicts_refusal(&self) -> bool {
+        self.last.as_ref().is_some_and(|d| self.refused.contains(d))
+    }
+
+    /// What a run on `device` showed: `Some(true)` refused, `Some(false)`
+    /// sampled after the range profiler (a newer driver may allow what an
+    /// older one refused), `None` not tried (the samples came from a process
+    /// of their own).
+    pub fn observe(&mut self, device: &str, refused: Option<bool>) {
+        self.last = Some(device.to_string());
+        match refused {
+            Some(true) if !self.refused.iter().any(|d| d == device) => self.refused.push(device.to_string()),
+            Some(false) => self.refused.retain(|d| d != device),
+            _ => {}
+        }
+    }
+
+    /// Written whole through a temp file (another profile may read it meanwhile).
+    pub fn write(&self, library: &Path) {
+        let Some(path) = PcMemo::path(library) else { return };
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, self.text()).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
 }
 
 /// What the next round of injected runs must collect, from what the runs so
@@ -313,6 +396,32 @@ pub fn next_plans(run: &CuptiRun, mangled: &[String]) -> Vec<&'static str> {
         (false, true) => vec!["pc"],
         (false, false) => vec![],
     }
+}
+
+/// Whether this run showed CUPTI refusing PC sampling after the range
+/// profiler in its process (the library's `#warn pc` and no samples), or
+/// allowing it (samples); `None` where it was not tried or did not tell.
+pub fn pc_refused(plan: &str, run: &CuptiRun, mangled: &[String]) -> Option<bool> {
+    let steps: Vec<&str> = plan.split(',').collect();
+    if !steps.contains(&"pc") || steps.len() < 2 || mangled.is_empty() {
+        return None;
+    }
+    if mangled.iter().all(|m| run.has_stalls(m)) {
+        return Some(false);
+    }
+    run.warnings.iter().any(|w| w.starts_with("pc ")).then_some(true)
+}
+
+/// The saved modules that hold one of these functions (its name in the
+/// cubin's string table): the harness worker's own modules are not
+/// disassembled. None found: all of them.
+fn modules_holding(cubins: &[String], mangled: &[String]) -> Vec<String> {
+    let names: Vec<Vec<u8>> = mangled.iter().map(|m| format!("{m}\0").into_bytes()).collect();
+    let holds = |cubin: &&String| {
+        std::fs::read(cubin.as_str()).is_ok_and(|b| names.iter().any(|n| b.windows(n.len()).any(|w| w == n.as_slice())))
+    };
+    let some: Vec<String> = cubins.iter().filter(holds).cloned().collect();
+    if some.is_empty() { cubins.to_vec() } else { some }
 }
 
 /// The functions of the modules a run saved, disassembled (`nvdisasm -c -g`,
@@ -354,7 +463,23 @@ pub async fn profile(
         .map_err(|e| CuptiError::Run(format!("cannot make a temp dir: {e}")))?;
     let mut stages = Vec::new();
     let start = std::time::Instant::now();
-    let plan = first_plan(req.kernel.as_deref());
+    let memo = PcMemo::read(&req.library);
+    let round = first_round(req.kernel.as_deref(), memo.predicts_refusal());
+    let (plan, beside) = (round[0], round[1..].to_vec());
+    // The runs beside the first one, in tasks of their own; stopped (their
+    // process groups killed) if this profile ends first.
+    let stop_beside = cancel.child_token();
+    let _stop_beside = stop_beside.clone().drop_guard();
+    let beside_runs: Vec<_> = beside
+        .iter()
+        .map(|&p| {
+            let (req, dir, cancel) = (req.clone(), dir.path().to_path_buf(), stop_beside.clone());
+            tokio::spawn(async move {
+                let t = std::time::Instant::now();
+                (injected_run(&req, &dir, p, &cancel).await, t.elapsed())
+            })
+        })
+        .collect();
     let mut run = injected_run(req, dir.path(), plan, cancel).await?;
     stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
@@ -365,9 +490,16 @@ pub async fn profile(
     }
     let mut notes = Vec::new();
     let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
+    if let Some(device) = &run.device {
+        let mut seen = memo.clone();
+        seen.observe(device, pc_refused(plan, &run, &mangled));
+        if seen != memo {
+            seen.write(&req.library);
+        }
+    }
     run.cubins.sort();
     run.cubins.dedup();
-    let first_modules = run.cubins.clone();
+    let first_modules = modules_holding(&run.cubins, &mangled);
     let disasm = async {
         let t = std::time::Instant::now();
         let got = disassemble(&req.nvdisasm, &first_modules, req.timeout, cancel).await;
@@ -375,6 +507,20 @@ pub async fn profile(
     };
     let more_runs = async {
         let (mut got, mut stages, mut notes) = (CuptiRun::default(), Vec::new(), Vec::new());
+        for (p, handle) in beside.iter().zip(beside_runs) {
+            match handle.await {
+                Ok((Ok(more), took)) => {
+                    stages.push(Stage::new(format!("injected run ({p}) beside the first"), took));
+                    got.merge(more);
+                }
+                // Nothing lost: `next_plans` runs it again, alone.
+                Ok((Err(e), took)) => {
+                    stages.push(Stage::new(format!("injected run ({p}) beside the first"), took));
+                    notes.push(format!("the ({p}) run beside the first failed, so it ran again after it: {e}"));
+                }
+                Err(e) => notes.push(format!("the ({p}) run beside the first did not end: {e}")),
+            }
+        }
         for _ in 0..2 {
             let mut so_far = run.clone();
             so_far.merge(got.clone());
@@ -414,7 +560,7 @@ pub async fn profile(
         run.cubins.sort();
         run.cubins.dedup();
         let t = std::time::Instant::now();
-        let (f, n) = disassemble(&req.nvdisasm, &run.cubins, req.timeout, cancel).await;
+        let (f, n) = disassemble(&req.nvdisasm, &modules_holding(&run.cubins, &mangled), req.timeout, cancel).await;
         functions.extend(f);
         notes.extend(n);
         stages.push(Stage::new("disassembly".into(), t.elapsed()));
@@ -694,18 +840,39 @@ int main(int argc, char** argv) {
     /// run with, the records given (a real process through `run_tool`, as
     /// the library would under the real one): the plans it was run with, in
     /// order (a round's concurrent runs sorted), and the profile's notes.
+    /// Records `FAIL_ONCE` + text: the plan's first run fails, later ones write the text.
     fn drive(kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
-        let dir = tempfile::tempdir().unwrap();
+        drive_in(tempfile::tempdir().unwrap().path(), kernel, records)
+    }
+
+    const FAIL_ONCE: &str = "FAIL_ONCE\n";
+
+    /// `drive` with the library (and the memo beside it) under `dir`, kept between calls.
+    fn drive_in(dir: &Path, kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
         let mut script = String::from("echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\ncase \"$KP_CUPTI_PLAN\" in\n");
         for (plan, text) in records {
-            let file = dir.path().join(format!("{}.tsv", plan.replace(',', "-")));
-            std::fs::write(&file, text).unwrap();
-            script.push_str(&format!("  {plan}) cat '{}' >> \"$KP_CUPTI_OUT\" ;;\n", file.display()));
+            let name = plan.replace(',', "-");
+            let file = dir.join(format!("{name}.tsv"));
+            let cat = format!("cat '{}' >> \"$KP_CUPTI_OUT\"", file.display());
+            match text.strip_prefix(FAIL_ONCE) {
+                Some(rest) => {
+                    std::fs::write(&file, rest).unwrap();
+                    let mark = dir.join(format!("{name}.failed"));
+                    let m = mark.display();
+                    script
+                        .push_str(&format!("  {plan}) if [ -e '{m}' ]; then {cat}; else touch '{m}'; exit 3; fi ;;\n"));
+                }
+                None => {
+                    std::fs::write(&file, text).unwrap();
+                    script.push_str(&format!("  {plan}) {cat} ;;\n"));
+                }
+            }
         }
         script.push_str("esac\n");
-        let log = dir.path().join("plans.log");
+        let log = dir.join("plans.log");
+        let _ = std::fs::remove_file(&log);
         let req = CuptiProfile {
-            library: dir.path().join("lib/libkp_cupti-test.so"),
+            library: dir.join("lib/libkp_cupti-test.so"),
             nvdisasm: PathBuf::from("true"),
             target: vec!["sh".into(), "-c".into(), format!("LOG='{}'\n{script}", log.display())],
             stdin: None,
@@ -716,6 +883,138 @@ int main(int argc, char** argv) {
         let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
         let plans = std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect();
         (plans, got)
+    }
+
+    const REFUSED: &str = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
+
+    /// The first profile on a device that refuses PC sampling after the
+    /// range profiler pays for the refusal and remembers it; the next one
+    /// starts the `pc` process beside the `range,sass` one, and nothing after.
+    #[test]
+    fn a_refusal_is_remembered_and_the_next_profile_samples_beside_the_first() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let (plans, _) = drive_in(
+            dir.path(),
+            Some("strided_copy"),
+            &[("range,sass,pc", format!("{range}{sass}{REFUSED}")), ("pc", pc.clone())],
+        );
+        assert_eq!(plans, ["range,sass,pc", "pc"]);
+        let memo = PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so"));
+        assert_eq!(memo, PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()] });
+        let (mut plans, got) =
+            drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
+        plans.sort();
+        assert_eq!(plans, ["pc", "range,sass"]);
+        assert_eq!(got.profiles.len(), 1);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[..2], ["injected run (range,sass)", "injected run (pc) beside the first"], "{names:?}");
+        assert!(!got.notes.iter().any(|n| n.contains("stall samples") || n.contains("beside")), "{:?}", got.notes);
+    }
+
+    /// A `pc` run beside the first that fails is run again after it, alone.
+    #[test]
+    fn a_failed_run_beside_the_first_runs_again_after_it() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()] }.write(&library);
+        let (mut plans, got) = drive_in(
+            dir.path(),
+            Some("strided_copy"),
+            &[("range,sass", format!("{range}{sass}")), ("pc", format!("{FAIL_ONCE}{pc}"))],
+        );
+        plans[..2].sort();
+        assert_eq!(plans, ["pc", "range,sass", "pc"]);
+        assert!(got.notes.iter().any(|n| n.contains("the (pc) run beside the first failed")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"injected run (pc)"), "{names:?}");
+    }
+
+    /// Where the device of the last run never refused (the refusal known is
+    /// another device's), one process; a program is planned as before.
+    #[test]
+    fn a_device_not_known_to_refuse_keeps_one_process() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GB100 driver=1".into()] }.write(&library);
+        let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
+        assert_eq!(plans, ["range,sass,pc"]);
+        // A program (no kernel named) is planned as before, whatever the memo says.
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()] }.write(&library);
+        let (plans, _) = drive_in(dir.path(), None, &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
+        assert_eq!(plans, ["range,sass", "pc"]);
+    }
+
+    /// The memo's transitions: what a run shows, per device, and what the next run predicts.
+    #[test]
+    fn the_pc_memo_follows_what_runs_show() {
+        let gh = "GH100 driver=13000";
+        let cases: [(&str, &str, Option<bool>, bool); 5] = [
+            ("", gh, Some(true), true),
+            ("", gh, None, false),
+            ("last\tGB100\nrefused\tGH100 driver=13000\n", gh, None, true),
+            ("last\tGH100 driver=13000\nrefused\tGH100 driver=13000\n", gh, Some(false), false),
+            ("last\tGH100 driver=13000\nrefused\tGH100 driver=13000\n", "GH100 driver=13100", None, false),
+        ];
+        for (before, device, refused, predicts) in cases {
+            let mut memo = PcMemo::parse(before);
+            memo.observe(device, refused);
+            assert_eq!(memo.predicts_refusal(), predicts, "{before:?} {device} {refused:?}");
+            assert_eq!(PcMemo::parse(&memo.text()), memo);
+        }
+    }
+
+    /// What a first run says about PC sampling after the range profiler.
+    #[test]
+    fn a_refusal_is_a_pc_warning_without_samples() {
+        let (range, sass, pc) = recorded_parts();
+        let m = |run: &CuptiRun| run.profiles.iter().filter_map(|p| p.mangled.clone()).collect::<Vec<_>>();
+        let cases = [
+            ("range,sass,pc", format!("{range}{sass}{REFUSED}"), Some(true)),
+            ("range,sass,pc", format!("{range}{sass}{pc}"), Some(false)),
+            ("range,sass,pc", format!("{range}{sass}"), None),
+            ("range,sass", format!("{range}{sass}{REFUSED}"), None),
+            ("pc", pc.clone(), None),
+        ];
+        for (plan, text, refused) in cases {
+            let run = pages::parse_cupti(&text);
+            let mangled: Vec<String> = m(&run).into_iter().filter(|n| n.contains("strided_copy")).collect();
+            assert_eq!(pc_refused(plan, &run, &mangled), refused, "{plan}");
+        }
+    }
+
+    /// The plans of the first round.
+    #[test]
+    fn the_first_round_splits_off_sampling_only_where_it_is_refused() {
+        let cases: [(Option<&str>, bool, &[&str]); 4] = [
+            (Some("k"), false, &["range,sass,pc"]),
+            (Some("k"), true, &["range,sass", "pc"]),
+            (None, false, &["range,sass"]),
+            (None, true, &["range,sass"]),
+        ];
+        for (kernel, refused, round) in cases {
+            assert_eq!(first_round(kernel, refused), round, "{kernel:?} {refused}");
+        }
+    }
+
+    /// Only the modules that hold a profiled kernel are disassembled; none: all.
+    #[test]
+    fn only_the_modules_of_the_profiled_kernels_are_disassembled() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p.display().to_string()
+        };
+        let (job, worker) = (file("job.cubin", b"\x7fELF\0_Z4fillPf\0_Z3sumPf\0"), file("w.cubin", b"\0_Z4fillPf\0"));
+        let all = [job.clone(), worker.clone()];
+        assert_eq!(modules_holding(&all, &["_Z3sumPf".into()]), [job]);
+        assert_eq!(modules_holding(&all, &["_Z3sum".into()]), all, "a prefix is not a name");
+        assert_eq!(modules_holding(&all, &["_Z5otherv".into()]), all);
     }
 
     /// Harness mode, one kernel: range, SASS and PC sampling in one process;

@@ -123,6 +123,9 @@ pub struct CuptiRun {
     /// Milliseconds the library spent in each step, summed over kernels:
     /// `setup` (the range profiler's configuration), `range`, `sass`, `pc`.
     pub step_ms: BTreeMap<String, f64>,
+    /// The device the program ran on, as its first `#setup` names it: the
+    /// chip and the driver's version (`GH100 driver=13000`).
+    pub device: Option<String>,
 }
 
 impl CuptiRun {
@@ -151,6 +154,7 @@ impl CuptiRun {
             self.cubins = more.cubins;
         }
         self.warnings.extend(more.warnings);
+        self.device = self.device.take().or(more.device);
         for (k, v) in more.step_ms {
             *self.step_ms.entry(k).or_default() += v;
         }
@@ -208,6 +212,13 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
             ["#warn", rest @ ..] => run.warnings.push(rest.join(" ")),
             [step @ ("#setup" | "#kernel" | "#sass" | "#pc"), rest @ ..] => {
                 let ms = rest.iter().find_map(|f| f.strip_prefix("ms=")?.parse::<f64>().ok());
+                if *step == "#setup"
+                    && run.device.is_none()
+                    && let Some(chip) = rest.iter().find_map(|f| f.strip_prefix("chip="))
+                {
+                    let driver = rest.iter().find(|f| f.starts_with("driver="));
+                    run.device = Some(driver.map_or_else(|| chip.to_string(), |d| format!("{chip} {d}")));
+                }
                 let name = match *step {
                     "#setup" => "setup",
                     "#kernel" => "range",
@@ -427,6 +438,24 @@ mod tests {
     fn the_range_metrics_cover_the_one_pass_collection() {
         for m in &crate::tools::one_pass_collection().metrics {
             assert!(RANGE_METRICS.contains(&m.as_str()), "{m} is not asked of CUPTI");
+        }
+    }
+
+    /// The device is the first `#setup`'s chip and driver; a library older
+    /// than the driver field names the chip alone; a later run's setup does
+    /// not rename it.
+    #[test]
+    fn the_device_is_the_first_setups_chip_and_driver() {
+        let cases = [
+            (
+                "#setup\tchip=GH100\tdriver=13000\tpasses=16\tms=1.0\n#setup\tchip=GB100\tdriver=1\tms=1\n",
+                Some("GH100 driver=13000"),
+            ),
+            ("#setup\tchip=GH100\tpasses=16\tms=509.6\n", Some("GH100")),
+            ("#error\tcuptiSubscribe\n", None),
+        ];
+        for (text, device) in cases {
+            assert_eq!(parse_cupti(text).device.as_deref(), device, "{text}");
         }
     }
 }
