@@ -476,7 +476,9 @@ pub async fn profile_file(
         let src =
             crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
         let t = Instant::now();
-        let prepared = crate::harness::prepare(&src, settings, analyzer, cancel).await?;
+        // The compile step alone: the job needs the cubin, not the SASS
+        // tools' findings (after a save's compile, the analyzer's cache has it).
+        let prepared = crate::harness::prepare_with(&src, settings, analyzer, cancel, false).await?;
         stages.push(Stage::new(format!("{k}: compile the harness job"), t.elapsed()));
         let named = |got: Vec<Stage>| got.into_iter().map(|s| Stage { name: format!("{k}: {}", s.name), ..s });
         let job = kernelpro_gpu::Job {
