@@ -12,7 +12,9 @@
 //! `#skip`/`#error`/`#warn`/`#setup`/`#kernel`/`#sass`/`#pc` lines (what
 //! could not be collected, failures, what was done without, timings).
 
-use crate::csv_pages::{KernelProfile, Metric, Metrics, SassRow, SourceLine, SourcePage, Value, kernel_base_name};
+use crate::csv_pages::{
+    KernelProfile, Metric, Metrics, SassRow, SourceLine, SourcePage, Value, entry_file, kernel_base_name,
+};
 use std::collections::BTreeMap;
 
 /// The counters the triage and the tools read that CUPTI's range profiler
@@ -250,7 +252,7 @@ fn number(v: f64) -> Metric {
 /// counters under ncu's column names; per line, their sums (and the
 /// averages and excess ncu derives). `own_file`: the kernel's own file as the
 /// disassembly names it (lines of other files were inlined from headers);
-/// `None`: the file most of its instructions come from.
+/// `None`: the file of its entry instruction (`entry_file`).
 pub fn source_page(
     profile: &KernelProfile,
     instructions: &[Instruction],
@@ -260,15 +262,6 @@ pub fn source_page(
     source_text: &str,
 ) -> SourcePage {
     let column = |m: &str| SASS_METRICS.iter().find(|(n, _)| *n == m).map(|(_, c)| *c);
-    let file = own_file.map(str::to_string).unwrap_or_else(|| {
-        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-        for i in instructions {
-            if let Some((f, _)) = &i.line {
-                *count.entry(f).or_default() += 1;
-            }
-        }
-        count.into_iter().max_by_key(|(_, n)| *n).map(|(f, _)| f.to_string()).unwrap_or_default()
-    });
     let mut rows = Vec::new();
     let mut lines: BTreeMap<(String, u32), Metrics> = BTreeMap::new();
     for ins in instructions {
@@ -302,6 +295,7 @@ pub fn source_page(
             metrics,
         });
     }
+    let file = own_file.or_else(|| entry_file(&rows)).unwrap_or_default().to_string();
     // In ncu's order: the kernel's own file first, each line followed by its
     // instructions (by address); instructions without a line last.
     rows.sort_by_key(|r| {
