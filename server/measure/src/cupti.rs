@@ -192,6 +192,10 @@ pub struct CuptiProfile {
     pub timeout: Duration,
     /// Keep only kernels whose base name matches.
     pub kernel: Option<String>,
+    /// Modules known before the run (the harness job's cubin, which the
+    /// worker loads as it is): disassembled during the first run, so the
+    /// modules the run saves need not be where these hold every profiled kernel.
+    pub modules: Vec<PathBuf>,
 }
 
 /// What the injected runs gave: the kernels' profiles and source pages.
@@ -480,8 +484,19 @@ pub async fn profile(
             })
         })
         .collect();
-    let mut run = injected_run(req, dir.path(), plan, cancel).await?;
+    let early_disasm = async {
+        let t = std::time::Instant::now();
+        let modules: Vec<String> = req.modules.iter().map(|m| m.display().to_string()).collect();
+        let got = disassemble(&req.nvdisasm, &modules, req.timeout, cancel).await;
+        (got, t.elapsed())
+    };
+    let (run, ((early_functions, early_notes), early_time)) =
+        futures::join!(injected_run(req, dir.path(), plan, cancel), early_disasm);
+    let mut run = run?;
     stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
+    if !req.modules.is_empty() {
+        stages.push(Stage::new("disassembly of the known modules (during the first run)".into(), early_time));
+    }
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
     run.profiles.retain(wanted);
     if run.profiles.is_empty() {
@@ -499,7 +514,9 @@ pub async fn profile(
     }
     run.cubins.sort();
     run.cubins.dedup();
-    let first_modules = modules_holding(&run.cubins, &mangled);
+    // The saved modules only for what the known ones do not hold.
+    let known = mangled.iter().all(|m| early_functions.iter().any(|f| &f.mangled == m));
+    let first_modules = if known { Vec::new() } else { modules_holding(&run.cubins, &mangled) };
     let disasm = async {
         let t = std::time::Instant::now();
         let got = disassemble(&req.nvdisasm, &first_modules, req.timeout, cancel).await;
@@ -549,13 +566,17 @@ pub async fn profile(
     };
     let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes)) =
         futures::join!(disasm, more_runs);
+    functions.extend(early_functions);
+    if !known {
+        notes.extend(early_notes);
+    }
     run.merge(more);
     stages.extend(more_stages);
     notes.extend(more_notes);
     let run_secs = start.elapsed().as_secs_f64();
     stages.push(Stage::new("disassembly (during the later runs)".into(), disasm_time));
     notes.extend(disasm_notes);
-    if first_modules.is_empty() {
+    if first_modules.is_empty() && !known {
         // No module saved by the first run: those of the later ones, now.
         run.cubins.sort();
         run.cubins.dedup();
@@ -845,10 +866,25 @@ int main(int argc, char** argv) {
         drive_in(tempfile::tempdir().unwrap().path(), kernel, records)
     }
 
+    /// `drive` with modules known before the run and a real nvdisasm.
+    fn drive_known(kernel: &str, records: &[(&str, String)], nvdisasm: &Path, known: &Path) -> CuptiResult {
+        let dir = tempfile::tempdir().unwrap();
+        drive_with(dir.path(), Some(kernel), records, Some((nvdisasm, vec![known.to_path_buf()]))).1
+    }
+
     const FAIL_ONCE: &str = "FAIL_ONCE\n";
 
     /// `drive` with the library (and the memo beside it) under `dir`, kept between calls.
     fn drive_in(dir: &Path, kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
+        drive_with(dir, kernel, records, None)
+    }
+
+    fn drive_with(
+        dir: &Path,
+        kernel: Option<&str>,
+        records: &[(&str, String)],
+        known: Option<(&Path, Vec<PathBuf>)>,
+    ) -> (Vec<String>, CuptiResult) {
         let mut script = String::from("echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\ncase \"$KP_CUPTI_PLAN\" in\n");
         for (plan, text) in records {
             let name = plan.replace(',', "-");
@@ -873,11 +909,12 @@ int main(int argc, char** argv) {
         let _ = std::fs::remove_file(&log);
         let req = CuptiProfile {
             library: dir.join("lib/libkp_cupti-test.so"),
-            nvdisasm: PathBuf::from("true"),
+            nvdisasm: known.as_ref().map_or_else(|| PathBuf::from("true"), |(n, _)| n.to_path_buf()),
             target: vec!["sh".into(), "-c".into(), format!("LOG='{}'\n{script}", log.display())],
             stdin: None,
             timeout: Duration::from_secs(30),
             kernel: kernel.map(str::to_string),
+            modules: known.map(|(_, m)| m).unwrap_or_default(),
         };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
@@ -985,6 +1022,47 @@ int main(int argc, char** argv) {
             let mangled: Vec<String> = m(&run).into_iter().filter(|n| n.contains("strided_copy")).collect();
             assert_eq!(pc_refused(plan, &run, &mangled), refused, "{plan}");
         }
+    }
+
+    /// The harness job's cubin, known before the run, is disassembled during
+    /// it (the real nvdisasm on a cubin of the recorded kernel's signature):
+    /// the modules the run saved (absent here) are not, and the kernel gets
+    /// its source page.
+    #[test]
+    fn the_known_module_is_disassembled_during_the_first_run() {
+        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
+            .expect("nvcc (set KERNELPRO_VENV)");
+        let nvdisasm = nvcc.path.with_file_name("nvdisasm");
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("k.cu");
+        std::fs::write(
+            &src,
+            "__global__ void strided_copy(float* y, const float* x, int n, int s) {\n\
+               int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+               if (i < n) y[i] = x[(i * s) % n];\n}\n",
+        )
+        .unwrap();
+        let cubin = dir.path().join("k.cubin");
+        let out = std::process::Command::new(&nvcc.path)
+            .args(["-arch=sm_90", "-cubin", "-lineinfo", "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (range, sass, pc) = recorded_parts();
+        let records = [("range,sass,pc", format!("{range}{sass}{pc}"))];
+        let got = drive_known("strided_copy", &records, &nvdisasm, &cubin);
+        assert_eq!(got.pages.len(), 1, "{:?}", got.notes);
+        assert!(!got.notes.iter().any(|n| n.contains("nvdisasm") || n.contains("no disassembly")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        for stage in ["disassembly of the known modules (during the first run)", "disassembly (during the later runs)"]
+        {
+            assert!(names.contains(&stage), "{stage}: {names:?}");
+        }
+        // Without it, the saved modules are what is disassembled (here: absent, said so).
+        let got = drive_with(dir.path(), Some("strided_copy"), &records, Some((&nvdisasm, vec![]))).1;
+        assert!(got.pages.is_empty() && got.notes.iter().any(|n| n.contains("nvdisasm")), "{:?}", got.notes);
     }
 
     /// The plans of the first round.
