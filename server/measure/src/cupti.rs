@@ -305,7 +305,9 @@ pub fn plan_launches(kernel: Option<&str>) -> u32 {
 /// process started beside the `range,sass` one instead of after it: the
 /// processes time-slice the GPU, so the per-instruction counts and the stall
 /// samples of the kernel's launches are its own either way, and the refusal
-/// is not waited for. Elsewhere the first plan alone.
+/// is not waited for. Where two processes at once failed (`PcMemo::apart`)
+/// or nothing was refused, the first plan alone; a first run that fails
+/// beside another runs again alone, with the first plan.
 pub fn first_round(kernel: Option<&str>, pc_refused: bool) -> Vec<&'static str> {
     match first_plan(kernel).strip_suffix(",pc") {
         Some(rest) if pc_refused && kernel.is_some() => vec![rest, "pc"],
@@ -322,6 +324,9 @@ pub fn first_round(kernel: Option<&str>, pc_refused: bool) -> Vec<&'static str> 
 pub struct PcMemo {
     pub last: Option<String>,
     pub refused: Vec<String>,
+    /// `apart <tab> device`: where a run beside the first failed (the device
+    /// may not let two processes profile at once): one process again.
+    pub apart: Vec<String>,
 }
 
 impl PcMemo {
@@ -338,10 +343,17 @@ impl PcMemo {
     pub fn parse(text: &str) -> PcMemo {
         let mut memo = PcMemo::default();
         for line in text.lines() {
-            match line.split_once('\t') {
-                Some(("last", d)) => memo.last = Some(d.to_string()),
-                Some(("refused", d)) if !memo.refused.iter().any(|r| r == d) => memo.refused.push(d.to_string()),
-                _ => {}
+            let (list, d) = match line.split_once('\t') {
+                Some(("last", d)) => {
+                    memo.last = Some(d.to_string());
+                    continue;
+                }
+                Some(("refused", d)) => (&mut memo.refused, d),
+                Some(("apart", d)) => (&mut memo.apart, d),
+                _ => continue,
+            };
+            if !list.iter().any(|r| r == d) {
+                list.push(d.to_string());
             }
         }
         memo
@@ -350,12 +362,22 @@ impl PcMemo {
     pub fn text(&self) -> String {
         let mut out: String = self.last.iter().map(|d| format!("last\t{d}\n")).collect();
         out.extend(self.refused.iter().map(|d| format!("refused\t{d}\n")));
+        out.extend(self.apart.iter().map(|d| format!("apart\t{d}\n")));
         out
     }
 
-    /// Whether the next run, most likely on the last run's device, would be refused.
-    pub fn predicts_refusal(&self) -> bool {
-        self.last.as_ref().is_some_and(|d| self.refused.contains(d))
+    /// Whether the next run, most likely on the last run's device, samples
+    /// in a process beside the first: refused in one process, and two
+    /// processes at once never failed there.
+    pub fn samples_beside(&self) -> bool {
+        self.last.as_ref().is_some_and(|d| self.refused.contains(d) && !self.apart.contains(d))
+    }
+
+    /// A run beside the first failed on `device`.
+    pub fn keep_apart(&mut self, device: &str) {
+        if !self.apart.iter().any(|d| d == device) {
+            self.apart.push(device.to_string());
+        }
     }
 
     /// What a run on `device` showed: `Some(true)` refused, `Some(false)`
@@ -468,13 +490,13 @@ pub async fn profile(
     let mut stages = Vec::new();
     let start = std::time::Instant::now();
     let memo = PcMemo::read(&req.library);
-    let round = first_round(req.kernel.as_deref(), memo.predicts_refusal());
-    let (plan, beside) = (round[0], round[1..].to_vec());
+    let round = first_round(req.kernel.as_deref(), memo.samples_beside());
+    let (mut plan, mut beside) = (round[0], round[1..].to_vec());
     // The runs beside the first one, in tasks of their own; stopped (their
     // process groups killed) if this profile ends first.
     let stop_beside = cancel.child_token();
     let _stop_beside = stop_beside.clone().drop_guard();
-    let beside_runs: Vec<_> = beside
+    let mut beside_runs: Vec<_> = beside
         .iter()
         .map(|&p| {
             let (req, dir, cancel) = (req.clone(), dir.path().to_path_buf(), stop_beside.clone());
@@ -492,8 +514,27 @@ pub async fn profile(
     };
     let (run, ((early_functions, early_notes), early_time)) =
         futures::join!(injected_run(req, dir.path(), plan, cancel), early_disasm);
-    let mut run = run?;
     stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
+    let mut notes = Vec::new();
+    let mut apart = false;
+    let mut run = match run {
+        Ok(run) => run,
+        // Two processes profiling at once may be what failed: the runs
+        // beside are stopped, and the first plan runs alone, as before.
+        Err(e) if !beside.is_empty() && !cancel.is_cancelled() => {
+            stop_beside.cancel();
+            for handle in beside_runs.drain(..) {
+                let _ = handle.await;
+            }
+            notes.push(format!("the first run failed beside ({}), so it ran alone: {e}", beside.join(" | ")));
+            (plan, beside, apart) = (first_plan(req.kernel.as_deref()), Vec::new(), true);
+            let t = std::time::Instant::now();
+            let run = injected_run(req, dir.path(), plan, cancel).await;
+            stages.push(Stage::new(format!("injected run ({plan})"), t.elapsed()));
+            run?
+        }
+        Err(e) => return Err(e),
+    };
     if !req.modules.is_empty() {
         stages.push(Stage::new("disassembly of the known modules (during the first run)".into(), early_time));
     }
@@ -503,15 +544,8 @@ pub async fn profile(
         let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
         return Err(CuptiError::NoKernel(which));
     }
-    let mut notes = Vec::new();
     let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
-    if let Some(device) = &run.device {
-        let mut seen = memo.clone();
-        seen.observe(device, pc_refused(plan, &run, &mangled));
-        if seen != memo {
-            seen.write(&req.library);
-        }
-    }
+    let refused = pc_refused(plan, &run, &mangled);
     run.cubins.sort();
     run.cubins.dedup();
     // The saved modules only for what the known ones do not hold.
@@ -523,7 +557,7 @@ pub async fn profile(
         (got, t.elapsed())
     };
     let more_runs = async {
-        let (mut got, mut stages, mut notes) = (CuptiRun::default(), Vec::new(), Vec::new());
+        let (mut got, mut stages, mut notes, mut apart) = (CuptiRun::default(), Vec::new(), Vec::new(), false);
         for (p, handle) in beside.iter().zip(beside_runs) {
             match handle.await {
                 Ok((Ok(more), took)) => {
@@ -534,6 +568,7 @@ pub async fn profile(
                 Ok((Err(e), took)) => {
                     stages.push(Stage::new(format!("injected run ({p}) beside the first"), took));
                     notes.push(format!("the ({p}) run beside the first failed, so it ran again after it: {e}"));
+                    apart = !cancel.is_cancelled();
                 }
                 Err(e) => notes.push(format!("the ({p}) run beside the first did not end: {e}")),
             }
@@ -562,10 +597,21 @@ pub async fn profile(
                 break;
             }
         }
-        (got, stages, notes)
+        (got, stages, notes, apart)
     };
-    let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes)) =
+    let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes, failed_beside)) =
         futures::join!(disasm, more_runs);
+    // What this profile showed of the device, for the next one's plan.
+    if let Some(device) = &run.device {
+        let mut seen = memo.clone();
+        seen.observe(device, refused);
+        if apart || failed_beside {
+            seen.keep_apart(device);
+        }
+        if seen != memo {
+            seen.write(&req.library);
+        }
+    }
     functions.extend(early_functions);
     if !known {
         notes.extend(early_notes);
@@ -938,7 +984,7 @@ int main(int argc, char** argv) {
         );
         assert_eq!(plans, ["range,sass,pc", "pc"]);
         let memo = PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so"));
-        assert_eq!(memo, PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()] });
+        assert_eq!(memo, PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], apart: vec![] });
         let (mut plans, got) =
             drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
         plans.sort();
@@ -956,7 +1002,7 @@ int main(int argc, char** argv) {
         let dir = tempfile::tempdir().unwrap();
         let library = dir.path().join("lib/libkp_cupti-test.so");
         std::fs::create_dir_all(library.parent().unwrap()).unwrap();
-        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()] }.write(&library);
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
         let (mut plans, got) = drive_in(
             dir.path(),
             Some("strided_copy"),
@@ -967,6 +1013,32 @@ int main(int argc, char** argv) {
         assert!(got.notes.iter().any(|n| n.contains("the (pc) run beside the first failed")), "{:?}", got.notes);
         let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
         assert!(names.contains(&"injected run (pc)"), "{names:?}");
+        let memo = PcMemo::read(&library);
+        assert_eq!(memo.apart, ["GH100"], "two processes at once failed here");
+        assert!(!memo.samples_beside());
+    }
+
+    /// A first run that fails beside the `pc` run runs again alone, with
+    /// the one-process plan, and the device is kept to one process after.
+    #[test]
+    fn a_first_run_that_fails_beside_another_runs_again_alone() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
+        let whole = format!("{range}{sass}{pc}");
+        let records =
+            [("range,sass", format!("{FAIL_ONCE}{range}{sass}")), ("pc", pc.clone()), ("range,sass,pc", whole.clone())];
+        let (plans, got) = drive_in(dir.path(), Some("strided_copy"), &records);
+        // The `pc` run beside may or may not have started before it was stopped.
+        assert!(plans.iter().any(|p| p == "range,sass"), "{plans:?}");
+        assert_eq!(plans.last().map(String::as_str), Some("range,sass,pc"), "{plans:?}");
+        assert_eq!(got.profiles.len(), 1);
+        assert!(got.notes.iter().any(|n| n.starts_with("the first run failed beside (pc), so it ran alone")));
+        assert_eq!(PcMemo::read(&library).apart, ["GH100"]);
+        let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", whole)]);
+        assert_eq!(plans, ["range,sass,pc"]);
     }
 
     /// Where the device of the last run never refused (the refusal known is
@@ -977,11 +1049,12 @@ int main(int argc, char** argv) {
         let dir = tempfile::tempdir().unwrap();
         let library = dir.path().join("lib/libkp_cupti-test.so");
         std::fs::create_dir_all(library.parent().unwrap()).unwrap();
-        PcMemo { last: Some("GH100".into()), refused: vec!["GB100 driver=1".into()] }.write(&library);
+        PcMemo { last: Some("GH100".into()), refused: vec!["GB100 driver=1".into()], ..Default::default() }
+            .write(&library);
         let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
         assert_eq!(plans, ["range,sass,pc"]);
         // A program (no kernel named) is planned as before, whatever the memo says.
-        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()] }.write(&library);
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
         let (plans, _) = drive_in(dir.path(), None, &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
         assert_eq!(plans, ["range,sass", "pc"]);
     }
@@ -990,17 +1063,18 @@ int main(int argc, char** argv) {
     #[test]
     fn the_pc_memo_follows_what_runs_show() {
         let gh = "GH100 driver=13000";
-        let cases: [(&str, &str, Option<bool>, bool); 5] = [
+        let cases: [(&str, &str, Option<bool>, bool); 6] = [
             ("", gh, Some(true), true),
             ("", gh, None, false),
             ("last\tGB100\nrefused\tGH100 driver=13000\n", gh, None, true),
             ("last\tGH100 driver=13000\nrefused\tGH100 driver=13000\n", gh, Some(false), false),
             ("last\tGH100 driver=13000\nrefused\tGH100 driver=13000\n", "GH100 driver=13100", None, false),
+            ("refused\tGH100 driver=13000\napart\tGH100 driver=13000\n", gh, Some(true), false),
         ];
-        for (before, device, refused, predicts) in cases {
+        for (before, device, refused, beside) in cases {
             let mut memo = PcMemo::parse(before);
             memo.observe(device, refused);
-            assert_eq!(memo.predicts_refusal(), predicts, "{before:?} {device} {refused:?}");
+            assert_eq!(memo.samples_beside(), beside, "{before:?} {device} {refused:?}");
             assert_eq!(PcMemo::parse(&memo.text()), memo);
         }
     }
