@@ -573,6 +573,11 @@ pub async fn profile(
                 Err(e) => notes.push(format!("the ({p}) run beside the first did not end: {e}")),
             }
         }
+        // Beside runs that gave no samples (sampling refused while another
+        // process profiles): one process from now on.
+        if !beside.is_empty() && !mangled.iter().all(|m| got.has_stalls(m) || run.has_stalls(m)) {
+            apart = !cancel.is_cancelled();
+        }
         for _ in 0..2 {
             let mut so_far = run.clone();
             so_far.merge(got.clone());
@@ -993,6 +998,15 @@ int main(int argc, char** argv) {
         let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names[..2], ["injected run (range,sass)", "injected run (pc) beside the first"], "{names:?}");
         assert!(!got.notes.iter().any(|n| n.contains("stall samples") || n.contains("beside")), "{:?}", got.notes);
+        assert!(PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so")).samples_beside());
+        // A pc run beside that comes back without samples: sampled again
+        // after, and one process from then on.
+        let empty = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_HARDWARE_BUSY\n".to_string();
+        let (mut plans, _) =
+            drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", empty)]);
+        plans[..2].sort();
+        assert_eq!(plans[..3], ["pc", "range,sass", "pc"]);
+        assert!(!PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so")).samples_beside());
     }
 
     /// A `pc` run beside the first that fails is run again after it, alone.
