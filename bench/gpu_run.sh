@@ -32,6 +32,10 @@ profile)
   # profile-on-save with each backend (SAVE_BACKENDS, default both); then profile_table.md.
   FILES=${COMPARE_FILES:-tests/fixtures/h200-probe/kernels.cu bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/layernorm/layernorm_rowptr.cu tests/fixtures/naive/sum/sum_atomic_1d.cu tests/fixtures/naive/softmax/softmax_rowptr_double.cu}
   $B profile examples/saxpy.cu --kernel saxpy --backend cupti > "$OUT/profile_warm.txt" 2>&1  # builds the library once
+  # ... and learns whether PC sampling is refused after the range profiler here
+  # (then later profiles sample in a process beside the first: measure::cupti::PcMemo).
+  memo="${XDG_CACHE_HOME:-$HOME/.cache}/kernelpro/cupti/pc-sampling.tsv"
+  { echo "== $memo"; cat "$memo" 2>/dev/null; } >> "$OUT/profile_warm.txt"
   for f in $FILES; do
     k=$(basename $f .cu)
     for mode in cupti ncu full; do

@@ -621,6 +621,79 @@ fn a_save_cancels_the_profile_of_the_older_text() {
     assert_eq!(first["params"]["value"]["message"], "cancelled", "{first}");
 }
 
+/// With profile-on-save, the profile starts once the compile's diagnostics
+/// are out, beside the machine-code step (here an nvdisasm that takes 3 s),
+/// and compiles nothing again: one nvcc per save.
+#[test]
+fn a_save_profiles_once_the_compile_is_published_without_compiling_again() {
+    let text = std::fs::read_to_string(fixtures().join("naive/sum/sum_atomic_1d.cu")).unwrap();
+    let (dir, path) = temp_copy("sum_atomic_1d.cu", &text);
+    let real =
+        kernelpro_core::analysis::Analyzer::find_nvcc(&Default::default()).expect("nvcc (run scripts/setup.sh)").path;
+    let log = dir.path().join("tools.log");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = |name: &str, body: String| {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        p
+    };
+    let l = log.display();
+    let nvcc =
+        script("nvcc", format!("case \"$*\" in *.cu*) echo nvcc >> '{l}' ;; esac\nexec {} \"$@\"", real.display()));
+    let nvdisasm = real.with_file_name("nvdisasm");
+    script(
+        "nvdisasm",
+        format!(
+            "echo nvdisasm begin >> '{l}'\nsleep 3\n{} \"$@\"\nrc=$?\necho nvdisasm end >> '{l}'\nexit $rc",
+            nvdisasm.display()
+        ),
+    );
+    let ncu = script("ncu", format!("case \"$*\" in *--log-file*) echo ncu >> '{l}' ; exit 1 ;; esac\nexit 0"));
+    let u = uri(&path);
+    let mut c = Client::spawn(
+        json!({"trusted": true, "nvcc": nvcc, "ncu": ncu, "profileOnSave": true, "profileBackend": "ncu"}),
+    );
+    let profile_end = |m: &Value| {
+        m["method"] == "$/progress"
+            && m["params"]["token"].as_str().is_some_and(|t| t.starts_with("kernelpro-profile-"))
+            && m["params"]["value"]["kind"] == "end"
+    };
+    let settled = |c: &mut Client| {
+        let deadline = std::time::Instant::now() + LONG;
+        while !std::fs::read_to_string(&log).unwrap_or_default().contains("nvdisasm end") {
+            assert!(std::time::Instant::now() < deadline, "nvdisasm never ended");
+            c.wait(Duration::from_millis(200), |_| false);
+        }
+        std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    c.open(&u, &text, 1);
+    c.wait(LONG, profile_end).expect("the profile of the opened text ends");
+    settled(&mut c);
+    std::fs::remove_file(&log).unwrap();
+    let edited = format!("{text}\n// saved again\n");
+    c.change_all(&u, &edited, 2);
+    c.save(&u, &edited);
+    c.wait(LONG, profile_end).expect("the profile of the saved text ends");
+    assert_eq!(settled(&mut c), ["nvcc", "nvdisasm begin", "ncu", "nvdisasm end"]);
+    // The compile's diagnostics went out before the profile began.
+    let messages: Vec<Value> = c.transcript.iter().map(|m| serde_json::from_str(m).unwrap()).collect();
+    let published = messages
+        .iter()
+        .position(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2)
+        .expect("the saved text's diagnostics");
+    let begun = messages
+        .iter()
+        .rposition(|m| {
+            m["method"] == "$/progress"
+                && m["params"]["value"]["kind"] == "begin"
+                && m["params"]["token"].as_str().is_some_and(|t| t.starts_with("kernelpro-profile-"))
+        })
+        .expect("the saved text's profile");
+    assert!(published < begun, "the profile began before the compile's diagnostics went out");
+}
+
 #[test]
 fn counter_permission_error_says_how_to_fix_it() {
     let text = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();

@@ -192,6 +192,10 @@ pub struct CuptiProfile {
     pub timeout: Duration,
     /// Keep only kernels whose base name matches.
     pub kernel: Option<String>,
+    /// Modules known before the run (the harness job's cubin, which the
+    /// worker loads as it is): disassembled during the first run, so the
+    /// modules the run saves need not be where these hold every profiled kernel.
+    pub modules: Vec<PathBuf>,
 }
 
 /// What the injected runs gave: the kernels' profiles and source pages.
@@ -279,7 +283,8 @@ async fn injected_run(
 ///   the range profiler and PC sampling share a context, so the library
 ///   disables the range profiler before sampling; where the driver still
 ///   refuses, the library writes `#warn pc ...` and `next_plans` samples in a
-///   process of its own, as before;
+///   process of its own, and from then on `first_round` starts that process
+///   beside the first (`PcMemo`);
 /// - a whole program: range profile and SASS metrics only. Its kernels'
 ///   launches interleave (A, B, A, B), and once PC sampling has the context
 ///   no later kernel can be range-profiled; most programs launch each kernel
@@ -292,6 +297,110 @@ pub fn first_plan(kernel: Option<&str>) -> &'static str {
 /// worker's runs).
 pub fn plan_launches(kernel: Option<&str>) -> u32 {
     first_plan(kernel).split(',').count() as u32
+}
+
+/// The plans of the first round of injected runs, started at once. Where
+/// this device is known to refuse PC sampling after the range profiler in
+/// one process (`PcMemo`), a harness kernel's samples come from a `pc`
+/// process started beside the `range,sass` one instead of after it: the
+/// processes time-slice the GPU, so the per-instruction counts and the stall
+/// samples of the kernel's launches are its own either way, and the refusal
+/// is not waited for. Where two processes at once failed (`PcMemo::apart`)
+/// or nothing was refused, the first plan alone; a first run that fails
+/// beside another runs again alone, with the first plan.
+pub fn first_round(kernel: Option<&str>, pc_refused: bool) -> Vec<&'static str> {
+    match first_plan(kernel).strip_suffix(",pc") {
+        Some(rest) if pc_refused && kernel.is_some() => vec![rest, "pc"],
+        _ => vec![first_plan(kernel)],
+    }
+}
+
+/// Whether CUPTI refused PC sampling after the range profiler in one process,
+/// remembered per device (chip and driver, as the library's `#setup` names
+/// them) in a small file beside the library's cached configurations:
+/// `last <tab> device` (the device of the latest run, the one the next run
+/// most likely gets) and `refused <tab> device` lines.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PcMemo {
+    pub last: Option<String>,
+    pub refused: Vec<String>,
+    /// `apart <tab> device`: where a run beside the first failed (the device
+    /// may not let two processes profile at once): one process again.
+    pub apart: Vec<String>,
+}
+
+impl PcMemo {
+    /// The file beside the library (absent: nothing remembered).
+    fn path(library: &Path) -> Option<PathBuf> {
+        Some(library.parent()?.join("pc-sampling.tsv"))
+    }
+
+    pub fn read(library: &Path) -> PcMemo {
+        let text = PcMemo::path(library).and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+        PcMemo::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> PcMemo {
+        let mut memo = PcMemo::default();
+        for line in text.lines() {
+            let (list, d) = match line.split_once('\t') {
+                Some(("last", d)) => {
+                    memo.last = Some(d.to_string());
+                    continue;
+                }
+                Some(("refused", d)) => (&mut memo.refused, d),
+                Some(("apart", d)) => (&mut memo.apart, d),
+                _ => continue,
+            };
+            if !list.iter().any(|r| r == d) {
+                list.push(d.to_string());
+            }
+        }
+        memo
+    }
+
+    pub fn text(&self) -> String {
+        let mut out: String = self.last.iter().map(|d| format!("last\t{d}\n")).collect();
+        out.extend(self.refused.iter().map(|d| format!("refused\t{d}\n")));
+        out.extend(self.apart.iter().map(|d| format!("apart\t{d}\n")));
+        out
+    }
+
+    /// Whether the next run, most likely on the last run's device, samples
+    /// in a process beside the first: refused in one process, and two
+    /// processes at once never failed there.
+    pub fn samples_beside(&self) -> bool {
+        self.last.as_ref().is_some_and(|d| self.refused.contains(d) && !self.apart.contains(d))
+    }
+
+    /// A run beside the first failed on `device`.
+    pub fn keep_apart(&mut self, device: &str) {
+        if !self.apart.iter().any(|d| d == device) {
+            self.apart.push(device.to_string());
+        }
+    }
+
+    /// What a run on `device` showed: `Some(true)` refused, `Some(false)`
+    /// sampled after the range profiler (a newer driver may allow what an
+    /// older one refused), `None` not tried (the samples came from a process
+    /// of their own).
+    pub fn observe(&mut self, device: &str, refused: Option<bool>) {
+        self.last = Some(device.to_string());
+        match refused {
+            Some(true) if !self.refused.iter().any(|d| d == device) => self.refused.push(device.to_string()),
+            Some(false) => self.refused.retain(|d| d != device),
+            _ => {}
+        }
+    }
+
+    /// Written whole through a temp file (another profile may read it meanwhile).
+    pub fn write(&self, library: &Path) {
+        let Some(path) = PcMemo::path(library) else { return };
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, self.text()).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
 }
 
 /// What the next round of injected runs must collect, from what the runs so
@@ -313,6 +422,32 @@ pub fn next_plans(run: &CuptiRun, mangled: &[String]) -> Vec<&'static str> {
         (false, true) => vec!["pc"],
         (false, false) => vec![],
     }
+}
+
+/// Whether this run showed CUPTI refusing PC sampling after the range
+/// profiler in its process (the library's `#warn pc` and no samples), or
+/// allowing it (samples); `None` where it was not tried or did not tell.
+pub fn pc_refused(plan: &str, run: &CuptiRun, mangled: &[String]) -> Option<bool> {
+    let steps: Vec<&str> = plan.split(',').collect();
+    if !steps.contains(&"pc") || steps.len() < 2 || mangled.is_empty() {
+        return None;
+    }
+    if mangled.iter().all(|m| run.has_stalls(m)) {
+        return Some(false);
+    }
+    run.warnings.iter().any(|w| w.starts_with("pc ")).then_some(true)
+}
+
+/// The saved modules that hold one of these functions (its name in the
+/// cubin's string table): the harness worker's own modules are not
+/// disassembled. None found: all of them.
+fn modules_holding(cubins: &[String], mangled: &[String]) -> Vec<String> {
+    let names: Vec<Vec<u8>> = mangled.iter().map(|m| format!("{m}\0").into_bytes()).collect();
+    let holds = |cubin: &&String| {
+        std::fs::read(cubin.as_str()).is_ok_and(|b| names.iter().any(|n| b.windows(n.len()).any(|w| w == n.as_slice())))
+    };
+    let some: Vec<String> = cubins.iter().filter(holds).cloned().collect();
+    if some.is_empty() { cubins.to_vec() } else { some }
 }
 
 /// The functions of the modules a run saved, disassembled (`nvdisasm -c -g`,
@@ -354,27 +489,95 @@ pub async fn profile(
         .map_err(|e| CuptiError::Run(format!("cannot make a temp dir: {e}")))?;
     let mut stages = Vec::new();
     let start = std::time::Instant::now();
-    let plan = first_plan(req.kernel.as_deref());
-    let mut run = injected_run(req, dir.path(), plan, cancel).await?;
+    let memo = PcMemo::read(&req.library);
+    let round = first_round(req.kernel.as_deref(), memo.samples_beside());
+    let (mut plan, mut beside) = (round[0], round[1..].to_vec());
+    // The runs beside the first one, in tasks of their own; stopped (their
+    // process groups killed) if this profile ends first.
+    let stop_beside = cancel.child_token();
+    let _stop_beside = stop_beside.clone().drop_guard();
+    let mut beside_runs: Vec<_> = beside
+        .iter()
+        .map(|&p| {
+            let (req, dir, cancel) = (req.clone(), dir.path().to_path_buf(), stop_beside.clone());
+            tokio::spawn(async move {
+                let t = std::time::Instant::now();
+                (injected_run(&req, &dir, p, &cancel).await, t.elapsed())
+            })
+        })
+        .collect();
+    let early_disasm = async {
+        let t = std::time::Instant::now();
+        let modules: Vec<String> = req.modules.iter().map(|m| m.display().to_string()).collect();
+        let got = disassemble(&req.nvdisasm, &modules, req.timeout, cancel).await;
+        (got, t.elapsed())
+    };
+    let (run, ((early_functions, early_notes), early_time)) =
+        futures::join!(injected_run(req, dir.path(), plan, cancel), early_disasm);
     stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
+    let mut notes = Vec::new();
+    let mut apart = false;
+    let mut run = match run {
+        Ok(run) => run,
+        // Two processes profiling at once may be what failed: the runs
+        // beside are stopped, and the first plan runs alone, as before.
+        Err(e) if !beside.is_empty() && !cancel.is_cancelled() => {
+            stop_beside.cancel();
+            for handle in beside_runs.drain(..) {
+                let _ = handle.await;
+            }
+            notes.push(format!("the first run failed beside ({}), so it ran alone: {e}", beside.join(" | ")));
+            (plan, beside, apart) = (first_plan(req.kernel.as_deref()), Vec::new(), true);
+            let t = std::time::Instant::now();
+            let run = injected_run(req, dir.path(), plan, cancel).await;
+            stages.push(Stage::new(format!("injected run ({plan})"), t.elapsed()));
+            run?
+        }
+        Err(e) => return Err(e),
+    };
+    if !req.modules.is_empty() {
+        stages.push(Stage::new("disassembly of the known modules (during the first run)".into(), early_time));
+    }
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
     run.profiles.retain(wanted);
     if run.profiles.is_empty() {
         let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
         return Err(CuptiError::NoKernel(which));
     }
-    let mut notes = Vec::new();
     let mangled: Vec<String> = run.profiles.iter().filter_map(|p| p.mangled.clone()).collect();
+    let refused = pc_refused(plan, &run, &mangled);
     run.cubins.sort();
     run.cubins.dedup();
-    let first_modules = run.cubins.clone();
+    // The saved modules only for what the known ones do not hold.
+    let known = mangled.iter().all(|m| early_functions.iter().any(|f| &f.mangled == m));
+    let first_modules = if known { Vec::new() } else { modules_holding(&run.cubins, &mangled) };
     let disasm = async {
         let t = std::time::Instant::now();
         let got = disassemble(&req.nvdisasm, &first_modules, req.timeout, cancel).await;
         (got, t.elapsed())
     };
     let more_runs = async {
-        let (mut got, mut stages, mut notes) = (CuptiRun::default(), Vec::new(), Vec::new());
+        let (mut got, mut stages, mut notes, mut apart) = (CuptiRun::default(), Vec::new(), Vec::new(), false);
+        for (p, handle) in beside.iter().zip(beside_runs) {
+            match handle.await {
+                Ok((Ok(more), took)) => {
+                    stages.push(Stage::new(format!("injected run ({p}) beside the first"), took));
+                    got.merge(more);
+                }
+                // Nothing lost: `next_plans` runs it again, alone.
+                Ok((Err(e), took)) => {
+                    stages.push(Stage::new(format!("injected run ({p}) beside the first"), took));
+                    notes.push(format!("the ({p}) run beside the first failed, so it ran again after it: {e}"));
+                    apart = !cancel.is_cancelled();
+                }
+                Err(e) => notes.push(format!("the ({p}) run beside the first did not end: {e}")),
+            }
+        }
+        // Beside runs that gave no samples (sampling refused while another
+        // process profiles): one process from now on.
+        if !beside.is_empty() && !mangled.iter().all(|m| got.has_stalls(m) || run.has_stalls(m)) {
+            apart = !cancel.is_cancelled();
+        }
         for _ in 0..2 {
             let mut so_far = run.clone();
             so_far.merge(got.clone());
@@ -399,22 +602,37 @@ pub async fn profile(
                 break;
             }
         }
-        (got, stages, notes)
+        (got, stages, notes, apart)
     };
-    let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes)) =
+    let (((mut functions, disasm_notes), disasm_time), (more, more_stages, more_notes, failed_beside)) =
         futures::join!(disasm, more_runs);
+    // What this profile showed of the device, for the next one's plan.
+    if let Some(device) = &run.device {
+        let mut seen = memo.clone();
+        seen.observe(device, refused);
+        if apart || failed_beside {
+            seen.keep_apart(device);
+        }
+        if seen != memo {
+            seen.write(&req.library);
+        }
+    }
+    functions.extend(early_functions);
+    if !known {
+        notes.extend(early_notes);
+    }
     run.merge(more);
     stages.extend(more_stages);
     notes.extend(more_notes);
     let run_secs = start.elapsed().as_secs_f64();
     stages.push(Stage::new("disassembly (during the later runs)".into(), disasm_time));
     notes.extend(disasm_notes);
-    if first_modules.is_empty() {
+    if first_modules.is_empty() && !known {
         // No module saved by the first run: those of the later ones, now.
         run.cubins.sort();
         run.cubins.dedup();
         let t = std::time::Instant::now();
-        let (f, n) = disassemble(&req.nvdisasm, &run.cubins, req.timeout, cancel).await;
+        let (f, n) = disassemble(&req.nvdisasm, &modules_holding(&run.cubins, &mangled), req.timeout, cancel).await;
         functions.extend(f);
         notes.extend(n);
         stages.push(Stage::new("disassembly".into(), t.elapsed()));
@@ -694,28 +912,275 @@ int main(int argc, char** argv) {
     /// run with, the records given (a real process through `run_tool`, as
     /// the library would under the real one): the plans it was run with, in
     /// order (a round's concurrent runs sorted), and the profile's notes.
+    /// Records `FAIL_ONCE` + text: the plan's first run fails, later ones write the text.
     fn drive(kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
+        drive_in(tempfile::tempdir().unwrap().path(), kernel, records)
+    }
+
+    /// `drive` with modules known before the run and a real nvdisasm.
+    fn drive_known(kernel: &str, records: &[(&str, String)], nvdisasm: &Path, known: &Path) -> CuptiResult {
         let dir = tempfile::tempdir().unwrap();
+        drive_with(dir.path(), Some(kernel), records, Some((nvdisasm, vec![known.to_path_buf()]))).1
+    }
+
+    const FAIL_ONCE: &str = "FAIL_ONCE\n";
+
+    /// `drive` with the library (and the memo beside it) under `dir`, kept between calls.
+    fn drive_in(dir: &Path, kernel: Option<&str>, records: &[(&str, String)]) -> (Vec<String>, CuptiResult) {
+        drive_with(dir, kernel, records, None)
+    }
+
+    fn drive_with(
+        dir: &Path,
+        kernel: Option<&str>,
+        records: &[(&str, String)],
+        known: Option<(&Path, Vec<PathBuf>)>,
+    ) -> (Vec<String>, CuptiResult) {
         let mut script = String::from("echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\ncase \"$KP_CUPTI_PLAN\" in\n");
         for (plan, text) in records {
-            let file = dir.path().join(format!("{}.tsv", plan.replace(',', "-")));
-            std::fs::write(&file, text).unwrap();
-            script.push_str(&format!("  {plan}) cat '{}' >> \"$KP_CUPTI_OUT\" ;;\n", file.display()));
+            let name = plan.replace(',', "-");
+            let file = dir.join(format!("{name}.tsv"));
+            let cat = format!("cat '{}' >> \"$KP_CUPTI_OUT\"", file.display());
+            match text.strip_prefix(FAIL_ONCE) {
+                Some(rest) => {
+                    std::fs::write(&file, rest).unwrap();
+                    let mark = dir.join(format!("{name}.failed"));
+                    let m = mark.display();
+                    script
+                        .push_str(&format!("  {plan}) if [ -e '{m}' ]; then {cat}; else touch '{m}'; exit 3; fi ;;\n"));
+                }
+                None => {
+                    std::fs::write(&file, text).unwrap();
+                    script.push_str(&format!("  {plan}) {cat} ;;\n"));
+                }
+            }
         }
         script.push_str("esac\n");
-        let log = dir.path().join("plans.log");
+        let log = dir.join("plans.log");
+        let _ = std::fs::remove_file(&log);
         let req = CuptiProfile {
-            library: dir.path().join("lib/libkp_cupti-test.so"),
-            nvdisasm: PathBuf::from("true"),
+            library: dir.join("lib/libkp_cupti-test.so"),
+            nvdisasm: known.as_ref().map_or_else(|| PathBuf::from("true"), |(n, _)| n.to_path_buf()),
             target: vec!["sh".into(), "-c".into(), format!("LOG='{}'\n{script}", log.display())],
             stdin: None,
             timeout: Duration::from_secs(30),
             kernel: kernel.map(str::to_string),
+            modules: known.map(|(_, m)| m).unwrap_or_default(),
         };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
         let plans = std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect();
         (plans, got)
+    }
+
+    const REFUSED: &str = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
+
+    /// The first profile on a device that refuses PC sampling after the
+    /// range profiler pays for the refusal and remembers it; the next one
+    /// starts the `pc` process beside the `range,sass` one, and nothing after.
+    #[test]
+    fn a_refusal_is_remembered_and_the_next_profile_samples_beside_the_first() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let (plans, _) = drive_in(
+            dir.path(),
+            Some("strided_copy"),
+            &[("range,sass,pc", format!("{range}{sass}{REFUSED}")), ("pc", pc.clone())],
+        );
+        assert_eq!(plans, ["range,sass,pc", "pc"]);
+        let memo = PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so"));
+        assert_eq!(memo, PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], apart: vec![] });
+        let (mut plans, got) =
+            drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
+        plans.sort();
+        assert_eq!(plans, ["pc", "range,sass"]);
+        assert_eq!(got.profiles.len(), 1);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[..2], ["injected run (range,sass)", "injected run (pc) beside the first"], "{names:?}");
+        assert!(!got.notes.iter().any(|n| n.contains("stall samples") || n.contains("beside")), "{:?}", got.notes);
+        assert!(PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so")).samples_beside());
+        // A pc run beside that comes back without samples: sampled again
+        // after, and one process from then on.
+        let empty = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_HARDWARE_BUSY\n".to_string();
+        let (mut plans, _) =
+            drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", empty)]);
+        plans[..2].sort();
+        assert_eq!(plans[..3], ["pc", "range,sass", "pc"]);
+        assert!(!PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so")).samples_beside());
+    }
+
+    /// A `pc` run beside the first that fails is run again after it, alone.
+    #[test]
+    fn a_failed_run_beside_the_first_runs_again_after_it() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
+        let (mut plans, got) = drive_in(
+            dir.path(),
+            Some("strided_copy"),
+            &[("range,sass", format!("{range}{sass}")), ("pc", format!("{FAIL_ONCE}{pc}"))],
+        );
+        plans[..2].sort();
+        assert_eq!(plans, ["pc", "range,sass", "pc"]);
+        assert!(got.notes.iter().any(|n| n.contains("the (pc) run beside the first failed")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"injected run (pc)"), "{names:?}");
+        let memo = PcMemo::read(&library);
+        assert_eq!(memo.apart, ["GH100"], "two processes at once failed here");
+        assert!(!memo.samples_beside());
+    }
+
+    /// A first run that fails beside the `pc` run runs again alone, with
+    /// the one-process plan, and the device is kept to one process after.
+    #[test]
+    fn a_first_run_that_fails_beside_another_runs_again_alone() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
+        let whole = format!("{range}{sass}{pc}");
+        let records =
+            [("range,sass", format!("{FAIL_ONCE}{range}{sass}")), ("pc", pc.clone()), ("range,sass,pc", whole.clone())];
+        let (plans, got) = drive_in(dir.path(), Some("strided_copy"), &records);
+        // The `pc` run beside may or may not have started before it was stopped.
+        assert!(plans.iter().any(|p| p == "range,sass"), "{plans:?}");
+        assert_eq!(plans.last().map(String::as_str), Some("range,sass,pc"), "{plans:?}");
+        assert_eq!(got.profiles.len(), 1);
+        assert!(got.notes.iter().any(|n| n.starts_with("the first run failed beside (pc), so it ran alone")));
+        assert_eq!(PcMemo::read(&library).apart, ["GH100"]);
+        let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", whole)]);
+        assert_eq!(plans, ["range,sass,pc"]);
+    }
+
+    /// Where the device of the last run never refused (the refusal known is
+    /// another device's), one process; a program is planned as before.
+    #[test]
+    fn a_device_not_known_to_refuse_keeps_one_process() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let library = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GB100 driver=1".into()], ..Default::default() }
+            .write(&library);
+        let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
+        assert_eq!(plans, ["range,sass,pc"]);
+        // A program (no kernel named) is planned as before, whatever the memo says.
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
+        let (plans, _) = drive_in(dir.path(), None, &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
+        assert_eq!(plans, ["range,sass", "pc"]);
+    }
+
+    /// The memo's transitions: what a run shows, per device, and what the next run predicts.
+    #[test]
+    fn the_pc_memo_follows_what_runs_show() {
+        let gh = "GH100 driver=13000";
+        let cases: [(&str, &str, Option<bool>, bool); 6] = [
+            ("", gh, Some(true), true),
+            ("", gh, None, false),
+            ("last\tGB100\nrefused\tGH100 driver=13000\n", gh, None, true),
+            ("last\tGH100 driver=13000\nrefused\tGH100 driver=13000\n", gh, Some(false), false),
+            ("last\tGH100 driver=13000\nrefused\tGH100 driver=13000\n", "GH100 driver=13100", None, false),
+            ("refused\tGH100 driver=13000\napart\tGH100 driver=13000\n", gh, Some(true), false),
+        ];
+        for (before, device, refused, beside) in cases {
+            let mut memo = PcMemo::parse(before);
+            memo.observe(device, refused);
+            assert_eq!(memo.samples_beside(), beside, "{before:?} {device} {refused:?}");
+            assert_eq!(PcMemo::parse(&memo.text()), memo);
+        }
+    }
+
+    /// What a first run says about PC sampling after the range profiler.
+    #[test]
+    fn a_refusal_is_a_pc_warning_without_samples() {
+        let (range, sass, pc) = recorded_parts();
+        let m = |run: &CuptiRun| run.profiles.iter().filter_map(|p| p.mangled.clone()).collect::<Vec<_>>();
+        let cases = [
+            ("range,sass,pc", format!("{range}{sass}{REFUSED}"), Some(true)),
+            ("range,sass,pc", format!("{range}{sass}{pc}"), Some(false)),
+            ("range,sass,pc", format!("{range}{sass}"), None),
+            ("range,sass", format!("{range}{sass}{REFUSED}"), None),
+            ("pc", pc.clone(), None),
+        ];
+        for (plan, text, refused) in cases {
+            let run = pages::parse_cupti(&text);
+            let mangled: Vec<String> = m(&run).into_iter().filter(|n| n.contains("strided_copy")).collect();
+            assert_eq!(pc_refused(plan, &run, &mangled), refused, "{plan}");
+        }
+    }
+
+    /// The harness job's cubin, known before the run, is disassembled during
+    /// it (the real nvdisasm on a cubin of the recorded kernel's signature):
+    /// the modules the run saved (absent here) are not, and the kernel gets
+    /// its source page.
+    #[test]
+    fn the_known_module_is_disassembled_during_the_first_run() {
+        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
+            .expect("nvcc (set KERNELPRO_VENV)");
+        let nvdisasm = nvcc.path.with_file_name("nvdisasm");
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("k.cu");
+        std::fs::write(
+            &src,
+            "__global__ void strided_copy(float* y, const float* x, int n, int s) {\n\
+               int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+               if (i < n) y[i] = x[(i * s) % n];\n}\n",
+        )
+        .unwrap();
+        let cubin = dir.path().join("k.cubin");
+        let out = std::process::Command::new(&nvcc.path)
+            .args(["-arch=sm_90", "-cubin", "-lineinfo", "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (range, sass, pc) = recorded_parts();
+        let records = [("range,sass,pc", format!("{range}{sass}{pc}"))];
+        let got = drive_known("strided_copy", &records, &nvdisasm, &cubin);
+        assert_eq!(got.pages.len(), 1, "{:?}", got.notes);
+        assert!(!got.notes.iter().any(|n| n.contains("nvdisasm") || n.contains("no disassembly")), "{:?}", got.notes);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        for stage in ["disassembly of the known modules (during the first run)", "disassembly (during the later runs)"]
+        {
+            assert!(names.contains(&stage), "{stage}: {names:?}");
+        }
+        // Without it, the saved modules are what is disassembled (here: absent, said so).
+        let got = drive_with(dir.path(), Some("strided_copy"), &records, Some((&nvdisasm, vec![]))).1;
+        assert!(got.pages.is_empty() && got.notes.iter().any(|n| n.contains("nvdisasm")), "{:?}", got.notes);
+    }
+
+    /// The plans of the first round.
+    #[test]
+    fn the_first_round_splits_off_sampling_only_where_it_is_refused() {
+        let cases: [(Option<&str>, bool, &[&str]); 4] = [
+            (Some("k"), false, &["range,sass,pc"]),
+            (Some("k"), true, &["range,sass", "pc"]),
+            (None, false, &["range,sass"]),
+            (None, true, &["range,sass"]),
+        ];
+        for (kernel, refused, round) in cases {
+            assert_eq!(first_round(kernel, refused), round, "{kernel:?} {refused}");
+        }
+    }
+
+    /// Only the modules that hold a profiled kernel are disassembled; none: all.
+    #[test]
+    fn only_the_modules_of_the_profiled_kernels_are_disassembled() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p.display().to_string()
+        };
+        let (job, worker) = (file("job.cubin", b"\x7fELF\0_Z4fillPf\0_Z3sumPf\0"), file("w.cubin", b"\0_Z4fillPf\0"));
+        let all = [job.clone(), worker.clone()];
+        assert_eq!(modules_holding(&all, &["_Z3sumPf".into()]), [job]);
+        assert_eq!(modules_holding(&all, &["_Z3sum".into()]), all, "a prefix is not a name");
+        assert_eq!(modules_holding(&all, &["_Z5otherv".into()]), all);
     }
 
     /// Harness mode, one kernel: range, SASS and PC sampling in one process;

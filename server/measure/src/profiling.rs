@@ -443,7 +443,7 @@ pub async fn profile_file(
         stages.push(Stage::new("compile the program".into(), t.elapsed()));
         if let Some(ip) = &in_process {
             let target = vec![exe.display().to_string()];
-            match profile_in_process(ip, target, None, None, &req.text, &thresholds, timeout, cancel).await {
+            match profile_in_process(ip, target, None, None, vec![], &req.text, &thresholds, timeout, cancel).await {
                 Ok(mut r) => {
                     stages.append(&mut r.stages);
                     r.stages = stages;
@@ -476,7 +476,9 @@ pub async fn profile_file(
         let src =
             crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
         let t = Instant::now();
-        let prepared = crate::harness::prepare(&src, settings, analyzer, cancel).await?;
+        // The compile step alone: the job needs the cubin, not the SASS
+        // tools' findings (after a save's compile, the analyzer's cache has it).
+        let prepared = crate::harness::prepare_with(&src, settings, analyzer, cancel, false).await?;
         stages.push(Stage::new(format!("{k}: compile the harness job"), t.elapsed()));
         let named = |got: Vec<Stage>| got.into_iter().map(|s| Stage { name: format!("{k}: {}", s.name), ..s });
         let job = kernelpro_gpu::Job {
@@ -494,7 +496,13 @@ pub async fn profile_file(
             let job = kernelpro_gpu::Job { runs: crate::cupti::plan_launches(Some(&k)), ..job.clone() };
             let target = vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()];
             let stdin = Some(serde_json::to_vec(&job).expect("job serializes"));
-            match profile_in_process(ip, target, stdin, Some(&k), &req.text, &thresholds, timeout, cancel).await {
+            // The worker loads the job's cubin as it is: disassembled during the run.
+            let modules = match &prepared.job.image {
+                kernelpro_gpu::Image::Cubin(cubin) => vec![cubin.clone()],
+                kernelpro_gpu::Image::Ptx(_) => vec![],
+            };
+            let (kernel, text) = (Some(k.as_str()), &req.text);
+            match profile_in_process(ip, target, stdin, kernel, modules, text, &thresholds, timeout, cancel).await {
                 Ok(one) => {
                     report.backend = one.backend;
                     report.pass_secs += one.pass_secs;
@@ -596,6 +604,7 @@ pub async fn profile_in_process(
     target: Vec<String>,
     stdin: Option<Vec<u8>>,
     kernel: Option<&str>,
+    modules: Vec<PathBuf>,
     file_text: &str,
     thresholds: &Thresholds,
     timeout: Duration,
@@ -608,6 +617,7 @@ pub async fn profile_in_process(
         stdin,
         timeout,
         kernel: kernel.map(str::to_string),
+        modules,
     };
     let got = crate::cupti::profile(&req, file_text, cancel).await?;
     // Findings belong on the lines that cause them: with no kernel's per-line

@@ -196,13 +196,26 @@ pub enum AtomicSpace {
 pub struct SourcePage {
     pub kernel: String,
     pub signature: String,
-    /// The file ncu listed first for the function: the kernel's own file.
-    /// Lines of other files (CUDA's headers, where `atomicAdd` and `sinf`
-    /// are inlined from) keep their own `file`.
+    /// The kernel's own file: the one its entry instruction comes from
+    /// (`entry_file`), not the one ncu happens to list first (an H100 page
+    /// listed CUDA's atomic header first, 2026-12-07). Lines of other files
+    /// (CUDA's headers, where `atomicAdd` and `sinf` are inlined from) keep
+    /// their own `file`.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub file: String,
     pub lines: Vec<SourceLine>,
     pub instructions: Vec<SassRow>,
+}
+
+/// The file of the function's lowest-addressed instruction that has a
+/// source line: its entry, which is the function's own code (the prologue,
+/// on the kernel's opening line), never a body inlined from a header.
+pub fn entry_file(instructions: &[SassRow]) -> Option<&str> {
+    instructions
+        .iter()
+        .filter_map(|r| Some((r.address_value()?, r.file.as_deref()?)))
+        .min_by_key(|(a, _)| *a)
+        .map(|(_, f)| f)
 }
 
 impl SourcePage {
@@ -455,6 +468,11 @@ pub fn parse_source(text: &str) -> Result<Vec<SourcePage>, ParseError> {
             file: current_line.map(|_| file.clone()),
             metrics: layout.metrics(&row),
         });
+    }
+    for page in &mut pages {
+        if let Some(own) = entry_file(&page.instructions) {
+            page.file = own.to_string();
+        }
     }
     Ok(pages)
 }

@@ -12,7 +12,9 @@
 //! `#skip`/`#error`/`#warn`/`#setup`/`#kernel`/`#sass`/`#pc` lines (what
 //! could not be collected, failures, what was done without, timings).
 
-use crate::csv_pages::{KernelProfile, Metric, Metrics, SassRow, SourceLine, SourcePage, Value, kernel_base_name};
+use crate::csv_pages::{
+    KernelProfile, Metric, Metrics, SassRow, SourceLine, SourcePage, Value, entry_file, kernel_base_name,
+};
 use std::collections::BTreeMap;
 
 /// The counters the triage and the tools read that CUPTI's range profiler
@@ -123,6 +125,9 @@ pub struct CuptiRun {
     /// Milliseconds the library spent in each step, summed over kernels:
     /// `setup` (the range profiler's configuration), `range`, `sass`, `pc`.
     pub step_ms: BTreeMap<String, f64>,
+    /// The device the program ran on, as its first `#setup` names it: the
+    /// chip and the driver's version (`GH100 driver=13000`).
+    pub device: Option<String>,
 }
 
 impl CuptiRun {
@@ -151,6 +156,7 @@ impl CuptiRun {
             self.cubins = more.cubins;
         }
         self.warnings.extend(more.warnings);
+        self.device = self.device.take().or(more.device);
         for (k, v) in more.step_ms {
             *self.step_ms.entry(k).or_default() += v;
         }
@@ -208,6 +214,13 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
             ["#warn", rest @ ..] => run.warnings.push(rest.join(" ")),
             [step @ ("#setup" | "#kernel" | "#sass" | "#pc"), rest @ ..] => {
                 let ms = rest.iter().find_map(|f| f.strip_prefix("ms=")?.parse::<f64>().ok());
+                if *step == "#setup"
+                    && run.device.is_none()
+                    && let Some(chip) = rest.iter().find_map(|f| f.strip_prefix("chip="))
+                {
+                    let driver = rest.iter().find(|f| f.starts_with("driver="));
+                    run.device = Some(driver.map_or_else(|| chip.to_string(), |d| format!("{chip} {d}")));
+                }
                 let name = match *step {
                     "#setup" => "setup",
                     "#kernel" => "range",
@@ -239,7 +252,7 @@ fn number(v: f64) -> Metric {
 /// counters under ncu's column names; per line, their sums (and the
 /// averages and excess ncu derives). `own_file`: the kernel's own file as the
 /// disassembly names it (lines of other files were inlined from headers);
-/// `None`: the file most of its instructions come from.
+/// `None`: the file of its entry instruction (`entry_file`).
 pub fn source_page(
     profile: &KernelProfile,
     instructions: &[Instruction],
@@ -249,15 +262,6 @@ pub fn source_page(
     source_text: &str,
 ) -> SourcePage {
     let column = |m: &str| SASS_METRICS.iter().find(|(n, _)| *n == m).map(|(_, c)| *c);
-    let file = own_file.map(str::to_string).unwrap_or_else(|| {
-        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-        for i in instructions {
-            if let Some((f, _)) = &i.line {
-                *count.entry(f).or_default() += 1;
-            }
-        }
-        count.into_iter().max_by_key(|(_, n)| *n).map(|(f, _)| f.to_string()).unwrap_or_default()
-    });
     let mut rows = Vec::new();
     let mut lines: BTreeMap<(String, u32), Metrics> = BTreeMap::new();
     for ins in instructions {
@@ -291,6 +295,7 @@ pub fn source_page(
             metrics,
         });
     }
+    let file = own_file.or_else(|| entry_file(&rows)).unwrap_or_default().to_string();
     // In ncu's order: the kernel's own file first, each line followed by its
     // instructions (by address); instructions without a line last.
     rows.sort_by_key(|r| {
@@ -427,6 +432,24 @@ mod tests {
     fn the_range_metrics_cover_the_one_pass_collection() {
         for m in &crate::tools::one_pass_collection().metrics {
             assert!(RANGE_METRICS.contains(&m.as_str()), "{m} is not asked of CUPTI");
+        }
+    }
+
+    /// The device is the first `#setup`'s chip and driver; a library older
+    /// than the driver field names the chip alone; a later run's setup does
+    /// not rename it.
+    #[test]
+    fn the_device_is_the_first_setups_chip_and_driver() {
+        let cases = [
+            (
+                "#setup\tchip=GH100\tdriver=13000\tpasses=16\tms=1.0\n#setup\tchip=GB100\tdriver=1\tms=1\n",
+                Some("GH100 driver=13000"),
+            ),
+            ("#setup\tchip=GH100\tpasses=16\tms=509.6\n", Some("GH100")),
+            ("#error\tcuptiSubscribe\n", None),
+        ];
+        for (text, device) in cases {
+            assert_eq!(parse_cupti(text).device.as_deref(), device, "{text}");
         }
     }
 }

@@ -283,6 +283,26 @@ fn recorded_findings(kernel: &str) -> Option<Vec<Finding>> {
     Some(run_tools(&profile, Some(&page), &kernels_cu()))
 }
 
+/// ncu may list CUDA's header before the kernel's own file (its H100 page of
+/// tests/fixtures/naive/sum/sum_atomic_1d.cu did, 2026-12-07, and
+/// ContendedAtomics landed on line 84 of sm_20_atomic_functions.hpp): the
+/// recorded sum_atomic page with its two files in that order
+/// (src_sum_atomic_header_first.csv) gives the same findings on the same lines.
+#[test]
+fn a_page_that_lists_the_header_first_keeps_findings_on_the_kernels_lines() {
+    let (profile, page) = recorded().into_iter().find(|(p, _)| p.kernel == "sum_atomic").unwrap();
+    let swapped = source_page(&contention_dir().join("src_sum_atomic_header_first.csv"));
+    assert!(page.file.ends_with("kernels.cu"), "{}", page.file);
+    assert_eq!(swapped.file, page.file);
+    let red = swapped.instructions.iter().find(|r| r.opcode().starts_with("REDG")).unwrap();
+    assert_eq!((red.line, swapped.own_line_of(red)), (Some(84), Some(15)));
+    let found = run_tools(&profile, Some(&swapped), &kernels_cu());
+    assert_eq!(render(&found), render(&run_tools(&profile, Some(&page), &kernels_cu())));
+    let atomics: Vec<u32> =
+        found.iter().filter(|f| f.code.as_deref() == Some("ContendedAtomics")).map(|f| f.span.start.line + 1).collect();
+    assert_eq!(atomics, [line_of(&kernels_cu(), "if (i < n) atomicAdd(out, x[i]);")]);
+}
+
 /// Each planted problem on its line; `None` means "this code nowhere" (the clean twins).
 const PLANTED: [(&str, &str, Option<&str>); 12] = [
     ("sum_atomic", "ContendedAtomics", Some("if (i < n) atomicAdd(out, x[i]);")),

@@ -45,18 +45,27 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
     let state = state.clone();
     let client = client.clone();
     tokio::spawn(async move {
-        // The progress bar is asked for beside the analysis, not before it: a
-        // client slow to answer must not hold up the compile.
-        let (progress, profile_now) = tokio::join!(
-            begin_progress(&state, &client, &uri, ticket.id()),
-            analyse_and_publish(&state, &client, &uri, &text, version, &ticket)
-        );
-        if let Some(p) = progress {
-            p.finish().await;
-        }
-        if profile_now {
-            crate::jobs::profile::run(&state, &client, uri, None).await;
-        }
+        // With profile-on-save the profile starts as soon as the compile's
+        // diagnostics are out (`analyse_and_publish` says when), beside the
+        // machine-code step: it needs the compile's cubin, not the SASS.
+        let (profile_go, profile_when) = tokio::sync::oneshot::channel();
+        let analysis = async {
+            // The progress bar is asked for beside the analysis, not before it: a
+            // client slow to answer must not hold up the compile.
+            let (progress, ()) = tokio::join!(
+                begin_progress(&state, &client, &uri, ticket.id()),
+                analyse_and_publish(&state, &client, &uri, &text, version, &ticket, profile_go)
+            );
+            if let Some(p) = progress {
+                p.finish().await;
+            }
+        };
+        let profile = async {
+            if profile_when.await == Ok(true) {
+                crate::jobs::profile::run(&state, &client, uri.clone(), None).await;
+            }
+        };
+        tokio::join!(analysis, profile);
     });
 }
 
@@ -81,7 +90,10 @@ async fn begin_progress(
     Some(client.progress(token, "KernelPro").with_message(format!("compiling {name}")).begin().await)
 }
 
-/// Runs both analysis steps, publishing after each; returns whether a profile should follow.
+/// Runs both analysis steps, publishing after each; tells `profile_go`
+/// whether a profile follows as soon as that is known: after the compile's
+/// publish where the machine-code step follows it, else after the last
+/// publish (dropped unsent: no profile).
 async fn analyse_and_publish(
     state: &State,
     client: &Client,
@@ -89,7 +101,9 @@ async fn analyse_and_publish(
     text: &str,
     version: i32,
     ticket: &JobTicket,
-) -> bool {
+    profile_go: tokio::sync::oneshot::Sender<bool>,
+) {
+    let mut profile_go = Some(profile_go);
     let token = &ticket.token;
     let settings = state.settings();
     let path = path_of(uri);
@@ -102,7 +116,7 @@ async fn analyse_and_publish(
             Ok(a) => a,
             Err(AnalysisError::Cancelled) => {
                 tracing::debug!(file = %path.display(), version, "analysis cancelled by a newer one");
-                return false;
+                return;
             }
         };
         if first.complete {
@@ -118,16 +132,25 @@ async fn analyse_and_publish(
             };
             // nvdisasm starts while the first publish goes out; the second
             // publish waits for both, so it always comes after the first.
-            let (current, second) = tokio::join!(
-                publish(state, client, uri, version, ticket, shown, false),
-                state.analyzer.machine_code_step(&first, text, &settings, token)
-            );
+            // Once the compile's diagnostics are out, a profile may start.
+            let first_out = async {
+                let current = publish(state, client, uri, version, ticket, shown, false).await;
+                if current
+                    && policy::profile_after(&settings, &first)
+                    && let Some(go) = profile_go.take()
+                {
+                    let _ = go.send(true);
+                }
+                current
+            };
+            let (current, second) =
+                tokio::join!(first_out, state.analyzer.machine_code_step(&first, text, &settings, token));
             if !current {
-                return false;
+                return;
             }
             match second {
                 Ok(a) => a,
-                Err(AnalysisError::Cancelled) => return false,
+                Err(AnalysisError::Cancelled) => return,
             }
         }
     } else {
@@ -152,5 +175,8 @@ async fn analyse_and_publish(
         trusted = settings.trusted,
         "analysed"
     );
-    publish(state, client, uri, version, ticket, Arc::new(analysis), true).await && profile_now
+    let current = publish(state, client, uri, version, ticket, Arc::new(analysis), true).await;
+    if let Some(go) = profile_go.take() {
+        let _ = go.send(current && profile_now);
+    }
 }

@@ -24,7 +24,7 @@
 //   S <tab> mangled <tab> pc offset (hex) <tab> stall reason <tab> samples
 //   C <tab> cubin path
 //   #skip <tab> metric (not collectable here), #error <tab> what, #warn <tab> what,
-//   #setup/#kernel/#sass/#pc <tab> timings
+//   #setup/#kernel/#sass/#pc <tab> timings (`#setup` first names the chip and the driver)
 // The parser is kernelpro_profile::cupti::parse_cupti.
 #include <cuda.h>
 #include <cupti.h>
@@ -66,6 +66,7 @@ struct State {
   CUpti_RangeProfiler_Object* profiler = nullptr;
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
+  int driver = 0;
   std::set<std::string> seen, sassSeen;
   std::string chip, dir, only, cacheDir;
   bool hostHasConfig = false;
@@ -425,13 +426,17 @@ void setup(CUcontext ctx) {
   chip.deviceIndex = (size_t)S.dev;
   CHECK(cuptiDeviceGetChipName(&chip));
   S.chip = chip.pChipName;
+  // The chip and the driver name the device in `#setup`: the Rust side
+  // remembers per device whether PC sampling is refused after the range
+  // profiler in one process.
+  cuDriverGetVersion(&S.driver);
   if (S.wantSass) setup_sass();
   // PC sampling with the context only where it is the process's one job.
   S.pcLate = S.wantPc && (S.wantRange || S.wantSass);
   if (S.wantPc && !S.pcLate) setup_pc();
   if (!S.wantRange) {
     S.profiler = reinterpret_cast<CUpti_RangeProfiler_Object*>(1);  // set up; no range profiling
-    fprintf(S.out, "#setup\tchip=%s\tpasses=0\tms=%.1f\n", S.chip.c_str(), ms_since(t));
+    fprintf(S.out, "#setup\tchip=%s\tdriver=%d\tpasses=0\tms=%.1f\n", S.chip.c_str(), S.driver, ms_since(t));
     fflush(S.out);
     return;
   }
@@ -521,8 +526,8 @@ void setup(CUcontext ctx) {
   ds.maxNumRangeTreeNodes = 1;
   CHECK(cuptiRangeProfilerGetCounterDataSize(&ds));
   S.counterData.resize(ds.counterDataSize);
-  fprintf(S.out, "#setup\tchip=%s\tpasses=%zu\tmetrics=%zu\tcached=%d\tms=%.1f\n", chip.pChipName, passes,
-          S.metrics.size(), hit ? 1 : 0, ms_since(t));
+  fprintf(S.out, "#setup\tchip=%s\tdriver=%d\tpasses=%zu\tmetrics=%zu\tcached=%d\tms=%.1f\n", chip.pChipName,
+          S.driver, passes, S.metrics.size(), hit ? 1 : 0, ms_since(t));
   fflush(S.out);
 }
 
