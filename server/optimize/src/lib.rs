@@ -369,9 +369,30 @@ pub fn optimize_with(
     // Three candidates checked on the held-out seeds at most; one found wrong under the original
     // launch (a single job, which the search no longer spends per candidate) does not count.
     let mut held_out_checked = 0;
-    for node in ranked.iter().take(10) {
+    // A form (its structural steps) found wrong once is not checked again at its other points or
+    // under micro rewrites on top: they share the failing code, and would take every slot from the
+    // next form (a 72x CuTe GEMM wrong under the original launch at twenty points hid a correct 38x
+    // tiled contraction).
+    let micro = micro_recipes();
+    let form_of = |n: &kernelpro_search::Node| -> Vec<String> {
+        let mut form: Vec<String> = Vec::new();
+        for id in result.tree.path(n.id) {
+            let r = &result.tree[id].recipe;
+            if r != "original" && !micro.contains(r) && form.last() != Some(r) {
+                form.push(r.clone());
+            }
+        }
+        form
+    };
+    let mut failed_forms: Vec<Vec<String>> = Vec::new();
+    for node in ranked.iter().take(40) {
         if held_out_checked >= 3 {
             break;
+        }
+        let form = form_of(node);
+        if !form.is_empty() && failed_forms.contains(&form) {
+            rejected.push(node.id);
+            continue;
         }
         let _span = tracing::debug_span!("optimize.held_out", recipe = %node.recipe).entered();
         let Ok(prepared) = ev.admit(&node.source) else {
@@ -424,6 +445,7 @@ pub fn optimize_with(
             break;
         }
         rejected.push(node.id);
+        failed_forms.push(form);
     }
     if out_of_time
         && !token.is_cancelled()

@@ -136,8 +136,9 @@ fn a_candidate_wrong_under_the_original_launch_is_never_offered() {
     eprintln!("{}: {:?}\n{:?}\n{:?}", out.title, out.pipeline, out.tried, out.notes);
     assert!(out.edit.is_none(), "{}", out.title);
     assert!(out.tried.iter().any(|t| t.recipe != "original" && t.speedup.is_some()), "some verified in the search");
-    // Each of the (up to 10) fastest was run under the original launch once and none reached the held-out seeds.
-    assert!((1..=10).contains(&out.pipeline.old_launch_runs), "{:?}", out.pipeline);
+    // One candidate of each form (GridStrideMap; TuneParameter on top of it) was run under the
+    // original launch, not every point of it, and none reached the held-out seeds.
+    assert!((1..=2).contains(&out.pipeline.old_launch_runs), "{:?}", out.pipeline);
     assert_eq!(jobs.iter().filter(|j| j.seed != jobs[0].seed).count(), 0, "{jobs:?}");
     assert!(out.notes.iter().any(|n| n.contains("under the original launch")), "{:?}", out.notes);
 }
