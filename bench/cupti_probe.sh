@@ -17,15 +17,17 @@ PROG=$OUT/kernels_prog
 nvcc -lineinfo -arch=sm_90 -o "$PROG" tests/fixtures/h200-probe/kernels.cu >> "$OUT/probe.txt" 2>&1
 SASS=smsp__sass_inst_executed,smsp__sass_thread_inst_executed,smsp__sass_sectors_mem_global,smsp__sass_sectors_mem_global_ideal
 for loading in LAZY EAGER; do
-  for plan in sass range,sass sass,pc range,sass,pc pc; do
-    t=$OUT/${plan//,/-}_$loading.tsv; mkdir -p "$OUT/mods"
-    s=$(date +%s%N)
-    CUDA_MODULE_LOADING=$loading CUDA_INJECTION64_PATH=$LIB KP_CUPTI_OUT=$t KP_CUPTI_DIR=$OUT/mods KP_CUPTI_PLAN=$plan \
-      KP_CUPTI_METRICS=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed KP_CUPTI_SASS=$SASS \
-      timeout 60 "$PROG" > /dev/null 2>> "$OUT/probe.txt"; rc=$?
-    e=$(date +%s%N)
-    echo "== plan=$plan loading=$loading rc=$rc wall=$(( (e - s) / 1000000 )) ms P=$(grep -c '^P' "$t") S=$(grep -c '^S' "$t") M=$(grep -c '^M' "$t")" | tee -a "$OUT/probe.txt"
-    grep '^#' "$t" | cut -c1-200 >> "$OUT/probe.txt"
+  for lazy in 1 0; do
+    for plan in sass range,sass,pc; do
+      t=$OUT/${plan//,/-}_${loading}_lazy$lazy.tsv; mkdir -p "$OUT/mods"
+      s=$(date +%s%N)
+      CUDA_MODULE_LOADING=$loading KP_CUPTI_SASS_LAZY=$lazy CUDA_INJECTION64_PATH=$LIB KP_CUPTI_OUT=$t KP_CUPTI_DIR=$OUT/mods KP_CUPTI_PLAN=$plan \
+        KP_CUPTI_METRICS=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed KP_CUPTI_SASS=$SASS \
+        timeout 60 "$PROG" > /dev/null 2>> "$OUT/probe.txt"; rc=$?
+      e=$(date +%s%N)
+      echo "== plan=$plan loading=$loading sass_lazy=$lazy rc=$rc wall=$(( (e - s) / 1000000 )) ms P=$(grep -c '^P' "$t") S=$(grep -c '^S' "$t") M=$(grep -c '^M' "$t")" | tee -a "$OUT/probe.txt"
+      grep '^#' "$t" | cut -c1-200 >> "$OUT/probe.txt"
+    done
   done
 done
 # Harness mode, the driver's own runs, with their records kept.

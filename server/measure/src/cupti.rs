@@ -249,6 +249,12 @@ async fn injected_run(
     }
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
+    } else if plan.contains("sass") {
+        // A runtime program: its kernels come through context-independent
+        // CUkernel handles that lazy patching never saw on the H100 (no SASS
+        // records at all, 2026-12-07): every function loaded up front and
+        // patched when the SASS pass is enabled.
+        cmd = cmd.env("CUDA_MODULE_LOADING", "EAGER").env("KP_CUPTI_SASS_LAZY", "0");
     }
     if let Some(input) = &req.stdin {
         cmd = cmd.stdin(input.clone());
@@ -305,12 +311,15 @@ pub fn plan_launches(kernel: Option<&str>) -> u32 {
 /// process started beside the `range,sass` one instead of after it: the
 /// processes time-slice the GPU, so the per-instruction counts and the stall
 /// samples of the kernel's launches are its own either way, and the refusal
-/// is not waited for. Where two processes at once failed (`PcMemo::apart`)
-/// or nothing was refused, the first plan alone; a first run that fails
-/// beside another runs again alone, with the first plan.
-pub fn first_round(kernel: Option<&str>, pc_refused: bool) -> Vec<&'static str> {
-    match first_plan(kernel).strip_suffix(",pc") {
-        Some(rest) if pc_refused && kernel.is_some() => vec![rest, "pc"],
+/// is not waited for. A program's kernels mostly launch once, so its SASS
+/// pass and its samples need processes of their own anyway (`next_plans`):
+/// they start beside the range profile too. Where two processes at once
+/// failed (`PcMemo::apart`) or nothing was refused, the first plan alone; a
+/// first run that fails beside another runs again alone, with the first plan.
+pub fn first_round(kernel: Option<&str>, pc_refused: bool, runs_beside: bool) -> Vec<&'static str> {
+    match (kernel, first_plan(kernel).strip_suffix(",pc")) {
+        (Some(_), Some(rest)) if pc_refused && runs_beside => vec![rest, "pc"],
+        (None, _) if runs_beside => vec![first_plan(kernel), "sass,pc", "pc"],
         _ => vec![first_plan(kernel)],
     }
 }
@@ -373,6 +382,12 @@ impl PcMemo {
         self.last.as_ref().is_some_and(|d| self.refused.contains(d) && !self.apart.contains(d))
     }
 
+    /// Whether the next run may start processes beside the first: two at
+    /// once never failed on the last run's device (or none is known).
+    pub fn runs_beside(&self) -> bool {
+        self.last.as_ref().is_none_or(|d| !self.apart.contains(d))
+    }
+
     /// A run beside the first failed on `device`.
     pub fn keep_apart(&mut self, device: &str) {
         if !self.apart.iter().any(|d| d == device) {
@@ -425,7 +440,8 @@ pub fn next_plans(run: &CuptiRun, mangled: &[String]) -> Vec<&'static str> {
 }
 
 /// Whether this run showed CUPTI refusing PC sampling after the range
-/// profiler in its process (the library's `#warn pc` and no samples), or
+/// profiler in its process (the library's `#warn pc`, or sampling that gave
+/// no kernel a sample), or
 /// allowing it (samples); `None` where it was not tried or did not tell.
 pub fn pc_refused(plan: &str, run: &CuptiRun, mangled: &[String]) -> Option<bool> {
     let steps: Vec<&str> = plan.split(',').collect();
@@ -435,7 +451,10 @@ pub fn pc_refused(plan: &str, run: &CuptiRun, mangled: &[String]) -> Option<bool
     if mangled.iter().all(|m| run.has_stalls(m)) {
         return Some(false);
     }
-    run.warnings.iter().any(|w| w.starts_with("pc ")).then_some(true)
+    // The H100 with driver 13.0 says nothing and samples nothing: sampling ran (a `#pc` record)
+    // and no kernel has a sample. As good as a refusal.
+    let sampled_nothing = run.step_ms.contains_key("pc") && mangled.iter().all(|m| !run.has_stalls(m));
+    (sampled_nothing || run.warnings.iter().any(|w| w.starts_with("pc "))).then_some(true)
 }
 
 /// The saved modules that hold one of these functions (its name in the
@@ -490,7 +509,7 @@ pub async fn profile(
     let mut stages = Vec::new();
     let start = std::time::Instant::now();
     let memo = PcMemo::read(&req.library);
-    let round = first_round(req.kernel.as_deref(), memo.samples_beside());
+    let round = first_round(req.kernel.as_deref(), memo.samples_beside(), memo.runs_beside());
     let (mut plan, mut beside) = (round[0], round[1..].to_vec());
     // The runs beside the first one, in tasks of their own; stopped (their
     // process groups killed) if this profile ends first.
@@ -1067,10 +1086,17 @@ int main(int argc, char** argv) {
             .write(&library);
         let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
         assert_eq!(plans, ["range,sass,pc"]);
-        // A program (no kernel named) is planned as before, whatever the memo says.
+        // A program (no kernel named) starts its passes at once, whatever was refused; where two
+        // processes at once failed, one after the other.
         PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
-        let (plans, _) = drive_in(dir.path(), None, &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
-        assert_eq!(plans, ["range,sass", "pc"]);
+        let (mut plans, _) =
+            drive_in(dir.path(), None, &[("range,sass", range.clone()), ("sass,pc", sass.clone()), ("pc", pc.clone())]);
+        plans.sort();
+        assert_eq!(plans, ["pc", "range,sass", "sass,pc"]);
+        PcMemo { last: Some("GH100".into()), apart: vec!["GH100".into()], ..Default::default() }.write(&library);
+        let (mut plans, _) = drive_in(dir.path(), None, &[("range,sass", range), ("sass,pc", sass), ("pc", pc)]);
+        plans[1..].sort();
+        assert_eq!(plans, ["range,sass", "pc", "sass,pc"]);
     }
 
     /// The memo's transitions: what a run shows, per device, and what the next run predicts.
@@ -1093,6 +1119,8 @@ int main(int argc, char** argv) {
         }
     }
 
+    const ZERO_SAMPLES: &str = "strided_copy(float*, float const*, int, int)";
+
     /// What a first run says about PC sampling after the range profiler.
     #[test]
     fn a_refusal_is_a_pc_warning_without_samples() {
@@ -1102,6 +1130,12 @@ int main(int argc, char** argv) {
             ("range,sass,pc", format!("{range}{sass}{REFUSED}"), Some(true)),
             ("range,sass,pc", format!("{range}{sass}{pc}"), Some(false)),
             ("range,sass,pc", format!("{range}{sass}"), None),
+            // Sampled, no warning, no samples (the H100 of 2026-12-07).
+            (
+                "range,sass,pc",
+                format!("{range}{sass}#pc\t{ZERO_SAMPLES}\tsamples=0\tdropped=0\tms=289.7\n"),
+                Some(true),
+            ),
             ("range,sass", format!("{range}{sass}{REFUSED}"), None),
             ("pc", pc.clone(), None),
         ];
@@ -1155,15 +1189,18 @@ int main(int argc, char** argv) {
 
     /// The plans of the first round.
     #[test]
-    fn the_first_round_splits_off_sampling_only_where_it_is_refused() {
-        let cases: [(Option<&str>, bool, &[&str]); 4] = [
-            (Some("k"), false, &["range,sass,pc"]),
-            (Some("k"), true, &["range,sass", "pc"]),
-            (None, false, &["range,sass"]),
-            (None, true, &["range,sass"]),
+    fn the_first_round_splits_off_sampling_where_it_is_refused_and_a_programs_passes_always() {
+        let cases: [(Option<&str>, bool, bool, &[&str]); 7] = [
+            (Some("k"), false, true, &["range,sass,pc"]),
+            (Some("k"), true, true, &["range,sass", "pc"]),
+            (Some("k"), true, false, &["range,sass,pc"]),
+            (None, false, true, &["range,sass", "sass,pc", "pc"]),
+            (None, true, true, &["range,sass", "sass,pc", "pc"]),
+            (None, false, false, &["range,sass"]),
+            (None, true, false, &["range,sass"]),
         ];
-        for (kernel, refused, round) in cases {
-            assert_eq!(first_round(kernel, refused), round, "{kernel:?} {refused}");
+        for (kernel, refused, beside, round) in cases {
+            assert_eq!(first_round(kernel, refused, beside), round, "{kernel:?} {refused} {beside}");
         }
     }
 
@@ -1217,18 +1254,20 @@ int main(int argc, char** argv) {
         assert!(names.contains(&"injected run (pc)"), "{names:?}");
     }
 
-    /// A whole program whose kernels run once: range profile first, then
-    /// the SASS pass and the samples in two processes at once.
+    /// A whole program whose kernels run once: the range profile, the SASS
+    /// pass and the samples in three processes at once, and no second round.
     #[test]
     fn a_program_of_single_launches_gets_its_sass_and_samples_side_by_side() {
         let (range, sass, pc) = recorded_parts();
         let (mut plans, got) = drive(None, &[("range,sass", range), ("sass,pc", sass), ("pc", pc)]);
-        plans[1..].sort();
-        assert_eq!(plans, ["range,sass", "pc", "sass,pc"]);
+        plans.sort();
+        assert_eq!(plans, ["pc", "range,sass", "sass,pc"]);
         assert_eq!(got.profiles.len(), 5);
         assert!(got.notes.iter().all(|n| !n.starts_with("no per-line counters or stall")), "{:?}", got.notes);
         let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
-        assert!(names.contains(&"injected run (sass,pc | pc)"), "{names:?}");
+        assert!(names.contains(&"injected run (pc) beside the first"), "{names:?}");
+        assert!(names.contains(&"injected run (sass,pc) beside the first"), "{names:?}");
+        assert!(!names.iter().any(|n| n.contains(" | ")), "no second round: {names:?}");
     }
 
     /// The plans of a harness kernel and of a program, and the launches the

@@ -84,7 +84,7 @@ struct State {
   bool pcLate = false, pcOff = false, rangeEnabled = false, profilerDown = false;
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
-  bool sassRunning = false, sassEnabled = false;
+  bool sassRunning = false, sassEnabled = false, sassLazy = true;
   std::string current, currentMangled;
   Launch launch;
   bool running = false, broken = false;
@@ -195,7 +195,9 @@ void sass_begin() {
   if (!S.sassEnabled) {
     CUpti_SassMetricsEnable_Params en = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     en.ctx = S.ctx;
-    en.enableLazyPatching = 1;
+    // Lazy: each function patched as it launches (a program's later kernels
+    // are not loaded yet); KP_CUPTI_SASS_LAZY=0 patches every loaded one now.
+    en.enableLazyPatching = S.sassLazy ? 1 : 0;
     CHECK(cuptiSassMetricsEnable(&en));
     S.sassEnabled = true;
   }
@@ -663,6 +665,20 @@ void end() {
   fflush(S.out);
 }
 
+// The runtime (CUDA 12+) launches through context-independent CUkernel
+// handles, which the driver's launch calls take in the CUfunction's place;
+// attributes want the context's own CUfunction (else INVALID_HANDLE, 400).
+CUfunction as_function(CUfunction f) {
+  int regs = 0;
+  if (!f || cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS) return f;
+  CUfunction own = nullptr;
+  if (cuKernelGetFunction(&own, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && own) {
+    cuFuncLoad(own);
+    return own;
+  }
+  return f;
+}
+
 void note_launch(CUpti_CallbackId cbid, const void* params) {
   Launch l;
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
@@ -680,7 +696,10 @@ void note_launch(CUpti_CallbackId cbid, const void* params) {
     l = {p->f, {p->gridDimX, p->gridDimY, p->gridDimZ}, {p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes,
          true};
   }
-  if (l.known) S.launch = l;
+  if (l.known) {
+    l.f = as_function(l.f);
+    S.launch = l;
+  }
 }
 
 void dump_module(const CUpti_ModuleResourceData* m) {
@@ -768,6 +787,7 @@ extern "C" int InitializeInjection() {
   if (const char* d = getenv("KP_CUPTI_DIR")) S.dir = d;
   if (const char* d = getenv("KP_CUPTI_CACHE")) S.cacheDir = d;
   if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
+  if (const char* l = getenv("KP_CUPTI_SASS_LAZY")) S.sassLazy = strcmp(l, "0") != 0;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
   for (auto& n : S.names) S.metrics.push_back(n.c_str());
