@@ -21,7 +21,27 @@ const FORMS: &[(&str, &str, &str, &str)] = &[
     // The same per grid row into the row's output (corpus_gau_sum_rows_block_atomic): the row is the
     // launch's fixed y, each row's blocks stride over its elements, one atomic per block.
     ("styles/rowsum_tree_atomic_ptr_offset.cu", "styles/rowsum_tree_atomic_plain.cu", "row_tree_sum", "BlockReduce x4"),
+    // A thread per row that moves the input pointer to its row (corpus_gau_sum_rows_kahan).
+    ("styles/rowsum_kahan_ptr_advance.cu", "rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
 ];
+
+/// A parameter the unit moves (`m += r * ncols;`) starts every unit from the launch's value: a warp
+/// walking several rows (any grid smaller than a warp a row, the original launch's included) reads
+/// each row, not the sum of the offsets (which read past the input on the H100).
+#[test]
+fn a_moved_parameter_starts_every_unit_from_the_launch() {
+    let text = fixture("styles/rowsum_kahan_ptr_advance.cu");
+    let rws = recipe("WarpUnits").rewrite(&text, "rowsum_kahan");
+    assert!(!rws.is_empty());
+    for rw in &rws {
+        let src = &rw.source[rw.source.find("__global__").unwrap()..];
+        let (save, restore, advance) =
+            (src.find("const auto kp_0_m = m;"), src.find("m = kp_0_m;"), src.find("m += r * ncols;"));
+        assert!(save.is_some() && restore.is_some() && advance.is_some(), "{src}");
+        assert!(save < src.find("for (long long kp_u"), "saved before the unit loop: {src}");
+        assert!(restore < advance, "restored before the unit moves it: {src}");
+    }
+}
 
 #[test]
 fn each_form_reads_as_its_plain_style() {

@@ -45,7 +45,8 @@ impl UnitsText for Units<'_> {
     }
 
     fn rebind(&self, u: &str) -> String {
-        let mut out = String::new();
+        // Parameters a unit moves start each unit where the launch gave them (saved in `prologue`).
+        let mut out: String = self.restored.iter().map(|p| format!("{p} = {};\n", saved(p))).collect();
         let mut divisor = String::new();
         for (n, i) in self.indices.iter().enumerate().rev() {
             let base = if divisor.is_empty() { u.to_string() } else { format!("({u} / ({divisor}))") };
@@ -122,8 +123,16 @@ impl UnitsText for Units<'_> {
         for (name, ty, axis) in &self.fixed {
             out.push_str(&format!("{to}const {ty} {name} = ({ty})blockIdx.{axis};\n"));
         }
+        for p in &self.restored {
+            out.push_str(&format!("{to}const auto {} = {p};\n", saved(p)));
+        }
         Some(out)
     }
+}
+
+/// The launch's value of a parameter the unit body moves, kept for every unit.
+fn saved(param: &str) -> String {
+    format!("kp_0_{param}")
 }
 
 /// `text` re-indented: its first line as is, later lines shifted from `from` (the original indentation) to `to`.

@@ -77,6 +77,9 @@ pub struct Units<'t> {
     /// Indices that are a block index alone (`int b = blockIdx.y;`): (name, type, axis). They keep the
     /// launch's own `y`/`z` extent, so the unit loop strides over the `x` blocks only.
     pub fixed: Vec<(String, String, char)>,
+    /// Kernel parameters the unit body assigns (`input += row * N;`): each unit of the original
+    /// started from the launch's value, so a loop over units restores it at every unit.
+    pub restored: Vec<String>,
 }
 
 impl<'t> Units<'t> {
@@ -365,7 +368,7 @@ pub fn promote_fixed_y<'t>(k: &Kernel, u: &Units<'t>) -> Option<Units<'t>> {
     fixed.remove(at);
     let mut indices = vec![IndexVar { name, ty, axis: 'y', bound: bound.to_string() }];
     indices.extend(u.indices.iter().cloned());
-    Some(Units { indices, body: u.body.clone(), head: u.head.clone(), fixed })
+    Some(Units { indices, body: u.body.clone(), head: u.head.clone(), fixed, restored: u.restored.clone() })
 }
 
 /// Whether `node` names a built-in of the original thread mapping.
@@ -679,6 +682,7 @@ fn finish<'t>(
         }
     }
     // The unit body may not depend on the original mapping, nor assign an index.
+    let mut restored: Vec<String> = Vec::new();
     for p in &pieces {
         let (Piece::Node(n) | Piece::Skip(n, _)) = p else { continue };
         if thread_bound(k, *n) {
@@ -690,8 +694,13 @@ fn finish<'t>(
                 "update_expression" => d.child_by_field_name("argument"),
                 _ => None,
             };
-            if target.is_some_and(|t| names.contains(&k.text_of(t))) {
+            let Some(t) = target else { continue };
+            let name = k.text_of(t);
+            if names.contains(&name) {
                 return None;
+            }
+            if t.kind() == "identifier" && k.param(name).is_some() && !restored.iter().any(|r| r == name) {
+                restored.push(name.to_string());
             }
         }
     }
@@ -710,7 +719,7 @@ fn finish<'t>(
         let i = indices.remove(fast);
         indices.push(i);
     }
-    Some(Units { indices, body: pieces, head, fixed })
+    Some(Units { indices, body: pieces, head, fixed, restored })
 }
 
 /// The one index (by position) that moves every global store by one element, from the kernel model;
