@@ -48,9 +48,9 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
       const float* kp_B0 = [&]() -> const float* { const int col = (int)(kp_n0 + 0); const int k = (int)(0);  return &(B[k * n + col]); }();
       const float* kp_B1 = [&]() -> const float* { const int col = (int)(kp_n0 + 0); const int k = (int)(1);  return &(B[k * n + col]); }();
       const bool kp_vB = (long long)(n) % 4 == 0 && ((unsigned long long)kp_B0 & 15) == 0 && (kp_B1 - kp_B0) % 4 == 0;
-      float kp_rA[4], kp_rB[4];
       int kp_s = 0;
     if (kp_vA && kp_vB) {
+    float kp_rA[4], kp_rB[4];
     if (kp_kend > 0) {
       const long long kp_kn = 0;
         #pragma unroll
@@ -85,7 +85,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           *reinterpret_cast<float4*>(&kp_Bs[0][kp_kk][kp_xx]) = make_float4(kp_rB[4 * kp_q], kp_rB[4 * kp_q + 1], kp_rB[4 * kp_q + 2], kp_rB[4 * kp_q + 3]);
         }
     }
-    asm volatile("bar.sync 1, 256;" ::: "memory");
+      asm volatile("bar.sync 1, 256;" ::: "memory");
     for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += 8) {
       const bool kp_more = kp_k0 + 8 < kp_kend;
       // The next slice's global loads are in flight while this one is multiplied.
@@ -158,48 +158,15 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
       kp_s ^= 1;
     }
     } else {
-    if (kp_kend > 0) {
-      const long long kp_kn = 0;
-        #pragma unroll
-        for (int kp_q = 0; kp_q < 4; ++kp_q) {
-          const int kp_e = kp_tid + 256 * kp_q;
-          const int kp_kk = kp_e % 8, kp_xx = kp_e / 8;
-          const int row = (int)(kp_m0 + kp_xx);
-          const int k = (int)(kp_kn + kp_kk);
-          kp_rA[kp_q] = (row < n && k < n) ? (float)(A[row * n + k]) : (float)0;
-        }
-        #pragma unroll
-        for (int kp_q = 0; kp_q < 4; ++kp_q) {
-          const int kp_e = kp_tid + 256 * kp_q;
-          const int kp_kk = kp_e / 128, kp_xx = kp_e % 128;
-          const int col = (int)(kp_n0 + kp_xx);
-          const int k = (int)(kp_kn + kp_kk);
-          kp_rB[kp_q] = (col < n && k < n) ? (float)(B[k * n + col]) : (float)0;
-        }
-        #pragma unroll
-        for (int kp_q = 0; kp_q < 4; ++kp_q) {
-          const int kp_e = kp_tid + 256 * kp_q;
-          kp_As[0][kp_e % 8][kp_e / 8] = kp_rA[kp_q];
-        }
-        #pragma unroll
-        for (int kp_q = 0; kp_q < 4; ++kp_q) {
-          const int kp_e = kp_tid + 256 * kp_q;
-          kp_Bs[0][kp_e / 128][kp_e % 128] = kp_rB[kp_q];
-        }
-    }
-    asm volatile("bar.sync 1, 256;" ::: "memory");
     for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += 8) {
-      const bool kp_more = kp_k0 + 8 < kp_kend;
-      // The next slice's global loads are in flight while this one is multiplied.
-      if (kp_more) {
-      const long long kp_kn = kp_k0 + 8;
+      const long long kp_kn = kp_k0;
         #pragma unroll
         for (int kp_q = 0; kp_q < 4; ++kp_q) {
           const int kp_e = kp_tid + 256 * kp_q;
           const int kp_kk = kp_e % 8, kp_xx = kp_e / 8;
           const int row = (int)(kp_m0 + kp_xx);
           const int k = (int)(kp_kn + kp_kk);
-          kp_rA[kp_q] = (row < n && k < n) ? (float)(A[row * n + k]) : (float)0;
+          kp_As[0][kp_kk][kp_xx] = (row < n && k < n) ? (float)(A[row * n + k]) : (float)0;
         }
         #pragma unroll
         for (int kp_q = 0; kp_q < 4; ++kp_q) {
@@ -207,9 +174,9 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           const int kp_kk = kp_e / 128, kp_xx = kp_e % 128;
           const int col = (int)(kp_n0 + kp_xx);
           const int k = (int)(kp_kn + kp_kk);
-          kp_rB[kp_q] = (col < n && k < n) ? (float)(B[k * n + col]) : (float)0;
+          kp_Bs[0][kp_kk][kp_xx] = (col < n && k < n) ? (float)(B[k * n + col]) : (float)0;
         }
-      }
+      asm volatile("bar.sync 1, 256;" ::: "memory");
       #pragma unroll
       for (int kp_kk = 0; kp_kk < 8; ++kp_kk) {
         float kp_x[8], kp_y[8];
@@ -238,21 +205,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           #pragma unroll
           for (int kp_b = 0; kp_b < 8; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
       }
-      // The other buffer was last read before the previous barrier.
-      if (kp_more) {
-        #pragma unroll
-        for (int kp_q = 0; kp_q < 4; ++kp_q) {
-          const int kp_e = kp_tid + 256 * kp_q;
-          kp_As[kp_s ^ 1][kp_e % 8][kp_e / 8] = kp_rA[kp_q];
-        }
-        #pragma unroll
-        for (int kp_q = 0; kp_q < 4; ++kp_q) {
-          const int kp_e = kp_tid + 256 * kp_q;
-          kp_Bs[kp_s ^ 1][kp_e / 128][kp_e % 128] = kp_rB[kp_q];
-        }
-      }
       asm volatile("bar.sync 1, 256;" ::: "memory");
-      kp_s ^= 1;
     }
     }
     }

@@ -39,9 +39,10 @@ pub(super) struct Shape {
     pub(super) min_blocks: Option<u32>,
 }
 
-/// The shapes the search tries: 128x128 for large products, as ptxas allocates it (147 registers
-/// on sm_90: one block an SM, no spill) and held to 128 registers (two blocks an SM, 56 bytes
-/// spilled); 128x64 and 64x128 (more blocks for the SMs, 105 registers) for smaller ones.
+/// The shapes the search tries: 128x128 for large products, as ptxas allocates it (140 registers
+/// on sm_90 for the naive GEMM of bench/kernels/gemm: one block an SM) and held to 128 registers
+/// (two blocks an SM, no spill); 128x64 and 64x128 (more blocks for the SMs, at most 128
+/// registers) for smaller ones.
 pub(super) const SHAPES: [Shape; 4] = [
     Shape { bm: 128, bn: 128, bk: 8, min_blocks: None },
     Shape { bm: 128, bn: 128, bk: 8, min_blocks: Some(2) },
@@ -209,20 +210,12 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
     // addresses in registers.
     let mainloop = |vec: [bool; 2]| -> String {
         let ops = [&a, &b];
-        let fetch: String = ops.iter().zip(vec).map(|(o, v)| fetch(o, v, s, d, t, vt, &l)).collect();
+        let fetch = |into: Option<&str>| -> String {
+            ops.iter().zip(vec).map(|(o, v)| fetch(o, v, into, s, d, t, &l)).collect()
+        };
         let store = |buf: &str| -> String { ops.iter().zip(vec).map(|(o, v)| store(o, v, s, vt, buf, &l)).collect() };
-        format!(
-            r#"{ind}  if (kp_kend > 0) {{
-{ind}    const long long kp_kn = 0;
-{fetch}{first}{ind}  }}
-{ind}  asm volatile("bar.sync 1, {THREADS};" ::: "memory");
-{ind}  for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += {bk}) {{
-{ind}    const bool kp_more = kp_k0 + {bk} < kp_kend;
-{ind}    // The next slice's global loads are in flight while this one is multiplied.
-{ind}    if (kp_more) {{
-{ind}    const long long kp_kn = kp_k0 + {bk};
-{fetch}{ind}    }}
-{ind}    #pragma unroll
+        let product = format!(
+            r#"{ind}    #pragma unroll
 {ind}    for (int kp_kk = 0; kp_kk < {bk}; ++kp_kk) {{
 {ind}      {t} kp_x[{tm}], kp_y[{tn}];
 {operands}{ind}      #pragma unroll
@@ -230,14 +223,39 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
 {ind}        #pragma unroll
 {ind}        for (int kp_b = 0; kp_b < {tn}; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
 {ind}    }}
-{ind}    // The other buffer was last read before the previous barrier.
+"#
+        );
+        let barrier = format!("{ind}    asm volatile(\"bar.sync 1, {THREADS};\" ::: \"memory\");\n");
+        if vec == [false, false] {
+            // Element loads only (the fallback): each slice straight into buffer 0, then multiplied.
+            // Prefetch registers for eight element loads an operand would push the whole kernel's
+            // register count (the vector loop's too) far past 128.
+            return format!(
+                "{ind}  for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += {bk}) {{\n{ind}    const long long kp_kn = kp_k0;\n{}{barrier}{product}{barrier}{ind}  }}\n",
+                fetch(Some("0"))
+            );
+        }
+        format!(
+            r#"{ind}  {t} kp_rA[{ra}], kp_rB[{rb}];
+{ind}  if (kp_kend > 0) {{
+{ind}    const long long kp_kn = 0;
+{first}{first_store}{ind}  }}
+{barrier}{ind}  for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += {bk}) {{
+{ind}    const bool kp_more = kp_k0 + {bk} < kp_kend;
+{ind}    // The next slice's global loads are in flight while this one is multiplied.
+{ind}    if (kp_more) {{
+{ind}    const long long kp_kn = kp_k0 + {bk};
+{first}{ind}    }}
+{product}{ind}    // The other buffer was last read before the previous barrier.
 {ind}    if (kp_more) {{
 {next}{ind}    }}
-{ind}    asm volatile("bar.sync 1, {THREADS};" ::: "memory");
-{ind}    kp_s ^= 1;
+{barrier}{ind}    kp_s ^= 1;
 {ind}  }}
 "#,
-            first = store("0"),
+            ra = bm * bk / THREADS,
+            rb = bn * bk / THREADS,
+            first = fetch(None),
+            first_store = store("0"),
             next = store("kp_s ^ 1"),
         )
     };
@@ -283,8 +301,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
 {ind}  }}
 {ind}  const long long kp_kend = (long long)({kk});
 {ind}  {{
-{checks}{ind}    {t} kp_rA[{ra}], kp_rB[{rb}];
-{ind}    int kp_s = 0;
+{checks}{ind}    int kp_s = 0;
 {loops}{ind}  }}
 {ind}  // Unrolled so that kp_acc stays in registers (a dynamic index would put it in local memory).
 {ind}  #pragma unroll
@@ -301,8 +318,6 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
 {ind}}}
 {outer}}}"#,
         acc = d.acc,
-        ra = bm * bk / THREADS,
-        rb = bn * bk / THREADS,
         blocks = u.block_count(),
         block = u.block_index(),
     ))
@@ -333,7 +348,8 @@ fn check(o: &Operand, d: &Dot, t: &str, l: &str) -> String {
 /// An operand's slice from `kp_kn` into registers `kp_r{A,B}`: 16-byte vectors where the check
 /// holds, else elements (consecutive threads along the operand's contiguous index); zero outside
 /// the problem.
-fn fetch(o: &Operand, vector: bool, s: Shape, d: &Dot, t: &str, vt: &str, l: &str) -> String {
+fn fetch(o: &Operand, vector: bool, into: Option<&str>, s: Shape, d: &Dot, t: &str, l: &str) -> String {
+    let vt = VECTORS.iter().find(|(e, _)| *e == t).map_or("float4", |(_, v)| *v);
     let (v, x, xt, x0, w, bound, e, pre) = (o.name, o.x, o.x_ty, o.x0, o.width, o.x_bound, o.expr, &o.pre);
     let (p, pt, kk, bk) = (&d.p, &d.p_ty, &d.k, s.bk);
     let regs = w * bk / THREADS;
@@ -343,12 +359,16 @@ fn fetch(o: &Operand, vector: bool, s: Shape, d: &Dot, t: &str, vt: &str, l: &st
     );
     let inside = format!("{x} < {bound} && {p} < {kk}");
     let (sk, sx) = element_order(o, w, bk);
+    let target = match into {
+        Some(buf) => format!("kp_{v}s[{buf}][kp_kk][kp_xx]"),
+        None => format!("kp_r{v}[kp_q]"),
+    };
     let elements = format!(
         r#"{l}  #pragma unroll
 {l}  for (int kp_q = 0; kp_q < {regs}; ++kp_q) {{
 {l}    const int kp_e = kp_tid + {THREADS} * kp_q;
 {l}    const int kp_kk = {sk}, kp_xx = {sx};
-{bind}{l}    kp_r{v}[kp_q] = ({inside}) ? ({t})({e}) : ({t})0;
+{bind}{l}    {target} = ({inside}) ? ({t})({e}) : ({t})0;
 {l}  }}
 "#
     );
