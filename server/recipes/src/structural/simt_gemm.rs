@@ -22,7 +22,7 @@ use super::units_text::{UnitsText, render};
 use crate::Rewrite;
 use crate::kernel::Kernel;
 use crate::syntax::indent_at;
-use kernelpro_source::units::recognize::{Piece, Units, declared_in, names_in, strip_parens};
+use kernelpro_source::units::recognize::{Piece, Units, names_in, strip_parens};
 use tree_sitter::Node;
 
 /// Threads a block: a 16x16 grid of threads over the output tile.
@@ -105,10 +105,11 @@ fn bare<'t>(k: &Kernel<'t>, e: Node) -> Option<&'t str> {
 /// Along which index operand `e` (following tile index `x` and `p`) can be loaded as 16-byte
 /// vectors of `t`: `Some(true)` along `p`, `Some(false)` along `x`. It must be a `t` pointer
 /// parameter subscripted by `c + o * S + R` (any order), `c` and `o` being `x` and `p` as plain
-/// names and `S`, `R` naming neither them nor any local of the kernel's body (uniform over the
-/// tile): the index is then affine, contiguous along `c`, and the run-time check of one tile's
-/// addresses holds for all of them.
-fn vector_axis(k: &Kernel, d: &Dot, e: Node, x: &str, t: &str) -> Option<bool> {
+/// names and `S`, `R` uniform over the block (scalar parameters, the block's fixed indices in
+/// `fixed`, the file's integer constants and literals; no call): the index is then affine and
+/// contiguous along `c`, and the run-time check of one tile's addresses holds for all of them,
+/// the same in every thread (its branch encloses barriers).
+fn vector_axis(k: &Kernel, fixed: &[&str], e: Node, x: &str, p: &str, t: &str) -> Option<bool> {
     let e = strip_parens(e);
     if e.kind() != "subscript_expression" {
         return None;
@@ -116,14 +117,18 @@ fn vector_axis(k: &Kernel, d: &Dot, e: Node, x: &str, t: &str) -> Option<bool> {
     let base = bare(k, e.child_by_field_name("argument")?)?;
     k.param(base).filter(|q| q.pointer && q.base == t)?;
     let index = e.child_by_field_name("indices")?.named_child(0)?;
-    let locals: Vec<String> = d.pre.iter().flat_map(|n| declared_in(k, *n)).collect();
-    let p = d.p.as_str();
+    let constants = kernelpro_source::syntax::Syntax::parse(k.text).map(|s| s.constants()).unwrap_or_default();
     let mut terms = Vec::new();
     flatten(k, index, "+", &mut terms);
     let plain: Vec<&str> = terms.iter().filter_map(|t| bare(k, *t)).filter(|n| *n == x || *n == p).collect();
     let [c] = plain[..] else { return None };
     let o = if c == p { x } else { p };
-    let uniform = |n: Node| names_in(k, n).iter().all(|w| *w != x && *w != p && !locals.iter().any(|l| l == w));
+    let uniform = |n: Node| {
+        crate::syntax::descendants(n).iter().all(|d| d.kind() != "call_expression")
+            && names_in(k, n)
+                .iter()
+                .all(|w| k.param(w).is_some_and(|q| !q.pointer) || fixed.contains(w) || constants.contains_key(*w))
+    };
     let mut strides = 0;
     for term in terms.iter().filter(|t| bare(k, **t) != Some(c)) {
         if uniform(*term) {
@@ -146,6 +151,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
     let (t, vt) = *VECTORS.iter().find(|(t, _)| *t == d.acc_ty)?;
     let Shape { bm, bn, bk, .. } = s;
     let (tm, tn) = (bm / 16, bn / 16);
+    let fixed: Vec<&str> = u.fixed.iter().map(|(name, _, _)| name.as_str()).collect();
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
@@ -170,7 +176,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
         width: bm,
         expr: k.text_of(d.a),
         pre: d.needs(k, d.a)?,
-        vector: vector_axis(k, d, d.a, &i.name, t),
+        vector: vector_axis(k, &fixed, d.a, &i.name, &d.p, t),
         contig_p: contiguous_in(k, d.a, &d.p),
     };
     let b = Operand {
@@ -182,7 +188,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
         width: bn,
         expr: k.text_of(d.b),
         pre: d.needs(k, d.b)?,
-        vector: vector_axis(k, d, d.b, &j.name, t),
+        vector: vector_axis(k, &fixed, d.b, &j.name, &d.p, t),
         contig_p: contiguous_in(k, d.b, &d.p),
     };
     let kk = &d.k;
@@ -464,9 +470,10 @@ pub(super) fn rewrites(k: &Kernel, u: &Units, d: &Dot, s: Shape, note: &str) -> 
         source.insert_str(name.start_byte(), &format!("__launch_bounds__({THREADS}, {blocks}) "));
         bounds = format!(", __launch_bounds__({THREADS}, {blocks})");
     }
+    let fixed: Vec<&str> = u.fixed.iter().map(|(name, _, _)| name.as_str()).collect();
     let vectors: Vec<&str> = [("A", d.a, &u.indices[0].name), ("B", d.b, &u.indices[1].name)]
         .into_iter()
-        .filter(|(_, e, x)| vector_axis(k, d, *e, x, &d.acc_ty).is_some())
+        .filter(|(_, e, x)| vector_axis(k, &fixed, *e, x, &d.p, &d.acc_ty).is_some())
         .map(|(name, _, _)| name)
         .collect();
     let loads = if vectors.is_empty() {
