@@ -252,3 +252,54 @@ fn rejected_candidates_that_agree_are_explained() {
         assert!(notes.contains("// kernelpro: check rtol="), "{notes}");
     }
 }
+
+/// TiledContraction's SIMT GEMM forms of the naive 4096³ fp32 GEMM (bench/kernels/gemm/, kept
+/// equal to the generator's output by the recipes' tests) give exactly the naive kernel's outputs:
+/// each output adds the same products in the same order (both with FMA contraction), no TF32.
+/// Prints each form's time against the naive kernel's (bench/gemm_gpu.sh compares with cuBLAS).
+#[test]
+#[ignore = "needs a GPU"]
+fn simt_gemm_forms_equal_the_naive_kernel_at_4096() {
+    let dir = root().join("bench/kernels/gemm");
+    let tmp = tempfile::tempdir().unwrap();
+    let exact = |file: &str| {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(text.contains("// kernelpro: let N = 4096"), "{file}");
+        let text = text.replace("check rtol=1e-5 atol=1e-5", "check rtol=0 atol=0");
+        assert!(text.contains("check rtol=0 atol=0"), "{file}");
+        let path = tmp.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let naive = format!("{}:sgemm_naive", exact("naive.cu"));
+    for form in ["simt_128x128.cu", "simt_128x128_2blocks.cu", "simt_128x64.cu", "simt_64x128.cu"] {
+        let file = exact(form);
+        let r = json(&[
+            "run",
+            &file,
+            "--kernel",
+            "sgemm_naive",
+            "--reference",
+            &naive,
+            "--runs",
+            "5",
+            "--json",
+            "--no-energy",
+        ]);
+        let c = &r["comparison"][0];
+        let (ms, naive_ms) = (
+            r["kernel"]["timing"]["median_ms"].as_f64().unwrap(),
+            r["reference"]["timing"]["median_ms"].as_f64().unwrap(),
+        );
+        let gflops = |ms: f64| 2.0 * 4096f64.powi(3) / (ms * 1e6);
+        println!(
+            "{form}: {ms:.3} ms ({:.0} GFLOP/s), naive {naive_ms:.3} ms ({:.0} GFLOP/s), {} of {} outputs differ",
+            gflops(ms),
+            gflops(naive_ms),
+            c["bad"],
+            c["count"]
+        );
+        assert_eq!(c["count"], 4096 * 4096, "{r}");
+        assert_eq!(c["bad"], 0, "{form}: outputs differ from the naive kernel's: {c}");
+    }
+}

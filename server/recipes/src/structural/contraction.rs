@@ -16,12 +16,16 @@
 //! The search also tries 128x128 tiles (8x8 outputs a thread) with one shared
 //! buffer an operand and with two (the next slice loads into one while the
 //! other is multiplied: one barrier a slice); see [`FORMS`]. An integer sum
-//! (an int matmul) is tiled the same way: exact in any order.
+//! (an int matmul) is tiled the same way: exact in any order. A float or int
+//! sum over the whole range of `p` gets the expert SIMT GEMM forms of
+//! [`super::simt_gemm`] instead of the 8x8 ones (register prefetch, 16-byte
+//! loads where the layout allows, each under a 256-thread launch of its own).
 //! Tiles are walked with a grid stride: correct under any grid of 256-thread (or larger: the extra threads help load)
 //! blocks (the user's `(16, 16)` included). 16-bit GEMMs are the CuTe
 //! recipe's.
 
 use super::launch::{Tuning, launch_variants};
+use super::simt_gemm;
 use super::units_text::{UnitsText, render};
 use super::{BLOCK_THREADS, BLOCK_TID};
 use crate::kernel::Kernel;
@@ -46,23 +50,42 @@ const FORMS: [(u32, u32); 3] = [(4, 1), (8, 1), (8, 2)];
 const TILE_ROW: &str = "(4 * kp_tr + (kp_a & 3) + 64 * (kp_a >> 2))";
 const TILE_COL: &str = "(4 * kp_tc + (kp_b & 3) + 64 * (kp_b >> 2))";
 
-struct Dot<'t> {
-    acc: String,
-    acc_ty: String,
-    p: String,
-    p_ty: String,
-    k: String,
+pub(super) struct Dot<'t> {
+    pub(super) acc: String,
+    pub(super) acc_ty: String,
+    pub(super) p: String,
+    pub(super) p_ty: String,
+    pub(super) k: String,
     /// The operand that follows `i` (and `p`), and the one that follows `j`.
-    a: Node<'t>,
-    b: Node<'t>,
-    pre: Vec<Node<'t>>,
-    epilogue: Vec<Node<'t>>,
+    pub(super) a: Node<'t>,
+    pub(super) b: Node<'t>,
+    pub(super) pre: Vec<Node<'t>>,
+    pub(super) epilogue: Vec<Node<'t>>,
     /// A triangular or banded product's range of `p` for output `(i, j)`, on the user's names: `(LO,
     /// HI, the if around the loop)`; `None` for `0 <= p < K`.
-    range: Option<(String, String, Option<String>)>,
+    pub(super) range: Option<(String, String, Option<String>)>,
 }
 
 impl Dot<'_> {
+    /// The declarations operand `e` needs (row pointers), re-emitted where it is loaded; `None`
+    /// when one of them declares the accumulator.
+    pub(super) fn needs(&self, k: &Kernel, e: Node) -> Option<String> {
+        let mut out = Vec::new();
+        let mut want: Vec<&str> = names_in(k, e);
+        for n in self.pre.iter().rev() {
+            let names = declared_in(k, *n);
+            if names.iter().any(|x| want.contains(&x.as_str())) {
+                if names.contains(&self.acc) {
+                    return None;
+                }
+                want.extend(names_in(k, *n));
+                out.push(render(k, Piece::Node(*n), &[], "")?);
+            }
+        }
+        out.reverse();
+        Some(out.join(" "))
+    }
+
     /// Which `p` count for output `(i, j)`, as a C condition (`(C) && p >= (LO) && p < (HI)`).
     fn mask(&self) -> Option<String> {
         let (lo, hi, guard) = self.range.as_ref()?;
@@ -167,7 +190,7 @@ fn substitute(text: &str, name: &str, with: &str) -> String {
     out
 }
 
-fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
+pub(super) fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let [i, j] = &u.indices[..] else { return None };
     let mut pre = Vec::new();
     let mut found = None;
@@ -265,7 +288,7 @@ fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
 }
 
 /// Whether the operand's subscripts put `p` as a plain term (contiguous along `p`).
-fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
+pub(super) fn contiguous_in(k: &Kernel, e: Node, p: &str) -> bool {
     descendants(e).into_iter().filter(|d| d.kind() == "subscript_expression").any(|s| {
         let idx =
             s.child_by_field_name("indices").and_then(|i| i.named_child(0)).map(|i| flat(k, i)).unwrap_or_default();
@@ -294,27 +317,10 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<Strin
         .map(|n| render(k, Piece::Node(*n), &[], &deep))
         .collect::<Option<Vec<_>>>()?
         .join(&format!("\n{deep}"));
-    // The declarations an operand needs (row pointers), re-emitted where it is loaded.
-    let needs = |e: Node| -> Option<String> {
-        let mut out = Vec::new();
-        let mut want: Vec<&str> = names_in(k, e);
-        for n in d.pre.iter().rev() {
-            let names = declared_in(k, *n);
-            if names.iter().any(|x| want.contains(&x.as_str())) {
-                if names.contains(&d.acc) {
-                    return None;
-                }
-                want.extend(names_in(k, *n));
-                out.push(render(k, Piece::Node(*n), &[], "")?);
-            }
-        }
-        out.reverse();
-        Some(out.join(" "))
-    };
     let line = |s: String| {
         if s.is_empty() { s } else { format!("{ind}      {s}\n") }
     };
-    let (a_pre, b_pre) = (line(needs(d.a)?), line(needs(d.b)?));
+    let (a_pre, b_pre) = (line(d.needs(k, d.a)?), line(d.needs(k, d.b)?));
     let (t, m, n, kk) = (&d.acc_ty, &i.bound, &j.bound, &d.k);
     let (ti, tj, tp) = (&i.ty, &j.ty, &d.p_ty);
     let (iname, jname, p) = (&i.name, &j.name, &d.p);
@@ -553,21 +559,51 @@ fn rewrites(k: &Kernel) -> Vec<Rewrite> {
     {
         return Vec::new();
     }
-    // Each tile size's rewrite, then each one's launch variants: 64x64 and 128x128 under the
-    // user's launch come first, as the round-robin proposer takes a recipe's rewrites in order.
+    // Each form's rewrite, then each one's launch variants: the forms under the user's launch
+    // come first, as the round-robin proposer takes a recipe's rewrites in order.
     // 8x8 outputs a thread take about 100 registers: a block of more than 512 threads cannot launch
     // (the H200 run of 2026-12-06: `mm_rowx`'s 32x32 blocks failed with LAUNCH_OUT_OF_RESOURCES),
-    // and every candidate must also run under the user's launch.
+    // and every candidate must also run under its own launch.
     let fits = |r: u32| r <= 4 || threads.iter().all(|&t| t <= 512);
-    // Where 8x8 cannot launch (blocks of 1024 threads), 4x4 with two buffers instead.
-    let forms: Vec<(u32, u32)> = if fits(8) { FORMS.to_vec() } else { vec![(4, 1), (4, 2)] };
-    let per_size: Vec<Vec<Rewrite>> = forms.iter().map(|&(r, stages)| tiled(k, &u, &d, r, stages, promoted)).collect();
+    // A 4-byte sum over a uniform range takes the expert SIMT GEMM forms instead of the 8x8 ones
+    // (each with a 256-thread launch of its own); 4x4 stays for what its 64x64 tiles suit.
+    let forms: Vec<Form> = if simt_gemm::applies(&d) {
+        let [big, big2, wide, tall] = simt_gemm::SHAPES;
+        vec![Form::Simt(big), Form::Simt(big2), Form::Plain(4, 1), Form::Simt(wide), Form::Simt(tall)]
+    } else if fits(8) {
+        FORMS.iter().map(|&(r, stages)| Form::Plain(r, stages)).collect()
+    } else {
+        // Where 8x8 cannot launch (blocks of 1024 threads), 4x4 with two buffers instead.
+        vec![Form::Plain(4, 1), Form::Plain(4, 2)]
+    };
+    let assumed = if promoted {
+        format!(
+            "; assumes the launch's y extent is `{}`, as the spec's grid has it ({} runs over it whatever the launch)",
+            u.indices[0].bound, u.indices[0].name
+        )
+    } else {
+        String::new()
+    };
+    let per_size: Vec<Vec<Rewrite>> = forms
+        .iter()
+        .map(|f| match *f {
+            Form::Plain(r, stages) => tiled(k, &u, &d, r, stages, &assumed),
+            Form::Simt(shape) => simt_gemm::rewrites(k, &u, &d, shape, &assumed),
+        })
+        .collect();
     let rounds = per_size.iter().map(Vec::len).max().unwrap_or(0);
     (0..rounds).flat_map(|i| per_size.iter().filter_map(move |v| v.get(i).cloned())).collect()
 }
 
+/// A form the search tries: this module's `r`x`r` outputs a thread with one or two shared
+/// buffers, or the expert SIMT GEMM of one block shape.
+enum Form {
+    Plain(u32, u32),
+    Simt(simt_gemm::Shape),
+}
+
 /// The rewrite with `r`x`r` outputs a thread (16r x 16r tiles), and its launch variants.
-fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32, promoted: bool) -> Vec<Rewrite> {
+fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32, assumed: &str) -> Vec<Rewrite> {
     let tile = 16 * r;
     let Some(mut text) = generate(k, u, d, r, stages) else {
         return Vec::new();
@@ -588,14 +624,6 @@ fn tiled(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32, promoted: bool) ->
     let fp = match d.mask() {
         Some(m) => format!("{fp}, products masked to `{m}`"),
         None => fp.to_string(),
-    };
-    let assumed = if promoted {
-        format!(
-            "; assumes the launch's y extent is `{}`, as the spec's grid has it ({} runs over it whatever the launch)",
-            u.indices[0].bound, u.indices[0].name
-        )
-    } else {
-        String::new()
     };
     let note = format!(
         "{tile}x{tile} shared-memory tiles{}, {r}x{r} outputs a thread, over ({}, {}) with {} as the contraction{fp}{assumed}",

@@ -52,6 +52,7 @@ mod launch;
 mod register_acc;
 mod scan;
 mod sections;
+mod simt_gemm;
 mod stencil;
 mod tile_rows;
 mod transpose;
@@ -165,6 +166,8 @@ fn with_units_view(
 
 #[cfg(test)]
 mod forms_tests;
+#[cfg(test)]
+mod gemm_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]

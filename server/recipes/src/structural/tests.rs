@@ -45,7 +45,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("softmax_sizet.cu", "softmax_forward", "WarpUnits x8, BlockUnits x6"),
     ("argmax_long.cu", "argmax_rows", "WarpUnits x4"),
     ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
-    ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x6"),
+    ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x10"),
     ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x6"),
     ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x9"),
@@ -55,11 +55,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("cumsum_template_macro.cu", "scaled_exclusive_cumsum", "WarpScan x4"),
     // Styles of a public repository's plain kernels (LeetCUDA), written anew.
     ("transpose_split_before_guard.cu", "transpose_gather", "TiledTranspose x2, GridStrideMap x4"),
-    ("sgemm_pragma_guard_block.cu", "gemm_unrolled", "WarpUnits x4, TiledContraction x4"),
+    ("sgemm_pragma_guard_block.cu", "gemm_unrolled", "WarpUnits x4, TiledContraction x6"),
     ("dot_template_block_atomic.cu", "dot_block", ""),
     // Other KernelBench-like operations in styles of their own.
-    ("bmm_batch_z.cu", "bmm", "WarpUnits x4, TiledContraction x6"),
-    ("matmul_bt_flat.cu", "matmul_bt", "WarpUnits x4, TiledContraction x6"),
+    ("bmm_batch_z.cu", "bmm", "WarpUnits x4, TiledContraction x10"),
+    ("matmul_bt_flat.cu", "matmul_bt", "WarpUnits x4, TiledContraction x10"),
     // A window loop: no structural rewrite yet (no 2D/strided window tile); L1 serves its reuse.
     ("avgpool1d_stride2.cu", "avg_pool1d", ""),
     ("instnorm_thread_plane.cu", "instance_norm", "WarpUnits x4, BlockUnits x3"),
@@ -76,9 +76,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("while_grid_stride_map.cu", "while_map", "GridStrideMap x9"),
     ("tid_alias_early_return.cu", "early_map", "GridStrideMap x9"),
     ("triu_matmul_guarded_loop.cu", "triu_matmul", "TiledContraction x6"),
-    ("conv_pointwise_grid_y.cu", "conv_pointwise", "WarpUnits x4, TiledContraction x6"),
-    ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x6"),
-    ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x4"),
+    ("conv_pointwise_grid_y.cu", "conv_pointwise", "WarpUnits x4, TiledContraction x10"),
+    ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x10"),
+    ("gemm_hand_mapped_1d_block.cu", "gemm_hand_mapped", "WarpUnits x4, TiledContraction x6"),
     ("softmax_online_thread_row.cu", "softmax_online", "WarpUnits x4"),
     // The textbook block tree: a zeroed slot loaded under a guard, a barrier after the tree.
     ("reduce0_zero_then_guarded.cu", "reduce_base", "SegmentWarps x3, ShuffleTree x1"),
@@ -101,15 +101,15 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("transpose_tile_rows_loop.cu", "transpose_rows_loop", "TiledTranspose x2, GridStrideMap x4"),
     // Views of other people's styles (`source::units::views`), written anew by the corpus helper: no guard
     // under an exact launch, index locals, a guard written twice, a Kahan sum, a loop starting at an alias.
-    ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x6"),
+    ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x10"),
     ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4"),
     ("transpose_index_locals_macro.cu", "transpose_locals", "TiledTranspose x1, GridStrideMap x4"),
     ("transpose_index_locals_guarded.cu", "transpose_locals_guarded", "TiledTranspose x2, GridStrideMap x4"),
-    ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x6"),
+    ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x10"),
     ("rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
     ("hist_tid_alias_gridstride.cu", "hist_alias", "PrivateHistogram x4"),
     // A sum kept in global memory (an int matmul, no guard, an exact launch): kept in a register, then tiled.
-    ("matmul_int_accumulate_in_global.cu", "imatmul_global_sum", "WarpUnits x4, TiledContraction x6"),
+    ("matmul_int_accumulate_in_global.cu", "imatmul_global_sum", "WarpUnits x4, TiledContraction x10"),
     // A loop over a tile's rows whose row length is the launch's (`gridDim.x * TD`): the launch is kept.
     ("transpose_rows_loop_grid_width.cu", "transpose_grid_width", "TiledTranspose x1, GridStrideMap x1"),
     // Every thread of a row's blocks recomputes and stores the whole row: one unit per row.
@@ -148,9 +148,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/layernorm/layernorm_macro_double.cu", "layer_norm_kernel", "WarpUnits x8"),
     ("naive/layernorm/layernorm_rowptr.cu", "layernorm_forward_v1", "WarpUnits x4"),
     ("naive/linear/clean_linear_tiled16.cu", "linear_tiled16", ""),
-    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4, TiledContraction x6"),
+    ("naive/linear/dense_kout_relu_sizet.cu", "dense_relu", "WarpUnits x4, TiledContraction x10"),
     ("naive/linear/expert_linear_tile64_reg4x4.cu", "linear_tile64", ""),
-    ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x6"),
+    ("naive/linear/linear_rowptr_bias.cu", "matmul_forward_v1", "WarpUnits x4, TiledContraction x10"),
     ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4, TiledContraction x4"),
     ("naive/map/clean_gelu_vec4.cu", "gelu_vec4", ""),
     ("naive/map/expert_gelu_vec4_gridstride.cu", "gelu_stream", ""),
@@ -161,8 +161,8 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
     ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
     ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8, TiledContraction x6"),
-    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4, TiledContraction x4"),
-    ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x6"),
+    ("naive/matmul/mm_rowx.cu", "mm_kernel", "WarpUnits x4, TiledContraction x6"),
+    ("naive/matmul/sgemm_naive_rowy.cu", "sgemm_naive", "WarpUnits x4, TiledContraction x10"),
     ("naive/rmsnorm/clean_rmsnorm_block.cu", "rmsnorm_block_row", ""),
     ("naive/rmsnorm/expert_rmsnorm_warp_vec4.cu", "rmsnorm_warp_vec4", ""),
     ("naive/rmsnorm/rmsnorm_gridstride_sizet.cu", "rms_norm_kernel", "WarpUnits x4"),
@@ -200,7 +200,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // few long rows (128 of 393216 in 23, 24) also get a block per row.
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
     ("kbench/19_ReLU.cu", "relu", "GridStrideMap x9"),
-    ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x6"),
+    ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x10"),
     ("kbench/14_Matmul_upper_triangular.cu", "triu_matmul", "TiledContraction x6"),
     ("kbench/15_Matmul_lower_triangular.cu", "tril_matmul", "TiledContraction x6"),
     ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x9"),
@@ -644,30 +644,36 @@ fn snapshots() {
         "linear_bias.cu",
         "linear_forward",
         "TiledContraction",
-        expect![[r#"
+        expect![[r###"
+            ## 128x128 SIMT GEMM tiles, 8 deep, 8x8 outputs a thread, register prefetch, 16-byte loads of A and B where aligned
+            ## 128x128 SIMT GEMM tiles, 8 deep, 8x8 outputs a thread, register prefetch, 16-byte loads of A and B where aligned, __launch_bounds__(256, 2)
             ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction
-            ## 128x128 shared-memory tiles, 8x8 outputs a thread, over (i, j) with p as the contraction
-            ## 128x128 shared-memory tiles (two buffers), 8x8 outputs a thread, over (i, j) with p as the contraction
+            ## 128x64 SIMT GEMM tiles, 16 deep, 8x4 outputs a thread, register prefetch, 16-byte loads of A and B where aligned
+            ## 64x128 SIMT GEMM tiles, 16 deep, 4x8 outputs a thread, register prefetch, 16-byte loads of A and B where aligned
+            ## 128x128 SIMT GEMM tiles, 8 deep, 8x8 outputs a thread, register prefetch, 16-byte loads of A and B where aligned; launch block = 256, grid = ceil_div((M) * (OUT), 16384)
+            ## 128x128 SIMT GEMM tiles, 8 deep, 8x8 outputs a thread, register prefetch, 16-byte loads of A and B where aligned, __launch_bounds__(256, 2); launch block = 256, grid = ceil_div((M) * (OUT), 16384)
             ## 64x64 shared-memory tiles, 4x4 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 4096)
-            ## 128x128 shared-memory tiles, 8x8 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 16384)
-            ## 128x128 shared-memory tiles (two buffers), 8x8 outputs a thread, over (i, j) with p as the contraction; launch block = 256, grid = ceil_div((M) * (OUT), 16384)
+            ## 128x64 SIMT GEMM tiles, 16 deep, 8x4 outputs a thread, register prefetch, 16-byte loads of A and B where aligned; launch block = 256, grid = ceil_div((M) * (OUT), 8192)
+            ## 64x128 SIMT GEMM tiles, 16 deep, 4x8 outputs a thread, register prefetch, 16-byte loads of A and B where aligned; launch block = 256, grid = ceil_div((M) * (OUT), 8192)
             __global__ void linear_forward(float* y, const float* x, const float* w, const float* b, int m, int k, int n) {
-              // SIMT register-tiled contraction (kernelpro TiledContraction): 64x64 tiles, 16 deep, 4x4 outputs a thread, 256 threads a block.
-              __shared__ __align__(16) float kp_As[16][64 + 4];
-              __shared__ __align__(16) float kp_Bs[16][64 + 4];
+              // SIMT GEMM (kernelpro TiledContraction): 128x128 tiles, 8 deep, 8x8 outputs a thread, 256 threads a block, two shared buffers an operand, the next slice fetched into registers while this one is multiplied.
+              __shared__ __align__(16) float kp_As[2][8][128 + 4];
+              __shared__ __align__(16) float kp_Bs[2][8][128 + 4];
               const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
-              const int kp_nt = (int)((blockDim.x * blockDim.y * blockDim.z));
-              const int kp_tr = kp_tid / 16, kp_tc = kp_tid % 16;
-              const long long kp_tiles_n = ((long long)(n) + 64 - 1) / 64;
-              const long long kp_tiles = ((long long)(m) + 64 - 1) / 64 * kp_tiles_n;
-              const long long kp_blocks = ((long long)gridDim.x * gridDim.y * gridDim.z);
-              for (long long kp_t = ((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)); kp_t < kp_tiles; kp_t += kp_blocks) {
-                const long long kp_m0 = kp_t / kp_tiles_n * 64, kp_n0 = kp_t % kp_tiles_n * 64;
-                float kp_acc[4][4];
+              // A warp is 4x8 threads of the 16x16 grid: one A vector and eight consecutive B vectors a quarter-warp.
+              const int kp_warp = kp_tid / 32, kp_lane = kp_tid % 32;
+              const int kp_tr = kp_warp / 2 * 4 + kp_lane / 8, kp_tc = kp_warp % 2 * 8 + kp_lane % 8;
+              // The tiles take 256 threads: those of a larger block skip them (the named barrier counts 256).
+              const bool kp_on = kp_tid < 256;
+              const long long kp_tiles_n = ((long long)(n) + 128 - 1) / 128;
+              const long long kp_tiles = ((long long)(m) + 128 - 1) / 128 * kp_tiles_n;
+              for (long long kp_t = ((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)); kp_on && kp_t < kp_tiles; kp_t += ((long long)gridDim.x * gridDim.y * gridDim.z)) {
+                const long long kp_m0 = kp_t / kp_tiles_n * 128, kp_n0 = kp_t % kp_tiles_n * 128;
+                float kp_acc[8][8];
                 #pragma unroll
-                for (int kp_a = 0; kp_a < 4; ++kp_a) {
+                for (int kp_a = 0; kp_a < 8; ++kp_a) {
                   #pragma unroll
-                  for (int kp_b = 0; kp_b < 4; ++kp_b) {
+                  for (int kp_b = 0; kp_b < 8; ++kp_b) {
                     const int i = (int)(kp_m0 + (4 * kp_tr + (kp_a & 3) + 64 * (kp_a >> 2)));
                     const int j = (int)(kp_n0 + (4 * kp_tc + (kp_b & 3) + 64 * (kp_b >> 2)));
                     kp_acc[kp_a][kp_b] = 0;
@@ -677,49 +683,182 @@ fn snapshots() {
                     }
                   }
                 }
-                for (long long kp_k0 = 0; kp_k0 < (long long)(k); kp_k0 += 16) {
-                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += kp_nt) {
-                    const int kp_kk = kp_e % 16, kp_mm = kp_e / 16;
-                    const int i = (int)(kp_m0 + kp_mm);
-                    const int p = (int)(kp_k0 + kp_kk);
-                    kp_As[kp_kk][kp_mm] = (i < m && p < k) ? (float)(x[i * k + p]) : (float)0;
+                const long long kp_kend = (long long)(k);
+                {
+                  const float* kp_A0 = [&]() -> const float* { const int i = (int)(kp_m0 + 0); const int p = (int)(0);  return &(x[i * k + p]); }();
+                  const float* kp_A1 = [&]() -> const float* { const int i = (int)(kp_m0 + 1); const int p = (int)(0);  return &(x[i * k + p]); }();
+                  const bool kp_vA = (long long)(k) % 4 == 0 && ((unsigned long long)kp_A0 & 15) == 0 && (kp_A1 - kp_A0) % 4 == 0;
+                  const float* kp_B0 = [&]() -> const float* { const int j = (int)(kp_n0 + 0); const int p = (int)(0);  return &(w[j * k + p]); }();
+                  const float* kp_B1 = [&]() -> const float* { const int j = (int)(kp_n0 + 1); const int p = (int)(0);  return &(w[j * k + p]); }();
+                  const bool kp_vB = (long long)(k) % 4 == 0 && ((unsigned long long)kp_B0 & 15) == 0 && (kp_B1 - kp_B0) % 4 == 0;
+                  int kp_s = 0;
+                if (kp_vA && kp_vB) {
+                float kp_rA[4], kp_rB[4];
+                if (kp_kend > 0) {
+                  const long long kp_kn = 0;
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      const int i = (int)(kp_m0 + kp_xx);
+                      const int p = (int)(kp_kn + kp_kk);
+                      const float4 kp_v = (i < m && p < k) ? *reinterpret_cast<const float4*>(&(x[i * k + p])) : make_float4(0, 0, 0, 0);
+                      kp_rA[4 * kp_q] = kp_v.x; kp_rA[4 * kp_q + 1] = kp_v.y; kp_rA[4 * kp_q + 2] = kp_v.z; kp_rA[4 * kp_q + 3] = kp_v.w;
+                    }
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      const int j = (int)(kp_n0 + kp_xx);
+                      const int p = (int)(kp_kn + kp_kk);
+                      const float4 kp_v = (j < n && p < k) ? *reinterpret_cast<const float4*>(&(w[j * k + p])) : make_float4(0, 0, 0, 0);
+                      kp_rB[4 * kp_q] = kp_v.x; kp_rB[4 * kp_q + 1] = kp_v.y; kp_rB[4 * kp_q + 2] = kp_v.z; kp_rB[4 * kp_q + 3] = kp_v.w;
+                    }
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      #pragma unroll
+                      for (int kp_c = 0; kp_c < 4; ++kp_c) kp_As[0][kp_kk + kp_c][kp_xx] = kp_rA[4 * kp_q + kp_c];
+                    }
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      #pragma unroll
+                      for (int kp_c = 0; kp_c < 4; ++kp_c) kp_Bs[0][kp_kk + kp_c][kp_xx] = kp_rB[4 * kp_q + kp_c];
+                    }
+                }
+                  asm volatile("bar.sync 1, 256;" ::: "memory");
+                for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += 8) {
+                  const bool kp_more = kp_k0 + 8 < kp_kend;
+                  // The next slice's global loads are in flight while this one is multiplied.
+                  if (kp_more) {
+                  const long long kp_kn = kp_k0 + 8;
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      const int i = (int)(kp_m0 + kp_xx);
+                      const int p = (int)(kp_kn + kp_kk);
+                      const float4 kp_v = (i < m && p < k) ? *reinterpret_cast<const float4*>(&(x[i * k + p])) : make_float4(0, 0, 0, 0);
+                      kp_rA[4 * kp_q] = kp_v.x; kp_rA[4 * kp_q + 1] = kp_v.y; kp_rA[4 * kp_q + 2] = kp_v.z; kp_rA[4 * kp_q + 3] = kp_v.w;
+                    }
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      const int j = (int)(kp_n0 + kp_xx);
+                      const int p = (int)(kp_kn + kp_kk);
+                      const float4 kp_v = (j < n && p < k) ? *reinterpret_cast<const float4*>(&(w[j * k + p])) : make_float4(0, 0, 0, 0);
+                      kp_rB[4 * kp_q] = kp_v.x; kp_rB[4 * kp_q + 1] = kp_v.y; kp_rB[4 * kp_q + 2] = kp_v.z; kp_rB[4 * kp_q + 3] = kp_v.w;
+                    }
                   }
-                  for (int kp_e = kp_tid; kp_e < 16 * 64; kp_e += kp_nt) {
-                    const int kp_kk = kp_e % 16, kp_nn = kp_e / 16;
-                    const int j = (int)(kp_n0 + kp_nn);
-                    const int p = (int)(kp_k0 + kp_kk);
-                    kp_Bs[kp_kk][kp_nn] = (j < n && p < k) ? (float)(w[j * k + p]) : (float)0;
-                  }
-                  __syncthreads();
-                  // Threads past the first 256 (a larger block) only help load the tiles.
-                  if (kp_tid < 256) {
                   #pragma unroll
-                  for (int kp_kk = 0; kp_kk < 16; ++kp_kk) {
-                    float kp_x[4], kp_y[4];
-                    const float4 kp_x0 = *reinterpret_cast<const float4*>(&kp_As[kp_kk][4 * kp_tr + 0]);
+                  for (int kp_kk = 0; kp_kk < 8; ++kp_kk) {
+                    float kp_x[8], kp_y[8];
+                    const float4 kp_x0 = *reinterpret_cast<const float4*>(&kp_As[kp_s][kp_kk][4 * kp_tr + 0]);
                     kp_x[0] = kp_x0.x;
                     kp_x[1] = kp_x0.y;
                     kp_x[2] = kp_x0.z;
                     kp_x[3] = kp_x0.w;
-                    const float4 kp_y0 = *reinterpret_cast<const float4*>(&kp_Bs[kp_kk][4 * kp_tc + 0]);
+                    const float4 kp_x1 = *reinterpret_cast<const float4*>(&kp_As[kp_s][kp_kk][4 * kp_tr + 64]);
+                    kp_x[4] = kp_x1.x;
+                    kp_x[5] = kp_x1.y;
+                    kp_x[6] = kp_x1.z;
+                    kp_x[7] = kp_x1.w;
+                    const float4 kp_y0 = *reinterpret_cast<const float4*>(&kp_Bs[kp_s][kp_kk][4 * kp_tc + 0]);
                     kp_y[0] = kp_y0.x;
                     kp_y[1] = kp_y0.y;
                     kp_y[2] = kp_y0.z;
                     kp_y[3] = kp_y0.w;
+                    const float4 kp_y1 = *reinterpret_cast<const float4*>(&kp_Bs[kp_s][kp_kk][4 * kp_tc + 64]);
+                    kp_y[4] = kp_y1.x;
+                    kp_y[5] = kp_y1.y;
+                    kp_y[6] = kp_y1.z;
+                    kp_y[7] = kp_y1.w;
                     #pragma unroll
-                    for (int kp_a = 0; kp_a < 4; ++kp_a)
+                    for (int kp_a = 0; kp_a < 8; ++kp_a)
                       #pragma unroll
-                      for (int kp_b = 0; kp_b < 4; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
+                      for (int kp_b = 0; kp_b < 8; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
                   }
+                  // The other buffer was last read before the previous barrier.
+                  if (kp_more) {
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      #pragma unroll
+                      for (int kp_c = 0; kp_c < 4; ++kp_c) kp_As[kp_s ^ 1][kp_kk + kp_c][kp_xx] = kp_rA[4 * kp_q + kp_c];
+                    }
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 1; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
+                      #pragma unroll
+                      for (int kp_c = 0; kp_c < 4; ++kp_c) kp_Bs[kp_s ^ 1][kp_kk + kp_c][kp_xx] = kp_rB[4 * kp_q + kp_c];
+                    }
                   }
-                  __syncthreads();
+                  asm volatile("bar.sync 1, 256;" ::: "memory");
+                  kp_s ^= 1;
+                }
+                } else {
+                for (long long kp_k0 = 0; kp_k0 < kp_kend; kp_k0 += 8) {
+                  const long long kp_kn = kp_k0;
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 4; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 8, kp_xx = kp_e / 8;
+                      const int i = (int)(kp_m0 + kp_xx);
+                      const int p = (int)(kp_kn + kp_kk);
+                      kp_As[0][kp_kk][kp_xx] = (i < m && p < k) ? (float)(x[i * k + p]) : (float)0;
+                    }
+                    #pragma unroll
+                    for (int kp_q = 0; kp_q < 4; ++kp_q) {
+                      const int kp_e = kp_tid + 256 * kp_q;
+                      const int kp_kk = kp_e % 8, kp_xx = kp_e / 8;
+                      const int j = (int)(kp_n0 + kp_xx);
+                      const int p = (int)(kp_kn + kp_kk);
+                      kp_Bs[0][kp_kk][kp_xx] = (j < n && p < k) ? (float)(w[j * k + p]) : (float)0;
+                    }
+                  asm volatile("bar.sync 1, 256;" ::: "memory");
+                  #pragma unroll
+                  for (int kp_kk = 0; kp_kk < 8; ++kp_kk) {
+                    float kp_x[8], kp_y[8];
+                    const float4 kp_x0 = *reinterpret_cast<const float4*>(&kp_As[kp_s][kp_kk][4 * kp_tr + 0]);
+                    kp_x[0] = kp_x0.x;
+                    kp_x[1] = kp_x0.y;
+                    kp_x[2] = kp_x0.z;
+                    kp_x[3] = kp_x0.w;
+                    const float4 kp_x1 = *reinterpret_cast<const float4*>(&kp_As[kp_s][kp_kk][4 * kp_tr + 64]);
+                    kp_x[4] = kp_x1.x;
+                    kp_x[5] = kp_x1.y;
+                    kp_x[6] = kp_x1.z;
+                    kp_x[7] = kp_x1.w;
+                    const float4 kp_y0 = *reinterpret_cast<const float4*>(&kp_Bs[kp_s][kp_kk][4 * kp_tc + 0]);
+                    kp_y[0] = kp_y0.x;
+                    kp_y[1] = kp_y0.y;
+                    kp_y[2] = kp_y0.z;
+                    kp_y[3] = kp_y0.w;
+                    const float4 kp_y1 = *reinterpret_cast<const float4*>(&kp_Bs[kp_s][kp_kk][4 * kp_tc + 64]);
+                    kp_y[4] = kp_y1.x;
+                    kp_y[5] = kp_y1.y;
+                    kp_y[6] = kp_y1.z;
+                    kp_y[7] = kp_y1.w;
+                    #pragma unroll
+                    for (int kp_a = 0; kp_a < 8; ++kp_a)
+                      #pragma unroll
+                      for (int kp_b = 0; kp_b < 8; ++kp_b) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];
+                  }
+                  asm volatile("bar.sync 1, 256;" ::: "memory");
+                }
+                }
                 }
                 // Unrolled so that kp_acc stays in registers (a dynamic index would put it in local memory).
-                if (kp_tid < 256) {
                 #pragma unroll
-                for (int kp_a = 0; kp_a < 4; ++kp_a) {
+                for (int kp_a = 0; kp_a < 8; ++kp_a) {
                   #pragma unroll
-                  for (int kp_b = 0; kp_b < 4; ++kp_b) {
+                  for (int kp_b = 0; kp_b < 8; ++kp_b) {
                     const int i = (int)(kp_m0 + (4 * kp_tr + (kp_a & 3) + 64 * (kp_a >> 2)));
                     const int j = (int)(kp_n0 + (4 * kp_tc + (kp_b & 3) + 64 * (kp_b >> 2)));
                     if (!(i < m && j < n)) continue;
@@ -728,10 +867,9 @@ fn snapshots() {
                     y[i * n + j] = acc;
                   }
                 }
-                }
               }
             }
-        "#]],
+        "###]],
     );
     check(
         "sum_atomic.cu",
@@ -1071,9 +1209,13 @@ fn batched_contraction_keeps_the_batch_on_z() {
             "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
             "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
             "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
+            "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
+            "// kernelpro: grid = (ceil_div(N, 16), ceil_div(M, 16), B)",
+            "// kernelpro: grid = (ceil_div((M) * (N), 16384), 1, B)",
+            "// kernelpro: grid = (ceil_div((M) * (N), 16384), 1, B)",
             "// kernelpro: grid = (ceil_div((M) * (N), 4096), 1, B)",
-            "// kernelpro: grid = (ceil_div((M) * (N), 16384), 1, B)",
-            "// kernelpro: grid = (ceil_div((M) * (N), 16384), 1, B)",
+            "// kernelpro: grid = (ceil_div((M) * (N), 8192), 1, B)",
+            "// kernelpro: grid = (ceil_div((M) * (N), 8192), 1, B)",
         ]
     "#]]
     .assert_debug_eq(&grids);
