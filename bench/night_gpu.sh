@@ -33,6 +33,8 @@ run_deadline() { timeout "$1" .devbin/optimize-deadline --ignored --nocapture a_
 run_evals() { TIME=${TIME:-30} timeout "$1" bash bench/evals_gpu.sh "$DEST/e" 2>&1 | tail -8; }
 # Issue 33's diagnosis: the profiler library under each plan and module loading (bench/cupti_probe.sh).
 run_probe() { timeout "$1" bash bench/cupti_probe.sh "$DEST/a/probe" > "$DEST/a/probe.log" 2>&1; grep "^== plan" "$DEST/a/probe/probe.txt"; }
+# Issue 34 item 4: the SIMT GEMM forms against cuBLAS without TF32 (bench/gemm_gpu.sh).
+run_gemm() { timeout "$1" bash bench/gemm_gpu.sh "${GEMM_SIZES:-4096 2048}" > "$DEST/a/gemm.txt" 2>&1; tail -14 "$DEST/a/gemm.txt"; }
 run_cute() { timeout "$1" .devbin/cute-tests --ignored --test-threads=1 > "$DEST/a/cute-tests.txt" 2>&1; grep "test result" "$DEST/a/cute-tests.txt"; }
 # Issue 29: corpus kernels (TASKS) through the optimizer and against PyTorch.
 run_corpus() {
@@ -41,7 +43,7 @@ run_corpus() {
   python3 bench/public_kernels/corpus_report.py corpus-out public-kernels/corpus/corpus.json > "$DEST/a/corpus-report.md" 2>&1
   cp corpus-out/results*.jsonl "$DEST/a/" 2>/dev/null; tail -5 "$DEST/a/corpus-report.md"
 }
-declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=150 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90)
+declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=150 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90 [gemm]=150)
 for p in ${PHASES:-harness profile pipeline deadline evals corpus}; do
   v="T_${p^^}"; phase "$p" "${!v:-${LIMIT[$p]}}"
 done
