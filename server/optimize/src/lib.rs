@@ -369,17 +369,27 @@ pub fn optimize_with(
     // Three candidates checked on the held-out seeds at most; one found wrong under the original
     // launch (a single job, which the search no longer spends per candidate) does not count.
     let mut held_out_checked = 0;
-    // A form (its structural steps) found wrong once is not checked again at its other points or
+    // A form (its structural steps: each recipe with the kernel body its point names, launch
+    // variants of one body alike) found wrong once is not checked again at its other launches or
     // under micro rewrites on top: they share the failing code, and would take every slot from the
     // next form (a 72x CuTe GEMM wrong under the original launch at twenty points hid a correct 38x
-    // tiled contraction).
+    // tiled contraction). Another body of the same recipe is another form.
     let micro = micro_recipes();
     let form_of = |n: &kernelpro_search::Node| -> Vec<String> {
         let mut form: Vec<String> = Vec::new();
         for id in result.tree.path(n.id) {
-            let r = &result.tree[id].recipe;
-            if r != "original" && !micro.contains(r) && form.last() != Some(r) {
-                form.push(r.clone());
+            let node = &result.tree[id];
+            if node.recipe == "original" || micro.contains(&node.recipe) {
+                continue;
+            }
+            let step = match node.point.as_ref().and_then(|p| p.get("body")) {
+                Some(body) => format!("{}#{body}", node.recipe),
+                None => node.recipe.clone(),
+            };
+            // Another point of the form of the step before replaces it (points are its children).
+            match form.last_mut() {
+                Some(last) if last.split('#').next() == Some(node.recipe.as_str()) => *last = step,
+                _ => form.push(step),
             }
         }
         form
