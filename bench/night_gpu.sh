@@ -43,7 +43,7 @@ run_corpus() {
   python3 bench/public_kernels/corpus_report.py corpus-out public-kernels/corpus/corpus.json > "$DEST/a/corpus-report.md" 2>&1
   cp corpus-out/results*.jsonl "$DEST/a/" 2>/dev/null; tail -5 "$DEST/a/corpus-report.md"
 }
-declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=150 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90 [gemm]=150)
+declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=300 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90 [gemm]=150)
 for p in ${PHASES:-harness profile pipeline deadline evals corpus}; do
   v="T_${p^^}"; phase "$p" "${!v:-${LIMIT[$p]}}"
 done
