@@ -376,23 +376,12 @@ pub fn optimize_with(
     // tiled contraction). Another body of the same recipe is another form.
     let micro = micro_recipes();
     let form_of = |n: &kernelpro_search::Node| -> Vec<String> {
-        let mut form: Vec<String> = Vec::new();
-        for id in result.tree.path(n.id) {
+        let path = result.tree.path(n.id);
+        let steps = path.iter().map(|&id| {
             let node = &result.tree[id];
-            if node.recipe == "original" || micro.contains(&node.recipe) {
-                continue;
-            }
-            let step = match node.point.as_ref().and_then(|p| p.get("body")) {
-                Some(body) => format!("{}#{body}", node.recipe),
-                None => node.recipe.clone(),
-            };
-            // Another point of the form of the step before replaces it (points are its children).
-            match form.last_mut() {
-                Some(last) if last.split('#').next() == Some(node.recipe.as_str()) => *last = step,
-                _ => form.push(step),
-            }
-        }
-        form
+            (node.recipe.as_str(), node.point.as_ref().and_then(|p| p.get("body")))
+        });
+        form_key(steps, &micro)
     };
     let mut failed_forms: Vec<Vec<String>> = Vec::new();
     for node in ranked.iter().take(40) {
@@ -489,6 +478,27 @@ pub fn optimize_with(
     out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
     out.title = format!("No verified faster version of {} found", req.kernel);
     Ok(out)
+}
+
+/// A candidate's form, from the steps of its path (recipe, and the kernel body its parameter point
+/// names): its structural steps, each a recipe with its body, micro rewrites and the root left out;
+/// another point of the step before (points are its children) replaces that step.
+fn form_key<'a>(steps: impl IntoIterator<Item = (&'a str, Option<u64>)>, micro: &[String]) -> Vec<String> {
+    let mut form: Vec<String> = Vec::new();
+    for (recipe, body) in steps {
+        if recipe == "original" || micro.iter().any(|m| m == recipe) {
+            continue;
+        }
+        let step = match body {
+            Some(body) => format!("{recipe}#{body}"),
+            None => recipe.to_string(),
+        };
+        match form.last_mut() {
+            Some(last) if last.split('#').next() == Some(recipe) => *last = step,
+            _ => form.push(step),
+        }
+    }
+    form
 }
 
 /// The micro rewrites, tried once per form, at its best point: the micro tier, and the float
@@ -955,6 +965,38 @@ fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: 
 
 #[cfg(test)]
 mod tests {
+    /// The forms the held-out checks skip together: launch variants of one body are one form, another
+    /// body of the recipe another, micro rewrites on top change nothing.
+    #[test]
+    fn a_form_is_its_structural_steps_with_their_bodies() {
+        let micro: Vec<String> = ["RestrictConst", "LaunchBounds"].map(String::from).to_vec();
+        type Steps = &'static [(&'static str, Option<u64>)];
+        let cases: &[(Steps, &[&str])] = &[
+            (&[("original", None)], &[]),
+            (&[("original", None), ("CuteGemm", Some(0))], &["CuteGemm#0"]),
+            (&[("original", None), ("CuteGemm", Some(0)), ("CuteGemm", Some(0))], &["CuteGemm#0"]),
+            (
+                &[("original", None), ("CuteGemm", Some(0)), ("RestrictConst", None), ("LaunchBounds", None)],
+                &["CuteGemm#0"],
+            ),
+            (
+                &[("original", None), ("TiledContraction", Some(0)), ("TiledContraction", Some(3))],
+                &["TiledContraction#3"],
+            ),
+            (
+                &[("original", None), ("HoistRowWork", Some(1)), ("WarpUnits", Some(0))],
+                &["HoistRowWork#1", "WarpUnits#0"],
+            ),
+            (
+                &[("original", None), ("GridStrideMap", None), ("TuneParameter", None)],
+                &["GridStrideMap", "TuneParameter"],
+            ),
+        ];
+        for (steps, want) in cases {
+            assert_eq!(super::form_key(steps.iter().copied(), &micro), *want, "{steps:?}");
+        }
+    }
+
     use super::*;
     use std::sync::atomic::Ordering;
 
