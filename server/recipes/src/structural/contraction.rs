@@ -86,6 +86,23 @@ impl Dot<'_> {
         Some(out.join(" "))
     }
 
+    /// The declarations before the loop, one a line at `deep`, and the epilogue, its statements
+    /// joined at `deep`, as the tiles re-emit them for each output.
+    pub(super) fn pre_and_epilogue(&self, k: &Kernel, deep: &str) -> Option<(String, String)> {
+        let pre: String = self
+            .pre
+            .iter()
+            .map(|n| render(k, Piece::Node(*n), &[], deep).map(|t| format!("{deep}{t}\n")))
+            .collect::<Option<_>>()?;
+        let epi = self
+            .epilogue
+            .iter()
+            .map(|n| render(k, Piece::Node(*n), &[], deep))
+            .collect::<Option<Vec<_>>>()?
+            .join(&format!("\n{deep}"));
+        Some((pre, epi))
+    }
+
     /// Which `p` count for output `(i, j)`, as a C condition (`(C) && p >= (LO) && p < (HI)`).
     fn mask(&self) -> Option<String> {
         let (lo, hi, guard) = self.range.as_ref()?;
@@ -306,17 +323,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<Strin
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let pre: String = d
-        .pre
-        .iter()
-        .map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n")))
-        .collect::<Option<_>>()?;
-    let epi = d
-        .epilogue
-        .iter()
-        .map(|n| render(k, Piece::Node(*n), &[], &deep))
-        .collect::<Option<Vec<_>>>()?
-        .join(&format!("\n{deep}"));
+    let (pre, epi) = d.pre_and_epilogue(k, &deep)?;
     let line = |s: String| {
         if s.is_empty() { s } else { format!("{ind}      {s}\n") }
     };

@@ -18,11 +18,11 @@
 use super::BLOCK_TID;
 use super::contraction::{Dot, contiguous_in};
 use super::launch::{Tuning, launch_variants};
-use super::units_text::{UnitsText, render};
+use super::units_text::UnitsText;
 use crate::Rewrite;
 use crate::kernel::Kernel;
 use crate::syntax::indent_at;
-use kernelpro_source::units::recognize::{Piece, Units, names_in, strip_parens};
+use kernelpro_source::units::recognize::{Units, names_in, strip_parens};
 use tree_sitter::Node;
 
 /// Threads a block: a 16x16 grid of threads over the output tile.
@@ -156,41 +156,25 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let deep = format!("{ind}      ");
-    let pre: String = d
-        .pre
-        .iter()
-        .map(|n| render(k, Piece::Node(*n), &[], &deep).map(|t| format!("{deep}{t}\n")))
-        .collect::<Option<_>>()?;
-    let epi = d
-        .epilogue
-        .iter()
-        .map(|n| render(k, Piece::Node(*n), &[], &deep))
-        .collect::<Option<Vec<_>>>()?
-        .join(&format!("\n{deep}"));
-    let a = Operand {
-        name: "A",
-        x: &i.name,
-        x_ty: &i.ty,
-        x_bound: &i.bound,
-        x0: "kp_m0",
-        width: bm,
-        expr: k.text_of(d.a),
-        pre: d.needs(k, d.a)?,
-        vector: vector_axis(k, &fixed, d.a, &i.name, &d.p, t),
-        contig_p: contiguous_in(k, d.a, &d.p),
+    let (pre, epi) = d.pre_and_epilogue(k, &deep)?;
+    // Operand A follows the first index (rows of the tile), B the second.
+    let operand = |name, axis: usize, x0, width, e| {
+        let x = &u.indices[axis];
+        Some(Operand {
+            name,
+            x: &x.name,
+            x_ty: &x.ty,
+            x_bound: &x.bound,
+            x0,
+            width,
+            expr: k.text_of(e),
+            pre: d.needs(k, e)?,
+            vector: vector_axis(k, &fixed, e, &x.name, &d.p, t),
+            contig_p: contiguous_in(k, e, &d.p),
+        })
     };
-    let b = Operand {
-        name: "B",
-        x: &j.name,
-        x_ty: &j.ty,
-        x_bound: &j.bound,
-        x0: "kp_n0",
-        width: bn,
-        expr: k.text_of(d.b),
-        pre: d.needs(k, d.b)?,
-        vector: vector_axis(k, &fixed, d.b, &j.name, &d.p, t),
-        contig_p: contiguous_in(k, d.b, &d.p),
-    };
+    let a = operand("A", 0, "kp_m0", bm, d.a)?;
+    let b = operand("B", 1, "kp_n0", bn, d.b)?;
     let kk = &d.k;
     let (m, n, ti, tj, iname, jname) = (&i.bound, &j.bound, &i.ty, &j.ty, &i.name, &j.name);
     let row = format!("(4 * kp_tr + (kp_a & 3) + {} * (kp_a >> 2))", bm / 2);
