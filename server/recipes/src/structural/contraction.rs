@@ -209,6 +209,11 @@ fn substitute(text: &str, name: &str, with: &str) -> String {
 
 pub(super) fn recognise<'t>(k: &'t Kernel, u: &Units<'t>) -> Option<Dot<'t>> {
     let [i, j] = &u.indices[..] else { return None };
+    // The tiles re-emit the epilogue per output without the unit's restore: a parameter the body
+    // moves (`C += row * N;`) would move again at every output a thread owns.
+    if !u.restored.is_empty() {
+        return None;
+    }
     let mut pre = Vec::new();
     let mut found = None;
     let mut epilogue = Vec::new();

@@ -25,6 +25,15 @@ const FORMS: &[(&str, &str, &str, &str)] = &[
     ("styles/rowsum_kahan_ptr_advance.cu", "rowsum_kahan.cu", "rowsum_kahan", "WarpUnits x4"),
 ];
 
+/// A contraction's tiles re-emit the epilogue for every output a thread owns, with no restore: a
+/// product whose epilogue moves a parameter is not tiled (the same product storing `c[row * n + col]`
+/// is: `matmul_split_guards.cu` and the gemm styles).
+#[test]
+fn a_contraction_that_moves_a_parameter_is_not_tiled() {
+    let text = fixture("styles/matmul_moved_output.cu");
+    assert!(recipe("TiledContraction").rewrite(&text, "matmul_moved").is_empty());
+}
+
 /// A parameter the unit moves (`m += r * ncols;`) starts every unit from the launch's value: a warp
 /// walking several rows (any grid smaller than a warp a row, the original launch's included) reads
 /// each row, not the sum of the offsets (which read past the input on the H100).

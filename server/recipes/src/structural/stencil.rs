@@ -200,12 +200,13 @@ fn rewrite_2d(k: &Kernel) -> Option<Vec<Rewrite>> {
          {ind3}const long long kp_ur = kp_r0 + {h} + kp_e / {t}, kp_uc = kp_c0 + {h} + kp_e % {t};\n\
          {ind3}if (kp_ur >= (long long)({hb}) || kp_uc >= (long long)({wb})) continue;\n\
          {ind3}{{\n\
-         {ind4}const {rt} {rn} = ({rt})(kp_ur);\n\
+         {restore}{ind4}const {rt} {rn} = ({rt})(kp_ur);\n\
          {ind4}const {ct} {cn} = ({ct})(kp_uc);\n\
          {body}{ind3}}}\n\
          {ind2}}}\n\
          {ind}}}\n{outer}}}",
         prologue = u.prologue(k, &ind)?,
+        restore = u.restore().lines().map(|l| format!("{ind4}{l}\n")).collect::<String>(),
         tm1 = t - 1,
     );
     let mut source = k.text.to_string();

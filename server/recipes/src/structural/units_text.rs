@@ -11,8 +11,12 @@ pub(crate) trait UnitsText {
     /// The unit count as a C expression (64-bit).
     fn count(&self) -> String;
 
-    /// Declarations re-binding the user's index names from the unit counter `u`.
+    /// Declarations re-binding the user's index names from the unit counter `u`, after [`Self::restore`].
     fn rebind(&self, u: &str) -> String;
+
+    /// Statements that start a unit with the parameters it moves where the launch gave them (saved
+    /// in [`Self::prologue`]): the first lines of every unit, whoever re-binds its indices.
+    fn restore(&self) -> String;
 
     /// The calling thread's index among the threads that walk the units (64-bit).
     fn grid_tid(&self) -> String;
@@ -44,9 +48,12 @@ impl UnitsText for Units<'_> {
         self.indices.iter().map(|i| format!("(long long)({})", i.bound)).collect::<Vec<_>>().join(" * ")
     }
 
+    fn restore(&self) -> String {
+        self.restored.iter().map(|p| format!("{p} = {};\n", saved(p))).collect()
+    }
+
     fn rebind(&self, u: &str) -> String {
-        // Parameters a unit moves start each unit where the launch gave them (saved in `prologue`).
-        let mut out: String = self.restored.iter().map(|p| format!("{p} = {};\n", saved(p))).collect();
+        let mut out = self.restore();
         let mut divisor = String::new();
         for (n, i) in self.indices.iter().enumerate().rev() {
             let base = if divisor.is_empty() { u.to_string() } else { format!("({u} / ({divisor}))") };
