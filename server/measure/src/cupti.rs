@@ -379,7 +379,7 @@ impl PcMemo {
     /// in a process beside the first: refused in one process, and two
     /// processes at once never failed there.
     pub fn samples_beside(&self) -> bool {
-        self.last.as_ref().is_some_and(|d| self.refused.contains(d) && !self.apart.contains(d))
+        self.last.as_ref().is_some_and(|d| self.refused.contains(d)) && self.runs_beside()
     }
 
     /// Whether the next run may start processes beside the first: two at
