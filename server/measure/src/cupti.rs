@@ -46,6 +46,17 @@ pub enum CuptiError {
     NoLines(String),
 }
 
+/// CUPTI's errors, with what to do where another process holds the GPU's profiler.
+fn busy_hint(errors: String) -> String {
+    if errors.contains("HARDWARE_BUSY") {
+        format!(
+            "{errors} (another process is profiling this GPU: Nsight Compute, DCGM, or a profile still running; profile again when it has ended)"
+        )
+    } else {
+        errors
+    }
+}
+
 /// Where CUPTI's headers and library are, and the CUDA headers (`cuda.h`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CuptiPaths {
@@ -270,7 +281,7 @@ async fn injected_run(
     }
     let run = pages::parse_cupti(&text);
     if !run.errors.is_empty() {
-        return Err(CuptiError::Profiler(run.errors.join("; ")));
+        return Err(CuptiError::Profiler(busy_hint(run.errors.join("; "))));
     }
     if !out.success() {
         let all = format!("{}{}", out.stdout, out.stderr);
@@ -789,6 +800,17 @@ pub fn instructions_of(f: &kernelpro_sass::disasm::Function) -> Vec<Instruction>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error the H100 gave while a hung profile still held the profiler says what to do.
+    #[test]
+    fn a_busy_profiler_says_another_process_holds_it() {
+        let busy = busy_hint("cuptiProfilerGetCounterAvailability(&avail) CUPTI_ERROR_HARDWARE_BUSY".into());
+        assert!(busy.contains("another process is profiling this GPU") && busy.contains("again"), "{busy}");
+        assert_eq!(
+            busy_hint("cuptiProfilerInitialize CUPTI_ERROR_UNKNOWN".into()),
+            "cuptiProfilerInitialize CUPTI_ERROR_UNKNOWN"
+        );
+    }
 
     /// A toolchain without CUPTI: nothing found, and the note the profile
     /// carries when it falls back to ncu says where it looked.

@@ -373,9 +373,13 @@ pub fn optimize_with(
     // variants of one body alike) found wrong once is not checked again at its other launches or
     // under micro rewrites on top: they share the failing code, and would take every slot from the
     // next form (a 72x CuTe GEMM wrong under the original launch at twenty points hid a correct 38x
-    // tiled contraction). Another body of the same recipe is another form.
+    // tiled contraction). Another body of the same recipe is another form. A failure under the
+    // original launch condemns only the form's points that change the launch, and one with micro
+    // rewrites only the candidates with those rewrites too: `__launch_bounds__(256)` cannot launch
+    // under the user's 1024 threads, which says nothing of the form without it (on the H100 corpus
+    // that skip hid a 54x histogram and three tiled transposes).
     let micro = micro_recipes();
-    let form_of = |n: &kernelpro_search::Node| -> Vec<String> {
+    let form_of = |n: &kernelpro_search::Node| -> Form {
         let path = result.tree.path(n.id);
         let steps = path.iter().map(|&id| {
             let node = &result.tree[id];
@@ -383,13 +387,14 @@ pub fn optimize_with(
         });
         form_key(steps, &micro)
     };
-    let mut failed_forms: Vec<Vec<String>> = Vec::new();
+    let mut failed_forms: Vec<FailedForm> = Vec::new();
     for node in ranked.iter().take(40) {
         if held_out_checked >= 3 {
             break;
         }
         let form = form_of(node);
-        if !form.is_empty() && failed_forms.contains(&form) {
+        let changes_launch = !launch_changes(&req.text, &node.source, &req.kernel).is_empty();
+        if form_failed(&failed_forms, &form, changes_launch) {
             rejected.push(node.id);
             continue;
         }
@@ -404,6 +409,7 @@ pub fn optimize_with(
         };
         // First under the original launch (on the search's seed), when it changes it: the search
         // timed its candidates under their own launch only.
+        let mut under_old_launch_only = false;
         let mut passed = match ev.verify_old_launch(&prepared, spec_seed) {
             None | Some(Outcome::Ok { .. }) => {
                 fine_under_old_launch.push(node.id);
@@ -411,6 +417,7 @@ pub fn optimize_with(
             }
             Some(failed) => {
                 tracing::debug!(why = failed.failure(), "failed under the original launch");
+                under_old_launch_only = true;
                 false
             }
         };
@@ -444,7 +451,7 @@ pub fn optimize_with(
             break;
         }
         rejected.push(node.id);
-        failed_forms.push(form);
+        failed_forms.push(FailedForm { form, under_old_launch_only });
     }
     if out_of_time
         && !token.is_cancelled()
@@ -480,25 +487,58 @@ pub fn optimize_with(
     Ok(out)
 }
 
-/// A candidate's form, from the steps of its path (recipe, and the kernel body its parameter point
-/// names): its structural steps, each a recipe with its body, micro rewrites and the root left out;
-/// another point of the step before (points are its children) replaces that step.
-fn form_key<'a>(steps: impl IntoIterator<Item = (&'a str, Option<u64>)>, micro: &[String]) -> Vec<String> {
-    let mut form: Vec<String> = Vec::new();
+/// A candidate's form, for the held-out checks: its structural steps (each recipe with the kernel
+/// body its point names; another point of the step before replaces that step) and, apart, the micro
+/// rewrites on top, sorted.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Form {
+    steps: Vec<String>,
+    micros: Vec<String>,
+}
+
+/// A form found wrong in the held-out checks, and whether only under the original launch.
+#[derive(Debug)]
+struct FailedForm {
+    form: Form,
+    under_old_launch_only: bool,
+}
+
+/// The form of a candidate from the steps of its path (recipe, and the kernel body its parameter
+/// point names), the root left out.
+fn form_key<'a>(steps: impl IntoIterator<Item = (&'a str, Option<u64>)>, micro: &[String]) -> Form {
+    let mut form = Form::default();
     for (recipe, body) in steps {
-        if recipe == "original" || micro.iter().any(|m| m == recipe) {
+        if recipe == "original" {
+            continue;
+        }
+        if micro.iter().any(|m| m == recipe) {
+            form.micros.push(recipe.to_string());
             continue;
         }
         let step = match body {
             Some(body) => format!("{recipe}#{body}"),
             None => recipe.to_string(),
         };
-        match form.last_mut() {
+        match form.steps.last_mut() {
             Some(last) if last.split('#').next() == Some(recipe) => *last = step,
-            _ => form.push(step),
+            _ => form.steps.push(step),
         }
     }
+    form.micros.sort();
+    form.micros.dedup();
     form
+}
+
+/// Whether a candidate of `form` shares a failure already seen: the same structural steps, the
+/// failing one's micro rewrites all among its own, and, where that one failed only under the
+/// original launch, a launch of its own too.
+fn form_failed(failed: &[FailedForm], form: &Form, changes_launch: bool) -> bool {
+    !form.steps.is_empty()
+        && failed.iter().any(|f| {
+            f.form.steps == form.steps
+                && f.form.micros.iter().all(|m| form.micros.contains(m))
+                && (changes_launch || !f.under_old_launch_only)
+        })
 }
 
 /// The micro rewrites, tried once per form, at its best point: the micro tier, and the float
@@ -993,7 +1033,42 @@ mod tests {
             ),
         ];
         for (steps, want) in cases {
-            assert_eq!(super::form_key(steps.iter().copied(), &micro), *want, "{steps:?}");
+            assert_eq!(super::form_key(steps.iter().copied(), &micro).steps, *want, "{steps:?}");
+        }
+        let form = super::form_key([("CuteGemm", Some(0)), ("LaunchBounds", None), ("RestrictConst", None)], &micro);
+        assert_eq!(form.micros, ["LaunchBounds", "RestrictConst"]);
+    }
+
+    /// Which candidates a failure in the held-out checks skips: a form wrong on a held-out seed takes
+    /// its every point and micro rewrite along; one wrong only under the original launch, only its
+    /// points that change the launch; one with micro rewrites, only candidates with those rewrites.
+    #[test]
+    fn a_failure_skips_the_candidates_that_share_it() {
+        use super::{FailedForm, Form, form_failed};
+        let form = |steps: &[&str], micros: &[&str]| Form {
+            steps: steps.iter().map(|s| s.to_string()).collect(),
+            micros: micros.iter().map(|s| s.to_string()).collect(),
+        };
+        let failed = |f: Form, under_old_launch_only: bool| FailedForm { form: f, under_old_launch_only };
+        let wrong_on_a_seed = [failed(form(&["TiledTranspose#0"], &[]), false)];
+        let wrong_under_old = [failed(form(&["TiledTranspose#0"], &[]), true)];
+        let bounds_under_old = [failed(form(&["TiledTranspose#0"], &["LaunchBounds"]), true)];
+        // (failures, candidate, changes its launch, skipped)
+        let cases: &[(&[FailedForm], Form, bool, bool)] = &[
+            (&wrong_on_a_seed, form(&["TiledTranspose#0"], &[]), false, true),
+            (&wrong_on_a_seed, form(&["TiledTranspose#0"], &["PragmaUnroll"]), true, true),
+            (&wrong_on_a_seed, form(&["TiledTranspose#1"], &[]), true, false),
+            (&wrong_on_a_seed, form(&["GridStrideMap"], &[]), true, false),
+            (&wrong_under_old, form(&["TiledTranspose#0"], &[]), true, true),
+            (&wrong_under_old, form(&["TiledTranspose#0"], &[]), false, false),
+            (&bounds_under_old, form(&["TiledTranspose#0"], &["LaunchBounds", "RestrictConst"]), true, true),
+            (&bounds_under_old, form(&["TiledTranspose#0"], &["RestrictConst"]), true, false),
+            (&bounds_under_old, form(&["TiledTranspose#0"], &[]), true, false),
+            (&[], form(&["TiledTranspose#0"], &[]), true, false),
+            (&wrong_on_a_seed, form(&[], &["RestrictConst"]), true, false),
+        ];
+        for (failures, candidate, changes, want) in cases {
+            assert_eq!(form_failed(failures, candidate, *changes), *want, "{candidate:?} changes launch {changes}");
         }
     }
 

@@ -58,7 +58,10 @@ struct Launch {
 };
 
 struct State {
-  std::mutex mu;
+  // Recursive: the callback's own driver calls re-enter it on the same thread (as_function's
+  // cuFuncLoad of a lazily loaded kernel fires MODULE_LOADED), which a plain mutex deadlocked:
+  // every runtime program hung under lazy loading on the H100.
+  std::recursive_mutex mu;
   std::vector<std::string> names;
   std::vector<const char*> metrics;
   std::vector<uint8_t> config, counterData;
@@ -714,7 +717,7 @@ void dump_module(const CUpti_ModuleResourceData* m) {
 }
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  std::lock_guard<std::mutex> lock(S.mu);
+  std::lock_guard<std::recursive_mutex> lock(S.mu);
   if (S.broken) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     auto* rd = static_cast<const CUpti_ResourceData*>(data);
