@@ -410,9 +410,18 @@ pub fn optimize_with(
         // First under the original launch (on the search's seed), when it changes it: the search
         // timed its candidates under their own launch only.
         let mut under_old_launch_only = false;
+        let mut refused_old_launch = None;
         let mut passed = match ev.verify_old_launch(&prepared, spec_seed) {
             None | Some(Outcome::Ok { .. }) => {
                 fine_under_old_launch.push(node.id);
+                true
+            }
+            // A kernel that cannot launch under the old launch at all (its registers or
+            // __launch_bounds__ do not fit the old block) fails loudly in host code left as it was,
+            // never with a wrong result: a 128x128-tile GEMM needs its 256 threads.
+            Some(Outcome::Crash(why)) if launch_refused(&why) => {
+                fine_under_old_launch.push(node.id);
+                refused_old_launch = Some(why);
                 true
             }
             Some(failed) => {
@@ -437,6 +446,9 @@ pub fn optimize_with(
         if passed {
             // The search's best comes first; a later one is offered only if it failed the held-out check.
             let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
+            if let Some(why) = &refused_old_launch {
+                refused_old_launch_note(&mut out.notes, why);
+            }
             out.best_energy_j = energy_j;
             out.notes.splice(0..0, notes);
             out.notes.extend(llm_note(&llm_log));
@@ -971,6 +983,29 @@ fn apply_edits<'e>(original: &str, edits: impl Iterator<Item = &'e LineEdit>) ->
     lines.concat()
 }
 
+/// The last words of a launch note (`launch_note`), for a kernel checked under the old launch.
+const SAME_UNDER_OLD_LAUNCH: &str = "The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).";
+
+/// Whether a failure under the original launch is the driver refusing the launch itself (too many
+/// registers or threads for the kernel's limits): loud in host code, no wrong output possible.
+fn launch_refused(why: &str) -> bool {
+    why.contains("launching `")
+        && ["CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_VALUE"].iter().any(|e| why.contains(e))
+}
+
+/// The launch note of a kernel that does not launch under the old launch says so instead.
+fn refused_old_launch_note(notes: &mut [String], why: &str) {
+    let error = why.split("failed with ").nth(1).and_then(|e| e.split_whitespace().next()).unwrap_or("a launch error");
+    for note in notes.iter_mut().filter(|n| n.ends_with(SAME_UNDER_OLD_LAUNCH)) {
+        *note = note.replace(
+            SAME_UNDER_OLD_LAUNCH,
+            &format!(
+                "Under the old launch the new kernel does not launch at all ({error}): host code left as it was gets that error, never a wrong result."
+            ),
+        );
+    }
+}
+
 /// What the user must do for a launch-changing edit: the spec's new launch
 /// is what KernelPro runs; host code must launch the kernel so itself (the
 /// edit does it for this file's launches it could write: `sites_updated`).
@@ -983,7 +1018,7 @@ fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: 
     };
     if sites_updated {
         return format!(
-            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too{smem}. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
+            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too{smem}. {SAME_UNDER_OLD_LAUNCH}",
             changes.join(", ")
         );
     }
@@ -998,7 +1033,7 @@ fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: 
         lines => format!(" (this file launches it on line {})", lines.join(", ")),
     };
     format!(
-        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it{smem}. The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).",
+        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it{smem}. {SAME_UNDER_OLD_LAUNCH}",
         changes.join(", ")
     )
 }
@@ -1083,6 +1118,26 @@ mod tests {
         assert!(note.contains("(this file launches it on line 3) must use it."), "{note}");
         let note = launch_note(original, "k", &["`none` → `smem = 1024`".into()], false);
         assert!(note.contains("must use it, and raise cudaFuncAttributeMaxDynamicSharedMemorySize"), "{note}");
+    }
+
+    /// A kernel the driver refuses to launch under the old launch is offered, its note saying so;
+    /// one that runs there and fails otherwise is not.
+    #[test]
+    fn a_refused_old_launch_is_said_in_the_launch_note() {
+        let refused = "it changes the launch, and under the original launch (which host code that is not updated still uses) it failed: launching `k` failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch): registers per thread × threads per block exceed the SM";
+        assert!(launch_refused(refused));
+        assert!(launch_refused(&refused.replace("LAUNCH_OUT_OF_RESOURCES", "INVALID_VALUE")));
+        assert!(!launch_refused(
+            "it failed: launching `k` failed with CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access)"
+        ));
+        assert!(!launch_refused("it failed: allocating 4 bytes for y failed with CUDA_ERROR_INVALID_VALUE"));
+        let original = "__global__ void k(float* y) {}\n";
+        let mut notes = vec![launch_note(original, "k", &["`block = (32, 32)` → `block = 256`".into()], false)];
+        refused_old_launch_note(&mut notes, refused);
+        assert!(
+            notes[0].ends_with("Under the old launch the new kernel does not launch at all (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES): host code left as it was gets that error, never a wrong result."),
+            "{notes:?}"
+        );
     }
 
     #[test]

@@ -142,3 +142,26 @@ fn a_candidate_wrong_under_the_original_launch_is_never_offered() {
     assert_eq!(jobs.iter().filter(|j| j.seed != jobs[0].seed).count(), 0, "{jobs:?}");
     assert!(out.notes.iter().any(|n| n.contains("under the original launch")), "{:?}", out.notes);
 }
+
+/// A candidate the driver refuses to launch under the original launch (its registers or
+/// `__launch_bounds__` do not fit the old block) cannot give a wrong result there: it is offered,
+/// and its note says that host code left as it was gets the launch error.
+#[test]
+fn a_candidate_that_cannot_launch_under_the_original_launch_is_offered_with_a_warning() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.jsonl");
+    let mut req = request_env(&log, false, &["KERNELPRO_EMULATED_GPU_REFUSE_OLD_LAUNCH=1"]);
+    req.settings.optimize.budget = 6;
+    let out = optimize_with(&req, EvaluatorChoice::Gpu, rt.handle().clone(), CancellationToken::new(), |_| {}).unwrap();
+    eprintln!("{}: {:?}\n{:?}", out.title, out.pipeline, out.notes);
+    let offered = out.new_text.as_deref().expect("a launch-changing candidate is offered");
+    assert!(!launch_changes(&req.text, offered, "saxpy").is_empty(), "{offered}");
+    assert!((out.speedup - 4.0).abs() < 1e-9, "{}", out.title);
+    assert!(
+        out.notes.iter().any(|n| n.contains("does not launch at all (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)")),
+        "{:?}",
+        out.notes
+    );
+    assert!(!out.notes.iter().any(|n| n.contains("gave the same output there")), "{:?}", out.notes);
+}

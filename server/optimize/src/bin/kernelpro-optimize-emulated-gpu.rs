@@ -9,7 +9,10 @@
 //! window and whether it was compared with the original, so a test counts
 //! what the optimizer asked of the GPU. With
 //! `KERNELPRO_EMULATED_GPU_WRONG_UNDER_OLD_LAUNCH=1`, a candidate's output is
-//! wrong under the original's launch (grid and block).
+//! wrong under the original's launch (grid and block); with
+//! `KERNELPRO_EMULATED_GPU_REFUSE_OLD_LAUNCH=1` it does not launch there (the
+//! driver's out-of-resources refusal), and one under a launch of its own
+//! takes 0.25 ms.
 
 use kernelpro_gpu::{
     Backend, BufferComparison, Checksum, Energy, Evaluation, JobResult, KernelJob, KernelRun, Open, Phases, Timing,
@@ -65,8 +68,19 @@ impl Backend for Emulated {
                 std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| e.to_string())?;
             writeln!(log, "{line}").map_err(|e| e.to_string())?;
         }
-        let ms = if original { 1.0 } else { 0.5 };
         let old_launch = (launch.grid, launch.block) == (self.original.launch.grid, self.original.launch.block);
+        let refuse = std::env::var_os("KERNELPRO_EMULATED_GPU_REFUSE_OLD_LAUNCH").is_some();
+        if refuse && !original && old_launch {
+            return Err(format!(
+                "launching `{}` failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch)",
+                e.kernel.function
+            ));
+        }
+        let ms = match (original, refuse && !old_launch) {
+            (true, _) => 1.0,
+            (false, true) => 0.25,
+            (false, false) => 0.5,
+        };
         let wrong =
             !original && old_launch && std::env::var_os("KERNELPRO_EMULATED_GPU_WRONG_UNDER_OLD_LAUNCH").is_some();
         let comparison = if e.compare {
