@@ -388,8 +388,20 @@ pub fn optimize_with(
         form_key(steps, &micro)
     };
     let mut failed_forms: Vec<FailedForm> = Vec::new();
+    // The candidate to offer, and one held back that the driver refuses under the original launch:
+    // one that runs there too is preferred while it is within `OLD_LAUNCH_PREFERENCE` of its speed
+    // (a `__launch_bounds__` on top gains little and costs host code that launch).
+    type Held<'n> =
+        (&'n kernelpro_search::Node, Arc<kernelpro_measure::harness::Prepared>, Option<f64>, Option<String>);
+    let mut chosen: Option<Held> = None;
+    let mut held_back: Option<Held> = None;
     for node in ranked.iter().take(40) {
         if held_out_checked >= 3 {
+            break;
+        }
+        if let Some((back, ..)) = &held_back
+            && node.speedup.unwrap_or(0.0) * OLD_LAUNCH_PREFERENCE < back.speedup.unwrap_or(0.0)
+        {
             break;
         }
         let form = form_of(node);
@@ -445,18 +457,14 @@ pub fn optimize_with(
         }
         if passed {
             // The search's best comes first; a later one is offered only if it failed the held-out check.
-            let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
-            if let Some(why) = &refused_old_launch {
-                refused_old_launch_note(&mut out.notes, why);
+            if refused_old_launch.is_none() {
+                chosen = Some((*node, prepared, energy_j, None));
+                break;
             }
-            out.best_energy_j = energy_j;
-            out.notes.splice(0..0, notes);
-            out.notes.extend(llm_note(&llm_log));
-            out.notes.extend(ev.tolerance_note(&prepared));
-            out.notes.extend(deadline_note(&result, limit));
-            out.devices = devices;
-            out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
-            return Ok(out);
+            if held_back.is_none() {
+                held_back = Some((*node, prepared, energy_j, refused_old_launch));
+            }
+            continue;
         }
         if verify_token.is_cancelled() {
             out_of_time = true;
@@ -464,6 +472,20 @@ pub fn optimize_with(
         }
         rejected.push(node.id);
         failed_forms.push(FailedForm { form, under_old_launch_only });
+    }
+    if let Some((node, prepared, energy_j, refused_old_launch)) = chosen.or(held_back) {
+        let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
+        if let Some(why) = &refused_old_launch {
+            refused_old_launch_note(&mut out.notes, why);
+        }
+        out.best_energy_j = energy_j;
+        out.notes.splice(0..0, notes);
+        out.notes.extend(llm_note(&llm_log));
+        out.notes.extend(ev.tolerance_note(&prepared));
+        out.notes.extend(deadline_note(&result, limit));
+        out.devices = devices;
+        out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
+        return Ok(out);
     }
     if out_of_time
         && !token.is_cancelled()
@@ -982,6 +1004,10 @@ fn apply_edits<'e>(original: &str, edits: impl Iterator<Item = &'e LineEdit>) ->
     }
     lines.concat()
 }
+
+/// How much faster a candidate the driver refuses under the original launch must be than one that
+/// runs there too for it to be offered instead.
+const OLD_LAUNCH_PREFERENCE: f64 = 1.05;
 
 /// The last words of a launch note (`launch_note`), for a kernel checked under the old launch.
 const SAME_UNDER_OLD_LAUNCH: &str = "The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).";
