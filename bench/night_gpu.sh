@@ -21,6 +21,9 @@ left() { local l=$(( TOTAL - (SECONDS - START) )); [ "$l" -lt 20 ] && { echo 0; 
 phase() {  # phase NAME DEFAULT_LIMIT: run NAME's commands under its limit, or say it was skipped
   local t; t=$(left "$2"); [ "$t" = 0 ] && { echo "skipped $1 (no time left)" | tee -a "$DEST/a/phases.txt"; return; }
   local s=$SECONDS; "run_$1" "$t"; echo "$1 $(( SECONDS - s )) s (limit $t)" | tee -a "$DEST/a/phases.txt"
+  # A program the phase started under a timeout of its own (its own process group) outlives the phase's
+  # timeout: one hung under the profiler held it, and the next phase's every profile failed HARDWARE_BUSY.
+  pkill -9 -f -- "$DEST/a/" 2>/dev/null; pkill -9 -f -- "$PWD/.devbin/" 2>/dev/null; sleep 1
 }
 run_harness() { timeout "$1" .devbin/gpu-harness --ignored --test-threads=1 > "$DEST/a/gpu-harness.txt" 2>&1; grep "test result" "$DEST/a/gpu-harness.txt"; }
 # Issue 33: in-process vs ncu one launch vs --full, then profile-on-save (bench/gpu_run.sh profile).
