@@ -68,10 +68,17 @@ def main():
                 path.write_text(text)
                 first, prof, message = server.save_and_profile(uri, text, rep + 2)
                 if rep:
-                    rows.append(prof)
+                    # A profile that failed (its message says "unavailable") landed nothing: not a latency.
+                    if not message.startswith("unavailable"):
+                        rows.append(prof)
                     raw.append(f"{f}\t{rep}\t{first:.3f}\t{prof:.3f}\t{message}")
             server.close()
-        print(f"{f} ({args.backend}): profile lands {statistics.median(rows):.2f} s after the compile's diagnostics (median of {len(rows)})")
+        failed = args.reps - len(rows)
+        failures = f", {failed} failed" if failed else ""
+        if rows:
+            print(f"{f} ({args.backend}): profile lands {statistics.median(rows):.2f} s after the compile's diagnostics (median of {len(rows)}{failures})")
+        else:
+            print(f"{f} ({args.backend}): no profile landed ({failed} failed)")
     if args.out:
         args.out.write_text("\n".join(raw) + "\n")
 
