@@ -366,6 +366,8 @@ pub fn optimize_with(
     let mut rejected = Vec::new();
     // Candidates that keep the original's launch, or were found correct under it too.
     let mut fine_under_old_launch = Vec::new();
+    // Of those, the ones the driver refused to launch under it, with its words.
+    let mut refused_under_old_launch: Vec<(kernelpro_search::NodeId, String)> = Vec::new();
     // Three candidates checked on the held-out seeds at most; one found wrong under the original
     // launch (a single job, which the search no longer spends per candidate) does not count.
     let mut held_out_checked = 0;
@@ -433,6 +435,7 @@ pub fn optimize_with(
             // never with a wrong result: a 128x128-tile GEMM needs its 256 threads.
             Some(Outcome::Crash(why)) if launch_refused(&why) => {
                 fine_under_old_launch.push(node.id);
+                refused_under_old_launch.push((node.id, why.clone()));
                 refused_old_launch = Some(why);
                 true
             }
@@ -498,6 +501,9 @@ pub fn optimize_with(
     {
         // The held-out checks did not fit: the best verified on the search's seed, said so.
         let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), vec![spec_seed]);
+        if let Some((_, why)) = refused_under_old_launch.iter().find(|(id, _)| *id == node.id) {
+            refused_old_launch_note(&mut out.notes, why);
+        }
         out.notes.splice(0..0, notes);
         out.notes.push(format!(
             "verified on the search's input seed only: the time limit ({} s) ended the check on the held-out seeds; run the search again with a longer --time (optimize.timeSecs) to have it checked there too",
