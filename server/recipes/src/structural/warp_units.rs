@@ -1060,9 +1060,9 @@ fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
 const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
 
 /// [`ClusterUnits`]' rewrites of `source` (the kernel's body as a cluster per unit): for each
-/// cluster size, the kernel declared with `__cluster_dims__(C, 1, 1)` (as its expansion) under the launch variants
-/// whose grid is a multiple of C, and under the user's own launch where its grid's x is one
-/// (elsewhere the driver refuses it), `<cooperative_groups.h>` included where the file does not.
+/// cluster size, the kernel declared with `__cluster_dims__(C, 1, 1)` (as its expansion) under
+/// each launch (the user's and the launch variants) whose grid's x is a multiple of C (the driver
+/// refuses any other), `<cooperative_groups.h>` included where the file does not.
 fn cluster_variants(k: &Kernel, u: &Units, source: &str, split: usize, also: &str) -> Vec<Rewrite> {
     let names = u.names().join(", ");
     let Some(name_at) = kernel_name_at(source, k) else { return Vec::new() };
