@@ -303,3 +303,32 @@ fn simt_gemm_forms_equal_the_naive_kernel_at_4096() {
         assert_eq!(c["bad"], 0, "{form}: outputs differ from the naive kernel's: {c}");
     }
 }
+
+/// ClusterUnits' layer norm (bench/kernels/cluster/, kept equal to the generator's output by the
+/// recipes' tests: clusters of 8 blocks of 1024 threads a row, sums combined through distributed
+/// shared memory) gives KernelBench's kernel's outputs within the task's tolerance. Prints both times.
+#[test]
+#[ignore = "needs a GPU"]
+fn cluster_layer_norm_equals_the_original() {
+    let r = json(&[
+        "run",
+        "bench/kernels/cluster/layernorm_cluster8.cu",
+        "--kernel",
+        "layer_norm_rows",
+        "--reference",
+        "bench/kernelbench/tasks/40_LayerNorm.cu:layer_norm_rows",
+        "--runs",
+        "3",
+        "--json",
+        "--no-energy",
+    ]);
+    let c = &r["comparison"][0];
+    let (ms, original_ms) =
+        (r["kernel"]["timing"]["median_ms"].as_f64().unwrap(), r["reference"]["timing"]["median_ms"].as_f64().unwrap());
+    println!(
+        "cluster layer norm: {ms:.3} ms, original {original_ms:.3} ms, {} of {} outputs differ",
+        c["bad"], c["count"]
+    );
+    assert_eq!(c["count"], 16 * 64 * 256 * 256, "{r}");
+    assert_eq!(c["bad"], 0, "outputs differ from the original's: {c}");
+}

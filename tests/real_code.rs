@@ -178,7 +178,7 @@ __global__ void running_mean(float* out, const float* x, int rows, int cols) {
     assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(
         stdout.contains(
-            "note: RowWalk (Row walk) promises rewrites, and none applied: HoistRowWork, BlockUnits, WarpUnits, WarpScan and ColumnUnits did not apply because the loop-carried value `mean` is updated by a recurrence with no known combine (`mean = mean + (v - mean) / (c + 1)` on line 15)"
+            "note: RowWalk (Row walk) promises rewrites, and none applied: HoistRowWork, BlockUnits, ClusterUnits, WarpUnits, WarpScan and ColumnUnits did not apply because the loop-carried value `mean` is updated by a recurrence with no known combine (`mean = mean + (v - mean) / (c + 1)` on line 15)"
         ),
         "{stdout}"
     );

@@ -16,7 +16,7 @@ import sys
 
 # Rewrites that change how work maps to threads (the structural tier, and the older rewrites that
 # restructure: a coarsened reduction, a warp per row, privatized atomics, shared tiles, CuTe GEMM).
-STRUCTURAL = {"WarpUnits", "BlockUnits", "WarpScan", "ColumnUnits", "TiledContraction", "BlockReduce",
+STRUCTURAL = {"WarpUnits", "BlockUnits", "ClusterUnits", "WarpScan", "ColumnUnits", "TiledContraction", "BlockReduce",
               "PrivateHistogram", "SegmentWarps", "ShuffleTree", "StencilTile", "WindowTile", "BlockScan", "HoistRowWork", "TiledTranspose", "GridStrideMap", "CuteGemm",
               "CoarsenReduce", "WarpRows", "PrivatizeAtomics", "SharedTiling"}
 

@@ -27,8 +27,8 @@ pub use recipes::{
     PrivatizeAtomics, RestrictConst, SharedTiling, TuneParameter, VectorizeLoads, WarpRows, WarpShuffleReduce, all,
 };
 pub use structural::{
-    BlockReduce, BlockScan, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps,
-    ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits, WindowTile,
+    BlockReduce, BlockScan, BlockUnits, ClusterUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram,
+    SegmentWarps, ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits, WindowTile,
 };
 pub use why_not::{NotApplicable, PromiseStatus, WhyNot, explain, promise_status, promised, why_not};
 

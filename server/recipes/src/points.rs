@@ -146,10 +146,18 @@ fn thread_array_registers(body: &str) -> u64 {
     total
 }
 
+/// The kernel's thread-block cluster size, `__cluster_dims__(C, …)` (or its expansion,
+/// `__attribute__((cluster_dims(C, …)))`) in its head.
+fn cluster_size(source: &str, k: &Kernel) -> Option<u64> {
+    let head = &source[k.func.start_byte..k.body().start_byte()];
+    let (_, rest) = head.split_once("cluster_dims")?;
+    rest.trim_start_matches('_').trim_start().strip_prefix('(')?.split([',', ')']).next()?.trim().parse().ok()
+}
+
 /// Tags each of a structural recipe's rewrites of `text` (the first `float_math` of them with
 /// float math composed) as a point of the recipe's form: its launch (block and grid threads
-/// as the rewritten spec resolves them), vector width, float math and body (the index of its
-/// kernel text among the distinct ones, spec lines aside), with its lower bound on the H100 or H200.
+/// as the rewritten spec resolves them), vector width, cluster size where it has one, float math
+/// and body (the index of its kernel text among the distinct ones, spec lines aside), with its lower bound on the H100 or H200.
 pub(crate) fn tag(text: &str, kernel: &str, recipe: &str, rewrites: &[Rewrite], float_math: usize) -> Vec<Option<Tag>> {
     if rewrites.len() < 2 {
         return vec![None; rewrites.len()];
@@ -177,6 +185,9 @@ pub(crate) fn tag(text: &str, kernel: &str, recipe: &str, rewrites: &[Rewrite], 
                 thread_registers: thread_array_registers(&body),
             };
             let mut point = vec![("body", index as u64), ("block", shape.block), ("grid", shape.grid), ("vec", vec)];
+            if let Some(c) = cluster_size(&rw.source, &k) {
+                point.push(("cluster", c));
+            }
             if i < float_math {
                 point.push(("float_math", 1));
             }

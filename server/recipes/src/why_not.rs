@@ -132,7 +132,7 @@ pub(crate) fn reason(name: &str, answers: &[Code], text: &str, kernel: &str) -> 
     let Some(k) = Kernel::find(text, kernel) else {
         return NotApplicable::new(format!("`{kernel}` is not a kernel with a body in this file"));
     };
-    let rows = ["WarpUnits", "BlockUnits", "HoistRowWork", "ColumnUnits", "WarpScan"];
+    let rows = ["WarpUnits", "BlockUnits", "ClusterUnits", "HoistRowWork", "ColumnUnits", "WarpScan"];
     if rows.contains(&name)
         && let Some(why) = row_loop_blocker(&k)
     {
@@ -149,7 +149,7 @@ pub(crate) fn reason(name: &str, answers: &[Code], text: &str, kernel: &str) -> 
         return NotApplicable::new(why);
     }
     let needs = match name {
-        "WarpUnits" | "BlockUnits" => {
+        "WarpUnits" | "BlockUnits" | "ClusterUnits" => {
             "a thread per unit (a row, an output) guarded by its bound and walking a loop over the unit's elements"
         }
         "HoistRowWork" => "a thread per element of a 2D grid whose first statements depend on the row alone",
@@ -506,7 +506,7 @@ __global__ void row_stats(float* out, const float* x, int rows, int cols) {
         );
         assert_eq!(
             explain(&why)[0],
-            "RowWalk (Row walk) promises rewrites, and none applied: HoistRowWork, BlockUnits, WarpUnits, WarpScan and ColumnUnits did not apply because the loop-carried value `mean` is updated by a recurrence with no known combine (`mean = mean + delta / (c + 1)` on line 17)"
+            "RowWalk (Row walk) promises rewrites, and none applied: HoistRowWork, BlockUnits, ClusterUnits, WarpUnits, WarpScan and ColumnUnits did not apply because the loop-carried value `mean` is updated by a recurrence with no known combine (`mean = mean + delta / (c + 1)` on line 17)"
         );
         // A plain row sum keeps the promise: nothing to explain.
         let sum = WELFORD

@@ -34,8 +34,8 @@ pub use warp_rows::WarpRows;
 
 use crate::Recipe;
 use crate::structural::{
-    BlockReduce, BlockScan, BlockUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram, SegmentWarps,
-    ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits, WindowTile,
+    BlockReduce, BlockScan, BlockUnits, ClusterUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram,
+    SegmentWarps, ShuffleTree, StencilTile, TiledContraction, TiledTranspose, WarpScan, WarpUnits, WindowTile,
 };
 
 /// Every built-in recipe. The structural rewrites come first (the kernel's
@@ -52,6 +52,8 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(HoistRowWork),
         // BlockUnits applies only to few long rows, where it beats a warp per row.
         Box::new(BlockUnits),
+        // Fewer rows than SMs: a cluster of blocks per row.
+        Box::new(ClusterUnits),
         Box::new(WarpUnits),
         Box::new(WarpScan),
         Box::new(ColumnUnits),

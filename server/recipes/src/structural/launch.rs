@@ -32,6 +32,8 @@ pub(crate) enum Tuning {
     Tiles { threads: u32, units: u32 },
     /// 32 neighbouring units per block, its warps splitting each unit's loop.
     Columns,
+    /// A cluster of this many blocks per unit: the grid a multiple of it.
+    Clusters(u32),
 }
 
 impl Tuning {
@@ -45,6 +47,8 @@ impl Tuning {
             Tuning::Reduce => vec![(512, 512, 2), (256, 256, 4), (1024, 1024, 1)],
             Tuning::Tiles { threads, units } => vec![(threads, units, 0)],
             Tuning::Columns => vec![(256, 32, 16), (512, 32, 8), (1024, 32, 4)],
+            // Per block: the cluster's share of a unit (see `launch_variants`).
+            Tuning::Clusters(_) => vec![(512, 1, 4), (1024, 1, 2)],
         }
     }
 }
@@ -101,11 +105,19 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
     };
     let units = spec_units(k, u);
     for (threads, per_block, cap) in tuning.choices() {
-        let g = match (&units, cap) {
-            (Some(n), 0) => format!("ceil_div({n}, {per_block})"),
-            (Some(n), cap) => format!("min(ceil_div({n}, {per_block}), {SMS} * {cap})"),
-            (None, 0) => continue,
-            (None, cap) => format!("{SMS} * {cap}"),
+        let g = match (&units, cap, tuning) {
+            // A cluster of C blocks per unit, C blocks a unit where the SMs hold them all, else as many
+            // as they hold: both multiples of C (`SMS * cap` is, for C dividing 8 and an even cap).
+            (Some(n), cap, Tuning::Clusters(c)) => {
+                let n =
+                    if n.chars().all(|ch| ch.is_alphanumeric() || ch == '_') { n.clone() } else { format!("({n})") };
+                format!("min({n} * {c}, {SMS} * {cap})")
+            }
+            (None, cap, Tuning::Clusters(_)) => format!("{SMS} * {cap}"),
+            (Some(n), 0, _) => format!("ceil_div({n}, {per_block})"),
+            (Some(n), cap, _) => format!("min(ceil_div({n}, {per_block}), {SMS} * {cap})"),
+            (None, 0, _) => continue,
+            (None, cap, _) => format!("{SMS} * {cap}"),
         };
         // Fixed block indices keep the launch's y and z (z alone for a batch on z): the x extent changes.
         let g = if u.fixed.is_empty() {

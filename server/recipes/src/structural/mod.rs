@@ -11,6 +11,8 @@
 //!   becomes a warp per unit, lanes splitting the loop, accumulators combined
 //!   by shuffle all-reductions.
 //! - [`BlockUnits`]: the same with a block per unit, for few long units.
+//! - [`ClusterUnits`]: the same with a thread-block cluster per unit (sm_90), for fewer units than
+//!   SMs, blocks combined through distributed shared memory.
 //! - [`HoistRowWork`]: a thread per element whose first statements depend on
 //!   the row alone (each thread recomputing its row's max and sum, in helpers
 //!   or not) does them once per row, helpers inlined, then as WarpUnits/BlockUnits.
@@ -76,7 +78,7 @@ pub use scan::WarpScan;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
 pub use tree::{SegmentWarps, ShuffleTree};
-pub use warp_units::{BlockUnits, WarpUnits};
+pub use warp_units::{BlockUnits, ClusterUnits, WarpUnits};
 pub use window::WindowTile;
 
 /// The calling thread's index within its block, for any block shape.
@@ -164,6 +166,8 @@ fn with_units_view(
     Vec::new()
 }
 
+#[cfg(test)]
+mod cluster_tests;
 #[cfg(test)]
 mod forms_tests;
 #[cfg(test)]

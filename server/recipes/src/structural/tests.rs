@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 pub(super) const STRUCTURAL: &[&str] = &[
     "WarpUnits",
     "BlockUnits",
+    "ClusterUnits",
     "HoistRowWork",
     "WarpScan",
     "ColumnUnits",
@@ -204,14 +205,14 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/14_Matmul_upper_triangular.cu", "triu_matmul", "TiledContraction x6"),
     ("kbench/15_Matmul_lower_triangular.cu", "tril_matmul", "TiledContraction x6"),
     ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x9"),
-    ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8, BlockUnits x6"),
-    ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8, BlockUnits x6"),
+    ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
+    ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
     ("kbench/25_Swish.cu", "swish", "GridStrideMap x9"),
     ("kbench/26_GELU.cu", "gelu", "GridStrideMap x9"),
     ("kbench/30_Softsign.cu", "softsign", "GridStrideMap x9"),
     // Already coalesced over a million positions; a warp per position reads its 64 features H*W apart (0.25x measured).
     ("kbench/36_RMSNorm.cu", "rms_norm", ""),
-    ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6"),
+    ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
     // A 4x4 window: a warp per output would idle 28 of 32 lanes (0.06x measured); no 2D tile yet.
     ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", ""),
     ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
@@ -421,7 +422,7 @@ fn grid_stride_saxpy_compiles_without_warnings() {
 }
 
 /// The first rewrite's kernel (from its spec block on) and every rewrite's note.
-fn generated(file: &str, kernel: &str, name: &str) -> String {
+pub(super) fn generated(file: &str, kernel: &str, name: &str) -> String {
     let text = fixture(file);
     let rws = recipe(name).rewrite(&text, kernel);
     let Some(first) = rws.first() else {

@@ -70,65 +70,101 @@ impl Carry {
         }
     }
 
-    /// After the warps' all-reductions, a block's: each warp's value through shared
-    /// memory, every thread folding them in the same order (so all agree).
-    fn across_warps(&self) -> String {
-        let fold = |v: &str, op: String| {
-            format!(
-                "{{ __shared__ decltype({v}) kp_x[32]; if ((kp_lane & 31) == 0) kp_x[kp_lane >> 5] = {v}; __syncthreads(); {v} = kp_x[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {op}; __syncthreads(); }}"
-            )
-        };
+    /// The statement folding another partial (`o`: one expression per [`Self::names`], in that
+    /// order) into this thread's: the one definition of each combine, used across lanes, across a
+    /// block's warps and across a cluster's blocks.
+    pub(super) fn merge(&self, o: &[String]) -> String {
         match self {
-            Carry::Sum(v) => fold(v, format!("{v} += kp_x[kp_w]")),
-            Carry::Prod(v) => fold(v, format!("{v} *= kp_x[kp_w]")),
-            Carry::Call(v, f) => fold(v, format!("{v} = {f}({v}, kp_x[kp_w])")),
+            Carry::Sum(v) => format!("{v} += {};", o[0]),
+            Carry::Prod(v) => format!("{v} *= {};", o[0]),
+            Carry::Call(v, f) => format!("{v} = {f}({v}, {});", o[0]),
             Carry::Compare(v, greater) => {
-                fold(v, format!("{{ if (kp_x[kp_w] {} {v}) {v} = kp_x[kp_w]; }}", if *greater { '>' } else { '<' }))
+                format!("if ({} {} {v}) {v} = {};", o[0], if *greater { '>' } else { '<' }, o[0])
             }
-            Carry::Online(sum, max, fmax, exp) => format!(
-                "{{ __shared__ decltype({max}) kp_x[32]; __shared__ decltype({sum}) kp_y[32]; if ((kp_lane & 31) == 0) {{ kp_x[kp_lane >> 5] = {max}; kp_y[kp_lane >> 5] = {sum}; }} __syncthreads(); {max} = kp_x[0]; {sum} = kp_y[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {} __syncthreads(); }}",
-                online_merge(sum, max, fmax, exp, "kp_x[kp_w]", "kp_y[kp_w]")
-            ),
             Carry::Arg(b, i, greater, strict) => {
                 let op = if *greater { '>' } else { '<' };
+                // The original keeps the first index on ties when it compares strictly, else the last.
                 let tie = if *strict { '<' } else { '>' };
-                format!(
-                    "{{ __shared__ decltype({b}) kp_x[32]; __shared__ decltype({i}) kp_y[32]; if ((kp_lane & 31) == 0) {{ kp_x[kp_lane >> 5] = {b}; kp_y[kp_lane >> 5] = {i}; }} __syncthreads(); {b} = kp_x[0]; {i} = kp_y[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ if (kp_x[kp_w] {op} {b} || (kp_x[kp_w] == {b} && kp_y[kp_w] {tie} {i})) {{ {b} = kp_x[kp_w]; {i} = kp_y[kp_w]; }} }} __syncthreads(); }}"
-                )
+                let (ob, oi) = (&o[0], &o[1]);
+                format!("if ({ob} {op} {b} || ({ob} == {b} && {oi} {tie} {i})) {{ {b} = {ob}; {i} = {oi}; }}")
             }
+            Carry::Online(sum, max, fmax, exp) => online_merge(sum, max, fmax, exp, &o[1], &o[0]),
         }
+    }
+
+    /// After the warps' all-reductions, a block's: each warp's value through shared
+    /// memory, every thread folding them in the same order (so all agree). `tid` is the
+    /// thread's index within its block.
+    fn across_warps(&self, tid: &str) -> String {
+        warp_fold(&self.names(), tid, |o| self.merge(o))
+    }
+
+    /// After the block's all-reduction, a cluster's: see [`cluster_fold`].
+    fn across_cluster(&self) -> String {
+        cluster_fold(&self.names(), |o| self.merge(o))
     }
 
     /// The butterfly all-reduction after the loop.
     fn after(&self) -> String {
         let head = "for (int kp_o = 16; kp_o > 0; kp_o >>= 1)";
         let sh = |v: &str| format!("__shfl_xor_sync(0xffffffffu, {v}, kp_o)");
-        match self {
-            Carry::Sum(v) => format!("{head} {v} += {};", sh(v)),
-            Carry::Prod(v) => format!("{head} {v} *= {};", sh(v)),
-            Carry::Online(sum, max, fmax, exp) => format!(
-                "{head} {{ const auto kp_m = {}; const auto kp_s = {}; {} }}",
-                sh(max),
-                sh(sum),
-                online_merge(sum, max, fmax, exp, "kp_m", "kp_s")
-            ),
-            Carry::Call(v, f) => format!("{head} {v} = {f}({v}, {});", sh(v)),
-            Carry::Compare(v, greater) => {
-                let op = if *greater { '>' } else { '<' };
-                format!("{head} {{ const auto kp_t = {}; if (kp_t {op} {v}) {v} = kp_t; }}", sh(v))
-            }
-            Carry::Arg(b, i, greater, strict) => {
-                let op = if *greater { '>' } else { '<' };
-                // The original keeps the first index on ties when it compares strictly, else the last.
-                let tie = if *strict { '<' } else { '>' };
-                format!(
-                    "{head} {{ const auto kp_t = {}; const auto kp_j = {}; if (kp_t {op} {b} || (kp_t == {b} && kp_j {tie} {i})) {{ {b} = kp_t; {i} = kp_j; }} }}",
-                    sh(b),
-                    sh(i)
-                )
-            }
+        // Each name's other lane's value, bound first where the combine reads it twice.
+        let temps: &[&str] = match self {
+            Carry::Sum(_) | Carry::Prod(_) | Carry::Call(..) => &[],
+            Carry::Compare(..) => &["kp_t"],
+            Carry::Arg(..) => &["kp_t", "kp_j"],
+            Carry::Online(..) => &["kp_s", "kp_m"],
+        };
+        let names = self.names();
+        if temps.is_empty() {
+            return format!("{head} {}", self.merge(&[sh(names[0])]));
         }
+        // The online pair binds its maximum first.
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        if matches!(self, Carry::Online(..)) {
+            order.reverse();
+        }
+        let binds: String = order.iter().map(|&n| format!("const auto {} = {}; ", temps[n], sh(names[n]))).collect();
+        format!("{head} {{ {binds}{} }}", self.merge(&temps.iter().map(|t| t.to_string()).collect::<Vec<_>>()))
     }
+}
+
+/// Shared slots for the values a combine carries (at most two: a pair's).
+const SLOTS: [&str; 2] = ["kp_x", "kp_y"];
+
+/// Each warp's `names` through shared memory, every thread of the block folding them with `merge`
+/// in warp order (so all agree); `tid` is the thread's index within its block.
+fn warp_fold(names: &[&str], tid: &str, merge: impl Fn(&[String]) -> String) -> String {
+    let decls: String = names.iter().zip(SLOTS).map(|(n, x)| format!("__shared__ decltype({n}) {x}[32]; ")).collect();
+    let stores: Vec<String> = names.iter().zip(SLOTS).map(|(n, x)| format!("{x}[{tid} >> 5] = {n};")).collect();
+    let loads: String = names.iter().zip(SLOTS).map(|(n, x)| format!("{n} = {x}[0]; ")).collect();
+    let others: Vec<String> = SLOTS[..names.len()].iter().map(|x| format!("{x}[kp_w]")).collect();
+    format!(
+        "{{ {decls}if (({tid} & 31) == 0) {{ {} }} __syncthreads(); {loads}for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ {} }} __syncthreads(); }}",
+        stores.join(" "),
+        merge(&others)
+    )
+}
+
+/// After each block of a cluster holds its total of `names`, the cluster's: block thread 0
+/// publishes it in a shared slot, and every block folds all blocks' slots (distributed shared
+/// memory) with `merge` in rank order, so every block gets the same total. The first
+/// `cluster.sync()` orders the slots' stores before the reads; the second keeps each slot alive and
+/// unchanged (the block may not go on to its next combine, or exit) until every block has read it.
+fn cluster_fold(names: &[&str], merge: impl Fn(&[String]) -> String) -> String {
+    let slots: Vec<String> = (0..names.len()).map(|i| format!("kp_c{i}")).collect();
+    let decls: String = names.iter().zip(&slots).map(|(n, c)| format!("__shared__ decltype({n}) {c}; ")).collect();
+    let stores: Vec<String> = names.iter().zip(&slots).map(|(n, c)| format!("{c} = {n};")).collect();
+    let remote = |c: &str, rank: &str| format!("*kp_cluster.map_shared_rank(&{c}, {rank})");
+    let loads: String = names.iter().zip(&slots).map(|(n, c)| format!("{n} = {}; ", remote(c, "0u"))).collect();
+    let binds: String =
+        slots.iter().enumerate().map(|(i, c)| format!("const auto kp_p{i} = {}; ", remote(c, "kp_r"))).collect();
+    let others: Vec<String> = (0..names.len()).map(|i| format!("kp_p{i}")).collect();
+    format!(
+        "{{ {decls}if (kp_tid == 0) {{ {} }} kp_cluster.sync(); {loads}for (unsigned kp_r = 1; kp_r < kp_cn; ++kp_r) {{ {binds}{} }} kp_cluster.sync(); }}",
+        stores.join(" "),
+        merge(&others)
+    )
 }
 
 /// `for (T c = START; c < END; ++c)`: (c, the init value node, the update node), when END is not a small literal.
@@ -485,11 +521,14 @@ pub(super) fn iterations_independent(k: &Kernel, f: Node, c: &str) -> bool {
     })
 }
 
-/// Who shares a unit: a warp (lanes), or a whole block (its threads, warps combined through shared memory).
+/// Who shares a unit: a warp (lanes), a whole block (its threads, warps combined through shared
+/// memory), or a thread-block cluster (its blocks' threads, blocks combined through distributed
+/// shared memory; its size is the kernel's `__cluster_dims__`, not the body's).
 #[derive(Clone, Copy, PartialEq)]
 enum Team {
     Warp,
     Block,
+    Cluster,
 }
 
 impl Team {
@@ -498,14 +537,23 @@ impl Team {
     /// the loads do not depend on the carried values, so unrolled iterations
     /// issue them together.
     fn unroll(self) -> Option<String> {
-        (self == Team::Block).then(|| "#pragma unroll 4".to_string())
+        (self != Team::Warp).then(|| "#pragma unroll 4".to_string())
     }
 
     fn stride(self) -> &'static str {
         if self == Team::Warp { "32" } else { "kp_team" }
     }
     fn sync(self) -> &'static str {
-        if self == Team::Warp { "__syncwarp();" } else { "__syncthreads();" }
+        match self {
+            Team::Warp => "__syncwarp();",
+            Team::Block => "__syncthreads();",
+            // Orders a store before other blocks' reads (release and acquire at cluster scope).
+            Team::Cluster => "kp_cluster.sync();",
+        }
+    }
+    /// The thread's index within its block, as the across-warps step names it.
+    fn block_tid(self) -> &'static str {
+        if self == Team::Cluster { "kp_tid" } else { "kp_lane" }
     }
 }
 
@@ -548,8 +596,11 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
             lines.extend(team.unroll());
             lines.push(render(k, *piece, &edits, &ind2)?);
             lines.extend(carried.iter().map(Carry::after));
-            if team == Team::Block {
-                lines.extend(carried.iter().map(Carry::across_warps));
+            if team != Team::Warp {
+                lines.extend(carried.iter().map(|c| c.across_warps(team.block_tid())));
+            }
+            if team == Team::Cluster {
+                lines.extend(carried.iter().map(Carry::across_cluster));
             }
             if !stores(k, n).is_empty() {
                 lines.push(team.sync().to_string());
@@ -598,6 +649,12 @@ fn generate(k: &Kernel, u: &Units, float_acc: bool, team: Team) -> Option<(Strin
             &inner,
             &ind,
             outer,
+        )
+    } else if team == Team::Cluster {
+        let (block, blocks) = (u.block_index(), u.block_count());
+        format!(
+            "{{\n{ind}// One thread-block cluster per unit; its blocks' threads split the unit's loops, warps combined through shared memory and blocks through distributed shared memory (kernelpro ClusterUnits).\n{prologue}{ind}const cooperative_groups::cluster_group kp_cluster = cooperative_groups::this_cluster();\n{ind}const int kp_tid = (int){BLOCK_TID};\n{ind}const int kp_nw = (int){BLOCK_THREADS} >> 5;\n{ind}const unsigned kp_cn = kp_cluster.num_blocks();\n{ind}const int kp_lane = (int)kp_cluster.block_rank() * (int){BLOCK_THREADS} + kp_tid;\n{ind}const int kp_team = (int)kp_cn * (int){BLOCK_THREADS};\n{ind}// Blocks of a cluster are consecutive in x and the grid's x is a multiple of the cluster's.\n{ind}for (long long kp_u = {block} / kp_cn; kp_u < {}; kp_u += {blocks} / kp_cn) {{\n{inner}{ind}}}\n{outer}}}",
+            u.count()
         )
     } else {
         let (block, blocks) = (u.block_index(), u.block_count());
@@ -736,15 +793,23 @@ fn online(k: &Kernel, u: &Units, at: usize, ind: &str, team: Team) -> Option<(Ve
 {ind2}{body_b}
 {ind}}}"
     ));
-    out.push(format!(
-        "for (int kp_o = 16; kp_o > 0; kp_o >>= 1) {{ const auto kp_om = __shfl_xor_sync(0xffffffffu, {m}, kp_o); const auto kp_os = __shfl_xor_sync(0xffffffffu, {s}, kp_o); const auto kp_nm = {}; {s} = ({s} != 0 ? {s} * {exp}({m} - kp_nm) : {s}) + (kp_os != 0 ? kp_os * {exp}(kp_om - kp_nm) : kp_os); {m} = kp_nm; }}",
-        combine(&m, "kp_om")
-    ));
-    if team == Team::Block {
-        out.push(format!(
-            "{{ __shared__ decltype({m}) kp_x[32]; __shared__ decltype({s}) kp_y[32]; if ((kp_lane & 31) == 0) {{ kp_x[kp_lane >> 5] = {m}; kp_y[kp_lane >> 5] = {s}; }} __syncthreads(); {m} = kp_x[0]; {s} = kp_y[0]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ const auto kp_om = kp_x[kp_w]; const auto kp_os = kp_y[kp_w]; const auto kp_nm = {}; {s} = ({s} != 0 ? {s} * {exp}({m} - kp_nm) : {s}) + (kp_os != 0 ? kp_os * {exp}(kp_om - kp_nm) : kp_os); {m} = kp_nm; }} __syncthreads(); }}",
+    // Folds another thread's (or warp's, or block's) pair `o` = [max, sum] in: the one definition
+    // of this pair's combine (a sum of 0 adds nothing, whatever its maximum).
+    let merge = |o: &[String]| {
+        format!(
+            "const auto kp_om = {}; const auto kp_os = {}; const auto kp_nm = {}; {s} = ({s} != 0 ? {s} * {exp}({m} - kp_nm) : {s}) + (kp_os != 0 ? kp_os * {exp}(kp_om - kp_nm) : kp_os); {m} = kp_nm;",
+            o[0],
+            o[1],
             combine(&m, "kp_om")
-        ));
+        )
+    };
+    let sh = |v: &str| format!("__shfl_xor_sync(0xffffffffu, {v}, kp_o)");
+    out.push(format!("for (int kp_o = 16; kp_o > 0; kp_o >>= 1) {{ {} }}", merge(&[sh(&m), sh(s)])));
+    if team != Team::Warp {
+        out.push(warp_fold(&[&m, s], team.block_tid(), merge));
+    }
+    if team == Team::Cluster {
+        out.push(cluster_fold(&[&m, s], merge));
     }
     Some((out, j + 1))
 }
@@ -972,10 +1037,13 @@ fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
         let names = u.names().join(", ");
         let fp = if float_acc { ", double accumulators as float" } else { "" };
         let on = if text.contains("kp_m0") { ", online max and sum in one pass" } else { "" };
-        let (who, tuning) = if team == Team::Warp {
-            ("one warp per unit", Tuning::Warps)
-        } else {
-            ("one block per unit", Tuning::Blocks)
+        let (who, tuning) = match team {
+            Team::Warp => ("one warp per unit", Tuning::Warps),
+            Team::Block => ("one block per unit", Tuning::Blocks),
+            Team::Cluster => {
+                out.extend(cluster_variants(k, &u, &source, split, &format!("{on}{fp}")));
+                continue;
+            }
         };
         let across = if team == Team::Warp {
             "lanes, shuffle all-reductions"
@@ -986,6 +1054,98 @@ fn team_rewrites(k: &Kernel, team: Team) -> Vec<Rewrite> {
         out.extend(launch_variants(k, &Rewrite { source, note }, &u, tuning));
     }
     out
+}
+
+/// Thread-block cluster sizes tried: 8 is the largest every sm_90 part launches (portable).
+const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
+
+/// [`ClusterUnits`]' rewrites of `source` (the kernel's body as a cluster per unit): for each
+/// cluster size, the kernel declared with `__cluster_dims__(C, 1, 1)` (as its expansion) under
+/// each launch (the user's and the launch variants) whose grid's x is a multiple of C (the driver
+/// refuses any other), `<cooperative_groups.h>` included where the file does not.
+fn cluster_variants(k: &Kernel, u: &Units, source: &str, split: usize, also: &str) -> Vec<Rewrite> {
+    let names = u.names().join(", ");
+    let Some(name_at) = kernel_name_at(source, k) else { return Vec::new() };
+    let mut out = Vec::new();
+    for c in CLUSTER_SIZES {
+        let mut text = source.to_string();
+        // `__cluster_dims__(C, 1, 1)` as the toolkit's header expands it off Windows, which the
+        // syntax tree reads (the macro it does not).
+        text.insert_str(name_at, &format!("__attribute__((cluster_dims({c}, 1, 1))) "));
+        let note = format!(
+            "one cluster of {c} blocks per unit ({names}): {split} loop(s) split across the cluster's threads, shuffle, shared-memory and distributed shared-memory all-reductions{also} (sm_90; a launch whose grid is not a multiple of {c} blocks in x fails)"
+        );
+        let variants = launch_variants(k, &Rewrite { source: text, note }, u, Tuning::Clusters(c));
+        // A spec launch the driver would refuse (the user's own, most often: a grid of 1) is no candidate.
+        out.extend(variants.into_iter().filter(|rw| grids_divide(&rw.source, &k.func.name, c)).map(|mut rw| {
+            if !rw.source.contains("<cooperative_groups.h>") {
+                rw.source.insert_str(0, "#include <cooperative_groups.h>\n");
+            }
+            rw
+        }));
+    }
+    out
+}
+
+/// Whether every launch the spec of `kernel` in `source` may pick has a grid whose x is a multiple of `c`.
+fn grids_divide(source: &str, kernel: &str, c: u32) -> bool {
+    let Some(k) = Kernel::find(source, kernel) else { return false };
+    k.all_launches().or_else(|| k.launch().map(|l| vec![l])).is_some_and(|ls| ls.iter().all(|l| l.grid[0] % c == 0))
+}
+
+/// Where the kernel's name starts in `source` (a rewrite of its body: the head is as in `k`'s text).
+fn kernel_name_at(source: &str, k: &Kernel) -> Option<usize> {
+    let head = &source[k.func.start_byte..k.body().start_byte()];
+    let name = &k.func.name;
+    head.match_indices(name.as_str())
+        .find(|(at, _)| {
+            let before = head[..*at].chars().last().is_none_or(|ch| !(ch.is_alphanumeric() || ch == '_'));
+            let after = head[at + name.len()..].trim_start();
+            before && (after.starts_with('(') || after.starts_with('<'))
+        })
+        .map(|(at, _)| k.func.start_byte + at)
+}
+
+/// [`BlockUnits`] with a thread-block cluster per unit (sm_90): for fewer units than SMs, whose
+/// blocks alone would leave most SMs idle (layer norm over 16 rows of 4M floats as 16 blocks).
+fn cluster_rewrites(k: &Kernel) -> Vec<Rewrite> {
+    use kernelpro_source::kernel_model::Pattern;
+    let rows = k
+        .model()
+        .and_then(|m| m.pattern())
+        .is_some_and(|p| matches!(p.pattern, Pattern::RowReduction | Pattern::Contraction));
+    let Some(u) = units(k).filter(|_| rows) else { return Vec::new() };
+    // The cluster's index is the flat block index over its size: y and z kept by the units do not divide.
+    if !u.fixed.is_empty() || unit_count(k, &u).is_none_or(|n| n >= super::launch::SMS as i64) {
+        return Vec::new();
+    }
+    // Shared memory and barriers of the user's were a unit's own; cluster attributes are the user's.
+    let head_and_body = &k.text[k.func.start_byte..k.func.end_byte];
+    if ["__shared__", "__syncthreads", "cluster_dims", "cooperative_groups"].iter().any(|w| head_and_body.contains(w)) {
+        return Vec::new();
+    }
+    team_rewrites(k, Team::Cluster)
+}
+
+/// [`BlockUnits`] with a thread-block cluster per unit, for fewer units than SMs.
+pub struct ClusterUnits;
+
+impl Recipe for ClusterUnits {
+    fn name(&self) -> &'static str {
+        "ClusterUnits"
+    }
+    fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
+        &[kernelpro_source::kernel_model::pattern::Pattern::RowReduction]
+    }
+    fn tier(&self) -> crate::Tier {
+        crate::Tier::Structural
+    }
+    fn answers(&self) -> &'static [Code] {
+        &[Code::RowWalk, Code::OccupancyLimiter]
+    }
+    fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
+        super::with_units_view(text, kernel, cluster_rewrites)
+    }
 }
 
 /// [`WarpUnits`] with a whole block per unit: for few, long units (a softmax over 128 rows of
