@@ -84,6 +84,9 @@ pub(crate) fn explain(e: DriverError, during: &str) -> String {
             "registers per thread × threads per block exceed the SM: lower `block` or add __launch_bounds__"
         }
         "CUDA_ERROR_INVALID_VALUE" => "a launch setting is out of range for this GPU: check grid, block and smem",
+        "CUDA_ERROR_INVALID_CLUSTER_SIZE" | "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES" => {
+            "the kernel's thread-block cluster (__cluster_dims__) does not fit this launch: the grid must be a multiple of the cluster, and the cluster's blocks must fit the GPU together"
+        }
         "CUDA_ERROR_NO_BINARY_FOR_GPU"
         | "CUDA_ERROR_INVALID_IMAGE"
         | "CUDA_ERROR_INVALID_PTX"

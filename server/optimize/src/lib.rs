@@ -1022,7 +1022,15 @@ const SAME_UNDER_OLD_LAUNCH: &str = "The new kernel was also run under the old l
 /// registers or threads for the kernel's limits): loud in host code, no wrong output possible.
 fn launch_refused(why: &str) -> bool {
     why.contains("launching `")
-        && ["CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_VALUE"].iter().any(|e| why.contains(e))
+        && [
+            "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+            "CUDA_ERROR_INVALID_VALUE",
+            // A cluster kernel (ClusterUnits) under a grid that is not a multiple of its cluster.
+            "CUDA_ERROR_INVALID_CLUSTER_SIZE",
+            "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES",
+        ]
+        .iter()
+        .any(|e| why.contains(e))
 }
 
 /// The launch note of a kernel that does not launch under the old launch says so instead.
@@ -1159,6 +1167,7 @@ mod tests {
         let refused = "it changes the launch, and under the original launch (which host code that is not updated still uses) it failed: launching `k` failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch): registers per thread × threads per block exceed the SM";
         assert!(launch_refused(refused));
         assert!(launch_refused(&refused.replace("LAUNCH_OUT_OF_RESOURCES", "INVALID_VALUE")));
+        assert!(launch_refused(&refused.replace("LAUNCH_OUT_OF_RESOURCES", "INVALID_CLUSTER_SIZE")));
         assert!(!launch_refused(
             "it failed: launching `k` failed with CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access)"
         ));
