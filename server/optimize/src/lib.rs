@@ -780,7 +780,9 @@ fn proposers(
     req: &OptimizeRequest,
     cancel: &CancellationToken,
 ) -> (Box<dyn Proposer>, Vec<String>, Option<kernelpro_llm::FailureLog>) {
-    let recipes = kernelpro_recipes::RecipeProposer::new(&req.kernel).with(Box::new(kernelpro_cute::CuteGemmRecipe));
+    let recipes = kernelpro_recipes::RecipeProposer::new(&req.kernel)
+        .with(Box::new(kernelpro_cute::CuteGemmRecipe))
+        .for_arch(&req.settings.arch);
     if let Some(only) = &req.recipes {
         return (Box::new(recipes.only(only)), Vec::new(), None);
     }

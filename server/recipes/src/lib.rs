@@ -71,6 +71,12 @@ pub trait Recipe {
     fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
         &[]
     }
+    /// The oldest SM version (90 for `sm_90`) nvcc compiles this recipe's rewrites for: thread-block
+    /// clusters need Hopper. A search for an older `arch` leaves the recipe out rather than try
+    /// candidates that cannot compile.
+    fn min_sm(&self) -> u32 {
+        0
+    }
     /// Every rewrite this recipe offers for `kernel`; empty when it does not apply.
     fn rewrite(&self, file_text: &str, kernel: &str) -> Vec<Rewrite>;
     fn applies(&self, file_text: &str, kernel: &str) -> bool {

@@ -42,6 +42,17 @@ struct ExpansionCache {
     order: VecDeque<String>,
 }
 
+/// The SM version of an nvcc architecture name: `sm_90a` and `compute_90` are 90.
+fn sm_version(arch: &str) -> Option<u32> {
+    let digits: String = arch
+        .trim_start_matches("sm_")
+        .trim_start_matches("compute_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 impl RecipeProposer {
     pub fn new(kernel: &str) -> RecipeProposer {
         RecipeProposer {
@@ -64,6 +75,21 @@ impl RecipeProposer {
         self.recipes.retain(|r| names.iter().any(|n| n == r.name()));
         self.forget();
         self
+    }
+
+    /// Only the recipes whose rewrites compile for `arch` (`sm_80`, `sm_90a`; an arch it cannot read
+    /// keeps them all: nvcc will say what is wrong with it).
+    pub fn for_arch(mut self, arch: &str) -> RecipeProposer {
+        if let Some(sm) = sm_version(arch) {
+            self.recipes.retain(|r| r.min_sm() <= sm);
+            self.forget();
+        }
+        self
+    }
+
+    /// The recipes' names, in proposal order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.recipes.iter().map(|r| r.name()).collect()
     }
 
     /// How many times a recipe has rewritten a text so far (texts answered from the cache run none).
@@ -279,6 +305,27 @@ mod tests {
     use super::*;
     use kernelpro_search::{FindingNote, NodeId, SearchMemory};
     use kernelpro_source::parsed::count_parses;
+
+    /// A search for an older GPU leaves out the recipes whose rewrites need a newer one.
+    #[test]
+    fn recipes_follow_the_target_architecture() {
+        let has_cluster = |arch: &str| RecipeProposer::new("k").for_arch(arch).names().contains(&"ClusterUnits");
+        for (arch, want) in [
+            ("sm_90", true),
+            ("sm_90a", true),
+            ("sm_100", true),
+            ("sm_80", false),
+            ("compute_86", false),
+            ("native", true),
+        ] {
+            assert_eq!(has_cluster(arch), want, "{arch}");
+        }
+        assert_eq!(sm_version("sm_90a"), Some(90));
+        assert_eq!(
+            RecipeProposer::new("k").for_arch("sm_80").names().len() + 1,
+            RecipeProposer::new("k").names().len()
+        );
+    }
 
     /// A row walk with structural and micro rewrites: every recipe reads the node's file.
     const ROWS: &str = include_str!("../fixtures/rows_norm.cu");

@@ -1134,6 +1134,9 @@ impl Recipe for ClusterUnits {
     fn name(&self) -> &'static str {
         "ClusterUnits"
     }
+    fn min_sm(&self) -> u32 {
+        90
+    }
     fn expert_for(&self) -> &'static [kernelpro_source::kernel_model::pattern::Pattern] {
         &[kernelpro_source::kernel_model::pattern::Pattern::RowReduction]
     }
