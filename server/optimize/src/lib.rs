@@ -285,7 +285,7 @@ pub fn optimize_with(
         ev.gpu_time = timing.gpu_time;
         let result = search(&req.text, config, cancel, &mut progress, proposer, &mut ev, &limits)?;
         let best = result.best.map(|id| &result.tree.nodes()[id.0]);
-        let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new());
+        let mut out = outcome_for(req, &ev.ctx.original, &result, best, Vec::new(), None);
         out.stub = true;
         out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
         let new_launch = best.is_some_and(|n| !launch_changes(&req.text, &n.source, &req.kernel).is_empty());
@@ -393,8 +393,7 @@ pub fn optimize_with(
     // The candidate to offer, and one held back that the driver refuses under the original launch:
     // one that runs there too is preferred while it is within `OLD_LAUNCH_PREFERENCE` of its speed
     // (a `__launch_bounds__` on top gains little and costs host code that launch).
-    type Held<'n> =
-        (&'n kernelpro_search::Node, Arc<kernelpro_measure::harness::Prepared>, Option<f64>, Option<String>);
+    type Held<'n> = (&'n kernelpro_search::Node, Arc<kernelpro_measure::harness::Prepared>, Option<f64>);
     let mut chosen: Option<Held> = None;
     let mut held_back: Option<Held> = None;
     for node in ranked.iter().take(40) {
@@ -424,7 +423,6 @@ pub fn optimize_with(
         // First under the original launch (on the search's seed), when it changes it: the search
         // timed its candidates under their own launch only.
         let mut under_old_launch_only = false;
-        let mut refused_old_launch = None;
         let mut passed = match ev.verify_old_launch(&prepared, spec_seed) {
             None | Some(Outcome::Ok { .. }) => {
                 fine_under_old_launch.push(node.id);
@@ -435,8 +433,7 @@ pub fn optimize_with(
             // never with a wrong result: a 128x128-tile GEMM needs its 256 threads.
             Some(Outcome::Crash(why)) if launch_refused(&why) => {
                 fine_under_old_launch.push(node.id);
-                refused_under_old_launch.push((node.id, why.clone()));
-                refused_old_launch = Some(why);
+                refused_under_old_launch.push((node.id, why));
                 true
             }
             Some(failed) => {
@@ -460,12 +457,12 @@ pub fn optimize_with(
         }
         if passed {
             // The search's best comes first; a later one is offered only if it failed the held-out check.
-            if refused_old_launch.is_none() {
-                chosen = Some((*node, prepared, energy_j, None));
+            if !refused_under_old_launch.iter().any(|(id, _)| *id == node.id) {
+                chosen = Some((*node, prepared, energy_j));
                 break;
             }
             if held_back.is_none() {
-                held_back = Some((*node, prepared, energy_j, refused_old_launch));
+                held_back = Some((*node, prepared, energy_j));
             }
             continue;
         }
@@ -476,11 +473,12 @@ pub fn optimize_with(
         rejected.push(node.id);
         failed_forms.push(FailedForm { form, under_old_launch_only });
     }
-    if let Some((node, prepared, energy_j, refused_old_launch)) = chosen.or(held_back) {
-        let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec());
-        if let Some(why) = &refused_old_launch {
-            refused_old_launch_note(&mut out.notes, why);
-        }
+    // What the driver said of a candidate under the original launch, where it refused it.
+    let refusal = |node: &kernelpro_search::Node| {
+        refused_under_old_launch.iter().find(|(id, _)| *id == node.id).map(|(_, why)| why.as_str())
+    };
+    if let Some((node, prepared, energy_j)) = chosen.or(held_back) {
+        let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), seeds.to_vec(), refusal(node));
         out.best_energy_j = energy_j;
         out.notes.splice(0..0, notes);
         out.notes.extend(llm_note(&llm_log));
@@ -500,10 +498,7 @@ pub fn optimize_with(
         })
     {
         // The held-out checks did not fit: the best verified on the search's seed, said so.
-        let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), vec![spec_seed]);
-        if let Some((_, why)) = refused_under_old_launch.iter().find(|(id, _)| *id == node.id) {
-            refused_old_launch_note(&mut out.notes, why);
-        }
+        let mut out = outcome_for(req, &ev.ctx.original, &result, Some(node), vec![spec_seed], refusal(node));
         out.notes.splice(0..0, notes);
         out.notes.push(format!(
             "verified on the search's input seed only: the time limit ({} s) ended the check on the held-out seeds; run the search again with a longer --time (optimize.timeSecs) to have it checked there too",
@@ -515,7 +510,7 @@ pub fn optimize_with(
         out.pipeline = PipelineStats { propose_s: result.propose_s, ..ev.pipeline_stats() };
         return Ok(out);
     }
-    let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new());
+    let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new(), None);
     out.notes.splice(0..0, notes);
     out.notes.extend(llm_note(&llm_log));
     out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
@@ -909,6 +904,7 @@ fn outcome_for(
     result: &kernelpro_search::SearchResult,
     best: Option<&kernelpro_search::Node>,
     seeds: Vec<u64>,
+    old_launch_refused: Option<&str>,
 ) -> OptimizeOutcome {
     let src = kernelpro_source::parse(original);
     let region = kernel_region(original, &src, &req.kernel);
@@ -966,7 +962,7 @@ fn outcome_for(
     let mut notes: Vec<String> =
         kernelpro_recipes::explain(&not_applied).into_iter().map(|line| format!("{lead}{line}")).collect();
     if !launch.is_empty() {
-        notes.push(launch_note(original, &req.kernel, &launch, !sites.edits.is_empty()));
+        notes.push(launch_note(original, &req.kernel, &launch, !sites.edits.is_empty(), old_launch_refused));
     }
     notes.extend(sites.notes);
     let new_text = edit.as_ref().map(|e| apply_edits(original, std::iter::once(e).chain(&sites.edits)));
@@ -1017,9 +1013,6 @@ fn apply_edits<'e>(original: &str, edits: impl Iterator<Item = &'e LineEdit>) ->
 /// runs there too for it to be offered instead.
 const OLD_LAUNCH_PREFERENCE: f64 = 1.05;
 
-/// The last words of a launch note (`launch_note`), for a kernel checked under the old launch.
-const SAME_UNDER_OLD_LAUNCH: &str = "The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).";
-
 /// Whether a failure under the original launch is the driver refusing the launch itself (too many
 /// registers or threads for the kernel's limits): loud in host code, no wrong output possible.
 fn launch_refused(why: &str) -> bool {
@@ -1035,23 +1028,24 @@ fn launch_refused(why: &str) -> bool {
         .any(|e| why.contains(e))
 }
 
-/// The launch note of a kernel that does not launch under the old launch says so instead.
-fn refused_old_launch_note(notes: &mut [String], why: &str) {
+/// The launch note's last words: what the kernel did under the old launch (the same output, or
+/// `refused`: the driver's refusal, `…failed with CUDA_ERROR_…`, which is said instead).
+fn under_old_launch(refused: Option<&str>) -> String {
+    let Some(why) = refused else {
+        return "The new kernel was also run under the old launch and gave the same output there (its speed there is not part of the measurement).".into();
+    };
     let error = why.split("failed with ").nth(1).and_then(|e| e.split_whitespace().next()).unwrap_or("a launch error");
-    for note in notes.iter_mut().filter(|n| n.ends_with(SAME_UNDER_OLD_LAUNCH)) {
-        *note = note.replace(
-            SAME_UNDER_OLD_LAUNCH,
-            &format!(
-                "Under the old launch the new kernel does not launch at all ({error}): host code left as it was gets that error, never a wrong result."
-            ),
-        );
-    }
+    format!(
+        "Under the old launch the new kernel does not launch at all ({error}): host code left as it was gets that error, never a wrong result."
+    )
 }
 
 /// What the user must do for a launch-changing edit: the spec's new launch
 /// is what KernelPro runs; host code must launch the kernel so itself (the
-/// edit does it for this file's launches it could write: `sites_updated`).
-fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: bool) -> String {
+/// edit does it for this file's launches it could write: `sites_updated`); `refused`: the driver's
+/// words where it refused the new kernel under the old launch.
+fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: bool, refused: Option<&str>) -> String {
+    let old = under_old_launch(refused);
     // Only a larger dynamic shared memory needs the attribute raised.
     let smem = if changes.iter().any(|c| c.contains("`smem")) {
         ", and raise cudaFuncAttributeMaxDynamicSharedMemorySize to the new `smem` first"
@@ -1060,7 +1054,7 @@ fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: 
     };
     if sites_updated {
         return format!(
-            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too{smem}. {SAME_UNDER_OLD_LAUNCH}",
+            "The edit changes the launch of `{kernel}` in its spec: {}, and this file's launch of it to match. The speedup is for that launch: host code in other files that launches `{kernel}` must use it too{smem}. {old}",
             changes.join(", ")
         );
     }
@@ -1075,7 +1069,7 @@ fn launch_note(original: &str, kernel: &str, changes: &[String], sites_updated: 
         lines => format!(" (this file launches it on line {})", lines.join(", ")),
     };
     format!(
-        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it{smem}. {SAME_UNDER_OLD_LAUNCH}",
+        "The edit changes the launch of `{kernel}` in its spec: {}. The speedup is for that launch: host code that launches `{kernel}`{at} must use it{smem}. {old}",
         changes.join(", ")
     )
 }
@@ -1155,10 +1149,10 @@ mod tests {
     #[test]
     fn a_launch_note_names_the_changes_and_the_host_launches() {
         let original = "__global__ void k(float* y) {}\nint main() {\n  k<<<4, 256>>>(y);\n}\n";
-        let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()], false);
+        let note = launch_note(original, "k", &["`block = 256` → `block = 384`".into()], false, None);
         assert!(note.contains("the launch of `k` in its spec: `block = 256` → `block = 384`."), "{note}");
         assert!(note.contains("(this file launches it on line 3) must use it."), "{note}");
-        let note = launch_note(original, "k", &["`none` → `smem = 1024`".into()], false);
+        let note = launch_note(original, "k", &["`none` → `smem = 1024`".into()], false, None);
         assert!(note.contains("must use it, and raise cudaFuncAttributeMaxDynamicSharedMemorySize"), "{note}");
     }
 
@@ -1175,11 +1169,10 @@ mod tests {
         ));
         assert!(!launch_refused("it failed: allocating 4 bytes for y failed with CUDA_ERROR_INVALID_VALUE"));
         let original = "__global__ void k(float* y) {}\n";
-        let mut notes = vec![launch_note(original, "k", &["`block = (32, 32)` → `block = 256`".into()], false)];
-        refused_old_launch_note(&mut notes, refused);
+        let note = launch_note(original, "k", &["`block = (32, 32)` → `block = 256`".into()], false, Some(refused));
         assert!(
-            notes[0].ends_with("Under the old launch the new kernel does not launch at all (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES): host code left as it was gets that error, never a wrong result."),
-            "{notes:?}"
+            note.ends_with("Under the old launch the new kernel does not launch at all (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES): host code left as it was gets that error, never a wrong result."),
+            "{note}"
         );
     }
 
