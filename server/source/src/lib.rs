@@ -48,6 +48,9 @@ pub struct Function {
     /// The whole definition, template header included.
     pub span: Span,
     pub name_span: Span,
+    /// Byte offset of the name: where an attribute of the kernel (`__launch_bounds__`,
+    /// `__cluster_dims__`) is inserted.
+    pub name_byte: usize,
     pub body: Option<Span>,
     pub params: Vec<Param>,
     pub is_template: bool,
@@ -174,6 +177,7 @@ fn function<'t>(node: Node<'t>, parent: Option<Node<'t>>, text: &str) -> Option<
         kind,
         span: span_of(outer),
         name_span: span_of(name_node),
+        name_byte: name_node.start_byte(),
         body: body.map(span_of),
         params,
         is_template: outer.kind() == "template_declaration",

@@ -2,7 +2,6 @@
 //! compiler may budget registers for it.
 
 use crate::kernel::Kernel;
-use crate::syntax::descendants;
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 
@@ -26,7 +25,6 @@ impl Recipe for LaunchBounds {
     }
     fn rewrite(&self, text: &str, kernel: &str) -> Vec<Rewrite> {
         let Some(k) = Kernel::find(text, kernel) else { return Vec::new() };
-        let def = k.definition();
         if k.launch_bounds().is_some() {
             return Vec::new();
         }
@@ -34,15 +32,8 @@ impl Recipe for LaunchBounds {
         let Some(threads) = launches.iter().map(|l| l.block.iter().map(|&d| d as u64).product::<u64>()).max() else {
             return Vec::new();
         };
-        let Some(name) = descendants(def)
-            .into_iter()
-            .find(|n| n.kind() == "function_declarator")
-            .and_then(|d| d.child_by_field_name("declarator"))
-        else {
-            return Vec::new();
-        };
         let mut source = text.to_string();
-        source.insert_str(name.start_byte(), &format!("__launch_bounds__({threads}) "));
+        source.insert_str(k.func.name_byte, &format!("__launch_bounds__({threads}) "));
         vec![Rewrite { source, note: format!("__launch_bounds__({threads})") }]
     }
 }

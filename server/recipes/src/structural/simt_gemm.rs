@@ -442,16 +442,11 @@ pub(super) fn rewrites(k: &Kernel, u: &Units, d: &Dot, s: Shape, note: &str) -> 
     source.replace_range(k.body().byte_range(), &text);
     let mut bounds = String::new();
     if let Some(blocks) = s.min_blocks {
-        // The signature sits before the body: its offsets hold in the rewritten text.
-        let Some(name) = crate::syntax::descendants(k.definition())
-            .into_iter()
-            .find(|n| n.kind() == "function_declarator")
-            .and_then(|f| f.child_by_field_name("declarator"))
-            .filter(|_| k.launch_bounds().is_none())
-        else {
+        if k.launch_bounds().is_some() {
             return Vec::new();
-        };
-        source.insert_str(name.start_byte(), &format!("__launch_bounds__({THREADS}, {blocks}) "));
+        }
+        // The signature sits before the body: its offsets hold in the rewritten text.
+        source.insert_str(k.func.name_byte, &format!("__launch_bounds__({THREADS}, {blocks}) "));
         bounds = format!(", __launch_bounds__({THREADS}, {blocks})");
     }
     let fixed: Vec<&str> = u.fixed.iter().map(|(name, _, _)| name.as_str()).collect();

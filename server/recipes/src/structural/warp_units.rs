@@ -1065,7 +1065,8 @@ const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
 /// refuses any other), `<cooperative_groups.h>` included where the file does not.
 fn cluster_variants(k: &Kernel, u: &Units, source: &str, split: usize, also: &str) -> Vec<Rewrite> {
     let names = u.names().join(", ");
-    let Some(name_at) = kernel_name_at(source, k) else { return Vec::new() };
+    // The head sits before the body: its offsets hold in the rewritten text.
+    let name_at = k.func.name_byte;
     let mut out = Vec::new();
     for c in CLUSTER_SIZES {
         let mut text = source.to_string();
@@ -1091,19 +1092,6 @@ fn cluster_variants(k: &Kernel, u: &Units, source: &str, split: usize, also: &st
 fn grids_divide(source: &str, kernel: &str, c: u32) -> bool {
     let Some(k) = Kernel::find(source, kernel) else { return false };
     k.all_launches().or_else(|| k.launch().map(|l| vec![l])).is_some_and(|ls| ls.iter().all(|l| l.grid[0] % c == 0))
-}
-
-/// Where the kernel's name starts in `source` (a rewrite of its body: the head is as in `k`'s text).
-fn kernel_name_at(source: &str, k: &Kernel) -> Option<usize> {
-    let head = &source[k.func.start_byte..k.body().start_byte()];
-    let name = &k.func.name;
-    head.match_indices(name.as_str())
-        .find(|(at, _)| {
-            let before = head[..*at].chars().last().is_none_or(|ch| !(ch.is_alphanumeric() || ch == '_'));
-            let after = head[at + name.len()..].trim_start();
-            before && (after.starts_with('(') || after.starts_with('<'))
-        })
-        .map(|(at, _)| k.func.start_byte + at)
 }
 
 /// [`BlockUnits`] with a thread-block cluster per unit (sm_90): for fewer units than SMs, whose
