@@ -9,7 +9,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: evals_gpu.sh OUTDIR}; mkdir -p "$DEST"
-for g in .devbin/*.gz; do [ -f "${g%.gz}" ] || { gunzip -kf "$g" && chmod +x "${g%.gz}"; }; done
 . bench/devbin_env.sh
 { nvidia-smi -L; nproc; nvcc --version | tail -1; } > "$DEST/env.txt" 2>&1
 if [ -x .devbin/gpu-harness ]; then

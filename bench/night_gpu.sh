@@ -10,7 +10,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: night_gpu.sh OUTDIR}; mkdir -p "$DEST/a"
-for g in .devbin/*.gz; do gunzip -kf "$g"; chmod +x "${g%.gz}"; done
 . bench/devbin_env.sh
 export PATH=$PATH:/usr/local/cuda/bin
 export KERNELPRO_NVCC=$(command -v nvcc)

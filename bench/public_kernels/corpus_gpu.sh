@@ -17,7 +17,7 @@ export KB_SECONDS=${KB_SECONDS:-540}
 EXPERT_SECONDS=${EXPERT_SECONDS:-120}
 CORPUS=${CORPUS:-public-kernels/corpus}
 list() { python3 -c "import json,sys; print(','.join(t['task'] for t in json.load(open('$CORPUS/corpus.json')) if t['role'] == sys.argv[1]))" "$1"; }
-for g in .devbin/*.gz; do [ -f "$g" ] && { gunzip -kf "$g"; chmod +x "${g%.gz}"; }; done
+. bench/devbin_env.sh
 start=$SECONDS
 # The naive kernels with the optimizer first (OPT_TIME s of search each, default 60, at most the issue's
 # 90), then the expert twins measured as their authors wrote them (no search) with what time is left.
