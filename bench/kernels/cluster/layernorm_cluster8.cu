@@ -18,7 +18,7 @@
 // kernelpro: d = D
 // kernelpro: eps = 1e-5
 // kernelpro: check rtol=1e-4 atol=1e-4
-__global__ void __attribute__((cluster_dims(8, 1, 1))) layer_norm_rows(float* y, const float* x, const float* w, const float* b, int rows, int d, float eps) {
+__global__ void __attribute__((cluster_dims(8, 1, 1))) __launch_bounds__(1024) layer_norm_rows(float* y, const float* x, const float* w, const float* b, int rows, int d, float eps) {
   // One thread-block cluster per unit; its blocks' threads split the unit's loops, warps combined through shared memory and blocks through distributed shared memory (kernelpro ClusterUnits).
   const cooperative_groups::cluster_group kp_cluster = cooperative_groups::this_cluster();
   const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));

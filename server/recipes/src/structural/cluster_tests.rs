@@ -95,7 +95,7 @@ fn snapshot_of_the_online_pair_across_a_cluster() {
         ## one cluster of 4 blocks per unit (r): 2 loop(s) split across the cluster's threads, shuffle, shared-memory and distributed shared-memory all-reductions (sm_90; a launch whose grid is not a multiple of 4 blocks in x fails); launch block = 1024, grid = min(R * 4, 132 * 2)
         ## one cluster of 8 blocks per unit (r): 2 loop(s) split across the cluster's threads, shuffle, shared-memory and distributed shared-memory all-reductions (sm_90; a launch whose grid is not a multiple of 8 blocks in x fails); launch block = 512, grid = min(R * 8, 132 * 4)
         ## one cluster of 8 blocks per unit (r): 2 loop(s) split across the cluster's threads, shuffle, shared-memory and distributed shared-memory all-reductions (sm_90; a launch whose grid is not a multiple of 8 blocks in x fails); launch block = 1024, grid = min(R * 8, 132 * 2)
-        __global__ void __attribute__((cluster_dims(2, 1, 1))) softmax_online_rows(const float* x, float* y, int rows, int dim) {
+        __global__ void __attribute__((cluster_dims(2, 1, 1))) __launch_bounds__(512) softmax_online_rows(const float* x, float* y, int rows, int dim) {
           // One thread-block cluster per unit; its blocks' threads split the unit's loops, warps combined through shared memory and blocks through distributed shared memory (kernelpro ClusterUnits).
           const cooperative_groups::cluster_group kp_cluster = cooperative_groups::this_cluster();
           const int kp_tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));

@@ -1077,21 +1077,34 @@ fn cluster_variants(k: &Kernel, u: &Units, source: &str, split: usize, also: &st
             "one cluster of {c} blocks per unit ({names}): {split} loop(s) split across the cluster's threads, shuffle, shared-memory and distributed shared-memory all-reductions{also} (sm_90; a launch whose grid is not a multiple of {c} blocks in x fails)"
         );
         let variants = launch_variants(k, &Rewrite { source: text, note }, u, Tuning::Clusters(c));
+        let bounded = source[k.func.start_byte..name_at].contains("__launch_bounds__");
         // A spec launch the driver would refuse (the user's own, most often: a grid of 1) is no candidate.
-        out.extend(variants.into_iter().filter(|rw| grids_divide(&rw.source, &k.func.name, c)).map(|mut rw| {
+        out.extend(variants.into_iter().filter_map(|mut rw| {
+            let (threads, at) = cluster_launch_threads(&rw.source, &k.func.name, c)?;
+            // The all-reductions keep many values live: without a bound, 1024 threads of them
+            // exceed the SM's registers and the launch fails (LAUNCH_OUT_OF_RESOURCES, H100).
+            if !bounded {
+                rw.source.insert_str(at, &format!("__launch_bounds__({threads}) "));
+            }
             if !rw.source.contains("<cooperative_groups.h>") {
                 rw.source.insert_str(0, "#include <cooperative_groups.h>\n");
             }
-            rw
+            Some(rw)
         }));
     }
     out
 }
 
-/// Whether every launch the spec of `kernel` in `source` may pick has a grid whose x is a multiple of `c`.
-fn grids_divide(source: &str, kernel: &str, c: u32) -> bool {
-    let Some(k) = Kernel::find(source, kernel) else { return false };
-    k.all_launches().or_else(|| k.launch().map(|l| vec![l])).is_some_and(|ls| ls.iter().all(|l| l.grid[0] % c == 0))
+/// The most threads a block has under the launches the spec of `kernel` in `source` may pick,
+/// where every one's grid has an x that is a multiple of `c` (the driver refuses any other), and
+/// where the kernel's name starts in `source` (the spec above it may have changed length).
+fn cluster_launch_threads(source: &str, kernel: &str, c: u32) -> Option<(u32, usize)> {
+    let k = Kernel::find(source, kernel)?;
+    let launches = k.all_launches().or_else(|| k.launch().map(|l| vec![l]))?;
+    if launches.is_empty() || launches.iter().any(|l| l.grid[0] % c != 0) {
+        return None;
+    }
+    Some((launches.iter().map(|l| l.block.iter().product::<u32>()).max()?, k.func.name_byte))
 }
 
 /// [`BlockUnits`] with a thread-block cluster per unit (sm_90): for fewer units than SMs, whose
