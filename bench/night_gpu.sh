@@ -28,13 +28,14 @@ run_harness() { timeout "$1" .devbin/gpu-harness --ignored --test-threads=1 > "$
 # Issue 33: in-process vs ncu one launch vs --full, then profile-on-save (bench/gpu_run.sh profile).
 run_profile() { SAVE_BACKENDS=cupti timeout "$1" bash bench/gpu_run.sh profile "$DEST/p" > "$DEST/a/profile.log" 2>&1; tail -12 "$DEST/a/profile.log"; cp "$DEST/p/profile_table.md" "$DEST/a/" 2>/dev/null; }
 # The CLI-level GPU tests (tests/gpu.rs: profiles, harness, optimize).
-run_pipeline() { timeout "$1" .devbin/gpu-pipeline --ignored --test-threads=1 --nocapture > "$DEST/a/gpu-pipeline.txt" 2>&1; grep "test result\|^test " "$DEST/a/gpu-pipeline.txt" | tail -14; }
+# PIPELINE_TESTS: a test-name filter (default: every one).
+run_pipeline() { timeout "$1" .devbin/gpu-pipeline --ignored --test-threads=1 --nocapture ${PIPELINE_TESTS:-} > "$DEST/a/gpu-pipeline.txt" 2>&1; grep "test result\|^test " "$DEST/a/gpu-pipeline.txt" | tail -14; }
 # Issue 34's deadline on the real GPU evaluator (a naive 4096³ GEMM given 45 s).
 run_deadline() { timeout "$1" .devbin/optimize-deadline --ignored --nocapture a_slow_real_kernel_ends_at_its_limit_on_the_gpu > "$DEST/a/deadline.txt" 2>&1; tail -3 "$DEST/a/deadline.txt"; }
 # Issue 34's evaluations per minute, the pre-round binary against this one.
 run_evals() { TIME=${TIME:-30} timeout "$1" bash bench/evals_gpu.sh "$DEST/e" 2>&1 | tail -8; }
 # Issue 33's diagnosis: the profiler library under each plan and module loading (bench/cupti_probe.sh).
-run_probe() { timeout "$1" bash bench/cupti_probe.sh "$DEST/a/probe" > "$DEST/a/probe.log" 2>&1; grep "^== plan" "$DEST/a/probe/probe.txt"; }
+run_probe() { timeout "$1" bash bench/cupti_probe.sh "$DEST/a/probe" > "$DEST/a/probe.log" 2>&1; grep "^== " "$DEST/a/probe/probe.txt" | cut -c1-160; }
 # Issue 34 item 4: the SIMT GEMM forms against cuBLAS without TF32 (bench/gemm_gpu.sh).
 run_gemm() { timeout "$1" bash bench/gemm_gpu.sh "${GEMM_SIZES:-4096 2048}" > "$DEST/a/gemm.txt" 2>&1; tail -14 "$DEST/a/gemm.txt"; }
 run_cute() { timeout "$1" .devbin/cute-tests --ignored --test-threads=1 > "$DEST/a/cute-tests.txt" 2>&1; grep "test result" "$DEST/a/cute-tests.txt"; }

@@ -88,6 +88,15 @@ struct State {
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
   bool sassRunning = false, sassEnabled = false, sassLazy = true;
+  // Where a runtime program's SASS pass begins (issue 33: no records in program mode on the H100):
+  // `enter` at the first launch callback (the runtime's), `driver` at the driver's launch beneath it
+  // (the function loaded by then, as in harness mode), `setup` enabled with the context, before any
+  // module loads. KP_CUPTI_SASS_AT picks one; sassNullCtx passes no context (CUPTI's default one).
+  std::string sassAt = "enter";
+  bool sassNullCtx = false, sassPending = false;
+  // PC sampling after the range profiler: SASS metrics' configuration unset and the profiler
+  // deinitialized first (KP_CUPTI_PC_CLEAN=1), since sampling beside them gave no samples on the H100.
+  bool pcClean = false;
   std::string current, currentMangled;
   Launch launch;
   bool running = false, broken = false;
@@ -197,7 +206,7 @@ void sass_begin() {
   S.t0 = std::chrono::steady_clock::now();
   if (!S.sassEnabled) {
     CUpti_SassMetricsEnable_Params en = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
-    en.ctx = S.ctx;
+    en.ctx = S.sassNullCtx ? nullptr : S.ctx;
     // Lazy: each function patched as it launches (a program's later kernels
     // are not loaded yet); KP_CUPTI_SASS_LAZY=0 patches every loaded one now.
     en.enableLazyPatching = S.sassLazy ? 1 : 0;
@@ -211,7 +220,7 @@ void sass_end() {
   S.sassRunning = false;
   cuCtxSynchronize();
   CUpti_SassMetricsGetDataProperties_Params dp = {CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
-  dp.ctx = S.ctx;
+  dp.ctx = S.sassNullCtx ? nullptr : S.ctx;
   CHECK(cuptiSassMetricsGetDataProperties(&dp));
   size_t records = dp.numOfPatchedInstructionRecords, inst = dp.numOfInstances;
   if (records > 0) {
@@ -222,7 +231,7 @@ void sass_end() {
       data[i].pInstanceValues = values.data() + i * inst * S.sassConfig.size();
     }
     CUpti_SassMetricsFlushData_Params fl = {CUpti_SassMetricsFlushData_Params_STRUCT_SIZE};
-    fl.ctx = S.ctx;
+    fl.ctx = S.sassNullCtx ? nullptr : S.ctx;
     fl.numOfPatchedInstructionRecords = records;
     fl.numOfInstances = inst;
     fl.pMetricsData = data.data();
@@ -239,11 +248,13 @@ void sass_end() {
       }
     }
   }
-  // Disabling unpatches; the next kernel's SASS pass enables again.
-  CUpti_SassMetricsDisable_Params di = {CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
-  di.ctx = S.ctx;
-  CHECK(cuptiSassMetricsDisable(&di));
-  S.sassEnabled = false;
+  // Disabling unpatches; the next kernel's SASS pass enables again (enabled with the context: kept).
+  if (S.sassAt != "setup") {
+    CUpti_SassMetricsDisable_Params di = {CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
+    di.ctx = S.sassNullCtx ? nullptr : S.ctx;
+    CHECK(cuptiSassMetricsDisable(&di));
+    S.sassEnabled = false;
+  }
   fprintf(S.out, "#sass\t%s\trecords=%zu\tinstances=%zu\tms=%.1f\n", S.current.c_str(), records, inst,
           ms_since(S.t0));
   fflush(S.out);
@@ -373,6 +384,20 @@ bool pc_late() {
     }
     S.rangeEnabled = false;
   }
+  if (S.pcClean && !S.profilerDown) {
+    if (!S.sassConfig.empty()) {
+      CUpti_SassMetricsUnsetConfig_Params u = {CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
+      u.deviceIndex = (uint32_t)S.dev;
+      CUptiResult r = cuptiSassMetricsUnsetConfig(&u);
+      if (r != CUPTI_SUCCESS) fprintf(S.out, "#warn\tpc clean\tcuptiSassMetricsUnsetConfig\t%d\n", (int)r);
+    }
+    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    CUptiResult r = cuptiProfilerDeInitialize(&di);
+    if (r != CUPTI_SUCCESS) fprintf(S.out, "#warn\tpc clean\tcuptiProfilerDeInitialize\t%d\n", (int)r);
+    S.profilerDown = r == CUPTI_SUCCESS;
+    fprintf(S.out, "#warn\thandover\tthe profiler handed over before PC sampling\n");
+    fflush(S.out);
+  }
   setup_pc();
   if (S.pcOff && S.stallNames.empty() && !S.profilerDown) {
     // Refused while the profiler is initialized: once more without it (no
@@ -436,6 +461,13 @@ void setup(CUcontext ctx) {
   // profiler in one process.
   cuDriverGetVersion(&S.driver);
   if (S.wantSass) setup_sass();
+  if (S.wantSass && S.sassAt == "setup" && !S.sassConfig.empty()) {
+    CUpti_SassMetricsEnable_Params en = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
+    en.ctx = S.sassNullCtx ? nullptr : ctx;
+    en.enableLazyPatching = S.sassLazy ? 1 : 0;
+    CHECK(cuptiSassMetricsEnable(&en));
+    S.sassEnabled = true;
+  }
   // PC sampling with the context only where it is the process's one job.
   S.pcLate = S.wantPc && (S.wantRange || S.wantSass);
   if (S.wantPc && !S.pcLate) setup_pc();
@@ -743,6 +775,13 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     std::string mangled = cb->symbolName ? cb->symbolName : "?";
     S.launch = Launch();
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) note_launch(cbid, cb->functionParams);
+    if (S.sassPending) {
+      if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        S.sassPending = false;
+        sass_begin();
+      }
+      return;
+    }
     if (S.running || S.sassRunning || S.pcRunning) return;
     if (!S.only.empty() && !is_kernel(demangle(mangled), S.only)) return;
     int n = S.launches[mangled]++;
@@ -758,11 +797,16 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       begin();
     } else if (what == "sass" && !S.sassConfig.empty() && S.profilerDown) {
       fprintf(S.out, "#warn\tsass after pc\t%s\n", S.current.c_str());
+    } else if (what == "sass" && !S.sassConfig.empty() && S.sassAt == "driver" && domain != CUPTI_CB_DOMAIN_DRIVER_API) {
+      S.sassPending = true;
     } else if (what == "sass" && !S.sassConfig.empty()) {
       sass_begin();
     } else if (what == "pc" && (S.pcLate ? pc_late() : !S.stallNames.empty())) {
       pc_begin();
     }
+  } else if (S.sassPending) {
+    S.sassPending = false;
+    fprintf(S.out, "#warn\tsass\tno driver launch beneath the runtime's\t%s\n", S.current.c_str());
   } else if (S.running) {
     end();
   } else if (S.sassRunning) {
@@ -791,6 +835,9 @@ extern "C" int InitializeInjection() {
   if (const char* d = getenv("KP_CUPTI_CACHE")) S.cacheDir = d;
   if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
   if (const char* l = getenv("KP_CUPTI_SASS_LAZY")) S.sassLazy = strcmp(l, "0") != 0;
+  if (const char* a = getenv("KP_CUPTI_SASS_AT")) S.sassAt = a;
+  if (const char* n = getenv("KP_CUPTI_SASS_NULLCTX")) S.sassNullCtx = strcmp(n, "0") != 0;
+  if (const char* c = getenv("KP_CUPTI_PC_CLEAN")) S.pcClean = strcmp(c, "0") != 0;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
   for (auto& n : S.names) S.metrics.push_back(n.c_str());
