@@ -39,6 +39,12 @@ sed -E 's/^(\s*)([a-z_0-9]+<<<)/\1for (int rep_ = 0; rep_ < 2; ++rep_) \2/' test
 nvcc -lineinfo -arch=sm_90 -o "$OUT/twice" "$OUT/twice.cu" >> "$OUT/probe.txt" 2>&1
 one twice_enter range,sass "$OUT/twice" CUDA_MODULE_LOADING=LAZY
 one twice_driver range,sass "$OUT/twice" CUDA_MODULE_LOADING=LAZY KP_CUPTI_SASS_AT=driver
+# Which condition the second launch met (2026-12-07 evening: records only there): a launch of the kernel
+# before (plan sass,sass gives records on the second) or the range profiler before (it gives none); and
+# the library's own launch just before the pass (KP_CUPTI_SASS_WARM) on the once-launching program.
+one twice_sass_sass sass,sass "$OUT/twice" CUDA_MODULE_LOADING=LAZY
+one warm_lazy sass "$PROG" CUDA_MODULE_LOADING=LAZY KP_CUPTI_SASS_WARM=1
+one warm_eager_all sass "$PROG" CUDA_MODULE_LOADING=EAGER KP_CUPTI_SASS_LAZY=0 KP_CUPTI_SASS_WARM=1
 # Harness mode's PC sampling after the range profiler in one process, with the profiler handed over
 # first (KP_CUPTI_PC_CLEAN=1): the device's memo of refusals removed, so one process is tried.
 rm -f "$(dirname "$LIB")/pc-sampling.tsv"

@@ -94,6 +94,11 @@ struct State {
   // module loads. KP_CUPTI_SASS_AT picks one; sassNullCtx passes no context (CUPTI's default one).
   std::string sassAt = "enter";
   bool sassNullCtx = false, sassPending = false;
+  // A kernel's SASS pass gave records only where the kernel had launched before in the process
+  // (H100, 2026-12-07): KP_CUPTI_SASS_WARM=1 launches it once more, unpatched, just before its
+  // pass (at the driver's launch, with the program's own arguments). The program's data then sees
+  // the kernel twice: a probe of the cause, not for kernels whose work depends on their output.
+  bool sassWarm = false, warming = false;
   // PC sampling after the range profiler: SASS metrics' configuration unset and the profiler
   // deinitialized first (KP_CUPTI_PC_CLEAN=1), since sampling beside them gave no samples on the H100.
   bool pcClean = false;
@@ -748,6 +753,29 @@ void dump_module(const CUpti_ModuleResourceData* m) {
   fflush(S.out);
 }
 
+// The launch this driver callback is for, once more, finished before it returns (`sassWarm`).
+void warm_launch(CUpti_CallbackId cbid, const void* params) {
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  S.warming = true;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+    auto* p = static_cast<const cuLaunchKernel_params*>(params);
+    r = cuLaunchKernel(p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                       p->sharedMemBytes, p->hStream, p->kernelParams, p->extra);
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+             cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
+    if (p->config) r = cuLaunchKernelEx(p->config, p->f, p->kernelParams, p->extra);
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel) {
+    auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(params);
+    r = cuLaunchCooperativeKernel(p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+                                  p->blockDimZ, p->sharedMemBytes, p->hStream, p->kernelParams);
+  }
+  if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+  S.warming = false;
+  fprintf(S.out, "#warm\t%s\tresult=%d\n", S.current.c_str(), (int)r);
+  fflush(S.out);
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   std::lock_guard<std::recursive_mutex> lock(S.mu);
   if (S.broken) return;
@@ -769,7 +797,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   // Launches reach us from the runtime and, beneath it, the driver: the
   // first enter begins the range, the first exit (the driver's) ends it.
   auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (!S.profiler) return;
+  if (!S.profiler || S.warming) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) note_launch(cbid, cb->functionParams);
     std::string mangled = cb->symbolName ? cb->symbolName : "?";
@@ -778,6 +806,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     if (S.sassPending) {
       if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         S.sassPending = false;
+        if (S.sassWarm) warm_launch(cbid, cb->functionParams);
         sass_begin();
       }
       return;
@@ -797,9 +826,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       begin();
     } else if (what == "sass" && !S.sassConfig.empty() && S.profilerDown) {
       fprintf(S.out, "#warn\tsass after pc\t%s\n", S.current.c_str());
-    } else if (what == "sass" && !S.sassConfig.empty() && S.sassAt == "driver" && domain != CUPTI_CB_DOMAIN_DRIVER_API) {
+    } else if (what == "sass" && !S.sassConfig.empty() && (S.sassAt == "driver" || S.sassWarm) &&
+               domain != CUPTI_CB_DOMAIN_DRIVER_API) {
       S.sassPending = true;
     } else if (what == "sass" && !S.sassConfig.empty()) {
+      if (S.sassWarm) warm_launch(cbid, cb->functionParams);
       sass_begin();
     } else if (what == "pc" && (S.pcLate ? pc_late() : !S.stallNames.empty())) {
       pc_begin();
@@ -838,6 +869,7 @@ extern "C" int InitializeInjection() {
   if (const char* a = getenv("KP_CUPTI_SASS_AT")) S.sassAt = a;
   if (const char* n = getenv("KP_CUPTI_SASS_NULLCTX")) S.sassNullCtx = strcmp(n, "0") != 0;
   if (const char* c = getenv("KP_CUPTI_PC_CLEAN")) S.pcClean = strcmp(c, "0") != 0;
+  if (const char* w = getenv("KP_CUPTI_SASS_WARM")) S.sassWarm = strcmp(w, "0") != 0;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
   for (auto& n : S.names) S.metrics.push_back(n.c_str());
