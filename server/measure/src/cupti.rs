@@ -232,10 +232,24 @@ fn config_cache_dir(library: &Path) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// How a run beside the first takes turns with it on the profiler (the
+/// library's `KP_CUPTI_DONE` / `KP_CUPTI_WAIT_FOR`): the first releases the
+/// profiler after its plan and creates the file; the other starts sampling
+/// only once the file exists. The file is also created when the first run
+/// ends, however it ends, so the other never waits past it.
+#[derive(Debug, Clone, Default)]
+enum Turn {
+    #[default]
+    Own,
+    Signals(PathBuf),
+    WaitsFor(PathBuf),
+}
+
 async fn injected_run(
     req: &CuptiProfile,
     dir: &Path,
     plan: &str,
+    turn: &Turn,
     cancel: &CancellationToken,
 ) -> Result<CuptiRun, CuptiError> {
     // A file of its own for each run (the library appends).
@@ -257,6 +271,11 @@ async fn injected_run(
     // next process (a folder the library writes into; absent: none kept).
     if let Some(cache) = config_cache_dir(&req.library) {
         cmd = cmd.env("KP_CUPTI_CACHE", &cache.display().to_string());
+    }
+    match turn {
+        Turn::Own => {}
+        Turn::Signals(done) => cmd = cmd.env("KP_CUPTI_DONE", &done.display().to_string()),
+        Turn::WaitsFor(done) => cmd = cmd.env("KP_CUPTI_WAIT_FOR", &done.display().to_string()),
     }
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
@@ -531,6 +550,13 @@ pub async fn profile(
     let memo = PcMemo::read(&req.library);
     let round = first_round(req.kernel.as_deref(), memo.refused_here(), memo.runs_beside());
     let (mut plan, mut beside) = (round[0], round[1..].to_vec());
+    // A harness kernel's samples beside its range profile take turns with it
+    // on the profiler (the H100 refuses two at once): the sampling process
+    // starts up meanwhile and samples once the first has released it.
+    let done = dir.path().join("first-run.done");
+    let takes_turns = req.kernel.is_some() && beside == ["pc"];
+    let (first_turn, beside_turn) =
+        if takes_turns { (Turn::Signals(done.clone()), Turn::WaitsFor(done.clone())) } else { (Turn::Own, Turn::Own) };
     // The runs beside the first one, in tasks of their own; stopped (their
     // process groups killed) if this profile ends first.
     let stop_beside = cancel.child_token();
@@ -538,10 +564,11 @@ pub async fn profile(
     let mut beside_runs: Vec<_> = beside
         .iter()
         .map(|&p| {
-            let (req, dir, cancel) = (req.clone(), dir.path().to_path_buf(), stop_beside.clone());
+            let (req, dir, cancel, turn) =
+                (req.clone(), dir.path().to_path_buf(), stop_beside.clone(), beside_turn.clone());
             tokio::spawn(async move {
                 let t = std::time::Instant::now();
-                (injected_run(&req, &dir, p, &cancel).await, t.elapsed())
+                (injected_run(&req, &dir, p, &turn, &cancel).await, t.elapsed())
             })
         })
         .collect();
@@ -551,8 +578,15 @@ pub async fn profile(
         let got = disassemble(&req.nvdisasm, &modules, req.timeout, cancel).await;
         (got, t.elapsed())
     };
-    let (run, ((early_functions, early_notes), early_time)) =
-        futures::join!(injected_run(req, dir.path(), plan, cancel), early_disasm);
+    let first = async {
+        let run = injected_run(req, dir.path(), plan, &first_turn, cancel).await;
+        if takes_turns {
+            // However the first run ended, the other's turn has come.
+            let _ = std::fs::write(&done, "");
+        }
+        run
+    };
+    let (run, ((early_functions, early_notes), early_time)) = futures::join!(first, early_disasm);
     stages.push(Stage::new(format!("injected run ({plan})"), start.elapsed()));
     let mut notes = Vec::new();
     let mut apart = false;
@@ -568,7 +602,7 @@ pub async fn profile(
             notes.push(format!("the first run failed beside ({}), so it ran alone: {e}", beside.join(" | ")));
             (plan, beside, apart) = (first_plan(req.kernel.as_deref()), Vec::new(), true);
             let t = std::time::Instant::now();
-            let run = injected_run(req, dir.path(), plan, cancel).await;
+            let run = injected_run(req, dir.path(), plan, &Turn::Own, cancel).await;
             stages.push(Stage::new(format!("injected run ({plan})"), t.elapsed()));
             run?
         }
@@ -625,7 +659,9 @@ pub async fn profile(
                 break;
             }
             let t = std::time::Instant::now();
-            let runs = futures::future::join_all(plans.iter().map(|p| injected_run(req, dir.path(), p, cancel))).await;
+            let runs =
+                futures::future::join_all(plans.iter().map(|p| injected_run(req, dir.path(), p, &Turn::Own, cancel)))
+                    .await;
             stages.push(Stage::new(format!("injected run ({})", plans.join(" | ")), t.elapsed()));
             let mut failed = false;
             for more in runs {
@@ -986,7 +1022,16 @@ int main(int argc, char** argv) {
         records: &[(&str, String)],
         known: Option<(&Path, Vec<PathBuf>)>,
     ) -> (Vec<String>, CuptiResult) {
-        let mut script = String::from("echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\ncase \"$KP_CUPTI_PLAN\" in\n");
+        // Taking turns (`Turn`): the signalling run takes a while and never signals itself (the
+        // driver must); the waiting one waits for the file (20 s at most). TURNS logs both, in order.
+        let mut script = String::from(
+            "echo \"$KP_CUPTI_PLAN\" >> \"$LOG\"\n\
+             if [ -n \"$KP_CUPTI_DONE\" ]; then echo \"$KP_CUPTI_PLAN signals\" >> \"$TURNS\"; sleep 0.3; fi\n\
+             if [ -n \"$KP_CUPTI_WAIT_FOR\" ]; then echo \"$KP_CUPTI_PLAN waits\" >> \"$TURNS\"; i=0; \
+             while [ ! -e \"$KP_CUPTI_WAIT_FOR\" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; fi\n\
+             trap 'echo \"$KP_CUPTI_PLAN ends\" >> \"$TURNS\"' EXIT\n\
+             case \"$KP_CUPTI_PLAN\" in\n",
+        );
         for (plan, text) in records {
             let name = plan.replace(',', "-");
             let file = dir.join(format!("{name}.tsv"));
@@ -1008,10 +1053,16 @@ int main(int argc, char** argv) {
         script.push_str("esac\n");
         let log = dir.join("plans.log");
         let _ = std::fs::remove_file(&log);
+        let turns = dir.join("turns.log");
+        let _ = std::fs::remove_file(&turns);
         let req = CuptiProfile {
             library: dir.join("lib/libkp_cupti-test.so"),
             nvdisasm: known.as_ref().map_or_else(|| PathBuf::from("true"), |(n, _)| n.to_path_buf()),
-            target: vec!["sh".into(), "-c".into(), format!("LOG='{}'\n{script}", log.display())],
+            target: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("LOG='{}'\nTURNS='{}'\n{script}", log.display(), turns.display()),
+            ],
             stdin: None,
             timeout: Duration::from_secs(30),
             kernel: kernel.map(str::to_string),
@@ -1024,6 +1075,32 @@ int main(int argc, char** argv) {
     }
 
     const REFUSED: &str = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
+
+    /// Where the device refuses sampling after the range profiler, the
+    /// sampling process starts beside the first and samples only once the
+    /// first has ended or released the profiler: here the first never
+    /// signals itself, so the driver's file is what lets the other go on.
+    #[test]
+    fn the_sampling_process_beside_the_first_waits_for_its_turn() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib/libkp_cupti-test.so");
+        std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+        PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], apart: vec![] }.write(&lib);
+        let started = std::time::Instant::now();
+        let (_, got) =
+            drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
+        assert!(started.elapsed() < Duration::from_secs(10), "the waiting run waited past the first");
+        let turns = std::fs::read_to_string(dir.path().join("turns.log")).unwrap();
+        let lines: Vec<&str> = turns.lines().collect();
+        let at = |l: &str| lines.iter().position(|x| *x == l).unwrap_or_else(|| panic!("{l}: {lines:?}"));
+        assert!(at("range,sass signals") < at("range,sass ends"), "{lines:?}");
+        assert!(at("pc waits") < at("pc ends") && at("range,sass ends") < at("pc ends"), "{lines:?}");
+        assert_eq!(got.profiles.len(), 1);
+        let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names[..2], ["injected run (range,sass)", "injected run (pc) beside the first"], "{names:?}");
+        assert!(!names.contains(&"injected run (pc)"), "sampled again after: {names:?}");
+    }
 
     /// The first profile on a device that refuses PC sampling after the
     /// range profiler pays for the refusal and remembers it; the next one

@@ -212,7 +212,7 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
             ["#skip", name, ..] => run.skipped.push(name.to_string()),
             ["#error", rest @ ..] => run.errors.push(rest.join(" ")),
             ["#warn", rest @ ..] => run.warnings.push(rest.join(" ")),
-            [step @ ("#setup" | "#kernel" | "#sass" | "#pc"), rest @ ..] => {
+            [step @ ("#setup" | "#kernel" | "#sass" | "#pc" | "#waited"), rest @ ..] => {
                 let ms = rest.iter().find_map(|f| f.strip_prefix("ms=")?.parse::<f64>().ok());
                 if *step == "#setup"
                     && run.device.is_none()
@@ -225,6 +225,7 @@ pub fn parse_cupti(text: &str) -> CuptiRun {
                     "#setup" => "setup",
                     "#kernel" => "range",
                     "#sass" => "sass",
+                    "#waited" => "wait for the first run",
                     _ => "pc",
                 };
                 *run.step_ms.entry(name.to_string()).or_default() += ms.unwrap_or(0.0);
@@ -451,5 +452,15 @@ mod tests {
         for (text, device) in cases {
             assert_eq!(parse_cupti(text).device.as_deref(), device, "{text}");
         }
+    }
+
+    /// Each step's milliseconds, the wait for the other process's turn
+    /// included; records the parser does not know are left alone.
+    #[test]
+    fn each_steps_milliseconds_are_summed_by_step() {
+        let run = parse_cupti("#waited\tms=120.5\n#pc\tk(int)\tsamples=3\tms=30\n#released\n#warm\tk\tresult=0\n");
+        let steps: Vec<(&str, f64)> = run.step_ms.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(steps, [("pc", 30.0), ("wait for the first run", 120.5)]);
+        assert!(run.errors.is_empty() && run.warnings.is_empty());
     }
 }

@@ -35,6 +35,7 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 #include <cxxabi.h>
+#include <unistd.h>
 
 #include "config_cache.h"  // inlined by the Rust side when it writes this file out
 
@@ -99,6 +100,13 @@ struct State {
   // pass (at the driver's launch, with the program's own arguments). The program's data then sees
   // the kernel twice: a probe of the cause, not for kernels whose work depends on their output.
   bool sassWarm = false, warming = false;
+  // Two processes of one harness profile at once (issue 33): the range profile and SASS pass in one,
+  // PC sampling in the other, which the H100 refuses while the first profiles. `doneFile`
+  // (KP_CUPTI_DONE): the first releases the profiler after its plan's last step and creates this
+  // file; `waitFor` (KP_CUPTI_WAIT_FOR): the second enables and starts sampling only once it exists
+  // (the Rust driver also creates it when the first process ends), so its start-up overlaps the first.
+  std::string doneFile, waitFor;
+  bool released = false;
   // PC sampling after the range profiler: SASS metrics' configuration unset and the profiler
   // deinitialized first (KP_CUPTI_PC_CLEAN=1), since sampling beside them gave no samples on the H100.
   bool pcClean = false;
@@ -475,7 +483,7 @@ void setup(CUcontext ctx) {
   }
   // PC sampling with the context only where it is the process's one job.
   S.pcLate = S.wantPc && (S.wantRange || S.wantSass);
-  if (S.wantPc && !S.pcLate) setup_pc();
+  if (S.wantPc && !S.pcLate && S.waitFor.empty()) setup_pc();
   if (!S.wantRange) {
     S.profiler = reinterpret_cast<CUpti_RangeProfiler_Object*>(1);  // set up; no range profiling
     fprintf(S.out, "#setup\tchip=%s\tdriver=%d\tpasses=0\tms=%.1f\n", S.chip.c_str(), S.driver, ms_since(t));
@@ -753,6 +761,42 @@ void dump_module(const CUpti_ModuleResourceData* m) {
   fflush(S.out);
 }
 
+// After the one profiled kernel's last planned step (`doneFile`): the range profiler disabled,
+// SASS metrics' configuration unset and the profiler deinitialized, then the file the other
+// process waits for is created.
+void release_when_done() {
+  if (S.doneFile.empty() || S.released || S.only.empty()) return;
+  if (S.launches[S.currentMangled] < (int)S.plan.size()) return;
+  S.released = true;
+  if (S.rangeEnabled) {
+    CUpti_RangeProfiler_Disable_Params d = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    d.pRangeProfilerObject = S.profiler;
+    if (cuptiRangeProfilerDisable(&d) == CUPTI_SUCCESS) S.rangeEnabled = false;
+  }
+  if (!S.sassConfig.empty()) {
+    CUpti_SassMetricsUnsetConfig_Params u = {CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
+    u.deviceIndex = (uint32_t)S.dev;
+    cuptiSassMetricsUnsetConfig(&u);
+  }
+  if (!S.profilerDown) {
+    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    S.profilerDown = cuptiProfilerDeInitialize(&di) == CUPTI_SUCCESS;
+  }
+  if (FILE* f = fopen(S.doneFile.c_str(), "w")) fclose(f);
+  fprintf(S.out, "#released\n");
+  fflush(S.out);
+}
+
+// Waits (at most KP_CUPTI_WAIT_MS, default 60 s) for `waitFor` to exist.
+void wait_for_turn() {
+  auto t = std::chrono::steady_clock::now();
+  const char* limit = getenv("KP_CUPTI_WAIT_MS");
+  double most = limit ? atof(limit) : 60000.0;
+  while (access(S.waitFor.c_str(), F_OK) != 0 && ms_since(t) < most) usleep(1000);
+  fprintf(S.out, "#waited\tms=%.1f\n", ms_since(t));
+  fflush(S.out);
+}
+
 // The launch this driver callback is for, once more, finished before it returns (`sassWarm`).
 void warm_launch(CUpti_CallbackId cbid, const void* params) {
   CUresult r = CUDA_ERROR_NOT_SUPPORTED;
@@ -832,6 +876,10 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     } else if (what == "sass" && !S.sassConfig.empty()) {
       if (S.sassWarm) warm_launch(cbid, cb->functionParams);
       sass_begin();
+    } else if (what == "pc" && !S.pcLate && !S.waitFor.empty() && S.stallNames.empty()) {
+      wait_for_turn();
+      setup_pc();
+      if (!S.stallNames.empty() && !S.broken) pc_begin();
     } else if (what == "pc" && (S.pcLate ? pc_late() : !S.stallNames.empty())) {
       pc_begin();
     }
@@ -840,8 +888,10 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     fprintf(S.out, "#warn\tsass\tno driver launch beneath the runtime's\t%s\n", S.current.c_str());
   } else if (S.running) {
     end();
+    release_when_done();
   } else if (S.sassRunning) {
     sass_end();
+    release_when_done();
   } else if (S.pcRunning) {
     pc_end();
   }
@@ -870,6 +920,8 @@ extern "C" int InitializeInjection() {
   if (const char* n = getenv("KP_CUPTI_SASS_NULLCTX")) S.sassNullCtx = strcmp(n, "0") != 0;
   if (const char* c = getenv("KP_CUPTI_PC_CLEAN")) S.pcClean = strcmp(c, "0") != 0;
   if (const char* w = getenv("KP_CUPTI_SASS_WARM")) S.sassWarm = strcmp(w, "0") != 0;
+  if (const char* d = getenv("KP_CUPTI_DONE")) S.doneFile = d;
+  if (const char* w = getenv("KP_CUPTI_WAIT_FOR")) S.waitFor = w;
   const char* list = getenv("KP_CUPTI_METRICS");
   S.names = split(list ? list : "gpu__time_duration.sum");
   for (auto& n : S.names) S.metrics.push_back(n.c_str());
