@@ -89,17 +89,12 @@ struct State {
   std::vector<CUpti_SassMetrics_Config> sassConfig;
   std::vector<std::string> sassNames;
   bool sassRunning = false, sassEnabled = false, sassLazy = true;
-  // Where a runtime program's SASS pass begins (issue 33: no records in program mode on the H100):
-  // `enter` at the first launch callback (the runtime's), `driver` at the driver's launch beneath it
-  // (the function loaded by then, as in harness mode), `setup` enabled with the context, before any
-  // module loads. KP_CUPTI_SASS_AT picks one; sassNullCtx passes no context (CUPTI's default one).
-  std::string sassAt = "enter";
-  bool sassNullCtx = false, sassPending = false;
   // A kernel's SASS pass gave records only where the kernel had launched before in the process
-  // (H100, 2026-12-07): KP_CUPTI_SASS_WARM=1 launches it once more, unpatched, just before its
-  // pass (at the driver's launch, with the program's own arguments). The program's data then sees
-  // the kernel twice: a probe of the cause, not for kernels whose work depends on their output.
-  bool sassWarm = false, warming = false;
+  // (H100, 2026-12-07: not where the pass begins, nor the context, nor module loading):
+  // KP_CUPTI_SASS_WARM=1 launches it once more, unpatched, just before its pass, at the driver's
+  // launch (a runtime launch's pass waits for it: `sassPending`), with the program's own arguments.
+  // The program's data then sees the kernel twice: a probe of the cause, not on by default.
+  bool sassWarm = false, warming = false, sassPending = false;
   // Two processes of one harness profile at once (issue 33): the range profile and SASS pass in one,
   // PC sampling in the other, which the H100 refuses while the first profiles. `doneFile`
   // (KP_CUPTI_DONE): the first releases the profiler after its plan's last step and creates this
@@ -107,9 +102,6 @@ struct State {
   // (the Rust driver also creates it when the first process ends), so its start-up overlaps the first.
   std::string doneFile, waitFor;
   bool released = false;
-  // PC sampling after the range profiler: SASS metrics' configuration unset and the profiler
-  // deinitialized first (KP_CUPTI_PC_CLEAN=1), since sampling beside them gave no samples on the H100.
-  bool pcClean = false;
   std::string current, currentMangled;
   Launch launch;
   bool running = false, broken = false;
@@ -219,7 +211,7 @@ void sass_begin() {
   S.t0 = std::chrono::steady_clock::now();
   if (!S.sassEnabled) {
     CUpti_SassMetricsEnable_Params en = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
-    en.ctx = S.sassNullCtx ? nullptr : S.ctx;
+    en.ctx = S.ctx;
     // Lazy: each function patched as it launches (a program's later kernels
     // are not loaded yet); KP_CUPTI_SASS_LAZY=0 patches every loaded one now.
     en.enableLazyPatching = S.sassLazy ? 1 : 0;
@@ -233,7 +225,7 @@ void sass_end() {
   S.sassRunning = false;
   cuCtxSynchronize();
   CUpti_SassMetricsGetDataProperties_Params dp = {CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
-  dp.ctx = S.sassNullCtx ? nullptr : S.ctx;
+  dp.ctx = S.ctx;
   CHECK(cuptiSassMetricsGetDataProperties(&dp));
   size_t records = dp.numOfPatchedInstructionRecords, inst = dp.numOfInstances;
   if (records > 0) {
@@ -244,7 +236,7 @@ void sass_end() {
       data[i].pInstanceValues = values.data() + i * inst * S.sassConfig.size();
     }
     CUpti_SassMetricsFlushData_Params fl = {CUpti_SassMetricsFlushData_Params_STRUCT_SIZE};
-    fl.ctx = S.sassNullCtx ? nullptr : S.ctx;
+    fl.ctx = S.ctx;
     fl.numOfPatchedInstructionRecords = records;
     fl.numOfInstances = inst;
     fl.pMetricsData = data.data();
@@ -261,13 +253,11 @@ void sass_end() {
       }
     }
   }
-  // Disabling unpatches; the next kernel's SASS pass enables again (enabled with the context: kept).
-  if (S.sassAt != "setup") {
-    CUpti_SassMetricsDisable_Params di = {CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
-    di.ctx = S.sassNullCtx ? nullptr : S.ctx;
-    CHECK(cuptiSassMetricsDisable(&di));
-    S.sassEnabled = false;
-  }
+  // Disabling unpatches; the next kernel's SASS pass enables again.
+  CUpti_SassMetricsDisable_Params di = {CUpti_SassMetricsDisable_Params_STRUCT_SIZE};
+  di.ctx = S.ctx;
+  CHECK(cuptiSassMetricsDisable(&di));
+  S.sassEnabled = false;
   fprintf(S.out, "#sass\t%s\trecords=%zu\tinstances=%zu\tms=%.1f\n", S.current.c_str(), records, inst,
           ms_since(S.t0));
   fflush(S.out);
@@ -397,20 +387,6 @@ bool pc_late() {
     }
     S.rangeEnabled = false;
   }
-  if (S.pcClean && !S.profilerDown) {
-    if (!S.sassConfig.empty()) {
-      CUpti_SassMetricsUnsetConfig_Params u = {CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
-      u.deviceIndex = (uint32_t)S.dev;
-      CUptiResult r = cuptiSassMetricsUnsetConfig(&u);
-      if (r != CUPTI_SUCCESS) fprintf(S.out, "#warn\tpc clean\tcuptiSassMetricsUnsetConfig\t%d\n", (int)r);
-    }
-    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
-    CUptiResult r = cuptiProfilerDeInitialize(&di);
-    if (r != CUPTI_SUCCESS) fprintf(S.out, "#warn\tpc clean\tcuptiProfilerDeInitialize\t%d\n", (int)r);
-    S.profilerDown = r == CUPTI_SUCCESS;
-    fprintf(S.out, "#warn\thandover\tthe profiler handed over before PC sampling\n");
-    fflush(S.out);
-  }
   setup_pc();
   if (S.pcOff && S.stallNames.empty() && !S.profilerDown) {
     // Refused while the profiler is initialized: once more without it (no
@@ -474,13 +450,6 @@ void setup(CUcontext ctx) {
   // profiler in one process.
   cuDriverGetVersion(&S.driver);
   if (S.wantSass) setup_sass();
-  if (S.wantSass && S.sassAt == "setup" && !S.sassConfig.empty()) {
-    CUpti_SassMetricsEnable_Params en = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
-    en.ctx = S.sassNullCtx ? nullptr : ctx;
-    en.enableLazyPatching = S.sassLazy ? 1 : 0;
-    CHECK(cuptiSassMetricsEnable(&en));
-    S.sassEnabled = true;
-  }
   // PC sampling with the context only where it is the process's one job.
   S.pcLate = S.wantPc && (S.wantRange || S.wantSass);
   if (S.wantPc && !S.pcLate && S.waitFor.empty()) setup_pc();
@@ -850,7 +819,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     if (S.sassPending) {
       if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         S.sassPending = false;
-        if (S.sassWarm) warm_launch(cbid, cb->functionParams);
+        warm_launch(cbid, cb->functionParams);
         sass_begin();
       }
       return;
@@ -870,7 +839,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       begin();
     } else if (what == "sass" && !S.sassConfig.empty() && S.profilerDown) {
       fprintf(S.out, "#warn\tsass after pc\t%s\n", S.current.c_str());
-    } else if (what == "sass" && !S.sassConfig.empty() && (S.sassAt == "driver" || S.sassWarm) &&
+    } else if (what == "sass" && !S.sassConfig.empty() && S.sassWarm &&
                domain != CUPTI_CB_DOMAIN_DRIVER_API) {
       S.sassPending = true;
     } else if (what == "sass" && !S.sassConfig.empty()) {
@@ -916,9 +885,6 @@ extern "C" int InitializeInjection() {
   if (const char* d = getenv("KP_CUPTI_CACHE")) S.cacheDir = d;
   if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
   if (const char* l = getenv("KP_CUPTI_SASS_LAZY")) S.sassLazy = strcmp(l, "0") != 0;
-  if (const char* a = getenv("KP_CUPTI_SASS_AT")) S.sassAt = a;
-  if (const char* n = getenv("KP_CUPTI_SASS_NULLCTX")) S.sassNullCtx = strcmp(n, "0") != 0;
-  if (const char* c = getenv("KP_CUPTI_PC_CLEAN")) S.pcClean = strcmp(c, "0") != 0;
   if (const char* w = getenv("KP_CUPTI_SASS_WARM")) S.sassWarm = strcmp(w, "0") != 0;
   if (const char* d = getenv("KP_CUPTI_DONE")) S.doneFile = d;
   if (const char* w = getenv("KP_CUPTI_WAIT_FOR")) S.waitFor = w;
