@@ -207,6 +207,10 @@ pub struct CuptiProfile {
     /// worker loads as it is): disassembled during the first run, so the
     /// modules the run saves need not be where these hold every profiled kernel.
     pub modules: Vec<PathBuf>,
+    /// The target is a program whose host launches run twice
+    /// (`source::launch::launched_twice`): each kernel's second launch gets the
+    /// SASS pass, and an exit status its own checks give is no failure.
+    pub launches_twice: bool,
 }
 
 /// What the injected runs gave: the kernels' profiles and source pages.
@@ -279,12 +283,6 @@ async fn injected_run(
     }
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
-    } else if plan.contains("sass") {
-        // A runtime program: its kernels come through context-independent
-        // CUkernel handles that lazy patching never saw on the H100 (no SASS
-        // records at all, 2026-12-07): every function loaded up front and
-        // patched when the SASS pass is enabled.
-        cmd = cmd.env("CUDA_MODULE_LOADING", "EAGER").env("KP_CUPTI_SASS_LAZY", "0");
     }
     if let Some(input) = &req.stdin {
         cmd = cmd.stdin(input.clone());
@@ -298,11 +296,17 @@ async fn injected_run(
             let _ = std::fs::write(keep.join(format!("{}-{name}.tsv", std::process::id())), &text);
         }
     }
-    let run = pages::parse_cupti(&text);
+    let mut run = pages::parse_cupti(&text);
     if !run.errors.is_empty() {
         return Err(CuptiError::Profiler(busy_hint(run.errors.join("; "))));
     }
-    if !out.success() {
+    // A program whose kernels ran twice may fail its own checks of their output.
+    if !out.success() && req.launches_twice && !run.profiles.is_empty() {
+        let code = out.code.map_or_else(|| "a signal".to_string(), |c| format!("status {c}"));
+        run.warnings.push(format!(
+            "the program's copy with every launch run twice exited with {code} (its own checks may fail when a kernel updates its inputs); its kernels' records are kept"
+        ));
+    } else if !out.success() {
         let all = format!("{}{}", out.stdout, out.stderr);
         let tail: Vec<&str> = all.lines().filter(|l| !l.trim().is_empty()).rev().take(4).collect();
         return Err(CuptiError::Run(tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
@@ -321,10 +325,12 @@ async fn injected_run(
 ///   refuses, the library writes `#warn pc ...` and `next_plans` samples in a
 ///   process of its own, and from then on `first_round` starts that process
 ///   beside the first (`PcMemo`);
-/// - a whole program: range profile and SASS metrics only. Its kernels'
-///   launches interleave (A, B, A, B), and once PC sampling has the context
-///   no later kernel can be range-profiled; most programs launch each kernel
-///   once anyway, so `next_plans` asks for the rest.
+/// - a whole program: range profile and SASS metrics only, on the copy whose
+///   host launches run twice (`CuptiProfile::launches_twice`: the first
+///   launch range-profiled, the second patched). Its kernels' launches
+///   interleave (A, A, B, B), and once PC sampling has the context no later
+///   kernel can be range-profiled, so the samples come from a process of their
+///   own; `next_plans` asks for whatever is missing.
 pub fn first_plan(kernel: Option<&str>) -> &'static str {
     if kernel.is_some() { "range,sass,pc" } else { "range,sass" }
 }
@@ -342,9 +348,8 @@ pub fn plan_launches(kernel: Option<&str>) -> u32 {
 /// `pc` process started beside the `range,sass` one instead of after it: the
 /// processes time-slice the GPU, so the per-instruction counts and the stall
 /// samples of the kernel's launches are its own either way, and the refusal
-/// is not waited for. A program's kernels mostly launch once, so its SASS
-/// pass and its samples need processes of their own anyway (`next_plans`):
-/// they start beside the range profile too. Where two processes at once
+/// is not waited for. A program's samples need a process of their own
+/// anyway: it starts beside the range profile too. Where two processes at once
 /// failed (`PcMemo::apart`), the samples come from a `pc` run after the first
 /// (`next_plans`); where nothing was refused, the first plan alone. A first
 /// run that fails beside another runs again alone, with the first plan.
@@ -352,7 +357,7 @@ pub fn first_round(kernel: Option<&str>, pc_refused: bool, runs_beside: bool) ->
     match (kernel, first_plan(kernel).strip_suffix(",pc")) {
         (Some(_), Some(rest)) if pc_refused && runs_beside => vec![rest, "pc"],
         (Some(_), Some(rest)) if pc_refused => vec![rest],
-        (None, _) if runs_beside => vec![first_plan(kernel), "sass,pc", "pc"],
+        (None, _) if runs_beside => vec![first_plan(kernel), "pc"],
         _ => vec![first_plan(kernel)],
     }
 }
@@ -554,7 +559,7 @@ pub async fn profile(
     // on the profiler (the H100 refuses two at once): the sampling process
     // starts up meanwhile and samples once the first has released it.
     let done = dir.path().join("first-run.done");
-    let takes_turns = req.kernel.is_some() && beside == ["pc"];
+    let takes_turns = beside == ["pc"];
     let (first_turn, beside_turn) =
         if takes_turns { (Turn::Signals(done.clone()), Turn::WaitsFor(done.clone())) } else { (Turn::Own, Turn::Own) };
     // The runs beside the first one, in tasks of their own; stopped (their
@@ -713,7 +718,9 @@ pub async fn profile(
         stages.push(Stage::new("disassembly".into(), t.elapsed()));
     }
     for w in &run.warnings {
-        if w.starts_with("pc ") {
+        if w.starts_with("the program's copy") {
+            notes.push(w.clone());
+        } else if w.starts_with("pc ") {
             notes.push(format!("PC sampling in a process of its own: {w}"));
         } else if let Some(kernel) = w.strip_prefix("range after pc ") {
             notes.push(format!("{kernel} not profiled: PC sampling of an earlier kernel had the context"));
@@ -1067,6 +1074,7 @@ int main(int argc, char** argv) {
             timeout: Duration::from_secs(30),
             kernel: kernel.map(str::to_string),
             modules: known.map(|(_, m)| m).unwrap_or_default(),
+            launches_twice: false,
         };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
@@ -1075,6 +1083,33 @@ int main(int argc, char** argv) {
     }
 
     const REFUSED: &str = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
+
+    /// A program's copy whose launches run twice may fail its own checks:
+    /// its kernels' records are kept, with a note; the program as written
+    /// failing is the profile's failure.
+    #[test]
+    fn a_twice_launching_copy_that_exits_nonzero_keeps_its_records() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let all = dir.path().join("all.tsv");
+        std::fs::write(&all, format!("{range}{sass}{pc}")).unwrap();
+        let req = |launches_twice| CuptiProfile {
+            library: dir.path().join("lib/libkp_cupti-test.so"),
+            nvdisasm: PathBuf::from("true"),
+            target: vec!["sh".into(), "-c".into(), format!("cat '{}' >> \"$KP_CUPTI_OUT\"; exit 1", all.display())],
+            stdin: None,
+            timeout: Duration::from_secs(30),
+            kernel: None,
+            modules: vec![],
+            launches_twice,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let got = rt.block_on(profile(&req(true), "", &CancellationToken::new())).expect("kept");
+        assert_eq!(got.profiles.len(), 5);
+        assert!(got.notes.iter().any(|n| n.contains("exited with status 1")), "{:?}", got.notes);
+        let failed = rt.block_on(profile(&req(false), "", &CancellationToken::new()));
+        assert!(matches!(failed, Err(CuptiError::Run(_))), "{failed:?}");
+    }
 
     /// Where the device refuses sampling after the range profiler, the
     /// sampling process starts beside the first and samples only once the
@@ -1194,17 +1229,16 @@ int main(int argc, char** argv) {
             .write(&library);
         let (plans, _) = drive_in(dir.path(), Some("strided_copy"), &[("range,sass,pc", format!("{range}{sass}{pc}"))]);
         assert_eq!(plans, ["range,sass,pc"]);
-        // A program (no kernel named) starts its passes at once, whatever was refused; where two
-        // processes at once failed, one after the other.
+        // A program (no kernel named; its copy launches each kernel twice) samples beside its range
+        // profile and SASS pass, whatever was refused; where two processes at once failed, after it.
         PcMemo { last: Some("GH100".into()), refused: vec!["GH100".into()], ..Default::default() }.write(&library);
         let (mut plans, _) =
-            drive_in(dir.path(), None, &[("range,sass", range.clone()), ("sass,pc", sass.clone()), ("pc", pc.clone())]);
+            drive_in(dir.path(), None, &[("range,sass", format!("{range}{sass}")), ("pc", pc.clone())]);
         plans.sort();
-        assert_eq!(plans, ["pc", "range,sass", "sass,pc"]);
+        assert_eq!(plans, ["pc", "range,sass"]);
         PcMemo { last: Some("GH100".into()), apart: vec!["GH100".into()], ..Default::default() }.write(&library);
-        let (mut plans, _) = drive_in(dir.path(), None, &[("range,sass", range), ("sass,pc", sass), ("pc", pc)]);
-        plans[1..].sort();
-        assert_eq!(plans, ["range,sass", "pc", "sass,pc"]);
+        let (plans, _) = drive_in(dir.path(), None, &[("range,sass", format!("{range}{sass}")), ("pc", pc)]);
+        assert_eq!(plans, ["range,sass", "pc"]);
     }
 
     /// The memo's transitions: what a run shows, per device, and what the next run predicts.
@@ -1302,8 +1336,8 @@ int main(int argc, char** argv) {
             (Some("k"), false, true, &["range,sass,pc"]),
             (Some("k"), true, true, &["range,sass", "pc"]),
             (Some("k"), true, false, &["range,sass"]),
-            (None, false, true, &["range,sass", "sass,pc", "pc"]),
-            (None, true, true, &["range,sass", "sass,pc", "pc"]),
+            (None, false, true, &["range,sass", "pc"]),
+            (None, true, true, &["range,sass", "pc"]),
             (None, false, false, &["range,sass"]),
             (None, true, false, &["range,sass"]),
         ];
@@ -1366,16 +1400,21 @@ int main(int argc, char** argv) {
     /// pass and the samples in three processes at once, and no second round.
     #[test]
     fn a_program_of_single_launches_gets_its_sass_and_samples_side_by_side() {
+        // The copy with every launch twice: range profile and SASS pass in one process, the
+        // samples in one beside it, no second round.
         let (range, sass, pc) = recorded_parts();
-        let (mut plans, got) = drive(None, &[("range,sass", range), ("sass,pc", sass), ("pc", pc)]);
+        let (mut plans, got) = drive(None, &[("range,sass", format!("{range}{sass}")), ("pc", pc.clone())]);
         plans.sort();
-        assert_eq!(plans, ["pc", "range,sass", "sass,pc"]);
+        assert_eq!(plans, ["pc", "range,sass"]);
         assert_eq!(got.profiles.len(), 5);
         assert!(got.notes.iter().all(|n| !n.starts_with("no per-line counters or stall")), "{:?}", got.notes);
         let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
         assert!(names.contains(&"injected run (pc) beside the first"), "{names:?}");
-        assert!(names.contains(&"injected run (sass,pc) beside the first"), "{names:?}");
-        assert!(!names.iter().any(|n| n.contains(" | ")), "no second round: {names:?}");
+        assert!(!names.iter().any(|n| n.contains(" | ") || n == &"injected run (sass)"), "no second round: {names:?}");
+        // A program whose launches could not be doubled: its SASS pass in a process of its own after.
+        let (mut plans, _) = drive(None, &[("range,sass", range), ("pc", pc), ("sass", sass)]);
+        plans[..2].sort();
+        assert_eq!(plans, ["pc", "range,sass", "sass"]);
     }
 
     /// The plans of a harness kernel and of a program, and the launches the

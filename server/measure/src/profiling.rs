@@ -438,12 +438,49 @@ pub async fn profile_file(
             return Err("nothing to profile: add a launch spec (`// kernelpro:` lines) above a kernel, or give the file a main() that launches its kernels".into());
         }
         let dir = tempfile::Builder::new().prefix("kernelpro-prog-").tempdir().map_err(|e| e.to_string())?;
-        let t = Instant::now();
-        let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
-        stages.push(Stage::new("compile the program".into(), t.elapsed()));
+        // The file's program as written: for ncu (it replays each kernel itself), and in-process
+        // where no launch could be doubled or the doubled copy does not build.
+        let mut as_written = None;
         if let Some(ip) = &in_process {
+            // In-process, a copy whose host launches run twice: CUPTI gives a kernel's
+            // per-instruction counters only on its second launch in a process (the H100).
+            let (twice, doubled) = kernelpro_source::launch::launched_twice(&req.text);
+            let t = Instant::now();
+            let copy = dir.path().join("twice");
+            let built = match doubled {
+                0 => None,
+                _ => match std::fs::create_dir_all(&copy) {
+                    Ok(()) => build_program(&req.path, &twice, settings, &copy, cancel).await.ok(),
+                    Err(_) => None,
+                },
+            };
+            let (exe, launches_twice) = match built {
+                Some(exe) => {
+                    stages.push(Stage::new("compile the program (its launches twice)".into(), t.elapsed()));
+                    (exe, true)
+                }
+                None => {
+                    let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+                    stages.push(Stage::new("compile the program".into(), t.elapsed()));
+                    as_written = Some(exe.clone());
+                    (exe, false)
+                }
+            };
             let target = vec![exe.display().to_string()];
-            match profile_in_process(ip, target, None, None, vec![], &req.text, &thresholds, timeout, cancel).await {
+            let got = profile_in_process(
+                ip,
+                target,
+                None,
+                None,
+                vec![],
+                launches_twice,
+                &req.text,
+                &thresholds,
+                timeout,
+                cancel,
+            )
+            .await;
+            match got {
                 Ok(mut r) => {
                     stages.append(&mut r.stages);
                     r.stages = stages;
@@ -454,6 +491,15 @@ pub async fn profile_file(
                 Err(e) => fallback_notes.push(format!("profiled with ncu: the in-process profile failed: {e}")),
             }
         }
+        let exe = match as_written {
+            Some(exe) => exe,
+            None => {
+                let t = Instant::now();
+                let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+                stages.push(Stage::new("compile the program".into(), t.elapsed()));
+                exe
+            }
+        };
         let live = LiveProfile {
             ncu: ncu.clone(),
             target: vec![exe.display().to_string()],
@@ -502,7 +548,9 @@ pub async fn profile_file(
                 kernelpro_gpu::Image::Ptx(_) => vec![],
             };
             let (kernel, text) = (Some(k.as_str()), &req.text);
-            match profile_in_process(ip, target, stdin, kernel, modules, text, &thresholds, timeout, cancel).await {
+            match profile_in_process(ip, target, stdin, kernel, modules, false, text, &thresholds, timeout, cancel)
+                .await
+            {
                 Ok(one) => {
                     report.backend = one.backend;
                     report.pass_secs += one.pass_secs;
@@ -605,6 +653,7 @@ pub async fn profile_in_process(
     stdin: Option<Vec<u8>>,
     kernel: Option<&str>,
     modules: Vec<PathBuf>,
+    launches_twice: bool,
     file_text: &str,
     thresholds: &Thresholds,
     timeout: Duration,
@@ -618,6 +667,7 @@ pub async fn profile_in_process(
         timeout,
         kernel: kernel.map(str::to_string),
         modules,
+        launches_twice,
     };
     let got = crate::cupti::profile(&req, file_text, cancel).await?;
     // Findings belong on the lines that cause them: with no kernel's per-line
@@ -686,4 +736,25 @@ pub fn slower_finding(text: &str, kernel: &str, what: &str) -> Finding {
     Finding::new("ncu", Severity::Warning, span, format!("slower than the last profile: {what}"))
         .with_code("Regression")
         .with_kernel(kernel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The five-kernel program's copy for the in-process profile: every host
+    /// launch doubled, on the file's own lines, and it builds with the real nvcc.
+    #[test]
+    fn the_programs_copy_with_launches_twice_builds() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-probe/kernels.cu");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (twice, doubled) = kernelpro_source::launch::launched_twice(&text);
+        assert_eq!(doubled, kernelpro_source::parse(&text).kernels().count(), "{twice}");
+        assert_eq!(twice.lines().count(), text.lines().count());
+        let dir = tempfile::tempdir().unwrap();
+        let settings = kernelpro_config::settings::Settings::default();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let exe = rt.block_on(build_program(&path, &twice, &settings, dir.path(), &CancellationToken::new()));
+        assert!(exe.as_ref().is_ok_and(|e| e.exists()), "{exe:?}");
+    }
 }

@@ -94,6 +94,39 @@ pub fn sites(tree: &Tree, text: &str) -> Vec<LaunchSite> {
     out
 }
 
+/// The text with every host launch statement run twice, `k<<<…>>>(…);` as
+/// `{ for (int kp_twice_ = 0; kp_twice_ < 2; ++kp_twice_) k<<<…>>>(…); }`, on
+/// the same lines, and how many were doubled. The in-process profiler reads a
+/// kernel's per-instruction counters on its second launch in a process (the
+/// H100 gave none on a first), so a program's profile runs this copy; a launch
+/// inside an expression, a macro or device code is left as written.
+pub fn launched_twice(text: &str) -> (String, usize) {
+    let Some(tree) = crate::parse_tree(text) else { return (text.to_string(), 0) };
+    let in_device_code = |caller: &Option<Range<usize>>| {
+        caller.as_ref().is_some_and(|c| {
+            let head = text[c.clone()].split('{').next().unwrap_or("");
+            head.contains("__global__") || head.contains("__device__")
+        })
+    };
+    let mut statements: Vec<Range<usize>> = sites(&tree, text)
+        .iter()
+        .filter(|s| !in_device_code(&s.caller))
+        .filter_map(|s| {
+            let call = node_at(&tree, &s.launch.bytes)?.parent()?;
+            let statement = call.parent().filter(|p| p.kind() == "expression_statement")?;
+            (statement.named_child_count() == 1).then(|| statement.byte_range())
+        })
+        .collect();
+    statements.sort_by_key(|r| std::cmp::Reverse(r.start));
+    statements.dedup();
+    let mut out = text.to_string();
+    for r in &statements {
+        out.insert_str(r.end, " }");
+        out.insert_str(r.start, "{ for (int kp_twice_ = 0; kp_twice_ < 2; ++kp_twice_) ");
+    }
+    (out, statements.len())
+}
+
 /// `kernel`'s `__launch_bounds__`, if its definition has one.
 pub fn bounds(tree: &Tree, kernel: &Function) -> Option<LaunchBounds> {
     let head_end = kernel.body_bytes.map_or(kernel.end_byte, |(s, _)| s);
@@ -168,6 +201,36 @@ mod tests {
             }
         }
         expected.assert_eq(&out);
+    }
+
+    /// Host launch statements run twice on their own lines; launches in an
+    /// expression or in device code stay as written.
+    #[test]
+    fn host_launch_statements_run_twice() {
+        let text = "__global__ void k(float* y) { y[0] = 1; }\n\
+                    __global__ void parent(float* y) { k<<<1, 1>>>(y); }\n\
+                    int main() {\n\
+                      float* y;\n\
+                      if (y) k<<<1, 32>>>(y);\n\
+                      for (int i = 0; i < 3; i++) { k<<<dim3(2), 64, 0>>>(y); }\n\
+                      auto e = (k<<<1, 1>>>(y), 0);\n\
+                      return 0;\n\
+                    }\n";
+        let (twice, n) = launched_twice(text);
+        expect![[r#"
+            __global__ void k(float* y) { y[0] = 1; }
+            __global__ void parent(float* y) { k<<<1, 1>>>(y); }
+            int main() {
+            float* y;
+            if (y) { for (int kp_twice_ = 0; kp_twice_ < 2; ++kp_twice_) k<<<1, 32>>>(y); }
+            for (int i = 0; i < 3; i++) { { for (int kp_twice_ = 0; kp_twice_ < 2; ++kp_twice_) k<<<dim3(2), 64, 0>>>(y); } }
+            auto e = (k<<<1, 1>>>(y), 0);
+            return 0;
+            }
+        "#]]
+        .assert_eq(&twice);
+        assert_eq!(n, 2);
+        assert_eq!(twice.lines().count(), text.lines().count());
     }
 
     #[test]
