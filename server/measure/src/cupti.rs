@@ -413,13 +413,6 @@ impl PcMemo {
         out
     }
 
-    /// Whether the next run, most likely on the last run's device, samples
-    /// in a process beside the first: refused in one process, and two
-    /// processes at once never failed there.
-    pub fn samples_beside(&self) -> bool {
-        self.refused_here() && self.runs_beside()
-    }
-
     /// Whether the last run's device refused PC sampling after the range
     /// profiler in one process.
     pub fn refused_here(&self) -> bool {
@@ -555,9 +548,10 @@ pub async fn profile(
     let memo = PcMemo::read(&req.library);
     let round = first_round(req.kernel.as_deref(), memo.refused_here(), memo.runs_beside());
     let (mut plan, mut beside) = (round[0], round[1..].to_vec());
-    // A harness kernel's samples beside its range profile take turns with it
-    // on the profiler (the H100 refuses two at once): the sampling process
-    // starts up meanwhile and samples once the first has released it.
+    // Samples beside the range profile (a harness kernel's or a program's)
+    // take turns with it on the profiler (the H100 refuses two at once): the
+    // sampling process starts up meanwhile and samples once the first has
+    // released it.
     let done = dir.path().join("first-run.done");
     let takes_turns = beside == ["pc"];
     let (first_turn, beside_turn) =
@@ -1084,6 +1078,12 @@ int main(int argc, char** argv) {
 
     const REFUSED: &str = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_NOT_SUPPORTED\n";
 
+    /// Whether a harness kernel's next profile, by this memo, samples in a
+    /// process beside its first run.
+    fn samples_beside(memo: &PcMemo) -> bool {
+        first_round(Some("k"), memo.refused_here(), memo.runs_beside()).contains(&"pc")
+    }
+
     /// A program's copy whose launches run twice may fail its own checks:
     /// its kernels' records are kept, with a note; the program as written
     /// failing is the profile's failure.
@@ -1160,7 +1160,7 @@ int main(int argc, char** argv) {
         let names: Vec<&str> = got.stages.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names[..2], ["injected run (range,sass)", "injected run (pc) beside the first"], "{names:?}");
         assert!(!got.notes.iter().any(|n| n.contains("stall samples") || n.contains("beside")), "{:?}", got.notes);
-        assert!(PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so")).samples_beside());
+        assert!(samples_beside(&PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so"))));
         // A pc run beside that comes back without samples: sampled again
         // after, and one process from then on.
         let empty = "#warn\tpc\tcuptiPCSamplingEnable(&en)\tCUPTI_ERROR_HARDWARE_BUSY\n".to_string();
@@ -1168,7 +1168,7 @@ int main(int argc, char** argv) {
             drive_in(dir.path(), Some("strided_copy"), &[("range,sass", format!("{range}{sass}")), ("pc", empty)]);
         plans[..2].sort();
         assert_eq!(plans[..3], ["pc", "range,sass", "pc"]);
-        assert!(!PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so")).samples_beside());
+        assert!(!samples_beside(&PcMemo::read(&dir.path().join("lib/libkp_cupti-test.so"))));
     }
 
     /// A `pc` run beside the first that fails is run again after it, alone.
@@ -1191,7 +1191,7 @@ int main(int argc, char** argv) {
         assert!(names.contains(&"injected run (pc)"), "{names:?}");
         let memo = PcMemo::read(&library);
         assert_eq!(memo.apart, ["GH100"], "two processes at once failed here");
-        assert!(!memo.samples_beside());
+        assert!(!samples_beside(&memo));
     }
 
     /// A first run that fails beside the `pc` run runs again alone, with
@@ -1256,7 +1256,7 @@ int main(int argc, char** argv) {
         for (before, device, refused, beside) in cases {
             let mut memo = PcMemo::parse(before);
             memo.observe(device, refused);
-            assert_eq!(memo.samples_beside(), beside, "{before:?} {device} {refused:?}");
+            assert_eq!(samples_beside(&memo), beside, "{before:?} {device} {refused:?}");
             assert_eq!(PcMemo::parse(&memo.text()), memo);
         }
     }
@@ -1396,8 +1396,8 @@ int main(int argc, char** argv) {
         assert!(names.contains(&"injected run (pc)"), "{names:?}");
     }
 
-    /// A whole program whose kernels run once: the range profile, the SASS
-    /// pass and the samples in three processes at once, and no second round.
+    /// A whole program whose kernels run once, profiled as its copy with every
+    /// launch twice; and one whose launches could not be doubled.
     #[test]
     fn a_program_of_single_launches_gets_its_sass_and_samples_side_by_side() {
         // The copy with every launch twice: range profile and SASS pass in one process, the
