@@ -364,6 +364,24 @@ void pc_end() {
   fflush(S.out);
 }
 
+// The range profiler off (`rangeEnabled` follows), and the profiler deinitialized (`profilerDown`
+// follows): what PC sampling after them in this process, or in another one, needs first.
+CUptiResult disable_range() {
+  if (!S.rangeEnabled) return CUPTI_SUCCESS;
+  CUpti_RangeProfiler_Disable_Params d = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+  d.pRangeProfilerObject = S.profiler;
+  CUptiResult r = cuptiRangeProfilerDisable(&d);
+  if (r == CUPTI_SUCCESS) S.rangeEnabled = false;
+  return r;
+}
+
+bool deinit_profiler() {
+  if (S.profilerDown) return true;
+  CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+  S.profilerDown = cuptiProfilerDeInitialize(&di) == CUPTI_SUCCESS;
+  return S.profilerDown;
+}
+
 // PC sampling after the range profiler and SASS metrics in one process
 // (issue 33: one process instead of two where CUPTI allows it). CUPTI's
 // profiling and PC-sampling APIs do not share a context, so the range
@@ -373,27 +391,19 @@ void pc_end() {
 bool pc_late() {
   if (S.pcOff) return false;
   if (!S.stallNames.empty()) return true;
-  if (S.rangeEnabled) {
-    CUpti_RangeProfiler_Disable_Params d = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-    d.pRangeProfilerObject = S.profiler;
-    CUptiResult r = cuptiRangeProfilerDisable(&d);
-    if (r != CUPTI_SUCCESS) {
-      const char* m = nullptr;
-      cuptiGetResultString(r, &m);
-      fprintf(S.out, "#warn\tpc\tcuptiRangeProfilerDisable\t%s\n", m ? m : "?");
-      fflush(S.out);
-      S.pcOff = true;
-      return false;
-    }
-    S.rangeEnabled = false;
+  if (CUptiResult r = disable_range(); r != CUPTI_SUCCESS) {
+    const char* m = nullptr;
+    cuptiGetResultString(r, &m);
+    fprintf(S.out, "#warn\tpc\tcuptiRangeProfilerDisable\t%s\n", m ? m : "?");
+    fflush(S.out);
+    S.pcOff = true;
+    return false;
   }
   setup_pc();
   if (S.pcOff && S.stallNames.empty() && !S.profilerDown) {
     // Refused while the profiler is initialized: once more without it (no
     // SASS pass can follow in this process then).
-    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
-    if (cuptiProfilerDeInitialize(&di) == CUPTI_SUCCESS) {
-      S.profilerDown = true;
+    if (deinit_profiler()) {
       S.pcOff = false;
       fprintf(S.out, "#warn\tpc retried\twithout the profiler initialized\n");
       setup_pc();
@@ -737,20 +747,13 @@ void release_when_done() {
   if (S.doneFile.empty() || S.released || S.only.empty()) return;
   if (S.launches[S.currentMangled] < (int)S.plan.size()) return;
   S.released = true;
-  if (S.rangeEnabled) {
-    CUpti_RangeProfiler_Disable_Params d = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
-    d.pRangeProfilerObject = S.profiler;
-    if (cuptiRangeProfilerDisable(&d) == CUPTI_SUCCESS) S.rangeEnabled = false;
-  }
+  disable_range();
   if (!S.sassConfig.empty()) {
     CUpti_SassMetricsUnsetConfig_Params u = {CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
     u.deviceIndex = (uint32_t)S.dev;
     cuptiSassMetricsUnsetConfig(&u);
   }
-  if (!S.profilerDown) {
-    CUpti_Profiler_DeInitialize_Params di = {CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
-    S.profilerDown = cuptiProfilerDeInitialize(&di) == CUPTI_SUCCESS;
-  }
+  deinit_profiler();
   if (FILE* f = fopen(S.doneFile.c_str(), "w")) fclose(f);
   fprintf(S.out, "#released\n");
   fflush(S.out);
