@@ -57,11 +57,18 @@ pub struct TriageThresholds {
     pub busy_pct: f64,
     /// SM and memory within this many points of each other: balanced.
     pub balance_margin_pct: f64,
+    /// Under `busy_pct` by less than this, the measurement cannot tell a
+    /// latency-bound kernel from a memory- or compute-bound one, and the
+    /// roofline's class (from counts, not rates) decides: the tools' rates
+    /// differ by that much on short kernels (on an H100 the in-process
+    /// profile's replays ran on an L2 full of the restored buffers' lines and
+    /// read 57% where ncu, which flushes, read 61%; ncu's own runs 61 and 68).
+    pub busy_margin_pct: f64,
 }
 
 impl Default for TriageThresholds {
     fn default() -> Self {
-        TriageThresholds { busy_pct: 60.0, balance_margin_pct: 10.0 }
+        TriageThresholds { busy_pct: 60.0, balance_margin_pct: 10.0, busy_margin_pct: 7.5 }
     }
 }
 
@@ -121,7 +128,11 @@ pub fn triage(p: &KernelProfile, t: &TriageThresholds) -> Option<Triage> {
         Some(rc) => !matches!(measured_class, Class::MemoryBound | Class::ComputeBound) || rc == measured_class,
         None => true,
     };
-    let class = if agreement { measured_class } else { roofline_class.unwrap_or(measured_class) };
+    let near_busy = measured_class == Class::LatencyBound && sm_pct.max(mem_pct) >= t.busy_pct - t.busy_margin_pct;
+    let class = match roofline_class {
+        Some(rc) if !agreement || near_busy => rc,
+        _ => measured_class,
+    };
 
     let mut triage = Triage {
         kernel: p.kernel.clone(),
@@ -249,7 +260,8 @@ fn summary(t: &Triage) -> String {
     if let Some(ns) = t.duration_ns {
         parts.push(duration(ns));
     }
-    if let (false, Some(rc)) = (t.agreement, t.roofline_class) {
+    // Where the roofline decided (a disagreement, or throughput just under the busy threshold).
+    if let (true, Some(rc)) = (t.class != t.measured_class, t.roofline_class) {
         parts.push(format!("throughput says {}, roofline says {}", t.measured_class.as_str(), rc.as_str()));
     }
     parts.join(" · ")

@@ -394,13 +394,10 @@ fn recorded_findings_snapshot() {
         13 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
           -> 
           gain None []
-        == sum_blocks: latency-bound · DRAM 58% of peak · 0.26 FLOP/B · 35.8 µs
+        == sum_blocks: memory-bound · DRAM 58% of peak · 0.26 FLOP/B · 35.8 µs · throughput says latency-bound, roofline says memory-bound
         21 warning WarpStall 88% of warp samples stall waiting for global/local memory (L1TEX) data (long_scoreboard) in `for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blo…`
           -> issue the loads earlier and make fewer of them: coalesce them, reuse data through shared memory, or unroll so each thread has several independent loads in flight
           gain None [stall_reason=long_scoreboard, stall_share=87.8%, line_share_of_samples=87.8%]
-        18 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
-          -> 
-          gain None []
         == count_atomic: latency-bound · L2 6% of peak · 0 FLOP/B · 400.4 µs
         34 warning ContendedAtomics atomic contention: one lane per warp does the atomic: 524k atomic updates still serialize in one L2 slice; that slice's atomic unit is busy 77% of the kernel's time in `if (i < n && x[i] > 0.5f) atomicAdd(count, 1);`
           -> the warp is already aggregated; aggregate the block too: reduce the warps' values in __shared__ memory and let one thread per block do the atomic, or write per-block partials and reduce them in a second pass

@@ -133,12 +133,12 @@ fn triage_of_the_full_set() {
     check_triage(
         "full_raw.csv",
         expect![[r#"
-        saxpy_fp64: memory-bound · L2 77% of peak · 0.27 FLOP/B · 59.7 µs (agreement true)
-        strided_copy: memory-bound · L2 95% of peak · 0 FLOP/B · 294.8 µs (agreement true)
-        matmul_naive: memory-bound · L1/shared 97% of peak · 0.50 FLOP/B · 3.18 ms (agreement true)
-        transpose_conflicts: latency-bound · L1/shared 59% of peak · 0 FLOP/B · 31.1 µs (agreement true)
-        divergent: compute-bound · SM 96% of peak · 170 FLOP/B · 2.06 ms (agreement true)
-    "#]],
+            saxpy_fp64: memory-bound · L2 77% of peak · 0.27 FLOP/B · 59.7 µs (agreement true)
+            strided_copy: memory-bound · L2 95% of peak · 0 FLOP/B · 294.8 µs (agreement true)
+            matmul_naive: memory-bound · L1/shared 97% of peak · 0.50 FLOP/B · 3.18 ms (agreement true)
+            transpose_conflicts: memory-bound · L1/shared 59% of peak · 0 FLOP/B · 31.1 µs · throughput says latency-bound, roofline says memory-bound (agreement true)
+            divergent: compute-bound · SM 96% of peak · 170 FLOP/B · 2.06 ms (agreement true)
+        "#]],
     );
 }
 
@@ -239,13 +239,10 @@ fn findings_transpose_conflicts() {
     check_findings(
         "transpose_conflicts",
         expect![[r#"
-        32 warning SharedBankConflicts 32-way shared-memory bank conflicts in `out[y * N + x] = tile[threadIdx.x][threadIdx.y];`
-          -> pad the tile to tile[32][33]: the extra column shifts each row by one bank, so a column walk hits 32 different banks
-          gain Some(2.26) [conflict_ways=32, shared_wavefronts=4194304, ideal_wavefronts=131072, excess_wavefronts=93.9%]
-        26 hint LaunchOverhead launch overhead not measured: it needs nsys, which is unavailable
-          -> 
-          gain None []
-    "#]],
+            32 warning SharedBankConflicts 32-way shared-memory bank conflicts in `out[y * N + x] = tile[threadIdx.x][threadIdx.y];`
+              -> pad the tile to tile[32][33]: the extra column shifts each row by one bank, so a column walk hits 32 different banks
+              gain Some(2.26) [conflict_ways=32, shared_wavefronts=4194304, ideal_wavefronts=131072, excess_wavefronts=93.9%]
+        "#]],
     );
 }
 
