@@ -694,6 +694,32 @@ fn a_save_profiles_once_the_compile_is_published_without_compiling_again() {
     assert!(published < begun, "the profile began before the compile's diagnostics went out");
 }
 
+/// With profile-on-save the profile begins beside the compile, but a save
+/// that does not compile shows no profile and runs no profiler.
+#[test]
+fn a_save_that_does_not_compile_profiles_nothing() {
+    let text = std::fs::read_to_string(fixtures().join("naive/sum/sum_atomic_1d.cu")).unwrap();
+    let (dir, path) = temp_copy("sum_atomic_1d.cu", &text);
+    let log = dir.path().join("ncu.log");
+    let ncu = dir.path().join("ncu");
+    std::fs::write(&ncu, format!("#!/bin/sh\necho ncu >> '{}'\nexit 1\n", log.display())).unwrap();
+    std::fs::set_permissions(&ncu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let u = uri(&path);
+    let mut c = Client::spawn(json!({"trusted": true, "ncu": ncu, "profileOnSave": true, "profileBackend": "ncu"}));
+    let broken = text.replace("atomicAdd(", "atomicAdd(undeclared_name + ");
+    c.open(&u, &broken, 1);
+    let d = c.wait_publish(&u, LONG);
+    assert!(d["diagnostics"].as_array().unwrap().iter().any(|d| d["severity"] == 1), "no compile error: {d}");
+    // Long enough for a profile that had begun to show itself.
+    c.wait(Duration::from_secs(3), |_| false);
+    let messages: Vec<Value> = c.transcript.iter().map(|m| serde_json::from_str(m).unwrap()).collect();
+    assert!(
+        !messages.iter().any(|m| m["params"]["token"].as_str().is_some_and(|t| t.starts_with("kernelpro-profile-"))),
+        "a profile showed itself"
+    );
+    assert!(!log.exists(), "the profiler ran");
+}
+
 #[test]
 fn counter_permission_error_says_how_to_fix_it() {
     let text = std::fs::read_to_string(fixtures().join("h200-probe/kernels.cu")).unwrap();

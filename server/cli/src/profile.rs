@@ -61,6 +61,7 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
                 full: args.full,
                 exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
                 save_exports: args.save_exports.clone(),
+                ready: None,
             };
             profile_file(&req, &settings, &Analyzer::default(), &CancellationToken::new()).await
         }

@@ -53,4 +53,4 @@ pub use session::{
 pub use verify::{
     MAX_REORDER_VARIATION, ORIGINAL_RUNS, PairStats, ToleranceBasis, VARIATION_MULTIPLE, Variation, tolerance_used,
 };
-pub use worker::{NO_DRIVER, Resident, execute, worker_main};
+pub use worker::{EARLY_DEVICE_ENV, NO_DRIVER, Resident, execute, worker_main};

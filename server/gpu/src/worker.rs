@@ -22,6 +22,20 @@ install the NVIDIA driver, or set the runner setting to run on a GPU machine (e.
 
 /// Entry point of `kernelpro __gpu-worker`: a [`Job`] as JSON on stdin, a reply line on stdout.
 pub fn worker_main() -> i32 {
+    // Started before its job exists (a profile begun while the file still
+    // compiles): the driver and the device's primary context are opened while
+    // the job is awaited, so that start-up (and a profiler's set-up, which a
+    // context's creation runs) is not paid after it.
+    let early = std::env::var(EARLY_DEVICE_ENV)
+        .ok()
+        .and_then(|d| d.parse::<i32>().ok())
+        .map(|device| std::thread::spawn(move || open_early(device)));
+    // Joined before the job opens the device: a profiler's set-up must have ended before a launch.
+    let opened_early = move || {
+        if let Some(thread) = early {
+            let _ = thread.join();
+        }
+    };
     // A session (a search's long-lived worker) opens with a first line of its own.
     let mut stdin = std::io::stdin().lock();
     let mut input = String::new();
@@ -29,9 +43,12 @@ pub fn worker_main() -> i32 {
         return answer(Reply::Failed(format!("the GPU worker could not read its job: {e}")));
     }
     if let Some(open) = crate::session::parse_open(&input) {
+        opened_early();
         return crate::session::serve::<Resident>(&open, stdin, std::io::stdout().lock());
     }
-    let reply = match stdin.read_to_string(&mut input) {
+    let read = stdin.read_to_string(&mut input);
+    opened_early();
+    let reply = match read {
         Err(e) => Reply::Failed(format!("the GPU worker could not read its job: {e}")),
         Ok(_) => match serde_json::from_str::<Job>(&input) {
             Err(e) => Reply::Failed(format!(
@@ -48,6 +65,24 @@ pub fn worker_main() -> i32 {
         },
     };
     answer(reply)
+}
+
+/// The device a worker opens before its job arrives (see [`worker_main`]);
+/// the job must name the same one.
+pub const EARLY_DEVICE_ENV: &str = "KERNELPRO_WORKER_EARLY_DEVICE";
+
+/// The driver initialised and `device`'s primary context retained (and left
+/// retained: the job's [`open_device`] retains the same one); failures are the
+/// job's to report.
+fn open_early(device: i32) {
+    // SAFETY: only probes whether libcuda can be opened.
+    if !unsafe { sys::is_culib_present() } || cu::init().is_err() {
+        return;
+    }
+    if let Ok(dev) = cu::device::get(device) {
+        // SAFETY: dev is a device handle from cu::device::get.
+        let _ = unsafe { cu::primary_ctx::retain(dev) };
+    }
 }
 
 /// Writes a one-shot job's reply line; the exit code.

@@ -211,6 +211,55 @@ pub struct CuptiProfile {
     /// (`source::launch::launched_twice`): each kernel's second launch gets the
     /// SASS pass, and an exit status its own checks give is no failure.
     pub launches_twice: bool,
+    /// The job and its modules when they are not ready at the start (a
+    /// profile begun while the file still compiles): the runs start at once,
+    /// open the device meanwhile, and read the job once given. `stdin` and
+    /// `modules` are then unused.
+    pub later: Option<LateJob>,
+}
+
+/// The receiving side of a job given after the runs start ([`CuptiProfile::later`]).
+#[derive(Debug, Clone)]
+pub struct LateJob {
+    pub stdin: kernelpro_runner::LateInput,
+    pub modules: tokio::sync::watch::Receiver<Option<Vec<PathBuf>>>,
+    /// The device the job names, opened before the job arrives.
+    pub device: u32,
+}
+
+/// The giving side of a [`LateJob`].
+pub struct GiveJob {
+    stdin: tokio::sync::watch::Sender<Option<std::sync::Arc<Vec<u8>>>>,
+    modules: tokio::sync::watch::Sender<Option<Vec<PathBuf>>>,
+}
+
+impl LateJob {
+    pub fn channel(device: u32) -> (GiveJob, LateJob) {
+        let (stdin_tx, stdin) = tokio::sync::watch::channel(None);
+        let (modules_tx, modules) = tokio::sync::watch::channel(None);
+        (GiveJob { stdin: stdin_tx, modules: modules_tx }, LateJob { stdin, modules, device })
+    }
+
+    /// The modules once given; none once the giver is gone without them.
+    async fn modules(&self) -> Vec<PathBuf> {
+        let mut m = self.modules.clone();
+        loop {
+            if let Some(got) = m.borrow_and_update().clone() {
+                return got;
+            }
+            if m.changed().await.is_err() {
+                return m.borrow().clone().unwrap_or_default();
+            }
+        }
+    }
+}
+
+impl GiveJob {
+    /// Gives the job (dropping a `GiveJob` unused gives the runs end of input instead).
+    pub fn give(self, stdin: Vec<u8>, modules: Vec<PathBuf>) {
+        let _ = self.modules.send(Some(modules));
+        let _ = self.stdin.send(Some(std::sync::Arc::new(stdin)));
+    }
 }
 
 /// What the injected runs gave: the kernels' profiles and source pages.
@@ -284,7 +333,9 @@ async fn injected_run(
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
     }
-    if let Some(input) = &req.stdin {
+    if let Some(late) = &req.later {
+        cmd = cmd.stdin_later(late.stdin.clone()).env(kernelpro_gpu::EARLY_DEVICE_ENV, &late.device.to_string());
+    } else if let Some(input) = &req.stdin {
         cmd = cmd.stdin(input.clone());
     }
     let out = run_tool(&cmd, cancel).await.map_err(|e| CuptiError::Run(e.to_string()))?;
@@ -573,7 +624,11 @@ pub async fn profile(
         .collect();
     let early_disasm = async {
         let t = std::time::Instant::now();
-        let modules: Vec<String> = req.modules.iter().map(|m| m.display().to_string()).collect();
+        let modules = match &req.later {
+            Some(late) => late.modules().await,
+            None => req.modules.clone(),
+        };
+        let modules: Vec<String> = modules.iter().map(|m| m.display().to_string()).collect();
         let got = disassemble(&req.nvdisasm, &modules, req.timeout, cancel).await;
         (got, t.elapsed())
     };
@@ -607,7 +662,7 @@ pub async fn profile(
         }
         Err(e) => return Err(e),
     };
-    if !req.modules.is_empty() {
+    if !req.modules.is_empty() || req.later.is_some() {
         stages.push(Stage::new("disassembly of the known modules (during the first run)".into(), early_time));
     }
     let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
@@ -1069,6 +1124,7 @@ int main(int argc, char** argv) {
             kernel: kernel.map(str::to_string),
             modules: known.map(|(_, m)| m).unwrap_or_default(),
             launches_twice: false,
+            later: None,
         };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
@@ -1102,6 +1158,7 @@ int main(int argc, char** argv) {
             kernel: None,
             modules: vec![],
             launches_twice,
+            later: None,
         };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let got = rt.block_on(profile(&req(true), "", &CancellationToken::new())).expect("kept");

@@ -355,7 +355,7 @@ pub fn unavailable(reason: &str) -> Finding {
 }
 
 /// What to profile in a file, and how.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FileProfileRequest {
     pub path: PathBuf,
     pub text: String,
@@ -366,6 +366,36 @@ pub struct FileProfileRequest {
     pub exe: PathBuf,
     /// Keep the exported ncu pages here (one folder per kernel in harness mode).
     pub save_exports: Option<PathBuf>,
+    /// Whether the file compiled, when that is not known yet (a profile begun
+    /// at a save, beside the compile): nothing is compiled or measured until
+    /// it says yes, but the in-process runs start and open the device
+    /// meanwhile; a no ends the profile with [`NOT_COMPILED`].
+    pub ready: Option<Ready>,
+}
+
+/// The answer to "did the file compile?" a profile begun beside the compile waits for.
+pub type Ready = futures::future::Shared<futures::future::BoxFuture<'static, bool>>;
+
+/// A profile begun beside a compile that failed (or was superseded) ends with this.
+pub const NOT_COMPILED: &str = "the file did not compile, so it was not profiled";
+
+/// What the in-process runs read: a program reads nothing; the harness worker
+/// reads its job, given now or once the file has compiled.
+pub enum JobInput {
+    Program,
+    Job { stdin: Vec<u8>, modules: Vec<PathBuf> },
+    Later(crate::cupti::LateJob),
+}
+
+impl std::fmt::Debug for FileProfileRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileProfileRequest")
+            .field("path", &self.path)
+            .field("kernel", &self.kernel)
+            .field("full", &self.full)
+            .field("ready", &self.ready.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Profiles a file: each kernel with a launch spec through the harness, or,
@@ -433,6 +463,18 @@ pub async fn profile_file(
         None => base.launch_specs.keys().cloned().collect(),
     };
     kernels.sort();
+    // Only the harness's in-process runs start before the compile is known to have
+    // succeeded (its analysis then has the cubin): everything else waits for it here.
+    let early = match (&req.ready, &in_process, kernels.is_empty()) {
+        (Some(ready), Some(_), false) => Some(ready.clone()),
+        (Some(ready), _, _) => {
+            if !ready.clone().await {
+                return Err(NOT_COMPILED.into());
+            }
+            None
+        }
+        (None, _, _) => None,
+    };
     if kernels.is_empty() {
         if !base.source.has_main {
             return Err("nothing to profile: add a launch spec (`// kernelpro:` lines) above a kernel, or give the file a main() that launches its kernels".into());
@@ -470,9 +512,8 @@ pub async fn profile_file(
             let got = profile_in_process(
                 ip,
                 target,
+                JobInput::Program,
                 None,
-                None,
-                vec![],
                 launches_twice,
                 &req.text,
                 &thresholds,
@@ -518,52 +559,103 @@ pub async fn profile_file(
         return Ok(report);
     }
     let mut report = ProfileReport::default();
+    let mut early = early;
     for k in kernels {
         let src =
             crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
-        let t = Instant::now();
-        // The compile step alone: the job needs the cubin, not the SASS
-        // tools' findings (after a save's compile, the analyzer's cache has it).
-        let prepared = crate::harness::prepare_with(&src, settings, analyzer, cancel, false).await?;
-        stages.push(Stage::new(format!("{k}: compile the harness job"), t.elapsed()));
         let named = |got: Vec<Stage>| got.into_iter().map(|s| Stage { name: format!("{k}: {}", s.name), ..s });
-        let job = kernelpro_gpu::Job {
-            device: 0,
-            kernel: prepared.job.clone(),
-            reference: None,
-            warmup: 0,
-            runs: 1,
-            flush_l2: false,
-            energy_window_ms: 0,
-            ..kernelpro_gpu::Job::new(prepared.job.clone())
-        };
-        if let Some(ip) = &in_process {
-            // As many launches as the first injected run's plan uses.
-            let job = kernelpro_gpu::Job { runs: crate::cupti::plan_launches(Some(&k)), ..job.clone() };
-            let target = vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()];
-            let stdin = Some(serde_json::to_vec(&job).expect("job serializes"));
+        // The job the worker runs under the profiler: as many launches as the first injected run's plan uses.
+        let profiled_job = |prepared: &crate::harness::Prepared| {
+            let job = kernelpro_gpu::Job { runs: crate::cupti::plan_launches(Some(&k)), ..profile_job(prepared) };
             // The worker loads the job's cubin as it is: disassembled during the run.
             let modules = match &prepared.job.image {
                 kernelpro_gpu::Image::Cubin(cubin) => vec![cubin.clone()],
                 kernelpro_gpu::Image::Ptx(_) => vec![],
             };
-            let (kernel, text) = (Some(k.as_str()), &req.text);
-            match profile_in_process(ip, target, stdin, kernel, modules, false, text, &thresholds, timeout, cancel)
-                .await
-            {
-                Ok(one) => {
-                    report.backend = one.backend;
-                    report.pass_secs += one.pass_secs;
-                    report.export_secs += one.export_secs;
-                    stages.extend(named(one.stages));
-                    report.notes.extend(one.notes);
-                    report.kernels.extend(one.kernels);
-                    continue;
-                }
-                Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
-                Err(e) if !have_ncu => return Err(no_ncu(&e)),
-                Err(e) => fallback_notes.push(format!("{k} profiled with ncu: the in-process profile failed: {e}")),
+            (serde_json::to_vec(&job).expect("job serializes"), modules)
+        };
+        let target = vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()];
+        let (kernel, text) = (Some(k.as_str()), &req.text);
+        let t = Instant::now();
+        let (prepared, in_process_got) = match (&in_process, early.take()) {
+            // Begun beside the save's compile: the runs start (and open the device) now and
+            // read their job once the compile has succeeded and the job is prepared from it.
+            (Some(ip), Some(ready)) => {
+                let (give, late) = crate::cupti::LateJob::channel(0);
+                let stop = cancel.child_token();
+                let prepare = async {
+                    let prepared = match ready.await {
+                        true => crate::harness::prepare_with(&src, settings, analyzer, cancel, false).await,
+                        false => Err(NOT_COMPILED.to_string()),
+                    };
+                    match &prepared {
+                        Ok(p) => {
+                            let (stdin, modules) = profiled_job(p);
+                            give.give(stdin, modules);
+                        }
+                        // The runs read end of input and are stopped.
+                        Err(_) => stop.cancel(),
+                    }
+                    (prepared, t.elapsed())
+                };
+                let runs = profile_in_process(
+                    ip,
+                    target.clone(),
+                    JobInput::Later(late),
+                    kernel,
+                    false,
+                    text,
+                    &thresholds,
+                    timeout,
+                    &stop,
+                );
+                let ((prepared, took), got) = futures::join!(prepare, runs);
+                let prepared = prepared?;
+                stages.push(Stage::new(format!("{k}: compile the harness job (while the runs start)"), took));
+                (prepared, Some(got))
             }
+            (ip, _) => {
+                // The compile step alone: the job needs the cubin, not the SASS
+                // tools' findings (after a save's compile, the analyzer's cache has it).
+                let prepared = crate::harness::prepare_with(&src, settings, analyzer, cancel, false).await?;
+                stages.push(Stage::new(format!("{k}: compile the harness job"), t.elapsed()));
+                let got = match ip {
+                    Some(ip) => {
+                        let (stdin, modules) = profiled_job(&prepared);
+                        let input = JobInput::Job { stdin, modules };
+                        let got = profile_in_process(
+                            ip,
+                            target.clone(),
+                            input,
+                            kernel,
+                            false,
+                            text,
+                            &thresholds,
+                            timeout,
+                            cancel,
+                        );
+                        Some(got.await)
+                    }
+                    None => None,
+                };
+                (prepared, got)
+            }
+        };
+        let job = profile_job(&prepared);
+        match in_process_got {
+            Some(Ok(one)) => {
+                report.backend = one.backend;
+                report.pass_secs += one.pass_secs;
+                report.export_secs += one.export_secs;
+                stages.extend(named(one.stages));
+                report.notes.extend(one.notes);
+                report.kernels.extend(one.kernels);
+                continue;
+            }
+            Some(Err(e)) if backend == Backend::Cupti => return Err(e.to_string()),
+            Some(Err(e)) if !have_ncu => return Err(no_ncu(&e)),
+            Some(Err(e)) => fallback_notes.push(format!("{k} profiled with ncu: the in-process profile failed: {e}")),
+            None => {}
         }
         let live = LiveProfile {
             ncu: ncu.clone(),
@@ -588,6 +680,20 @@ pub async fn profile_file(
     report.notes.extend(fallback_notes);
     report.stages = stages;
     Ok(report)
+}
+
+/// One launch of the prepared kernel, no reference, no timing: what a profile runs.
+fn profile_job(prepared: &crate::harness::Prepared) -> kernelpro_gpu::Job {
+    kernelpro_gpu::Job {
+        device: 0,
+        kernel: prepared.job.clone(),
+        reference: None,
+        warmup: 0,
+        runs: 1,
+        flush_l2: false,
+        energy_window_ms: 0,
+        ..kernelpro_gpu::Job::new(prepared.job.clone())
+    }
 }
 
 /// The note a profile carries when the in-process profiler is unavailable
@@ -650,15 +756,19 @@ pub async fn in_process_setup(
 pub async fn profile_in_process(
     ip: &InProcess,
     target: Vec<String>,
-    stdin: Option<Vec<u8>>,
+    input: JobInput,
     kernel: Option<&str>,
-    modules: Vec<PathBuf>,
     launches_twice: bool,
     file_text: &str,
     thresholds: &Thresholds,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<ProfileReport, crate::cupti::CuptiError> {
+    let (stdin, modules, later) = match input {
+        JobInput::Program => (None, Vec::new(), None),
+        JobInput::Job { stdin, modules } => (Some(stdin), modules, None),
+        JobInput::Later(late) => (None, Vec::new(), Some(late)),
+    };
     let req = crate::cupti::CuptiProfile {
         library: ip.library.clone(),
         nvdisasm: ip.nvdisasm.clone(),
@@ -668,6 +778,7 @@ pub async fn profile_in_process(
         kernel: kernel.map(str::to_string),
         modules,
         launches_twice,
+        later,
     };
     let got = crate::cupti::profile(&req, file_text, cancel).await?;
     // Findings belong on the lines that cause them: with no kernel's per-line

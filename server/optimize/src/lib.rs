@@ -753,6 +753,7 @@ fn profile_original(
         full: false,
         exe: req.exe.clone(),
         save_exports: None,
+        ready: None,
     };
     let _span = tracing::debug_span!("optimize.profile").entered();
     let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, cancel))?;

@@ -13,7 +13,9 @@ pub mod children;
 pub mod jobs;
 pub mod process;
 
-pub use process::{OUTPUT_CAP_BYTES, Service, ToolCommand, ToolError, ToolOutput, run_tool, spawn_service};
+pub use process::{
+    LateInput, OUTPUT_CAP_BYTES, Service, ToolCommand, ToolError, ToolOutput, late_input, run_tool, spawn_service,
+};
 
 use std::future::Future;
 use std::time::Duration;

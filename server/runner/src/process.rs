@@ -23,12 +23,39 @@ pub struct ToolCommand {
     pub cwd: Option<PathBuf>,
     pub env: Vec<(String, String)>,
     pub stdin: Option<Vec<u8>>,
+    /// Input that is not ready when the program starts (a GPU worker started
+    /// while the file still compiles): written once the sender gives it; the
+    /// program reads end of input if the sender is dropped without.
+    pub stdin_later: Option<LateInput>,
     pub timeout: Duration,
+}
+
+/// The receiving side of input given after the start ([`ToolCommand::stdin_later`]).
+pub type LateInput = tokio::sync::watch::Receiver<Option<std::sync::Arc<Vec<u8>>>>;
+
+/// The input once given, or `None` once its sender is gone without giving it.
+pub async fn late_input(mut late: LateInput) -> Option<std::sync::Arc<Vec<u8>>> {
+    loop {
+        if let Some(data) = late.borrow_and_update().clone() {
+            return Some(data);
+        }
+        if late.changed().await.is_err() {
+            return late.borrow().clone();
+        }
+    }
 }
 
 impl ToolCommand {
     pub fn new(program: impl Into<PathBuf>, timeout: Duration) -> Self {
-        ToolCommand { program: program.into(), args: Vec::new(), cwd: None, env: Vec::new(), stdin: None, timeout }
+        ToolCommand {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            stdin: None,
+            stdin_later: None,
+            timeout,
+        }
     }
     pub fn arg(mut self, a: impl Into<OsString>) -> Self {
         self.args.push(a.into());
@@ -48,6 +75,10 @@ impl ToolCommand {
     }
     pub fn stdin(mut self, data: Vec<u8>) -> Self {
         self.stdin = Some(data);
+        self
+    }
+    pub fn stdin_later(mut self, late: LateInput) -> Self {
+        self.stdin_later = Some(late);
         self
     }
     fn tool_name(&self) -> String {
@@ -242,7 +273,7 @@ async fn run_tool_unlogged(cmd: &ToolCommand, cancel: &CancellationToken) -> Res
     // Tools write intermediates to TMPDIR (nvcc's tmpxft_* files) and leave
     // them when killed: give each run a private one, removed when this returns.
     let scratch = tempfile::Builder::new().prefix("kernelpro-tool-").tempdir().ok();
-    let stdin = if cmd.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+    let stdin = if cmd.stdin.is_some() || cmd.stdin_later.is_some() { Stdio::piped() } else { Stdio::null() };
     let mut command = command_for(cmd, stdin, scratch.as_ref().map(|d| d.path()));
     let start = Instant::now();
     let waited_ms = start.duration_since(queued).as_millis() as u64;
@@ -251,9 +282,17 @@ async fn run_tool_unlogged(cmd: &ToolCommand, cancel: &CancellationToken) -> Res
     // Declared first, dropped last: registered until the guard has killed the group.
     let _registered = child.id().map(|p| crate::children::register(p as i32));
     let mut guard = GroupGuard { pgid: child.id().map(|p| p as i32) };
-    if let (Some(data), Some(mut stdin)) = (cmd.stdin.clone(), child.stdin.take()) {
+    if let Some(mut stdin) = child.stdin.take() {
+        let (now, late) = (cmd.stdin.clone(), cmd.stdin_later.clone());
         tokio::spawn(async move {
-            let _ = stdin.write_all(&data).await;
+            let data = match (now, late) {
+                (Some(data), _) => Some(std::sync::Arc::new(data)),
+                (None, Some(late)) => late_input(late).await,
+                (None, None) => None,
+            };
+            if let Some(data) = data {
+                let _ = stdin.write_all(&data).await;
+            }
         });
     }
     let stdout = child.stdout.take().expect("piped stdout");
@@ -358,6 +397,23 @@ mod tests {
     async fn captures_output_and_code() {
         let out = run_tool(&sh("echo hi; echo err >&2; exit 3", 5), &CancellationToken::new()).await.unwrap();
         assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (Some(3), "hi\n", "err\n"));
+    }
+
+    /// A program started before its input exists reads it once given, and end
+    /// of input when the giver is gone without it.
+    #[tokio::test]
+    async fn input_given_after_the_start() {
+        let (give, late) = tokio::sync::watch::channel(None);
+        let cmd = sh("echo started; cat", 5).stdin_later(late);
+        let run = tokio::spawn(async move { run_tool(&cmd, &CancellationToken::new()).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        give.send(Some(std::sync::Arc::new(b"the job\n".to_vec()))).unwrap();
+        assert_eq!(run.await.unwrap().unwrap().stdout, "started\nthe job\n");
+        let (give, late) = tokio::sync::watch::channel(None);
+        let cmd = sh("cat; echo end", 5).stdin_later(late);
+        let run = tokio::spawn(async move { run_tool(&cmd, &CancellationToken::new()).await });
+        drop(give);
+        assert_eq!(run.await.unwrap().unwrap().stdout, "end\n");
     }
 
     #[tokio::test]

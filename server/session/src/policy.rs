@@ -42,6 +42,12 @@ pub fn save_cancels_profile(settings: &Settings) -> bool {
     settings.profile_on_save
 }
 
+/// A save begins a profile beside its compile (which it measures only if the
+/// compile succeeds, [`profile_after`]): trusted and profile-on-save.
+pub fn profile_begins_with_save(settings: &Settings) -> bool {
+    settings.trusted && settings.profile_on_save
+}
+
 /// A profile follows the analysis: trusted, profile-on-save, and it compiled.
 pub fn profile_after(settings: &Settings, analysis: &FileAnalysis) -> bool {
     settings.trusted && settings.profile_on_save && !analysis.has_errors()

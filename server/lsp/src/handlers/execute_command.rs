@@ -44,6 +44,7 @@ pub async fn execute_command(server: &Server, params: ExecuteCommandParams) -> R
                     &server.client,
                     uri,
                     params.work_done_progress_params.work_done_token,
+                    None,
                 )
                 .await,
             ))

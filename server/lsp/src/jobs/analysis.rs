@@ -6,6 +6,7 @@ use crate::document::path_of;
 use crate::jobs::publish::publish;
 use crate::server::Server;
 use crate::state::State;
+use futures::FutureExt;
 use kernelpro_core::analysis::{AnalysisError, FileAnalysis};
 use kernelpro_session::{JobKind, JobTicket, policy};
 use std::sync::Arc;
@@ -45,10 +46,13 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
     let state = state.clone();
     let client = client.clone();
     tokio::spawn(async move {
-        // With profile-on-save the profile starts as soon as the compile's
-        // diagnostics are out (`analyse_and_publish` says when), beside the
-        // machine-code step: it needs the compile's cubin, not the SASS.
-        let (profile_go, profile_when) = tokio::sync::oneshot::channel();
+        // With profile-on-save the profile begins with the save: its runs
+        // start and open the GPU while the file compiles, and it measures (and
+        // shows itself) once the compile's diagnostics are out without errors
+        // (`analyse_and_publish` says when), beside the machine-code step: it
+        // needs the compile's cubin, not the SASS.
+        let (profile_go, profile_when) = tokio::sync::oneshot::channel::<bool>();
+        let ready = profile_when.map(|go| go == Ok(true)).boxed().shared();
         let analysis = async {
             // The progress bar is asked for beside the analysis, not before it: a
             // client slow to answer must not hold up the compile.
@@ -61,8 +65,8 @@ fn schedule_in(state: &Arc<State>, client: &Client, uri: Uri) {
             }
         };
         let profile = async {
-            if profile_when.await == Ok(true) {
-                crate::jobs::profile::run(&state, &client, uri.clone(), None).await;
+            if policy::profile_begins_with_save(&state.settings()) {
+                crate::jobs::profile::run(&state, &client, uri.clone(), None, Some(ready)).await;
             }
         };
         tokio::join!(analysis, profile);

@@ -4,47 +4,39 @@
 
 use crate::state::State;
 use kernelpro_measure::baseline::BaselineStore;
-use kernelpro_measure::profiling::{FileProfileRequest, profile_file};
+use kernelpro_measure::profiling::{FileProfileRequest, NOT_COMPILED, Ready, profile_file};
 use kernelpro_session::policy::{self, Refusal};
 use kernelpro_session::{JobKind, ProfileState};
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types::*;
 
-pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<ProgressToken>) -> serde_json::Value {
+/// `ready`: the profile was begun beside a save's compile, and shows itself
+/// (its progress) only once that compile has succeeded; if it fails, the
+/// profile ends unseen.
+pub async fn run(
+    state: &State,
+    client: &Client,
+    uri: Uri,
+    token: Option<ProgressToken>,
+    ready: Option<Ready>,
+) -> serde_json::Value {
     let settings = state.settings();
-    let ready = state.readiness();
+    let ready_state = state.readiness();
     // The session's policy: untrusted, no compiler or no ncu fails at once, in those words.
-    if let Err(Refusal::Untrusted(why)) = policy::profile_refusal(&settings, ready.as_ref()) {
+    if let Err(Refusal::Untrusted(why)) = policy::profile_refusal(&settings, ready_state.as_ref()) {
         return failed(why);
     }
     let Some((text, version)) = state.docs().get(&uri).map(|d| (d.text().to_string(), d.version)) else {
         return failed("the document is not open".into());
     };
-    let missing = ready.as_ref().and_then(|r| r.profile.clone());
-    if let Err(why) = policy::profile_refusal(&settings, ready.as_ref()) {
+    let missing = ready_state.as_ref().and_then(|r| r.profile.clone());
+    if let Err(why) = policy::profile_refusal(&settings, ready_state.as_ref()) {
         return failed(why.to_string());
     }
     // One profile per document: a new one cancels the running one; didClose
     // and shutdown cancel it too (its ncu runs are killed with their groups).
     let ticket = state.jobs().start(&uri, JobKind::Profile, String::new(), version);
-    let token = match token {
-        Some(t) => t,
-        None => {
-            let t = ProgressToken::String(format!("kernelpro-profile-{}-{}", uri.as_str(), ticket.id()));
-            let _ = client.create_work_done_progress(t.clone()).await;
-            t
-        }
-    };
-    // Cancel on the progress (window/workDoneProgress/cancel) fires the job's token.
-    let key = crate::jobs::optimize::token_key(&token);
-    state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), ticket.token.clone());
     let cancel = ticket.token.clone();
-    let progress = client
-        .progress(token, "Profiling kernels")
-        .with_message("stage 1: roofline triage")
-        .with_cancel_button()
-        .begin()
-        .await;
     let path = crate::document::path_of(&uri);
     let req = FileProfileRequest {
         path: path.clone(),
@@ -53,10 +45,46 @@ pub async fn run(state: &State, client: &Client, uri: Uri, token: Option<Progres
         full: false,
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
         save_exports: None,
+        ready: ready.clone(),
     };
-    let result = tokio::select! {
-        r = profile_file(&req, &settings, &state.analyzer, &cancel) => r,
-        _ = cancel.cancelled() => Err("cancelled".into()),
+    let profiling = async {
+        tokio::select! {
+            r = profile_file(&req, &settings, &state.analyzer, &cancel) => r,
+            _ = cancel.cancelled() => Err("cancelled".into()),
+        }
+    };
+    // The progress, once the profile is one the user asked for (at once, or
+    // once the compile it waits for succeeded); `None`: it never was.
+    let shown = async {
+        if let Some(r) = &ready
+            && !r.clone().await
+        {
+            return None;
+        }
+        let token = match token {
+            Some(t) => t,
+            None => {
+                let t = ProgressToken::String(format!("kernelpro-profile-{}-{}", uri.as_str(), ticket.id()));
+                let _ = client.create_work_done_progress(t.clone()).await;
+                t
+            }
+        };
+        // Cancel on the progress (window/workDoneProgress/cancel) fires the job's token.
+        let key = crate::jobs::optimize::token_key(&token);
+        state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), ticket.token.clone());
+        let progress = client
+            .progress(token, "Profiling kernels")
+            .with_message("stage 1: roofline triage")
+            .with_cancel_button()
+            .begin()
+            .await;
+        Some((progress, key))
+    };
+    let (result, shown) = tokio::join!(profiling, shown);
+    let Some((progress, key)) = shown else {
+        // Begun beside a compile that failed or was superseded: nothing to show or keep.
+        state.jobs().finish(&uri, JobKind::Profile, &String::new(), &ticket);
+        return serde_json::json!({"cancelled": true, "message": NOT_COMPILED});
     };
     state.progress_cancels.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     if cancel.is_cancelled() {
