@@ -173,6 +173,8 @@ mod forms_tests;
 #[cfg(test)]
 mod gemm_tests;
 #[cfg(test)]
+mod scan_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
 mod window_tests;
