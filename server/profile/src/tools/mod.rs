@@ -76,7 +76,9 @@ pub struct Thresholds {
     /// SharedMemTiling: L1 throughput above this with no shared memory in use.
     pub tiling_l1_pct: f64,
     pub tiling_l1_hit_min_pct: f64,
-    /// Vectorization: memory throughput above this.
+    /// Vectorization: memory throughput above this: the triage's busy
+    /// threshold less its band (`TriageThresholds`), so a kernel the triage
+    /// calls memory-bound from just under 60% is busy enough here too.
     pub vectorize_memory_pct: f64,
     /// SharedBankConflicts: average ways per shared request above this.
     pub bank_conflict_ways: f64,
@@ -122,7 +124,7 @@ impl Default for Thresholds {
             spill_local_share_pct: 10.0,
             tiling_l1_pct: 60.0,
             tiling_l1_hit_min_pct: 50.0,
-            vectorize_memory_pct: 60.0,
+            vectorize_memory_pct: 52.5,
             bank_conflict_ways: 2.0,
             divergent_branch_min_share: 0.125,
             nonfused_fp32_share_pct: 25.0,
