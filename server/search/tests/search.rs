@@ -317,6 +317,31 @@ fn failed_nodes_get_one_debug_child_with_the_error() {
 
 // ---- memory --------------------------------------------------------------
 
+/// Repeats take no place in a batch: a root that re-proposes its two evaluated
+/// rewrites ahead of a third (a form's best point is proposed at every visit)
+/// still gets the third evaluated, instead of being taken for exhausted.
+#[test]
+fn a_node_whose_first_proposals_are_repeats_still_offers_the_rest() {
+    struct RootOnly;
+    impl Proposer for RootOnly {
+        fn name(&self) -> &str {
+            "root-only"
+        }
+        fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+            if ctx.depth > 0 {
+                return Vec::new();
+            }
+            ["x = a * b;", "x = a + b;", "x = a | b;"].iter().map(|s| Proposal::new(*s, *s)).collect()
+        }
+    }
+    let mut evaluator = Scripted::new(|s| if s.contains('|') { ok(0.1) } else { ok(0.5) });
+    let config =
+        SearchConfig { budget: Budget { max_evaluations: 10, ..Budget::default() }, ..SearchConfig::default() };
+    let result = Search::new(config).run("x = a - b;", &mut RootOnly, &mut evaluator).unwrap();
+    assert!(evaluator.calls.iter().any(|c| c == "x = a | b;"), "never evaluated: {:?}", evaluator.calls);
+    assert_eq!(result.evaluations, 3);
+}
+
 #[test]
 fn identical_sources_are_evaluated_once() {
     let mut evaluator = Scripted::new(|_| ok(0.5));
