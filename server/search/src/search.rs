@@ -265,6 +265,9 @@ struct Run<'c, 'a> {
     outcomes: HashMap<String, Outcome>,
 }
 
+/// The most proposals a node is asked for at once when those it gave were all hopeless or evaluated.
+const MAX_ASK: usize = 64;
+
 impl Run<'_, '_> {
     fn main_loop(&mut self, proposer: &mut dyn Proposer, evaluator: &mut dyn Evaluator) -> StopReason {
         let stop = self.expand(proposer, evaluator);
@@ -310,18 +313,32 @@ impl Run<'_, '_> {
                 .min(self.config.candidates_per_iteration)
                 .min(self.config.budget.max_evaluations - self.evaluations);
             // As many more as are still compiling: those are taken out below.
-            let ctx = self.propose_context(node, wanted + self.deferred.len());
-            let proposing = Instant::now();
-            let mut proposals = {
-                let _span = tracing::debug_span!("search.propose", node = node.0).entered();
-                let proposals = proposer.propose(&ctx);
-                tracing::debug!(count = proposals.len(), wanted, "proposed");
-                proposals
+            let mut ask = wanted + self.deferred.len();
+            let mut offered = 0;
+            let mut proposals = loop {
+                let proposing = Instant::now();
+                let ctx = self.propose_context(node, ask);
+                let mut proposals = {
+                    let _span = tracing::debug_span!("search.propose", node = node.0).entered();
+                    let proposals = proposer.propose(&ctx);
+                    tracing::debug!(count = proposals.len(), wanted = ask, "proposed");
+                    proposals
+                };
+                self.propose_time += proposing.elapsed();
+                let more = proposals.len() > offered;
+                offered = proposals.len();
+                self.keep_once_per_form(node, &mut proposals);
+                self.arrange_points(node, &mut proposals);
+                self.set_aside_repeats(node, &mut proposals);
+                // All it gave was hopeless or evaluated (a form's pruned points, asked for
+                // first at every visit): its next forms are asked for, until it has no more.
+                // Before, the node was taken for exhausted with forms it had not offered
+                // (on the H100, 40_LayerNorm's root never offered ClusterUnits).
+                if !proposals.is_empty() || !more || ask >= MAX_ASK {
+                    break proposals;
+                }
+                ask *= 2;
             };
-            self.propose_time += proposing.elapsed();
-            self.keep_once_per_form(node, &mut proposals);
-            self.arrange_points(node, &mut proposals);
-            self.set_aside_repeats(node, &mut proposals);
             if !self.deferred.is_empty() && !proposals.is_empty() {
                 // Those still compiling are evaluated once compiled, not in this batch.
                 let deferred: HashSet<u64> = self.deferred.iter().map(|(_, p)| source_hash(&p.source)).collect();

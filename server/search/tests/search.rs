@@ -3,8 +3,8 @@
 use expect_test::{Expect, expect};
 use kernelpro_search::synthetic::{LandscapeEvaluator, MoveProposer, source};
 use kernelpro_search::{
-    Budget, ByFindings, Evaluator, Event, FindingNote, NodeId, Outcome, Proposal, ProposeContext, Proposer, RoundRobin,
-    Search, SearchConfig, SearchError, SearchResult, StopReason, Strategy, Tree, Widening, normalize,
+    Budget, ByFindings, Evaluator, Event, FindingNote, NodeId, Outcome, Point, Proposal, ProposeContext, Proposer,
+    RoundRobin, Search, SearchConfig, SearchError, SearchResult, StopReason, Strategy, Tag, Tree, Widening, normalize,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -340,6 +340,45 @@ fn a_node_whose_first_proposals_are_repeats_still_offers_the_rest() {
     let result = Search::new(config).run("x = a - b;", &mut RootOnly, &mut evaluator).unwrap();
     assert!(evaluator.calls.iter().any(|c| c == "x = a | b;"), "never evaluated: {:?}", evaluator.calls);
     assert_eq!(result.evaluations, 3);
+}
+
+/// A proposer that offers its forms in order, as many as asked for, gives a
+/// first form whose every point is hopeless: the node asks for more instead of
+/// being taken for exhausted, and the second form is evaluated.
+#[test]
+fn a_node_whose_first_form_is_hopeless_is_asked_for_the_next() {
+    struct Forms;
+    impl Proposer for Forms {
+        fn name(&self) -> &str {
+            "forms"
+        }
+        fn propose(&mut self, ctx: &ProposeContext) -> Vec<Proposal> {
+            if ctx.depth > 0 {
+                return Vec::new();
+            }
+            let point = |form: &str, s: &'static str, i: u64, bound: f64| {
+                Proposal::new(s, form).with_tag(Tag {
+                    form: form.into(),
+                    point: Point::new([("i", i)]),
+                    lower_bound_s: Some(bound),
+                })
+            };
+            let forms = [
+                vec![point("Slow", "x = a * b;", 0, 5.0), point("Slow", "x = a * b * 1;", 1, 6.0)],
+                vec![point("Fast", "x = a | b;", 0, 0.01)],
+            ];
+            forms.into_iter().take(ctx.wanted).flatten().collect()
+        }
+    }
+    let mut evaluator = Scripted::new(|s| if s.contains('|') { ok(0.1) } else { ok(1.0) });
+    let config = SearchConfig {
+        budget: Budget { max_evaluations: 5, ..Budget::default() },
+        candidates_per_iteration: 1,
+        ..SearchConfig::default()
+    };
+    let result = Search::new(config).run("x = a - b;", &mut Forms, &mut evaluator).unwrap();
+    assert_eq!(evaluator.calls, ["x = a - b;", "x = a | b;"]);
+    assert_eq!(result.evaluations, 1);
 }
 
 #[test]
