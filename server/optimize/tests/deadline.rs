@@ -34,9 +34,11 @@ fn slow(gpu_time: Duration) -> EvaluatorChoice {
     EvaluatorChoice::Stub(StubTiming { speedup: 1.5, launch_speedup: None, gpu_time })
 }
 
-/// 8 s a GPU job, 60 s in all: the baseline and the first batches verify
-/// (compiles on a loaded 2-core machine take seconds too), a later batch is in
-/// flight at the limit (it would end up to 8 s later) and is stopped there.
+/// 22 s a GPU job, 60 s in all: the baseline and the first batch verify
+/// (22 s and 44 s in, plus the compiles: seconds on a loaded 2-core machine),
+/// and the second batch is in flight at the limit (it would end 6 s or more
+/// later) and is stopped there. With 8 s jobs the limit could fall
+/// between two batches, with nothing in flight (a CI run of 2026-12-07).
 #[test]
 fn a_slow_search_ends_at_its_limit_with_the_best_verified_so_far() {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -44,7 +46,7 @@ fn a_slow_search_ends_at_its_limit_with_the_best_verified_so_far() {
     let started = Instant::now();
     let out = optimize_with(
         &request(limit.as_secs()),
-        slow(Duration::from_secs(8)),
+        slow(Duration::from_secs(22)),
         rt.handle().clone(),
         CancellationToken::new(),
         |p| eprintln!("{:.1?} {:?}", started.elapsed(), p.event),
