@@ -14,6 +14,11 @@ cd "$(dirname "$0")/../.."
 PHASE=${1:-all}
 [ $# -gt 0 ] && shift
 RES=${KB_OUT:-kernelbench-out}
+# The device keeps only git-ignored folders between calls (`*-out/`): a run resumed in the next call
+# finds nothing in any other (KB_OUT=kb2 lost 18 measured tasks on 2026-12-07).
+if ! git check-ignore -q "$RES" 2>/dev/null; then
+  echo "warning: $RES is not git-ignored, so the GPU machine's next call will not find it: name it *-out" >&2
+fi
 SECONDS_LEFT=${KB_SECONDS:-540}
 mkdir -p "$RES"
 RUN="python3 bench/kernelbench/run.py"
