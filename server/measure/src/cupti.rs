@@ -242,15 +242,7 @@ impl LateJob {
 
     /// The modules once given; none once the giver is gone without them.
     async fn modules(&self) -> Vec<PathBuf> {
-        let mut m = self.modules.clone();
-        loop {
-            if let Some(got) = m.borrow_and_update().clone() {
-                return got;
-            }
-            if m.changed().await.is_err() {
-                return m.borrow().clone().unwrap_or_default();
-            }
-        }
+        kernelpro_runner::late_input(self.modules.clone()).await.unwrap_or_default()
     }
 }
 

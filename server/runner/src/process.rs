@@ -33,8 +33,9 @@ pub struct ToolCommand {
 /// The receiving side of input given after the start ([`ToolCommand::stdin_later`]).
 pub type LateInput = tokio::sync::watch::Receiver<Option<std::sync::Arc<Vec<u8>>>>;
 
-/// The input once given, or `None` once its sender is gone without giving it.
-pub async fn late_input(mut late: LateInput) -> Option<std::sync::Arc<Vec<u8>>> {
+/// The value once given (the input of a [`LateInput`], or anything else given late through a
+/// watch channel), or `None` once its sender is gone without giving it.
+pub async fn late_input<T: Clone>(mut late: tokio::sync::watch::Receiver<Option<T>>) -> Option<T> {
     loop {
         if let Some(data) = late.borrow_and_update().clone() {
             return Some(data);
