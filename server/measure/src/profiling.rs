@@ -563,7 +563,6 @@ pub async fn profile_file(
     for k in kernels {
         let src =
             crate::harness::KernelSource { path: req.path.clone(), text: req.text.clone(), kernel: Some(k.clone()) };
-        let named = |got: Vec<Stage>| got.into_iter().map(|s| Stage { name: format!("{k}: {}", s.name), ..s });
         // The job the worker runs under the profiler: as many launches as the first injected run's plan uses.
         let profiled_job = |prepared: &crate::harness::Prepared| {
             let job = kernelpro_gpu::Job { runs: crate::cupti::plan_launches(Some(&k)), ..profile_job(prepared) };
@@ -575,7 +574,12 @@ pub async fn profile_file(
             (serde_json::to_vec(&job).expect("job serializes"), modules)
         };
         let target = vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()];
-        let (kernel, text) = (Some(k.as_str()), &req.text);
+        let (kernel, text, limits) = (Some(k.as_str()), &req.text, &thresholds);
+        // The worker under the in-process profiler, reading `input`, stopped by `token`.
+        let in_process_runs = |ip, input, token: CancellationToken| {
+            let target = target.clone();
+            async move { profile_in_process(ip, target, input, kernel, false, text, limits, timeout, &token).await }
+        };
         let t = Instant::now();
         let (prepared, in_process_got) = match (&in_process, early.take()) {
             // Begun beside the save's compile: the runs start (and open the device) now and
@@ -598,17 +602,7 @@ pub async fn profile_file(
                     }
                     (prepared, t.elapsed())
                 };
-                let runs = profile_in_process(
-                    ip,
-                    target.clone(),
-                    JobInput::Later(late),
-                    kernel,
-                    false,
-                    text,
-                    &thresholds,
-                    timeout,
-                    &stop,
-                );
+                let runs = in_process_runs(ip, JobInput::Later(late), stop.clone());
                 let ((prepared, took), got) = futures::join!(prepare, runs);
                 let prepared = prepared?;
                 stages.push(Stage::new(format!("{k}: compile the harness job (while the runs start)"), took));
@@ -622,34 +616,16 @@ pub async fn profile_file(
                 let got = match ip {
                     Some(ip) => {
                         let (stdin, modules) = profiled_job(&prepared);
-                        let input = JobInput::Job { stdin, modules };
-                        let got = profile_in_process(
-                            ip,
-                            target.clone(),
-                            input,
-                            kernel,
-                            false,
-                            text,
-                            &thresholds,
-                            timeout,
-                            cancel,
-                        );
-                        Some(got.await)
+                        Some(in_process_runs(ip, JobInput::Job { stdin, modules }, cancel.clone()).await)
                     }
                     None => None,
                 };
                 (prepared, got)
             }
         };
-        let job = profile_job(&prepared);
         match in_process_got {
             Some(Ok(one)) => {
-                report.backend = one.backend;
-                report.pass_secs += one.pass_secs;
-                report.export_secs += one.export_secs;
-                stages.extend(named(one.stages));
-                report.notes.extend(one.notes);
-                report.kernels.extend(one.kernels);
+                take_kernels(&mut report, &mut stages, one, &k);
                 continue;
             }
             Some(Err(e)) if backend == Backend::Cupti => return Err(e.to_string()),
@@ -657,6 +633,7 @@ pub async fn profile_file(
             Some(Err(e)) => fallback_notes.push(format!("{k} profiled with ncu: the in-process profile failed: {e}")),
             None => {}
         }
+        let job = profile_job(&prepared);
         let live = LiveProfile {
             ncu: ncu.clone(),
             target: vec![req.exe.display().to_string(), kernelpro_gpu::WORKER_SUBCOMMAND.to_string()],
@@ -670,16 +647,21 @@ pub async fn profile_file(
             save_exports: req.save_exports.as_ref().map(|d| d.join(&k)),
         };
         let one = profile_live(&live, &req.text, &thresholds, cancel).await?;
-        report.backend = one.backend;
-        report.pass_secs += one.pass_secs;
-        report.export_secs += one.export_secs;
-        stages.extend(named(one.stages));
-        report.notes.extend(one.notes);
-        report.kernels.extend(one.kernels);
+        take_kernels(&mut report, &mut stages, one, &k);
     }
     report.notes.extend(fallback_notes);
     report.stages = stages;
     Ok(report)
+}
+
+/// Kernel `k`'s profile (in-process or ncu's) into the file's report, its stages named after it.
+fn take_kernels(report: &mut ProfileReport, stages: &mut Vec<Stage>, one: ProfileReport, k: &str) {
+    report.backend = one.backend;
+    report.pass_secs += one.pass_secs;
+    report.export_secs += one.export_secs;
+    stages.extend(one.stages.into_iter().map(|s| Stage { name: format!("{k}: {}", s.name), ..s }));
+    report.notes.extend(one.notes);
+    report.kernels.extend(one.kernels);
 }
 
 /// One launch of the prepared kernel, no reference, no timing: what a profile runs.
