@@ -50,7 +50,7 @@ pub fn profile_begins_with_save(settings: &Settings) -> bool {
 
 /// A profile follows the analysis: trusted, profile-on-save, and it compiled.
 pub fn profile_after(settings: &Settings, analysis: &FileAnalysis) -> bool {
-    settings.trusted && settings.profile_on_save && !analysis.has_errors()
+    profile_begins_with_save(settings) && !analysis.has_errors()
 }
 
 /// Whether a profile may start: not in an untrusted workspace, and not

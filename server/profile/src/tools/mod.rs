@@ -124,7 +124,10 @@ impl Default for Thresholds {
             spill_local_share_pct: 10.0,
             tiling_l1_pct: 60.0,
             tiling_l1_hit_min_pct: 50.0,
-            vectorize_memory_pct: 52.5,
+            vectorize_memory_pct: {
+                let triage = crate::triage::TriageThresholds::default();
+                triage.busy_pct - triage.busy_margin_pct
+            },
             bank_conflict_ways: 2.0,
             divergent_branch_min_share: 0.125,
             nonfused_fp32_share_pct: 25.0,
