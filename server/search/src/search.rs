@@ -433,16 +433,7 @@ impl Run<'_, '_> {
                     break; // pruned by an earlier proposal of this batch
                 }
                 self.memory.notes.extend(proposal.note.take());
-                if let Some(seen) = self.memory.lookup(&proposal.source) {
-                    let of = seen.node;
-                    self.duplicates += 1;
-                    if let Some(rest) = self.form_rest.remove(&source_hash(&proposal.source))
-                        && !self.tree[of].failed()
-                    {
-                        self.points.entry(of).or_insert(rest);
-                    }
-                    tracing::debug!(recipe = %proposal.recipe, of = of.0, "a duplicate: not evaluated again");
-                    self.emit(Event::Duplicate { parent: node, recipe: proposal.recipe, of });
+                if self.repeated(node, &proposal) {
                     let closed = self.tree.record_attempt(node, None, self.config);
                     self.emit_closed(closed);
                     continue;
@@ -712,19 +703,23 @@ impl Run<'_, '_> {
     /// search ended "no rewrite left to try" after 11 of its 30 evaluations and
     /// 24 of its 60 s, never evaluating ClusterUnits, the root's third form.
     fn set_aside_repeats(&mut self, node: NodeId, proposals: &mut Vec<crate::proposer::Proposal>) {
-        proposals.retain(|p| {
-            let Some(seen) = self.memory.lookup(&p.source) else { return true };
-            let of = seen.node;
-            self.duplicates += 1;
-            if let Some(rest) = self.form_rest.remove(&source_hash(&p.source))
-                && !self.tree[of].failed()
-            {
-                self.points.entry(of).or_insert(rest);
-            }
-            tracing::debug!(recipe = %p.recipe, of = of.0, "a repeat: set aside");
-            self.emit(Event::Duplicate { parent: node, recipe: p.recipe.clone(), of });
-            false
-        });
+        proposals.retain(|p| !self.repeated(node, p));
+    }
+
+    /// Whether `p` repeats a source already evaluated; if so it is counted and traced as a
+    /// duplicate, and the rest of its form goes to the node it repeats (unless that failed).
+    fn repeated(&mut self, node: NodeId, p: &crate::proposer::Proposal) -> bool {
+        let Some(seen) = self.memory.lookup(&p.source) else { return false };
+        let of = seen.node;
+        self.duplicates += 1;
+        if let Some(rest) = self.form_rest.remove(&source_hash(&p.source))
+            && !self.tree[of].failed()
+        {
+            self.points.entry(of).or_insert(rest);
+        }
+        tracing::debug!(recipe = %p.recipe, of = of.0, "a duplicate: not evaluated again");
+        self.emit(Event::Duplicate { parent: node, recipe: p.recipe.clone(), of });
+        true
     }
 
     /// Drops proposals of once-per-form recipes unless `node` is its form's best
