@@ -309,6 +309,34 @@ fn store_and_temps(k: &Kernel, s: &Scan) -> Option<(String, Vec<String>, String)
     Some((store, index, temps))
 }
 
+/// A chunk's prefix at this lane, `kp_acc`: the running value combined with the lane's inclusive
+/// scan value `e`, or for an exclusive scan with the one a lane up (the identity on lane 0, its
+/// temporary declared with the type of `x_ty`).
+fn prefix(s: &Scan, e: &str, x_ty: &str) -> String {
+    let (acc, id, op) = (&s.acc, s.op.identity(), s.op.sign());
+    if s.exclusive {
+        format!(
+            "decltype({x_ty}) kp_x = __shfl_up_sync(0xffffffffu, {e}, 1);\n    if (kp_lane == 0) kp_x = {id};\n    const decltype({acc}) kp_acc = {acc} {op} kp_x;"
+        )
+    } else {
+        format!("const decltype({acc}) kp_acc = {acc} {op} {e};")
+    }
+}
+
+/// The walk over the row, `step` elements a step in the loop's own direction: the loop's head,
+/// the lane's element (the group's first, `kp_c0`, moved by `offsets` that way) and its range test.
+fn walk(k: &Kernel, s: &Scan, step: usize, offsets: &[&str]) -> (String, String, String) {
+    let (c, ty) = (&s.c, &s.ty);
+    let (start, end) = (k.text_of(s.start), k.text_of(s.end));
+    let (cmp, sign) = if s.down { (">=", "-") } else { ("<", "+") };
+    let this = std::iter::once("kp_c0").chain(offsets.iter().copied()).collect::<Vec<_>>().join(&format!(" {sign} "));
+    (
+        format!("for ({ty} kp_c0 = {start}; kp_c0 {cmp} ({end}); kp_c0 {sign}= {step})"),
+        this,
+        format!("{c} {cmp} ({end})"),
+    )
+}
+
 /// The chunked scan replacing one scan loop, as lines (indented relative to each other): one
 /// chunk of 32 a step, or `chunks` consecutive ones ([`chunked_lines`]).
 fn scan_lines(k: &Kernel, s: &Scan, chunks: usize) -> Option<Vec<String>> {
@@ -316,32 +344,12 @@ fn scan_lines(k: &Kernel, s: &Scan, chunks: usize) -> Option<Vec<String>> {
         return chunked_lines(k, s, chunks);
     }
     let (c, ty, acc, element) = (&s.c, &s.ty, &s.acc, &s.element);
-    let (start, end) = (k.text_of(s.start), k.text_of(s.end));
     let (id, op) = (s.op.identity(), s.op.sign());
     let (store, index, temps) = store_and_temps(k, s)?;
     let index: String = index.iter().map(|l| format!("\n  {l}")).collect();
-    let prefix = if s.exclusive {
-        // The lanes before this one: the inclusive scan one lane up, nothing for lane 0.
-        format!(
-            "decltype(kp_e) kp_x = __shfl_up_sync(0xffffffffu, kp_e, 1);\n    if (kp_lane == 0) kp_x = {id};\n    const decltype({acc}) kp_acc = {acc} {op} kp_x;"
-        )
-    } else {
-        format!("const decltype({acc}) kp_acc = {acc} {op} kp_e;")
-    };
+    let prefix = prefix(s, "kp_e", "kp_e");
     // Lane l takes the l-th element of each chunk of 32, in the loop's own order.
-    let (head, this, in_range) = if s.down {
-        (
-            format!("for ({ty} kp_c0 = {start}; kp_c0 >= ({end}); kp_c0 -= 32)"),
-            "kp_c0 - kp_lane".to_string(),
-            format!("{c} >= ({end})"),
-        )
-    } else {
-        (
-            format!("for ({ty} kp_c0 = {start}; kp_c0 < ({end}); kp_c0 += 32)"),
-            "kp_c0 + kp_lane".to_string(),
-            format!("{c} < ({end})"),
-        )
-    };
+    let (head, this, in_range) = walk(k, s, 32, &["kp_lane"]);
     Some(vec![format!(
         "{head} {{
   const {ty} {c} = {this};
@@ -370,32 +378,13 @@ fn scan_lines(k: &Kernel, s: &Scan, chunks: usize) -> Option<Vec<String>> {
 /// `kp_e` is indexed by constants and stays in registers.
 fn chunked_lines(k: &Kernel, s: &Scan, chunks: usize) -> Option<Vec<String>> {
     let (c, ty, acc, element) = (&s.c, &s.ty, &s.acc, &s.element);
-    let (start, end) = (k.text_of(s.start), k.text_of(s.end));
     let (id, op) = (s.op.identity(), s.op.sign());
     let step = 32 * chunks;
     let (store, index, temps) = store_and_temps(k, s)?;
     let index: String = index.iter().map(|l| format!("\n    {l}")).collect();
-    let prefix = if s.exclusive {
-        format!(
-            "decltype({acc}) kp_x = __shfl_up_sync(0xffffffffu, kp_e[kp_j], 1);\n    if (kp_lane == 0) kp_x = {id};\n    const decltype({acc}) kp_acc = {acc} {op} kp_x;"
-        )
-    } else {
-        format!("const decltype({acc}) kp_acc = {acc} {op} kp_e[kp_j];")
-    };
+    let prefix = prefix(s, "kp_e[kp_j]", acc);
     // Lane l takes element l of chunk j, chunk j starting 32 * j elements on in the loop's order.
-    let (head, this, in_range) = if s.down {
-        (
-            format!("for ({ty} kp_c0 = {start}; kp_c0 >= ({end}); kp_c0 -= {step})"),
-            "kp_c0 - kp_j * 32 - kp_lane",
-            format!("{c} >= ({end})"),
-        )
-    } else {
-        (
-            format!("for ({ty} kp_c0 = {start}; kp_c0 < ({end}); kp_c0 += {step})"),
-            "kp_c0 + kp_j * 32 + kp_lane",
-            format!("{c} < ({end})"),
-        )
-    };
+    let (head, this, in_range) = walk(k, s, step, &["kp_j * 32", "kp_lane"]);
     let element_at = format!("const {ty} {c} = {this};\n    const bool kp_in = {in_range};{index}");
     Some(vec![format!(
         "{head} {{

@@ -21,7 +21,7 @@ const SCANS: &[(&str, &str)] = &[
 /// Every WarpScan candidate of [`SCANS`] written to `$KP_SCAN_OUT` (default /tmp/scan_out) as
 /// `FILE.N.cu`, its note on the first line, for `nvcc -arch=sm_90 -cubin` by hand.
 #[test]
-#[ignore]
+#[ignore = "writes every WarpScan candidate to a folder for checking by hand with nvcc"]
 fn dump_scan_rewrites() {
     let dir = std::env::var("KP_SCAN_OUT").unwrap_or_else(|_| "/tmp/scan_out".into());
     std::fs::create_dir_all(&dir).unwrap();
