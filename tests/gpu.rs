@@ -3,9 +3,13 @@
 //! A test binary carried to another machine finds the repository through
 //! KERNELPRO_ROOT and the binary through KERNELPRO_BIN.
 
-use serde_json::Value;
+mod support;
+
+use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
+use support::lsp_client::{Client, uri};
 
 fn root() -> PathBuf {
     std::env::var("KERNELPRO_ROOT")
@@ -13,9 +17,12 @@ fn root() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
+fn bin() -> String {
+    std::env::var("KERNELPRO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kernelpro").to_string())
+}
+
 fn kernelpro(args: &[&str]) -> (bool, String, String) {
-    let bin = std::env::var("KERNELPRO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kernelpro").to_string());
-    let out = Command::new(bin).args(args).current_dir(root()).output().expect("run kernelpro");
+    let out = Command::new(bin()).args(args).current_dir(root()).output().expect("run kernelpro");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -331,4 +338,72 @@ fn cluster_layer_norm_equals_the_original() {
     );
     assert_eq!(c["count"], 16 * 64 * 256 * 256, "{r}");
     assert_eq!(c["bad"], 0, "outputs differ from the original's: {c}");
+}
+
+/// Profile-on-save of the five-kernel program, in-process: the document's
+/// first save measures every kernel; a save that edits one kernel measures
+/// that one, and the other four keep their last findings, on the lines the
+/// edit moved them to.
+#[test]
+#[ignore = "needs a GPU"]
+fn a_programs_save_measures_only_the_kernel_it_changed() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/h200-probe/kernels.cu")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kernels.cu");
+    std::fs::write(&path, &text).unwrap();
+    let u = uri(&path);
+    let mut c = Client::spawn_with(
+        Command::new(bin()),
+        json!({"trusted": true, "profileOnSave": true, "profileBackend": "cupti"}),
+    );
+    let long = Duration::from_secs(180);
+    let profile_end = |m: &Value| {
+        m["method"] == "$/progress"
+            && m["params"]["token"].as_str().is_some_and(|t| t.starts_with("kernelpro-profile-"))
+            && m["params"]["value"]["kind"] == "end"
+    };
+    // The profile's findings, as `line code` (1-based): the last publish of the version, which
+    // follows the profile's end.
+    let findings_after = |c: &mut Client, version: i64| -> Vec<String> {
+        c.wait(Duration::from_secs(3), |_| false);
+        let published: Value = c
+            .transcript
+            .iter()
+            .rev()
+            .map(|m| serde_json::from_str::<Value>(m).unwrap())
+            .find(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == version)
+            .expect("the version's diagnostics");
+        let mut got: Vec<String> = published["params"]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["source"] != "nvcc" && d["source"] != "kernelpro")
+            .map(|d| {
+                format!("{} {}", d["range"]["start"]["line"].as_u64().unwrap() + 1, d["code"].as_str().unwrap_or(""))
+            })
+            .collect();
+        got.sort();
+        got.dedup();
+        got
+    };
+    c.open(&u, &text, 1);
+    let first = c.wait(long, profile_end).expect("the first profile ends");
+    println!("first save: {}", first["params"]["value"]["message"]);
+    assert_eq!(first["params"]["value"]["message"], "5 kernels profiled", "{first}");
+    let before = findings_after(&mut c, 1);
+    // One line added at the top of transpose_conflicts's body: the kernels below it move down one line.
+    let edited = text.replacen("__shared__ float tile[32][32];", "(void)0;\n  __shared__ float tile[32][32];", 1);
+    assert_ne!(edited, text);
+    c.change_all(&u, &edited, 2);
+    c.save(&u, &edited);
+    let second = c.wait(long, profile_end).expect("the second profile ends");
+    println!("a save that edits transpose_conflicts: {}", second["params"]["value"]["message"]);
+    assert_eq!(second["params"]["value"]["message"], "1 kernels profiled, 4 kept from the last profile (unchanged)");
+    let after = findings_after(&mut c, 2);
+    println!("findings before: {before:?}\nafter: {after:?}");
+    // `divergent`'s (below the edit) are one line further down; `saxpy_fp64`'s (above) where they were.
+    let divergent_line = |f: &[String]| f.iter().find(|l| l.ends_with("ThreadDivergence")).cloned();
+    let line = |s: Option<String>| s.and_then(|s| s.split(' ').next()?.parse::<u32>().ok());
+    assert_eq!(line(divergent_line(&after)), line(divergent_line(&before)).map(|l| l + 1), "{before:?} {after:?}");
+    assert!(after.iter().any(|f| f.ends_with("FP64Math")), "{after:?}");
 }

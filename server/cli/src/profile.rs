@@ -62,6 +62,7 @@ pub async fn run(args: &ProfileArgs) -> ExitCode {
                 exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
                 save_exports: args.save_exports.clone(),
                 ready: None,
+                last: None,
             };
             profile_file(&req, &settings, &Analyzer::default(), &CancellationToken::new()).await
         }

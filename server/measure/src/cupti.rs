@@ -203,6 +203,9 @@ pub struct CuptiProfile {
     pub timeout: Duration,
     /// Keep only kernels whose base name matches.
     pub kernel: Option<String>,
+    /// A program's kernels to profile, by base name (those that changed since
+    /// its last profile); empty: every kernel. The others run unprofiled.
+    pub only: Vec<String>,
     /// Modules known before the run (the harness job's cubin, which the
     /// worker loads as it is): disassembled during the first run, so the
     /// modules the run saves need not be where these hold every profiled kernel.
@@ -324,6 +327,8 @@ async fn injected_run(
     }
     if let Some(k) = &req.kernel {
         cmd = cmd.env("KP_CUPTI_KERNEL", k);
+    } else if !req.only.is_empty() {
+        cmd = cmd.env("KP_CUPTI_KERNEL", &req.only.join(","));
     }
     if let Some(late) = &req.later {
         cmd = cmd.stdin_later(late.stdin.clone()).env(kernelpro_gpu::EARLY_DEVICE_ENV, &late.device.to_string());
@@ -573,6 +578,20 @@ async fn disassemble(
     (functions, notes)
 }
 
+/// `KERNELPRO_CUPTI_KEEP=DIR`: the library's records of each run (per-kernel
+/// timings among them) copied into DIR, for a benchmark to read; off by default.
+fn keep_records(dir: &Path) {
+    let Some(keep) = std::env::var_os("KERNELPRO_CUPTI_KEEP").map(PathBuf::from) else { return };
+    let _ = std::fs::create_dir_all(&keep);
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "tsv") {
+            let _ = std::fs::copy(&path, keep.join(format!("{stamp}-{}", entry.file_name().to_string_lossy())));
+        }
+    }
+}
+
 /// Runs the target with the library loaded (`first_plan`, then `next_plans`
 /// until nothing is missing, two rounds at most); meanwhile the modules the
 /// first run saved are disassembled, to tie PC offsets to source lines.
@@ -657,7 +676,9 @@ pub async fn profile(
     if !req.modules.is_empty() || req.later.is_some() {
         stages.push(Stage::new("disassembly of the known modules (during the first run)".into(), early_time));
     }
-    let wanted = |p: &KernelProfile| req.kernel.as_deref().is_none_or(|k| p.kernel == k);
+    let wanted = |p: &KernelProfile| {
+        req.kernel.as_deref().is_none_or(|k| p.kernel == k) && (req.only.is_empty() || req.only.contains(&p.kernel))
+    };
     run.profiles.retain(wanted);
     if run.profiles.is_empty() {
         let which = req.kernel.as_deref().map(|k| format!(" named {k}")).unwrap_or_default();
@@ -770,6 +791,7 @@ pub async fn profile(
     for (step, ms) in &run.step_ms {
         stages.push(Stage { name: format!("in the library: {step}"), secs: ms / 1e3 });
     }
+    keep_records(dir.path());
     let start = std::time::Instant::now();
     let mut registers = std::collections::BTreeMap::new();
     for cubin in &run.cubins {
@@ -1114,6 +1136,7 @@ int main(int argc, char** argv) {
             stdin: None,
             timeout: Duration::from_secs(30),
             kernel: kernel.map(str::to_string),
+            only: vec![],
             modules: known.map(|(_, m)| m).unwrap_or_default(),
             launches_twice: false,
             later: None,
@@ -1132,6 +1155,39 @@ int main(int argc, char** argv) {
         first_round(Some("k"), memo.refused_here(), memo.runs_beside()).contains(&"pc")
     }
 
+    /// A program's save that changed two of its five kernels: the library is
+    /// told their names (the others run unprofiled) and only they are kept.
+    #[test]
+    fn a_programs_changed_kernels_alone_are_profiled() {
+        let (range, sass, pc) = recorded_parts();
+        let dir = tempfile::tempdir().unwrap();
+        let (all, told) = (dir.path().join("all.tsv"), dir.path().join("told.txt"));
+        std::fs::write(&all, format!("{range}{sass}{pc}")).unwrap();
+        let script = format!(
+            "printf '%s' \"$KP_CUPTI_KERNEL\" > '{}'; cat '{}' >> \"$KP_CUPTI_OUT\"",
+            told.display(),
+            all.display()
+        );
+        let req = CuptiProfile {
+            library: dir.path().join("lib/libkp_cupti-test.so"),
+            nvdisasm: PathBuf::from("true"),
+            target: vec!["sh".into(), "-c".into(), script],
+            stdin: None,
+            timeout: Duration::from_secs(30),
+            kernel: None,
+            only: vec!["transpose_conflicts".into(), "divergent".into()],
+            modules: vec![],
+            launches_twice: true,
+            later: None,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let got = rt.block_on(profile(&req, "", &CancellationToken::new())).expect("profiled");
+        assert_eq!(std::fs::read_to_string(&told).unwrap(), "transpose_conflicts,divergent");
+        let mut kernels: Vec<&str> = got.profiles.iter().map(|p| p.kernel.as_str()).collect();
+        kernels.sort();
+        assert_eq!(kernels, ["divergent", "transpose_conflicts"]);
+    }
+
     /// A program's copy whose launches run twice may fail its own checks:
     /// its kernels' records are kept, with a note; the program as written
     /// failing is the profile's failure.
@@ -1148,6 +1204,7 @@ int main(int argc, char** argv) {
             stdin: None,
             timeout: Duration::from_secs(30),
             kernel: None,
+            only: vec![],
             modules: vec![],
             launches_twice,
             later: None,

@@ -11,3 +11,4 @@ pub mod cupti;
 pub mod doctor;
 pub mod harness;
 pub mod profiling;
+pub mod reuse;

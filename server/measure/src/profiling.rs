@@ -58,6 +58,13 @@ pub struct ProfileReport {
     /// shares; a kernel's steps are named after it in harness mode.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<Stage>,
+    /// Kernels whose report is the last profile's, kept: they did not change since ([`crate::reuse`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
+    /// Where this report can serve the next save's profile as its
+    /// [`crate::reuse::LastProfile`] (a program's in-process profile): what it depended on.
+    #[serde(skip)]
+    pub reuse_key: Option<String>,
 }
 
 impl ProfileReport {
@@ -371,6 +378,9 @@ pub struct FileProfileRequest {
     /// it says yes, but the in-process runs start and open the device
     /// meanwhile; a no ends the profile with [`NOT_COMPILED`].
     pub ready: Option<Ready>,
+    /// The program's last profile (profile-on-save): its unchanged kernels
+    /// keep their findings and only the others are measured ([`crate::reuse`]).
+    pub last: Option<std::sync::Arc<crate::reuse::LastProfile>>,
 }
 
 /// The answer to "did the file compile?" a profile begun beside the compile waits for.
@@ -465,15 +475,15 @@ pub async fn profile_file(
     kernels.sort();
     // Only the harness's in-process runs start before the compile is known to have
     // succeeded (its analysis then has the cubin): everything else waits for it here.
-    let early = match (&req.ready, &in_process, kernels.is_empty()) {
-        (Some(ready), Some(_), false) => Some(ready.clone()),
-        (Some(ready), _, _) => {
+    let early = match (&req.ready, &in_process) {
+        (Some(ready), Some(_)) => Some(ready.clone()),
+        (Some(ready), _) => {
             if !ready.clone().await {
                 return Err(NOT_COMPILED.into());
             }
             None
         }
-        (None, _, _) => None,
+        (None, _) => None,
     };
     if kernels.is_empty() {
         if !base.source.has_main {
@@ -484,24 +494,46 @@ pub async fn profile_file(
         // where no launch could be doubled or the doubled copy does not build.
         let mut as_written = None;
         if let Some(ip) = &in_process {
+            let key = crate::reuse::key(&req.path, &req.text, &build_key(&req.path, settings), "cupti");
+            let reuse = req.last.as_deref().and_then(|last| crate::reuse::plan(last, &req.text, &key));
             // In-process, a copy whose host launches run twice: CUPTI gives a kernel's
             // per-instruction counters only on its second launch in a process (the H100).
-            let (twice, doubled) = kernelpro_source::launch::launched_twice(&req.text);
-            let t = Instant::now();
-            let copy = dir.path().join("twice");
-            let built = match doubled {
-                0 => None,
-                _ => match std::fs::create_dir_all(&copy) {
+            // Begun beside the save's compile, it builds meanwhile (the copy's own nvcc).
+            let build = async {
+                let (twice, doubled) = kernelpro_source::launch::launched_twice(&req.text);
+                let t = Instant::now();
+                let copy = dir.path().join("twice");
+                if doubled == 0 || reuse.as_ref().is_some_and(|r| r.fresh.is_empty()) {
+                    return (None, t.elapsed());
+                }
+                let built = match std::fs::create_dir_all(&copy) {
                     Ok(()) => build_program(&req.path, &twice, settings, &copy, cancel).await.ok(),
                     Err(_) => None,
-                },
+                };
+                (built, t.elapsed())
             };
+            let compiled = async {
+                match early.clone() {
+                    Some(ready) => ready.await,
+                    None => true,
+                }
+            };
+            let ((built, took), compiled) = futures::join!(build, compiled);
+            if !compiled {
+                return Err(NOT_COMPILED.into());
+            }
+            if let Some(reuse) = &reuse
+                && reuse.fresh.is_empty()
+            {
+                return Ok(kept_report(reuse, key, stages));
+            }
             let (exe, launches_twice) = match built {
                 Some(exe) => {
-                    stages.push(Stage::new("compile the program (its launches twice)".into(), t.elapsed()));
+                    stages.push(Stage::new("compile the program (its launches twice)".into(), took));
                     (exe, true)
                 }
                 None => {
+                    let t = Instant::now();
                     let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
                     stages.push(Stage::new("compile the program".into(), t.elapsed()));
                     as_written = Some(exe.clone());
@@ -509,11 +541,13 @@ pub async fn profile_file(
                 }
             };
             let target = vec![exe.display().to_string()];
+            let only = reuse.as_ref().map(|r| r.fresh.clone()).unwrap_or_default();
             let got = profile_in_process(
                 ip,
                 target,
                 JobInput::Program,
                 None,
+                &only,
                 launches_twice,
                 &req.text,
                 &thresholds,
@@ -521,15 +555,26 @@ pub async fn profile_file(
                 cancel,
             )
             .await;
-            match got {
-                Ok(mut r) => {
+            match (got, &reuse) {
+                (Ok(mut r), _) => {
                     stages.append(&mut r.stages);
                     r.stages = stages;
+                    if let Some(reuse) = &reuse {
+                        r.notes.push(kept_note(reuse));
+                        r.kernels.extend(reuse.kept.iter().cloned());
+                        r.kept = reuse.kept.iter().map(|k| k.kernel.clone()).collect();
+                        order_as_in(&mut r.kernels, &req.text);
+                    }
+                    r.reuse_key = Some(key);
                     return Ok(r);
                 }
-                Err(e) if backend == Backend::Cupti => return Err(e.to_string()),
-                Err(e) if !have_ncu => return Err(no_ncu(&e)),
-                Err(e) => fallback_notes.push(format!("profiled with ncu: the in-process profile failed: {e}")),
+                // The changed kernels did not run (no longer launched): the kept ones are the profile.
+                (Err(crate::cupti::CuptiError::NoKernel(_)), Some(reuse)) => {
+                    return Ok(kept_report(reuse, key, stages));
+                }
+                (Err(e), _) if backend == Backend::Cupti => return Err(e.to_string()),
+                (Err(e), _) if !have_ncu => return Err(no_ncu(&e)),
+                (Err(e), _) => fallback_notes.push(format!("profiled with ncu: the in-process profile failed: {e}")),
             }
         }
         let exe = match as_written {
@@ -578,7 +623,7 @@ pub async fn profile_file(
         // The worker under the in-process profiler, reading `input`, stopped by `token`.
         let in_process_runs = |ip, input, token: CancellationToken| {
             let target = target.clone();
-            async move { profile_in_process(ip, target, input, kernel, false, text, limits, timeout, &token).await }
+            async move { profile_in_process(ip, target, input, kernel, &[], false, text, limits, timeout, &token).await }
         };
         let t = Instant::now();
         let (prepared, in_process_got) = match (&in_process, early.take()) {
@@ -740,6 +785,7 @@ pub async fn profile_in_process(
     target: Vec<String>,
     input: JobInput,
     kernel: Option<&str>,
+    only: &[String],
     launches_twice: bool,
     file_text: &str,
     thresholds: &Thresholds,
@@ -758,6 +804,7 @@ pub async fn profile_in_process(
         stdin,
         timeout,
         kernel: kernel.map(str::to_string),
+        only: only.to_vec(),
         modules,
         launches_twice,
         later,
@@ -776,6 +823,37 @@ pub async fn profile_in_process(
     report.export_secs = got.disasm_secs;
     report.stages = got.stages;
     Ok(report)
+}
+
+/// What a program's build depends on besides its text: the arch and the flags.
+fn build_key(path: &Path, settings: &kernelpro_config::settings::Settings) -> String {
+    format!("{} {:?}", settings.arch, kernelpro_core::analysis::Analyzer::flags_for(path, settings))
+}
+
+/// A program's profile where no kernel changed since the last one: its kernels as they were.
+fn kept_report(reuse: &crate::reuse::Reuse, key: String, mut stages: Vec<Stage>) -> ProfileReport {
+    stages.push(Stage::new("nothing measured: no kernel changed".into(), Duration::ZERO));
+    ProfileReport {
+        kernels: reuse.kept.clone(),
+        kept: reuse.kept.iter().map(|k| k.kernel.clone()).collect(),
+        notes: vec![kept_note(reuse)],
+        backend: "cupti".into(),
+        stages,
+        reuse_key: Some(key),
+        ..Default::default()
+    }
+}
+
+fn kept_note(reuse: &crate::reuse::Reuse) -> String {
+    let names: Vec<&str> = reuse.kept.iter().map(|k| k.kernel.as_str()).collect();
+    format!("kept from the last profile, unchanged since: {}", names.join(", "))
+}
+
+/// Kernels in the order the text defines them.
+fn order_as_in(kernels: &mut [KernelReport], text: &str) {
+    let file = kernelpro_source::parse(text);
+    let at = |name: &str| file.kernels().position(|k| k.name == name).unwrap_or(usize::MAX);
+    kernels.sort_by_key(|k| at(&k.kernel));
 }
 
 /// Compiles the file's own program (for files with a `main()`).

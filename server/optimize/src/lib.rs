@@ -754,6 +754,7 @@ fn profile_original(
         exe: req.exe.clone(),
         save_exports: None,
         ready: None,
+        last: None,
     };
     let _span = tracing::debug_span!("optimize.profile").entered();
     let report = ctx.handle.block_on(profile_file(&file, &req.settings, &ctx.analyzer, cancel))?;

@@ -36,6 +36,9 @@ pub struct ProfileState {
     /// The document version the profile measured: its findings' lines are
     /// that text's, moved through the edits made since when published.
     pub version: i32,
+    /// A program's profile as measured, for the next save's profile to keep
+    /// what did not change (`measure::reuse`); `None` where it cannot serve.
+    pub last: Option<std::sync::Arc<kernelpro_measure::reuse::LastProfile>>,
 }
 
 /// A kernel's last profile verdict, for its lens and hover.

@@ -103,7 +103,23 @@ pub fn profile_state(version: i32, text: &str, report: &ProfileReport, changes: 
         }
         profile.findings.extend(k.findings.iter().cloned());
     }
+    profile.last = report.reuse_key.clone().map(|key| {
+        std::sync::Arc::new(kernelpro_measure::reuse::LastProfile {
+            text: text.to_string(),
+            report: report.clone(),
+            key,
+        })
+    });
     profile
+}
+
+/// The end of a profile's progress: how many kernels it measured, and kept.
+pub fn profile_done(report: &ProfileReport) -> String {
+    let measured = report.kernels.len() - report.kept.len();
+    match report.kept.len() {
+        0 => format!("{measured} kernels profiled"),
+        kept => format!("{measured} kernels profiled, {kept} kept from the last profile (unchanged)"),
+    }
 }
 
 /// The finished profile in words: per kernel its verdict and how many findings.

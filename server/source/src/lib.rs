@@ -8,6 +8,7 @@ pub mod canonical;
 pub mod kernel_model;
 pub mod launch;
 pub mod parsed;
+pub mod prints;
 pub mod syntax;
 pub mod units;
 

@@ -26,7 +26,11 @@ pub async fn run(
     if let Err(Refusal::Untrusted(why)) = policy::profile_refusal(&settings, ready_state.as_ref()) {
         return failed(why);
     }
-    let Some((text, version)) = state.docs().get(&uri).map(|d| (d.text().to_string(), d.version)) else {
+    // A save's profile keeps what did not change since the last one; one the user asks for measures all.
+    let Some((text, version, last)) = state.docs().get(&uri).map(|d| {
+        let last = if ready.is_some() { d.profile().and_then(|p| p.last.clone()) } else { None };
+        (d.text().to_string(), d.version, last)
+    }) else {
         return failed("the document is not open".into());
     };
     let missing = ready_state.as_ref().and_then(|r| r.profile.clone());
@@ -46,6 +50,7 @@ pub async fn run(
         exe: std::env::current_exe().unwrap_or_else(|_| "kernelpro".into()),
         save_exports: None,
         ready: ready.clone(),
+        last,
     };
     let profiling = async {
         tokio::select! {
@@ -105,7 +110,7 @@ pub async fn run(
             }
         }
         Ok(report) => {
-            progress.finish_with_message(format!("{} kernels profiled", report.kernels.len())).await;
+            progress.finish_with_message(policy::profile_done(&report)).await;
             let changes = BaselineStore::in_cache_dir().record(&path, &report, 5.0);
             profile = policy::profile_state(version, &req.text, &report, changes);
             let kernels: Vec<_> = report.kernels.iter().map(|k| serde_json::json!({"kernel": k.kernel, "summary": k.triage.as_ref().map(|t| t.summary.clone()), "findings": k.findings.len()})).collect();

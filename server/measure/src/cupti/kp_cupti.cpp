@@ -11,7 +11,8 @@
 // $KP_CUPTI_CACHE: a folder where the range profiler's configuration is kept
 // between processes (config_cache.h).
 // $KP_CUPTI_KERNEL: only the kernel of this name (the harness's own fill and
-// compare kernels are left alone).
+// compare kernels are left alone), or of these names, comma-separated (a
+// program's kernels that changed since its last profile).
 //   - with `pc` in the plan: CUPTI's PC sampling (stall reasons per PC).
 // $KP_CUPTI_PLAN: what the 1st, 2nd, ... launch of each kernel is for, from
 // `range`, `sass`, `pc` (default `range,sass`). After `range` or `sass`, PC
@@ -72,7 +73,8 @@ struct State {
   CUdevice dev = 0;
   int driver = 0;
   std::set<std::string> seen, sassSeen;
-  std::string chip, dir, only, cacheDir;
+  std::string chip, dir, cacheDir;
+  std::vector<std::string> onlyNames;  // KP_CUPTI_KERNEL's names
   bool hostHasConfig = false;
   std::vector<std::string> plan = {"range", "sass"};
   std::map<std::string, int> launches;
@@ -160,7 +162,6 @@ std::string demangle(const std::string& mangled) {
 
 // Whether a demangled name (`void ns::k<float>(float*, int)`) is the kernel `want`.
 bool is_kernel(const std::string& demangled, const std::string& want) {
-  if (want.empty()) return true;
   for (size_t at = demangled.find(want); at != std::string::npos; at = demangled.find(want, at + 1)) {
     char before = at == 0 ? ' ' : demangled[at - 1];
     char after = at + want.size() < demangled.size() ? demangled[at + want.size()] : '(';
@@ -170,6 +171,14 @@ bool is_kernel(const std::string& demangled, const std::string& want) {
 }
 
 std::vector<std::string> split(const std::string& all) { return kp::split_commas(all); }
+
+// Whether the kernel is one `KP_CUPTI_KERNEL` names (every kernel where it names none).
+bool wanted(const std::string& demangled) {
+  if (S.onlyNames.empty()) return true;
+  for (auto& want : S.onlyNames)
+    if (is_kernel(demangled, want)) return true;
+  return false;
+}
 
 void metric(const char* name, double value) {
   fprintf(S.out, "M\t%s\t%s\t%s\t%.10g\n", S.current.c_str(), S.currentMangled.c_str(), name, value);
@@ -744,7 +753,8 @@ void dump_module(const CUpti_ModuleResourceData* m) {
 // SASS metrics' configuration unset and the profiler deinitialized, then the file the other
 // process waits for is created.
 void release_when_done() {
-  if (S.doneFile.empty() || S.released || S.only.empty()) return;
+  // One kernel's plan: a program's several kernels keep the profiler to the process's end.
+  if (S.doneFile.empty() || S.released || S.onlyNames.size() != 1) return;
   if (S.launches[S.currentMangled] < (int)S.plan.size()) return;
   S.released = true;
   disable_range();
@@ -828,7 +838,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
       return;
     }
     if (S.running || S.sassRunning || S.pcRunning) return;
-    if (!S.only.empty() && !is_kernel(demangle(mangled), S.only)) return;
+    if (!wanted(demangle(mangled))) return;
     int n = S.launches[mangled]++;
     if (n >= (int)S.plan.size()) return;
     S.current = demangle(mangled);
@@ -886,7 +896,7 @@ extern "C" int InitializeInjection() {
   }
   if (const char* d = getenv("KP_CUPTI_DIR")) S.dir = d;
   if (const char* d = getenv("KP_CUPTI_CACHE")) S.cacheDir = d;
-  if (const char* k = getenv("KP_CUPTI_KERNEL")) S.only = k;
+  if (const char* k = getenv("KP_CUPTI_KERNEL")) S.onlyNames = split(k);
   if (const char* l = getenv("KP_CUPTI_SASS_LAZY")) S.sassLazy = strcmp(l, "0") != 0;
   if (const char* w = getenv("KP_CUPTI_SASS_WARM")) S.sassWarm = strcmp(w, "0") != 0;
   if (const char* d = getenv("KP_CUPTI_DONE")) S.doneFile = d;
