@@ -52,6 +52,10 @@ pub fn plan(last: &LastProfile, text: &str, key: &str) -> Option<Reuse> {
         return None;
     }
     let (old, new): (ProgramPrints, ProgramPrints) = (program_prints(&last.text)?, program_prints(text)?);
+    // A kernel defined elsewhere (a header's) has no print here: measured every time, so all are.
+    if last.report.kernels.iter().any(|k| !old.kernels.contains_key(&k.kernel)) {
+        return None;
+    }
     let unchanged = new.unchanged_since(&old);
     let lines = LineMap::new(&last.text, text);
     let kept: Vec<KernelReport> = last
@@ -181,6 +185,19 @@ mod tests {
     fn host_code_or_another_build_keeps_nothing() {
         check("a<<<1, 32>>>", "a<<<2, 32>>>", "k", "nothing kept");
         check("*= 2.f;", "*= 2.f;  // twice", "other arch", "nothing kept");
+    }
+
+    #[test]
+    fn a_kernel_defined_elsewhere_keeps_nothing() {
+        let mut report = report();
+        report.kernels.push(KernelReport {
+            kernel: "from_a_header".into(),
+            triage: None,
+            tools: vec![],
+            findings: vec![],
+        });
+        let last = LastProfile { text: PROGRAM.into(), report, key: "k".into() };
+        assert!(plan(&last, &PROGRAM.replacen("+= 1.0;", "+= 1.0f;", 1), "k").is_none());
     }
 
     #[test]
