@@ -17,7 +17,7 @@ const FORMS: &[(&str, &str, &str, &str)] = &[
     ),
     // A block tree into shared memory whose root is added to one address (corpus_bruce_reduce_atomic):
     // every element added to it, then a grid-stride register sum, shuffles, one atomic per block.
-    ("styles/sum_tree_atomic_alias_typedef.cu", "styles/sum_tree_atomic_plain.cu", "tree_sum", "BlockReduce x4"),
+    ("styles/sum_tree_atomic_alias_typedef.cu", "styles/sum_tree_atomic_plain.cu", "tree_sum", "BlockReduce x8"),
     // The same per grid row into the row's output (corpus_gau_sum_rows_block_atomic): the row is the
     // launch's fixed y, each row's blocks stride over its elements, one atomic per block.
     ("styles/rowsum_tree_atomic_ptr_offset.cu", "styles/rowsum_tree_atomic_plain.cu", "row_tree_sum", "BlockReduce x4"),

@@ -46,6 +46,21 @@ fn typedef_of(text: &str, name: &str) -> Option<String> {
 
 /// The unit loop around `lines` (each already indented text), re-binding the user's indices.
 pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tail: &str, label: &str) -> String {
+    unit_loop_dividing(k, u, lines, head, tail, label, &IndexDivisions::default())
+}
+
+/// [`unit_loop`] where `lines` name the counters of `divisions` (the unit's remainder, quotient
+/// and quotient's remainder by divisors the same for every unit): kept up to date as the loop
+/// strides, not divided.
+fn unit_loop_dividing(
+    k: &Kernel,
+    u: &Units,
+    lines: &[String],
+    head: &str,
+    tail: &str,
+    label: &str,
+    divisions: &IndexDivisions,
+) -> String {
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
@@ -57,18 +72,127 @@ pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tai
     let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
     let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
     let prologue = u.prologue(k, &ind).unwrap_or_default();
+    let (tid, threads) = (u.grid_tid(), u.grid_threads());
+    let (counters, step) = divisions.counters(&ind, &tid, &threads);
     format!(
-        "{{\n{ind}// {label} (kernelpro).\n{prologue}{head}{ind}for (long long kp_u = {}; kp_u < {}; kp_u += {}) {{\n{inner}{ind}}}\n{tail}{outer}}}",
-        u.grid_tid(),
+        "{{\n{ind}// {label} (kernelpro).\n{prologue}{head}{counters}{ind}for (long long kp_u = {tid}; kp_u < {}; kp_u += {threads}{step}) {{\n{inner}{ind}}}\n{tail}{outer}}}",
         u.count(),
-        u.grid_threads()
     )
+}
+
+/// A unit's index divided (`i / cols`) or reduced (`i % cols`, `(i / w) % h`) by divisors the
+/// same for every unit, as in a broadcast (`t[i % cols]`) or an index split into coordinates:
+/// each a 64-bit division per unit where the index is wide, dozens of instructions, though the
+/// loop only ever adds the grid's size to the index. `edits` name counters instead, which
+/// [`unit_loop_dividing`] keeps up to date; a divisor that is not positive (or past `long long`)
+/// takes the division as written.
+#[derive(Default)]
+struct IndexDivisions {
+    /// Each divisor's text and whether the body takes its quotient.
+    divisors: Vec<(String, bool)>,
+    /// `(i / divisors[j]) % d`: (j, d's text).
+    nested: Vec<(usize, String)>,
+    edits: Vec<(std::ops::Range<usize>, String)>,
+}
+
+impl IndexDivisions {
+    fn of(k: &Kernel, u: &Units, nodes: &[Node]) -> IndexDivisions {
+        let mut out = IndexDivisions::default();
+        let ([index], true) = (&u.indices[..], u.fixed.is_empty()) else { return out };
+        let is_index = |n: Node| n.kind() == "identifier" && k.text_of(n) == index.name;
+        let text = |n: Node| k.text_of(n).split_whitespace().collect::<Vec<_>>().join(" ");
+        for d in nodes.iter().flat_map(|n| descendants(*n)) {
+            // An expression already rewritten holds this one (`i / w` in `(i / w) % h`).
+            if out.edits.iter().any(|(r, _)| r.contains(&d.start_byte())) {
+                continue;
+            }
+            let expr = k.text_of(d);
+            let split = |d, want| split_invariant(k, u, d, want);
+            let quotient = |q| split(q, "/").filter(|(l, _)| is_index(*l)).map(|(_, by)| by);
+            let edit = if let Some((by, m)) = split(d, "%").and_then(|(q, m)| Some((quotient(q)?, m))) {
+                let j = out.divisor(text(by), false);
+                out.nested.push((j, text(m)));
+                let n = out.nested.len() - 1;
+                format!("(kp_dok{j} && kp_nok{n} ? (decltype({expr}))kp_qm{n} : ({expr}))")
+            } else if let Some((_, by)) = split(d, "%").filter(|(l, _)| is_index(*l)) {
+                let j = out.divisor(text(by), false);
+                format!("(kp_dok{j} ? (decltype({expr}))kp_r{j} : ({expr}))")
+            } else if let Some(by) = quotient(d) {
+                let j = out.divisor(text(by), true);
+                format!("(kp_dok{j} ? (decltype({expr}))kp_q{j} : ({expr}))")
+            } else {
+                continue;
+            };
+            out.edits.push((d.byte_range(), edit));
+        }
+        out
+    }
+
+    /// The index of divisor `d`, added where new; `quotient`: the body takes the quotient.
+    fn divisor(&mut self, d: String, quotient: bool) -> usize {
+        let j = self.divisors.iter().position(|x| x.0 == d).unwrap_or_else(|| {
+            self.divisors.push((d, false));
+            self.divisors.len() - 1
+        });
+        self.divisors[j].1 |= quotient;
+        j
+    }
+
+    /// The edits inside `range`.
+    fn within(&self, range: std::ops::Range<usize>) -> Vec<(std::ops::Range<usize>, String)> {
+        self.edits.iter().filter(|(r, _)| range.start <= r.start && r.end <= range.end).cloned().collect()
+    }
+
+    /// The counters' declarations before the loop (the first unit `tid`), and what the loop's
+    /// step (the grid's `threads`) adds to them after `kp_u += threads`.
+    fn counters(&self, ind: &str, tid: &str, threads: &str) -> (String, String) {
+        let (mut decls, mut step) = (String::new(), String::new());
+        // Each nested counter's step first; a remainder's wrap then carries into it.
+        for (n, (j, m)) in self.nested.iter().enumerate() {
+            decls.push_str(&format!(
+                "{ind}const long long kp_nd{n} = (long long)({m});\n{ind}const bool kp_nok{n} = kp_nd{n} > 0;\n{ind}const long long kp_ndd{n} = kp_nok{n} ? kp_nd{n} : 1;\n"
+            ));
+            let _ = j;
+            step.push_str(&format!(", kp_qm{n} += kp_qms{n}"));
+        }
+        for (j, (d, quotient)) in self.divisors.iter().enumerate() {
+            decls.push_str(&format!(
+                "{ind}const long long kp_d{j} = (long long)({d});\n{ind}const bool kp_dok{j} = kp_d{j} > 0;\n{ind}const long long kp_dd{j} = kp_dok{j} ? kp_d{j} : 1;\n{ind}long long kp_r{j} = {tid} % kp_dd{j};\n{ind}const long long kp_rs{j} = {threads} % kp_dd{j};\n"
+            ));
+            let mut carry: Vec<String> = Vec::new();
+            if *quotient {
+                decls.push_str(&format!(
+                    "{ind}long long kp_q{j} = {tid} / kp_dd{j};\n{ind}const long long kp_qs{j} = {threads} / kp_dd{j};\n"
+                ));
+                step.push_str(&format!(", kp_q{j} += kp_qs{j}"));
+                carry.push(format!("++kp_q{j}"));
+            }
+            for (n, _) in self.nested.iter().enumerate().filter(|(_, (of, _))| of == &j) {
+                decls.push_str(&format!(
+                    "{ind}long long kp_qm{n} = ({tid} / kp_dd{j}) % kp_ndd{n};\n{ind}const long long kp_qms{n} = ({threads} / kp_dd{j}) % kp_ndd{n};\n"
+                ));
+                carry.push(format!("++kp_qm{n}"));
+            }
+            step.push_str(&format!(", kp_r{j} += kp_rs{j}"));
+            match carry.is_empty() {
+                true => step.push_str(&format!(", kp_r{j} -= kp_r{j} >= kp_dd{j} ? kp_dd{j} : 0LL")),
+                false => {
+                    step.push_str(&format!(", kp_r{j} >= kp_dd{j} ? (kp_r{j} -= kp_dd{j}, {}) : 0LL", carry.join(", ")))
+                }
+            }
+        }
+        for n in 0..self.nested.len() {
+            step.push_str(&format!(", kp_qm{n} -= kp_qm{n} >= kp_ndd{n} ? kp_ndd{n} : 0LL"));
+        }
+        (decls, step)
+    }
 }
 
 fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
     let Some(u) = units(k) else { return Vec::new() };
     let ind2 = format!("{}    ", indent_at(k.text, k.body().start_byte()));
-    let mut lines = Vec::new();
+    let divisions = IndexDivisions::of(k, &u, &u.nodes());
+    let (mut lines, mut counted) = (Vec::new(), Vec::new());
     for p in &u.body {
         // A long loop per unit is WarpUnits' case; a map's loops are short or absent.
         if let Piece::Node(n) = p
@@ -76,10 +200,15 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
         {
             return Vec::new();
         }
-        let Some(text) = render(k, *p, &[], &ind2) else {
+        let edits = match p {
+            Piece::Node(n) => divisions.within(n.byte_range()),
+            _ => Vec::new(),
+        };
+        let (Some(text), Some(counted_text)) = (render(k, *p, &[], &ind2), render(k, *p, &edits, &ind2)) else {
             return Vec::new();
         };
         lines.push(text);
+        counted.push(counted_text);
     }
     let mut out = Vec::new();
     if let Some(text) = vectorized(k, &u, &lines) {
@@ -91,7 +220,7 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
         );
         out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Threads));
     }
-    let text = unit_loop(k, &u, &lines, "", "", "grid-stride over the units");
+    let text = unit_loop_dividing(k, &u, &counted, "", "", "grid-stride over the units", &divisions);
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
     let note = format!("grid-stride map over ({})", u.names().join(", "));
@@ -223,11 +352,20 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
     ))
 }
 
-/// A `for` bounded by an integer literal below 64.
+/// A `for` bounded by an integer literal below 64, or by a scalar parameter every launch of the
+/// spec sets below 64 (a pooling window's `k`): a few steps per unit, a map's work.
 fn short_loop(k: &Kernel, f: Node) -> bool {
     let cond = f.child_by_field_name("condition").map(kernelpro_source::units::recognize::strip_parens);
-    cond.and_then(|c| c.child_by_field_name("right"))
-        .is_some_and(|r| k.text_of(r).trim().parse::<i64>().is_ok_and(|n| n < 64))
+    let Some(bound) = cond.and_then(|c| c.child_by_field_name("right")) else { return false };
+    let text = k.text_of(bound).trim();
+    if let Ok(n) = text.parse::<i64>() {
+        return n < 64;
+    }
+    k.param(text).is_some_and(|p| !p.pointer)
+        && k.all_launches().is_some_and(|ls| {
+            !ls.is_empty()
+                && ls.iter().all(|l| l.int_scalars().into_iter().any(|(name, v)| name == text && (0..64).contains(&v)))
+        })
 }
 
 fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
@@ -285,34 +423,257 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
         return Vec::new();
     }
     let ind2 = format!("{}    ", indent_at(k.text, k.body().start_byte()));
-    let mut lines = Vec::new();
+    // A floating sum's divisor that is the same for every unit (a mean's `/ n`) divides the
+    // thread's sum once, not every term: a division per element is dozens of instructions.
+    let float_sum = FLOAT_SUMS.contains(&ty.as_str())
+        || k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| FLOAT_SUMS.contains(&t))
+        || typedef_of(k.text, &ty).is_some_and(|t| FLOAT_SUMS.contains(&t.as_str()));
+    let (term, divisor) = match invariant_divisor(k, &u, value) {
+        Some((num, den)) if float_sum => (k.text_of(num), Some(k.text_of(den))),
+        _ => (k.text_of(value), None),
+    };
+    // The body as written (for the four-a-step form's tail) and with its index divisions
+    // kept as counters (the unit loop's).
+    let divisions = IndexDivisions::of(k, &u, &nodes);
+    let (mut lines, mut counted) = (Vec::new(), Vec::new());
     for p in &u.body {
-        let edits = match p {
+        let (edits, counted_edits) = match p {
             Piece::Node(n) if n.byte_range().contains(&st.start_byte()) => {
-                vec![(st.byte_range(), format!("kp_acc += {};", k.text_of(value)))]
+                let term_node = match &divisor {
+                    Some(_) => invariant_divisor(k, &u, value).map_or(value, |(num, _)| num),
+                    None => value,
+                };
+                let counted_term = with_edits(k.text, term_node.byte_range(), divisions.within(term_node.byte_range()));
+                let mut around = divisions.within(n.byte_range());
+                around.retain(|(r, _)| r.end <= st.start_byte() || r.start >= st.end_byte());
+                around.push((st.byte_range(), format!("kp_acc += {counted_term};")));
+                (vec![(st.byte_range(), format!("kp_acc += {term};"))], around)
             }
-            _ => vec![],
+            Piece::Node(n) => (vec![], divisions.within(n.byte_range())),
+            _ => (vec![], vec![]),
         };
-        let Some(text) = render(k, *p, &edits, &ind2) else {
+        let (Some(text), Some(counted_text)) = (render(k, *p, &edits, &ind2), render(k, *p, &counted_edits, &ind2))
+        else {
             return Vec::new();
         };
         lines.push(text);
+        counted.push(counted_text);
     }
     let head = format!("{ty} kp_acc = 0;\n");
     let addr = addr_text.as_str();
+    let divide = divisor.map(|d| format!("kp_acc = kp_acc / ({d});\n")).unwrap_or_default();
     let tail = format!(
-        "__shared__ {ty} kp_part[32];\n\
+        "{divide}__shared__ {ty} kp_part[32];\n\
          const unsigned kp_tid = {BLOCK_TID};\n\
          for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_acc += __shfl_down_sync(0xffffffffu, kp_acc, kp_o);\n\
          if ((kp_tid & 31u) == 0) kp_part[kp_tid >> 5] = kp_acc;\n\
          __syncthreads();\n\
          if (kp_tid < 32u) {{\n  {ty} kp_v = kp_tid < {BLOCK_THREADS} / 32u ? kp_part[kp_tid] : ({ty})0;\n  for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);\n  if (kp_tid == 0) atomicAdd({addr}, kp_v);\n}}\n"
     );
-    let text = unit_loop(k, &u, &lines, &head, &tail, "grid-stride sum, warp shuffles, one atomic per block");
+    let text = unit_loop_dividing(
+        k,
+        &u,
+        &counted,
+        &head,
+        &tail,
+        "grid-stride sum, warp shuffles, one atomic per block",
+        &divisions,
+    );
     let mut source = k.text.to_string();
     source.replace_range(k.body().byte_range(), &text);
     let note = format!("hierarchical reduction into {addr}: register sum, warp shuffles, one atomicAdd per block");
-    launch_variants(k, &Rewrite { source, note }, &u, Tuning::Reduce)
+    let mut out = launch_variants(k, &Rewrite { source, note }, &u, Tuning::Reduce);
+    let term_node = invariant_divisor(k, &u, value).filter(|_| float_sum).map_or(value, |(num, _)| num);
+    if let Some(text) = vectorized_sum(k, &u, st, term_node, &lines, &head, &tail) {
+        let mut source = k.text.to_string();
+        source.replace_range(k.body().byte_range(), &text);
+        let note = format!(
+            "hierarchical reduction into {addr}: register sum of four units a step through 128-bit loads, warp shuffles, one atomicAdd per block"
+        );
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Reduce));
+    }
+    out
+}
+
+/// The sum with four consecutive units a step, as [`vectorized`] does a map: every buffer the
+/// body reads is `float` at the unit's own index (`x[i]`) and nothing is stored but the sum
+/// (`st`, the atomic, becomes `kp_acc += term;`). Loads become one `float4` each where every
+/// buffer read is 16-byte aligned (checked at run time: else every unit takes the scalar loop),
+/// each unit's statements run on its component; the units past the last multiple of four run
+/// `lines`, the scalar body.
+fn vectorized_sum(
+    k: &Kernel,
+    u: &Units,
+    st: Node,
+    term: Node,
+    lines: &[String],
+    head: &str,
+    tail: &str,
+) -> Option<String> {
+    let [index] = &u.indices[..] else { return None };
+    if !u.fixed.is_empty() || !u.restored.is_empty() {
+        return None;
+    }
+    let i = index.name.as_str();
+    let nodes: Vec<Node> = u.only_nodes()?;
+    let mut reads: Vec<String> = Vec::new();
+    // Per node: each read's byte range and its buffer.
+    let mut reads_of: Vec<Vec<(std::ops::Range<usize>, String)>> = vec![Vec::new(); nodes.len()];
+    let float = |base: &str| base == "float" || typedef_of(k.text, base).is_some_and(|t| t == "float");
+    // The atomic's address is the sum's, not a unit's read.
+    let address = |d: Node| st.byte_range().contains(&d.start_byte()) && !term.byte_range().contains(&d.start_byte());
+    for (at, n) in nodes.iter().enumerate() {
+        for d in descendants(*n) {
+            if address(d) {
+                continue;
+            }
+            match d.kind() {
+                "return_statement" | "continue_statement" | "break_statement" | "goto_statement"
+                | "pointer_expression" | "update_expression" => return None,
+                "assignment_expression" if d.child_by_field_name("left").is_some_and(|l| l.kind() != "identifier") => {
+                    return None;
+                }
+                "subscript_expression" => {
+                    let p = k.text_of(d.child_by_field_name("argument")?);
+                    let idx = d
+                        .child_by_field_name("indices")
+                        .and_then(|x| x.named_child(0))
+                        .map(|x| kernelpro_source::units::recognize::flat(k, x))?;
+                    if idx != i || k.param(p).is_none_or(|q| !q.pointer || !float(&q.base)) {
+                        return None;
+                    }
+                    if !reads.iter().any(|r| r == p) {
+                        reads.push(p.to_string());
+                    }
+                    reads_of[at].push((d.byte_range(), p.to_string()));
+                }
+                _ => {}
+            }
+        }
+    }
+    if reads.is_empty() {
+        return None;
+    }
+    let outer = indent_at(k.text, k.body().start_byte());
+    let ind = format!("{outer}  ");
+    let ind2 = format!("{ind}  ");
+    let ind3 = format!("{ind2}  ");
+    let units = u.count();
+    let aligned: Vec<String> = reads.iter().map(|r| format!("(unsigned long long)({r})")).collect();
+    let mut step = String::new();
+    for r in &reads {
+        step.push_str(&format!("{ind2}const float4 kp_i_{r} = __ldcs(reinterpret_cast<const float4*>({r}) + kp_v);\n"));
+    }
+    let index_used = nodes
+        .iter()
+        .zip(&reads_of)
+        .any(|(n, reads)| uses(*n, k.text, i).iter().any(|u| !reads.iter().any(|(r, _)| r.contains(&u.start_byte()))));
+    for (lane, c) in ["x", "y", "z", "w"].iter().enumerate() {
+        step.push_str(&format!("{ind2}{{\n"));
+        if index_used {
+            step.push_str(&format!("{ind3}const {} {i} = ({})(kp_v * 4 + {lane});\n", index.ty, index.ty));
+        }
+        for (at, n) in nodes.iter().enumerate() {
+            let component = |range: std::ops::Range<usize>| -> Vec<(std::ops::Range<usize>, String)> {
+                reads_of[at]
+                    .iter()
+                    .filter(|(r, _)| range.start <= r.start && r.end <= range.end)
+                    .map(|(r, p)| (r.clone(), format!("kp_i_{p}.{c}")))
+                    .collect()
+            };
+            let edits: Vec<_> = if n.byte_range().contains(&st.start_byte()) {
+                // The atomic's own reads are the term's; the others stay around it.
+                let term_text = with_edits(k.text, term.byte_range(), component(term.byte_range()));
+                let mut e: Vec<_> = component(n.byte_range())
+                    .into_iter()
+                    .filter(|(r, _)| r.end <= st.start_byte() || r.start >= st.end_byte())
+                    .collect();
+                e.push((st.byte_range(), format!("kp_acc += {term_text};")));
+                e
+            } else {
+                component(n.byte_range())
+            };
+            step.push_str(&format!("{ind3}{}\n", render(k, Piece::Node(*n), &edits, &ind3)?));
+        }
+        step.push_str(&format!("{ind2}}}\n"));
+    }
+    let scalar: String = u
+        .rebind("kp_u")
+        .lines()
+        .map(str::to_string)
+        .chain(lines.iter().cloned())
+        .map(|l| format!("{ind2}{l}\n"))
+        .collect();
+    let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
+    let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
+    Some(format!(
+        "{{\n{ind}// grid-stride sum, four units a step through float4 loads where aligned, warp shuffles, one atomic per block (kernelpro).\n{}{head}{ind}const long long kp_n4 = (({}) % 16 == 0) ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{scalar}{ind}}}\n{tail}{outer}}}",
+        u.prologue(k, &ind)?,
+        aligned.join(" | "),
+        u.grid_tid(),
+        u.grid_threads(),
+        u.grid_tid(),
+        u.grid_threads()
+    ))
+}
+
+/// The text of `range` with `edits` (inside it) applied.
+fn with_edits(text: &str, range: std::ops::Range<usize>, edits: Vec<(std::ops::Range<usize>, String)>) -> String {
+    let at = range.start;
+    crate::syntax::edited(&text[range], edits.into_iter().map(|(r, w)| (r.start - at..r.end - at, w)))
+}
+
+/// `L op R` (parentheses around L dropped) where R is the same for every unit ([`invariant`]).
+fn split_invariant<'t>(k: &Kernel, u: &Units, d: Node<'t>, want: &str) -> Option<(Node<'t>, Node<'t>)> {
+    let op = d.child_by_field_name("operator").map(|o| k.text_of(o));
+    let (l, r) = (d.child_by_field_name("left")?, d.child_by_field_name("right")?);
+    (d.kind() == "binary_expression" && op == Some(want) && invariant(k, u, r))
+        .then_some((kernelpro_source::units::recognize::strip_parens(l), r))
+}
+
+/// The sums a divisor can leave: a float's (an integer sum of quotients is not the quotient of the sum).
+const FLOAT_SUMS: &[&str] = &["float", "double"];
+
+/// `value` as `N / D` where D is the same for every unit ([`invariant`]).
+fn invariant_divisor<'t>(k: &Kernel<'t>, u: &Units<'t>, value: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+    let value = kernelpro_source::units::recognize::strip_parens(value);
+    if value.kind() != "binary_expression" || value.child_by_field_name("operator").map(|o| k.text_of(o)) != Some("/") {
+        return None;
+    }
+    let (num, den) = (value.child_by_field_name("left")?, value.child_by_field_name("right")?);
+    invariant(k, u, den).then_some((num, den))
+}
+
+/// Whether `expr` is the same for every unit: literals, scalar parameters, the head's uniform
+/// declarations and the fixed block indices, none assigned in the body, with no call or memory read.
+fn invariant(k: &Kernel, u: &Units, expr: Node) -> bool {
+    let uniform: Vec<String> = u
+        .head
+        .iter()
+        .flat_map(|h| kernelpro_source::units::recognize::declared_in(k, *h))
+        .chain(u.fixed.iter().map(|f| f.0.clone()))
+        .collect();
+    let assigned: Vec<&str> = u
+        .nodes()
+        .into_iter()
+        .flat_map(descendants)
+        .filter(|n| matches!(n.kind(), "assignment_expression" | "update_expression"))
+        .flat_map(|n| names_in(k, n))
+        .collect();
+    descendants(expr).into_iter().all(|n| match n.kind() {
+        "identifier" => {
+            let name = k.text_of(n);
+            (k.param(name).is_some_and(|p| !p.pointer) || uniform.iter().any(|h| h == name))
+                && !assigned.contains(&name)
+        }
+        "subscript_expression"
+        | "call_expression"
+        | "assignment_expression"
+        | "update_expression"
+        | "pointer_expression"
+        | "field_expression" => false,
+        _ => true,
+    })
 }
 
 impl Recipe for GridStrideMap {

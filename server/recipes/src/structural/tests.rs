@@ -48,7 +48,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("embedding_gather.cu", "encoder_forward", "WarpUnits x4"),
     ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x10"),
     ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x6"),
-    ("sum_atomic.cu", "sum_squares", "BlockReduce x4"),
+    ("sum_atomic.cu", "sum_squares", "BlockReduce x8"),
     ("gelu_map.cu", "gelu_forward", "GridStrideMap x9"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
     ("cumsum_2d_double.cu", "cumsum_y", "WarpScan x10"),
@@ -62,7 +62,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("bmm_batch_z.cu", "bmm", "WarpUnits x4, TiledContraction x10"),
     ("matmul_bt_flat.cu", "matmul_bt", "WarpUnits x4, TiledContraction x10"),
     // A window loop: no structural rewrite yet (no 2D/strided window tile); L1 serves its reuse.
-    ("avgpool1d_stride2.cu", "avg_pool1d", ""),
+    ("avgpool1d_stride2.cu", "avg_pool1d", "GridStrideMap x4"),
     ("instnorm_thread_plane.cu", "instance_norm", "WarpUnits x4, BlockUnits x3"),
     ("min_middle_dim_long.cu", "min_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("cosine_rows_three_sums.cu", "cosine_sim_loss", "WarpUnits x4"),
@@ -103,7 +103,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // Views of other people's styles (`source::units::views`), written anew by the corpus helper: no guard
     // under an exact launch, index locals, a guard written twice, a Kahan sum, a loop starting at an alias.
     ("sgemm_no_guard_exact_launch.cu", "gemm_exact", "WarpUnits x4, TiledContraction x10"),
-    ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4"),
+    ("conv1d_taps_guarded_only.cu", "conv1d_taps_only", "StencilTile x4, GridStrideMap x4"),
     ("transpose_index_locals_macro.cu", "transpose_locals", "TiledTranspose x1, GridStrideMap x4"),
     ("transpose_index_locals_guarded.cu", "transpose_locals_guarded", "TiledTranspose x2, GridStrideMap x4"),
     ("matmul_split_guards.cu", "matmul_twice_guarded", "WarpUnits x4, TiledContraction x10"),
@@ -178,20 +178,20 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/softmax/softmax_rowptr_double.cu", "softmax_forward_v1", "WarpUnits x8, BlockUnits x6"),
     ("naive/softmax/softmax_template_grid.cu", "softmax_naive", "WarpUnits x4, BlockUnits x3"),
     ("naive/stencil/clean_conv1d_tile_halo.cu", "conv1d_tiled", ""),
-    ("naive/stencil/conv1d_template_gridstride.cu", "conv1d_same", "StencilTile x4"),
-    ("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile x4"),
+    ("naive/stencil/conv1d_template_gridstride.cu", "conv1d_same", "StencilTile x4, GridStrideMap x4"),
+    ("naive/stencil/conv1d_v1.cu", "conv1d_v1", "StencilTile x4, GridStrideMap x4"),
     ("naive/stencil/conv3x3_macro_2d.cu", "conv3x3", "StencilTile x2, GridStrideMap x4"),
     ("naive/stencil/expert_conv1d_tile_4out.cu", "conv1d_tile4", ""),
     ("naive/stencil/jacobi_rowx.cu", "jacobi_step", "GridStrideMap x4"),
     // One block per 256 elements into one atomic each: the same form ran at 0.18x of PyTorch on the
     // H100 corpus run (corpus_bruce_reduce_atomic); BlockReduce gives it a grid-stride register sum.
-    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", "BlockReduce x2"),
+    ("naive/sum/clean_sum_block_atomic.cu", "sum_block_atomic", "BlockReduce x4"),
     ("naive/sum/count_gridstride_int_sizet.cu", "total_kernel", "BlockReduce x4"),
     ("naive/sum/expert_sum_shuffle_gridstride.cu", "sum_shuffle", ""),
-    ("naive/sum/mse_atomic_scaled.cu", "mse_loss_kernel", "BlockReduce x4"),
+    ("naive/sum/mse_atomic_scaled.cu", "mse_loss_kernel", "BlockReduce x8"),
     ("naive/sum/reduce_template_grid2d_long.cu", "reduce_sum_atomic", "BlockReduce x4"),
-    ("naive/sum/sum_atomic_1d.cu", "sum_atomic", "BlockReduce x4"),
-    ("naive/sum/sumsq_double_atomic.cu", "sumsq", "BlockReduce x4"),
+    ("naive/sum/sum_atomic_1d.cu", "sum_atomic", "BlockReduce x8"),
+    ("naive/sum/sumsq_double_atomic.cu", "sumsq", "BlockReduce x8"),
     ("naive/transpose/clean_transpose_tile.cu", "transpose_tile32", ""),
     ("naive/transpose/expert_transpose_tile_rows.cu", "transpose_tile_rows", ""),
     ("naive/transpose/transpose_1d_divmod.cu", "transpose_flat", "TiledTranspose x2, GridStrideMap x4"),
@@ -214,20 +214,20 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/36_RMSNorm.cu", "rms_norm", ""),
     ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
     // A 4x4 window: a warp per output would idle 28 of 32 lanes (0.06x measured); no 2D tile yet.
-    ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", ""),
+    ("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "GridStrideMap x4"),
     ("kbench/47_Sum_reduction.cu", "sum_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/48_Mean_reduction.cu", "mean_dim1", "ColumnUnits x4"),
     ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4, BlockUnits x3"),
     ("kbench/50_Product_reduction.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
-    ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", ""),
+    ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", "GridStrideMap x4"),
     ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x9"),
     ("kbench/89_cumsum.cu", "cumsum_rows", "WarpScan x10"),
     ("kbench/90_cumprod.cu", "cumprod_rows", "WarpScan x10"),
     ("kbench/91_cumsum_reverse.cu", "reverse_cumsum_rows", "WarpScan x10, GridStrideMap x4"),
     ("kbench/92_cumsum_exclusive.cu", "exclusive_cumsum_rows", "WarpScan x10"),
     ("kbench/93_masked_cumsum.cu", "masked_cumsum_rows", "WarpScan x10"),
-    ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x4"),
+    ("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce x8"),
 ];
 
 pub(super) fn applied(file: &str, kernel: &str) -> String {
@@ -877,30 +877,34 @@ fn snapshots() {
         "sum_squares",
         "BlockReduce",
         expect![[r#"
-        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block
-        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
-        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
-        ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
-        __global__ void sum_squares(float* total, const float* x, long long n) {
-          // grid-stride sum, warp shuffles, one atomic per block (kernelpro).
-          float kp_acc = 0;
-          for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(n); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
-            const unsigned long long i = (unsigned long long)(kp_u);
-            float v = x[i];
-            kp_acc += v * v;
-          }
-          __shared__ float kp_part[32];
-          const unsigned kp_tid = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
-          for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_acc += __shfl_down_sync(0xffffffffu, kp_acc, kp_o);
-          if ((kp_tid & 31u) == 0) kp_part[kp_tid >> 5] = kp_acc;
-          __syncthreads();
-          if (kp_tid < 32u) {
-            float kp_v = kp_tid < (blockDim.x * blockDim.y * blockDim.z) / 32u ? kp_part[kp_tid] : (float)0;
-            for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
-            if (kp_tid == 0) atomicAdd(&total[0], kp_v);
-          }
-        }
-    "#]],
+            ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block
+            ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
+            ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
+            ## hierarchical reduction into &total[0]: register sum, warp shuffles, one atomicAdd per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
+            ## hierarchical reduction into &total[0]: register sum of four units a step through 128-bit loads, warp shuffles, one atomicAdd per block
+            ## hierarchical reduction into &total[0]: register sum of four units a step through 128-bit loads, warp shuffles, one atomicAdd per block; launch block = 512, grid = min(ceil_div(N, 512), 132 * 2)
+            ## hierarchical reduction into &total[0]: register sum of four units a step through 128-bit loads, warp shuffles, one atomicAdd per block; launch block = 256, grid = min(ceil_div(N, 256), 132 * 4)
+            ## hierarchical reduction into &total[0]: register sum of four units a step through 128-bit loads, warp shuffles, one atomicAdd per block; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 1)
+            __global__ void sum_squares(float* total, const float* x, long long n) {
+              // grid-stride sum, warp shuffles, one atomic per block (kernelpro).
+              float kp_acc = 0;
+              for (long long kp_u = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(n); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+                const unsigned long long i = (unsigned long long)(kp_u);
+                float v = x[i];
+                kp_acc += v * v;
+              }
+              __shared__ float kp_part[32];
+              const unsigned kp_tid = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+              for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_acc += __shfl_down_sync(0xffffffffu, kp_acc, kp_o);
+              if ((kp_tid & 31u) == 0) kp_part[kp_tid >> 5] = kp_acc;
+              __syncthreads();
+              if (kp_tid < 32u) {
+                float kp_v = kp_tid < (blockDim.x * blockDim.y * blockDim.z) / 32u ? kp_part[kp_tid] : (float)0;
+                for (int kp_o = 16; kp_o > 0; kp_o >>= 1) kp_v += __shfl_down_sync(0xffffffffu, kp_v, kp_o);
+                if (kp_tid == 0) atomicAdd(&total[0], kp_v);
+              }
+            }
+        "#]],
     );
 }
 
@@ -1466,4 +1470,38 @@ fn view_snapshots() {
         }
     "#]],
     );
+}
+
+/// The sums and maps of KernelBench's losses and pooling: a mean's divisor divides each thread's
+/// sum once, aligned float reads go four a step, and the unit index's divisions by sizes the
+/// same for every unit are counters the loop's step keeps (dozens of 64-bit instructions a unit
+/// before); an integer sum keeps its divisions.
+#[test]
+fn means_divide_once_read_four_a_step_and_count_their_index_divisions() {
+    let all = |file: &str, kernel: &str, name: &str| -> Vec<String> {
+        recipe(name).rewrite(&fixture(file), kernel).into_iter().map(|r| r.source).collect()
+    };
+    let mse = all("kbench/94_MSELoss.cu", "mse_loss", "BlockReduce");
+    assert!(mse.iter().all(|s| s.contains("kp_acc += (double)(d * d);") && s.contains("kp_acc = kp_acc / (n);")));
+    let vec4: Vec<&String> = mse.iter().filter(|s| s.contains("reinterpret_cast<const float4*>(p) + kp_v")).collect();
+    assert_eq!(vec4.len(), 4, "one four-a-step form, at four launches");
+    assert!(vec4[0].contains("(((unsigned long long)(p) | (unsigned long long)(t)) % 16 == 0)"), "{}", vec4[0]);
+    let hinge = all("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce");
+    assert!(!hinge.is_empty());
+    for s in &hinge {
+        assert!(s.contains("t[(kp_dok0 ? (decltype(i % cols))kp_r0 : (i % cols))]"), "{s}");
+        assert!(s.contains("kp_r0 += kp_rs0, kp_r0 -= kp_r0 >= kp_dd0 ? kp_dd0 : 0LL"), "{s}");
+        assert!(s.contains("kp_acc = kp_acc / ((double)n);"), "{s}");
+    }
+    let pool = all("kbench/42_Max_Pooling_2D.cu", "max_pool2d", "GridStrideMap");
+    assert!(!pool.is_empty(), "a window of k (4 in every launch) taps is a map's work");
+    assert!(pool[0].contains("int oy = (kp_dok0 && kp_nok0 ? (decltype((o / ow) % oh))kp_qm0 : ((o / ow) % oh));"));
+    assert!(pool[0].contains("long plane = (kp_dok1 ? (decltype(o / ((long)oh * ow)))kp_q1 : (o / ((long)oh * ow)));"));
+    let isum = "// kernelpro: let N = 1 << 20\n// kernelpro: grid = ceil_div(N, 256)\n// kernelpro: block = 256\n\
+                // kernelpro: total = inout int[1] zeros\n// kernelpro: x = in int[N] randint(0, 100)\n// kernelpro: n = N\n\
+                __global__ void isum(int* total, const int* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+                  if (i < n) atomicAdd(total, x[i] / 3);\n}\n";
+    let ints = recipe("BlockReduce").rewrite(isum, "isum");
+    assert!(!ints.is_empty());
+    assert!(ints.iter().all(|r| r.source.contains("kp_acc += x[i] / 3;") && !r.source.contains("kp_acc = kp_acc /")));
 }

@@ -9,9 +9,9 @@ const CASES: &[(&str, &str, &str)] = &[
     // The frame on z, window bounds clamped with min/max, the radius from a scalar.
     ("boxfilter_batched_clamped.cu", "mean_filter", "WindowTile x6"),
     // One image under a guard block, each tap tested against the image.
-    ("boxfilter_single_wrapped.cu", "blur_padded", "ColumnUnits x4, WindowTile x8"),
+    ("boxfilter_single_wrapped.cu", "blur_padded", "ColumnUnits x4, WindowTile x8, GridStrideMap x4"),
     // A strided pooling window: the input's size from its taps' guard, the stride from the spec.
-    ("maxpool_strided_guarded_taps.cu", "pool_max", "WindowTile x4"),
+    ("maxpool_strided_guarded_taps.cu", "pool_max", "WindowTile x4, GridStrideMap x4"),
     // Written in place: no tile (the warp per output reads and writes as the original did).
     ("boxfilter_writes_input.cu", "blur_in_place", ""),
     // A register read of the partner under one barrier, added under the next; a tid alias.
