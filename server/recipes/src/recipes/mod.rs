@@ -9,6 +9,7 @@ mod pad_shared;
 mod prefetch;
 mod privatize;
 mod restrict;
+mod row_cache;
 mod tiling;
 mod tune;
 mod unroll;
@@ -25,6 +26,7 @@ pub use pad_shared::PadSharedTile;
 pub use prefetch::PrefetchL2;
 pub use privatize::PrivatizeAtomics;
 pub use restrict::RestrictConst;
+pub use row_cache::RowInRegisters;
 pub use tiling::SharedTiling;
 pub use tune::TuneParameter;
 pub use unroll::PragmaUnroll;
@@ -70,6 +72,7 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(TuneParameter),
         Box::new(FloatLiterals),
         Box::new(LoopInterchange),
+        Box::new(RowInRegisters),
         Box::new(WarpRows),
         Box::new(PrivatizeAtomics),
         Box::new(CoarsenReduce),
