@@ -62,7 +62,11 @@ pub const SETTINGS: &[SettingDoc] = &[
         "Threads per block assumed for occupancy when the source has no launch.",
         r#"{"minimum": 1, "maximum": 1024}"#,
     ),
-    server("profileOnSave", "Profile the file's kernels on every save (needs a GPU and a trusted workspace): in-process where CUPTI is found, else with ncu; a program's save measures only the kernels it changed, the others keep their last findings.", "{}"),
+    server(
+        "profileOnSave",
+        "Profile the file's kernels on every save (needs a GPU and a trusted workspace): in-process where CUPTI is found, else with ncu; a program's save measures only the kernels it changed, the others keep their last findings.",
+        "{}",
+    ),
     server("clockControl", "ncu `--clock-control`.", r#"{"enum": ["none", "base"]}"#),
     server(
         "runner",

@@ -338,7 +338,7 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<Strin
     let (iname, jname, p) = (&i.name, &j.name, &d.p);
     let (ea, eb) = (k.text_of(d.a), k.text_of(d.b));
     let prologue = u.prologue(k, &ind)?;
-    let (span, k_first, k_end) = tile_span(d, &ind, (ti, tj, iname, jname), m, n, r);
+    let (span, k_first, k_end, whole) = tile_span(d, &ind, (ti, tj, iname, jname), m, n, r);
     // Consecutive threads walk the operand's contiguous axis.
     let order = |contig_p: bool| {
         if contig_p {
@@ -349,12 +349,12 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<Strin
     };
     let (a_kk, a_mm) = order(contiguous_in(k, d.a, p));
     let (b_kk, b_nn) = order(contiguous_in(k, d.b, p));
-    let fma = match d.mask() {
-        None => "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string(),
-        Some(m) => format!(
+    let plain = "kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b];".to_string();
+    let masked = d.mask().map(|m| {
+        format!(
             "{{ const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW}); const {tj} {jname} = ({tj})(kp_n0 + {TILE_COL}); const {tp} {p} = ({tp})(kp_k0 + kp_kk); if ({m}) kp_acc[kp_a][kp_b] += kp_x[kp_a] * kp_y[kp_b]; }}"
-        ),
-    };
+        )
+    });
     // One slice of both operands (`DEPTH` deep, from `kv`) into shared buffer `buf` (`[0]`, or `""` with one buffer).
     let load = |kv: &str, buf: &str| {
         format!(
@@ -373,12 +373,10 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<Strin
 "#
         )
     };
-    // The products of the slice in shared buffer `buf`.
-    let compute = |buf: &str| {
+    // The products of the slice in shared buffer `buf`, each `fma`.
+    let products = |buf: &str, fma: &str| {
         format!(
-            r#"{ind}    // Threads past the first {THREADS} (a larger block) only help load the tiles.
-{ind}    if (kp_tid < {THREADS}) {{
-{ind}    #pragma unroll
+            r#"{ind}    #pragma unroll
 {ind}    for (int kp_kk = 0; kp_kk < {DEPTH}; ++kp_kk) {{
 {ind}      {t} kp_x[{r}], kp_y[{r}];
 {operands}{ind}      #pragma unroll
@@ -386,9 +384,23 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, r: u32, stages: u32) -> Option<Strin
 {ind}        #pragma unroll
 {ind}        for (int kp_b = 0; kp_b < {r}; ++kp_b) {fma}
 {ind}    }}
-{ind}    }}
 "#,
             operands = operand_loads(&ind, t, r, buf),
+        )
+    };
+    // A masked product masks only the slices where some product of the tile is masked off: where
+    // every output counts the whole slice (`whole`), the same products in the same order, unmasked.
+    let compute = |buf: &str| {
+        let body = match &masked {
+            None => products(buf, &plain),
+            Some(masked) => format!(
+                "{ind}    if ({whole}) {{\n{}{ind}    }} else {{\n{}{ind}    }}\n",
+                products(buf, &plain),
+                products(buf, masked)
+            ),
+        };
+        format!(
+            "{ind}    // Threads past the first {THREADS} (a larger block) only help load the tiles.\n{ind}    if (kp_tid < {THREADS}) {{\n{body}{ind}    }}\n"
         )
     };
     let (buffers, mainloop) = if stages == 2 {
@@ -505,7 +517,9 @@ fn operand_loads(ind: &str, t: &str, r: u32, buf: &str) -> String {
 /// For a masked (triangular, banded) product: the code that finds the span of `p` the block
 /// tile's outputs need, and the k loop's first and end values. Each thread takes the min of LO and
 /// the max of HI over its outputs (those under the `if`); the k tiles outside are skipped whole, as
-/// every product there is masked off (the sums keep their products and order).
+/// every product there is masked off (the sums keep their products and order). Also the span every
+/// output needs (the max of LO, the min of HI, where every output of the tile is in range and
+/// under the `if`): the condition, last, under which a slice from `kp_k0` needs no mask.
 fn tile_span(
     d: &Dot,
     ind: &str,
@@ -513,21 +527,24 @@ fn tile_span(
     m: &str,
     n: &str,
     r: u32,
-) -> (String, String, String) {
+) -> (String, String, String, String) {
     let kk = &d.k;
     let Some((lo, hi, guard)) = &d.range else {
-        return (String::new(), "0".into(), format!("(long long)({kk})"));
+        return (String::new(), "0".into(), format!("(long long)({kk})"), "true".into());
     };
     let (ti, tj, iname, jname) = names;
     let when = guard.as_ref().map(|g| format!(" && ({g})")).unwrap_or_default();
     let span = format!(
         r#"{ind}  // The k tiles any output of this tile needs (kernelpro: the rest are masked off whole).
-{ind}  __shared__ long long kp_plo, kp_phi;
+{ind}  __shared__ long long kp_plo, kp_phi, kp_qlo, kp_qhi;
+{ind}  __shared__ int kp_some_out;
 {ind}  __syncthreads();
-{ind}  if (kp_tid == 0) {{ kp_plo = 0x7fffffffffffffffLL; kp_phi = -0x7fffffffffffffffLL; }}
+{ind}  if (kp_tid == 0) {{ kp_plo = 0x7fffffffffffffffLL; kp_phi = -0x7fffffffffffffffLL; kp_qlo = -0x7fffffffffffffffLL; kp_qhi = 0x7fffffffffffffffLL; kp_some_out = 0; }}
 {ind}  __syncthreads();
 {ind}  if (kp_tid < {THREADS}) {{
 {ind}    long long kp_lo = 0x7fffffffffffffffLL, kp_hi = -0x7fffffffffffffffLL;
+{ind}    long long kp_alo = -0x7fffffffffffffffLL, kp_ahi = 0x7fffffffffffffffLL;
+{ind}    int kp_out = 0;
 {ind}    for (int kp_a = 0; kp_a < {r}; ++kp_a)
 {ind}      for (int kp_b = 0; kp_b < {r}; ++kp_b) {{
 {ind}        const {ti} {iname} = ({ti})(kp_m0 + {TILE_ROW});
@@ -536,18 +553,28 @@ fn tile_span(
 {ind}          const long long kp_l = (long long)({lo}), kp_h = (long long)({hi});
 {ind}          kp_lo = kp_l < kp_lo ? kp_l : kp_lo;
 {ind}          kp_hi = kp_h > kp_hi ? kp_h : kp_hi;
+{ind}          kp_alo = kp_l > kp_alo ? kp_l : kp_alo;
+{ind}          kp_ahi = kp_h < kp_ahi ? kp_h : kp_ahi;
+{ind}        }} else {{
+{ind}          kp_out = 1;
 {ind}        }}
 {ind}      }}
 {ind}    if (kp_lo <= kp_hi) {{ atomicMin(&kp_plo, kp_lo); atomicMax(&kp_phi, kp_hi); }}
+{ind}    atomicMax(&kp_qlo, kp_alo); atomicMin(&kp_qhi, kp_ahi);
+{ind}    if (kp_out) kp_some_out = 1;
 {ind}  }}
 {ind}  __syncthreads();
 {ind}  const long long kp_pfirst = kp_plo, kp_pend = kp_phi;
+{ind}  // Slices inside [kp_qlo, kp_qhi) hold only products every output of the tile counts.
+{ind}  const bool kp_whole_tile = kp_some_out == 0;
+{ind}  const long long kp_wfirst = kp_qlo, kp_wend = kp_qhi;
 "#
     );
     (
         span,
         format!("(kp_pfirst > 0 ? kp_pfirst : 0) / {DEPTH} * {DEPTH}"),
         format!("(kp_pend < (long long)({kk}) ? kp_pend : (long long)({kk}))"),
+        format!("kp_whole_tile && kp_k0 >= kp_wfirst && kp_k0 + {DEPTH} <= kp_wend"),
     )
 }
 
