@@ -99,6 +99,20 @@ impl IndexDivisions {
     fn of(k: &Kernel, u: &Units, nodes: &[Node]) -> IndexDivisions {
         let mut out = IndexDivisions::default();
         let ([index], true) = (&u.indices[..], u.fixed.is_empty()) else { return out };
+        // The index must be the unit's own throughout: not declared again in an inner scope, not assigned.
+        let shadowed =
+            nodes.iter().any(|n| kernelpro_source::units::recognize::declared_in(k, *n).contains(&index.name));
+        let assigned = nodes.iter().flat_map(|n| descendants(*n)).any(|d| {
+            let target = match d.kind() {
+                "assignment_expression" => d.child_by_field_name("left"),
+                "update_expression" => d.child_by_field_name("argument"),
+                _ => None,
+            };
+            target.is_some_and(|t| k.text_of(kernelpro_source::units::recognize::strip_parens(t)) == index.name)
+        });
+        if shadowed || assigned {
+            return out;
+        }
         let is_index = |n: Node| n.kind() == "identifier" && k.text_of(n) == index.name;
         let text = |n: Node| k.text_of(n).split_whitespace().collect::<Vec<_>>().join(" ");
         for d in nodes.iter().flat_map(|n| descendants(*n)) {
@@ -653,12 +667,19 @@ fn invariant(k: &Kernel, u: &Units, expr: Node) -> bool {
         .flat_map(|h| kernelpro_source::units::recognize::declared_in(k, *h))
         .chain(u.fixed.iter().map(|f| f.0.clone()))
         .collect();
+    // The names the body assigns: an assignment's or update's target (a store into an element assigns none).
     let assigned: Vec<&str> = u
         .nodes()
         .into_iter()
         .flat_map(descendants)
-        .filter(|n| matches!(n.kind(), "assignment_expression" | "update_expression"))
-        .flat_map(|n| names_in(k, n))
+        .filter_map(|n| match n.kind() {
+            "assignment_expression" => n.child_by_field_name("left"),
+            "update_expression" => n.child_by_field_name("argument"),
+            _ => None,
+        })
+        .map(kernelpro_source::units::recognize::strip_parens)
+        .filter(|t| t.kind() == "identifier")
+        .map(|t| k.text_of(t))
         .collect();
     descendants(expr).into_iter().all(|n| match n.kind() {
         "identifier" => {

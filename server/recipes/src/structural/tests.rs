@@ -1501,6 +1501,23 @@ fn means_divide_once_read_four_a_step_and_count_their_index_divisions() {
                 // kernelpro: total = inout int[1] zeros\n// kernelpro: x = in int[N] randint(0, 100)\n// kernelpro: n = N\n\
                 __global__ void isum(int* total, const int* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
                   if (i < n) atomicAdd(total, x[i] / 3);\n}\n";
+    // A bias broadcast gets a counter; where the index is declared again in an inner scope it
+    // is not the unit's there, and no division is counted.
+    let bias = |body: &str| {
+        format!(
+            "// kernelpro: let N = 1 << 20\n// kernelpro: grid = ceil_div(N, 256)\n// kernelpro: block = 256\n\
+             // kernelpro: y = out float[N]\n// kernelpro: x = in float[N] uniform(0, 1)\n// kernelpro: b = in float[64] uniform(0, 1)\n\
+             // kernelpro: n = N\n// kernelpro: cols = 64\n\
+             __global__ void bias(float* y, const float* x, const float* b, int n, int cols) {{\n\
+               int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {{ {body} }}\n}}\n"
+        )
+    };
+    let plain = recipe("GridStrideMap").rewrite(&bias("y[i] = x[i] + b[i % cols];"), "bias");
+    assert!(plain.iter().any(|r| r.source.contains("b[(kp_dok0 ? (decltype(i % cols))kp_r0 : (i % cols))]")));
+    let shadow = bias("float s = b[i % cols]; { const int i = 3; s += b[i % cols]; } y[i] = x[i] + s;");
+    let shadowed = recipe("GridStrideMap").rewrite(&shadow, "bias");
+    assert!(!shadowed.is_empty());
+    assert!(shadowed.iter().all(|r| !r.source.contains("kp_r0")), "{}", shadowed[0].source);
     let ints = recipe("BlockReduce").rewrite(isum, "isum");
     assert!(!ints.is_empty());
     assert!(ints.iter().all(|r| r.source.contains("kp_acc += x[i] / 3;") && !r.source.contains("kp_acc = kp_acc /")));
