@@ -287,23 +287,24 @@ fn vectorize_loads() {
         "saxpy_fp64",
         "VectorizeLoads",
         expect![[r#"
-        ## float4 loads of x, y and stores of y, grid-stride with a scalar tail
-        @@ -8,3 +8,13 @@
-           int i = blockIdx.x * blockDim.x + threadIdx.x;
-        -  if (i < n) y[i] = a * x[i] + y[i] * 2.0;
-        +  for (int kp_v = i; kp_v < n / 4; kp_v += gridDim.x * blockDim.x) {
-        +    const float4 kp_x = reinterpret_cast<const float4*>(x)[kp_v];
-        +    const float4 kp_y = reinterpret_cast<const float4*>(y)[kp_v];
-        +    float4 kp_out;
-        +    kp_out.x = a * kp_x.x + kp_y.x * 2.0;
-        +    kp_out.y = a * kp_x.y + kp_y.y * 2.0;
-        +    kp_out.z = a * kp_x.z + kp_y.z * 2.0;
-        +    kp_out.w = a * kp_x.w + kp_y.w * 2.0;
-        +    reinterpret_cast<float4*>(y)[kp_v] = kp_out;
-        +  }
-        +  for (int kp_t = n / 4 * 4 + i; kp_t < n; kp_t += gridDim.x * blockDim.x) y[kp_t] = a * x[kp_t] + y[kp_t] * 2.0;
-         }
-    "#]],
+            ## float4 loads of x, y and stores of y where aligned, grid-stride with a scalar tail
+            @@ -8,3 +8,14 @@
+               int i = blockIdx.x * blockDim.x + threadIdx.x;
+            -  if (i < n) y[i] = a * x[i] + y[i] * 2.0;
+            +  const int kp_n4 = (((unsigned long long)(x) | (unsigned long long)(y)) % 16 == 0) ? n / 4 : 0;
+            +  for (int kp_v = i; kp_v < kp_n4; kp_v += gridDim.x * blockDim.x) {
+            +    const float4 kp_x = reinterpret_cast<const float4*>(x)[kp_v];
+            +    const float4 kp_y = reinterpret_cast<const float4*>(y)[kp_v];
+            +    float4 kp_out;
+            +    kp_out.x = a * kp_x.x + kp_y.x * 2.0;
+            +    kp_out.y = a * kp_x.y + kp_y.y * 2.0;
+            +    kp_out.z = a * kp_x.z + kp_y.z * 2.0;
+            +    kp_out.w = a * kp_x.w + kp_y.w * 2.0;
+            +    reinterpret_cast<float4*>(y)[kp_v] = kp_out;
+            +  }
+            +  for (int kp_t = kp_n4 * 4 + i; kp_t < n; kp_t += gridDim.x * blockDim.x) y[kp_t] = a * x[kp_t] + y[kp_t] * 2.0;
+             }
+        "#]],
     );
     check(
         "kernels.cu",
@@ -1072,7 +1073,7 @@ fn proposer_puts_structural_then_answering_recipes_first() {
         GridStrideMap answers=None note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
         GridStrideMap answers=None note="grid-stride map over (i)"
         FloatLiterals answers=Some("Fp64Promotion") note="float literals (1) and float math calls (0)"
-        VectorizeLoads answers=Some("Vectorization") note="float4 loads of x, y and stores of y, grid-stride with a scalar tail"
+        VectorizeLoads answers=Some("Vectorization") note="float4 loads of x, y and stores of y where aligned, grid-stride with a scalar tail"
         PrefetchL2 answers=None note="L2 prefetch of x about two waves ahead (blocks along x)"
         RestrictConst answers=None note="__restrict__ y, __restrict__ x"
         Ldg answers=None note="__ldg loads of x"

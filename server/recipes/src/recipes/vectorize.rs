@@ -117,7 +117,16 @@ impl Recipe for VectorizeLoads {
         let (i, n, y) = (&m.index, &m.bound, &m.out);
         let ind = indent_at(text, m.guard.start_byte());
         let stride = "gridDim.x * blockDim.x";
-        let mut body = format!("for (int kp_v = {i}; kp_v < {n} / 4; kp_v += {stride}) {{\n");
+        // A caller may pass `x + 1`: the float4 steps only where every buffer is 16-byte aligned.
+        let mut aligned: Vec<String> = Vec::new();
+        for b in m.inputs.iter().chain(std::iter::once(y)) {
+            let b = format!("(unsigned long long)({b})");
+            if !aligned.contains(&b) {
+                aligned.push(b);
+            }
+        }
+        let mut body = format!("const int kp_n4 = (({}) % 16 == 0) ? {n} / 4 : 0;\n{ind}", aligned.join(" | "));
+        body += &format!("for (int kp_v = {i}; kp_v < kp_n4; kp_v += {stride}) {{\n");
         for p in &m.inputs {
             body += &format!("{ind}  const float4 kp_{p} = reinterpret_cast<const float4*>({p})[kp_v];\n");
         }
@@ -127,14 +136,17 @@ impl Recipe for VectorizeLoads {
         }
         body += &format!("{ind}  reinterpret_cast<float4*>({y})[kp_v] = kp_out;\n{ind}}}\n");
         body += &format!(
-            "{ind}for (int kp_t = {n} / 4 * 4 + {i}; kp_t < {n}; kp_t += {stride}) {y}[kp_t] = {};",
+            "{ind}for (int kp_t = kp_n4 * 4 + {i}; kp_t < {n}; kp_t += {stride}) {y}[kp_t] = {};",
             substitute(&k, &m, |p| format!("{p}[kp_t]"))
         );
         let mut source = text.to_string();
         source.replace_range(m.guard.byte_range(), &body);
         vec![Rewrite {
             source,
-            note: format!("float4 loads of {} and stores of {y}, grid-stride with a scalar tail", m.inputs.join(", ")),
+            note: format!(
+                "float4 loads of {} and stores of {y} where aligned, grid-stride with a scalar tail",
+                m.inputs.join(", ")
+            ),
         }]
     }
 }

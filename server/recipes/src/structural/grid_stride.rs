@@ -356,9 +356,19 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
         .chain(lines.iter().cloned())
         .map(|l| format!("{ind2}{l}\n"))
         .collect();
+    // Every buffer a float4 touches must be 16-byte aligned (a caller may pass `x + 1`): checked at
+    // run time, else every unit takes the scalar loop.
+    let mut aligned: Vec<String> = Vec::new();
+    for b in reads.iter().chain(writes.iter().map(|(w, _)| w)) {
+        let b = format!("(unsigned long long)({b})");
+        if !aligned.contains(&b) {
+            aligned.push(b);
+        }
+    }
     Some(format!(
-        "{{\n{ind}// grid-stride over the units, four a step through float4 (kernelpro).\n{}{ind}for (long long kp_v = {}; kp_v < ({units}) / 4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = ({units}) / 4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
+        "{{\n{ind}// grid-stride over the units, four a step through float4 where aligned (kernelpro).\n{}{ind}const long long kp_n4 = (({}) % 16 == 0) ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
         u.prologue(k, &ind)?,
+        aligned.join(" | "),
         u.grid_tid(),
         u.grid_threads(),
         u.grid_tid(),

@@ -490,8 +490,9 @@ fn snapshots() {
             ## grid-stride map over (i); launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
             ## grid-stride map over (i); launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
             __global__ void gelu_forward(float* out, const float* inp, int N_) {
-              // grid-stride over the units, four a step through float4 (kernelpro).
-              for (long long kp_v = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_v < ((long long)(N_)) / 4; kp_v += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+              // grid-stride over the units, four a step through float4 where aligned (kernelpro).
+              const long long kp_n4 = (((unsigned long long)(inp) | (unsigned long long)(out)) % 16 == 0) ? ((long long)(N_)) / 4 : 0;
+              for (long long kp_v = (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_v < kp_n4; kp_v += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
                 const float4 kp_i_inp = __ldcs(reinterpret_cast<const float4*>(inp) + kp_v);
                 float4 kp_o_out;
                 {
@@ -516,7 +517,7 @@ fn snapshots() {
                 }
                 __stcs(reinterpret_cast<float4*>(out) + kp_v, kp_o_out);
               }
-              for (long long kp_u = ((long long)(N_)) / 4 * 4 + (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(N_); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
+              for (long long kp_u = kp_n4 * 4 + (((long long)blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z)) * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))); kp_u < (long long)(N_); kp_u += ((long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z)) {
                 const int i = (int)(kp_u);
                 float xi = inp[i];
                 float cube = 0.044715f * xi * xi * xi;
