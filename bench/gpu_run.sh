@@ -40,7 +40,9 @@ profile)
     k=$(basename $f .cu)
     for mode in cupti ncu full; do
       flag="--backend $mode"; [ $mode = full ] && flag="--full"
-      s=$(date +%s%N); $B profile $f $flag --json > "$OUT/compare_${k}_$mode.json" 2> "$OUT/compare_${k}_$mode.err"; e=$(date +%s%N)
+      # The in-process runs' raw records (each kernel's range, SASS and sampling times) beside the JSON.
+      keep=""; [ $mode = cupti ] && keep="$OUT/records_$k"
+      s=$(date +%s%N); KERNELPRO_CUPTI_KEEP=$keep $B profile $f $flag --json > "$OUT/compare_${k}_$mode.json" 2> "$OUT/compare_${k}_$mode.err"; e=$(date +%s%N)
       found=$(python3 -c "import json;r=json.load(open('$OUT/compare_${k}_$mode.json'))['report'];print(r.get('backend'), round(r['pass_secs'],2), round(r['export_secs'],2), [k['kernel']+':'+str((k.get('triage') or {}).get('class')) for k in r['kernels']], sorted(set(str(f['span']['start']['line']+1)+' '+str(f.get('code')) for k in r['kernels'] for f in k['findings'])), 'stages', '; '.join(s['name']+' '+str(round(s['secs'],2)) for s in r.get('stages',[])))" 2>&1)
       echo "$k $mode wall $(( (e - s) / 1000000 )) ms $found" >> "$OUT/profile_times.txt"
     done

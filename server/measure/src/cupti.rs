@@ -338,7 +338,7 @@ async fn injected_run(
     let out = run_tool(&cmd, cancel).await.map_err(|e| CuptiError::Run(e.to_string()))?;
     let text = std::fs::read_to_string(&out_file).unwrap_or_default();
     // A copy of the library's records for a bug report (`#warn`s, timings).
-    if let Some(keep) = std::env::var_os("KERNELPRO_CUPTI_KEEP") {
+    if let Some(keep) = std::env::var_os("KERNELPRO_CUPTI_KEEP").filter(|k| !k.is_empty()) {
         let keep = PathBuf::from(keep);
         if std::fs::create_dir_all(&keep).is_ok() {
             let _ = std::fs::write(keep.join(format!("{}-{name}.tsv", std::process::id())), &text);
@@ -578,20 +578,6 @@ async fn disassemble(
     (functions, notes)
 }
 
-/// `KERNELPRO_CUPTI_KEEP=DIR`: the library's records of each run (per-kernel
-/// timings among them) copied into DIR, for a benchmark to read; off by default.
-fn keep_records(dir: &Path) {
-    let Some(keep) = std::env::var_os("KERNELPRO_CUPTI_KEEP").map(PathBuf::from) else { return };
-    let _ = std::fs::create_dir_all(&keep);
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "tsv") {
-            let _ = std::fs::copy(&path, keep.join(format!("{stamp}-{}", entry.file_name().to_string_lossy())));
-        }
-    }
-}
-
 /// Runs the target with the library loaded (`first_plan`, then `next_plans`
 /// until nothing is missing, two rounds at most); meanwhile the modules the
 /// first run saved are disassembled, to tie PC offsets to source lines.
@@ -791,7 +777,6 @@ pub async fn profile(
     for (step, ms) in &run.step_ms {
         stages.push(Stage { name: format!("in the library: {step}"), secs: ms / 1e3 });
     }
-    keep_records(dir.path());
     let start = std::time::Instant::now();
     let mut registers = std::collections::BTreeMap::new();
     for cubin in &run.cubins {
