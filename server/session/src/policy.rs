@@ -143,3 +143,32 @@ pub fn profile_summary(report: &ProfileReport) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernelpro_measure::profiling::KernelReport;
+
+    fn report(kernels: &[&str], kept: &[&str], reuse_key: Option<&str>) -> ProfileReport {
+        let kernel = |k: &&str| KernelReport { kernel: k.to_string(), triage: None, tools: vec![], findings: vec![] };
+        ProfileReport {
+            kernels: kernels.iter().map(kernel).collect(),
+            kept: kept.iter().map(|k| k.to_string()).collect(),
+            reuse_key: reuse_key.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    /// A program's in-process profile is the next save's basis, and its end says what it kept;
+    /// a profile that cannot serve (a harness file's, ncu's) leaves none.
+    #[test]
+    fn a_programs_profile_is_the_next_saves_basis_and_says_what_it_kept() {
+        let program = report(&["a", "b", "c"], &["b", "c"], Some("cupti sm_90"));
+        assert_eq!(profile_done(&program), "1 kernels profiled, 2 kept from the last profile (unchanged)");
+        let last = profile_state(3, "the text", &program, vec![]).last.expect("a basis for the next save");
+        assert_eq!((last.text.as_str(), last.key.as_str(), last.report.kernels.len()), ("the text", "cupti sm_90", 3));
+        let harness = report(&["a"], &[], None);
+        assert_eq!(profile_done(&harness), "1 kernels profiled");
+        assert!(profile_state(3, "the text", &harness, vec![]).last.is_none());
+    }
+}
