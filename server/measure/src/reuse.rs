@@ -39,7 +39,7 @@ pub fn key(path: &Path, text: &str, build: &str, backend: &str) -> String {
         let Some(name) = name.strip_prefix("include").map(str::trim) else { continue };
         let Some(name) = name.strip_prefix('"').and_then(|n| n.split('"').next()) else { continue };
         let bytes = std::fs::read(dir.join(name)).unwrap_or_default();
-        let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        let hash = kernelpro_source::prints::fingerprint(&bytes);
         headers.push_str(&format!(" {name}={hash:016x}"));
     }
     format!("{backend} {build}{headers}")

@@ -5,6 +5,19 @@ use crate::kernel::Kernel;
 use crate::syntax::uses;
 use tree_sitter::Node;
 
+/// The run-time test that every buffer named (each once) is 16-byte aligned: a float4 rewrite takes
+/// its vector loop only where it holds, since a caller may pass `x + 1`.
+pub(crate) fn aligned_16<'a>(buffers: impl IntoIterator<Item = &'a str>) -> String {
+    let mut casts: Vec<String> = Vec::new();
+    for b in buffers {
+        let cast = format!("(unsigned long long)({b})");
+        if !casts.contains(&cast) {
+            casts.push(cast);
+        }
+    }
+    format!("(({}) % 16 == 0)", casts.join(" | "))
+}
+
 /// Whether the subscript `p[i]` is written: assigned, incremented, its address taken for anything
 /// but `__ldg` (`atomicAdd(&p[i], v)`, `atomicCAS((int*)&p[i], ...)`), or passed to a function of
 /// the file (which may take it by reference), also through parentheses, a member (`p[i].x = v`)

@@ -124,6 +124,17 @@ impl<'a> Kernel<'a> {
         self.spec.all_launches()
     }
 
+    /// The integer value scalar parameter `name` takes in every launch the search may pick; `None`
+    /// without a spec, with no launch, or where a launch does not give it one.
+    pub fn scalar_values(&self, name: &str) -> Option<Vec<i64>> {
+        let values: Vec<i64> = self
+            .all_launches()?
+            .iter()
+            .map(|l| l.int_scalars().into_iter().find_map(|(n, v)| (n == name).then_some(v)))
+            .collect::<Option<_>>()?;
+        (!values.is_empty()).then_some(values)
+    }
+
     /// The element count of buffer parameter `name`, when every launch the search may pick gives it the same one.
     pub fn buffer_count(&self, name: &str) -> Option<u64> {
         let counts: Vec<u64> = self

@@ -71,6 +71,12 @@ pub fn program_prints(text: &str) -> Option<ProgramPrints> {
     }
 }
 
+/// The FNV-1a hash of `bytes`, as the prints hash their tokens: for what else a profile depends
+/// on (the headers a program includes).
+pub fn fingerprint(bytes: &[u8]) -> u64 {
+    Fnv::new().bytes(bytes).0
+}
+
 /// FNV-1a over each token's kind and text, a separator between tokens.
 #[derive(Clone, Copy)]
 struct Fnv(u64);
@@ -79,12 +85,11 @@ impl Fnv {
     fn new() -> Fnv {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
+    fn bytes(self, bytes: &[u8]) -> Fnv {
+        Fnv(bytes.iter().fold(self.0, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)))
+    }
     fn token(self, kind: &str, bytes: &[u8]) -> Fnv {
-        let step = |h: u64, b: u8| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        let h = kind.bytes().fold(self.0, step);
-        let h = step(h, 0);
-        let h = bytes.iter().fold(h, |h, &b| step(h, b));
-        Fnv(step(h, 0xff))
+        self.bytes(kind.as_bytes()).bytes(&[0]).bytes(bytes).bytes(&[0xff])
     }
 }
 

@@ -294,6 +294,16 @@ pub fn edited(text: &str, edits: impl IntoIterator<Item = (std::ops::Range<usize
     out
 }
 
+/// The text of `range` in `text` with `edits` (byte ranges into `text`, inside `range`) applied, as [`edited`].
+pub fn edited_within(
+    text: &str,
+    range: std::ops::Range<usize>,
+    edits: impl IntoIterator<Item = (std::ops::Range<usize>, String)>,
+) -> String {
+    let at = range.start;
+    edited(&text[range], edits.into_iter().map(|(r, w)| (r.start - at..r.end - at, w)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::edited;

@@ -25,10 +25,10 @@
 //! stays in registers.
 
 use crate::kernel::Kernel;
-use crate::syntax::{descendants, edited};
+use crate::syntax::{descendants, edited_within};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
-use kernelpro_source::units::recognize::names_in;
+use kernelpro_source::units::recognize::{assigned_in, names_in};
 use tree_sitter::Node;
 
 pub struct RowInRegisters;
@@ -60,18 +60,9 @@ fn counted<'t>(k: &Kernel<'t>, lp: Node<'t>) -> Option<(&'t str, Node<'t>)> {
     Some((var, cond.child_by_field_name("right")?))
 }
 
-/// Whether anything under `node` assigns `name` (or jumps out of a loop step).
+/// Whether anything under `node` assigns the local `name`.
 fn assigns(k: &Kernel, node: Node, name: &str) -> bool {
-    descendants(node).into_iter().any(|d| match d.kind() {
-        "assignment_expression" | "update_expression" => {
-            // A store into an array element assigns no local; a local is the target itself.
-            let target = d.child_by_field_name("left").or_else(|| d.child_by_field_name("argument"));
-            target
-                .map(kernelpro_source::units::recognize::strip_parens)
-                .is_some_and(|t| t.kind() == "identifier" && k.text_of(t) == name)
-        }
-        _ => false,
-    })
+    assigned_in(k, node).contains(&name)
 }
 
 /// The bound's largest value: a literal, or a scalar parameter's over every launch of the spec.
@@ -81,11 +72,7 @@ fn cap(k: &Kernel, bound: Node) -> Option<(i64, bool)> {
         return (1..=MAX_ROW).contains(&n).then_some((n, false));
     }
     k.param(text).filter(|p| !p.pointer)?;
-    let values: Vec<i64> = k
-        .all_launches()?
-        .iter()
-        .map(|l| l.int_scalars().into_iter().find(|(n, _)| n == text).map(|(_, v)| v))
-        .collect::<Option<_>>()?;
+    let values = k.scalar_values(text)?;
     let most = *values.iter().max()?;
     (values.iter().all(|v| (1..=MAX_ROW).contains(v))).then_some((most, true))
 }
@@ -124,13 +111,10 @@ fn const_reads<'t>(k: &Kernel, node: Node<'t>) -> Vec<Node<'t>> {
     descendants(node)
         .into_iter()
         .filter(|d| d.kind() == "subscript_expression")
+        // Never a store: nothing is stored through a `const` pointer.
         .filter(|d| {
             let buffer = d.child_by_field_name("argument").map(|a| k.text_of(a)).unwrap_or("");
-            let stored = d.parent().is_some_and(|p| {
-                matches!(p.kind(), "assignment_expression" | "update_expression")
-                    && (p.child_by_field_name("left") == Some(*d) || p.child_by_field_name("argument") == Some(*d))
-            });
-            k.param(buffer).is_some_and(|p| p.pointer && p.is_const) && !stored
+            k.param(buffer).is_some_and(|p| p.pointer && p.is_const)
         })
         .collect()
 }
@@ -182,12 +166,13 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
         .collect();
     let key = |n: Node| -> String { k.text_of(n).split_whitespace().collect() };
     let reads = |lp_body| const_reads(k, lp_body);
+    let (reads1, reads2) = (reads(body1), reads(body2));
+    let inner: Vec<String> = kernelpro_source::units::recognize::declared_in(k, body1);
     let mut cached: Vec<(String, String)> = Vec::new(); // (read's text, element type)
-    for r in reads(body1) {
+    for &r in &reads1 {
         let buffer = k.text_of(r.child_by_field_name("argument")?);
         let names = names_in(k, r.child_by_field_name("indices")?);
         let index_names: Vec<&str> = names.iter().copied().filter(|n| *n != var).collect();
-        let inner: Vec<String> = kernelpro_source::units::recognize::declared_in(k, body1);
         if !names.contains(&var)
             || index_names.iter().any(|n| region.iter().any(|s| assigns(k, *s, n)) || inner.iter().any(|d| d == n))
             || cached.iter().any(|(t, _)| *t == key(r))
@@ -196,8 +181,8 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
         }
         // The first pass loads it on every step: one of the passes must read it on every step,
         // so that no address is read that the original did not read.
-        let again: Vec<Node> = reads(body2).into_iter().filter(|r2| key(*r2) == key(r)).collect();
-        let always = reads(body1).into_iter().any(|r1| key(r1) == key(r) && every_step(r1, body1))
+        let again: Vec<Node> = reads2.iter().copied().filter(|r2| key(*r2) == key(r)).collect();
+        let always = reads1.iter().any(|r1| key(*r1) == key(r) && every_step(*r1, body1))
             || again.iter().any(|r2| every_step(*r2, body2));
         if again.is_empty() || !always {
             continue;
@@ -217,7 +202,7 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
         .enumerate()
         .map(|(n, (_, ty))| (first.start_byte()..first.start_byte(), format!("{ty} kp_row{n}[{most}];\n{ind}")))
         .collect();
-    for (lp, lp_body, loads) in [(first, body1, true), (second, body2, false)] {
+    for (lp, lp_body, lp_reads, loads) in [(first, body1, &reads1, true), (second, body2, &reads2, false)] {
         let at = lp.start_byte();
         edits.push((at..at, format!("#pragma unroll\n{}", crate::syntax::indent_at(k.text, at))));
         let cond = kernelpro_source::units::recognize::strip_parens(lp.child_by_field_name("condition")?);
@@ -229,8 +214,7 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
         } else {
             edits.push((lp_body.start_byte()..lp_body.start_byte(), format!("{{ {exit} ")));
         }
-        let occurrences: Vec<(Node, usize)> =
-            reads(lp_body).into_iter().filter_map(|r| Some((r, slot(&key(r))?))).collect();
+        let occurrences: Vec<(Node, usize)> = lp_reads.iter().filter_map(|&r| Some((r, slot(&key(r))?))).collect();
         if loads {
             // Each cached read is loaded once, in a statement of its own just before the
             // statement that first reads it (a read and a write of one register in one
@@ -257,7 +241,7 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
     }
     let body = k.body();
     let b = body.byte_range();
-    let new_body = edited(&k.text[b.clone()], edits.into_iter().map(|(r, w)| (r.start - b.start..r.end - b.start, w)));
+    let new_body = edited_within(k.text, b.clone(), edits);
     let old_body = &k.text[b.clone()];
     let replaced = if runtime {
         let outer = crate::syntax::indent_at(k.text, body.start_byte());

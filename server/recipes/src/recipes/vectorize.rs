@@ -117,15 +117,8 @@ impl Recipe for VectorizeLoads {
         let (i, n, y) = (&m.index, &m.bound, &m.out);
         let ind = indent_at(text, m.guard.start_byte());
         let stride = "gridDim.x * blockDim.x";
-        // A caller may pass `x + 1`: the float4 steps only where every buffer is 16-byte aligned.
-        let mut aligned: Vec<String> = Vec::new();
-        for b in m.inputs.iter().chain(std::iter::once(y)) {
-            let b = format!("(unsigned long long)({b})");
-            if !aligned.contains(&b) {
-                aligned.push(b);
-            }
-        }
-        let mut body = format!("const int kp_n4 = (({}) % 16 == 0) ? {n} / 4 : 0;\n{ind}", aligned.join(" | "));
+        let aligned = crate::access::aligned_16(m.inputs.iter().map(String::as_str).chain([y.as_str()]));
+        let mut body = format!("const int kp_n4 = {aligned} ? {n} / 4 : 0;\n{ind}");
         body += &format!("for (int kp_v = {i}; kp_v < kp_n4; kp_v += {stride}) {{\n");
         for p in &m.inputs {
             body += &format!("{ind}  const float4 kp_{p} = reinterpret_cast<const float4*>({p})[kp_v];\n");

@@ -17,7 +17,7 @@ use crate::kernel::Kernel;
 use crate::syntax::{atomic_add, descendants, indent_at, uses};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
-use kernelpro_source::units::recognize::{Piece, Units, names_in, stores, units, whole_warps};
+use kernelpro_source::units::recognize::{Piece, Units, assigned_in, names_in, stores, units, whole_warps};
 use tree_sitter::Node;
 
 pub struct GridStrideMap;
@@ -49,6 +49,12 @@ pub(super) fn unit_loop(k: &Kernel, u: &Units, lines: &[String], head: &str, tai
     unit_loop_dividing(k, u, lines, head, tail, label, &IndexDivisions::default())
 }
 
+/// The unit's statements as a loop body indented by `ind`: the user's indices bound from `kp_u`,
+/// then `lines`.
+fn unit_body(u: &Units, lines: &[String], ind: &str) -> String {
+    u.rebind("kp_u").lines().map(str::to_string).chain(lines.iter().cloned()).map(|l| format!("{ind}{l}\n")).collect()
+}
+
 /// [`unit_loop`] where `lines` name the counters of `divisions` (the unit's remainder, quotient
 /// and quotient's remainder by divisors the same for every unit): kept up to date as the loop
 /// strides, not divided.
@@ -65,10 +71,7 @@ fn unit_loop_dividing(
     let outer = indent_at(k.text, body.start_byte());
     let ind = format!("{outer}  ");
     let ind2 = format!("{ind}  ");
-    let mut inner = String::new();
-    for l in u.rebind("kp_u").lines().map(str::to_string).chain(lines.iter().cloned()) {
-        inner.push_str(&format!("{ind2}{l}\n"));
-    }
+    let inner = unit_body(u, lines, &ind2);
     let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
     let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
     let prologue = u.prologue(k, &ind).unwrap_or_default();
@@ -102,14 +105,7 @@ impl IndexDivisions {
         // The index must be the unit's own throughout: not declared again in an inner scope, not assigned.
         let shadowed =
             nodes.iter().any(|n| kernelpro_source::units::recognize::declared_in(k, *n).contains(&index.name));
-        let assigned = nodes.iter().flat_map(|n| descendants(*n)).any(|d| {
-            let target = match d.kind() {
-                "assignment_expression" => d.child_by_field_name("left"),
-                "update_expression" => d.child_by_field_name("argument"),
-                _ => None,
-            };
-            target.is_some_and(|t| k.text_of(kernelpro_source::units::recognize::strip_parens(t)) == index.name)
-        });
+        let assigned = nodes.iter().any(|n| assigned_in(k, *n).contains(&index.name.as_str()));
         if shadowed || assigned {
             return out;
         }
@@ -349,26 +345,12 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
     for (w, _) in &writes {
         step.push_str(&format!("{ind2}__stcs(reinterpret_cast<float4*>({w}) + kp_v, kp_o_{w});\n"));
     }
-    let tail: String = u
-        .rebind("kp_u")
-        .lines()
-        .map(str::to_string)
-        .chain(lines.iter().cloned())
-        .map(|l| format!("{ind2}{l}\n"))
-        .collect();
-    // Every buffer a float4 touches must be 16-byte aligned (a caller may pass `x + 1`): checked at
-    // run time, else every unit takes the scalar loop.
-    let mut aligned: Vec<String> = Vec::new();
-    for b in reads.iter().chain(writes.iter().map(|(w, _)| w)) {
-        let b = format!("(unsigned long long)({b})");
-        if !aligned.contains(&b) {
-            aligned.push(b);
-        }
-    }
+    let tail = unit_body(u, lines, &ind2);
+    // Every buffer a float4 touches must be 16-byte aligned: else every unit takes the scalar loop.
+    let aligned = crate::access::aligned_16(reads.iter().chain(writes.iter().map(|(w, _)| w)).map(String::as_str));
     Some(format!(
-        "{{\n{ind}// grid-stride over the units, four a step through float4 where aligned (kernelpro).\n{}{ind}const long long kp_n4 = (({}) % 16 == 0) ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
+        "{{\n{ind}// grid-stride over the units, four a step through float4 where aligned (kernelpro).\n{}{ind}const long long kp_n4 = {aligned} ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
         u.prologue(k, &ind)?,
-        aligned.join(" | "),
         u.grid_tid(),
         u.grid_threads(),
         u.grid_tid(),
@@ -386,10 +368,7 @@ fn short_loop(k: &Kernel, f: Node) -> bool {
         return n < 64;
     }
     k.param(text).is_some_and(|p| !p.pointer)
-        && k.all_launches().is_some_and(|ls| {
-            !ls.is_empty()
-                && ls.iter().all(|l| l.int_scalars().into_iter().any(|(name, v)| name == text && (0..64).contains(&v)))
-        })
+        && k.scalar_values(text).is_some_and(|vs| vs.iter().all(|v| (0..64).contains(v)))
 }
 
 fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
@@ -452,10 +431,11 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     let float_sum = FLOAT_SUMS.contains(&ty.as_str())
         || k.func.is_template && k.buffer_type(&buffer).is_some_and(|t| FLOAT_SUMS.contains(&t))
         || typedef_of(k.text, &ty).is_some_and(|t| FLOAT_SUMS.contains(&t.as_str()));
-    let (term, divisor) = match invariant_divisor(k, &u, value) {
-        Some((num, den)) if float_sum => (k.text_of(num), Some(k.text_of(den))),
-        _ => (k.text_of(value), None),
+    let (term_node, divisor) = match invariant_divisor(k, &u, value) {
+        Some((num, den)) if float_sum => (num, Some(k.text_of(den))),
+        _ => (value, None),
     };
+    let term = k.text_of(term_node);
     // The body as written (for the four-a-step form's tail) and with its index divisions
     // kept as counters (the unit loop's).
     let divisions = IndexDivisions::of(k, &u, &nodes);
@@ -463,11 +443,11 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     for p in &u.body {
         let (edits, counted_edits) = match p {
             Piece::Node(n) if n.byte_range().contains(&st.start_byte()) => {
-                let term_node = match &divisor {
-                    Some(_) => invariant_divisor(k, &u, value).map_or(value, |(num, _)| num),
-                    None => value,
-                };
-                let counted_term = with_edits(k.text, term_node.byte_range(), divisions.within(term_node.byte_range()));
+                let counted_term = crate::syntax::edited_within(
+                    k.text,
+                    term_node.byte_range(),
+                    divisions.within(term_node.byte_range()),
+                );
                 let mut around = divisions.within(n.byte_range());
                 around.retain(|(r, _)| r.end <= st.start_byte() || r.start >= st.end_byte());
                 around.push((st.byte_range(), format!("kp_acc += {counted_term};")));
@@ -507,7 +487,6 @@ fn reduce_rewrites(k: &Kernel) -> Vec<Rewrite> {
     source.replace_range(k.body().byte_range(), &text);
     let note = format!("hierarchical reduction into {addr}: register sum, warp shuffles, one atomicAdd per block");
     let mut out = launch_variants(k, &Rewrite { source, note }, &u, Tuning::Reduce);
-    let term_node = invariant_divisor(k, &u, value).filter(|_| float_sum).map_or(value, |(num, _)| num);
     if let Some(text) = vectorized_sum(k, &u, st, term_node, &lines, &head, &tail) {
         let mut source = k.text.to_string();
         source.replace_range(k.body().byte_range(), &text);
@@ -583,7 +562,7 @@ fn vectorized_sum(
     let ind2 = format!("{ind}  ");
     let ind3 = format!("{ind2}  ");
     let units = u.count();
-    let aligned: Vec<String> = reads.iter().map(|r| format!("(unsigned long long)({r})")).collect();
+    let aligned = crate::access::aligned_16(reads.iter().map(String::as_str));
     let mut step = String::new();
     for r in &reads {
         step.push_str(&format!("{ind2}const float4 kp_i_{r} = __ldcs(reinterpret_cast<const float4*>({r}) + kp_v);\n"));
@@ -607,7 +586,7 @@ fn vectorized_sum(
             };
             let edits: Vec<_> = if n.byte_range().contains(&st.start_byte()) {
                 // The atomic's own reads are the term's; the others stay around it.
-                let term_text = with_edits(k.text, term.byte_range(), component(term.byte_range()));
+                let term_text = crate::syntax::edited_within(k.text, term.byte_range(), component(term.byte_range()));
                 let mut e: Vec<_> = component(n.byte_range())
                     .into_iter()
                     .filter(|(r, _)| r.end <= st.start_byte() || r.start >= st.end_byte())
@@ -621,30 +600,17 @@ fn vectorized_sum(
         }
         step.push_str(&format!("{ind2}}}\n"));
     }
-    let scalar: String = u
-        .rebind("kp_u")
-        .lines()
-        .map(str::to_string)
-        .chain(lines.iter().cloned())
-        .map(|l| format!("{ind2}{l}\n"))
-        .collect();
+    let scalar = unit_body(u, lines, &ind2);
     let head: String = head.lines().map(|l| format!("{ind}{l}\n")).collect();
     let tail: String = tail.lines().map(|l| format!("{ind}{l}\n")).collect();
     Some(format!(
-        "{{\n{ind}// grid-stride sum, four units a step through float4 loads where aligned, warp shuffles, one atomic per block (kernelpro).\n{}{head}{ind}const long long kp_n4 = (({}) % 16 == 0) ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{scalar}{ind}}}\n{tail}{outer}}}",
+        "{{\n{ind}// grid-stride sum, four units a step through float4 loads where aligned, warp shuffles, one atomic per block (kernelpro).\n{}{head}{ind}const long long kp_n4 = {aligned} ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{scalar}{ind}}}\n{tail}{outer}}}",
         u.prologue(k, &ind)?,
-        aligned.join(" | "),
         u.grid_tid(),
         u.grid_threads(),
         u.grid_tid(),
         u.grid_threads()
     ))
-}
-
-/// The text of `range` with `edits` (inside it) applied.
-fn with_edits(text: &str, range: std::ops::Range<usize>, edits: Vec<(std::ops::Range<usize>, String)>) -> String {
-    let at = range.start;
-    crate::syntax::edited(&text[range], edits.into_iter().map(|(r, w)| (r.start - at..r.end - at, w)))
 }
 
 /// `L op R` (parentheses around L dropped) where R is the same for every unit ([`invariant`]).
@@ -677,20 +643,7 @@ fn invariant(k: &Kernel, u: &Units, expr: Node) -> bool {
         .flat_map(|h| kernelpro_source::units::recognize::declared_in(k, *h))
         .chain(u.fixed.iter().map(|f| f.0.clone()))
         .collect();
-    // The names the body assigns: an assignment's or update's target (a store into an element assigns none).
-    let assigned: Vec<&str> = u
-        .nodes()
-        .into_iter()
-        .flat_map(descendants)
-        .filter_map(|n| match n.kind() {
-            "assignment_expression" => n.child_by_field_name("left"),
-            "update_expression" => n.child_by_field_name("argument"),
-            _ => None,
-        })
-        .map(kernelpro_source::units::recognize::strip_parens)
-        .filter(|t| t.kind() == "identifier")
-        .map(|t| k.text_of(t))
-        .collect();
+    let assigned: Vec<&str> = u.nodes().into_iter().flat_map(|n| assigned_in(k, n)).collect();
     descendants(expr).into_iter().all(|n| match n.kind() {
         "identifier" => {
             let name = k.text_of(n);

@@ -383,6 +383,22 @@ pub fn thread_bound(k: &Kernel, node: Node) -> bool {
     }) || k.text_of(node).contains("__shared__")
 }
 
+/// Identifiers assigned or incremented anywhere under `node` (a store into an element, `y[i] = v`,
+/// assigns none; a parenthesised target, `(x) = v`, is its identifier's).
+pub fn assigned_in<'t>(k: &Kernel<'t>, node: Node) -> Vec<&'t str> {
+    descendants(node)
+        .into_iter()
+        .filter_map(|d| match d.kind() {
+            "assignment_expression" => d.child_by_field_name("left"),
+            "update_expression" => d.child_by_field_name("argument"),
+            _ => None,
+        })
+        .map(strip_parens)
+        .filter(|t| t.kind() == "identifier")
+        .map(|t| k.text_of(t))
+        .collect()
+}
+
 /// Identifiers named in `node` (not field names).
 pub fn names_in<'t>(k: &Kernel<'t>, node: Node) -> Vec<&'t str> {
     descendants(node).into_iter().filter(|n| n.kind() == "identifier").map(|n| k.text_of(n)).collect()

@@ -80,20 +80,6 @@ fn decl<'t>(k: &Kernel, st: Node<'t>) -> Option<(String, Node<'t>, Node<'t>)> {
     Some((k.text_of(st.child_by_field_name("type")?).to_string(), name, d.child_by_field_name("value")?))
 }
 
-/// Identifiers assigned or incremented anywhere under `node`.
-fn assigned<'a>(k: &Kernel<'a>, node: Node) -> Vec<&'a str> {
-    descendants(node)
-        .into_iter()
-        .filter_map(|d| match d.kind() {
-            "assignment_expression" => d.child_by_field_name("left"),
-            "update_expression" => d.child_by_field_name("argument"),
-            _ => None,
-        })
-        .filter(|t| t.kind() == "identifier")
-        .map(|t| k.text_of(t))
-        .collect()
-}
-
 /// `text` with byte ranges replaced (ranges do not overlap).
 /// The integer constants of the file: `#define NAME 4096`, `const int NAME = 32;`, `constexpr int NAME = 32;`.
 fn file_constants(text: &str) -> Vec<(String, i64)> {
@@ -140,7 +126,7 @@ pub fn exact_launch_guard(k: &Kernel) -> Option<String> {
         return None;
     }
     // The global index locals on x and y (plain `blockIdx * blockDim + threadIdx`), never reassigned.
-    let written = assigned(k, body);
+    let written = super::recognize::assigned_in(k, body);
     let mut axes: Vec<(usize, String, usize)> = Vec::new(); // (axis, name, statement index)
     for (at, st) in sts.iter().enumerate() {
         for (axis, a) in ["x", "y"].iter().enumerate() {
@@ -230,7 +216,7 @@ fn plain_index(k: &Kernel, st: Node) -> bool {
 pub fn inline_index_locals(k: &Kernel) -> Option<String> {
     let text = k.text;
     let body = k.body();
-    let written = assigned(k, body);
+    let written = super::recognize::assigned_in(k, body);
     let constants = file_constants(text);
     let int_named = |n: &str| -> bool {
         constants.iter().any(|(c, _)| c == n)
