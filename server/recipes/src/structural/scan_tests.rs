@@ -246,3 +246,24 @@ fn snapshots() {
         }
     "#]].assert_eq(&exclusive);
 }
+
+/// A mask read at the element's own index is data, not a bounds test: the element's load is issued
+/// beside the mask's (a lambda that loads it first, then selects), in both masked scans; an element
+/// under a condition on the index itself keeps the conditional load.
+#[test]
+fn a_masked_elements_load_does_not_wait_for_its_mask() {
+    let text = kernel_of("kbench/93_masked_cumsum.cu", "masked_cumsum_rows", ", 8 chunks in flight");
+    assert!(
+        text.contains("if (kp_in) { kp_e[kp_j] = [&] { const auto kp_v = (x[at]); return (mask[at]) ? kp_v : decltype(kp_v)(0); }(); }"),
+        "{text}"
+    );
+    let text = kernel_of("masked_cumsum_bytes.cu", "masked_cumsum", ", 4 chunks in flight");
+    assert!(text.contains("const auto kp_v = (x[r * len + i]); return (mask[r * len + i]) ? kp_v"), "{text}");
+    // The bytes fixture with its mask replaced by a test of the index.
+    let guarded = fixture("masked_cumsum_bytes.cu").replace("if (mask[r * len + i])", "if (i < rows)");
+    let rws = recipe("WarpScan").rewrite(&guarded, "masked_cumsum");
+    assert!(!rws.is_empty());
+    for rw in rws {
+        assert!(!rw.source.contains("kp_v") && rw.source.contains("(i < rows) ? (x[r * len + i]) : (0)"), "{}", rw.source);
+    }
+}
