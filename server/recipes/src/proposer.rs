@@ -527,3 +527,38 @@ mod tests {
         );
     }
 }
+
+/// `KP_POINTS=FILE:KERNEL cargo test -p kernelpro-recipes --lib show_points -- --ignored --nocapture`
+/// prints the root's proposals for a kernel, each with its point and roofline bound: why the
+/// search would or would not evaluate a form (its bound against the best verified time).
+#[cfg(test)]
+mod show_points {
+    use super::*;
+    use kernelpro_search::{NodeId, SearchMemory};
+
+    #[test]
+    #[ignore = "a tool: KP_POINTS=FILE:KERNEL"]
+    fn show_points() {
+        let arg = std::env::var("KP_POINTS").expect("KP_POINTS=FILE:KERNEL");
+        let (file, kernel) = arg.rsplit_once(':').expect("KP_POINTS=FILE:KERNEL");
+        let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let memory = SearchMemory::default();
+        let ctx = ProposeContext {
+            parent: NodeId(0),
+            source: &source,
+            depth: 0,
+            speedup: Some(1.0),
+            best_speedup: 1.0,
+            findings: &[],
+            failure: None,
+            memory: &memory,
+            wanted: 64,
+        };
+        for p in RecipeProposer::new(kernel).propose(&ctx) {
+            let tag = p.tag.as_ref();
+            let point = tag.map(|t| t.point.to_string()).unwrap_or_default();
+            let bound = tag.and_then(|t| t.lower_bound_s).map_or(String::new(), |s| format!("{:.3} ms", s * 1e3));
+            eprintln!("{} {point} {bound}", p.recipe);
+        }
+    }
+}
