@@ -264,6 +264,10 @@ fn a_masked_elements_load_does_not_wait_for_its_mask() {
     let rws = recipe("WarpScan").rewrite(&guarded, "masked_cumsum");
     assert!(!rws.is_empty());
     for rw in rws {
-        assert!(!rw.source.contains("kp_v") && rw.source.contains("(i < rows) ? (x[r * len + i]) : (0)"), "{}", rw.source);
+        assert!(
+            !rw.source.contains("kp_v") && rw.source.contains("(i < rows) ? (x[r * len + i]) : (0)"),
+            "{}",
+            rw.source
+        );
     }
 }
