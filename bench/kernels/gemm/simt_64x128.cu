@@ -41,6 +41,8 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
       }
     }
     const long long kp_kend = (long long)(n);
+    // Every slice of this tile inside the problem: its loads need no bounds test.
+    const bool kp_whole = kp_m0 + 64 <= (long long)(n) && kp_n0 + 128 <= (long long)(n) && kp_kend % 16 == 0;
     {
       const float* kp_A0 = [&]() -> const float* { const int row = (int)(kp_m0 + 0); const int k = (int)(0);  return &(A[row * n + k]); }();
       const float* kp_A1 = [&]() -> const float* { const int row = (int)(kp_m0 + 1); const int k = (int)(0);  return &(A[row * n + k]); }();
@@ -49,7 +51,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
       const float* kp_B1 = [&]() -> const float* { const int col = (int)(kp_n0 + 0); const int k = (int)(1);  return &(B[k * n + col]); }();
       const bool kp_vB = (long long)(n) % 4 == 0 && ((unsigned long long)kp_B0 & 15) == 0 && (kp_B1 - kp_B0) % 4 == 0;
       int kp_s = 0;
-    if (kp_vA && kp_vB) {
+    if (kp_vA && kp_vB && kp_whole) {
     float kp_rA[4], kp_rB[8];
     if (kp_kend > 0) {
       const long long kp_kn = 0;
@@ -59,7 +61,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           const int kp_kk = kp_e % 4 * 4, kp_xx = kp_e / 4;
           const int row = (int)(kp_m0 + kp_xx);
           const int k = (int)(kp_kn + kp_kk);
-          const float4 kp_v = (row < n && k < n) ? *reinterpret_cast<const float4*>(&(A[row * n + k])) : make_float4(0, 0, 0, 0);
+          const float4 kp_v = *reinterpret_cast<const float4*>(&(A[row * n + k]));
           kp_rA[4 * kp_q] = kp_v.x; kp_rA[4 * kp_q + 1] = kp_v.y; kp_rA[4 * kp_q + 2] = kp_v.z; kp_rA[4 * kp_q + 3] = kp_v.w;
         }
         #pragma unroll
@@ -68,7 +70,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           const int kp_kk = kp_e / 32, kp_xx = kp_e % 32 * 4;
           const int col = (int)(kp_n0 + kp_xx);
           const int k = (int)(kp_kn + kp_kk);
-          const float4 kp_v = (col < n && k < n) ? *reinterpret_cast<const float4*>(&(B[k * n + col])) : make_float4(0, 0, 0, 0);
+          const float4 kp_v = *reinterpret_cast<const float4*>(&(B[k * n + col]));
           kp_rB[4 * kp_q] = kp_v.x; kp_rB[4 * kp_q + 1] = kp_v.y; kp_rB[4 * kp_q + 2] = kp_v.z; kp_rB[4 * kp_q + 3] = kp_v.w;
         }
         #pragma unroll
@@ -97,7 +99,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           const int kp_kk = kp_e % 4 * 4, kp_xx = kp_e / 4;
           const int row = (int)(kp_m0 + kp_xx);
           const int k = (int)(kp_kn + kp_kk);
-          const float4 kp_v = (row < n && k < n) ? *reinterpret_cast<const float4*>(&(A[row * n + k])) : make_float4(0, 0, 0, 0);
+          const float4 kp_v = *reinterpret_cast<const float4*>(&(A[row * n + k]));
           kp_rA[4 * kp_q] = kp_v.x; kp_rA[4 * kp_q + 1] = kp_v.y; kp_rA[4 * kp_q + 2] = kp_v.z; kp_rA[4 * kp_q + 3] = kp_v.w;
         }
         #pragma unroll
@@ -106,7 +108,7 @@ __global__ void sgemm_naive(const float* A, const float* B, float* C, int n) {
           const int kp_kk = kp_e / 32, kp_xx = kp_e % 32 * 4;
           const int col = (int)(kp_n0 + kp_xx);
           const int k = (int)(kp_kn + kp_kk);
-          const float4 kp_v = (col < n && k < n) ? *reinterpret_cast<const float4*>(&(B[k * n + col])) : make_float4(0, 0, 0, 0);
+          const float4 kp_v = *reinterpret_cast<const float4*>(&(B[k * n + col]));
           kp_rB[4 * kp_q] = kp_v.x; kp_rB[4 * kp_q + 1] = kp_v.y; kp_rB[4 * kp_q + 2] = kp_v.z; kp_rB[4 * kp_q + 3] = kp_v.w;
         }
       }

@@ -11,8 +11,9 @@
 //! parameter subscripted by an index that is affine in the tile index and `p` with one of them as
 //! a plain term (`A[i*K + p]`, `B[p*N + j]`, `B[j*K + p]`), its loads are 16-byte vectors along
 //! that term, when a check of the tile's addresses (16-byte aligned, the other index's stride and
-//! the extent along the vector a multiple of 4) holds at run time; otherwise the same tile's
-//! element loads. Each output adds the same products in `p` order from the user's initial value
+//! the extent along the vector a multiple of 4) holds at run time and the tile's every slice lies
+//! inside the problem (then unguarded, which lets ptxas issue the next slice's loads among this
+//! one's products); otherwise, and on the problem's edge tiles, the same tile's element loads. Each output adds the same products in `p` order from the user's initial value
 //! (FMA contraction aside), and the user's epilogue stores it.
 
 use super::BLOCK_TID;
@@ -198,10 +199,14 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
     // The main loop with vector loads of the operands in `vec` (each as its check allows) and
     // element loads of the others: one copy a combination, so that each keeps only its own
     // addresses in registers.
-    let mainloop = |vec: [bool; 2]| -> String {
+    // `whole`: the tile's every load is inside the problem (`kp_whole`), so the loads go unguarded.
+    // Guarded, ptxas issued the next slice's loads after the products, just before their stores to
+    // shared memory, so each slice waited a whole load latency (4096^3 on an H100: 0.76 of cuBLAS,
+    // the same loop unguarded 0.94; bench/probes/gemm_variants.cu).
+    let mainloop = |vec: [bool; 2], whole: bool| -> String {
         let ops = [&a, &b];
         let fetch = |into: Option<&str>| -> String {
-            ops.iter().zip(vec).map(|(o, v)| fetch(o, v, into, s, d, t, &l)).collect()
+            ops.iter().zip(vec).map(|(o, v)| fetch(o, v, whole, into, s, d, t, &l)).collect()
         };
         let store = |buf: &str| -> String { ops.iter().zip(vec).map(|(o, v)| store(o, v, s, vt, buf, &l)).collect() };
         let product = format!(
@@ -253,13 +258,13 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
     let loops = if va || vb {
         let when = [(va, "kp_vA"), (vb, "kp_vB")].iter().filter(|(v, _)| *v).map(|(_, c)| *c).collect::<Vec<_>>();
         format!(
-            "{ind}  if ({}) {{\n{}{ind}  }} else {{\n{}{ind}  }}\n",
+            "{ind}  if ({} && kp_whole) {{\n{}{ind}  }} else {{\n{}{ind}  }}\n",
             when.join(" && "),
-            mainloop([va, vb]),
-            mainloop([false, false])
+            mainloop([va, vb], true),
+            mainloop([false, false], false)
         )
     } else {
-        mainloop([false, false])
+        mainloop([false, false], false)
     };
     Some(format!(
         r#"{{
@@ -290,6 +295,8 @@ fn generate(k: &Kernel, u: &Units, d: &Dot, s: Shape) -> Option<String> {
 {ind}    }}
 {ind}  }}
 {ind}  const long long kp_kend = (long long)({kk});
+{ind}  // Every slice of this tile inside the problem: its loads need no bounds test.
+{ind}  const bool kp_whole = kp_m0 + {bm} <= (long long)({m}) && kp_n0 + {bn} <= (long long)({n}) && kp_kend % {bk} == 0;
 {ind}  {{
 {checks}{ind}    int kp_s = 0;
 {loops}{ind}  }}
@@ -338,7 +345,8 @@ fn check(o: &Operand, d: &Dot, t: &str, l: &str) -> String {
 /// An operand's slice from `kp_kn` into registers `kp_r{A,B}`: 16-byte vectors where the check
 /// holds, else elements (consecutive threads along the operand's contiguous index); zero outside
 /// the problem.
-fn fetch(o: &Operand, vector: bool, into: Option<&str>, s: Shape, d: &Dot, t: &str, l: &str) -> String {
+#[allow(clippy::too_many_arguments)]
+fn fetch(o: &Operand, vector: bool, whole: bool, into: Option<&str>, s: Shape, d: &Dot, t: &str, l: &str) -> String {
     let vt = VECTORS.iter().find(|(e, _)| *e == t).map_or("float4", |(_, v)| *v);
     let (v, x, xt, x0, w, bound, e, pre) = (o.name, o.x, o.x_ty, o.x0, o.width, o.x_bound, o.expr, &o.pre);
     let (p, pt, kk, bk) = (&d.p, &d.p_ty, &d.k, s.bk);
@@ -348,6 +356,7 @@ fn fetch(o: &Operand, vector: bool, into: Option<&str>, s: Shape, d: &Dot, t: &s
         if pre.is_empty() { String::new() } else { format!("{l}    {pre}\n") }
     );
     let inside = format!("{x} < {bound} && {p} < {kk}");
+    let guarded = |load: String, zero: String| if whole { load } else { format!("({inside}) ? {load} : {zero}") };
     let (sk, sx) = element_order(o, w, bk);
     let target = match into {
         Some(buf) => format!("kp_{v}s[{buf}][kp_kk][kp_xx]"),
@@ -358,9 +367,10 @@ fn fetch(o: &Operand, vector: bool, into: Option<&str>, s: Shape, d: &Dot, t: &s
 {l}  for (int kp_q = 0; kp_q < {regs}; ++kp_q) {{
 {l}    const int kp_e = kp_tid + {THREADS} * kp_q;
 {l}    const int kp_kk = {sk}, kp_xx = {sx};
-{bind}{l}    {target} = ({inside}) ? ({t})({e}) : ({t})0;
+{bind}{l}    {target} = {};
 {l}  }}
-"#
+"#,
+        guarded(format!("({t})({e})"), format!("({t})0"))
     );
     let Some(along_p) = o.vector.filter(|_| vector) else { return elements };
     let (vk, vx) = vector_order(along_p, w, bk);
@@ -369,10 +379,11 @@ fn fetch(o: &Operand, vector: bool, into: Option<&str>, s: Shape, d: &Dot, t: &s
 {l}  for (int kp_q = 0; kp_q < {vectors}; ++kp_q) {{
 {l}    const int kp_e = kp_tid + {THREADS} * kp_q;
 {l}    const int kp_kk = {vk}, kp_xx = {vx};
-{bind}{l}    const {vt} kp_v = ({inside}) ? *reinterpret_cast<const {vt}*>(&({e})) : make_{vt}(0, 0, 0, 0);
+{bind}{l}    const {vt} kp_v = {};
 {l}    kp_r{v}[4 * kp_q] = kp_v.x; kp_r{v}[4 * kp_q + 1] = kp_v.y; kp_r{v}[4 * kp_q + 2] = kp_v.z; kp_r{v}[4 * kp_q + 3] = kp_v.w;
 {l}  }}
 "#,
+        guarded(format!("*reinterpret_cast<const {vt}*>(&({e}))"), format!("make_{vt}(0, 0, 0, 0)")),
         vectors = regs / 4,
     )
 }

@@ -686,6 +686,8 @@ fn snapshots() {
                   }
                 }
                 const long long kp_kend = (long long)(k);
+                // Every slice of this tile inside the problem: its loads need no bounds test.
+                const bool kp_whole = kp_m0 + 128 <= (long long)(m) && kp_n0 + 128 <= (long long)(n) && kp_kend % 8 == 0;
                 {
                   const float* kp_A0 = [&]() -> const float* { const int i = (int)(kp_m0 + 0); const int p = (int)(0);  return &(x[i * k + p]); }();
                   const float* kp_A1 = [&]() -> const float* { const int i = (int)(kp_m0 + 1); const int p = (int)(0);  return &(x[i * k + p]); }();
@@ -694,7 +696,7 @@ fn snapshots() {
                   const float* kp_B1 = [&]() -> const float* { const int j = (int)(kp_n0 + 1); const int p = (int)(0);  return &(w[j * k + p]); }();
                   const bool kp_vB = (long long)(k) % 4 == 0 && ((unsigned long long)kp_B0 & 15) == 0 && (kp_B1 - kp_B0) % 4 == 0;
                   int kp_s = 0;
-                if (kp_vA && kp_vB) {
+                if (kp_vA && kp_vB && kp_whole) {
                 float kp_rA[4], kp_rB[4];
                 if (kp_kend > 0) {
                   const long long kp_kn = 0;
@@ -704,7 +706,7 @@ fn snapshots() {
                       const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
                       const int i = (int)(kp_m0 + kp_xx);
                       const int p = (int)(kp_kn + kp_kk);
-                      const float4 kp_v = (i < m && p < k) ? *reinterpret_cast<const float4*>(&(x[i * k + p])) : make_float4(0, 0, 0, 0);
+                      const float4 kp_v = *reinterpret_cast<const float4*>(&(x[i * k + p]));
                       kp_rA[4 * kp_q] = kp_v.x; kp_rA[4 * kp_q + 1] = kp_v.y; kp_rA[4 * kp_q + 2] = kp_v.z; kp_rA[4 * kp_q + 3] = kp_v.w;
                     }
                     #pragma unroll
@@ -713,7 +715,7 @@ fn snapshots() {
                       const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
                       const int j = (int)(kp_n0 + kp_xx);
                       const int p = (int)(kp_kn + kp_kk);
-                      const float4 kp_v = (j < n && p < k) ? *reinterpret_cast<const float4*>(&(w[j * k + p])) : make_float4(0, 0, 0, 0);
+                      const float4 kp_v = *reinterpret_cast<const float4*>(&(w[j * k + p]));
                       kp_rB[4 * kp_q] = kp_v.x; kp_rB[4 * kp_q + 1] = kp_v.y; kp_rB[4 * kp_q + 2] = kp_v.z; kp_rB[4 * kp_q + 3] = kp_v.w;
                     }
                     #pragma unroll
@@ -743,7 +745,7 @@ fn snapshots() {
                       const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
                       const int i = (int)(kp_m0 + kp_xx);
                       const int p = (int)(kp_kn + kp_kk);
-                      const float4 kp_v = (i < m && p < k) ? *reinterpret_cast<const float4*>(&(x[i * k + p])) : make_float4(0, 0, 0, 0);
+                      const float4 kp_v = *reinterpret_cast<const float4*>(&(x[i * k + p]));
                       kp_rA[4 * kp_q] = kp_v.x; kp_rA[4 * kp_q + 1] = kp_v.y; kp_rA[4 * kp_q + 2] = kp_v.z; kp_rA[4 * kp_q + 3] = kp_v.w;
                     }
                     #pragma unroll
@@ -752,7 +754,7 @@ fn snapshots() {
                       const int kp_kk = kp_e % 2 * 4, kp_xx = kp_e / 2;
                       const int j = (int)(kp_n0 + kp_xx);
                       const int p = (int)(kp_kn + kp_kk);
-                      const float4 kp_v = (j < n && p < k) ? *reinterpret_cast<const float4*>(&(w[j * k + p])) : make_float4(0, 0, 0, 0);
+                      const float4 kp_v = *reinterpret_cast<const float4*>(&(w[j * k + p]));
                       kp_rB[4 * kp_q] = kp_v.x; kp_rB[4 * kp_q + 1] = kp_v.y; kp_rB[4 * kp_q + 2] = kp_v.z; kp_rB[4 * kp_q + 3] = kp_v.w;
                     }
                   }
