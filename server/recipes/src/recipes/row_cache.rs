@@ -119,6 +119,16 @@ fn const_reads<'t>(k: &Kernel, node: Node<'t>) -> Vec<Node<'t>> {
         .collect()
 }
 
+/// The expression whose value a read gives: the read, or the load intrinsic around its address
+/// (`__ldg(&x[i])`, as Ldg writes it: caching `x[i]` alone would pass a register's address to a
+/// global load); `None` where its address is taken for anything else.
+fn value_of<'t>(k: &Kernel, r: Node<'t>) -> Option<Node<'t>> {
+    let Some(p) = r.parent().filter(|p| p.kind() == "pointer_expression") else { return Some(r) };
+    let args = p.parent().filter(|a| a.kind() == "argument_list" && a.named_child_count() == 1)?;
+    let call = args.parent().filter(|c| c.kind() == "call_expression")?;
+    k.text_of(call.child_by_field_name("function")?).starts_with("__ld").then_some(call)
+}
+
 fn no_jumps(body: Node) -> bool {
     !descendants(body)
         .into_iter()
@@ -184,7 +194,10 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
         let again: Vec<Node> = reads2.iter().copied().filter(|r2| key(*r2) == key(r)).collect();
         let always = reads1.iter().any(|r1| key(*r1) == key(r) && every_step(*r1, body1))
             || again.iter().any(|r2| every_step(*r2, body2));
-        if again.is_empty() || !always {
+        if again.is_empty()
+            || !always
+            || reads1.iter().chain(&reads2).any(|x| key(*x) == key(r) && value_of(k, *x).is_none())
+        {
             continue;
         }
         let ty = k.param(buffer)?.base.clone();
@@ -227,13 +240,13 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
                     lp_body
                 };
                 let sind = crate::syntax::indent_at(k.text, statement.start_byte());
-                let load = format!("kp_row{n}[{var}] = {};", k.text_of(*r));
+                let load = format!("kp_row{n}[{var}] = {};", k.text_of(value_of(k, *r)?));
                 let load = if compound { format!("{load}\n{sind}") } else { format!("{load} ") };
                 edits.push((statement.start_byte()..statement.start_byte(), load));
             }
         }
         for (r, n) in occurrences {
-            edits.push((r.byte_range(), format!("kp_row{n}[{var}]")));
+            edits.push((value_of(k, r)?.byte_range(), format!("kp_row{n}[{var}]")));
         }
         if !compound {
             edits.push((lp_body.end_byte()..lp_body.end_byte(), " }".to_string()));
@@ -291,6 +304,27 @@ mod tests {
             Some(r) => format!("## {}\n{}", r.note, &r.source[r.source.find("__global__").unwrap()..]),
             None => "no rewrite".into(),
         }
+    }
+
+    /// After Ldg (`__ldg(&x[i])`) the whole load is what the register keeps: a register's address
+    /// given to `__ldg` failed on the H100 (CUDA_ERROR_INVALID_ADDRESS_SPACE, 36_RMSNorm); an
+    /// address taken for anything else keeps the read as written.
+    #[test]
+    fn a_read_through_ldg_is_cached_whole() {
+        let ldg = "__global__ void norm(float* y, const float* x, int n, int c) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.0f;
+  for (int f = 0; f < c; ++f) { float v = __ldg(&x[(size_t)f * n + i]); s += v * v; }
+  float r = rsqrtf(s / c);
+  for (int f = 0; f < c; ++f) y[(size_t)f * n + i] = __ldg(&x[(size_t)f * n + i]) * r;
+}
+";
+        let got = rewritten(ldg);
+        assert!(got.contains("kp_row0[f] = __ldg(&x[(size_t)f * n + i]);"), "{got}");
+        assert!(got.contains("y[(size_t)f * n + i] = kp_row0[f] * r;") && !got.contains("&kp_row"), "{got}");
+        let other = ldg.replace("__ldg(&x[(size_t)f * n + i]) * r", "*(&x[(size_t)f * n + i]) * r");
+        assert!(!rewritten(&other).contains("&kp_row"), "{}", rewritten(&other));
     }
 
     #[test]
