@@ -24,8 +24,8 @@ pub use fresh::FreshNames;
 pub use proposer::RecipeProposer;
 pub use recipes::{
     CoarsenReduce, FloatLiterals, LaunchBounds, Ldg, LoopInterchange, PadSharedTile, PragmaUnroll, PrefetchL2,
-    PrivatizeAtomics, RestrictConst, RowInRegisters, SharedTiling, TuneParameter, VectorizeLoads, WarpRows,
-    WarpShuffleReduce, all,
+    PrivatizeAtomics, RestrictConst, RowInRegisters, SharedTiling, SpecializeScalars, TuneParameter, VectorizeLoads,
+    WarpRows, WarpShuffleReduce, all,
 };
 pub use structural::{
     BlockReduce, BlockScan, BlockUnits, ClusterUnits, ColumnUnits, GridStrideMap, HoistRowWork, PrivateHistogram,

@@ -1140,10 +1140,11 @@ fn the_kernels_pattern_orders_its_tier() {
         .map(|l| l.split(' ').next().unwrap().to_string())
         .collect();
     // Each structural recipe's rewrites are the points of one form, given together and counted as
-    // one proposal: the GEMM's tile points, then a warp per output's, then the first micro rewrite.
+    // one proposal: the GEMM's tile points, then a warp per output's, then the first rewrite of the
+    // next tier (the size `n` as a constant).
     let mut forms = first.clone();
     forms.dedup();
-    assert_eq!(forms, ["TiledContraction", "WarpUnits", "RestrictConst"], "{first:?}");
+    assert_eq!(forms, ["TiledContraction", "WarpUnits", "SpecializeScalars"], "{first:?}");
 }
 
 /// A float kernel computing in FP64 only through double literals and math calls gets its

@@ -10,6 +10,7 @@ mod prefetch;
 mod privatize;
 mod restrict;
 mod row_cache;
+mod specialize;
 mod tiling;
 mod tune;
 mod unroll;
@@ -27,6 +28,7 @@ pub use prefetch::PrefetchL2;
 pub use privatize::PrivatizeAtomics;
 pub use restrict::RestrictConst;
 pub use row_cache::RowInRegisters;
+pub use specialize::SpecializeScalars;
 pub use tiling::SharedTiling;
 pub use tune::TuneParameter;
 pub use unroll::PragmaUnroll;
@@ -73,6 +75,7 @@ pub fn all() -> Vec<Box<dyn Recipe>> {
         Box::new(FloatLiterals),
         Box::new(LoopInterchange),
         Box::new(RowInRegisters),
+        Box::new(SpecializeScalars),
         Box::new(WarpRows),
         Box::new(PrivatizeAtomics),
         Box::new(CoarsenReduce),
