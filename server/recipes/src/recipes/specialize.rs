@@ -77,7 +77,13 @@ fn chosen(k: &Kernel) -> Vec<(String, String, i64)> {
             "unsigned long" | "unsigned long long" | "size_t" => v >= 0,
             _ => true,
         };
-        let used = descendants(body).iter().any(|d| d.kind() == "identifier" && k.text_of(*d) == p.name);
+        let uses: Vec<Node> =
+            descendants(body).into_iter().filter(|d| d.kind() == "identifier" && k.text_of(*d) == p.name).collect();
+        // `&n` of a constant would not compile.
+        let addressed = uses.iter().any(|u| {
+            u.parent().is_some_and(|q| q.kind() == "pointer_expression" && k.text_of(q).trim_start().starts_with('&'))
+        });
+        let used = !uses.is_empty() && !addressed;
         if values.iter().any(|x| *x != v) || !fits || !used {
             continue;
         }
@@ -200,8 +206,8 @@ mod tests {
         .assert_eq(&got);
     }
 
-    /// A parameter assigned or redeclared in the body, one without a single launch value, and a
-    /// body with a `__shared__` array are left alone.
+    /// A parameter assigned or redeclared in the body, one whose address is taken, one without a
+    /// single launch value, and a body with a `__shared__` array are left alone.
     #[test]
     fn parameters_that_change_or_vary_are_kept() {
         let assigned = "__global__ void pool(float* y, const float* x, int n, int w, int k) {
@@ -218,6 +224,8 @@ mod tests {
 }
 ";
         assert_eq!(rewritten(shared), "no rewrite");
+        let addressed = shared.replace("__shared__ float t[256];", "int* kp = &w; (void)kp;");
+        assert!(rewritten(&addressed).contains("launch's k = 4 (other"), "{}", rewritten(&addressed));
         let unknown = "__global__ void pool(float* y, const float* x, int n, int w, int q) {
   int i = threadIdx.x;
   for (int j = 0; j < q; ++j) y[i] = x[i];
