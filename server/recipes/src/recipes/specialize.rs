@@ -65,7 +65,7 @@ fn chosen(k: &Kernel) -> Vec<(String, String, i64)> {
         if p.pointer || !INTEGERS.contains(&p.base.as_str()) {
             continue;
         }
-        if assigned.contains(&p.name.as_str()) || declared.iter().any(|d| *d == p.name) {
+        if assigned.contains(&p.name.as_str()) || declared.contains(&p.name) {
             continue;
         }
         let Some(values) = k.scalar_values(&p.name) else { continue };
