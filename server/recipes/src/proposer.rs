@@ -306,6 +306,26 @@ mod tests {
     use kernelpro_search::{FindingNote, NodeId, SearchMemory};
     use kernelpro_source::parsed::count_parses;
 
+    /// The question a search's root asks: `source` at depth 0, as fast as the original so far.
+    fn root<'a>(
+        source: &'a str,
+        findings: &'a [FindingNote],
+        memory: &'a SearchMemory,
+        wanted: usize,
+    ) -> ProposeContext<'a> {
+        ProposeContext {
+            parent: NodeId(0),
+            source,
+            depth: 0,
+            speedup: Some(1.0),
+            best_speedup: 1.0,
+            findings,
+            failure: None,
+            memory,
+            wanted,
+        }
+    }
+
     /// A search for an older GPU leaves out the recipes whose rewrites need a newer one.
     #[test]
     fn recipes_follow_the_target_architecture() {
@@ -333,17 +353,7 @@ mod tests {
     fn expand(source: &str) -> Vec<Proposal> {
         let findings = [FindingNote::new("RowWalk", "")];
         let memory = SearchMemory::default();
-        let ctx = ProposeContext {
-            parent: NodeId(0),
-            source,
-            depth: 0,
-            speedup: Some(1.0),
-            best_speedup: 1.0,
-            findings: &findings,
-            failure: None,
-            memory: &memory,
-            wanted: 64,
-        };
+        let ctx = root(source, &findings, &memory, 64);
         RecipeProposer::new("l2_normalize").propose(&ctx)
     }
 
@@ -395,17 +405,7 @@ mod tests {
             let source = bench_kernel(file);
             let mut cached = RecipeProposer::new(kernel);
             let reference = RecipeProposer::new(kernel);
-            let ctx = |source, findings, wanted| ProposeContext {
-                parent: NodeId(0),
-                source,
-                depth: 0,
-                speedup: Some(1.0),
-                best_speedup: 1.0,
-                findings,
-                failure: None,
-                memory: &memory,
-                wanted,
-            };
+            let ctx = |source, findings, wanted| root(source, findings, &memory, wanted);
             let root = ctx(&source, &findings[..], 4);
             let first = cached.propose(&root);
             assert_eq!(first, expand_uncached(&reference, &root), "{file}: the node's expansion");
@@ -434,17 +434,7 @@ mod tests {
     fn a_repeated_request_runs_no_recipe() {
         let findings = [FindingNote::new("RowWalk", "")];
         let memory = SearchMemory::default();
-        let ctx = ProposeContext {
-            parent: NodeId(0),
-            source: ROWS,
-            depth: 0,
-            speedup: Some(1.0),
-            best_speedup: 1.0,
-            findings: &findings,
-            failure: None,
-            memory: &memory,
-            wanted: 8,
-        };
+        let ctx = root(ROWS, &findings, &memory, 8);
         let mut p = RecipeProposer::new("l2_normalize");
         assert_eq!(p.recipe_runs(), 0);
         let first = p.propose(&ctx);
@@ -472,17 +462,7 @@ mod tests {
             [("softmax.cu", "softmax_rows", "WarpUnits"), ("elementwise_fp64.cu", "elementwise", "GridStrideMap")]
         {
             let source = bench_kernel(file);
-            let ctx = ProposeContext {
-                parent: NodeId(0),
-                source: &source,
-                depth: 0,
-                speedup: Some(1.0),
-                best_speedup: 1.0,
-                findings: &[],
-                failure: None,
-                memory: &memory,
-                wanted: 2,
-            };
+            let ctx = root(&source, &[], &memory, 2);
             let proposals = RecipeProposer::new(kernel).propose(&ctx);
             let form: Vec<&Proposal> = proposals.iter().filter(|p| p.recipe == recipe).collect();
             assert!(form.len() > 2, "{file}: {recipe} gives every point: {}", form.len());
@@ -526,16 +506,10 @@ mod tests {
             apart.total()
         );
     }
-}
 
-/// `KP_POINTS=FILE:KERNEL cargo test -p kernelpro-recipes --lib show_points -- --ignored --nocapture`
-/// prints the root's proposals for a kernel, each with its point and roofline bound: why the
-/// search would or would not evaluate a form (its bound against the best verified time).
-#[cfg(test)]
-mod show_points {
-    use super::*;
-    use kernelpro_search::{NodeId, SearchMemory};
-
+    /// `KP_POINTS=FILE:KERNEL cargo test -p kernelpro-recipes --lib show_points -- --ignored --nocapture`
+    /// prints the root's proposals for a kernel, each with its point and roofline bound: why the
+    /// search would or would not evaluate a form (its bound against the best verified time).
     #[test]
     #[ignore = "a tool: KP_POINTS=FILE:KERNEL"]
     fn show_points() {
@@ -543,17 +517,7 @@ mod show_points {
         let (file, kernel) = arg.rsplit_once(':').expect("KP_POINTS=FILE:KERNEL");
         let source = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
         let memory = SearchMemory::default();
-        let ctx = ProposeContext {
-            parent: NodeId(0),
-            source: &source,
-            depth: 0,
-            speedup: Some(1.0),
-            best_speedup: 1.0,
-            findings: &[],
-            failure: None,
-            memory: &memory,
-            wanted: 64,
-        };
+        let ctx = root(&source, &[], &memory, 64);
         for p in RecipeProposer::new(kernel).propose(&ctx) {
             let tag = p.tag.as_ref();
             let point = tag.map(|t| t.point.to_string()).unwrap_or_default();

@@ -8,7 +8,8 @@
 //! on a `long`.
 
 use crate::kernel::Kernel;
-use crate::syntax::descendants;
+use crate::structural::mentions;
+use crate::syntax::{descendants, edited_within};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use kernelpro_source::units::recognize::{assigned_in, declared_in, strip_parens};
@@ -36,7 +37,7 @@ const INTEGERS: [&str; 12] = [
 /// `/`, `%`, `*` or a shift.
 fn shapes_work(k: &Kernel, body: Node, name: &str) -> bool {
     descendants(body).into_iter().any(|d| {
-        let named = |n: Node| descendants(n).iter().any(|x| x.kind() == "identifier" && k.text_of(*x) == name);
+        let named = |n: Node| mentions(k, n, name);
         match d.kind() {
             "for_statement" | "while_statement" => d.child_by_field_name("condition").is_some_and(named),
             "binary_expression" => {
@@ -107,20 +108,11 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     if params.is_empty() {
         return None;
     }
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    for d in descendants(body) {
-        if d.kind() != "identifier" {
-            continue;
-        }
-        if let Some((_, ty, v)) = params.iter().find(|(n, _, _)| k.text_of(d) == n) {
-            edits.push((d.start_byte() - body.start_byte(), d.end_byte() - body.start_byte(), format!("(({ty}){v})")));
-        }
-    }
-    let mut specialized = text.to_string();
-    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-    for (s, e, r) in edits {
-        specialized.replace_range(s..e, &r);
-    }
+    let constants = descendants(body).into_iter().filter(|d| d.kind() == "identifier").filter_map(|d| {
+        let (_, ty, v) = params.iter().find(|(n, _, _)| k.text_of(d) == n)?;
+        Some((d.byte_range(), format!("(({ty}){v})")))
+    });
+    let specialized = edited_within(k.text, body.byte_range(), constants);
     let inner = |b: &str| b[1..b.len() - 1].to_string();
     let test = params.iter().map(|(n, _, v)| format!("{n} == {v}")).collect::<Vec<_>>().join(" && ");
     let values = params.iter().map(|(n, _, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ");

@@ -78,6 +78,7 @@ pub use scan::WarpScan;
 pub use stencil::StencilTile;
 pub use transpose::TiledTranspose;
 pub use tree::{SegmentWarps, ShuffleTree};
+pub(crate) use warp_units::mentions;
 pub use warp_units::{BlockUnits, ClusterUnits, WarpUnits};
 pub use window::WindowTile;
 

@@ -200,7 +200,7 @@ pub(super) fn occurrences(k: &Kernel, node: Node, v: &str) -> Vec<usize> {
         .collect()
 }
 
-pub(super) fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
+pub(crate) fn mentions(k: &Kernel, node: Node, v: &str) -> bool {
     !occurrences(k, node, v).is_empty()
 }
 
