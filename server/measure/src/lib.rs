@@ -11,4 +11,5 @@ pub mod cupti;
 pub mod doctor;
 pub mod harness;
 pub mod profiling;
+pub mod program;
 pub mod reuse;

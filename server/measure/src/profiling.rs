@@ -528,16 +528,19 @@ pub async fn profile_file(
                 return Ok(kept_report(reuse, key, stages));
             }
             let (exe, launches_twice) = match built {
-                Some(exe) => {
-                    stages.push(Stage::new("compile the program (its launches twice)".into(), took));
-                    (exe, true)
+                Some(built) => {
+                    stages.push(Stage::new(
+                        format!("compile the program (its launches twice){}", kept_host(&built)),
+                        took,
+                    ));
+                    (built.exe, true)
                 }
                 None => {
                     let t = Instant::now();
-                    let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
-                    stages.push(Stage::new("compile the program".into(), t.elapsed()));
-                    as_written = Some(exe.clone());
-                    (exe, false)
+                    let built = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+                    stages.push(Stage::new(format!("compile the program{}", kept_host(&built)), t.elapsed()));
+                    as_written = Some(built.exe.clone());
+                    (built.exe, false)
                 }
             };
             let target = vec![exe.display().to_string()];
@@ -581,9 +584,9 @@ pub async fn profile_file(
             Some(exe) => exe,
             None => {
                 let t = Instant::now();
-                let exe = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
-                stages.push(Stage::new("compile the program".into(), t.elapsed()));
-                exe
+                let built = build_program(&req.path, &req.text, settings, dir.path(), cancel).await?;
+                stages.push(Stage::new(format!("compile the program{}", kept_host(&built)), t.elapsed()));
+                built.exe
             }
         };
         let live = LiveProfile {
@@ -863,42 +866,13 @@ async fn build_program(
     settings: &kernelpro_config::settings::Settings,
     dir: &Path,
     cancel: &CancellationToken,
-) -> Result<PathBuf, String> {
-    let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(settings).ok_or_else(|| {
-        format!("nvcc was not found. {}", kernelpro_toolchain::toolchain::nvcc_install_hint(settings.words))
-    })?;
-    // As `compile::compile` does: a fixed name, `#line` back to the file, defines in a header.
-    let src = dir.join("program.cu");
-    let line = path.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
-    std::fs::write(&src, format!("#line 1 \"{line}\"\n{text}")).map_err(|e| e.to_string())?;
-    let exe = dir.join("program");
-    let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
-    let (header, flags) =
-        kernelpro_toolchain::nvcc_flags::defines_header(&kernelpro_core::analysis::Analyzer::flags_for(path, settings));
-    args.extend(flags);
-    if !header.is_empty() {
-        let defines = dir.join("defines.h");
-        std::fs::write(&defines, header).map_err(|e| e.to_string())?;
-        args.extend(["-include".into(), defines.display().to_string()]);
-    }
-    args.extend(["-o".into(), exe.display().to_string(), src.display().to_string()]);
-    if let Some(arg) = args.iter().find(|a| kernelpro_toolchain::nvcc_flags::shell_char(a).is_some()) {
-        return Err(format!("the program is not built: nvcc's argument `{arg}` holds a character a shell acts on"));
-    }
-    let out = run_tool(
-        &ToolCommand::new(&nvcc.path, Duration::from_secs(settings.compile_timeout_secs.max(1))).args(args),
-        cancel,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if !out.success() {
-        return Err(format!(
-            "the program does not build: {}",
-            out.stderr.lines().take(5).collect::<Vec<_>>().join(" | ")
-        ));
-    }
-    // The program is kept alive by the caller's temp dir for the profile's duration.
-    Ok(exe)
+) -> Result<crate::program::Built, String> {
+    crate::program::build(path, text, settings, dir, &kernelpro_config::cache_dir(), cancel).await
+}
+
+/// A build stage's note where only the device code was compiled.
+fn kept_host(built: &crate::program::Built) -> &'static str {
+    if built.host_kept { " (device code only: host part kept)" } else { "" }
 }
 
 /// A kernel got slower than its last profile: a warning on its name.
@@ -925,7 +899,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let settings = kernelpro_config::settings::Settings::default();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let exe = rt.block_on(build_program(&path, &twice, &settings, dir.path(), &CancellationToken::new()));
-        assert!(exe.as_ref().is_ok_and(|e| e.exists()), "{exe:?}");
+        let built = rt.block_on(build_program(&path, &twice, &settings, dir.path(), &CancellationToken::new()));
+        assert!(built.as_ref().is_ok_and(|b| b.exe.exists()), "{built:?}");
     }
 }

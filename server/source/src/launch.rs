@@ -127,6 +127,32 @@ pub fn launched_twice(text: &str) -> (String, usize) {
     (out, statements.len())
 }
 
+/// What a program's host build reads of `text`: the text with the bodies of
+/// its kernels and `__device__`-only functions emptied (`{}`), or `None`
+/// where the file does not parse cleanly. Two texts with the same host part
+/// build the same host code (the kernels' stubs, the host functions, the
+/// registrations), so a build may keep the host object of one and replace
+/// only its device code (`kernelpro_measure::program`).
+pub fn host_part(text: &str) -> Option<String> {
+    let tree = crate::parse_tree(text)?;
+    let file = crate::of_tree(&tree, text);
+    if file.has_syntax_errors {
+        return None;
+    }
+    let mut bodies: Vec<(usize, usize)> = file
+        .functions
+        .iter()
+        .filter(|f| matches!(f.kind, crate::FnKind::Kernel | crate::FnKind::Device))
+        .filter_map(|f| f.body_bytes)
+        .collect();
+    bodies.sort_by_key(|b| std::cmp::Reverse(b.0));
+    let mut out = text.to_string();
+    for (start, end) in bodies {
+        out.replace_range(start..end, "{}");
+    }
+    Some(out)
+}
+
 /// `kernel`'s `__launch_bounds__`, if its definition has one.
 pub fn bounds(tree: &Tree, kernel: &Function) -> Option<LaunchBounds> {
     let head_end = kernel.body_bytes.map_or(kernel.end_byte, |(s, _)| s);
@@ -231,6 +257,27 @@ mod tests {
         .assert_eq(&twice);
         assert_eq!(n, 2);
         assert_eq!(twice.lines().count(), text.lines().count());
+    }
+
+    /// A kernel's or a `__device__` function's body is not the host's; a
+    /// `__host__ __device__` function's and a host function's are.
+    #[test]
+    fn the_host_part_empties_device_bodies_only() {
+        let text = "__device__ float sq(float v) { return v * v; }\n\
+                    __host__ __device__ float twice(float v) { return 2 * v; }\n\
+                    __global__ void k(float* y) { y[0] = sq(1); }\n\
+                    int main() { k<<<1, 1>>>(0); return 0; }\n";
+        expect![[r#"
+            __device__ float sq(float v) {}
+            __host__ __device__ float twice(float v) { return 2 * v; }
+            __global__ void k(float* y) {}
+            int main() { k<<<1, 1>>>(0); return 0; }
+        "#]]
+        .assert_eq(&host_part(text).unwrap());
+        let edited = text.replace("y[0] = sq(1);", "y[0] = sq(2) + 1;");
+        assert_eq!(host_part(&edited), host_part(text));
+        assert_ne!(host_part(&text.replace("2 * v", "3 * v")), host_part(text));
+        assert_eq!(host_part("__global__ void k( {"), None);
     }
 
     #[test]
