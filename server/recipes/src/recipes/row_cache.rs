@@ -7,7 +7,9 @@
 //! ```text
 //! for (int f = 0; f < C; ++f) s += x[E] * x[E];      T kp_row0[CAP];
 //! ...                                          ==>   #pragma unroll
-//! for (int f = 0; f < C; ++f) y[E] = x[E] * r;       for (int f = 0; f < CAP; ++f) { if (!(f < C)) break; s += (kp_row0[f] = x[E]) * kp_row0[f]; }
+//! for (int f = 0; f < C; ++f) y[E] = x[E] * r;       for (int f = 0; f < CAP; ++f) if (f < C) { kp_row0[f] = x[E]; }
+//!                                                    #pragma unroll
+//!                                                    for (int f = 0; f < CAP; ++f) { if (!(f < C)) break; s += kp_row0[f] * kp_row0[f]; }
 //!                                                    ...
 //!                                                    #pragma unroll
 //!                                                    for (int f = 0; f < CAP; ++f) { if (!(f < C)) break; y[E] = kp_row0[f] * r; }
@@ -19,9 +21,10 @@
 //! written). A read is cached where it is a `const` pointer parameter's, at an
 //! index whose other names nothing in the two loops (or between them) assigns
 //! and the first loop's body does not declare, and the second loop reads the
-//! same text, one of the two on every step (not under a condition): the first
-//! pass then loads it on every step, just before the statement that first reads
-//! it (an address the original read too), and the passes read the register. Fully unrolled, every index is a constant, so the row
+//! same text, one of the two on every step (not under a condition): a loop of
+//! its own before the first pass then loads it for every step under the bound
+//! (addresses the original read too), all loads at once, and the passes read
+//! the registers. Fully unrolled, every index is a constant, so the row
 //! stays in registers.
 
 use crate::kernel::Kernel;
@@ -229,21 +232,19 @@ fn pair(k: &Kernel, block: Node, first: Node, second: Node) -> Option<Rewrite> {
         }
         let occurrences: Vec<(Node, usize)> = lp_reads.iter().filter_map(|&r| Some((r, slot(&key(r))?))).collect();
         if loads {
-            // Each cached read is loaded once, in a statement of its own just before the
-            // statement that first reads it (a read and a write of one register in one
-            // expression would be unsequenced).
+            // Every cached read loaded in a loop of its own before the first pass, under the bound
+            // but with no exit between the loads: they all issue at once. Loaded where the first
+            // pass reads them, a `break` before each step kept every load waiting for the last.
+            let mut header = k.text[lp.start_byte()..lp_body.start_byte()].to_string();
+            let right = cond.child_by_field_name("right")?.byte_range();
+            header.replace_range(right.start - lp.start_byte()..right.end - lp.start_byte(), &most.to_string());
+            let mut stores = String::new();
             for n in 0..cached.len() {
-                let Some((r, _)) = occurrences.iter().find(|(_, m)| *m == n) else { continue };
-                let statement = if compound {
-                    lp_body.named_children(&mut lp_body.walk()).find(|c| c.byte_range().contains(&r.start_byte()))?
-                } else {
-                    lp_body
-                };
-                let sind = crate::syntax::indent_at(k.text, statement.start_byte());
-                let load = format!("kp_row{n}[{var}] = {};", k.text_of(value_of(k, *r)?));
-                let load = if compound { format!("{load}\n{sind}") } else { format!("{load} ") };
-                edits.push((statement.start_byte()..statement.start_byte(), load));
+                let (r, _) = occurrences.iter().find(|(_, m)| *m == n)?;
+                stores.push_str(&format!(" kp_row{n}[{var}] = {};", k.text_of(value_of(k, *r)?)));
             }
+            edits
+                .push((at..at, format!("{header}if ({var} < {bound_text}) {{{stores} }}\n{ind}#pragma unroll\n{ind}")));
         }
         for (r, n) in occurrences {
             edits.push((value_of(k, r)?.byte_range(), format!("kp_row{n}[{var}]")));
@@ -350,7 +351,9 @@ mod tests {
               float s = 0.0f;
               float kp_row0[64];
               #pragma unroll
-              for (int f = 0; f < 64; ++f) { if (!(f < c)) break; kp_row0[f] = x[(size_t)f * n + i]; s += kp_row0[f] * kp_row0[f]; }
+              for (int f = 0; f < 64; ++f) if (f < c) { kp_row0[f] = x[(size_t)f * n + i]; }
+              #pragma unroll
+              for (int f = 0; f < 64; ++f) { if (!(f < c)) break; s += kp_row0[f] * kp_row0[f]; }
               float r = rsqrtf(s / c);
               #pragma unroll
               for (int f = 0; f < 64; ++f) { if (!(f < c)) break; y[(size_t)f * n + i] = kp_row0[f] * r; }
