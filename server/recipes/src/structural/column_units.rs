@@ -11,7 +11,7 @@
 
 use super::launch::{Tuning, launch_variants};
 use super::units_text::{UnitsText, render};
-use super::warp_units::{Carry, carries, iterations_independent, walk_loop};
+use super::warp_units::{Carry, SLOTS, carries, iterations_independent, walk_loop};
 use super::{BLOCK_THREADS, BLOCK_TID, with_units_view};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
@@ -120,23 +120,23 @@ fn column_walk<'t>(k: &Kernel<'t>, f: tree_sitter::Node<'t>) -> Option<ColumnWal
     (steps.contains(&flat) && fine).then_some((c.0, c.1, update, pointers))
 }
 
-/// After the loop, each carried value combined over the block's warps, per column.
-fn combine(carry: &Carry) -> Option<String> {
-    let fold = |v: &str, op: String| {
-        format!(
-            "{{ __shared__ decltype({v}) kp_x[32][33]; kp_x[kp_row][kp_col] = {v}; __syncthreads(); {v} = kp_x[0][kp_col]; for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {op}; __syncthreads(); }}"
-        )
-    };
-    match carry {
-        Carry::Sum(v) => Some(fold(v, format!("{v} += kp_x[kp_w][kp_col]"))),
-        Carry::Prod(v) => Some(fold(v, format!("{v} *= kp_x[kp_w][kp_col]"))),
-        Carry::Call(v, f) => Some(fold(v, format!("{v} = {f}({v}, kp_x[kp_w][kp_col])"))),
-        Carry::Compare(v, greater) => Some(fold(
-            v,
-            format!("{{ if (kp_x[kp_w][kp_col] {} {v}) {v} = kp_x[kp_w][kp_col]; }}", if *greater { '>' } else { '<' }),
-        )),
-        Carry::Arg(..) | Carry::Online(..) => None,
+/// After the loop, each carried value combined over the block's warps, per column: every warp's
+/// partial through shared memory (`[32][33]` a name, no bank conflicts), every thread folding
+/// them in warp order with the carry's own merge (`Carry::merge`, the one definition of each
+/// combine: an arg-extremum keeps the original's index on ties).
+fn combine(carry: &Carry) -> String {
+    let names = carry.names();
+    let mut out = String::from("{ ");
+    for (slot, v) in SLOTS.iter().zip(&names) {
+        out.push_str(&format!("__shared__ decltype({v}) {slot}[32][33]; {slot}[kp_row][kp_col] = {v}; "));
     }
+    out.push_str("__syncthreads(); ");
+    for (slot, v) in SLOTS.iter().zip(&names) {
+        out.push_str(&format!("{v} = {slot}[0][kp_col]; "));
+    }
+    let others: Vec<String> = SLOTS.iter().take(names.len()).map(|slot| format!("{slot}[kp_w][kp_col]")).collect();
+    out.push_str(&format!("for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {} __syncthreads(); }}", carry.merge(&others)));
+    out
 }
 
 fn generate(k: &Kernel, u: &Units) -> Option<String> {
@@ -184,7 +184,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             lines.push("#pragma unroll 4".to_string());
             lines.push(render(k, *piece, &edits, "")?);
             for carry in &carried {
-                lines.push(combine(carry)?);
+                lines.push(combine(carry));
             }
             split += 1;
             continue;

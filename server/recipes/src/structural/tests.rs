@@ -219,7 +219,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/48_Mean_reduction.cu", "mean_dim1", "ColumnUnits x4"),
     ("kbench/4_Matrix_vector.cu", "matvec", "WarpUnits x4, BlockUnits x3"),
     ("kbench/50_Product_reduction.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
-    ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4"),
+    ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", "GridStrideMap x4"),
     ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x9"),
     ("kbench/89_cumsum.cu", "cumsum_rows", "WarpScan x10"),

@@ -53,7 +53,7 @@ pub(super) enum Carry {
 }
 
 impl Carry {
-    fn names(&self) -> Vec<&str> {
+    pub(super) fn names(&self) -> Vec<&str> {
         match self {
             Carry::Sum(v) | Carry::Prod(v) | Carry::Call(v, _) | Carry::Compare(v, _) => vec![v],
             Carry::Arg(b, i, ..) => vec![b, i],
@@ -130,7 +130,7 @@ impl Carry {
 }
 
 /// Shared slots for the values a combine carries (at most two: a pair's).
-const SLOTS: [&str; 2] = ["kp_x", "kp_y"];
+pub(super) const SLOTS: [&str; 2] = ["kp_x", "kp_y"];
 
 /// Each warp's `names` through shared memory, every thread of the block folding them with `merge`
 /// in warp order (so all agree); `tid` is the thread's index within its block.
