@@ -632,8 +632,9 @@ pub async fn profile(
     let first = async {
         let run = injected_run(req, dir.path(), plan, &first_turn, cancel).await;
         if takes_turns {
-            // However the first run ended, the other's turn has come.
-            let _ = std::fs::write(&done, "");
+            // However the first run ended, the other's turn has come (a file the library wrote,
+            // with the kernel's time that sets the sampling period, is kept).
+            let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(&done);
         }
         run
     };

@@ -104,6 +104,11 @@ struct State {
   // (the Rust driver also creates it when the first process ends), so its start-up overlaps the first.
   std::string doneFile, waitFor;
   bool released = false;
+  // The profiled kernel's time in this process's range profile (ns), written into `doneFile` so
+  // that the sampling process sets its period by it (`period_for`); 0 where unknown.
+  double durationNs = 0;
+  // PC sampling's period exponent (2^n cycles): KP_CUPTI_PC_PERIOD, else from `waitFor`'s duration.
+  int pcPeriod = 9;
   std::string current, currentMangled;
   Launch launch;
   bool running = false, broken = false;
@@ -309,7 +314,7 @@ void setup_pc() {
   cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   cfg[0].attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
   cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  cfg[1].attributeData.samplingPeriodData.samplingPeriod = getenv("KP_CUPTI_PC_PERIOD") ? atoi(getenv("KP_CUPTI_PC_PERIOD")) : 9;
+  cfg[1].attributeData.samplingPeriodData.samplingPeriod = getenv("KP_CUPTI_PC_PERIOD") ? atoi(getenv("KP_CUPTI_PC_PERIOD")) : S.pcPeriod;
   cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
   cfg[2].attributeData.stallReasonData.stallReasonCount = n;
   cfg[2].attributeData.stallReasonData.pStallReasonIndex = S.stallIndex.data();
@@ -693,7 +698,10 @@ void end() {
     ev.numMetrics = S.metrics.size();
     ev.pMetricValues = values.data();
     CHECK(evaluate(ev));
-    for (size_t m = 0; m < S.metrics.size(); m++) metric(S.metrics[m], values[m]);
+    for (size_t m = 0; m < S.metrics.size(); m++) {
+      metric(S.metrics[m], values[m]);
+      if (strcmp(S.metrics[m], "gpu__time_duration.sum") == 0) S.durationNs = values[m];
+    }
   }
   launch_metrics();
   fprintf(S.out, "#kernel\t%s\tranges=%zu\tdropped=%zu\tms=%.1f\n", S.current.c_str(), info.numTotalRanges,
@@ -764,9 +772,25 @@ void release_when_done() {
     cuptiSassMetricsUnsetConfig(&u);
   }
   deinit_profiler();
-  if (FILE* f = fopen(S.doneFile.c_str(), "w")) fclose(f);
+  // Written under another name and renamed: the other process reads it as soon as it exists.
+  const std::string tmp = S.doneFile + ".tmp";
+  if (FILE* f = fopen(tmp.c_str(), "w")) {
+    if (S.durationNs > 0) fprintf(f, "%.0f\n", S.durationNs);
+    fclose(f);
+    rename(tmp.c_str(), S.doneFile.c_str());
+  }
   fprintf(S.out, "#released\n");
   fflush(S.out);
+}
+
+// PC sampling's period exponent for a kernel of `ns` (0: unknown): 2^9 cycles up to 0.5 ms, one
+// more for each doubling past it, so a long kernel gives a few hundred thousand samples, not
+// millions (H100, 2026-12-07: a 0.33 ms kernel gave 149K samples in 437 ms of sampling, a 16 ms
+// one 7.4M in 628 ms); the stall reasons' shares per line are what the findings read.
+int period_for(double ns) {
+  int p = 9;
+  for (double d = ns; d > 500000.0 && p < 20; d /= 2) p++;
+  return p;
 }
 
 // Waits (at most KP_CUPTI_WAIT_MS, default 60 s) for `waitFor` to exist.
@@ -775,7 +799,13 @@ void wait_for_turn() {
   const char* limit = getenv("KP_CUPTI_WAIT_MS");
   double most = limit ? atof(limit) : 60000.0;
   while (access(S.waitFor.c_str(), F_OK) != 0 && ms_since(t) < most) usleep(1000);
-  fprintf(S.out, "#waited\tms=%.1f\n", ms_since(t));
+  double ns = 0;
+  if (FILE* f = fopen(S.waitFor.c_str(), "r")) {
+    if (fscanf(f, "%lf", &ns) != 1) ns = 0;
+    fclose(f);
+  }
+  S.pcPeriod = period_for(ns);
+  fprintf(S.out, "#waited\tms=%.1f\tkernel_ns=%.0f\tperiod=%d\n", ms_since(t), ns, S.pcPeriod);
   fflush(S.out);
 }
 
