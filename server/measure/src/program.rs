@@ -46,6 +46,19 @@ pub async fn build(
     std::fs::write(&src, format!("#line 1 \"{line}\"\n{text}")).map_err(|e| e.to_string())?;
     let exe = dir.join("program");
     let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
+    // `#include "…"` resolves against the file's own folder (the copy is compiled elsewhere), as
+    // the save's compile does: through a link in the build folder where the path has a character
+    // a shell acts on.
+    if let Some(home) = path.parent().filter(|d| d.is_absolute() && d.is_dir()) {
+        let shown = home.display().to_string();
+        if kernelpro_toolchain::nvcc_flags::shell_char(&shown).is_none() {
+            args.push(format!("-I{shown}"));
+        } else {
+            let link = dir.join("home");
+            std::os::unix::fs::symlink(home, &link).map_err(|e| format!("the program is not built: {e}"))?;
+            args.push(format!("-I{}", link.display()));
+        }
+    }
     let (header, flags) =
         kernelpro_toolchain::nvcc_flags::defines_header(&kernelpro_core::analysis::Analyzer::flags_for(path, settings));
     args.extend(flags);
@@ -66,14 +79,23 @@ pub async fn build(
     };
     let env = kernelpro_toolchain::toolchain::Env::for_settings(settings);
     let objcopy = kernelpro_toolchain::toolchain::find_tool("objcopy", None, "KERNELPRO_OBJCOPY", &env);
-    let key = kernelpro_source::launch::host_part(text).map(|host| {
-        let mut h = Sha256::new();
-        for part in [host.as_str(), &header, &key_args, &nvcc.path.display().to_string(), &line] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-        h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect::<String>()
-    });
+    // The project headers the file includes are read whole into the key: a host function of one is
+    // host code too. Past the headers' read limit nothing is kept.
+    let flags_kept = kernelpro_core::analysis::Analyzer::flags_for(path, settings);
+    let headers = kernelpro_toolchain::headers::project_headers(path, text, &flags_kept, None);
+    let key = kernelpro_source::launch::host_part(text)
+        .filter(|_| headers.len() < kernelpro_toolchain::headers::MAX_HEADERS)
+        .map(|host| {
+            let mut h = Sha256::new();
+            let nvcc_path = nvcc.path.display().to_string();
+            let mut parts = vec![host.as_str(), &header, &key_args, &nvcc_path, &line];
+            parts.extend(headers.iter().map(|hd| &*hd.text));
+            for part in parts {
+                h.update(part.as_bytes());
+                h.update([0]);
+            }
+            h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect::<String>()
+        });
     let hosts = cache.join("program-hosts");
     let kept = key.as_ref().map(|k| hosts.join(format!("{k}.o"))).filter(|o| o.exists());
     let object = dir.join("program.o");
@@ -186,6 +208,24 @@ mod tests {
     fn holds(exe: &Path, fatbin: &Path) -> bool {
         let (exe, fatbin) = (std::fs::read(exe).unwrap(), std::fs::read(fatbin).unwrap());
         exe.windows(fatbin.len()).any(|w| w == fatbin.as_slice())
+    }
+
+    /// A host function in a project header is host code: its edit builds the whole program.
+    #[tokio::test]
+    async fn an_edit_of_an_included_headers_host_code_builds_whole() {
+        let s = settings();
+        let dir = tempfile::tempdir().unwrap();
+        let (main, header) = (dir.path().join("main.cu"), dir.path().join("scale.cuh"));
+        let text = "#include \"scale.cuh\"\n__global__ void k(float* y) { y[0] = 1; }\nint main() { float* y; cudaMalloc(&y, 4); k<<<1, 1>>>(y); return scale(0); }\n";
+        std::fs::write(&main, text).unwrap();
+        let (cache, cancel) = (tempfile::tempdir().unwrap(), CancellationToken::new());
+        let mut kept = Vec::new();
+        for body in ["return v;", "return v;", "return v + 1;"] {
+            std::fs::write(&header, format!("inline int scale(int v) {{ {body} }}\n")).unwrap();
+            let out = tempfile::tempdir().unwrap();
+            kept.push(super::build(&main, text, &s, out.path(), cache.path(), &cancel).await.unwrap().host_kept);
+        }
+        assert_eq!(kept, [false, true, false], "the same header keeps the host object, an edited one does not");
     }
 
     /// A kernel's edit keeps the host object and the program holds the new device code; a host

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// At most this many headers are read per file, each at most this big.
-const MAX_HEADERS: usize = 64;
+pub const MAX_HEADERS: usize = 64;
 const MAX_HEADER_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, Clone, PartialEq)]
