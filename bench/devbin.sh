@@ -14,6 +14,11 @@ for t in "gpu-harness=-p kernelpro-gpu --test gpu" "gpu-pipeline=-p kernelpro --
   exe=$(cargo test --release --no-run --message-format=json ${t#*=} | python3 -c "import json,sys;print([m['executable'] for m in map(json.loads,sys.stdin) if m.get('executable') and m['profile']['test']][-1])")
   strip -o ".devbin/${t%%=*}" "$exe"
 done
+# The probes' binaries (bench/probes/*_variants.sh run them on the device), built with the project's nvcc.
+nvcc=$(ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/nvcc)
+for p in gemm map column; do
+  "$nvcc" -O3 -arch=sm_90 -cudart static -o ".devbin/${p}_variants" "bench/probes/${p}_variants.cu"
+done
 inc=$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source/include)
 rm -rf .cutlass && mkdir -p .cutlass && cp -r "$inc" .cutlass/
 # The headers compressed (27 MB to 2.3 MB) into .devbin, so that carrying .devbin alone fits the

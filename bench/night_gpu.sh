@@ -7,6 +7,8 @@
 #   vs ncu one launch vs --full, profile-on-save in-process: bench/gpu_run.sh profile); issue 29's
 #   worst corpus kernels through the optimizer (bench/kernelbench/gpu.sh, TASKS below).
 # Usage (device, carry [".devbin", "public-kernels/corpus"]): bash bench/night_gpu.sh "$OUT"
+# Next session's calls (issues 33 and 34, 2026-12-07 night's plan): PHASES="probes slice" TOTAL=580, then
+# PHASES="profile pipeline" COMPARE_FILES=" " SAVE_FILES="..." PIPELINE_TESTS=a_programs_save, then PHASES=strategies.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: night_gpu.sh OUTDIR}; mkdir -p "$DEST/a"
@@ -46,8 +48,25 @@ run_corpus() {
   python3 bench/public_kernels/corpus_report.py corpus-out public-kernels/corpus/corpus.json > "$DEST/a/corpus-report.md" 2>&1
   cp corpus-out/results*.jsonl "$DEST/a/" 2>/dev/null; tail -5 "$DEST/a/corpus-report.md"
 }
-declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=300 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90 [gemm]=150)
+# Issue 34 item 4: the probes of a map's, a column sum's and the SIMT GEMM's forms beside PyTorch (bench/probes/).
+run_probes() {
+  { timeout 60 bash bench/probes/map_variants.sh; timeout 60 bash bench/probes/column_variants.sh
+    timeout 90 bash bench/probes/gemm_variants.sh 4096; } > "$DEST/a/probes.txt" 2>&1; grep -c "ms" "$DEST/a/probes.txt"
+}
+# Issue 34: the KernelBench slice (resumable: kb-out stays on a warm machine), its tasks' files into $DEST/kb.
+run_slice() {
+  mkdir -p "$DEST/kb"
+  OUT="$DEST/kb" KB_OUT=kb-out KB_SECONDS=$1 bash bench/kernelbench/gpu.sh all bench/kernelbench/tasks --budget 30 \
+    --optimize-time 45 --jobs-optimize 8 --trials 20 --max-seconds 0.5 --jobs-measure 3 > "$DEST/a/slice.log" 2>&1
+  grep -v "^\[" "$DEST/a/slice.log" | sed -n 3,6p
+}
+# Issue 34: greedy and random on the slice under the slice's settings (bench/kernelbench/strategies_gpu.sh).
+run_strategies() {
+  OUT="$DEST/st" KB_SECONDS=$(( $1 / 2 )) bash bench/kernelbench/strategies_gpu.sh --budget 30 --optimize-time 45 --jobs-optimize 8 \
+    > "$DEST/a/strategies.log" 2>&1; tail -2 "$DEST/a/strategies.log"
+}
+declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=300 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90 [gemm]=150 [probes]=150 [slice]=480 [strategies]=520)
 for p in ${PHASES:-harness profile pipeline deadline evals corpus}; do
   v="T_${p^^}"; phase "$p" "${!v:-${LIMIT[$p]}}"
 done
-tar czf "$DEST/a.tgz" -C "$DEST" a $( [ -d "$DEST/p" ] && echo p ) $( [ -d "$DEST/e" ] && echo e ) && rm -rf "$DEST/a" "$DEST/p" "$DEST/e"
+tar czf "$DEST/a.tgz" -C "$DEST" a $(for d in p e kb st; do [ -d "$DEST/$d" ] && echo $d; done) && rm -rf "$DEST/a" "$DEST/p" "$DEST/e" "$DEST/kb" "$DEST/st"

@@ -1084,6 +1084,8 @@ fn proposer_puts_structural_then_answering_recipes_first() {
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), four units a step through 128-bit streaming loads and stores"
+        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), two float4 of units a thread a step through 128-bit streaming loads and stores; launch block = 256, grid = ceil_div(N, 2048)"
+        GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i), two float4 of units a thread a step through 128-bit streaming loads and stores; launch block = 512, grid = ceil_div(N, 4096)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i); launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)"
         GridStrideMap answers=Some("TailEffect") note="grid-stride map over (i); launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)"

@@ -221,7 +221,7 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
         counted.push(counted_text);
     }
     let mut out = Vec::new();
-    if let Some(text) = vectorized(k, &u, &lines) {
+    if let Some(text) = vectorized(k, &u, &lines, 1) {
         let mut source = k.text.to_string();
         source.replace_range(k.body().byte_range(), &text);
         let note = format!(
@@ -229,6 +229,19 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
             u.names().join(", ")
         );
         out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Threads));
+    }
+    // Two float4 a thread in flight: the same bytes with half the threads (a parameter of the form).
+    if let Some(text) = vectorized(k, &u, &lines, 2) {
+        let mut source = k.text.to_string();
+        source.replace_range(k.body().byte_range(), &text);
+        let note = format!(
+            "grid-stride map over ({}), two float4 of units a thread a step through 128-bit streaming loads and stores",
+            u.names().join(", ")
+        );
+        // Under the user's launch (last, rotated) seven threads in eight would find no work: only its variants.
+        let mut pairs = launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Pairs);
+        pairs.pop();
+        out.extend(pairs);
     }
     let text = unit_loop_dividing(k, &u, &counted, "", "", "grid-stride over the units", &divisions);
     let mut source = k.text.to_string();
@@ -245,7 +258,7 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
 /// its component, stores gather into a `float4` (`__stcs`); the units past the
 /// last multiple of four run the original statements. `lines` is the scalar
 /// body for that tail.
-fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
+fn vectorized(k: &Kernel, u: &Units, lines: &[String], per: usize) -> Option<String> {
     let [index] = &u.indices[..] else { return None };
     if !u.fixed.is_empty() {
         return None;
@@ -316,45 +329,86 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String]) -> Option<String> {
     let ind2 = format!("{ind}  ");
     let ind3 = format!("{ind2}  ");
     let units = u.count();
-    let mut step = String::new();
-    for r in &reads {
-        step.push_str(&format!("{ind2}const float4 kp_i_{r} = __ldcs(reinterpret_cast<const float4*>({r}) + kp_v);\n"));
-    }
-    for (w, _) in &writes {
-        step.push_str(&format!("{ind2}float4 kp_o_{w};\n"));
-    }
-    // The unit's index is bound in each component only where a statement still
-    // names it outside the loads and stores that became components: an unused
-    // local is an nvcc warning (#177-D) on every candidate.
+    // One float4 step of vector `v` (`kp_v`, `kp_w`, ...) with names suffixed `sfx`: its loads, its
+    // units' statements on their components, its stores, each indented by `at`.
     let index_used = nodes
         .iter()
         .zip(&edits_of)
         .any(|(n, edits)| uses(*n, k.text, i).iter().any(|u| !edits.iter().any(|(r, _)| r.contains(&u.start_byte()))));
-    for c in ["x", "y", "z", "w"] {
-        let lane = ["x", "y", "z", "w"].iter().position(|l| *l == c).expect("component");
-        step.push_str(&format!("{ind2}{{\n"));
-        if index_used {
-            step.push_str(&format!("{ind3}const {} {i} = ({})(kp_v * 4 + {lane});\n", index.ty, index.ty));
+    let parts = |v: &str, sfx: &str, at: &str| -> Option<(String, String, String)> {
+        let at2 = format!("{at}  ");
+        let mut loads = String::new();
+        for r in &reads {
+            loads.push_str(&format!(
+                "{at}const float4 kp_i_{r}{sfx} = __ldcs(reinterpret_cast<const float4*>({r}) + {v});\n"
+            ));
         }
-        for (at, n) in nodes.iter().enumerate() {
-            let edits: Vec<_> = edits_of[at].iter().map(|(r, w)| (r.clone(), w.replace("kp_c", c))).collect();
-            step.push_str(&format!("{ind3}{}\n", render(k, Piece::Node(*n), &edits, &ind3)?));
+        let mut compute = String::new();
+        for (w, _) in &writes {
+            compute.push_str(&format!("{at}float4 kp_o_{w}{sfx};\n"));
         }
-        step.push_str(&format!("{ind2}}}\n"));
-    }
-    for (w, _) in &writes {
-        step.push_str(&format!("{ind2}__stcs(reinterpret_cast<float4*>({w}) + kp_v, kp_o_{w});\n"));
-    }
+        // The unit's index is bound in each component only where a statement still names it
+        // outside the loads and stores that became components: an unused local is an nvcc
+        // warning (#177-D) on every candidate.
+        for (lane, c) in ["x", "y", "z", "w"].iter().enumerate() {
+            compute.push_str(&format!("{at}{{\n"));
+            if index_used {
+                compute.push_str(&format!("{at2}const {} {i} = ({})({v} * 4 + {lane});\n", index.ty, index.ty));
+            }
+            for (n_at, n) in nodes.iter().enumerate() {
+                let edits: Vec<_> = edits_of[n_at]
+                    .iter()
+                    .map(|(r, w)| (r.clone(), w.replace(".kp_c", &format!("{sfx}.{c}"))))
+                    .collect();
+                compute.push_str(&format!("{at2}{}\n", render(k, Piece::Node(*n), &edits, &at2)?));
+            }
+            compute.push_str(&format!("{at}}}\n"));
+        }
+        let mut stores = String::new();
+        for (w, _) in &writes {
+            stores.push_str(&format!("{at}__stcs(reinterpret_cast<float4*>({w}) + {v}, kp_o_{w}{sfx});\n"));
+        }
+        Some((loads, compute, stores))
+    };
+    let (tid, threads) = (u.grid_tid(), u.grid_threads());
+    let step = if per <= 1 {
+        let (loads, compute, stores) = parts("kp_v", "", &ind2)?;
+        format!("{loads}{compute}{stores}")
+    } else {
+        // `per` vectors a step, the grid's threads adjacent for each (coalesced): where all are in
+        // range, every load first (all in flight at once), then the units, then the stores; the
+        // step past the last whole one takes its vectors one at a time.
+        let names: Vec<String> =
+            (0..per).map(|p| if p == 0 { "kp_v".to_string() } else { format!("kp_v{p}") }).collect();
+        let mut whole = String::new();
+        let (mut loads, mut compute, mut stores) = (String::new(), String::new(), String::new());
+        for (p, v) in names.iter().enumerate().skip(1) {
+            whole.push_str(&format!("{ind2}const long long {v} = kp_v + {p}LL * ({threads});\n"));
+        }
+        for (p, v) in names.iter().enumerate() {
+            let (l, c, st) = parts(v, &format!("_{p}"), &ind3)?;
+            loads.push_str(&l);
+            compute.push_str(&c);
+            stores.push_str(&st);
+        }
+        let ind4 = format!("{ind3}  ");
+        let (l, c, st) = parts("kp_w", "", &ind4)?;
+        let last = names.last().expect("per > 1");
+        format!(
+            "{whole}{ind2}if ({last} < kp_n4) {{\n{loads}{compute}{stores}{ind2}}} else {{\n{ind3}for (long long kp_w = kp_v; kp_w < kp_n4; kp_w += {threads}) {{\n{l}{c}{st}{ind3}}}\n{ind2}}}\n"
+        )
+    };
     let tail = unit_body(u, lines, &ind2);
     // Every buffer a float4 touches must be 16-byte aligned: else every unit takes the scalar loop.
     let aligned = crate::access::aligned_16(reads.iter().chain(writes.iter().map(|(w, _)| w)).map(String::as_str));
+    let (what, stride) = if per <= 1 {
+        ("four a step".to_string(), threads.clone())
+    } else {
+        (format!("{per} float4 a thread a step"), format!("{per}LL * ({threads})"))
+    };
     Some(format!(
-        "{{\n{ind}// grid-stride over the units, four a step through float4 where aligned (kernelpro).\n{}{ind}const long long kp_n4 = {aligned} ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {}; kp_v < kp_n4; kp_v += {}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {}; kp_u < {units}; kp_u += {}) {{\n{tail}{ind}}}\n{outer}}}",
+        "{{\n{ind}// grid-stride over the units, {what} through float4 where aligned (kernelpro).\n{}{ind}const long long kp_n4 = {aligned} ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {tid}; kp_v < kp_n4; kp_v += {stride}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {tid}; kp_u < {units}; kp_u += {threads}) {{\n{tail}{ind}}}\n{outer}}}",
         u.prologue(k, &ind)?,
-        u.grid_tid(),
-        u.grid_threads(),
-        u.grid_tid(),
-        u.grid_threads()
     ))
 }
 

@@ -26,6 +26,8 @@ pub(crate) enum Tuning {
     /// Four units a thread (a map through float4): first one float4 per thread over the whole
     /// grid, as PyTorch's vectorized elementwise kernels launch, then the grid-stride caps.
     Vec4Threads,
+    /// Two float4 of units a thread a step: one step per thread over the grid (256 and 512 threads).
+    Vec4Pairs,
     /// A thread per unit, few blocks (one atomic per block).
     Reduce,
     /// `units` units (output elements) per block of `threads`: one launch only.
@@ -44,6 +46,7 @@ impl Tuning {
             Tuning::Blocks => vec![(512, 1, 4), (1024, 1, 2)],
             Tuning::Threads => vec![(256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
             Tuning::Vec4Threads => vec![(256, 1024, 0), (256, 256, 8), (512, 512, 4), (1024, 1024, 2)],
+            Tuning::Vec4Pairs => vec![(256, 2048, 0), (512, 4096, 0)],
             Tuning::Reduce => vec![(512, 512, 2), (256, 256, 4), (1024, 1024, 1)],
             Tuning::Tiles { threads, units } => vec![(threads, units, 0)],
             Tuning::Columns => vec![(256, 32, 16), (512, 32, 8), (1024, 32, 4)],
@@ -148,7 +151,8 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
     // float4 map under its thread-per-unit launch (three threads in four find
     // no float4): the launch variants go first, so that a search with time for
     // a few evaluations measures them.
-    let idles = tuning == Tuning::Vec4Threads || k.launch().is_some_and(|l| l.grid.iter().product::<u32>() < SMS);
+    let idles = matches!(tuning, Tuning::Vec4Threads | Tuning::Vec4Pairs)
+        || k.launch().is_some_and(|l| l.grid.iter().product::<u32>() < SMS);
     if out.len() > 1 && idles {
         out.rotate_left(1);
     }

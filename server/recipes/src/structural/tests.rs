@@ -49,7 +49,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("linear_bias.cu", "linear_forward", "WarpUnits x4, TiledContraction x10"),
     ("matmul_nn_rowptr.cu", "sgemm_naive", "WarpUnits x8, TiledContraction x6"),
     ("sum_atomic.cu", "sum_squares", "BlockReduce x8"),
-    ("gelu_map.cu", "gelu_forward", "GridStrideMap x9"),
+    ("gelu_map.cu", "gelu_forward", "GridStrideMap x11"),
     ("row_loss.cu", "crossentropy", "WarpUnits x4"),
     ("cumsum_2d_double.cu", "cumsum_y", "WarpScan x10"),
     ("colmax_2d_sizet.cu", "colmax", "WarpUnits x4, ColumnUnits x4"),
@@ -68,14 +68,14 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("cosine_rows_three_sums.cu", "cosine_sim_loss", "WarpUnits x4"),
     // Coarsened by CoarsenReduce (a rewrite of the micro tier), see crate::tests::coarsen_reduce.
     ("sumsq_shared_literal_tree.cu", "sum_squares", ""),
-    ("leaky_relu_idx_macro.cu", "leaky_relu", "GridStrideMap x9"),
+    ("leaky_relu_idx_macro.cu", "leaky_relu", "GridStrideMap x11"),
     ("cumprod_rows_inline.cu", "cumprod_rows", "WarpScan x10"),
     ("reverse_cumsum_guard_block.cu", "reverse_cumsum", "WarpScan x10, GridStrideMap x4"),
     ("masked_cumsum_bytes.cu", "masked_cumsum", "WarpScan x10"),
     ("prod_middle_dim.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("prod_last_dim.cu", "prod_last", "WarpUnits x4"),
-    ("while_grid_stride_map.cu", "while_map", "GridStrideMap x9"),
-    ("tid_alias_early_return.cu", "early_map", "GridStrideMap x9"),
+    ("while_grid_stride_map.cu", "while_map", "GridStrideMap x11"),
+    ("tid_alias_early_return.cu", "early_map", "GridStrideMap x11"),
     ("triu_matmul_guarded_loop.cu", "triu_matmul", "TiledContraction x6"),
     ("conv_pointwise_grid_y.cu", "conv_pointwise", "WarpUnits x4, TiledContraction x10"),
     ("conv1x1_block_2d.cu", "conv1x1", "WarpUnits x4, TiledContraction x10"),
@@ -88,7 +88,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("absmax_scale_helper_rowy.cu", "scale_by_row_absmax", "HoistRowWork x7, GridStrideMap x4"),
     // Styles found in other people's public naive kernels, written anew by the corpus helper.
     ("add2d_rows_on_x.cu", "add_matrix_rows_x", "GridStrideMap x4"),
-    ("gelu_short_macros.cu", "gelu_macros", "GridStrideMap x9"),
+    ("gelu_short_macros.cu", "gelu_macros", "GridStrideMap x11"),
     ("rmsnorm_brace_template.cu", "rms_rows_brace", "WarpUnits x4, BlockUnits x3"),
     ("rowsum_pointer_while.cu", "row_means_ptr", "WarpUnits x4"),
     ("scale_template_specialised.cu", "scale_copy", "GridStrideMap x4"),
@@ -155,10 +155,10 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("naive/linear/linear_template_gelu.cu", "linear_gelu", "WarpUnits x4, TiledContraction x4"),
     ("naive/map/clean_gelu_vec4.cu", "gelu_vec4", ""),
     ("naive/map/expert_gelu_vec4_gridstride.cu", "gelu_stream", ""),
-    ("naive/map/gelu_double_literals.cu", "gelu_kernel", "GridStrideMap x9"),
-    ("naive/map/gelu_tanh_v1.cu", "gelu_forward_v1", "GridStrideMap x9"),
+    ("naive/map/gelu_double_literals.cu", "gelu_kernel", "GridStrideMap x11"),
+    ("naive/map/gelu_tanh_v1.cu", "gelu_forward_v1", "GridStrideMap x11"),
     ("naive/map/relu_bias_2d_rowx.cu", "bias_relu", "GridStrideMap x4"),
-    ("naive/map/swish_gridstride_sizet.cu", "swish_kernel", "GridStrideMap x9"),
+    ("naive/map/swish_gridstride_sizet.cu", "swish_kernel", "GridStrideMap x11"),
     ("naive/matmul/clean_sgemm_tiled16.cu", "sgemm_tiled16", ""),
     ("naive/matmul/expert_sgemm_tile64_reg4x4.cu", "sgemm_tile64", ""),
     ("naive/matmul/matmul_1d_double_sizet.cu", "matmul_flat", "WarpUnits x8, TiledContraction x6"),
@@ -200,16 +200,16 @@ const CORPUS: &[(&str, &str, &str)] = &[
     // KernelBench level-1 tasks: 2D convolutions (82) get none yet;
     // few long rows (128 of 393216 in 23, 24) also get a block per row.
     ("kbench/100_HingeLoss.cu", "hinge_loss", "BlockReduce x4"),
-    ("kbench/19_ReLU.cu", "relu", "GridStrideMap x9"),
+    ("kbench/19_ReLU.cu", "relu", "GridStrideMap x11"),
     ("kbench/1_Square_matmul.cu", "matmul_square", "WarpUnits x4, TiledContraction x10"),
     ("kbench/14_Matmul_upper_triangular.cu", "triu_matmul", "TiledContraction x6"),
     ("kbench/15_Matmul_lower_triangular.cu", "tril_matmul", "TiledContraction x6"),
-    ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x9"),
+    ("kbench/21_Sigmoid.cu", "sigmoid", "GridStrideMap x11"),
     ("kbench/23_Softmax.cu", "softmax_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
     ("kbench/24_LogSoftmax.cu", "log_softmax_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
-    ("kbench/25_Swish.cu", "swish", "GridStrideMap x9"),
-    ("kbench/26_GELU.cu", "gelu", "GridStrideMap x9"),
-    ("kbench/30_Softsign.cu", "softsign", "GridStrideMap x9"),
+    ("kbench/25_Swish.cu", "swish", "GridStrideMap x11"),
+    ("kbench/26_GELU.cu", "gelu", "GridStrideMap x11"),
+    ("kbench/30_Softsign.cu", "softsign", "GridStrideMap x11"),
     // Already coalesced over a million positions; a warp per position reads its 64 features H*W apart (0.25x measured).
     ("kbench/36_RMSNorm.cu", "rms_norm", ""),
     ("kbench/40_LayerNorm.cu", "layer_norm_rows", "WarpUnits x8, BlockUnits x6, ClusterUnits x12"),
@@ -221,7 +221,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("kbench/50_Product_reduction.cu", "prod_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/51_Argmax.cu", "argmax_dim1", "WarpUnits x4, ColumnUnits x4"),
     ("kbench/82_conv_depthwise_2D.cu", "depthwise_conv2d", "GridStrideMap x4"),
-    ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x9"),
+    ("kbench/88_MinGPTNewGelu.cu", "new_gelu", "GridStrideMap x11"),
     ("kbench/89_cumsum.cu", "cumsum_rows", "WarpScan x10"),
     ("kbench/90_cumprod.cu", "cumprod_rows", "WarpScan x10"),
     ("kbench/91_cumsum_reverse.cu", "reverse_cumsum_rows", "WarpScan x10, GridStrideMap x4"),
@@ -485,6 +485,8 @@ fn snapshots() {
             ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
             ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores; launch block = 1024, grid = min(ceil_div(N, 1024), 132 * 2)
             ## grid-stride map over (i), four units a step through 128-bit streaming loads and stores
+            ## grid-stride map over (i), two float4 of units a thread a step through 128-bit streaming loads and stores; launch block = 256, grid = ceil_div(N, 2048)
+            ## grid-stride map over (i), two float4 of units a thread a step through 128-bit streaming loads and stores; launch block = 512, grid = ceil_div(N, 4096)
             ## grid-stride map over (i)
             ## grid-stride map over (i); launch block = 256, grid = min(ceil_div(N, 256), 132 * 8)
             ## grid-stride map over (i); launch block = 512, grid = min(ceil_div(N, 512), 132 * 4)
