@@ -49,10 +49,12 @@ pub async fn build(
     // `#include "…"` resolves against the file's own folder (the copy is compiled elsewhere), as
     // the save's compile does: through a link in the build folder where the path has a character
     // a shell acts on.
-    if let Some(home) = path.parent().filter(|d| d.is_absolute() && d.is_dir()) {
-        let shown = home.display().to_string();
-        if kernelpro_toolchain::nvcc_flags::shell_char(&shown).is_none() {
-            args.push(format!("-I{shown}"));
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut home_shown = String::new();
+    if let Some(home) = absolute.parent().filter(|d| d.is_dir()) {
+        home_shown = home.display().to_string();
+        if kernelpro_toolchain::nvcc_flags::shell_char(&home_shown).is_none() {
+            args.push(format!("-I{home_shown}"));
         } else {
             let link = dir.join("home");
             std::os::unix::fs::symlink(home, &link).map_err(|e| format!("the program is not built: {e}"))?;
@@ -62,8 +64,12 @@ pub async fn build(
     let (header, flags) =
         kernelpro_toolchain::nvcc_flags::defines_header(&kernelpro_core::analysis::Analyzer::flags_for(path, settings));
     args.extend(flags);
-    // What the host object depends on besides the host text (not the temporary folder's path).
-    let key_args = args.join(" ");
+    // What the host object depends on besides the host text: not the temporary folder's paths (the
+    // include folder by its own name, the defines by their text).
+    let in_dir = format!("-I{}", dir.display());
+    let key_args: Vec<String> =
+        args.iter().map(|a| if a.starts_with(&in_dir) { format!("-I{home_shown}") } else { a.clone() }).collect();
+    let key_args = key_args.join(" ");
     if !header.is_empty() {
         let defines = dir.join("defines.h");
         std::fs::write(&defines, &header).map_err(|e| e.to_string())?;
