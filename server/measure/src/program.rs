@@ -105,16 +105,20 @@ pub async fn build(
     let hosts = cache.join("program-hosts");
     let kept = key.as_ref().map(|k| hosts.join(format!("{k}.o"))).filter(|o| o.exists());
     let object = dir.join("program.o");
+    // The link takes the compile's flags (`-rdc=true` links device code), not its forced include.
+    let mut link_args: Vec<String> = Vec::new();
+    let mut compile_only = false;
+    for a in &args {
+        match (compile_only, a.as_str()) {
+            (true, _) => compile_only = false,
+            (false, "-include") => compile_only = true,
+            _ => link_args.push(a.clone()),
+        }
+    }
     let link = |object: &Path| {
-        run_tool_ok(
-            ToolCommand::new(&nvcc.path, timeout).args([
-                format!("-arch={}", settings.arch),
-                "-o".into(),
-                exe.display().to_string(),
-                object.display().to_string(),
-            ]),
-            cancel,
-        )
+        let mut all = link_args.clone();
+        all.extend(["-o".into(), exe.display().to_string(), object.display().to_string()]);
+        run_tool_ok(ToolCommand::new(&nvcc.path, timeout).args(all), cancel)
     };
     if let (Some(host), Some(objcopy)) = (&kept, &objcopy) {
         let fatbin = dir.join("device.fatbin");
@@ -232,6 +236,21 @@ mod tests {
             kept.push(super::build(&main, text, &s, out.path(), cache.path(), &cancel).await.unwrap().host_kept);
         }
         assert_eq!(kept, [false, true, false], "the same header keeps the host object, an edited one does not");
+    }
+
+    /// Relocatable device code (`-rdc=true` in the user's flags) is linked as nvcc links it, and a
+    /// kernel's edit still builds (its device code kept or the whole program built again).
+    #[tokio::test]
+    async fn a_program_with_relocatable_device_code_builds_after_a_kernel_edit() {
+        let s = kernelpro_config::settings::Settings { extra_flags: vec!["-rdc=true".into()], ..settings() };
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-probe/kernels.cu");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (cache, cancel) = (tempfile::tempdir().unwrap(), CancellationToken::new());
+        for t in [text.clone(), text.replacen("y[i] = a * x[i] + y[i] * 2.0;", "y[i] = a * x[i] + y[i];", 1)] {
+            let out = tempfile::tempdir().unwrap();
+            let built = super::build(&path, &t, &s, out.path(), cache.path(), &cancel).await;
+            assert!(built.as_ref().is_ok_and(|b| b.exe.exists()), "{built:?}");
+        }
     }
 
     /// A kernel's edit keeps the host object and the program holds the new device code; a host
