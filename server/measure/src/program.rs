@@ -49,9 +49,11 @@ pub async fn build(
     // `#include "…"` resolves against the file's own folder (the copy is compiled elsewhere), as
     // the save's compile does: through a link in the build folder where the path has a character
     // a shell acts on.
+    // An unsaved buffer has no folder (never the server's working directory).
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut home_shown = String::new();
-    if let Some(home) = absolute.parent().filter(|d| d.is_dir()) {
+    let folder = absolute.parent().filter(|d| d.is_dir() && !kernelpro_toolchain::compile::is_unsaved(path));
+    if let Some(home) = folder {
         home_shown = home.display().to_string();
         if kernelpro_toolchain::nvcc_flags::shell_char(&home_shown).is_none() {
             args.push(format!("-I{home_shown}"));
