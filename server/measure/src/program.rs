@@ -184,15 +184,15 @@ async fn run_tool_ok(cmd: ToolCommand, cancel: &CancellationToken) -> Result<(),
     Ok(())
 }
 
-/// Copies `object` in as `hosts/KEY.o` (through a temporary name: another build may read it) and
+/// Copies `object` in as `hosts/KEY.o` (through a temporary file: another build may read it) and
 /// removes all but the newest [`KEPT_HOSTS`].
 fn keep(hosts: &Path, key: &str, object: &Path) {
     if std::fs::create_dir_all(hosts).is_err() {
         return;
     }
-    let tmp = hosts.join(format!("{key}.{}.tmp", std::process::id()));
-    if std::fs::copy(object, &tmp).is_err() || std::fs::rename(&tmp, hosts.join(format!("{key}.o"))).is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    // A name of its own (two builds of one key may run at once in one server), removed if not kept.
+    let Ok(tmp) = tempfile::Builder::new().prefix(key).suffix(".tmp").tempfile_in(hosts) else { return };
+    if std::fs::copy(object, tmp.path()).is_err() || tmp.persist(hosts.join(format!("{key}.o"))).is_err() {
         return;
     }
     let Ok(entries) = std::fs::read_dir(hosts) else { return };
