@@ -40,46 +40,27 @@ pub async fn build(
         format!("nvcc was not found. {}", kernelpro_toolchain::toolchain::nvcc_install_hint(settings.words))
     })?;
     let timeout = Duration::from_secs(settings.compile_timeout_secs.max(1));
-    // As `compile::compile` does: a fixed name, `#line` back to the file, defines in a header.
-    let src = dir.join("program.cu");
-    let line = path.display().to_string().replace('\\', "\\\\").replace('"', "\\\"");
-    std::fs::write(&src, format!("#line 1 \"{line}\"\n{text}")).map_err(|e| e.to_string())?;
-    let exe = dir.join("program");
-    let mut args = vec![format!("-arch={}", settings.arch), "-O3".into(), "-lineinfo".into()];
-    // `#include "…"` resolves against the file's own folder (the copy is compiled elsewhere), as
-    // the save's compile does: through a link in the build folder where the path has a character
-    // a shell acts on.
-    // An unsaved buffer has no folder (never the server's working directory).
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut home_shown = String::new();
-    let folder = absolute.parent().filter(|d| d.is_dir() && !kernelpro_toolchain::compile::is_unsaved(path));
-    if let Some(home) = folder {
-        home_shown = home.display().to_string();
-        if kernelpro_toolchain::nvcc_flags::shell_char(&home_shown).is_none() {
-            args.push(format!("-I{home_shown}"));
+    // As the save's compile prepares its file (`compile::CompileInput::in_folder`): the copy with
+    // `#line` back to the file, its folder to include from, the defines in a header. An unsaved
+    // buffer has no folder (never the server's working directory).
+    let input = kernelpro_toolchain::compile::CompileInput {
+        path: if kernelpro_toolchain::compile::is_unsaved(path) {
+            path.to_path_buf()
         } else {
-            let link = dir.join("home");
-            std::os::unix::fs::symlink(home, &link).map_err(|e| format!("the program is not built: {e}"))?;
-            args.push(format!("-I{}", link.display()));
-        }
-    }
-    let (header, flags) =
-        kernelpro_toolchain::nvcc_flags::defines_header(&kernelpro_core::analysis::Analyzer::flags_for(path, settings));
-    args.extend(flags);
-    // What the host object depends on besides the host text: not the temporary folder's paths (the
-    // include folder by its own name, the defines by their text).
-    let in_dir = format!("-I{}", dir.display());
-    let key_args: Vec<String> =
-        args.iter().map(|a| if a.starts_with(&in_dir) { format!("-I{home_shown}") } else { a.clone() }).collect();
-    let key_args = key_args.join(" ");
-    if !header.is_empty() {
-        let defines = dir.join("defines.h");
-        std::fs::write(&defines, &header).map_err(|e| e.to_string())?;
-        args.extend(["-include".into(), defines.display().to_string()]);
-    }
-    if let Some(arg) = args.iter().find(|a| kernelpro_toolchain::nvcc_flags::shell_char(a).is_some()) {
+            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+        },
+        text: text.to_string(),
+        nvcc: nvcc.path.clone(),
+        arch: settings.arch.clone(),
+        flags: kernelpro_core::analysis::Analyzer::flags_for(path, settings),
+        timeout,
+    };
+    let call = input.in_folder(dir, &["-O3", "-lineinfo"]);
+    if let Some(arg) = call.argv.iter().find(|a| kernelpro_toolchain::nvcc_flags::shell_char(a).is_some()) {
         return Err(format!("the program is not built: nvcc's argument `{arg}` holds a character a shell acts on"));
     }
+    call.write().map_err(|(what, e)| format!("the program is not built: cannot {what}: {e}"))?;
+    let (args, src, exe) = (&call.argv, &call.source.0, dir.join("program"));
     let nvcc_run = |extra: Vec<String>| {
         let mut all = args.clone();
         all.extend(extra);
@@ -87,17 +68,23 @@ pub async fn build(
     };
     let env = kernelpro_toolchain::toolchain::Env::for_settings(settings);
     let objcopy = kernelpro_toolchain::toolchain::find_tool("objcopy", None, "KERNELPRO_OBJCOPY", &env);
-    // The project headers the file includes are read whole into the key: a host function of one is
-    // host code too. Past the headers' read limit nothing is kept.
-    let flags_kept = kernelpro_core::analysis::Analyzer::flags_for(path, settings);
-    let headers = kernelpro_toolchain::headers::project_headers(path, text, &flags_kept, None);
+    // What the host object depends on besides the host text: the arguments but not the build
+    // folder's paths (the link to the file's folder by that folder, the defines by their text), and
+    // the project headers the file includes, read whole (a host function of one is host code too).
+    // Past the headers' read limit nothing is kept.
+    let in_dir = dir.display().to_string();
+    let mut key_parts: Vec<String> = args.iter().filter(|a| !a.contains(&in_dir)).cloned().collect();
+    key_parts.extend(call.home_link.iter().map(|(_, home)| home.display().to_string()));
+    key_parts.extend(call.defines.iter().map(|(_, header)| header.clone()));
+    key_parts.extend([nvcc.path.display().to_string(), input.line_name()]);
+    let headers = kernelpro_toolchain::headers::project_headers(path, text, &input.flags, None);
     let key = kernelpro_source::launch::host_part(text)
         .filter(|_| headers.len() < kernelpro_toolchain::headers::MAX_HEADERS)
         .map(|host| {
             let mut h = Sha256::new();
-            let nvcc_path = nvcc.path.display().to_string();
-            let mut parts = vec![host.as_str(), &header, &key_args, &nvcc_path, &line];
-            parts.extend(headers.iter().map(|hd| &*hd.text));
+            let parts = std::iter::once(host.as_str())
+                .chain(key_parts.iter().map(String::as_str))
+                .chain(headers.iter().map(|hd| &*hd.text));
             for part in parts {
                 h.update(part.as_bytes());
                 h.update([0]);
@@ -108,15 +95,9 @@ pub async fn build(
     let kept = key.as_ref().map(|k| hosts.join(format!("{k}.o"))).filter(|o| o.exists());
     let object = dir.join("program.o");
     // The link takes the compile's flags (`-rdc=true` links device code), not its forced include.
-    let mut link_args: Vec<String> = Vec::new();
-    let mut compile_only = false;
-    for a in &args {
-        match (compile_only, a.as_str()) {
-            (true, _) => compile_only = false,
-            (false, "-include") => compile_only = true,
-            _ => link_args.push(a.clone()),
-        }
-    }
+    let defines_path = call.defines.as_ref().map(|(p, _)| p.display().to_string());
+    let link_args: Vec<String> =
+        args.iter().filter(|a| *a != "-include" && Some(a.as_str()) != defines_path.as_deref()).cloned().collect();
     let link = |object: &Path| {
         let mut all = link_args.clone();
         all.extend(["-o".into(), exe.display().to_string(), object.display().to_string()]);

@@ -115,8 +115,20 @@ impl CompileInput {
 
     /// The nvcc run for a compile in the private folder `work` into `cubin`.
     pub fn nvcc_call(&self, work: &Path, cubin: &Path) -> NvccCall {
-        let mut args =
-            vec![format!("-arch={}", self.arch), "-cubin".into(), "-lineinfo".into(), "-Xptxas".into(), "-v".into()];
+        let mut call = self.in_folder(work, &["-cubin", "-lineinfo", "-Xptxas", "-v"]);
+        // `-x cu`: headers and files without the .cu suffix are CUDA too.
+        let source = call.source.0.display().to_string();
+        call.argv.extend(["-o".into(), cubin.display().to_string(), "-x".into(), "cu".into(), source]);
+        call
+    }
+
+    /// The file made ready for nvcc in the private folder `work`: `-arch`, `options`, the file's
+    /// folder to include from (through a link where its path has a character a shell acts on), the
+    /// flags and the header of defines; the copy (`#line` back to the file) is the caller's to name
+    /// with its outputs. Every compile of a user's file starts here: the save's, a program's.
+    pub fn in_folder(&self, work: &Path, options: &[&str]) -> NvccCall {
+        let mut args = vec![format!("-arch={}", self.arch)];
+        args.extend(options.iter().map(|o| o.to_string()));
         let mut home_link = None;
         if let Some(dir) = home_dir(&self.path) {
             let shown = dir.display().to_string();
@@ -134,13 +146,26 @@ impl CompileInput {
         if let Some((path, _)) = &defines {
             args.extend(["-include".into(), path.display().to_string()]);
         }
-        let source = work.join(SOURCE_NAME);
-        // `-x cu`: headers and files without the .cu suffix are CUDA too.
-        args.extend(["-o".into(), cubin.display().to_string(), "-x".into(), "cu".into(), source.display().to_string()]);
         // A byte-order mark is allowed only at a file's start, which is now the `#line`.
         let body = self.text.strip_prefix('\u{feff}').unwrap_or(&self.text);
         let text = format!("#line 1 \"{}\"\n{body}", c_string(&self.line_name()));
-        NvccCall { argv: args, source: (source, text), defines, home_link }
+        NvccCall { argv: args, source: (work.join(SOURCE_NAME), text), defines, home_link }
+    }
+}
+
+impl NvccCall {
+    /// Writes the copy and the header of defines and makes the link to the file's folder; where one
+    /// fails, what it was doing.
+    pub fn write(&self) -> Result<(), (&'static str, std::io::Error)> {
+        let (src, text) = &self.source;
+        std::fs::write(src, text).map_err(|e| ("write the temp copy", e))?;
+        if let Some((path, header)) = &self.defines {
+            std::fs::write(path, header).map_err(|e| ("write the defines header", e))?;
+        }
+        if let Some((link, home)) = &self.home_link {
+            std::os::unix::fs::symlink(home, link).map_err(|e| ("link the file's folder", e))?;
+        }
+        Ok(())
     }
 }
 
@@ -171,14 +196,10 @@ pub async fn compile(input: &CompileInput, cancel: &CancellationToken) -> Result
         );
         return Ok(result);
     }
-    let (src, text) = &call.source;
-    std::fs::write(src, text).map_err(|e| spawn_error("write the temp copy", e))?;
-    if let Some((path, header)) = &call.defines {
-        std::fs::write(path, header).map_err(|e| spawn_error("write the defines header", e))?;
-    }
+    let src = &call.source.0;
+    call.write().map_err(|(what, e)| spawn_error(what, e))?;
     let mut path_map = Vec::new();
     if let Some((link, home)) = &call.home_link {
-        std::os::unix::fs::symlink(home, link).map_err(|e| spawn_error("link the file's folder", e))?;
         path_map.push((format!("{}/", link.display()), format!("{}/", home.display())));
     }
     let cwd = home_dir(&input.path).map(Path::to_path_buf).unwrap_or_else(|| dir.path().to_path_buf());
