@@ -11,7 +11,7 @@
 
 use super::launch::{Tuning, launch_variants};
 use super::units_text::{UnitsText, render};
-use super::warp_units::{Carry, SLOTS, carries, iterations_independent, walk_loop};
+use super::warp_units::{carries, iterations_independent, walk_loop};
 use super::{BLOCK_THREADS, BLOCK_TID, with_units_view};
 use crate::kernel::Kernel;
 use crate::syntax::{descendants, indent_at};
@@ -120,25 +120,6 @@ fn column_walk<'t>(k: &Kernel<'t>, f: tree_sitter::Node<'t>) -> Option<ColumnWal
     (steps.contains(&flat) && fine).then_some((c.0, c.1, update, pointers))
 }
 
-/// After the loop, each carried value combined over the block's warps, per column: every warp's
-/// partial through shared memory (`[32][33]` a name, no bank conflicts), every thread folding
-/// them in warp order with the carry's own merge (`Carry::merge`, the one definition of each
-/// combine: an arg-extremum keeps the original's index on ties).
-fn combine(carry: &Carry) -> String {
-    let names = carry.names();
-    let mut out = String::from("{ ");
-    for (slot, v) in SLOTS.iter().zip(&names) {
-        out.push_str(&format!("__shared__ decltype({v}) {slot}[32][33]; {slot}[kp_row][kp_col] = {v}; "));
-    }
-    out.push_str("__syncthreads(); ");
-    for (slot, v) in SLOTS.iter().zip(&names) {
-        out.push_str(&format!("{v} = {slot}[0][kp_col]; "));
-    }
-    let others: Vec<String> = SLOTS.iter().take(names.len()).map(|slot| format!("{slot}[kp_w][kp_col]")).collect();
-    out.push_str(&format!("for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {} __syncthreads(); }}", carry.merge(&others)));
-    out
-}
-
 fn generate(k: &Kernel, u: &Units) -> Option<String> {
     let body = k.body();
     let outer = indent_at(k.text, body.start_byte());
@@ -184,7 +165,7 @@ fn generate(k: &Kernel, u: &Units) -> Option<String> {
             lines.push("#pragma unroll 4".to_string());
             lines.push(render(k, *piece, &edits, "")?);
             for carry in &carried {
-                lines.push(combine(carry));
+                lines.push(carry.across_columns());
             }
             split += 1;
             continue;

@@ -221,27 +221,19 @@ fn map_rewrites(k: &Kernel) -> Vec<Rewrite> {
         counted.push(counted_text);
     }
     let mut out = Vec::new();
-    if let Some(text) = vectorized(k, &u, &lines, 1) {
+    // The float4 form, one or two float4 a thread a step (a parameter of the form: two keep the
+    // same bytes in flight with half the threads).
+    for (per, what, tuning) in
+        [(1, "four units a step", Tuning::Vec4Threads), (2, "two float4 of units a thread a step", Tuning::Vec4Pairs)]
+    {
+        let Some(text) = vectorized(k, &u, &lines, per) else { continue };
         let mut source = k.text.to_string();
         source.replace_range(k.body().byte_range(), &text);
         let note = format!(
-            "grid-stride map over ({}), four units a step through 128-bit streaming loads and stores",
+            "grid-stride map over ({}), {what} through 128-bit streaming loads and stores",
             u.names().join(", ")
         );
-        out.extend(launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Threads));
-    }
-    // Two float4 a thread in flight: the same bytes with half the threads (a parameter of the form).
-    if let Some(text) = vectorized(k, &u, &lines, 2) {
-        let mut source = k.text.to_string();
-        source.replace_range(k.body().byte_range(), &text);
-        let note = format!(
-            "grid-stride map over ({}), two float4 of units a thread a step through 128-bit streaming loads and stores",
-            u.names().join(", ")
-        );
-        // Under the user's launch (last, rotated) seven threads in eight would find no work: only its variants.
-        let mut pairs = launch_variants(k, &Rewrite { source, note }, &u, Tuning::Vec4Pairs);
-        pairs.pop();
-        out.extend(pairs);
+        out.extend(launch_variants(k, &Rewrite { source, note }, &u, tuning));
     }
     let text = unit_loop_dividing(k, &u, &counted, "", "", "grid-stride over the units", &divisions);
     let mut source = k.text.to_string();
@@ -371,9 +363,9 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String], per: usize) -> Option<Str
         Some((loads, compute, stores))
     };
     let (tid, threads) = (u.grid_tid(), u.grid_threads());
-    let step = if per <= 1 {
+    let (step, what, stride) = if per <= 1 {
         let (loads, compute, stores) = parts("kp_v", "", &ind2)?;
-        format!("{loads}{compute}{stores}")
+        (format!("{loads}{compute}{stores}"), "four a step".to_string(), threads.clone())
     } else {
         // `per` vectors a step, the grid's threads adjacent for each (coalesced): where all are in
         // range, every load first (all in flight at once), then the units, then the stores; the
@@ -394,18 +386,14 @@ fn vectorized(k: &Kernel, u: &Units, lines: &[String], per: usize) -> Option<Str
         let ind4 = format!("{ind3}  ");
         let (l, c, st) = parts("kp_w", "", &ind4)?;
         let last = names.last().expect("per > 1");
-        format!(
+        let step = format!(
             "{whole}{ind2}if ({last} < kp_n4) {{\n{loads}{compute}{stores}{ind2}}} else {{\n{ind3}for (long long kp_w = kp_v; kp_w < kp_n4; kp_w += {threads}) {{\n{l}{c}{st}{ind3}}}\n{ind2}}}\n"
-        )
+        );
+        (step, format!("{per} float4 a thread a step"), format!("{per}LL * ({threads})"))
     };
     let tail = unit_body(u, lines, &ind2);
     // Every buffer a float4 touches must be 16-byte aligned: else every unit takes the scalar loop.
     let aligned = crate::access::aligned_16(reads.iter().chain(writes.iter().map(|(w, _)| w)).map(String::as_str));
-    let (what, stride) = if per <= 1 {
-        ("four a step".to_string(), threads.clone())
-    } else {
-        (format!("{per} float4 a thread a step"), format!("{per}LL * ({threads})"))
-    };
     Some(format!(
         "{{\n{ind}// grid-stride over the units, {what} through float4 where aligned (kernelpro).\n{}{ind}const long long kp_n4 = {aligned} ? ({units}) / 4 : 0;\n{ind}for (long long kp_v = {tid}; kp_v < kp_n4; kp_v += {stride}) {{\n{step}{ind}}}\n{ind}for (long long kp_u = kp_n4 * 4 + {tid}; kp_u < {units}; kp_u += {threads}) {{\n{tail}{ind}}}\n{outer}}}",
         u.prologue(k, &ind)?,

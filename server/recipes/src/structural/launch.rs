@@ -39,6 +39,12 @@ pub(crate) enum Tuning {
 }
 
 impl Tuning {
+    /// Whether the rewrite is also offered under the user's own launch: not a form of several
+    /// float4 a thread, where seven threads in eight of a thread-per-unit launch find no work.
+    fn keeps_user_launch(self) -> bool {
+        self != Tuning::Vec4Pairs
+    }
+
     /// (block threads, units per block, grid cap in multiples of the SM count).
     fn choices(self) -> Vec<(u32, u32, u32)> {
         match self {
@@ -93,9 +99,9 @@ fn spec_units(k: &Kernel, u: &Units) -> Option<String> {
     Some(factors.iter().map(|f| format!("({f})")).collect::<Vec<_>>().join(" * "))
 }
 
-/// The rewrite under the user's launch, then one variant per launch choice.
+/// The rewrite under the user's launch (where the tuning keeps it), then one variant per launch choice.
 pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tuning) -> Vec<Rewrite> {
-    let mut out = vec![base.clone()];
+    let mut out = if tuning.keeps_user_launch() { vec![base.clone()] } else { Vec::new() };
     if sized_by_launch(k, u) {
         tracing::debug!(kernel = %k.func.name, "units sized by the launch: no launch variant");
         return out;
@@ -151,9 +157,8 @@ pub(crate) fn launch_variants(k: &Kernel, base: &Rewrite, u: &Units, tuning: Tun
     // float4 map under its thread-per-unit launch (three threads in four find
     // no float4): the launch variants go first, so that a search with time for
     // a few evaluations measures them.
-    let idles = matches!(tuning, Tuning::Vec4Threads | Tuning::Vec4Pairs)
-        || k.launch().is_some_and(|l| l.grid.iter().product::<u32>() < SMS);
-    if out.len() > 1 && idles {
+    let idles = tuning == Tuning::Vec4Threads || k.launch().is_some_and(|l| l.grid.iter().product::<u32>() < SMS);
+    if tuning.keeps_user_launch() && out.len() > 1 && idles {
         out.rotate_left(1);
     }
     out

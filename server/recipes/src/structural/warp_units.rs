@@ -53,7 +53,7 @@ pub(super) enum Carry {
 }
 
 impl Carry {
-    pub(super) fn names(&self) -> Vec<&str> {
+    fn names(&self) -> Vec<&str> {
         match self {
             Carry::Sum(v) | Carry::Prod(v) | Carry::Call(v, _) | Carry::Compare(v, _) => vec![v],
             Carry::Arg(b, i, ..) => vec![b, i],
@@ -99,6 +99,13 @@ impl Carry {
         warp_fold(&self.names(), tid, |o| self.merge(o))
     }
 
+    /// ColumnUnits' combine after a column's loop: each warp's value per column (a lane's own
+    /// unit) through `[32][33]` shared slots (no bank conflicts), every thread folding its
+    /// column's in warp order.
+    pub(super) fn across_columns(&self) -> String {
+        shared_fold(&self.names(), "[32][33]", |w| format!("[{w}][kp_col]"), "kp_row", None, |o| self.merge(o))
+    }
+
     /// After the block's all-reduction, a cluster's: see [`cluster_fold`].
     fn across_cluster(&self) -> String {
         cluster_fold(&self.names(), |o| self.merge(o))
@@ -130,18 +137,38 @@ impl Carry {
 }
 
 /// Shared slots for the values a combine carries (at most two: a pair's).
-pub(super) const SLOTS: [&str; 2] = ["kp_x", "kp_y"];
+const SLOTS: [&str; 2] = ["kp_x", "kp_y"];
 
 /// Each warp's `names` through shared memory, every thread of the block folding them with `merge`
 /// in warp order (so all agree); `tid` is the thread's index within its block.
 fn warp_fold(names: &[&str], tid: &str, merge: impl Fn(&[String]) -> String) -> String {
-    let decls: String = names.iter().zip(SLOTS).map(|(n, x)| format!("__shared__ decltype({n}) {x}[32]; ")).collect();
-    let stores: Vec<String> = names.iter().zip(SLOTS).map(|(n, x)| format!("{x}[{tid} >> 5] = {n};")).collect();
-    let loads: String = names.iter().zip(SLOTS).map(|(n, x)| format!("{n} = {x}[0]; ")).collect();
-    let others: Vec<String> = SLOTS[..names.len()].iter().map(|x| format!("{x}[kp_w]")).collect();
+    let lane0 = format!("({tid} & 31) == 0");
+    shared_fold(names, "[32]", |w| format!("[{w}]"), &format!("{tid} >> 5"), Some(&lane0), merge)
+}
+
+/// Each warp's `names` through shared memory, a slot of `shape` per name, and every thread folding
+/// them with `merge` in warp order (so all agree): `at(w)` is warp `w`'s element of a slot for this
+/// thread, `own` the thread's warp, `publish` the threads that store (none: every thread, where each
+/// lane holds its own column's value, as ColumnUnits' `[32][33]` slots).
+fn shared_fold(
+    names: &[&str],
+    shape: &str,
+    at: impl Fn(&str) -> String,
+    own: &str,
+    publish: Option<&str>,
+    merge: impl Fn(&[String]) -> String,
+) -> String {
+    let decls: String =
+        names.iter().zip(SLOTS).map(|(n, x)| format!("__shared__ decltype({n}) {x}{shape}; ")).collect();
+    let stores: Vec<String> = names.iter().zip(SLOTS).map(|(n, x)| format!("{x}{} = {n};", at(own))).collect();
+    let stores = match publish {
+        Some(who) => format!("if ({who}) {{ {} }} ", stores.join(" ")),
+        None => format!("{} ", stores.join(" ")),
+    };
+    let loads: String = names.iter().zip(SLOTS).map(|(n, x)| format!("{n} = {x}{}; ", at("0"))).collect();
+    let others: Vec<String> = SLOTS[..names.len()].iter().map(|x| format!("{x}{}", at("kp_w"))).collect();
     format!(
-        "{{ {decls}if (({tid} & 31) == 0) {{ {} }} __syncthreads(); {loads}for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ {} }} __syncthreads(); }}",
-        stores.join(" "),
+        "{{ {decls}{stores}__syncthreads(); {loads}for (int kp_w = 1; kp_w < kp_nw; ++kp_w) {{ {} }} __syncthreads(); }}",
         merge(&others)
     )
 }
