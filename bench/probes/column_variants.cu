@@ -5,20 +5,13 @@
 // partial sums), and a split of the rows across blocks (atomicAdd into a zeroed output, or a
 // second pass). Each timed after an L2 flush, median of 20, checked against a double sum.
 //   ./column_variants   prints per variant the median ms and GB/s read.
+#include "flushed_timing.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 constexpr int B = 4, R = 4096, C = 4095;
 
@@ -65,10 +58,6 @@ __global__ void lanes(float* __restrict__ y, const float* __restrict__ x, int ba
   }
 }
 
-__global__ void flush(int* b, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) b[i] += 1;
-}
-
 int main() {
   const size_t n = (size_t)B * R * C, bytes = n * 4, out = (size_t)B * C;
   std::vector<float> h(n);
@@ -79,12 +68,8 @@ int main() {
     for (int j = 0; j < R; ++j)
       for (int k = 0; k < C; ++k) ref[(size_t)b * C + k] += h[((size_t)b * R + j) * C + k];
   float *x, *y;
-  int* fb;
-  const size_t fn = (256u << 20) / 4;
-  CHECK(cudaMalloc(&x, bytes)); CHECK(cudaMalloc(&y, out * 4)); CHECK(cudaMalloc(&fb, fn * 4));
+  CHECK(cudaMalloc(&x, bytes)); CHECK(cudaMalloc(&y, out * 4));
   CHECK(cudaMemcpy(x, h.data(), bytes, cudaMemcpyHostToDevice));
-  int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int groups = B * ((C + 31) / 32);
   typedef void (*K)(float*, const float*, int, int, int);
   struct V { const char* name; K k; dim3 grid; int block; bool zero; };
@@ -113,17 +98,7 @@ int main() {
     CHECK(cudaMemcpy(got.data(), y, out * 4, cudaMemcpyDeviceToHost));
     double worst = 0;
     for (size_t j = 0; j < out; ++j) worst = std::max(worst, std::fabs(got[j] - ref[j]) / std::fabs(ref[j]));
-    std::vector<float> ms;
-    cudaEvent_t a, z;
-    CHECK(cudaEventCreate(&a)); CHECK(cudaEventCreate(&z));
-    for (int r = 0; r < 23; ++r) {
-      flush<<<sms * 8, 256>>>(fb, fn);
-      CHECK(cudaEventRecord(a)); launch(); CHECK(cudaEventRecord(z)); CHECK(cudaEventSynchronize(z));
-      float t; CHECK(cudaEventElapsedTime(&t, a, z));
-      if (r >= 3) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2];
+    const double med = flushed_median_ms(launch);
     printf("%-38s %8.4f ms %6.0f GB/s  worst relative error %.1e\n", v.name, med, bytes / med / 1e6, worst);
   }
   return 0;

@@ -6,17 +6,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 python3 - <<'PY'
-import torch
+import sys, torch
+sys.path.insert(0, "bench/probes")
+from torch_timing import flushed_median_ms as med
 x = torch.rand(4, 4096, 4095, device="cuda")
-flush = torch.empty(256 << 18, dtype=torch.int32, device="cuda")
-def med(f):
-    ts = []
-    for r in range(23):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); f(); e.record(); torch.cuda.synchronize()
-        if r >= 3: ts.append(s.elapsed_time(e))
-    ts.sort(); return ts[len(ts) // 2]
 for name, f in [("torch.sum(dim=1)", lambda: torch.sum(x, dim=1)), ("torch.compile sum", torch.compile(lambda: torch.sum(x, dim=1)))]:
     f(); m = med(f)
     print(f"{name:38s} {m:8.4f} ms {4*x.numel()/m/1e6:6.0f} GB/s")

@@ -4,19 +4,12 @@
 // L2 flush (as bench/kernelbench/run.py times), median of 20; every output is checked.
 // Built here (nvcc -O3 -arch=sm_90 -cudart static), run on the device:
 //   ./map_variants [N]   prints per variant the median ms and GB/s (read + write).
+#include "flushed_timing.cuh"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 __device__ __forceinline__ float f(float v) { return fmaxf(v, 0.0f); }
 __device__ __forceinline__ float4 f4(float4 v) { return make_float4(f(v.x), f(v.y), f(v.z), f(v.w)); }
@@ -87,10 +80,6 @@ __global__ void scalar_exact(float* __restrict__ y, const float* __restrict__ x,
   }
 }
 
-__global__ void flush(int* b, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) b[i] += 1;
-}
-
 int main(int argc, char** argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 4096 * 16384;
   int sms = 0;
@@ -100,9 +89,7 @@ int main(int argc, char** argv) {
   unsigned s = 12345;
   for (auto& v : h) { s = s * 1664525u + 1013904223u; v = (s >> 8) / 8388608.0f - 1.0f; }
   float *x, *y;
-  int* fb;
-  const size_t fn = (256u << 20) / 4;
-  CHECK(cudaMalloc(&x, bytes)); CHECK(cudaMalloc(&y, bytes)); CHECK(cudaMalloc(&fb, fn * 4));
+  CHECK(cudaMalloc(&x, bytes)); CHECK(cudaMalloc(&y, bytes));
   CHECK(cudaMemcpy(x, h.data(), bytes, cudaMemcpyHostToDevice));
   std::vector<float> got(n);
   const int n4 = n / 4;
@@ -135,17 +122,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(got.data(), y, bytes, cudaMemcpyDeviceToHost));
     size_t bad = 0;
     for (int j = 0; j < n; ++j) bad += got[j] != fmaxf(h[j], 0.0f);
-    std::vector<float> ms;
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a)); CHECK(cudaEventCreate(&b));
-    for (int r = 0; r < 23; ++r) {
-      flush<<<sms * 8, 256>>>(fb, fn);
-      CHECK(cudaEventRecord(a)); launch(); CHECK(cudaEventRecord(b)); CHECK(cudaEventSynchronize(b));
-      float t; CHECK(cudaEventElapsedTime(&t, a, b));
-      if (r >= 3) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2];
+    const double med = flushed_median_ms(launch);
     printf("%-36s %8.4f ms %6.0f GB/s  wrong outputs: %zu\n", v.name, med, 2.0 * bytes / med / 1e6, bad);
   }
   return 0;

@@ -9,18 +9,11 @@ N=${1:-67108864}
 nvidia-smi -L
 python3 - "$N" <<'PY'
 import sys, torch
+sys.path.insert(0, "bench/probes")
+from torch_timing import flushed_median_ms as med
 n = int(sys.argv[1])
 x = torch.rand(n, device="cuda") * 2 - 1; y = torch.empty_like(x)
-flush = torch.empty(256 << 18, dtype=torch.int32, device="cuda")
-def med(f):
-    ts = []
-    for r in range(23):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); f(); e.record(); torch.cuda.synchronize()
-        if r >= 3: ts.append(s.elapsed_time(e))
-    ts.sort(); return ts[len(ts) // 2]
-for name, f in [("torch.relu", lambda: torch.relu(x, out=y) if False else torch.relu(x)),
+for name, f in [("torch.relu", lambda: torch.relu(x)),
                 ("torch copy_", lambda: y.copy_(x)),
                 ("torch.compile relu", torch.compile(lambda: torch.relu(x)))]:
     f(); m = med(f)
