@@ -9,7 +9,7 @@
 
 use crate::kernel::Kernel;
 use crate::structural::mentions;
-use crate::syntax::{descendants, edited_within};
+use crate::syntax::{compact, descendants, edited_within};
 use crate::{Recipe, Rewrite};
 use kernelpro_model::Code;
 use kernelpro_source::units::recognize::{assigned_in, declared_in, strip_parens};
@@ -108,13 +108,25 @@ fn rewrite(k: &Kernel) -> Option<Rewrite> {
     if params.is_empty() {
         return None;
     }
+    let test = params.iter().map(|(n, _, v)| format!("{n} == {v}")).collect::<Vec<_>>().join(" && ");
+    // Its own output keeps the parameters in the code as written, so it would apply again and
+    // double the body each time (a greedy path of five on the H100 grew the text 32-fold and
+    // the proposer took 57 s of a 45 s search): a body already under the test is left alone.
+    let tested = |d: &Node| {
+        d.kind() == "if_statement"
+            && d.child_by_field_name("condition")
+                .and_then(|c| c.child_by_field_name("value"))
+                .is_some_and(|c| compact(k.text, c) == test.replace(' ', ""))
+    };
+    if descendants(body).iter().any(tested) {
+        return None;
+    }
     let constants = descendants(body).into_iter().filter(|d| d.kind() == "identifier").filter_map(|d| {
         let (_, ty, v) = params.iter().find(|(n, _, _)| k.text_of(d) == n)?;
         Some((d.byte_range(), format!("(({ty}){v})")))
     });
     let specialized = edited_within(k.text, body.byte_range(), constants);
     let inner = |b: &str| b[1..b.len() - 1].to_string();
-    let test = params.iter().map(|(n, _, v)| format!("{n} == {v}")).collect::<Vec<_>>().join(" && ");
     let values = params.iter().map(|(n, _, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ");
     let new_body = format!(
         "{{\n  // The launch's {values} as constants (kernelpro SpecializeScalars): other values run the code as written.\n  if ({test}) {{{}}} else {{{}}}\n}}",
@@ -196,6 +208,22 @@ mod tests {
             }
         "#]]
         .assert_eq(&got);
+    }
+
+    /// Its own output is not specialized again: the body would double with each application.
+    #[test]
+    fn a_specialized_body_is_left_alone() {
+        let text = format!(
+            "{SPEC}__global__ void pool(float* y, const float* x, int n, int w, int k) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (int j = 0; j < k; ++j) y[i] = x[i % w];
+}}
+"
+        );
+        let once = SpecializeScalars.rewrite(&text, "pool");
+        assert_eq!(once.len(), 1);
+        assert!(SpecializeScalars.rewrite(&once[0].source, "pool").is_empty(), "{}", once[0].source);
     }
 
     /// A parameter assigned or redeclared in the body, one whose address is taken, one without a
