@@ -513,7 +513,15 @@ pub fn optimize_with(
     let mut out = outcome_for(req, &ev.ctx.original, &result, None, Vec::new(), None);
     out.notes.splice(0..0, notes);
     out.notes.extend(llm_note(&llm_log));
-    out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
+    if out_of_time && rejected.is_empty() && had_candidates_beyond_noise {
+        // None failed a check: the time ran out before one could be checked (not "failed").
+        out.notes.push(format!(
+            "the time limit ({} s) ended the search before its fastest candidates could be checked on the held-out input seeds (and, changing the launch, under the original launch), so none is offered; run the search again with a longer --time (optimize.timeSecs)",
+            limit.as_secs()
+        ));
+    } else {
+        out.notes.extend(why_nothing_offered(&result.tree, had_candidates_beyond_noise));
+    }
     out.notes.extend(ev.disagreement_note());
     out.notes.extend(deadline_note(&result, limit));
     out.devices = devices;

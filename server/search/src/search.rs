@@ -334,7 +334,7 @@ impl Run<'_, '_> {
                 // first at every visit): its next forms are asked for, until it has no more.
                 // Before, the node was taken for exhausted with forms it had not offered
                 // (on the H100, 40_LayerNorm's root never offered ClusterUnits).
-                if !proposals.is_empty() || !more || ask >= MAX_ASK {
+                if !proposals.is_empty() || !more || ask >= MAX_ASK || self.past_deadline() {
                     break proposals;
                 }
                 ask *= 2;
@@ -383,6 +383,11 @@ impl Run<'_, '_> {
             if lookahead > 0 {
                 let base = self.propose_context(node, self.config.candidates_per_iteration);
                 for p in proposals.iter().filter(|p| fresh.contains(&p.source)) {
+                    // Guesses only feed compiles ahead: none past the deadline (on the H100 a slow
+                    // proposer's guesses kept a 45 s search going for 64 s).
+                    if self.past_deadline() {
+                        break;
+                    }
                     let child = ProposeContext {
                         parent: NodeId(self.tree.len()),
                         source: &p.source,
@@ -393,9 +398,11 @@ impl Run<'_, '_> {
                     };
                     guesses.extend(proposer.ahead(&child));
                 }
-                guesses.extend(
-                    proposer.ahead(&ProposeContext { wanted: proposals.len() + later.len() + lookahead, ..base }),
-                );
+                if !self.past_deadline() {
+                    guesses.extend(
+                        proposer.ahead(&ProposeContext { wanted: proposals.len() + later.len() + lookahead, ..base }),
+                    );
+                }
             }
             let ahead: Vec<&str> = later
                 .iter()
@@ -445,8 +452,7 @@ impl Run<'_, '_> {
                     let chunk: Vec<&str> =
                         pending.next().expect("a new source is in the batch").iter().map(String::as_str).collect();
                     ready.extend(self.evaluate_once(evaluator, &chunk));
-                    late =
-                        self.out_of_budget().is_some_and(|r| matches!(r, StopReason::WallTime | StopReason::Cancelled));
+                    late = self.past_deadline();
                 }
                 let outcome = ready.pop_front().expect("refilled above");
                 if late && !outcome.is_ok() {
@@ -582,7 +588,7 @@ impl Run<'_, '_> {
                 let _span = tracing::debug_span!("search.deferred", parent = parent.0).entered();
                 self.evaluate_once(evaluator, &[proposal.source.as_str()]).pop().expect("one outcome")
             };
-            let late = self.out_of_budget().is_some_and(|r| matches!(r, StopReason::WallTime | StopReason::Cancelled));
+            let late = self.past_deadline();
             if late && !outcome.is_ok() {
                 tracing::debug!(recipe = %proposal.recipe, "cut short by the stop: not recorded");
                 self.unfinished.push(proposal.recipe);
@@ -755,6 +761,11 @@ impl Run<'_, '_> {
             }
         }
         keys.iter().map(|k| self.outcomes[k].clone()).collect()
+    }
+
+    /// Whether the wall-time limit or the deadline has passed (or the search was cancelled).
+    fn past_deadline(&self) -> bool {
+        self.out_of_budget().is_some_and(|r| matches!(r, StopReason::WallTime | StopReason::Cancelled))
     }
 
     fn out_of_budget(&self) -> Option<StopReason> {
