@@ -16,7 +16,7 @@ PHASE=${1:-all}
 RES=${KB_OUT:-kernelbench-out}
 # The device keeps only git-ignored folders between calls (`*-out/`): a run resumed in the next call
 # finds nothing in any other (KB_OUT=kb2 lost 18 measured tasks on 2026-12-07).
-if ! git check-ignore -q "$RES" 2>/dev/null; then
+if ! git check-ignore -q "$RES/" 2>/dev/null; then  # the slash: "/*-out/" names folders, and it may not exist yet
   echo "warning: $RES is not git-ignored, so the GPU machine's next call will not find it: name it *-out" >&2
 fi
 SECONDS_LEFT=${KB_SECONDS:-540}
