@@ -61,11 +61,12 @@ run_slice() {
   grep -v "^\[" "$DEST/a/slice.log" | sed -n 3,6p
 }
 # Issue 34: greedy and random on the slice under the slice's settings (bench/kernelbench/strategies_gpu.sh).
-# STRATS (default "greedy random": MCTS's runs are the slice's own) share the phase's time equally; OPT_TIME: each search's --optimize-time.
+# STRATS (default "greedy random": MCTS's runs are the slice's own) share the phase's time equally; OPT_TIME: each search's --optimize-time; JOBS: searches at a time;
+# KB_TASKS: the task files (default the slice; the naive corpus: $(ls tests/fixtures/naive/*/*.cu | grep -v '/clean_\|/expert_')).
 run_strategies() {
   local n; n=$(echo ${STRATS:-greedy random} | wc -w)
   STRATS="${STRATS:-greedy random}" OUT="$DEST/st" KB_SECONDS=$(( $1 / n )) bash bench/kernelbench/strategies_gpu.sh --budget 30 \
-    --optimize-time "${OPT_TIME:-45}" --jobs-optimize 8 > "$DEST/a/strategies.log" 2>&1; tail -"$n" "$DEST/a/strategies.log"
+    --optimize-time "${OPT_TIME:-45}" --jobs-optimize "${JOBS:-8}" > "$DEST/a/strategies.log" 2>&1; tail -"$n" "$DEST/a/strategies.log"
 }
 declare -A LIMIT=([harness]=40 [profile]=150 [pipeline]=300 [deadline]=70 [evals]=200 [cute]=80 [corpus]=140 [probe]=90 [gemm]=150 [probes]=150 [slice]=480 [strategies]=520)
 for p in ${PHASES:-harness profile pipeline deadline evals corpus}; do
