@@ -50,7 +50,7 @@ profile)
   # Profile-on-save: how long after the compile's diagnostics the profile lands. The five-kernel
   # program's saves each edit one kernel (`FILE:KERNEL`): the other four keep their last profile.
   for backend in ${SAVE_BACKENDS:-cupti ncu}; do
-    python3 bench/profile_on_save.py --kernelpro $B --backend $backend --reps 3 --out "$OUT/profile_on_save_$backend.tsv" ${SAVE_FILES:-tests/fixtures/h200-probe/kernels.cu:transpose_conflicts bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/sum/sum_atomic_1d.cu} >> "$OUT/profile_times.txt" 2>&1
+    python3 bench/profile_on_save.py --kernelpro $B --backend $backend --reps 3 --out "$OUT/profile_on_save_$backend.tsv" --log "$OUT/profile_on_save_$backend.log" ${SAVE_FILES:-tests/fixtures/h200-probe/kernels.cu:transpose_conflicts bench/kernels/strided_copy.cu bench/kernels/transpose.cu tests/fixtures/naive/sum/sum_atomic_1d.cu} >> "$OUT/profile_times.txt" 2>&1
   done
   # docs/benchmarks.md's table: times, ratio, each stage's share, same findings on the same lines.
   python3 bench/profile_table.py "$OUT" > "$OUT/profile_table.md" 2>&1

@@ -7,7 +7,7 @@ The real server over stdio (`kernelpro lsp`), trusted, `profileOnSave` on, one p
 warmed by one save that is not counted. Per save: `first` = didSave → the first
 publishDiagnostics of that version (the compile's); `profile` = that publish → the end of
 the profile's work-done progress (`kernelpro-profile-…`). Needs a GPU and ncu.
-Prints medians per file; --out keeps every measurement (TSV).
+Prints medians per file; --out keeps every measurement (TSV); --log keeps the server's debug log.
 
 Each save changes the text: a comment at the end, or with `FILE.cu:KERNEL` (a program with its
 own main()) a statement in KERNEL's body, the save of a user who edits one kernel: the program's
@@ -16,6 +16,7 @@ warm-up save, the document's first, measures every kernel; its latency is printe
 """
 import re
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -27,8 +28,10 @@ from save_latency import ROOT, Server  # noqa: E402
 
 
 class ProfilingServer(Server):
-    def __init__(self, binary, root, arch, backend="auto"):
-        super().__init__(binary, root, arch, [], {"profileOnSave": True, "profileBackend": backend})
+    def __init__(self, binary, root, arch, backend="auto", log_path=None):
+        env = {**os.environ, "KERNELPRO_LOG": "debug"} if log_path else None
+        super().__init__(binary, root, arch, [], {"profileOnSave": True, "profileBackend": backend}, env=env,
+                         log_path=log_path)
 
     def save_and_profile(self, uri, text, version):
         self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
@@ -66,6 +69,7 @@ def main():
     ap.add_argument("--backend", default="auto", help="profileBackend: auto, cupti or ncu")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--log", help="append the server's debug log (window/logMessage, on the bench's clock) here")
     args = ap.parse_args()
     raw = ["file\trep\tfirst_s\tprofile_after_compile_s\tmessage"]
     for spec in args.files:
@@ -76,13 +80,15 @@ def main():
             path = Path(tmp) / given.name
             path.write_text(source)
             uri = path.as_uri()
-            server = ProfilingServer(args.kernelpro, path.parent, args.arch, args.backend)
+            server = ProfilingServer(args.kernelpro, path.parent, args.arch, args.backend, args.log)
             server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1,
                                                                     "text": source}})
             rows = []
             for rep in range(args.reps + 1):  # rep 0 warms up and is not counted
                 text = edited(source, kernel, rep)
                 path.write_text(text)
+                if server.log:
+                    server.log.write(f"{time.perf_counter():.3f} == {spec}: save {rep}\n")
                 first, prof, message = server.save_and_profile(uri, text, rep + 2)
                 if not rep:
                     print(f"{spec} ({args.backend}): the first save's profile (every kernel) lands {prof:.2f} s after the compile's diagnostics ({message})")

@@ -48,9 +48,11 @@ class Server:
     """The real binary over stdio; a reader thread answers the server's requests at once."""
 
     def __init__(self, binary: str, root: Path, arch: str | None, includes: list[str], options: dict | None = None,
-                 env: dict | None = None):
+                 env: dict | None = None, log_path: str | None = None):
         self.proc = subprocess.Popen([binary, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env)
+        # The server's log (window/logMessage), each line with the bench's clock: where a save's time goes.
+        self.log = open(log_path, "a") if log_path else None
         self.messages: "queue.Queue[tuple[float, dict]]" = queue.Queue()
         self.lock = threading.Lock()
         self.next_id = 1
@@ -85,6 +87,9 @@ class Server:
                     length = int(line.split(b":")[1])
             msg = json.loads(out.read(length))
             now = time.perf_counter()
+            if self.log and msg.get("method") == "window/logMessage":
+                self.log.write(f"{now:.3f} {msg['params'].get('message', '')}\n")
+                self.log.flush()
             if "id" in msg and "method" in msg:  # a request to the client: answer now
                 result = [None] if msg["method"] == "workspace/configuration" else None
                 self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
