@@ -749,10 +749,15 @@ void note_launch(CUpti_CallbackId cbid, const void* params) {
 void dump_module(const CUpti_ModuleResourceData* m) {
   if (!m || !m->pCubin || m->cubinSize == 0 || S.dir.empty()) return;
   std::string path = S.dir + "/module_" + std::to_string(S.modules++) + ".cubin";
-  FILE* f = fopen(path.c_str(), "wb");
+  // Written under another name and renamed: the profiler disassembles it while the program runs.
+  std::string part = path + ".part";
+  FILE* f = fopen(part.c_str(), "wb");
   if (!f) return;
-  fwrite(m->pCubin, 1, m->cubinSize, f);
-  fclose(f);
+  bool whole = fwrite(m->pCubin, 1, m->cubinSize, f) == m->cubinSize;
+  if (fclose(f) != 0 || !whole || rename(part.c_str(), path.c_str()) != 0) {
+    remove(part.c_str());
+    return;
+  }
   fprintf(S.out, "C\t%s\n", path.c_str());
   fflush(S.out);
 }
