@@ -579,10 +579,12 @@ async fn disassemble(
 }
 
 /// The modules a run saves into `saved` (the library writes each under another name and renames
-/// it), each disassembled as soon as it appears, until `ended` and what was started has finished.
+/// it) that hold one of `names` (any, where none is given), each disassembled as soon as it
+/// appears, until `ended` and what was started has finished.
 async fn disassemble_as_saved(
     nvdisasm: &Path,
     saved: &Path,
+    names: &[String],
     ended: &CancellationToken,
     timeout: Duration,
     cancel: &CancellationToken,
@@ -603,6 +605,10 @@ async fn disassemble_as_saved(
         found.sort();
         for path in found {
             seen.insert(path.clone());
+            let holds = |b: &[u8]| names.iter().any(|n| b.windows(n.len()).any(|w| w == n.as_bytes()));
+            if !names.is_empty() && !std::fs::read(&path).is_ok_and(|b| holds(&b)) {
+                continue;
+            }
             pending.push(async move { disassemble(nvdisasm, &[path], timeout, cancel).await });
         }
         if last {
@@ -675,7 +681,14 @@ pub async fn profile(
             // saves it, meanwhile (on the H100 a program's nvdisasm took 0.4-0.7 s after that run,
             // on the save's critical path).
             let saved = dir.path().join(format!("{}-0-modules", plan.replace(',', "-")));
-            let got = disassemble_as_saved(&req.nvdisasm, &saved, &first_ended, req.timeout, cancel).await;
+            // Only modules with one of the file's kernels in them: a program's libraries (cuBLAS)
+            // load modules of their own, which could take nvdisasm seconds.
+            let names: Vec<String> = match (&req.kernel, req.only.is_empty()) {
+                (Some(k), _) => vec![k.clone()],
+                (None, false) => req.only.clone(),
+                (None, true) => kernelpro_source::parse(source_text).kernels().map(|f| f.name.clone()).collect(),
+            };
+            let got = disassemble_as_saved(&req.nvdisasm, &saved, &names, &first_ended, req.timeout, cancel).await;
             return (got, t.elapsed());
         }
         let modules = match &req.later {
@@ -1482,8 +1495,8 @@ int main(int argc, char** argv) {
     }
 
     /// A program's modules are known only once it loads them: each is disassembled as the first
-    /// run saves it (written under another name, then renamed; a part never renamed is not read),
-    /// while the run goes on, and not again after it.
+    /// run saves it (written under another name, then renamed; a part never renamed is not read,
+    /// nor a module without the profiled kernel in it), while the run goes on, and not again after it.
     #[test]
     fn a_programs_module_is_disassembled_while_it_runs() {
         let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
@@ -1513,7 +1526,8 @@ int main(int argc, char** argv) {
         let script = format!(
             "if [ \"$KP_CUPTI_PLAN\" = range,sass ]; then cp '{c}' \"$KP_CUPTI_DIR/module_0.cubin.part\"; \
              mv \"$KP_CUPTI_DIR/module_0.cubin.part\" \"$KP_CUPTI_DIR/module_0.cubin\"; \
-             head -c 100 '{c}' > \"$KP_CUPTI_DIR/module_1.cubin.part\"; sleep 1; fi; cat '{a}' >> \"$KP_CUPTI_OUT\"",
+             head -c 100 '{c}' > \"$KP_CUPTI_DIR/module_1.cubin.part\"; \
+             echo 'a library module' > \"$KP_CUPTI_DIR/module_2.cubin\"; sleep 1; fi; cat '{a}' >> \"$KP_CUPTI_OUT\"",
             c = cubin.display(),
             a = all.display()
         );
@@ -1541,6 +1555,32 @@ int main(int argc, char** argv) {
         // Done while the run went on: it ended with the run, not a disassembly after it.
         assert!(during.unwrap() <= run.unwrap() + 0.05, "{:?}", got.stages);
         assert!(stage("disassembly").is_none(), "{:?}", got.stages);
+        // The module without the kernel is not read (nvdisasm would fail on it, with a note).
+        let saved = dir.path().join("saved");
+        std::fs::create_dir_all(&saved).unwrap();
+        std::fs::copy(&cubin, saved.join("module_0.cubin")).unwrap();
+        std::fs::write(saved.join("module_2.cubin"), "a library module").unwrap();
+        let ended = CancellationToken::new();
+        ended.cancel();
+        let names = ["strided_copy".to_string()];
+        let (functions, notes) = rt.block_on(disassemble_as_saved(
+            &req.nvdisasm,
+            &saved,
+            &names,
+            &ended,
+            req.timeout,
+            &CancellationToken::new(),
+        ));
+        assert!(notes.is_empty() && functions.iter().any(|f| f.mangled.contains("strided_copy")), "{notes:?}");
+        let (_, notes) = rt.block_on(disassemble_as_saved(
+            &req.nvdisasm,
+            &saved,
+            &[],
+            &ended,
+            req.timeout,
+            &CancellationToken::new(),
+        ));
+        assert!(notes.iter().any(|n| n.contains("nvdisasm failed")), "{notes:?}");
     }
 
     /// The plans of the first round.
