@@ -7,8 +7,12 @@
 #   vs ncu one launch vs --full, profile-on-save in-process: bench/gpu_run.sh profile); issue 29's
 #   worst corpus kernels through the optimizer (bench/kernelbench/gpu.sh, TASKS below).
 # Usage (device, carry [".devbin", "public-kernels/corpus"]): bash bench/night_gpu.sh "$OUT"
-# Next session's calls (issues 33 and 34, 2026-12-07 night's plan): PHASES="probes slice" TOTAL=580, then
-# PHASES="profile pipeline" COMPARE_FILES=" " SAVE_FILES="..." PIPELINE_TESTS=a_programs_save, then PHASES=strategies.
+# Next session's calls (issues 33 and 34, session g's plan): PHASES="profile pipeline harness" COMPARE_FILES=" "
+# SAVE_FILES="tests/fixtures/h200-probe/kernels.cu:transpose_conflicts tests/fixtures/naive/sum/sum_atomic_1d.cu"
+# PIPELINE_TESTS=a_programs_save TOTAL=125 (the program's disassembly during its run); then the naive corpus's
+# strategies at equal time, about 200 s a strategy (run.py starts no search past time-budget - optimize-time - 90):
+# KB_TASKS="$(ls tests/fixtures/naive/*/*.cu | grep -v '/clean_\|/expert_')" STRATS="mcts greedy random" OPT_TIME=15
+# JOBS=16 PHASES=strategies T_STRATEGIES=580 TOTAL=590.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:?usage: night_gpu.sh OUTDIR}; mkdir -p "$DEST/a"
