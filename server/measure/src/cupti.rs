@@ -547,11 +547,13 @@ pub fn pc_refused(plan: &str, run: &CuptiRun, mangled: &[String]) -> Option<bool
 /// disassembled. None found: all of them.
 fn modules_holding(cubins: &[String], mangled: &[String]) -> Vec<String> {
     let names: Vec<Vec<u8>> = mangled.iter().map(|m| format!("{m}\0").into_bytes()).collect();
-    let holds = |cubin: &&String| {
-        std::fs::read(cubin.as_str()).is_ok_and(|b| names.iter().any(|n| b.windows(n.len()).any(|w| w == n.as_slice())))
-    };
-    let some: Vec<String> = cubins.iter().filter(holds).cloned().collect();
+    let some: Vec<String> = cubins.iter().filter(|c| module_holds(c, &names)).cloned().collect();
     if some.is_empty() { cubins.to_vec() } else { some }
+}
+
+/// Whether the module file holds one of these byte strings (a function's name in its string table).
+fn module_holds(cubin: &str, names: &[Vec<u8>]) -> bool {
+    std::fs::read(cubin).is_ok_and(|b| names.iter().any(|n| b.windows(n.len()).any(|w| w == n.as_slice())))
 }
 
 /// The functions of the modules a run saved, disassembled (`nvdisasm -c -g`,
@@ -590,6 +592,7 @@ async fn disassemble_as_saved(
     cancel: &CancellationToken,
 ) -> (Vec<kernelpro_sass::disasm::Function>, Vec<String>) {
     use futures::stream::{FuturesUnordered, StreamExt};
+    let names: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
     let mut seen = std::collections::HashSet::new();
     let mut pending = FuturesUnordered::new();
     let (mut functions, mut notes) = (Vec::new(), Vec::new());
@@ -605,8 +608,7 @@ async fn disassemble_as_saved(
         found.sort();
         for path in found {
             seen.insert(path.clone());
-            let holds = |b: &[u8]| names.iter().any(|n| b.windows(n.len()).any(|w| w == n.as_bytes()));
-            if !names.is_empty() && !std::fs::read(&path).is_ok_and(|b| holds(&b)) {
+            if !names.is_empty() && !module_holds(&path, &names) {
                 continue;
             }
             pending.push(async move { disassemble(nvdisasm, &[path], timeout, cancel).await });
@@ -1453,17 +1455,12 @@ int main(int argc, char** argv) {
         }
     }
 
-    /// The harness job's cubin, known before the run, is disassembled during
-    /// it (the real nvdisasm on a cubin of the recorded kernel's signature):
-    /// the modules the run saved (absent here) are not, and the kernel gets
-    /// its source page.
-    #[test]
-    fn the_known_module_is_disassembled_during_the_first_run() {
+    /// A cubin of the recorded kernel's signature (`strided_copy`), built in `dir` by the real nvcc,
+    /// and the nvdisasm beside it.
+    fn strided_copy_cubin(dir: &Path) -> (PathBuf, PathBuf) {
         let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
             .expect("nvcc (set KERNELPRO_VENV)");
-        let nvdisasm = nvcc.path.with_file_name("nvdisasm");
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("k.cu");
+        let src = dir.join("k.cu");
         std::fs::write(
             &src,
             "__global__ void strided_copy(float* y, const float* x, int n, int s) {\n\
@@ -1471,7 +1468,7 @@ int main(int argc, char** argv) {
                if (i < n) y[i] = x[(i * s) % n];\n}\n",
         )
         .unwrap();
-        let cubin = dir.path().join("k.cubin");
+        let cubin = dir.join("k.cubin");
         let out = std::process::Command::new(&nvcc.path)
             .args(["-arch=sm_90", "-cubin", "-lineinfo", "-o"])
             .arg(&cubin)
@@ -1479,6 +1476,17 @@ int main(int argc, char** argv) {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (nvcc.path.with_file_name("nvdisasm"), cubin)
+    }
+
+    /// The harness job's cubin, known before the run, is disassembled during
+    /// it (the real nvdisasm on a cubin of the recorded kernel's signature):
+    /// the modules the run saved (absent here) are not, and the kernel gets
+    /// its source page.
+    #[test]
+    fn the_known_module_is_disassembled_during_the_first_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (nvdisasm, cubin) = strided_copy_cubin(dir.path());
         let (range, sass, pc) = recorded_parts();
         let records = [("range,sass,pc", format!("{range}{sass}{pc}"))];
         let got = drive_known("strided_copy", &records, &nvdisasm, &cubin);
@@ -1499,26 +1507,8 @@ int main(int argc, char** argv) {
     /// nor a module without the profiled kernel in it), while the run goes on, and not again after it.
     #[test]
     fn a_programs_module_is_disassembled_while_it_runs() {
-        let nvcc = kernelpro_core::analysis::Analyzer::find_nvcc(&kernelpro_config::settings::Settings::default())
-            .expect("nvcc (set KERNELPRO_VENV)");
-        let nvdisasm = nvcc.path.with_file_name("nvdisasm");
         let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("k.cu");
-        std::fs::write(
-            &src,
-            "__global__ void strided_copy(float* y, const float* x, int n, int s) {\n\
-               int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
-               if (i < n) y[i] = x[(i * s) % n];\n}\n",
-        )
-        .unwrap();
-        let cubin = dir.path().join("k.cubin");
-        let out = std::process::Command::new(&nvcc.path)
-            .args(["-arch=sm_90", "-cubin", "-lineinfo", "-o"])
-            .arg(&cubin)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (nvdisasm, cubin) = strided_copy_cubin(dir.path());
         let (range, sass, pc) = recorded_parts();
         let all = dir.path().join("all.tsv");
         std::fs::write(&all, format!("{range}{sass}{pc}")).unwrap();
